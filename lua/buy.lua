@@ -1,0 +1,104 @@
+#!lua
+-- buy.lua — one purchase attempt, one round trip, atomic.
+--
+-- KEYS[1] meta          hash   initial_stock, closed, starts_at_ms, ends_at_ms,
+--                              per_user_limit, rate_window_ms, rate_max,
+--                              price_cents, expire_at_ms (written by preheat)
+-- KEYS[2] stock         string units left
+-- KEYS[3] buyers        hash   user -> units bought
+-- KEYS[4] buyer_orders  hash   user -> latest order id
+-- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> order id of an ok attempt
+-- KEYS[6] orders        stream one entry per order
+-- KEYS[7] rate          string this user's attempts in the current rate-limit window
+-- ARGV[1] user id
+-- ARGV[2] qty (integer >= 1)
+-- ARGV[3] request id ("" = no idempotency)
+-- ARGV[4] order id to use if this attempt succeeds
+-- ARGV[5] campaign id (copied into the order entry)
+-- ARGV[6] item id     (copied into the order entry)
+--
+-- Returns {outcome, order_id, stock_left}:
+--   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended | not_preheated
+--   order_id   the new order (ok), the remembered order (ok on a retried request id),
+--              the user's existing order (duplicate), otherwise ""
+--   stock_left units left after this attempt, -1 when not preheated
+--
+-- Every precondition is checked before the first state write: Redis has no
+-- rollback, so a refusal must leave stock, buyers and the stream untouched.
+-- The one write that may come earlier is the rate-limit counter: counting an
+-- attempt is the point of a rate limit, refused or not. The `#!lua` shebang
+-- makes Redis refuse the whole script up front under OOM instead of failing
+-- half-way. Only `ok` is remembered under the request id: a refused attempt
+-- changed nothing, so retrying it simply evaluates again.
+
+local user = ARGV[1]
+local qty = tonumber(ARGV[2])
+local request_id = ARGV[3]
+
+local request_field = false
+if request_id ~= '' then
+  request_field = string.len(user) .. ':' .. user .. ':' .. request_id
+  local remembered = redis.call('HGET', KEYS[5], request_field)
+  if remembered then
+    return {'ok', remembered, tonumber(redis.call('GET', KEYS[2]) or '-1')}
+  end
+end
+
+local meta = redis.call('HMGET', KEYS[1], 'initial_stock', 'closed', 'starts_at_ms',
+  'ends_at_ms', 'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms')
+local stock = tonumber(redis.call('GET', KEYS[2]))
+if not meta[1] or not stock then
+  return {'not_preheated', '', -1}
+end
+if meta[2] == '1' then
+  return {'closed', '', stock}
+end
+
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if meta[3] and meta[3] ~= '' and now_ms < tonumber(meta[3]) then
+  return {'not_started', '', stock}
+end
+if meta[4] and meta[4] ~= '' and now_ms >= tonumber(meta[4]) then
+  return {'ended', '', stock}
+end
+
+local rate_max = tonumber(meta[7] or '0') or 0
+if rate_max > 0 then
+  local attempts = redis.call('INCR', KEYS[7])
+  if attempts == 1 then
+    redis.call('PEXPIRE', KEYS[7], meta[6])
+  end
+  if attempts > rate_max then
+    return {'rate_limited', '', stock}
+  end
+end
+
+local limit = tonumber(meta[5] or '1') or 1
+local bought = tonumber(redis.call('HGET', KEYS[3], user) or '0')
+if bought + qty > limit then
+  return {'duplicate', redis.call('HGET', KEYS[4], user) or '', stock}
+end
+if stock < qty then
+  return {'sold_out', '', stock}
+end
+
+-- All checks passed: from here on only writes.
+local left = redis.call('DECRBY', KEYS[2], qty)
+redis.call('HINCRBY', KEYS[3], user, qty)
+redis.call('HSET', KEYS[4], user, ARGV[4])
+if request_field then
+  redis.call('HSET', KEYS[5], request_field, ARGV[4])
+end
+redis.call('XADD', KEYS[6], '*',
+  'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
+  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id)
+if meta[9] and meta[9] ~= '' then
+  -- The order stream never expires: it holds promises not yet in the database.
+  redis.call('PEXPIREAT', KEYS[3], meta[9])
+  redis.call('PEXPIREAT', KEYS[4], meta[9])
+  if request_field then
+    redis.call('PEXPIREAT', KEYS[5], meta[9])
+  end
+end
+return {'ok', ARGV[4], left}

@@ -1,0 +1,66 @@
+#!lua
+-- preheat.lua — load one item's stock and metadata, atomically, without clobbering a live sale.
+--
+-- KEYS[1] meta     hash   (see buy.lua); the kill-switch fields are never touched here
+-- KEYS[2] stock    string units left
+-- KEYS[3] buyers   hash   user -> units bought (only read: has anyone bought?)
+-- KEYS[4] orders   stream (only read, and its consumer group created when missing)
+-- ARGV[1]  mode: "load" (keep existing stock), "force" (overwrite unless sold), "dry" (decide only)
+-- ARGV[2]  initial stock
+-- ARGV[3]  item name
+-- ARGV[4]  price in cents
+-- ARGV[5]  starts_at_ms ("" = open now)
+-- ARGV[6]  ends_at_ms ("" = no end)
+-- ARGV[7]  per_user_limit
+-- ARGV[8]  rate_window_ms ("" = no rate limit)
+-- ARGV[9]  rate_max ("0" = no rate limit)
+-- ARGV[10] expire_at_ms ("" = never expire)
+-- ARGV[11] consumer group name for the order stream
+-- ARGV[12] in mode "dry": the mode the dry run stands for ("load" or "force")
+--
+-- Returns {status, stock_in_redis_before (-1 = none), stock_in_redis_after (-1 = none)}:
+--   loaded      no stock was in Redis; loaded now
+--   kept        stock already in Redis and mode is not "force": nothing written
+--   overwritten mode "force", no sales yet: stock and metadata replaced
+--   has_sales   mode "force" but orders exist: nothing written (use `init --yes`)
+-- In mode "dry" the same status is returned and nothing is written.
+
+local mode = ARGV[1]
+local before = redis.call('GET', KEYS[2])
+local status = 'loaded'
+if before then
+  if mode == 'force' or (mode == 'dry' and ARGV[12] == 'force') then
+    if redis.call('HLEN', KEYS[3]) > 0 or redis.call('XLEN', KEYS[4]) > 0 then
+      status = 'has_sales'
+    else
+      status = 'overwritten'
+    end
+  else
+    status = 'kept'
+  end
+end
+local before_n = tonumber(before or '-1')
+if mode == 'dry' or status == 'kept' or status == 'has_sales' then
+  return {status, before_n, before_n}
+end
+
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1],
+  'initial_stock', ARGV[2], 'name', ARGV[3], 'price_cents', ARGV[4],
+  'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
+  'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
+local groups = redis.call('EXISTS', KEYS[4]) == 1 and redis.call('XINFO', 'GROUPS', KEYS[4]) or {}
+local has_group = false
+for _, group in ipairs(groups) do
+  for i = 1, #group, 2 do
+    if group[i] == 'name' and group[i + 1] == ARGV[11] then has_group = true end
+  end
+end
+if not has_group then
+  redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[11], '0', 'MKSTREAM')
+end
+if ARGV[10] ~= '' then
+  redis.call('PEXPIREAT', KEYS[1], ARGV[10])
+  redis.call('PEXPIREAT', KEYS[2], ARGV[10])
+end
+return {status, before_n, tonumber(ARGV[2])}

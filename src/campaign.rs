@@ -1,0 +1,400 @@
+//! The campaign file: what an operator writes, parsed and validated.
+//!
+//! YAML is read with `serde-saphyr` (a maintained, pure-Rust successor to the
+//! archived `serde_yaml`). Every field that can be wrong on its own is read as
+//! [`Spanned`] so validation errors point at `file:line:column` just like
+//! syntax errors do. Money is parsed from text to integer cents; a float never
+//! touches a price.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::error::usage;
+
+/// Largest stock one item may have. Past this a typo is likelier than a real
+/// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
+pub const MAX_STOCK: i64 = 100_000_000;
+/// Largest `per_user_limit`; anything above is effectively "no limit" and a typo.
+pub const MAX_PER_USER_LIMIT: i64 = 10_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCampaign {
+    campaign: Spanned<String>,
+    #[serde(default)]
+    redis: Option<String>,
+    #[serde(default)]
+    starts_at: Option<Spanned<String>>,
+    #[serde(default)]
+    ends_at: Option<Spanned<String>>,
+    #[serde(default)]
+    keep_after_end: Option<Spanned<String>>,
+    #[serde(default)]
+    per_user_limit: Option<Spanned<i64>>,
+    #[serde(default)]
+    rate_limit: Option<RawRateLimit>,
+    items: Spanned<Vec<RawItem>>,
+    #[serde(default)]
+    orders: Option<RawOrders>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRateLimit {
+    window: Spanned<String>,
+    max_requests: Spanned<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawItem {
+    id: Spanned<String>,
+    name: String,
+    price: Spanned<String>,
+    stock: Spanned<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOrders {
+    store: String,
+}
+
+/// A validated campaign.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    /// The file it came from (for messages).
+    pub path: PathBuf,
+    /// Campaign id: `[A-Za-z0-9_-]{1,64}`; part of every Redis key.
+    pub id: String,
+    /// `redis:` from the file, if any (lowest precedence).
+    pub redis_url: Option<String>,
+    /// Sale opens at this Unix time in milliseconds; `None` = open now.
+    pub starts_at_ms: Option<i64>,
+    /// Sale closes at this Unix time in milliseconds; `None` = no end.
+    pub ends_at_ms: Option<i64>,
+    /// Keys expire this long after `ends_at`.
+    pub keep_after_end: Duration,
+    /// Units one user may buy of one item.
+    pub per_user_limit: u32,
+    /// Per user, per item attempt limit.
+    pub rate_limit: Option<RateLimit>,
+    /// The items on sale, in file order.
+    pub items: Vec<Item>,
+    /// `orders.store` from the file, if any.
+    pub orders_store: Option<String>,
+}
+
+/// At most `max_requests` buy attempts per user per item within `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub window: Duration,
+    pub max_requests: u32,
+}
+
+/// One item on sale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub id: String,
+    pub name: String,
+    pub price_cents: i64,
+    pub stock: i64,
+}
+
+impl Campaign {
+    /// Read and validate a campaign file. Every problem is a usage error
+    /// (exit 2) whose message starts with `file:line:column`.
+    pub fn load(path: &Path) -> Result<Campaign> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read campaign file {}", path.display()))
+            .map_err(|e| usage(format!("{e:#}")))?;
+        Campaign::parse(&text, path)
+    }
+
+    /// Parse campaign YAML `text`; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Campaign> {
+        let raw: RawCampaign = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            usage(format!(
+                "{}:{line}:{column}: {}",
+                path.display(),
+                plain_message(&e)
+            ))
+        })?;
+        validate(raw, path)
+    }
+
+    /// Unix ms after which every key of this campaign may expire; `None` = never.
+    pub fn expire_at_ms(&self) -> Option<i64> {
+        self.ends_at_ms
+            .map(|end| end.saturating_add(self.keep_after_end.as_millis() as i64))
+    }
+
+    /// The item with this id, or a usage error listing the ids there are.
+    pub fn item(&self, id: &str) -> Result<&Item> {
+        self.items.iter().find(|item| item.id == id).ok_or_else(|| {
+            let ids: Vec<&str> = self.items.iter().map(|i| i.id.as_str()).collect();
+            usage(format!(
+                "campaign {} has no item {id:?} (items: {})",
+                self.id,
+                ids.join(", ")
+            ))
+        })
+    }
+
+    /// `Some(id)` selects one item, `None` all of them.
+    pub fn select_items(&self, id: Option<&str>) -> Result<Vec<&Item>> {
+        match id {
+            Some(id) => Ok(vec![self.item(id)?]),
+            None => Ok(self.items.iter().collect()),
+        }
+    }
+}
+
+/// serde-saphyr renders a source snippet in `Display`; the first line is the message.
+fn plain_message(error: &serde_saphyr::Error) -> String {
+    let rendered = error.to_string();
+    let first = rendered.lines().next().unwrap_or("invalid YAML").trim();
+    // Strip a trailing " at line N column M" so the location is said once.
+    match first.find(" at line ") {
+        Some(cut) => first[..cut].to_string(),
+        None => first.to_string(),
+    }
+}
+
+fn at<T>(path: &Path, spanned: &Spanned<T>, message: impl std::fmt::Display) -> anyhow::Error {
+    usage(format!(
+        "{}:{}:{}: {message}",
+        path.display(),
+        spanned.referenced.line(),
+        spanned.referenced.column()
+    ))
+}
+
+/// Ids go into Redis keys and database rows: keep them to a safe alphabet.
+pub fn is_valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
+    if !is_valid_id(&raw.campaign.value) {
+        return Err(at(
+            path,
+            &raw.campaign,
+            format!(
+                "campaign id {:?} must be 1..64 characters of letters, digits, '-' or '_'",
+                raw.campaign.value
+            ),
+        ));
+    }
+    let starts_at_ms = raw
+        .starts_at
+        .as_ref()
+        .map(|s| parse_time(path, s, "starts_at"))
+        .transpose()?;
+    let ends_at_ms = raw
+        .ends_at
+        .as_ref()
+        .map(|s| parse_time(path, s, "ends_at"))
+        .transpose()?;
+    if let (Some(start), Some(end), Some(end_span)) = (starts_at_ms, ends_at_ms, &raw.ends_at)
+        && end <= start
+    {
+        return Err(at(path, end_span, "ends_at must be after starts_at"));
+    }
+    let keep_after_end = match &raw.keep_after_end {
+        Some(text) => parse_duration(path, text, "keep_after_end")?,
+        None => Duration::from_secs(3600),
+    };
+    let per_user_limit = match &raw.per_user_limit {
+        Some(limit) if !(1..=MAX_PER_USER_LIMIT).contains(&limit.value) => {
+            return Err(at(
+                path,
+                limit,
+                format!(
+                    "per_user_limit must be between 1 and {MAX_PER_USER_LIMIT}, got {}",
+                    limit.value
+                ),
+            ));
+        }
+        Some(limit) => limit.value as u32,
+        None => 1,
+    };
+    let rate_limit = match &raw.rate_limit {
+        Some(rate) => {
+            let window = parse_duration(path, &rate.window, "rate_limit.window")?;
+            if window.as_millis() < 1 {
+                return Err(at(path, &rate.window, "rate_limit.window must be at least 1ms"));
+            }
+            if !(1..=1_000_000).contains(&rate.max_requests.value) {
+                return Err(at(
+                    path,
+                    &rate.max_requests,
+                    format!(
+                        "rate_limit.max_requests must be between 1 and 1000000, got {}",
+                        rate.max_requests.value
+                    ),
+                ));
+            }
+            Some(RateLimit {
+                window,
+                max_requests: rate.max_requests.value as u32,
+            })
+        }
+        None => None,
+    };
+    if raw.items.value.is_empty() {
+        return Err(at(path, &raw.items, "items must list at least one item"));
+    }
+    let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut items = Vec::with_capacity(raw.items.value.len());
+    for item in &raw.items.value {
+        let id = &item.id;
+        if !is_valid_id(&id.value) {
+            return Err(at(
+                path,
+                id,
+                format!(
+                    "item id {:?} must be 1..64 characters of letters, digits, '-' or '_'",
+                    id.value
+                ),
+            ));
+        }
+        let here = (id.referenced.line(), id.referenced.column());
+        if let Some((line, column)) = seen.insert(id.value.clone(), here) {
+            return Err(at(
+                path,
+                id,
+                format!(
+                    "duplicate item id {:?} (first defined at line {line}, column {column})",
+                    id.value
+                ),
+            ));
+        }
+        let price_cents = parse_price(&item.price.value).map_err(|why| {
+            at(
+                path,
+                &item.price,
+                format!("price {:?} of item {}: {why}", item.price.value, id.value),
+            )
+        })?;
+        if !(1..=MAX_STOCK).contains(&item.stock.value) {
+            return Err(at(
+                path,
+                &item.stock,
+                format!(
+                    "stock of item {} must be between 1 and {MAX_STOCK}, got {}",
+                    id.value, item.stock.value
+                ),
+            ));
+        }
+        items.push(Item {
+            id: id.value.clone(),
+            name: item.name.clone(),
+            price_cents,
+            stock: item.stock.value,
+        });
+    }
+    Ok(Campaign {
+        path: path.to_path_buf(),
+        id: raw.campaign.value,
+        redis_url: raw.redis,
+        starts_at_ms,
+        ends_at_ms,
+        keep_after_end,
+        per_user_limit,
+        rate_limit,
+        items,
+        orders_store: raw.orders.map(|o| o.store),
+    })
+}
+
+fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
+    chrono::DateTime::parse_from_rfc3339(text.value.trim())
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| {
+            at(
+                path,
+                text,
+                format!(
+                    "{field} {:?} is not an RFC 3339 time like 2026-11-11T10:00:00+08:00 ({e})",
+                    text.value
+                ),
+            )
+        })
+}
+
+fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Duration> {
+    humantime::parse_duration(text.value.trim()).map_err(|e| {
+        at(
+            path,
+            text,
+            format!("{field} {:?} is not a duration like 1s, 30m or 1h ({e})", text.value),
+        )
+    })
+}
+
+/// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.
+pub fn parse_price(text: &str) -> std::result::Result<i64, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) => (whole, fraction),
+        None => (text, ""),
+    };
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must be a decimal amount like 1499.00".into());
+    }
+    if fraction.len() > 2 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must have at most two decimal places".into());
+    }
+    let whole: i64 = whole
+        .parse()
+        .ok()
+        .filter(|w| *w <= 1_000_000_000_000)
+        .ok_or("is too large")?;
+    let cents: i64 = format!("{fraction:0<2}").parse().unwrap_or(0);
+    Ok(whole * 100 + cents)
+}
+
+/// Render integer cents as a decimal amount: 149900 → "1499.00".
+pub fn format_cents(cents: i64) -> String {
+    format!("{}.{:02}", cents / 100, cents % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_parse_to_cents_without_floats() {
+        assert_eq!(parse_price("1499.00"), Ok(149_900));
+        assert_eq!(parse_price("0.1"), Ok(10));
+        assert_eq!(parse_price("7"), Ok(700));
+        assert!(parse_price("-1").is_err());
+        assert!(parse_price("1.234").is_err());
+        assert!(parse_price("abc").is_err());
+        assert_eq!(format_cents(149_900), "1499.00");
+    }
+
+    #[test]
+    fn ids_are_restricted() {
+        assert!(is_valid_id("moutai-1111"));
+        assert!(!is_valid_id(""));
+        assert!(!is_valid_id("a{b}"));
+        assert!(!is_valid_id(&"x".repeat(65)));
+    }
+}

@@ -1,0 +1,91 @@
+//! The command line: global flags and one subcommand per file in `cmd/`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::campaign::Campaign;
+use crate::cmd;
+use crate::error::usage;
+use crate::output::Format;
+use crate::redis_conn::{ConnectionArgs, RedisTarget};
+
+/// Run a flash sale (秒杀) on Redis without ever selling one item too many.
+///
+/// Typical launch day: `seckill preheat -c campaigns/moutai.yaml` an hour
+/// before, `seckill consume` running beside the sale, `seckill shutdown-switch on`
+/// if anything goes wrong, `seckill reconcile` at night.
+#[derive(Debug, Parser)]
+#[command(name = "seckill", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Campaign file (YAML) to work on.
+    #[arg(short, long, global = true, env = "SECKILL_CAMPAIGN", value_name = "FILE")]
+    pub campaign: Option<PathBuf>,
+
+    /// Output format: a table for people or JSON for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Reset a campaign's Redis state to the file's values (rehearsals, load tests).
+    Init(cmd::init::Args),
+    /// Load stock, item data and the sale window into Redis before launch; never clobbers a live sale.
+    Preheat(cmd::preheat::Args),
+    /// One purchase attempt through the buy script; the exit code tells the outcome.
+    Buy(cmd::buy::Args),
+    /// The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows.
+    ShutdownSwitch(cmd::shutdown_switch::Args),
+    /// Print a shell completion script (bash, zsh, fish, ...).
+    Completions(cmd::completions::Args),
+}
+
+/// What every subcommand gets besides its own flags.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    pub campaign: Option<PathBuf>,
+    pub format: Format,
+    pub connection: ConnectionArgs,
+}
+
+impl Globals {
+    /// Load the campaign file named by `-c`, or explain how to name one.
+    pub fn campaign(&self) -> Result<Campaign> {
+        let path = self.campaign.as_ref().ok_or_else(|| {
+            usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
+        })?;
+        Campaign::load(path)
+    }
+
+    /// The Redis target for this campaign (flag/env > file > default).
+    pub fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
+        RedisTarget::resolve(&self.connection, Some(campaign))
+    }
+}
+
+impl Cli {
+    /// Run the chosen subcommand; returns the process exit code.
+    pub fn run(self) -> Result<i32> {
+        let globals = Globals {
+            campaign: self.campaign,
+            format: self.format,
+            connection: self.connection,
+        };
+        match self.command {
+            Command::Init(args) => cmd::init::run(&globals, &args),
+            Command::Preheat(args) => cmd::preheat::run(&globals, &args),
+            Command::Buy(args) => cmd::buy::run(&globals, &args),
+            Command::ShutdownSwitch(args) => cmd::shutdown_switch::run(&globals, &args),
+            Command::Completions(args) => cmd::completions::run(&args),
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! `seckill completions SHELL`: print a completion script generated from the clap definition.
+
+use anyhow::Result;
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use crate::cli::Cli;
+
+/// Flags of `seckill completions`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Shell to generate for; the files in completions/ are this output.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Write the completion script for `shell` to stdout.
+pub fn run(args: &Args) -> Result<i32> {
+    let mut out = std::io::stdout();
+    write(args.shell, &mut out);
+    Ok(crate::exit_codes::SUCCESS)
+}
+
+/// Generate the completion script for `shell` into `out`.
+pub fn write(shell: Shell, out: &mut dyn std::io::Write) {
+    clap_complete::generate(shell, &mut Cli::command(), "seckill", out);
+}

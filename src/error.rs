@@ -1,0 +1,33 @@
+//! Error kinds that decide the exit code.
+//!
+//! Everything is an `anyhow::Error` with context; the only distinction `main`
+//! needs is "the user asked for something wrong" (exit 2) versus "something
+//! failed at run time" (exit 1). A [`UsageError`] anywhere in the chain means 2.
+
+use std::fmt;
+
+/// A mistake in the command line or the campaign file: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand: `return Err(usage(format!(..)))`.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// The exit code an error maps to.
+pub fn exit_code_for(error: &anyhow::Error) -> i32 {
+    if error.chain().any(|cause| cause.downcast_ref::<UsageError>().is_some()) {
+        crate::exit_codes::USAGE_ERROR
+    } else {
+        crate::exit_codes::RUNTIME_ERROR
+    }
+}

@@ -1,0 +1,43 @@
+//! Every exit status `seckill` can return, written down once.
+//!
+//! Scripts branch on these numbers, so they are part of the interface: the
+//! README table is generated from the same list and `tests/exit_codes.rs`
+//! checks each one from outside the binary.
+
+/// The command did what was asked (`buy`: the order was placed; `reconcile`: balanced).
+pub const SUCCESS: i32 = 0;
+/// Runtime failure: Redis or the order database unreachable, a timeout, a server error.
+pub const RUNTIME_ERROR: i32 = 1;
+/// Usage error: bad flags, or a campaign file that does not parse or validate.
+pub const USAGE_ERROR: i32 = 2;
+/// `reconcile` found drift: the stock equation does not hold or the order sets differ.
+pub const DRIFT_FOUND: i32 = 3;
+/// `buy`: the item has no stock left (or not enough for `--qty`).
+pub const SOLD_OUT: i32 = 10;
+/// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
+pub const DUPLICATE: i32 = 11;
+/// `buy`: the user sent more than `rate_limit.max_requests` attempts within `rate_limit.window`.
+pub const RATE_LIMITED: i32 = 12;
+/// `buy`: the kill switch is on for this item.
+pub const CLOSED: i32 = 13;
+/// `buy`: the sale window has not opened yet (`starts_at` is in the future).
+pub const NOT_STARTED: i32 = 14;
+/// `buy`: the sale window has closed (`ends_at` is in the past).
+pub const ENDED: i32 = 15;
+/// `buy`: the item was never preheated into Redis (or its keys expired).
+pub const NOT_PREHEATED: i32 = 16;
+
+/// (code, name, meaning) for documentation and tests.
+pub const ALL: &[(i32, &str, &str)] = &[
+    (SUCCESS, "success", "done; buy: ok; reconcile: balanced"),
+    (RUNTIME_ERROR, "runtime_error", "Redis or the database unreachable, timeout, server error"),
+    (USAGE_ERROR, "usage_error", "bad flags or a bad campaign file"),
+    (DRIFT_FOUND, "drift_found", "reconcile: the stock equation does not hold"),
+    (SOLD_OUT, "sold_out", "buy: not enough stock left"),
+    (DUPLICATE, "duplicate", "buy: user already bought up to the limit"),
+    (RATE_LIMITED, "rate_limited", "buy: too many attempts in the rate-limit window"),
+    (CLOSED, "closed", "buy: kill switch is on"),
+    (NOT_STARTED, "not_started", "buy: before starts_at"),
+    (ENDED, "ended", "buy: after ends_at"),
+    (NOT_PREHEATED, "not_preheated", "buy: item not preheated (or expired)"),
+];

@@ -1,0 +1,105 @@
+//! Redis key layout.
+//!
+//! Every key of one (campaign, item) starts with the same hash tag,
+//! `seckill:{<campaign>:<item>}:...`, so one item's keys live in one Redis
+//! Cluster slot and one Lua script may touch them all. User ids and request
+//! ids only ever appear *after* the tag, so they cannot move a key to another
+//! slot. Lua scripts receive every key through KEYS; no key name is built in Lua.
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `…:meta` | hash | name, price_cents, initial_stock, window, limits, kill switch |
+//! | `…:stock` | string | units left |
+//! | `…:buyers` | hash | user → units bought |
+//! | `…:buyer_orders` | hash | user → latest order id |
+//! | `…:requests` | hash | user:request_id → order id of an `ok` attempt |
+//! | `…:rate:<user>` | string | attempts in the current rate-limit window |
+//! | `…:orders` | stream | one entry per order, read by `consume` |
+//! | `…:dead` | stream | entries `pending-claim` gave up on |
+
+/// Key prefix of real campaigns.
+pub const LIVE_PREFIX: &str = "seckill";
+/// Key prefix `loadtest` works under, so it can never touch a live sale.
+pub const LOADTEST_PREFIX: &str = "seckill-loadtest";
+/// Consumer group every `consume` process joins.
+pub const ORDER_GROUP: &str = "orders-db";
+
+/// All key names of one campaign item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemKeys {
+    /// `prefix:{campaign:item}:` — everything of this item starts with it.
+    pub base: String,
+    pub meta: String,
+    pub stock: String,
+    pub buyers: String,
+    pub buyer_orders: String,
+    pub requests: String,
+    pub orders: String,
+    pub dead: String,
+}
+
+impl ItemKeys {
+    /// Keys of `item` in `campaign` under `prefix` ([`LIVE_PREFIX`] or [`LOADTEST_PREFIX`]).
+    pub fn new(prefix: &str, campaign: &str, item: &str) -> ItemKeys {
+        let base = format!("{prefix}:{{{campaign}:{item}}}:");
+        ItemKeys {
+            meta: format!("{base}meta"),
+            stock: format!("{base}stock"),
+            buyers: format!("{base}buyers"),
+            buyer_orders: format!("{base}buyer_orders"),
+            requests: format!("{base}requests"),
+            orders: format!("{base}orders"),
+            dead: format!("{base}dead"),
+            base,
+        }
+    }
+
+    /// Keys of a live campaign item.
+    pub fn live(campaign: &str, item: &str) -> ItemKeys {
+        ItemKeys::new(LIVE_PREFIX, campaign, item)
+    }
+
+    /// Per-user rate-limit counter (the user id stays outside the hash tag).
+    pub fn rate(&self, user: &str) -> String {
+        format!("{}rate:{user}", self.base)
+    }
+
+    /// SCAN pattern matching every key of this item, including per-user ones.
+    /// The braces of the hash tag are escaped: in a glob `{` is literal anyway,
+    /// but `*`, `?` and `[` in ids are excluded by id validation.
+    pub fn scan_pattern(&self) -> String {
+        format!("{}*", self.base)
+    }
+
+    /// The fixed (non per-user) keys, for DEL/EXISTS.
+    pub fn fixed(&self) -> [&str; 7] {
+        [
+            &self.meta,
+            &self.stock,
+            &self.buyers,
+            &self.buyer_orders,
+            &self.requests,
+            &self.orders,
+            &self.dead,
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_keys_share_one_hash_tag() {
+        let keys = ItemKeys::live("moutai-1111", "1001");
+        assert_eq!(keys.stock, "seckill:{moutai-1111:1001}:stock");
+        assert_eq!(keys.rate("u{1}"), "seckill:{moutai-1111:1001}:rate:u{1}");
+        for key in keys.fixed() {
+            assert!(key.starts_with("seckill:{moutai-1111:1001}:"));
+        }
+        assert_ne!(
+            ItemKeys::new(LOADTEST_PREFIX, "a", "b").base,
+            ItemKeys::live("a", "b").base
+        );
+    }
+}

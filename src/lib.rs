@@ -1,0 +1,16 @@
+//! `seckill`: run a flash sale on Redis without ever selling one item too many.
+//!
+//! The binary is a thin shell around this library: `cli` parses, `cmd::*`
+//! runs one subcommand each, and the pieces below are shared.
+
+pub mod buy;
+pub mod campaign;
+pub mod cli;
+pub mod cmd;
+pub mod error;
+pub mod exit_codes;
+pub mod keys;
+pub mod output;
+pub mod redis_conn;
+pub mod scripts;
+pub mod state;

@@ -1,0 +1,250 @@
+//! The one connection layer every subcommand uses.
+//!
+//! URL precedence: `--redis` > `SECKILL_REDIS_URL` > the campaign file's
+//! `redis:` > `redis://127.0.0.1:6379/0`. `rediss://` is TLS (rustls).
+//! Connect and response timeouts are always set, so nothing hangs on a dead
+//! server. Errors name the host and port, never the password.
+//!
+//! `--cluster` treats the URL (or a comma-separated list of URLs) as seed
+//! nodes of a Redis Cluster; all commands then route by the item's hash tag.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use redis::cluster::{ClusterClientBuilder, ClusterConnection};
+use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
+
+use crate::campaign::Campaign;
+use crate::error::usage;
+
+/// Where Redis is when nothing says otherwise.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
+
+/// Connection flags shared by every subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectionArgs {
+    /// Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS.
+    /// Overrides the campaign file's `redis:`. [default: redis://127.0.0.1:6379/0]
+    #[arg(long = "redis", global = true, env = "SECKILL_REDIS_URL", value_name = "URL")]
+    pub redis_url: Option<String>,
+
+    /// Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster.
+    #[arg(long, global = true, env = "SECKILL_REDIS_CLUSTER")]
+    pub cluster: bool,
+
+    /// Give up connecting to Redis after this long (e.g. 500ms, 2s).
+    #[arg(long, global = true, default_value = "2s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub connect_timeout: Duration,
+
+    /// Give up waiting for one Redis reply after this long.
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub response_timeout: Duration,
+}
+
+impl Default for ConnectionArgs {
+    fn default() -> Self {
+        ConnectionArgs {
+            redis_url: None,
+            cluster: false,
+            connect_timeout: Duration::from_secs(2),
+            response_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// clap value parser for durations such as `30s`, `500ms`, `1h`.
+pub fn parse_duration_arg(text: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 500ms, 2s, 1m)"))
+}
+
+/// A standalone or cluster connection; both speak [`ConnectionLike`].
+pub enum Conn {
+    Single(redis::Connection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_command(cmd),
+            Conn::Cluster(c) => c.req_command(cmd),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+
+    fn supports_pipelining(&self) -> bool {
+        match self {
+            Conn::Single(c) => c.supports_pipelining(),
+            Conn::Cluster(c) => c.supports_pipelining(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        match self {
+            Conn::Single(c) => c.check_connection(),
+            Conn::Cluster(c) => c.check_connection(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            Conn::Single(c) => c.is_open(),
+            Conn::Cluster(c) => c.is_open(),
+        }
+    }
+}
+
+impl Conn {
+    /// True on a Redis Cluster connection (multi-key commands must stay in one slot).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Conn::Cluster(_))
+    }
+}
+
+/// A resolved Redis target that can hand out connections (one per thread).
+#[derive(Debug, Clone)]
+pub struct RedisTarget {
+    urls: Vec<String>,
+    cluster: bool,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+    /// `host:port[/db]` without credentials, for messages.
+    pub display: String,
+}
+
+impl RedisTarget {
+    /// Resolve the URL by precedence (flag/env, campaign file, default).
+    pub fn resolve(args: &ConnectionArgs, campaign: Option<&Campaign>) -> Result<RedisTarget> {
+        let url = args
+            .redis_url
+            .clone()
+            .or_else(|| campaign.and_then(|c| c.redis_url.clone()))
+            .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string());
+        let urls: Vec<String> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(String::from)
+            .collect();
+        if urls.len() > 1 && !args.cluster {
+            return Err(usage(
+                "several Redis URLs given: pass --cluster to use them as cluster seed nodes",
+            ));
+        }
+        let mut shown = Vec::new();
+        for url in &urls {
+            let info = url
+                .as_str()
+                .into_connection_info()
+                .map_err(|e| usage(format!("invalid Redis URL {}: {e}", redact(url))))?;
+            shown.push(describe(&info));
+        }
+        if urls.is_empty() {
+            return Err(usage("empty Redis URL"));
+        }
+        if urls.iter().any(|u| u.starts_with("rediss://")) {
+            // rustls needs one process-wide crypto provider; a second install is harmless.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        Ok(RedisTarget {
+            urls,
+            cluster: args.cluster,
+            connect_timeout: args.connect_timeout,
+            response_timeout: args.response_timeout,
+            display: shown.join(","),
+        })
+    }
+
+    /// Open one connection with both timeouts set.
+    pub fn connect(&self) -> Result<Conn> {
+        self.try_connect()
+            .with_context(|| format!("cannot connect to Redis at {}", self.display))
+    }
+
+    fn try_connect(&self) -> Result<Conn> {
+        if self.cluster {
+            let connection = ClusterClientBuilder::new(self.urls.clone())
+                .connection_timeout(self.connect_timeout)
+                .response_timeout(self.response_timeout)
+                .build()?
+                .get_connection()?;
+            return Ok(Conn::Cluster(connection));
+        }
+        let client = redis::Client::open(self.urls[0].as_str())?;
+        let connection = client.get_connection_with_timeout(self.connect_timeout)?;
+        connection.set_read_timeout(Some(self.response_timeout))?;
+        connection.set_write_timeout(Some(self.response_timeout))?;
+        Ok(Conn::Single(connection))
+    }
+
+    /// The response timeout (callers keep XREADGROUP BLOCK well below it).
+    pub fn response_timeout(&self) -> Duration {
+        self.response_timeout
+    }
+}
+
+fn describe(info: &redis::ConnectionInfo) -> String {
+    let db = info.redis_settings().db();
+    let addr = match info.addr() {
+        redis::ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        redis::ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
+        other => other.to_string(),
+    };
+    if db == 0 { addr } else { format!("{addr}/{db}") }
+}
+
+/// Replace the password of a URL with `***` for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+        let args = ConnectionArgs {
+            redis_url: Some("redis://u:secret@example:6390/3".into()),
+            ..ConnectionArgs::default()
+        };
+        let target = RedisTarget::resolve(&args, None).unwrap();
+        assert_eq!(target.display, "example:6390/3");
+    }
+}

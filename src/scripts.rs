@@ -1,0 +1,25 @@
+//! The Lua scripts, embedded from `lua/*.lua`.
+//!
+//! Each file opens with its KEYS / ARGV / return contract. `redis::Script`
+//! calls them by EVALSHA and reloads on NOSCRIPT (on every master of a cluster).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// The whole purchase: kill switch, window, rate limit, dedupe, stock, order stream.
+pub const BUY_SOURCE: &str = include_str!("../lua/buy.lua");
+
+/// The buy script, ready to invoke.
+pub static BUY: LazyLock<Script> = LazyLock::new(|| Script::new(BUY_SOURCE));
+
+/// Load one item's stock and metadata without clobbering a live sale.
+pub const PREHEAT_SOURCE: &str = include_str!("../lua/preheat.lua");
+
+/// The preheat script, ready to invoke.
+pub static PREHEAT: LazyLock<Script> = LazyLock::new(|| Script::new(PREHEAT_SOURCE));
+
+/// Every script of the toolkit, (name, script), for `preheat` to load up front.
+pub fn all() -> Vec<(&'static str, &'static Script)> {
+    vec![("buy", &BUY), ("preheat", &PREHEAT)]
+}
