@@ -98,7 +98,11 @@ pub fn new_order_id() -> String {
 }
 
 /// Run the buy script once.
-pub fn buy<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys, request: &BuyRequest) -> Result<BuyReply> {
+pub fn buy<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    request: &BuyRequest,
+) -> Result<BuyReply> {
     let order_id = new_order_id();
     let reply: (Vec<u8>, String, i64) = scripts::BUY
         .key(&keys.meta)

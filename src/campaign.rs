@@ -118,6 +118,15 @@ impl Campaign {
 
     /// Parse campaign YAML `text`; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Campaign> {
+        let only_comments = text
+            .lines()
+            .all(|line| line.trim().is_empty() || line.trim_start().starts_with('#'));
+        if only_comments {
+            return Err(usage(format!(
+                "{}:1:1: the file is empty; a campaign needs at least `campaign:` and `items:`",
+                path.display()
+            )));
+        }
         let raw: RawCampaign = serde_saphyr::from_str(text).map_err(|e| {
             let (line, column) = e
                 .location()
@@ -159,14 +168,20 @@ impl Campaign {
     }
 }
 
-/// serde-saphyr renders a source snippet in `Display`; the first line is the message.
+/// serde-saphyr renders "error: line L column C: message" plus a source
+/// snippet; we say the location once, as `file:line:column`, so keep only the message.
 fn plain_message(error: &serde_saphyr::Error) -> String {
     let rendered = error.to_string();
     let first = rendered.lines().next().unwrap_or("invalid YAML").trim();
-    // Strip a trailing " at line N column M" so the location is said once.
-    match first.find(" at line ") {
-        Some(cut) => first[..cut].to_string(),
-        None => first.to_string(),
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    let message = match message.strip_prefix("line ") {
+        Some(rest) => rest.split_once(": ").map_or(rest, |(_, m)| m),
+        None => message,
+    };
+    let message = message.split(" at line ").next().unwrap_or(message);
+    match message {
+        "invalid i64" | "invalid u64" | "invalid i32" => "expected a whole number".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -235,7 +250,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         Some(rate) => {
             let window = parse_duration(path, &rate.window, "rate_limit.window")?;
             if window.as_millis() < 1 {
-                return Err(at(path, &rate.window, "rate_limit.window must be at least 1ms"));
+                return Err(at(
+                    path,
+                    &rate.window,
+                    "rate_limit.window must be at least 1ms",
+                ));
             }
             if !(1..=1_000_000).contains(&rate.max_requests.value) {
                 return Err(at(
@@ -340,7 +359,10 @@ fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Du
         at(
             path,
             text,
-            format!("{field} {:?} is not a duration like 1s, 30m or 1h ({e})", text.value),
+            format!(
+                "{field} {:?} is not a duration like 1s, 30m or 1h ({e})",
+                text.value
+            ),
         )
     })
 }

@@ -17,10 +17,21 @@ use crate::redis_conn::{ConnectionArgs, RedisTarget};
 /// before, `seckill consume` running beside the sale, `seckill shutdown-switch on`
 /// if anything goes wrong, `seckill reconcile` at night.
 #[derive(Debug, Parser)]
-#[command(name = "seckill", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "seckill",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// Campaign file (YAML) to work on.
-    #[arg(short, long, global = true, env = "SECKILL_CAMPAIGN", value_name = "FILE")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "SECKILL_CAMPAIGN",
+        value_name = "FILE"
+    )]
     pub campaign: Option<PathBuf>,
 
     /// Output format: a table for people or JSON for scripts.

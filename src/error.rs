@@ -25,9 +25,29 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 
 /// The exit code an error maps to.
 pub fn exit_code_for(error: &anyhow::Error) -> i32 {
-    if error.chain().any(|cause| cause.downcast_ref::<UsageError>().is_some()) {
+    if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<UsageError>().is_some())
+    {
         crate::exit_codes::USAGE_ERROR
     } else {
         crate::exit_codes::RUNTIME_ERROR
     }
+}
+
+/// The error and its causes on one line, `a: b: c`, skipping a cause that
+/// only repeats the text before it (I/O errors wrapped by redis-rs do).
+pub fn render(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

@@ -30,14 +30,38 @@ pub const NOT_PREHEATED: i32 = 16;
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
     (SUCCESS, "success", "done; buy: ok; reconcile: balanced"),
-    (RUNTIME_ERROR, "runtime_error", "Redis or the database unreachable, timeout, server error"),
-    (USAGE_ERROR, "usage_error", "bad flags or a bad campaign file"),
-    (DRIFT_FOUND, "drift_found", "reconcile: the stock equation does not hold"),
+    (
+        RUNTIME_ERROR,
+        "runtime_error",
+        "Redis or the database unreachable, timeout, server error",
+    ),
+    (
+        USAGE_ERROR,
+        "usage_error",
+        "bad flags or a bad campaign file",
+    ),
+    (
+        DRIFT_FOUND,
+        "drift_found",
+        "reconcile: the stock equation does not hold",
+    ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
-    (DUPLICATE, "duplicate", "buy: user already bought up to the limit"),
-    (RATE_LIMITED, "rate_limited", "buy: too many attempts in the rate-limit window"),
+    (
+        DUPLICATE,
+        "duplicate",
+        "buy: user already bought up to the limit",
+    ),
+    (
+        RATE_LIMITED,
+        "rate_limited",
+        "buy: too many attempts in the rate-limit window",
+    ),
     (CLOSED, "closed", "buy: kill switch is on"),
     (NOT_STARTED, "not_started", "buy: before starts_at"),
     (ENDED, "ended", "buy: after ends_at"),
-    (NOT_PREHEATED, "not_preheated", "buy: item not preheated (or expired)"),
+    (
+        NOT_PREHEATED,
+        "not_preheated",
+        "buy: item not preheated (or expired)",
+    ),
 ];

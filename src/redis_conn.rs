@@ -25,7 +25,12 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 pub struct ConnectionArgs {
     /// Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS.
     /// Overrides the campaign file's `redis:`. [default: redis://127.0.0.1:6379/0]
-    #[arg(long = "redis", global = true, env = "SECKILL_REDIS_URL", value_name = "URL")]
+    #[arg(
+        long = "redis",
+        global = true,
+        env = "SECKILL_REDIS_URL",
+        value_name = "URL"
+    )]
     pub redis_url: Option<String>,
 
     /// Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster.
@@ -58,9 +63,10 @@ pub fn parse_duration_arg(text: &str) -> std::result::Result<Duration, String> {
 }
 
 /// A standalone or cluster connection; both speak [`ConnectionLike`].
+/// The cluster connection is boxed: it is much larger, and rare.
 pub enum Conn {
     Single(redis::Connection),
-    Cluster(ClusterConnection),
+    Cluster(Box<ClusterConnection>),
 }
 
 impl ConnectionLike for Conn {
@@ -193,7 +199,7 @@ impl RedisTarget {
                 .response_timeout(self.response_timeout)
                 .build()?
                 .get_connection()?;
-            return Ok(Conn::Cluster(connection));
+            return Ok(Conn::Cluster(Box::new(connection)));
         }
         let client = redis::Client::open(self.urls[0].as_str())?;
         let connection = client.get_connection_with_timeout(self.connect_timeout)?;
@@ -215,7 +221,11 @@ fn describe(info: &redis::ConnectionInfo) -> String {
         redis::ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
         other => other.to_string(),
     };
-    if db == 0 { addr } else { format!("{addr}/{db}") }
+    if db == 0 {
+        addr
+    } else {
+        format!("{addr}/{db}")
+    }
 }
 
 /// Replace the password of a URL with `***` for messages.

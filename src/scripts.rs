@@ -19,7 +19,17 @@ pub const PREHEAT_SOURCE: &str = include_str!("../lua/preheat.lua");
 /// The preheat script, ready to invoke.
 pub static PREHEAT: LazyLock<Script> = LazyLock::new(|| Script::new(PREHEAT_SOURCE));
 
+/// Read one item's state (meta, stock, buyer count, stream length).
+pub const ITEM_STATE_SOURCE: &str = include_str!("../lua/item_state.lua");
+
+/// The item-state script, ready to invoke.
+pub static ITEM_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(ITEM_STATE_SOURCE));
+
 /// Every script of the toolkit, (name, script), for `preheat` to load up front.
 pub fn all() -> Vec<(&'static str, &'static Script)> {
-    vec![("buy", &BUY), ("preheat", &PREHEAT)]
+    vec![
+        ("buy", &BUY),
+        ("preheat", &PREHEAT),
+        ("item_state", &ITEM_STATE),
+    ]
 }

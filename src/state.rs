@@ -81,7 +81,9 @@ pub fn preheat_item<C: ConnectionLike>(
         .arg(opt(campaign.starts_at_ms))
         .arg(opt(campaign.ends_at_ms))
         .arg(campaign.per_user_limit)
-        .arg(opt(campaign.rate_limit.map(|r| r.window.as_millis() as i64)))
+        .arg(opt(campaign
+            .rate_limit
+            .map(|r| r.window.as_millis() as i64)))
         .arg(campaign.rate_limit.map(|r| r.max_requests).unwrap_or(0))
         .arg(opt(campaign.expire_at_ms()))
         .arg(ORDER_GROUP)
@@ -132,17 +134,24 @@ impl ItemState {
 
 /// Read one item's state in one round trip.
 pub fn item_state<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<ItemState> {
-    type Meta = (Option<i64>, Option<String>, Option<String>, Option<i64>, Option<String>);
-    let (meta, stock, buyers, stream_len): (Meta, Option<i64>, i64, i64) = redis::pipe()
-        .cmd("HMGET")
-        .arg(&keys.meta)
-        .arg(&["initial_stock", "closed", "switch_reason", "switched_at_ms", "switched_by"])
-        .get(&keys.stock)
-        .hlen(&keys.buyers)
-        .xlen(&keys.orders)
-        .query(conn)
-        .with_context(|| format!("cannot read state of {}", keys.base))?;
-    let (initial_stock, closed, reason, at, by) = meta;
+    type Reply = (
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<i64>,
+        i64,
+        i64,
+    );
+    let (initial_stock, closed, reason, at, by, stock, buyers, stream_len): Reply =
+        scripts::ITEM_STATE
+            .key(&keys.meta)
+            .key(&keys.stock)
+            .key(&keys.buyers)
+            .key(&keys.orders)
+            .invoke(conn)
+            .with_context(|| format!("cannot read state of {}", keys.base))?;
     Ok(ItemState {
         preheated: initial_stock.is_some(),
         initial_stock,
@@ -181,7 +190,11 @@ pub fn set_switch<C: ConnectionLike>(
 
 /// Delete every key of one item: the fixed ones by name, per-user ones by SCAN
 /// (never KEYS, which blocks Redis). Returns how many keys were deleted.
-pub fn delete_item<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys, scan_too: bool) -> Result<u64> {
+pub fn delete_item<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    scan_too: bool,
+) -> Result<u64> {
     let mut deleted: u64 = conn
         .del(&keys.fixed()[..])
         .with_context(|| format!("cannot delete keys of {}", keys.base))?;

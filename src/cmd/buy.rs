@@ -101,11 +101,21 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     match globals.format {
         Format::Json => output::print_json(&shown)?,
         Format::Table => {
-            let mut table = output::table(["outcome", "order id", "stock left", "item", "user", "request id"]);
+            let mut table = output::table([
+                "outcome",
+                "order id",
+                "stock left",
+                "item",
+                "user",
+                "request id",
+            ]);
             table.add_row(vec![
                 reply.outcome.as_str().to_string(),
                 shown.order_id.unwrap_or("-").to_string(),
-                shown.stock_left.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+                shown
+                    .stock_left
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 item.id.clone(),
                 args.user.clone(),
                 request_id.clone(),

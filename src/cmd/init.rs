@@ -47,7 +47,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         for (item, keys) in campaign.items.iter().zip(&all_keys) {
             let s = state::item_state(&mut conn, keys)?;
             if s.has_sales() {
-                sold.push(format!("{} ({} buyers, {} orders)", item.id, s.buyers, s.stream_len));
+                sold.push(format!(
+                    "{} ({} buyers, {} orders)",
+                    item.id, s.buyers, s.stream_len
+                ));
             }
         }
         if !sold.is_empty() {
@@ -63,7 +66,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let mut rows = Vec::new();
     for (item, keys) in campaign.items.iter().zip(&all_keys) {
         let deleted = state::delete_item(&mut conn, keys, scan_too)?;
-        let report = state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?;
+        let report =
+            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?;
         rows.push(InitRow {
             item: item.id.clone(),
             keys_deleted: deleted,
@@ -82,7 +86,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 table.add_row(vec![
                     row.item.clone(),
                     row.keys_deleted.to_string(),
-                    row.stock.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+                    row.stock
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "-".into()),
                 ]);
             }
             println!("reset campaign {} on {}", campaign.id, target.display);

@@ -42,11 +42,22 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             output::time_or_dash(campaign.ends_at_ms)
         )));
     }
-    let mode = if args.force { PreheatMode::Force } else { PreheatMode::Load };
+    let mode = if args.force {
+        PreheatMode::Force
+    } else {
+        PreheatMode::Load
+    };
     let mut reports = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
         let keys = ItemKeys::live(&campaign.id, &item.id);
-        reports.push(state::preheat_item(&mut conn, &keys, &campaign, item, mode, args.dry_run)?);
+        reports.push(state::preheat_item(
+            &mut conn,
+            &keys,
+            &campaign,
+            item,
+            mode,
+            args.dry_run,
+        )?);
     }
     if !args.dry_run {
         for (name, script) in crate::scripts::all() {
@@ -65,7 +76,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "items": reports,
         }))?,
         Format::Table => {
-            let mut table = output::table(["item", "name", "stock in file", "stock in Redis", "status"]);
+            let mut table =
+                output::table(["item", "name", "stock in file", "stock in Redis", "status"]);
             for r in &reports {
                 let redis_stock = r
                     .redis_stock_after
@@ -82,7 +94,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             }
             println!(
                 "{} campaign {} on {}{}",
-                if args.dry_run { "dry run:" } else { "preheated" },
+                if args.dry_run {
+                    "dry run:"
+                } else {
+                    "preheated"
+                },
                 campaign.id,
                 target.display,
                 campaign
@@ -104,7 +120,13 @@ fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stoc
             before.unwrap_or(0)
         ),
         PreheatStatus::Overwritten => format!("overwritten (was {})", before.unwrap_or(0)),
-        PreheatStatus::HasSales => "refused: item has sales (use `init --yes` to reset)".to_string(),
+        PreheatStatus::HasSales => {
+            "refused: item has sales (use `init --yes` to reset)".to_string()
+        }
     };
-    if dry_run { format!("would be {text}") } else { text }
+    if dry_run {
+        format!("would be {text}")
+    } else {
+        text
+    }
 }

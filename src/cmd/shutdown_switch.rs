@@ -59,7 +59,14 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         let by = state::operator_name();
         for item in &items {
             let keys = ItemKeys::live(&campaign.id, &item.id);
-            state::set_switch(&mut conn, &keys, args.action == Action::On, &args.reason, &by, now)?;
+            state::set_switch(
+                &mut conn,
+                &keys,
+                args.action == Action::On,
+                &args.reason,
+                &by,
+                now,
+            )?;
         }
     }
     let mut rows = Vec::new();
@@ -81,12 +88,23 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "items": rows,
         }))?,
         Format::Table => {
-            let mut table =
-                output::table(["item", "switch", "stock left", "reason", "switched at", "by"]);
+            let mut table = output::table([
+                "item",
+                "switch",
+                "stock left",
+                "reason",
+                "switched at",
+                "by",
+            ]);
             for row in &rows {
                 table.add_row(vec![
                     row.item.clone(),
-                    if row.closed { "ON (closed)" } else { "off (open)" }.to_string(),
+                    if row.closed {
+                        "ON (closed)"
+                    } else {
+                        "off (open)"
+                    }
+                    .to_string(),
                     match (row.preheated, row.stock_left) {
                         (true, Some(s)) => s.to_string(),
                         _ => "not preheated".to_string(),

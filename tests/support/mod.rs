@@ -4,6 +4,8 @@
 //! persistence off, waits until it answers PING, and kills it on drop.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,7 +41,14 @@ impl RedisServer {
             let port = free_port();
             let dir = tempfile::tempdir().expect("tempdir");
             let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                ])
                 .args(["--appendonly", "no", "--dir"])
                 .arg(dir.path())
                 .args(extra)
@@ -47,7 +56,11 @@ impl RedisServer {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("redis-server must be installed (apt-get install redis-server)");
-            let mut server = RedisServer { child, port, _dir: dir };
+            let mut server = RedisServer {
+                child,
+                port,
+                _dir: dir,
+            };
             if server.wait_ready(Duration::from_secs(5)) {
                 return server;
             }
@@ -84,7 +97,8 @@ impl RedisServer {
         let conn = client
             .get_connection_with_timeout(Duration::from_secs(2))
             .expect("connect to test redis");
-        conn.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
         conn
     }
 }

@@ -1,0 +1,360 @@
+//! The buy script, specified: never oversold, never twice to one person,
+//! idempotent per request id, and every refusal with its own outcome.
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use redis::Commands;
+use seckill::buy::{self, BuyRequest, Outcome};
+use seckill::campaign::Campaign;
+use seckill::keys::ItemKeys;
+use seckill::state::{self, PreheatMode};
+use support::RedisServer;
+
+/// Parse `yaml`, preheat every item into `server`, return the campaign.
+fn preheated(server: &RedisServer, yaml: &str) -> Campaign {
+    let campaign = Campaign::parse(yaml, std::path::Path::new("test.yaml")).expect("valid yaml");
+    let mut conn = server.conn();
+    for item in &campaign.items {
+        let keys = ItemKeys::live(&campaign.id, &item.id);
+        state::preheat_item(&mut conn, &keys, &campaign, item, PreheatMode::Load, false).unwrap();
+    }
+    campaign
+}
+
+fn attempt(
+    conn: &mut redis::Connection,
+    campaign: &Campaign,
+    user: &str,
+    qty: u32,
+    request_id: Option<&str>,
+) -> buy::BuyReply {
+    let item = &campaign.items[0];
+    let keys = ItemKeys::live(&campaign.id, &item.id);
+    buy::buy(
+        conn,
+        &keys,
+        &BuyRequest {
+            campaign: &campaign.id,
+            item: &item.id,
+            user,
+            qty,
+            request_id,
+        },
+    )
+    .expect("buy script runs")
+}
+
+const ONE_ITEM: &str = r#"
+campaign: spec
+items:
+  - { id: "1001", name: bottle, price: "1499.00", stock: 100 }
+"#;
+
+#[test]
+fn sixty_four_threads_sell_exactly_the_stock_never_twice_to_one_user() {
+    let server = RedisServer::start();
+    let campaign = Arc::new(preheated(&server, ONE_ITEM));
+    let keys = ItemKeys::live(&campaign.id, "1001");
+    // 1,000 distinct users, each trying twice, plus 200 users trying five times.
+    let mut attempts: Vec<String> = Vec::new();
+    for round in 0..2 {
+        attempts.extend((0..1000).map(|u| format!("user-{}", (u * 7 + round) % 1000)));
+    }
+    for _ in 0..5 {
+        attempts.extend((0..200).map(|u| format!("repeat-{u}")));
+    }
+    let attempts = Arc::new(attempts);
+    let stop_watch = Arc::new(AtomicBool::new(false));
+    let lowest_seen = Arc::new(AtomicI64::new(i64::MAX));
+    let watcher = {
+        let (stop, lowest, mut conn, stock_key) = (
+            stop_watch.clone(),
+            lowest_seen.clone(),
+            server.conn(),
+            keys.stock.clone(),
+        );
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let stock: i64 = conn.get(&stock_key).unwrap();
+                lowest.fetch_min(stock, Ordering::Relaxed);
+            }
+        })
+    };
+    let threads = 64;
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (campaign, attempts, lowest) =
+                (campaign.clone(), attempts.clone(), lowest_seen.clone());
+            let mut conn = server.conn();
+            std::thread::spawn(move || {
+                let mut outcomes = Vec::new();
+                for user in attempts.iter().skip(t).step_by(threads) {
+                    let reply = attempt(&mut conn, &campaign, user, 1, None);
+                    if let Some(left) = reply.stock_left {
+                        lowest.fetch_min(left, Ordering::Relaxed);
+                    }
+                    outcomes.push((user.clone(), reply));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    stop_watch.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+
+    assert_eq!(outcomes.len(), attempts.len());
+    let winners: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, r)| r.outcome == Outcome::Ok)
+        .map(|(u, _)| u)
+        .collect();
+    assert_eq!(winners.len(), 100, "exactly the stock is sold");
+    let distinct: HashSet<&&String> = winners.iter().collect();
+    assert_eq!(distinct.len(), 100, "no user bought twice");
+    for (_, reply) in &outcomes {
+        assert!(
+            matches!(
+                reply.outcome,
+                Outcome::Ok | Outcome::SoldOut | Outcome::Duplicate
+            ),
+            "unexpected {reply:?}"
+        );
+    }
+    let mut conn = server.conn();
+    let stock: i64 = conn.get(&keys.stock).unwrap();
+    assert_eq!(stock, 0);
+    let stream_len: usize = conn.xlen(&keys.orders).unwrap();
+    assert_eq!(stream_len, 100);
+    let buyers: std::collections::HashMap<String, i64> = conn.hgetall(&keys.buyers).unwrap();
+    assert_eq!(buyers.len(), 100);
+    assert!(buyers.values().all(|units| *units == 1));
+    assert!(
+        lowest_seen.load(Ordering::Relaxed) >= 0,
+        "stock was seen below zero"
+    );
+}
+
+#[test]
+fn the_same_request_id_five_times_is_one_order() {
+    let server = RedisServer::start();
+    let campaign = preheated(&server, ONE_ITEM);
+    let mut conn = server.conn();
+    let replies: Vec<_> = (0..5)
+        .map(|_| attempt(&mut conn, &campaign, "alice", 1, Some("req-1")))
+        .collect();
+    assert!(
+        replies.iter().all(|r| r.outcome == Outcome::Ok),
+        "{replies:?}"
+    );
+    assert!(replies.iter().all(|r| r.order_id == replies[0].order_id));
+    assert!(replies.iter().all(|r| r.stock_left == Some(99)));
+    let keys = ItemKeys::live(&campaign.id, "1001");
+    assert_eq!(conn.xlen::<_, usize>(&keys.orders).unwrap(), 1);
+    // A new request id from the same user is a second attempt: a duplicate.
+    let again = attempt(&mut conn, &campaign, "alice", 1, Some("req-2"));
+    assert_eq!(again.outcome, Outcome::Duplicate);
+    assert_eq!(
+        again.order_id, replies[0].order_id,
+        "duplicate names the existing order"
+    );
+    // The same request id from another user is that user's own request.
+    let bob = attempt(&mut conn, &campaign, "bob", 1, Some("req-1"));
+    assert_eq!(bob.outcome, Outcome::Ok);
+    assert_ne!(bob.order_id, replies[0].order_id);
+}
+
+#[test]
+fn the_order_entry_carries_everything_the_consumer_needs() {
+    let server = RedisServer::start();
+    let campaign = preheated(&server, ONE_ITEM);
+    let mut conn = server.conn();
+    let reply = attempt(&mut conn, &campaign, "carol", 1, Some("r-9"));
+    let keys = ItemKeys::live(&campaign.id, "1001");
+    let entries: redis::streams::StreamRangeReply = conn.xrange_all(&keys.orders).unwrap();
+    let entry = &entries.ids[0];
+    let field = |name: &str| -> String { entry.get(name).unwrap() };
+    assert_eq!(Some(field("order_id")), reply.order_id);
+    assert_eq!(field("campaign"), "spec");
+    assert_eq!(field("item_id"), "1001");
+    assert_eq!(field("user_id"), "carol");
+    assert_eq!(field("qty"), "1");
+    assert_eq!(field("price_cents"), "149900");
+    assert_eq!(field("request_id"), "r-9");
+    assert!(field("bought_at_ms").parse::<i64>().unwrap() > 1_700_000_000_000);
+}
+
+#[test]
+fn per_user_limit_two_counts_units_not_attempts() {
+    let server = RedisServer::start();
+    let campaign = preheated(
+        &server,
+        r#"
+campaign: limit2
+per_user_limit: 2
+items:
+  - { id: "t", name: ticket, price: "10", stock: 5 }
+"#,
+    );
+    let mut conn = server.conn();
+    assert_eq!(
+        attempt(&mut conn, &campaign, "a", 2, None).outcome,
+        Outcome::Ok
+    );
+    assert_eq!(
+        attempt(&mut conn, &campaign, "a", 1, None).outcome,
+        Outcome::Duplicate
+    );
+    assert_eq!(
+        attempt(&mut conn, &campaign, "b", 1, None).outcome,
+        Outcome::Ok
+    );
+    assert_eq!(
+        attempt(&mut conn, &campaign, "b", 1, None).outcome,
+        Outcome::Ok
+    );
+    assert_eq!(
+        attempt(&mut conn, &campaign, "b", 1, None).outcome,
+        Outcome::Duplicate
+    );
+    // One unit left: two are refused as sold out, one succeeds.
+    let c = attempt(&mut conn, &campaign, "c", 2, None);
+    assert_eq!((c.outcome, c.stock_left), (Outcome::SoldOut, Some(1)));
+    let c = attempt(&mut conn, &campaign, "c", 1, None);
+    assert_eq!((c.outcome, c.stock_left), (Outcome::Ok, Some(0)));
+    assert_eq!(
+        attempt(&mut conn, &campaign, "d", 1, None).outcome,
+        Outcome::SoldOut
+    );
+}
+
+#[test]
+fn the_rate_limit_counts_every_attempt_in_the_window() {
+    let server = RedisServer::start();
+    let campaign = preheated(
+        &server,
+        r#"
+campaign: rated
+rate_limit: { window: 1h, max_requests: 3 }
+items:
+  - { id: "x", name: x, price: "1", stock: 10 }
+"#,
+    );
+    let mut conn = server.conn();
+    let outcomes: Vec<Outcome> = (0..5)
+        .map(|_| attempt(&mut conn, &campaign, "eve", 1, None).outcome)
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            Outcome::Ok,
+            Outcome::Duplicate,
+            Outcome::Duplicate,
+            Outcome::RateLimited,
+            Outcome::RateLimited
+        ]
+    );
+    // Another user has a budget of their own.
+    assert_eq!(
+        attempt(&mut conn, &campaign, "frank", 1, None).outcome,
+        Outcome::Ok
+    );
+    let keys = ItemKeys::live(&campaign.id, "x");
+    let ttl: i64 = conn.pttl(keys.rate("eve")).unwrap();
+    assert!(
+        ttl > 0 && ttl <= 3_600_000,
+        "rate key expires with its window: {ttl}"
+    );
+}
+
+#[test]
+fn the_kill_switch_takes_effect_on_the_next_call() {
+    let server = RedisServer::start();
+    let campaign = preheated(&server, ONE_ITEM);
+    let keys = ItemKeys::live(&campaign.id, "1001");
+    let mut conn = server.conn();
+    let first = attempt(&mut conn, &campaign, "a", 1, Some("r-a"));
+    assert_eq!(first.outcome, Outcome::Ok);
+    state::set_switch(&mut conn, &keys, true, "bots", "test", 1).unwrap();
+    let refused = attempt(&mut conn, &campaign, "b", 1, None);
+    assert_eq!(
+        (refused.outcome, refused.stock_left),
+        (Outcome::Closed, Some(99))
+    );
+    // A retry of an ok request still answers ok: it is not a new purchase.
+    let retry = attempt(&mut conn, &campaign, "a", 1, Some("r-a"));
+    assert_eq!(
+        (retry.outcome, retry.order_id),
+        (Outcome::Ok, first.order_id)
+    );
+    state::set_switch(&mut conn, &keys, false, "", "test", 2).unwrap();
+    assert_eq!(
+        attempt(&mut conn, &campaign, "b", 1, None).outcome,
+        Outcome::Ok
+    );
+    let s = state::item_state(&mut conn, &keys).unwrap();
+    assert_eq!((s.closed, s.stock, s.stream_len), (false, Some(98), 2));
+}
+
+#[test]
+fn the_sale_window_is_checked_on_the_redis_clock() {
+    let server = RedisServer::start();
+    let future = preheated(
+        &server,
+        r#"
+campaign: future
+starts_at: 2099-01-01T00:00:00+08:00
+items:
+  - { id: "1", name: x, price: "1", stock: 10 }
+"#,
+    );
+    let mut conn = server.conn();
+    let reply = attempt(&mut conn, &future, "a", 1, None);
+    assert_eq!(
+        (reply.outcome, reply.stock_left),
+        (Outcome::NotStarted, Some(10))
+    );
+
+    let ended_at = chrono::Utc::now() - chrono::Duration::minutes(5);
+    let past = preheated(
+        &server,
+        &format!(
+            r#"
+campaign: past
+ends_at: {}
+keep_after_end: 1h
+items:
+  - {{ id: "1", name: x, price: "1", stock: 10 }}
+"#,
+            ended_at.to_rfc3339()
+        ),
+    );
+    assert_eq!(
+        attempt(&mut conn, &past, "a", 1, None).outcome,
+        Outcome::Ended
+    );
+    // Keys expire keep_after_end after the end.
+    let ttl: i64 = conn.pttl(ItemKeys::live("past", "1").stock).unwrap();
+    assert!(ttl > 50 * 60_000 && ttl <= 55 * 60_000, "ttl {ttl}");
+}
+
+#[test]
+fn an_item_never_preheated_is_not_preheated() {
+    let server = RedisServer::start();
+    let campaign = Campaign::parse(ONE_ITEM, std::path::Path::new("t.yaml")).unwrap();
+    let mut conn = server.conn();
+    let reply = attempt(&mut conn, &campaign, "a", 1, None);
+    assert_eq!(
+        (reply.outcome, reply.stock_left),
+        (Outcome::NotPreheated, None)
+    );
+    let keys_in_db: i64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+    assert_eq!(keys_in_db, 0, "a refusal writes nothing");
+}

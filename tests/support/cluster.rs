@@ -1,0 +1,129 @@
+//! A throwaway three-master Redis Cluster on free loopback ports, built with
+//! `redis-cli --cluster create`, killed on drop.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// Three cluster-enabled redis-servers joined into one cluster.
+pub struct RedisCluster {
+    nodes: Vec<Child>,
+    pub ports: Vec<u16>,
+    _dir: TempDir,
+}
+
+impl RedisCluster {
+    /// Start three masters, create the cluster, wait until every node says `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ports: Vec<u16> = (0..3).map(|_| super::free_port()).collect();
+        let nodes = ports
+            .iter()
+            .map(|port| {
+                let node_dir = dir.path().join(port.to_string());
+                std::fs::create_dir_all(&node_dir).unwrap();
+                Command::new("redis-server")
+                    .args([
+                        "--port",
+                        &port.to_string(),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                    ])
+                    .args(["--appendonly", "no", "--cluster-enabled", "yes"])
+                    .args(["--cluster-node-timeout", "5000", "--dir"])
+                    .arg(&node_dir)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("redis-server must be installed")
+            })
+            .collect();
+        let cluster = RedisCluster {
+            nodes,
+            ports,
+            _dir: dir,
+        };
+        for port in &cluster.ports {
+            wait_for(|| ping(*port), "cluster node to answer PING");
+        }
+        let addresses: Vec<String> = cluster
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let status = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli must be installed (apt-get install redis-tools)");
+        assert!(status.success(), "redis-cli --cluster create failed");
+        for port in &cluster.ports {
+            wait_for(|| cluster_ok(*port), "cluster_state:ok on every node");
+        }
+        cluster
+    }
+
+    /// Seed URLs, comma-separated, as `--redis` takes them with `--cluster`.
+    pub fn urls(&self) -> String {
+        let urls: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect();
+        urls.join(",")
+    }
+
+    /// Number of keys stored on the node listening on `port`.
+    pub fn keys_on(&self, port: u16) -> i64 {
+        redis::cmd("DBSIZE")
+            .query(&mut node(port).unwrap())
+            .unwrap()
+    }
+}
+
+fn node(port: u16) -> redis::RedisResult<redis::Connection> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
+    let conn = client.get_connection_with_timeout(Duration::from_millis(300))?;
+    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+    Ok(conn)
+}
+
+fn ping(port: u16) -> bool {
+    node(port)
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+        .is_ok()
+}
+
+fn cluster_ok(port: u16) -> bool {
+    node(port)
+        .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut c))
+        .map(|info| info.contains("cluster_state:ok"))
+        .unwrap_or(false)
+}
+
+fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+    }
+}
