@@ -58,6 +58,12 @@ pub enum Command {
     ShutdownSwitch(cmd::shutdown_switch::Args),
     /// Print a shell completion script (bash, zsh, fish, ...).
     Completions(cmd::completions::Args),
+    /// Carry orders from the item streams into the order database: commit, then ack.
+    Consume(cmd::consume::Args),
+    /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
+    PendingClaim(cmd::pending_claim::Args),
+    /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
+    Reconcile(cmd::reconcile::Args),
 }
 
 /// What every subcommand gets besides its own flags.
@@ -97,6 +103,9 @@ impl Cli {
             Command::Buy(args) => cmd::buy::run(&globals, &args),
             Command::ShutdownSwitch(args) => cmd::shutdown_switch::run(&globals, &args),
             Command::Completions(args) => cmd::completions::run(&args),
+            Command::Consume(args) => cmd::consume::run(&globals, &args),
+            Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
+            Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
         }
     }
 }

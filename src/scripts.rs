@@ -25,11 +25,18 @@ pub const ITEM_STATE_SOURCE: &str = include_str!("../lua/item_state.lua");
 /// The item-state script, ready to invoke.
 pub static ITEM_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(ITEM_STATE_SOURCE));
 
+/// Dead-letter one pending order entry and ack it in one step.
+pub const DEAD_LETTER_SOURCE: &str = include_str!("../lua/dead_letter.lua");
+
+/// The dead-letter script, ready to invoke.
+pub static DEAD_LETTER: LazyLock<Script> = LazyLock::new(|| Script::new(DEAD_LETTER_SOURCE));
+
 /// Every script of the toolkit, (name, script), for `preheat` to load up front.
 pub fn all() -> Vec<(&'static str, &'static Script)> {
     vec![
         ("buy", &BUY),
         ("preheat", &PREHEAT),
         ("item_state", &ITEM_STATE),
+        ("dead_letter", &DEAD_LETTER),
     ]
 }

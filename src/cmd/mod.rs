@@ -2,6 +2,9 @@
 
 pub mod buy;
 pub mod completions;
+pub mod consume;
 pub mod init;
+pub mod pending_claim;
 pub mod preheat;
+pub mod reconcile;
 pub mod shutdown_switch;

@@ -1,0 +1,210 @@
+//! The order pipeline: stream entries → order database, and the checks that
+//! prove nothing was lost or doubled on the way.
+//!
+//! * [`entry`]: the one parser of order stream entries (consume, pending-claim
+//!   and reconcile all use it).
+//! * [`stream`]: consumer-group calls on the order and dead-letter streams.
+//! * [`pipeline`]: "commit, THEN ack", with bounded exponential backoff.
+//! * [`OrderStore`] with two backends chosen by URL: [`sqlite`] (embedded
+//!   default) and [`mysql`] (MySQL/MariaDB for production).
+//! * [`reconcile`]: the nightly equation.
+//!
+//! Where the database is: `--orders-db URL` > `SECKILL_ORDERS_DB` > the
+//! campaign file's `orders.store` > `sqlite://orders.db`. A relative SQLite
+//! path from the file (or the default) is relative to the campaign file's
+//! directory, so the same file works from any working directory; one given
+//! on the command line or in the environment is relative to the current
+//! directory, like any other path typed in a shell.
+
+pub mod entry;
+pub mod mysql;
+pub mod pipeline;
+pub mod reconcile;
+pub mod sqlite;
+pub mod stream;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::campaign::Campaign;
+use crate::error::usage;
+use crate::redis_conn::redact;
+
+pub use entry::Order;
+
+/// Version of the schema this build writes (table `seckill_schema`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The order database when neither flag, environment nor file names one.
+pub const DEFAULT_STORE: &str = "sqlite://orders.db";
+
+/// `--orders-db`, shared by every command that talks to the order database.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StoreArgs {
+    /// Order database URL: sqlite://PATH (relative to the current directory) or
+    /// mysql://user:pass@host:3306/db. Overrides the campaign file's `orders.store`.
+    /// [default: sqlite://orders.db next to the campaign file]
+    #[arg(long = "orders-db", env = "SECKILL_ORDERS_DB", value_name = "URL")]
+    pub orders_db: Option<String>,
+}
+
+/// Where the orders go, resolved from flag, environment, file and default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    Sqlite(PathBuf),
+    /// The full URL (with password); show it only through [`StoreLocation::display`].
+    Mysql(String),
+}
+
+impl StoreLocation {
+    /// Resolve by precedence; relative SQLite paths from the file are
+    /// relative to the campaign file's directory.
+    pub fn resolve(args: &StoreArgs, campaign: &Campaign) -> Result<StoreLocation> {
+        let campaign_dir = campaign
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        match &args.orders_db {
+            Some(url) => StoreLocation::parse(url, Path::new(".")),
+            None => StoreLocation::parse(
+                campaign.orders_store.as_deref().unwrap_or(DEFAULT_STORE),
+                campaign_dir,
+            ),
+        }
+    }
+
+    /// Parse a store URL; a relative SQLite path is joined to `base`.
+    pub fn parse(url: &str, base: &Path) -> Result<StoreLocation> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(usage(
+                    "sqlite:// URL without a path (e.g. sqlite://orders.db)",
+                ));
+            }
+            let path = Path::new(path);
+            return Ok(StoreLocation::Sqlite(if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                base.join(path)
+            }));
+        }
+        if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            let url = url.replacen("mariadb://", "mysql://", 1);
+            ::mysql::Opts::from_url(&url)
+                .map_err(|e| usage(format!("invalid order database URL {}: {e}", redact(&url))))?;
+            return Ok(StoreLocation::Mysql(url));
+        }
+        Err(usage(format!(
+            "order database URL {} must start with sqlite:// or mysql://",
+            redact(url)
+        )))
+    }
+
+    /// The location without the password, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            StoreLocation::Sqlite(path) => format!("sqlite://{}", path.display()),
+            StoreLocation::Mysql(url) => redact(url),
+        }
+    }
+
+    /// Connect, creating the schema when missing.
+    pub fn open(&self) -> Result<Box<dyn OrderStore>> {
+        Ok(match self {
+            StoreLocation::Sqlite(path) => Box::new(sqlite::SqliteStore::open(path)?),
+            StoreLocation::Mysql(url) => Box::new(mysql::MysqlStore::open(url, self.display())?),
+        })
+    }
+}
+
+/// Rows and units of one campaign item in the database.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ItemTotals {
+    pub rows: i64,
+    pub units: i64,
+}
+
+/// A stored order's identity, for comparing the database against the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredOrder {
+    pub order_id: String,
+    pub stream_id: String,
+}
+
+/// An order database. Every method is one transaction or one query.
+pub trait OrderStore {
+    /// Where it is, without password.
+    fn display(&self) -> String;
+
+    /// Insert `orders` in ONE transaction, ignoring order ids already stored;
+    /// returns how many rows are new. When this returns `Ok` the rows are committed.
+    fn insert_orders(&mut self, orders: &[Order], consumed_at_ms: i64) -> Result<u64>;
+
+    /// Which of `order_ids` are stored.
+    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>>;
+
+    /// Rows and units of one campaign item.
+    fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;
+
+    /// Up to `limit` orders of one campaign item with order id > `after`, in order id order.
+    fn item_orders_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredOrder>>;
+}
+
+/// A log line on stderr: `<UTC time> seckill <command>: <message>`.
+pub fn log(command: &str, message: impl std::fmt::Display) {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    eprintln!("{now} seckill {command}: {message}");
+}
+
+/// Wall-clock Unix milliseconds (the `consumed_at` column).
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// `host-pid`: a consumer name unique to this process.
+pub fn default_consumer_name(role: &str) -> String {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    let pid = std::process::id();
+    if role.is_empty() {
+        format!("{host}-{pid}")
+    } else {
+        format!("{role}-{host}-{pid}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls_resolve_and_hide_passwords() {
+        let base = Path::new("/srv/campaigns");
+        assert_eq!(
+            StoreLocation::parse("sqlite://orders.db", base).unwrap(),
+            StoreLocation::Sqlite("/srv/campaigns/orders.db".into())
+        );
+        assert_eq!(
+            StoreLocation::parse("sqlite:///var/lib/o.db", base).unwrap(),
+            StoreLocation::Sqlite("/var/lib/o.db".into())
+        );
+        let mysql = StoreLocation::parse("mysql://app:secret@db:3306/shop", base).unwrap();
+        assert_eq!(mysql.display(), "mysql://app:***@db:3306/shop");
+        let err = StoreLocation::parse("postgres://u:secret@h/db", base).unwrap_err();
+        assert!(!format!("{err:#}").contains("secret"));
+        assert_eq!(
+            crate::error::exit_code_for(&err),
+            crate::exit_codes::USAGE_ERROR
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! "Commit, THEN ack": the one rule that makes the order pipeline safe.
+//!
+//! A batch is inserted in one database transaction (idempotent on order_id)
+//! and only after the commit returned are its stream ids acknowledged. A
+//! crash between the two leaves the entries pending; whoever claims them
+//! later inserts them again, which changes nothing. Database and Redis
+//! errors are retried with bounded exponential backoff and a log line each
+//! time; a stop request (SIGINT/SIGTERM) ends the retrying, leaving the
+//! entries pending rather than acking anything uncommitted.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::entry::Order;
+use super::{OrderStore, log, now_ms, stream};
+use crate::redis_conn::{Conn, RedisTarget};
+
+/// First wait after a failure.
+pub const BACKOFF_START: Duration = Duration::from_millis(100);
+/// Longest wait between two attempts.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Run `attempt` until it succeeds, waiting 100 ms, 200 ms, … up to 5 s
+/// between failures; gives up only when `stop` is set.
+pub fn retry<T>(
+    command: &str,
+    what: &str,
+    stop: &AtomicBool,
+    mut attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let mut delay = BACKOFF_START;
+    let mut failures = 0u32;
+    loop {
+        match attempt() {
+            Ok(value) => {
+                if failures > 0 {
+                    log(
+                        command,
+                        format!("{what}: succeeded after {failures} failed attempt(s)"),
+                    );
+                }
+                return Ok(value);
+            }
+            Err(error) => {
+                failures += 1;
+                if stop.load(Ordering::SeqCst) {
+                    return Err(error.context(format!(
+                        "{what}: giving up after {failures} attempt(s), stop requested"
+                    )));
+                }
+                log(
+                    command,
+                    format!("{what} failed (attempt {failures}), retrying in {delay:?}: {error:#}"),
+                );
+                sleep_unless_stopped(delay, stop);
+                delay = (delay * 2).min(BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+/// Sleep `total`, waking early when `stop` is set.
+pub fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + total;
+    while !stop.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// Orders to store and the stream ids to ack once they are committed.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub orders: Vec<Order>,
+    /// (stream key, ids) — acked stream by stream, in the order read.
+    pub acks: Vec<(String, Vec<String>)>,
+}
+
+impl Batch {
+    /// Number of stream ids this batch will ack.
+    pub fn ack_count(&self) -> usize {
+        self.acks.iter().map(|(_, ids)| ids.len()).sum()
+    }
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stored {
+    /// Rows that were new in the database.
+    pub inserted: u64,
+    /// Stream ids acknowledged.
+    pub acked: u64,
+}
+
+/// Commit `batch.orders` in one transaction, then ack `batch.acks`; both retried.
+pub fn store_then_ack(
+    command: &str,
+    store: &mut dyn OrderStore,
+    target: &RedisTarget,
+    conn: &mut Conn,
+    batch: &Batch,
+    stop: &AtomicBool,
+) -> Result<Stored> {
+    let mut stored = Stored::default();
+    if !batch.orders.is_empty() {
+        let what = format!(
+            "storing {} orders in {}",
+            batch.orders.len(),
+            store.display()
+        );
+        stored.inserted = retry(command, &what, stop, || {
+            store.insert_orders(&batch.orders, now_ms())
+        })?;
+    }
+    for (stream_key, ids) in &batch.acks {
+        let what = format!("acking {} entries of {stream_key}", ids.len());
+        retry(command, &what, stop, || {
+            if !redis::ConnectionLike::is_open(conn) {
+                *conn = target.connect()?;
+            }
+            stream::ack(conn, stream_key, ids)
+        })?;
+        stored.acked += ids.len() as u64;
+    }
+    Ok(stored)
+}

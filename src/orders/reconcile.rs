@@ -1,0 +1,292 @@
+//! The nightly proof: for every item,
+//!
+//! ```text
+//! initial stock = units in the database + units in flight + units dead-lettered + stock left in Redis
+//! ```
+//!
+//! and the order sets agree: every order in the stream is in the database,
+//! still in flight (pending, or not yet delivered to the group) or
+//! dead-lettered; every database order of the item is the stream entry its
+//! `stream_id` names. An entry already committed but not yet acked counts
+//! once, as stored. The sum of the buyers hash must equal the units sold
+//! (initial − left): a Redis failover that lost writes shows up there.
+//!
+//! Memory stays bounded with millions of orders: the stream is read in
+//! XRANGE pages and each page's order ids are looked up in the database
+//! with one query; database rows are paged by order id and checked against
+//! the stream with pipelined point XRANGEs; buyers are summed with HSCAN.
+//! Only the dead-letter ids (the exceptions) and at most [`MAX_NAMED`]
+//! offending order ids per list are held.
+
+use std::collections::HashSet;
+
+use anyhow::{Context, Result};
+use redis::ConnectionLike;
+use serde::Serialize;
+
+use super::entry::{Order, parse_order, stream_id_key};
+use super::{ItemTotals, OrderStore, now_ms, stream};
+use crate::campaign::{Campaign, Item};
+use crate::keys::ItemKeys;
+
+/// Stream entries / database rows handled per page.
+pub const PAGE: usize = 1000;
+/// Offending order ids listed per item and list (the count is always exact).
+pub const MAX_NAMED: usize = 1000;
+
+/// Entries and units of one category.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Tally {
+    pub entries: u64,
+    pub units: i64,
+    /// Entries whose fields are not an order (they carry no units).
+    pub unparseable: u64,
+}
+
+impl Tally {
+    fn add(&mut self, order: Option<&Order>) {
+        self.entries += 1;
+        match order {
+            Some(order) => self.units += order.qty,
+            None => self.unparseable += 1,
+        }
+    }
+}
+
+/// A list of offending ids: exact count, the first [`MAX_NAMED`] named.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Named {
+    pub count: u64,
+    pub ids: Vec<String>,
+}
+
+impl Named {
+    fn push(&mut self, id: String) {
+        self.count += 1;
+        if self.ids.len() < MAX_NAMED {
+            self.ids.push(id);
+        }
+    }
+}
+
+/// The reconcile result of one item.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ItemReport {
+    pub item: String,
+    /// False when the item could not be checked (see `problem`).
+    pub checked: bool,
+    pub problem: Option<String>,
+    pub balanced: bool,
+    pub initial_stock: i64,
+    /// `redis` (meta initial_stock) or `file`.
+    pub initial_stock_from: String,
+    pub remaining: i64,
+    /// Sum of the buyers hash.
+    pub sold_per_redis: i64,
+    /// Users in the buyers hash.
+    pub buyers: u64,
+    pub stream_entries: u64,
+    /// Stream entries committed to the database.
+    pub stored: Tally,
+    /// Pending or never delivered, and not in the database.
+    pub in_flight: Tally,
+    /// Acked into the dead-letter stream, and not in the database.
+    pub dead_lettered: Tally,
+    /// XLEN of the dead-letter stream.
+    pub dead_letter_stream_len: u64,
+    pub database: ItemTotals,
+    /// Orders inserted by `--repair`.
+    pub repaired: u64,
+    /// Orders in the stream, acked, yet neither in the database nor dead-lettered.
+    pub missing_from_database: Named,
+    /// Database orders whose stream entry does not exist (or is another order).
+    pub not_in_redis: Named,
+    /// The equation with numbers filled in.
+    pub equation: String,
+}
+
+/// Check one item; with `repair`, insert stream orders missing from the database on the way.
+pub fn reconcile_item<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    campaign: &Campaign,
+    item: &Item,
+    repair: bool,
+) -> Result<ItemReport> {
+    let keys = ItemKeys::live(&campaign.id, &item.id);
+    let mut report = ItemReport {
+        item: item.id.clone(),
+        ..ItemReport::default()
+    };
+    let (initial, stock, buyers, dead_len): (Option<i64>, Option<i64>, u64, u64) = redis::pipe()
+        .hget(&keys.meta, "initial_stock")
+        .get(&keys.stock)
+        .hlen(&keys.buyers)
+        .xlen(&keys.dead)
+        .query(conn)
+        .with_context(|| format!("cannot read the state of {}", keys.base))?;
+    let Some(remaining) = stock else {
+        report.problem = Some(format!(
+            "item {} is not preheated or its keys expired (no {}): nothing to check against",
+            item.id, keys.stock
+        ));
+        return Ok(report);
+    };
+    report.checked = true;
+    report.remaining = remaining;
+    (report.initial_stock, report.initial_stock_from) = match initial {
+        Some(n) => (n, "redis".into()),
+        None => (item.stock, "file".into()),
+    };
+    report.buyers = buyers;
+    report.dead_letter_stream_len = dead_len;
+    report.sold_per_redis = sum_buyers(conn, &keys)?;
+
+    let group = stream::group_info(conn, &keys)?.unwrap_or_default();
+    let last_delivered = stream_id_key(&group.last_delivered_id).unwrap_or((0, 0));
+    let dead_ids = stream::dead_original_ids(conn, &keys)?;
+    walk_stream(
+        conn,
+        store,
+        &keys,
+        campaign,
+        item,
+        repair,
+        last_delivered,
+        &dead_ids,
+        &mut report,
+    )?;
+    report.database = store.item_totals(&campaign.id, &item.id)?;
+    check_database_against_stream(conn, store, &keys, campaign, item, &mut report)?;
+
+    let accounted = report.database.units
+        + report.in_flight.units
+        + report.dead_lettered.units
+        + report.remaining;
+    report.equation = format!(
+        "{} {} {} = {} database + {} in flight + {} dead-lettered + {} left",
+        report.initial_stock,
+        if accounted == report.initial_stock {
+            "="
+        } else {
+            "≠"
+        },
+        accounted,
+        report.database.units,
+        report.in_flight.units,
+        report.dead_lettered.units,
+        report.remaining
+    );
+    report.balanced = accounted == report.initial_stock
+        && report.sold_per_redis == report.initial_stock - report.remaining
+        && report.missing_from_database.count == 0
+        && report.not_in_redis.count == 0;
+    Ok(report)
+}
+
+fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
+    let mut cursor: u64 = 0;
+    let mut total = 0i64;
+    loop {
+        let (next, pairs): (u64, Vec<(String, i64)>) = redis::cmd("HSCAN")
+            .arg(&keys.buyers)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(PAGE)
+            .query(conn)
+            .with_context(|| format!("HSCAN {} failed", keys.buyers))?;
+        total += pairs.iter().map(|(_, units)| units).sum::<i64>();
+        if next == 0 {
+            return Ok(total);
+        }
+        cursor = next;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_stream<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    keys: &ItemKeys,
+    campaign: &Campaign,
+    item: &Item,
+    repair: bool,
+    last_delivered: (u64, u64),
+    dead_ids: &HashSet<String>,
+    report: &mut ItemReport,
+) -> Result<()> {
+    let mut after = "-".to_string();
+    loop {
+        let page = stream::range_after(conn, &keys.orders, &after, PAGE)?;
+        let (Some(first), Some(last)) = (page.first(), page.last()) else {
+            return Ok(());
+        };
+        let pending = stream::pending_ids_between(conn, &keys.orders, &first.id, &last.id)?;
+        let orders: Vec<Option<Order>> = page
+            .iter()
+            .map(|entry| parse_order(entry, &campaign.id, &item.id).ok())
+            .collect();
+        let ids: Vec<&str> = orders
+            .iter()
+            .flatten()
+            .map(|o| o.order_id.as_str())
+            .collect();
+        let stored = store.existing_order_ids(&ids)?;
+        let mut to_repair = Vec::new();
+        for (entry, order) in page.iter().zip(&orders) {
+            report.stream_entries += 1;
+            let in_database = order.as_ref().is_some_and(|o| stored.contains(&o.order_id));
+            let undelivered = stream_id_key(&entry.id).is_some_and(|id| id > last_delivered);
+            if in_database {
+                report.stored.add(order.as_ref());
+            } else if undelivered || pending.contains(&entry.id) {
+                report.in_flight.add(order.as_ref());
+            } else if dead_ids.contains(&entry.id) {
+                report.dead_lettered.add(order.as_ref());
+            } else if let (true, Some(order)) = (repair, order) {
+                to_repair.push(order.clone());
+            } else {
+                let name = order.as_ref().map_or_else(
+                    || format!("stream entry {}", entry.id),
+                    |o| o.order_id.clone(),
+                );
+                report.missing_from_database.push(name);
+            }
+        }
+        if !to_repair.is_empty() {
+            report.repaired += store.insert_orders(&to_repair, now_ms())?;
+            for order in &to_repair {
+                report.stored.add(Some(order));
+            }
+        }
+        after = last.id.clone();
+    }
+}
+
+fn check_database_against_stream<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    keys: &ItemKeys,
+    campaign: &Campaign,
+    item: &Item,
+    report: &mut ItemReport,
+) -> Result<()> {
+    let mut after = String::new();
+    loop {
+        let rows = store.item_orders_after(&campaign.id, &item.id, &after, PAGE)?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.order_id.clone();
+        let stream_ids: Vec<&str> = rows.iter().map(|r| r.stream_id.as_str()).collect();
+        let entries = stream::entries_by_id(conn, &keys.orders, &stream_ids)?;
+        for (row, entry) in rows.iter().zip(entries) {
+            let same_order = entry
+                .and_then(|e| e.field("order_id").map(|v| v == row.order_id.as_bytes()))
+                .unwrap_or(false);
+            if !same_order {
+                report.not_in_redis.push(row.order_id.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The embedded order store: one SQLite file in WAL mode.
+//!
+//! WAL lets `reconcile` read while `consume` writes. `synchronous=FULL`
+//! because a commit is followed by XACK: a commit that a power cut could
+//! still undo would make the ack a lie. One transaction per batch with a
+//! cached prepared statement keeps that fsync per batch, not per order.
+//! `busy_timeout` is short on purpose: a locked database is a database
+//! error, which the pipeline answers with backoff and a log line.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, params, params_from_iter};
+
+use super::{ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredOrder};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS seckill_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS orders (
+    order_id    TEXT    NOT NULL PRIMARY KEY,
+    campaign    TEXT    NOT NULL,
+    item_id     TEXT    NOT NULL,
+    user_id     TEXT    NOT NULL,
+    qty         INTEGER NOT NULL,
+    price_cents INTEGER NOT NULL,
+    bought_at   INTEGER NOT NULL, -- Unix ms, Redis clock
+    stream_id   TEXT    NOT NULL,
+    consumed_at INTEGER NOT NULL  -- Unix ms, consumer clock
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS orders_by_item ON orders (campaign, item_id, order_id);
+";
+
+const INSERT: &str = "INSERT OR IGNORE INTO orders
+    (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+/// Order ids looked up per query (well under SQLite's variable limit).
+const LOOKUP_CHUNK: usize = 500;
+
+/// An open SQLite order store.
+pub struct SqliteStore {
+    connection: Connection,
+    display: String,
+}
+
+impl SqliteStore {
+    /// Open (creating file and schema when missing).
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        let display = format!("sqlite://{}", path.display());
+        let connection = Connection::open(path)
+            .with_context(|| format!("cannot open order database {display}"))?;
+        connection
+            .busy_timeout(Duration::from_millis(500))
+            .context("cannot set SQLite busy timeout")?;
+        let mode: String = connection
+            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+            .with_context(|| format!("cannot switch {display} to WAL"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            bail!("{display} refused WAL mode (journal_mode is {mode})");
+        }
+        connection
+            .execute_batch("PRAGMA synchronous=FULL;")
+            .context("cannot set SQLite synchronous mode")?;
+        let mut store = SqliteStore {
+            connection,
+            display,
+        };
+        store.create_schema()?;
+        Ok(store)
+    }
+
+    fn create_schema(&mut self) -> Result<()> {
+        let tx = self
+            .connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .with_context(|| format!("cannot lock {} to create the schema", self.display))?;
+        tx.execute_batch(SCHEMA)
+            .with_context(|| format!("cannot create the schema in {}", self.display))?;
+        let version: Option<i64> = tx
+            .query_row("SELECT MAX(version) FROM seckill_schema", [], |row| {
+                row.get(0)
+            })
+            .context("cannot read seckill_schema")?;
+        match version {
+            None => {
+                tx.execute(
+                    "INSERT INTO seckill_schema (version) VALUES (?1)",
+                    [SCHEMA_VERSION],
+                )
+                .context("cannot record the schema version")?;
+            }
+            Some(v) if v > SCHEMA_VERSION => bail!(
+                "{} has schema version {v}, newer than this seckill understands ({SCHEMA_VERSION}): upgrade seckill",
+                self.display
+            ),
+            Some(_) => {}
+        }
+        tx.commit().context("cannot commit the schema")
+    }
+}
+
+impl OrderStore for SqliteStore {
+    fn display(&self) -> String {
+        self.display.clone()
+    }
+
+    fn insert_orders(&mut self, orders: &[Order], consumed_at_ms: i64) -> Result<u64> {
+        let tx = self
+            .connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .with_context(|| format!("cannot begin a transaction on {}", self.display))?;
+        let mut inserted = 0u64;
+        {
+            let mut statement = tx
+                .prepare_cached(INSERT)
+                .context("cannot prepare the order insert")?;
+            for o in orders {
+                inserted += statement
+                    .execute(params![
+                        o.order_id,
+                        o.campaign,
+                        o.item_id,
+                        o.user_id,
+                        o.qty,
+                        o.price_cents,
+                        o.bought_at_ms,
+                        o.stream_id,
+                        consumed_at_ms
+                    ])
+                    .with_context(|| format!("cannot insert order {}", o.order_id))?
+                    as u64;
+            }
+        }
+        tx.commit().with_context(|| {
+            format!("cannot commit {} orders to {}", orders.len(), self.display)
+        })?;
+        Ok(inserted)
+    }
+
+    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
+        let mut found = HashSet::new();
+        for chunk in order_ids.chunks(LOOKUP_CHUNK) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let sql = format!("SELECT order_id FROM orders WHERE order_id IN ({placeholders})");
+            let mut statement = self
+                .connection
+                .prepare_cached(&sql)
+                .context("cannot prepare order lookup")?;
+            let rows = statement
+                .query_map(params_from_iter(chunk.iter()), |row| {
+                    row.get::<_, String>(0)
+                })
+                .with_context(|| format!("cannot look up orders in {}", self.display))?;
+            for row in rows {
+                found.insert(row.context("cannot read an order id")?);
+            }
+        }
+        Ok(found)
+    }
+
+    fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
+        self.connection
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(qty), 0) FROM orders WHERE campaign = ?1 AND item_id = ?2",
+                [campaign, item],
+                |row| Ok(ItemTotals { rows: row.get(0)?, units: row.get(1)? }),
+            )
+            .with_context(|| format!("cannot count orders of {campaign}/{item} in {}", self.display))
+    }
+
+    fn item_orders_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredOrder>> {
+        let mut statement = self
+            .connection
+            .prepare_cached(
+                "SELECT order_id, stream_id FROM orders
+                 WHERE campaign = ?1 AND item_id = ?2 AND order_id > ?3
+                 ORDER BY order_id LIMIT ?4",
+            )
+            .context("cannot prepare order page query")?;
+        let rows = statement
+            .query_map(params![campaign, item, after, limit as i64], |row| {
+                Ok(StoredOrder {
+                    order_id: row.get(0)?,
+                    stream_id: row.get(1)?,
+                })
+            })
+            .with_context(|| {
+                format!(
+                    "cannot page orders of {campaign}/{item} in {}",
+                    self.display
+                )
+            })?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .context("cannot read an order row")
+    }
+}
