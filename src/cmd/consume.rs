@@ -7,13 +7,12 @@
 //! `pending-claim` dead-letters them, so one poison entry never stops the
 //! flow and is never silently dropped.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -21,8 +20,8 @@ use crate::cli::Globals;
 use crate::exit_codes;
 use crate::keys::{ItemKeys, ORDER_GROUP};
 use crate::orders::entry::{RawEntry, parse_order};
-use crate::orders::pipeline::{Batch, retry, store_then_ack};
-use crate::orders::{StoreArgs, StoreLocation, default_consumer_name, log, stream};
+use crate::orders::pipeline::{Batch, Session, retry, store_then_ack};
+use crate::orders::{StoreArgs, default_consumer_name, log, stream};
 use crate::output::{self, Format};
 use crate::redis_conn::Conn;
 
@@ -61,15 +60,13 @@ struct ItemCounts {
 
 /// Consume until drained (`--drain`) or stopped by a signal; exit 0.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let location = StoreLocation::resolve(&args.store, &campaign)?;
-    let target = globals.redis(&campaign)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
-    }
-    let mut conn = target.connect()?;
+    let Session {
+        campaign,
+        target,
+        mut conn,
+        mut store,
+        stop,
+    } = Session::open(COMMAND, globals, &args.store)?;
     let items: Vec<ItemKeys> = campaign
         .items
         .iter()
@@ -78,12 +75,6 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     for keys in &items {
         stream::ensure_group(&mut conn, keys)?;
     }
-    let mut store = retry(
-        COMMAND,
-        &format!("opening {}", location.display()),
-        &stop,
-        || location.open(),
-    )?;
     let consumer = args
         .consumer
         .clone()
@@ -112,23 +103,42 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .collect();
     let block = MAX_BLOCK.min(target.response_timeout() / 4);
     let mut progress = Progress::new(std::io::stderr().is_terminal());
-    // Own pending entries first, each stream from its cursor; then new ones (`>`).
-    let mut history: Option<Vec<String>> = Some(vec!["0".to_string(); items.len()]);
+    // Own pending entries first, each stream from its cursor; then new ones
+    // (`>`). On a stop signal, one more pass over our own pending entries:
+    // a read the signal interrupted may still have delivered entries to us,
+    // and they are the batch in hand to finish before exiting.
+    let own_pending = || Some(vec!["0".to_string(); items.len()]);
+    let mut history: Option<Vec<String>> = own_pending();
+    let mut final_pass = false;
+    let mut reconnect = false;
+    let mut not_orders: HashSet<String> = HashSet::new();
     let (mut inserted, mut acked) = (0u64, 0u64);
-    while !stop.load(Ordering::SeqCst) {
-        let reads = match &history {
-            Some(cursors) => read(&mut conn, &consumer, &items, cursors, args.batch, None)?,
-            None => {
-                let news = vec![">".to_string(); items.len()];
-                read(
-                    &mut conn,
-                    &consumer,
-                    &items,
-                    &news,
-                    args.batch,
-                    (!args.drain).then_some(block),
-                )?
+    loop {
+        if stop.load(Ordering::SeqCst) && !final_pass {
+            final_pass = true;
+            history = own_pending();
+            reconnect = true;
+        }
+        let (start_ids, wait) = match &history {
+            Some(cursors) => (cursors.clone(), None),
+            None => (
+                vec![">".to_string(); items.len()],
+                (!args.drain).then_some(block),
+            ),
+        };
+        let attempt = retry(COMMAND, "reading the order streams", &stop, || {
+            if reconnect {
+                // After an error the old connection may still owe a reply.
+                conn = target.connect()?;
             }
+            let result = read(&mut conn, &consumer, &items, &start_ids, args.batch, wait);
+            reconnect = result.is_err();
+            result
+        });
+        let reads = match attempt {
+            Ok(reads) => reads,
+            Err(_) if stop.load(Ordering::SeqCst) && !final_pass => continue,
+            Err(error) => return Err(error),
         };
         let read_any = reads.iter().any(|(_, entries)| !entries.is_empty());
         let mut batch = Batch::default();
@@ -148,11 +158,13 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                         batch.orders.push(order);
                     }
                     Err(reason) => {
-                        counts[i].left_pending += 1;
-                        progress.log(format!(
-                            "entry {} of {key} is not an order ({reason}): left pending for `seckill pending-claim` to dead-letter",
-                            entry.id
-                        ));
+                        if not_orders.insert(format!("{key} {}", entry.id)) {
+                            counts[i].left_pending += 1;
+                            progress.log(format!(
+                                "entry {} of {key} is not an order ({reason}): left pending for `seckill pending-claim` to dead-letter",
+                                entry.id
+                            ));
+                        }
                     }
                 }
             }
@@ -167,7 +179,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             inserted += stored.inserted;
             acked += stored.acked;
         }
-        if !read_any && history.take().is_none() && args.drain {
+        if !read_any && (final_pass || (history.take().is_none() && args.drain)) {
             break;
         }
         progress.tick(acked, &mut conn, &items, &campaign.items);
@@ -178,11 +190,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         COMMAND,
         format!(
             "{} after {acked} entries stored and acked in {seconds:.2}s ({:.0}/s; {inserted} new rows, {} already stored){}",
-            if args.drain && !stop.load(Ordering::SeqCst) {
-                "drained"
-            } else {
-                "stopped"
-            },
+            if !final_pass { "drained" } else { "stopped" },
             acked as f64 / seconds.max(1e-9),
             acked - inserted,
             if left_pending > 0 {

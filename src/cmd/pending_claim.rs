@@ -8,19 +8,17 @@
 //! never dropped without a trace. Streams are never trimmed here.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::Globals;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::orders::entry::parse_order;
-use crate::orders::pipeline::{Batch, retry, store_then_ack};
-use crate::orders::{StoreArgs, StoreLocation, default_consumer_name, log, stream};
+use crate::orders::pipeline::{Batch, Session, store_then_ack};
+use crate::orders::{StoreArgs, default_consumer_name, log, stream};
 use crate::output::{self, Format};
 use crate::redis_conn::parse_duration_arg;
 
@@ -65,21 +63,13 @@ struct ItemClaims {
 
 /// Claim, store or dead-letter every idle pending entry of the campaign; exit 0.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let location = StoreLocation::resolve(&args.store, &campaign)?;
-    let target = globals.redis(&campaign)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
-    }
-    let mut conn = target.connect()?;
-    let mut store = retry(
-        COMMAND,
-        &format!("opening {}", location.display()),
-        &stop,
-        || location.open(),
-    )?;
+    let Session {
+        campaign,
+        target,
+        mut conn,
+        mut store,
+        stop,
+    } = Session::open(COMMAND, globals, &args.store)?;
     let consumer = args
         .consumer
         .clone()

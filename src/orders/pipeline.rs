@@ -8,22 +8,64 @@
 //! time; a stop request (SIGINT/SIGTERM) ends the retrying, leaving the
 //! entries pending rather than acking anything uncommitted.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::entry::Order;
-use super::{OrderStore, log, now_ms, stream};
+use super::{OrderStore, StoreArgs, StoreLocation, log, now_ms, stream};
+use crate::campaign::Campaign;
+use crate::cli::Globals;
 use crate::redis_conn::{Conn, RedisTarget};
+
+/// What `consume` and `pending-claim` work with: the campaign, Redis, the
+/// order database, and the flag SIGINT/SIGTERM set.
+pub struct Session {
+    pub campaign: Campaign,
+    pub target: RedisTarget,
+    pub conn: Conn,
+    pub store: Box<dyn OrderStore>,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Session {
+    /// Load the campaign, install the signal flag, connect to Redis and open
+    /// the order database (retried: a database still starting is waited for).
+    pub fn open(command: &str, globals: &Globals, store_args: &StoreArgs) -> Result<Session> {
+        let campaign = globals.campaign()?;
+        let location = StoreLocation::resolve(store_args, &campaign)?;
+        let target = globals.redis(&campaign)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))
+                .context("cannot install signal handler")?;
+        }
+        let conn = target.connect()?;
+        let what = format!("opening {}", location.display());
+        let store = retry(command, &what, &stop, || location.open())?;
+        Ok(Session {
+            campaign,
+            target,
+            conn,
+            store,
+            stop,
+        })
+    }
+}
 
 /// First wait after a failure.
 pub const BACKOFF_START: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
+/// Attempts still made once `stop` is set: enough to ride out a call the
+/// signal itself interrupted (EINTR), few enough not to hang on a dead server.
+pub const ATTEMPTS_AFTER_STOP: u32 = 3;
+
 /// Run `attempt` until it succeeds, waiting 100 ms, 200 ms, … up to 5 s
-/// between failures; gives up only when `stop` is set.
+/// between failures; once `stop` is set, gives up after a few more attempts.
 pub fn retry<T>(
     command: &str,
     what: &str,
@@ -32,6 +74,7 @@ pub fn retry<T>(
 ) -> Result<T> {
     let mut delay = BACKOFF_START;
     let mut failures = 0u32;
+    let mut failures_after_stop = 0u32;
     loop {
         match attempt() {
             Ok(value) => {
@@ -46,6 +89,9 @@ pub fn retry<T>(
             Err(error) => {
                 failures += 1;
                 if stop.load(Ordering::SeqCst) {
+                    failures_after_stop += 1;
+                }
+                if failures_after_stop >= ATTEMPTS_AFTER_STOP {
                     return Err(error.context(format!(
                         "{what}: giving up after {failures} attempt(s), stop requested"
                     )));
@@ -54,7 +100,11 @@ pub fn retry<T>(
                     command,
                     format!("{what} failed (attempt {failures}), retrying in {delay:?}: {error:#}"),
                 );
-                sleep_unless_stopped(delay, stop);
+                if failures_after_stop > 0 {
+                    std::thread::sleep(BACKOFF_START);
+                } else {
+                    sleep_unless_stopped(delay, stop);
+                }
                 delay = (delay * 2).min(BACKOFF_MAX);
             }
         }
@@ -119,11 +169,15 @@ pub fn store_then_ack(
     }
     for (stream_key, ids) in &batch.acks {
         let what = format!("acking {} entries of {stream_key}", ids.len());
+        let mut reconnect = false;
         retry(command, &what, stop, || {
-            if !redis::ConnectionLike::is_open(conn) {
+            if reconnect {
+                // After an error the old connection may still owe a reply.
                 *conn = target.connect()?;
             }
-            stream::ack(conn, stream_key, ids)
+            let result = stream::ack(conn, stream_key, ids);
+            reconnect = result.is_err();
+            result
         })?;
         stored.acked += ids.len() as u64;
     }

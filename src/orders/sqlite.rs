@@ -72,6 +72,16 @@ impl SqliteStore {
     }
 
     fn create_schema(&mut self) -> Result<()> {
+        // A read first: opening a database that has the schema must not need
+        // the write lock, so a consumer can start while another writer holds it.
+        let current: rusqlite::Result<Option<i64>> =
+            self.connection
+                .query_row("SELECT MAX(version) FROM seckill_schema", [], |row| {
+                    row.get(0)
+                });
+        if let Ok(Some(SCHEMA_VERSION)) = current {
+            return Ok(());
+        }
         let tx = self
             .connection
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)

@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod mariadb;
+pub mod orders;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,186 @@
+//! The order pipeline under failure: consumers killed with SIGKILL at random
+//! points, a database that is locked or down for a while, SIGTERM during a
+//! run. Nothing acked that is not committed; nothing lost; nothing doubled.
+
+mod support;
+
+use std::time::Duration;
+
+use mysql::prelude::Queryable;
+use rand::Rng;
+use support::mariadb::MariaDb;
+use support::orders::{
+    buy_many, group_state, log_of, orders_key, preheat, reconcile, sorted, spawn_seckill,
+    sqlite_order_ids, sqlite_path, stop_when_caught_up, terminate, two_item_campaign, wait_exit,
+    wait_until,
+};
+use support::{RedisServer, seckill};
+
+#[test]
+fn consumers_killed_at_random_points_lose_and_double_nothing() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(4000, 4000);
+    preheat(&file, &server);
+    let mut ok = Vec::new();
+    let mut rng = rand::rng();
+    for round in 0..4 {
+        ok.extend(buy_many(&server, &file, "1001", &format!("a{round}-"), 600));
+        ok.extend(buy_many(&server, &file, "1002", &format!("b{round}-"), 300));
+        let mut consumer = spawn_seckill(
+            &file,
+            &server.url(),
+            &[],
+            &["consume", "--batch", "25"],
+            &format!("c{round}"),
+        );
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..400)));
+        consumer.kill().expect("SIGKILL the consumer");
+        consumer.wait().expect("reap");
+    }
+    // The killed consumers' pending entries belong to names that never come
+    // back: a fresh consumer drains what is new, pending-claim the rest.
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .assert()
+        .success();
+    seckill(&file.path, &server.url())
+        .args(["pending-claim", "--min-idle", "0s"])
+        .assert()
+        .success();
+    for item in ["1001", "1002"] {
+        assert_eq!(
+            group_state(&server, &orders_key(item)).0,
+            0,
+            "nothing left pending on {item}"
+        );
+    }
+    let stored = sqlite_order_ids(&sqlite_path(&file));
+    assert_eq!(stored.len(), ok.len(), "one row per ok, no more, no less");
+    assert_eq!(stored, sorted(ok));
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn a_locked_sqlite_database_gets_nothing_acked_until_it_lets_go() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(500, 500);
+    preheat(&file, &server);
+    let path = sqlite_path(&file);
+    drop(seckill::orders::sqlite::SqliteStore::open(&path).expect("create the schema"));
+    let ok = buy_many(&server, &file, "1001", "a", 200);
+
+    let other_writer = rusqlite::Connection::open(&path).unwrap();
+    other_writer.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut consumer = spawn_seckill(&file, &server.url(), &[], &["consume"], "locked");
+    wait_until("the consumer holds a batch and retries", || {
+        group_state(&server, &orders_key("1001")).0 > 0
+            && log_of(&file, "locked").contains("retrying")
+    });
+    let rows: i64 = other_writer
+        .query_row("SELECT COUNT(*) FROM orders", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0);
+    let (pending, delivered, _) = group_state(&server, &orders_key("1001"));
+    assert_eq!(
+        delivered - pending,
+        0,
+        "nothing acked while nothing is committed"
+    );
+    other_writer.execute_batch("ROLLBACK").unwrap();
+
+    stop_when_caught_up(&server, &orders_key("1001"), &mut consumer, &file, "locked");
+    assert_eq!(sqlite_order_ids(&path), sorted(ok));
+    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+}
+
+#[test]
+fn mariadb_down_for_a_while_then_full_catch_up() {
+    let server = RedisServer::start();
+    let mut db = MariaDb::start();
+    let file = two_item_campaign(500, 500);
+    preheat(&file, &server);
+    let url = db.url();
+    let env = [("SECKILL_ORDERS_DB", url.as_str())];
+    let mut consumer = spawn_seckill(
+        &file,
+        &server.url(),
+        &env,
+        &["consume", "--batch", "50"],
+        "outage",
+    );
+    let mut ok = buy_many(&server, &file, "1001", "before", 100);
+    let count_rows = |db: &MariaDb| -> i64 {
+        // The consumer creates the table; until then there is nothing stored.
+        db.conn()
+            .query_first("SELECT COUNT(*) FROM orders")
+            .ok()
+            .flatten()
+            .unwrap_or(-1)
+    };
+    wait_until("the first 100 orders are stored", || count_rows(&db) == 100);
+
+    db.stop();
+    ok.extend(buy_many(&server, &file, "1001", "during", 100));
+    wait_until("the consumer holds a batch and retries", || {
+        group_state(&server, &orders_key("1001")).0 > 0
+            && log_of(&file, "outage").contains("retrying")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (pending, delivered, _) = group_state(&server, &orders_key("1001"));
+    assert!(pending > 0);
+    assert_eq!(
+        delivered - pending,
+        100,
+        "nothing acked while the database is down"
+    );
+
+    db.restart();
+    stop_when_caught_up(&server, &orders_key("1001"), &mut consumer, &file, "outage");
+    let rows: Vec<String> = db
+        .conn()
+        .query("SELECT order_id FROM orders ORDER BY order_id")
+        .unwrap();
+    assert_eq!(rows, sorted(ok));
+    assert!(!log_of(&file, "outage").contains(db.password()));
+    assert_eq!(reconcile(&file, &server, &["--orders-db", &url]).0, 0);
+}
+
+#[test]
+fn sigterm_finishes_the_batch_in_hand_acks_it_and_exits_0() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(3000, 3000);
+    preheat(&file, &server);
+    let ok = buy_many(&server, &file, "1001", "a", 3000);
+    let mut consumer = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["consume", "--batch", "20"],
+        "term",
+    );
+    wait_until("the consumer stored something", || {
+        group_state(&server, &orders_key("1001")).1 > 0
+    });
+    terminate(&consumer);
+    let status = wait_exit(&mut consumer);
+    assert!(
+        status.success(),
+        "exit {status:?}: {}",
+        log_of(&file, "term")
+    );
+    let (pending, delivered, _) = group_state(&server, &orders_key("1001"));
+    assert_eq!(pending, 0, "everything read was acked before exit");
+    let stored = sqlite_order_ids(&sqlite_path(&file));
+    assert_eq!(
+        stored.len() as i64,
+        delivered,
+        "everything read was committed"
+    );
+    assert!(stored.iter().all(|id| ok.contains(id)));
+    assert_eq!(
+        reconcile(&file, &server, &[]).0,
+        0,
+        "the rest is in flight, the books balance"
+    );
+}

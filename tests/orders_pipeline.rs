@@ -1,0 +1,331 @@
+//! The order pipeline end to end through the real binary, real Redis, real
+//! SQLite and a real MariaDB: every `ok` reaches the database exactly once,
+//! poison entries are dead-lettered without blocking the rest, and
+//! reconcile names the orders that break the equation.
+
+mod support;
+
+use mysql::prelude::Queryable;
+use redis::Commands;
+use support::mariadb::MariaDb;
+use support::orders::{
+    buy_many, dead_key, group_state, orders_key, preheat, reconcile, sorted, sqlite_order_ids,
+    sqlite_path, two_item_campaign,
+};
+use support::{RedisServer, json, seckill};
+
+#[test]
+fn buys_drain_into_sqlite_exactly_once_and_reconcile_balances() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(300, 40);
+    preheat(&file, &server);
+    let mut ok = buy_many(&server, &file, "1001", "a", 250);
+    let ok_b = buy_many(&server, &file, "1002", "b", 60);
+    assert_eq!(ok_b.len(), 40, "item 1002 sells out at its stock");
+    ok.extend(ok_b);
+
+    let output = seckill(&file.path, &server.url())
+        .args(["consume", "--drain", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = json(&output);
+    assert_eq!(summary["acked"], 290);
+    assert_eq!(summary["inserted"], 290);
+    // The file says `sqlite://orders.db`: relative to the campaign file's directory.
+    assert_eq!(
+        sorted(sqlite_order_ids(&sqlite_path(&file))),
+        sorted(ok.clone())
+    );
+
+    // A second drain finds nothing and writes nothing.
+    let again = json(
+        &seckill(&file.path, &server.url())
+            .args(["consume", "--drain", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(again["acked"], 0);
+    assert_eq!(sqlite_order_ids(&sqlite_path(&file)).len(), ok.len());
+
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let a = &report["items"][0];
+    assert_eq!(a["initial_stock"], 300);
+    assert_eq!(a["database"]["units"], 250);
+    assert_eq!(a["remaining"], 50);
+    assert_eq!(a["sold_per_redis"], 250);
+    assert_eq!(report["items"][1]["database"]["rows"], 40);
+    assert_eq!(report["items"][1]["remaining"], 0);
+}
+
+#[test]
+fn buys_drain_into_mariadb_exactly_once_and_reconcile_balances() {
+    let server = RedisServer::start();
+    let db = MariaDb::start();
+    let file = two_item_campaign(200, 200);
+    preheat(&file, &server);
+    let mut ok = buy_many(&server, &file, "1001", "a", 150);
+    ok.extend(buy_many(&server, &file, "1002", "b", 30));
+
+    let url = db.url();
+    let output = seckill(&file.path, &server.url())
+        .args(["consume", "--drain", "--orders-db", &url])
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{printed}");
+    assert!(
+        !printed.contains(db.password()),
+        "the password was printed:\n{printed}"
+    );
+    assert!(printed.contains(":***@127.0.0.1"), "{printed}");
+
+    let mut conn = db.conn();
+    let rows: Vec<String> = conn
+        .query("SELECT order_id FROM orders ORDER BY order_id")
+        .unwrap();
+    assert_eq!(sorted(rows), sorted(ok));
+    let version: Option<i64> = conn
+        .query_first("SELECT MAX(version) FROM seckill_schema")
+        .unwrap();
+    assert_eq!(version, Some(1));
+
+    let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["database"]["units"], 150);
+    assert_eq!(report["items"][1]["database"]["units"], 30);
+    assert!(!report.to_string().contains(db.password()));
+}
+
+#[test]
+fn a_poison_entry_is_dead_lettered_and_the_rest_flow() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(100, 100);
+    preheat(&file, &server);
+    let mut ok = buy_many(&server, &file, "1001", "a", 10);
+    let mut conn = server.conn();
+    let poison: String = conn
+        .xadd(
+            orders_key("1001"),
+            "*",
+            &[("order_id", "not a valid id!"), ("qty", "lots")],
+        )
+        .unwrap();
+    ok.extend(buy_many(&server, &file, "1001", "b", 10));
+
+    let output = seckill(&file.path, &server.url())
+        .args(["consume", "--drain", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&poison) && stderr.contains("left pending"),
+        "{stderr}"
+    );
+    assert_eq!(json(&output)["items"][0]["left_pending"], 1);
+    assert_eq!(
+        sorted(sqlite_order_ids(&sqlite_path(&file))),
+        sorted(ok.clone())
+    );
+    assert_eq!(
+        group_state(&server, &orders_key("1001")).0,
+        1,
+        "only the poison entry is pending"
+    );
+
+    // Pending poison carries no units: the books still balance.
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["in_flight"]["unparseable"], 1);
+
+    let output = seckill(&file.path, &server.url())
+        .args(["pending-claim", "--min-idle", "0s", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let claims = json(&output);
+    assert_eq!(claims["items"][0]["claimed"], 1);
+    assert_eq!(claims["items"][0]["dead_lettered"], 1);
+    assert_eq!(claims["items"][0]["stored"], 0);
+    assert_eq!(group_state(&server, &orders_key("1001")).0, 0);
+
+    let dead: redis::streams::StreamRangeReply = conn.xrange_all(dead_key("1001")).unwrap();
+    assert_eq!(dead.ids.len(), 1);
+    let kept = &dead.ids[0];
+    assert_eq!(
+        kept.get::<String>("dead_original_id").as_deref(),
+        Some(poison.as_str())
+    );
+    assert_eq!(
+        kept.get::<String>("qty").as_deref(),
+        Some("lots"),
+        "original fields are kept"
+    );
+    assert!(
+        kept.get::<String>("dead_reason")
+            .unwrap()
+            .contains("not an order")
+    );
+
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["dead_letter_stream_len"], 1);
+    assert_eq!(report["items"][0]["database"]["units"], 20);
+}
+
+#[test]
+fn an_order_delivered_too_often_is_dead_lettered_and_still_accounted() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(10, 10);
+    preheat(&file, &server);
+    let ok = buy_many(&server, &file, "1001", "a", 2);
+    let mut conn = server.conn();
+    let stream = orders_key("1001");
+    // A consumer that keeps crashing: it reads both, then re-reads its own
+    // pending history twice, never acking (each read is a delivery).
+    let read = |conn: &mut redis::Connection, id: &str, count: usize| {
+        let _: redis::Value = redis::cmd("XREADGROUP")
+            .arg(&["GROUP", "orders-db", "flaky", "COUNT"])
+            .arg(count)
+            .arg("STREAMS")
+            .arg(&stream)
+            .arg(id)
+            .query(conn)
+            .unwrap();
+    };
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain", "--batch", "1"])
+        .assert()
+        .success();
+    assert_eq!(sqlite_order_ids(&sqlite_path(&file)).len(), 2);
+    let more = buy_many(&server, &file, "1001", "b", 2);
+    read(&mut conn, ">", 2);
+    read(&mut conn, "0", 1);
+    read(&mut conn, "0", 1);
+
+    let output = seckill(&file.path, &server.url())
+        .args([
+            "pending-claim",
+            "--min-idle",
+            "0s",
+            "--max-deliveries",
+            "3",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let claims = json(&output);
+    assert_eq!(claims["items"][0]["claimed"], 2);
+    assert_eq!(
+        claims["items"][0]["dead_lettered"], 1,
+        "delivered 4 times ≥ 3"
+    );
+    assert_eq!(claims["items"][0]["stored"], 1, "delivered twice < 3");
+    let stored = sqlite_order_ids(&sqlite_path(&file));
+    assert!(stored.contains(&more[1]) && !stored.contains(&more[0]));
+    assert!(ok.iter().all(|id| stored.contains(id)));
+
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
+    assert_eq!(report["items"][0]["database"]["units"], 3);
+}
+
+#[test]
+fn a_deleted_row_is_named_as_drift_and_repaired() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(50, 50);
+    preheat(&file, &server);
+    let ok = buy_many(&server, &file, "1002", "u", 20);
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .assert()
+        .success();
+
+    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    let victim = &ok[7];
+    assert_eq!(
+        db.execute("DELETE FROM orders WHERE order_id = ?1", [victim])
+            .unwrap(),
+        1
+    );
+    db.execute(
+        "INSERT INTO orders VALUES ('GHOST-ORDER', 'flash', '1002', 'ghost', 1, 499900, 1, '1-1', 1)",
+        [],
+    )
+    .unwrap();
+
+    let output = seckill(&file.path, &server.url())
+        .arg("reconcile")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains(&format!("in Redis but not in the database: {victim}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("in the database but not in Redis: GHOST-ORDER"),
+        "{text}"
+    );
+
+    db.execute("DELETE FROM orders WHERE order_id = 'GHOST-ORDER'", [])
+        .unwrap();
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 3);
+    assert_eq!(
+        report["items"][1]["missing_from_database"]["ids"][0],
+        victim.as_str()
+    );
+
+    let (code, report) = reconcile(&file, &server, &["--repair"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][1]["repaired"], 1);
+    assert_eq!(sorted(sqlite_order_ids(&sqlite_path(&file))), sorted(ok));
+    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+}
+
+#[test]
+fn reconcile_cannot_check_an_item_that_was_never_preheated() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(5, 5);
+    let output = seckill(&file.path, &server.url())
+        .arg("reconcile")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not preheated"));
+}
+
+#[test]
+fn a_bad_order_database_url_is_a_usage_error_without_the_password() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(5, 5);
+    let output = seckill(&file.path, &server.url())
+        .args([
+            "reconcile",
+            "--orders-db",
+            "postgres://app:hunter2@db/orders",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sqlite:// or mysql://") && !stderr.contains("hunter2"),
+        "{stderr}"
+    );
+}
