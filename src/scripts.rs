@@ -31,6 +31,13 @@ pub const DEAD_LETTER_SOURCE: &str = include_str!("../lua/dead_letter.lua");
 /// The dead-letter script, ready to invoke.
 pub static DEAD_LETTER: LazyLock<Script> = LazyLock::new(|| Script::new(DEAD_LETTER_SOURCE));
 
+/// The order ids of several entries of one stream (reconcile, database → stream).
+pub const STREAM_ORDER_IDS_SOURCE: &str = include_str!("../lua/stream_order_ids.lua");
+
+/// The stream-order-ids script, ready to invoke.
+pub static STREAM_ORDER_IDS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(STREAM_ORDER_IDS_SOURCE));
+
 /// Every script of the toolkit, (name, script), for `preheat` to load up front.
 pub fn all() -> Vec<(&'static str, &'static Script)> {
     vec![
@@ -38,5 +45,6 @@ pub fn all() -> Vec<(&'static str, &'static Script)> {
         ("preheat", &PREHEAT),
         ("item_state", &ITEM_STATE),
         ("dead_letter", &DEAD_LETTER),
+        ("stream_order_ids", &STREAM_ORDER_IDS),
     ]
 }

@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 
 use anyhow::{Context, Result};
-use redis::ConnectionLike;
+use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use super::entry::{Order, parse_order, stream_id_key};
@@ -118,13 +118,14 @@ pub fn reconcile_item<C: ConnectionLike>(
         item: item.id.clone(),
         ..ItemReport::default()
     };
-    let (initial, stock, buyers, dead_len): (Option<i64>, Option<i64>, u64, u64) = redis::pipe()
+    // Separate calls, not a pipeline: a cluster connection does not pipeline.
+    let read_failed = || format!("cannot read the state of {}", keys.base);
+    let initial: Option<i64> = conn
         .hget(&keys.meta, "initial_stock")
-        .get(&keys.stock)
-        .hlen(&keys.buyers)
-        .xlen(&keys.dead)
-        .query(conn)
-        .with_context(|| format!("cannot read the state of {}", keys.base))?;
+        .with_context(read_failed)?;
+    let stock: Option<i64> = conn.get(&keys.stock).with_context(read_failed)?;
+    let buyers: u64 = conn.hlen(&keys.buyers).with_context(read_failed)?;
+    let dead_len: u64 = conn.xlen(&keys.dead).with_context(read_failed)?;
     let Some(remaining) = stock else {
         report.problem = Some(format!(
             "item {} is not preheated or its keys expired (no {}): nothing to check against",
@@ -163,20 +164,15 @@ pub fn reconcile_item<C: ConnectionLike>(
         + report.in_flight.units
         + report.dead_lettered.units
         + report.remaining;
-    report.equation = format!(
-        "{} {} {} = {} database + {} in flight + {} dead-lettered + {} left",
-        report.initial_stock,
-        if accounted == report.initial_stock {
-            "="
-        } else {
-            "≠"
-        },
-        accounted,
-        report.database.units,
-        report.in_flight.units,
-        report.dead_lettered.units,
-        report.remaining
+    let sides = format!(
+        "{} database + {} in flight + {} dead-lettered + {} left",
+        report.database.units, report.in_flight.units, report.dead_lettered.units, report.remaining
     );
+    report.equation = if accounted == report.initial_stock {
+        format!("{} = {sides}", report.initial_stock)
+    } else {
+        format!("{} ≠ {accounted} = {sides}", report.initial_stock)
+    };
     report.balanced = accounted == report.initial_stock
         && report.sold_per_redis == report.initial_stock - report.remaining
         && report.missing_from_database.count == 0
@@ -279,12 +275,9 @@ fn check_database_against_stream<C: ConnectionLike>(
         };
         after = last.order_id.clone();
         let stream_ids: Vec<&str> = rows.iter().map(|r| r.stream_id.as_str()).collect();
-        let entries = stream::entries_by_id(conn, &keys.orders, &stream_ids)?;
-        for (row, entry) in rows.iter().zip(entries) {
-            let same_order = entry
-                .and_then(|e| e.field("order_id").map(|v| v == row.order_id.as_bytes()))
-                .unwrap_or(false);
-            if !same_order {
+        let found = stream::order_ids_at(conn, &keys.orders, &stream_ids)?;
+        for (row, order_id) in rows.iter().zip(found) {
+            if order_id.as_deref() != Some(row.order_id.as_str()) {
                 report.not_in_redis.push(row.order_id.clone());
             }
         }

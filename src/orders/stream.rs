@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use redis::{ConnectionLike, Value};
 
-use super::entry::{RawEntry, parse_autoclaim_reply, parse_entries, parse_read_reply};
+use super::entry::{
+    RawEntry, parse_autoclaim_reply, parse_entries, parse_read_reply, stream_id_key,
+};
 use crate::keys::{ItemKeys, ORDER_GROUP};
 use crate::scripts;
 
@@ -218,31 +220,34 @@ pub fn range_after<C: ConnectionLike>(
     parse_entries(&reply)
 }
 
-/// The entries with exactly these ids (one pipelined XRANGE each); a missing id maps to `None`.
-pub fn entries_by_id<C: ConnectionLike>(
+/// The order_id field of the entries with these stream ids, in one round
+/// trip (lua/stream_order_ids.lua); `None` where there is no such entry.
+/// An id that is not a stream id cannot name an entry: `None` too.
+pub fn order_ids_at<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     ids: &[&str],
-) -> Result<Vec<Option<RawEntry>>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for id in ids {
-        pipe.cmd("XRANGE")
-            .arg(stream)
-            .arg(*id)
-            .arg(*id)
-            .arg("COUNT")
-            .arg(1);
-    }
-    let replies: Vec<Value> = pipe
-        .query(conn)
-        .with_context(|| format!("XRANGE lookups on {stream} failed"))?;
-    replies
+) -> Result<Vec<Option<String>>> {
+    let valid: Vec<&str> = ids
         .iter()
-        .map(|reply| Ok(parse_entries(reply)?.into_iter().next()))
-        .collect()
+        .copied()
+        .filter(|id| stream_id_key(id).is_some())
+        .collect();
+    if valid.is_empty() {
+        return Ok(vec![None; ids.len()]);
+    }
+    let mut invocation = scripts::STREAM_ORDER_IDS.key(stream);
+    for id in &valid {
+        invocation.arg(*id);
+    }
+    let found: Vec<String> = invocation
+        .invoke(conn)
+        .with_context(|| format!("order id lookup on {stream} failed"))?;
+    let mut by_id: HashMap<&str, String> = valid.into_iter().zip(found).collect();
+    Ok(ids
+        .iter()
+        .map(|id| by_id.remove(id).filter(|order_id| !order_id.is_empty()))
+        .collect())
 }
 
 /// Move one pending entry to the dead-letter stream and ack it, atomically
