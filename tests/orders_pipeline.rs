@@ -148,6 +148,15 @@ fn a_poison_entry_is_dead_lettered_and_the_rest_flow() {
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["items"][0]["in_flight"]["unparseable"], 1);
 
+    // Not idle for the default 30 s yet: a live consumer may still be on it.
+    let output = seckill(&file.path, &server.url())
+        .args(["pending-claim", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(json(&output)["items"][0]["claimed"], 0);
+    assert_eq!(group_state(&server, &orders_key("1001")).0, 1);
+
     let output = seckill(&file.path, &server.url())
         .args(["pending-claim", "--min-idle", "0s", "--format", "json"])
         .output()

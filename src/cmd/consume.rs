@@ -40,6 +40,7 @@ pub struct Args {
     #[arg(long)]
     pub drain: bool,
 
+    /// The order database (`--orders-db`).
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -247,14 +248,20 @@ fn read(
     let mut all = Vec::new();
     for one in &streams {
         // Blocking on each of several items in turn would add their waits up.
-        let block = if streams.len() == 1 { block } else { None };
+        let each_block = if streams.len() == 1 { block } else { None };
         all.extend(stream::read_group(
             conn,
             consumer,
             std::slice::from_ref(one),
             batch as usize,
-            block,
+            each_block,
         )?);
+    }
+    if let (Some(pause), true) = (block, streams.len() > 1) {
+        if all.iter().all(|(_, entries)| entries.is_empty()) {
+            // Nothing anywhere: wait once here instead of spinning on non-blocking reads.
+            std::thread::sleep(pause);
+        }
     }
     Ok(all)
 }

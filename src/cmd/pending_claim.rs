@@ -41,6 +41,7 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub consumer: Option<String>,
 
+    /// The order database (`--orders-db`).
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -17,6 +17,11 @@ use crate::output::{self, Format};
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes (for cron): 0 balanced; 3 drift found (the order ids are printed); \
+                  1 could not check (item not preheated or expired, Redis or the database unreachable); \
+                  2 usage error."
+)]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]
@@ -26,6 +31,7 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub item: Option<String>,
 
+    /// The order database (`--orders-db`).
     #[command(flatten)]
     pub store: StoreArgs,
 }
