@@ -129,18 +129,23 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         };
         let attempt = retry(COMMAND, "reading the order streams", &stop, || {
             if reconnect {
-                // After an error the old connection may still owe a reply.
+                // After an error the old connection may still owe a reply;
+                // and a stream deleted meanwhile (`init --yes`) lost its group.
                 conn = target.connect()?;
+                for keys in &items {
+                    stream::ensure_group(&mut conn, keys)?;
+                }
             }
             let result = read(&mut conn, &consumer, &items, &start_ids, args.batch, wait);
             reconnect = result.is_err();
+            if reconnect && stop.load(Ordering::SeqCst) && !final_pass {
+                // The stop signal interrupted this read (EINTR): not an error.
+                // The final pass re-reads whatever it may have delivered.
+                return Ok(Vec::new());
+            }
             result
         });
-        let reads = match attempt {
-            Ok(reads) => reads,
-            Err(_) if stop.load(Ordering::SeqCst) && !final_pass => continue,
-            Err(error) => return Err(error),
-        };
+        let reads = attempt?;
         let read_any = reads.iter().any(|(_, entries)| !entries.is_empty());
         let mut batch = Batch::default();
         for (key, entries) in reads {

@@ -64,12 +64,15 @@ impl MysqlStore {
 
     /// Run `work` on the connection (opening it if needed); drop it after an error.
     fn with_conn<T>(&mut self, work: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
-        if self.connection.is_none() {
-            let conn = Conn::new(self.opts.clone())
-                .with_context(|| format!("cannot connect to order database {}", self.display))?;
-            self.connection = Some(conn);
-        }
-        let conn = self.connection.as_mut().expect("connection was just set");
+        let conn = match &mut self.connection {
+            Some(conn) => conn,
+            None => {
+                let conn = Conn::new(self.opts.clone()).with_context(|| {
+                    format!("cannot connect to order database {}", self.display)
+                })?;
+                self.connection.insert(conn)
+            }
+        };
         let result = work(conn);
         if result.is_err() {
             self.connection = None;
