@@ -338,3 +338,44 @@ fn a_bad_order_database_url_is_a_usage_error_without_the_password() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_dead_letter_script_moves_an_entry_once_and_only_while_pending() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(10, 10);
+    preheat(&file, &server);
+    let ok = buy_many(&server, &file, "1001", "a", 1);
+    let mut conn = server.conn();
+    let keys = seckill::keys::ItemKeys::live("flash", "1001");
+    let entries =
+        seckill::orders::stream::read_group(&mut conn, "c1", &[(&keys.orders, ">")], 10, None)
+            .unwrap();
+    let id = entries[0].1[0].id.clone();
+    assert!(seckill::orders::stream::dead_letter(&mut conn, &keys, &id, "test", 1, "c1").unwrap());
+    assert!(
+        !seckill::orders::stream::dead_letter(&mut conn, &keys, &id, "again", 1, "c1").unwrap()
+    );
+    let dead: redis::streams::StreamRangeReply = conn.xrange_all(&keys.dead).unwrap();
+    assert_eq!(dead.ids.len(), 1, "dead-lettered exactly once");
+    assert_eq!(
+        dead.ids[0].get::<String>("order_id").as_deref(),
+        Some(ok[0].as_str())
+    );
+    assert_eq!(
+        group_state(&server, &keys.orders).0,
+        0,
+        "and acked in the same step"
+    );
+    // An entry that was never delivered is not pending: nothing happens.
+    let more = buy_many(&server, &file, "1001", "b", 1);
+    let fresh: redis::streams::StreamRangeReply = conn.xrange_all(&keys.orders).unwrap();
+    let undelivered = &fresh.ids.last().unwrap().id;
+    assert_eq!(more.len(), 1);
+    assert!(
+        !seckill::orders::stream::dead_letter(&mut conn, &keys, undelivered, "x", 0, "c1").unwrap()
+    );
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
+    assert_eq!(report["items"][0]["in_flight"]["units"], 1);
+}

@@ -98,7 +98,7 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
     let mut table = output::table([
         "item",
         "initial",
-        "database units (rows)",
+        "in database",
         "in flight",
         "dead-lettered",
         "left in Redis",
@@ -122,7 +122,7 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
         table.add_row(vec![
             r.item.clone(),
             format!("{} ({})", r.initial_stock, r.initial_stock_from),
-            format!("{} ({})", r.database.units, r.database.rows),
+            format!("{} ({} rows)", r.stored.units, r.database.rows),
             r.in_flight.units.to_string(),
             r.dead_lettered.units.to_string(),
             r.remaining.to_string(),

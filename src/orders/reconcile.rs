@@ -11,10 +11,17 @@
 //! once, as stored. The sum of the buyers hash must equal the units sold
 //! (initial − left): a Redis failover that lost writes shows up there.
 //!
+//! "Units in the database" are those of the stream's orders found there,
+//! each entry classified once, database last: an entry is looked up in the
+//! pending list first and in the database after, and a commit cannot be
+//! undone, so a `consume` running during the check never makes one order
+//! count twice or not at all. Database rows that are no stream entry are
+//! caught by the second check and named.
+//!
 //! Memory stays bounded with millions of orders: the stream is read in
 //! XRANGE pages and each page's order ids are looked up in the database
 //! with one query; database rows are paged by order id and checked against
-//! the stream with pipelined point XRANGEs; buyers are summed with HSCAN.
+//! the stream with one script call per page (`lua/stream_order_ids.lua`); buyers are summed with HSCAN.
 //! Only the dead-letter ids (the exceptions) and at most [`MAX_NAMED`]
 //! offending order ids per list are held.
 
@@ -160,13 +167,13 @@ pub fn reconcile_item<C: ConnectionLike>(
     report.database = store.item_totals(&campaign.id, &item.id)?;
     check_database_against_stream(conn, store, &keys, campaign, item, &mut report)?;
 
-    let accounted = report.database.units
+    let accounted = report.stored.units
         + report.in_flight.units
         + report.dead_lettered.units
         + report.remaining;
     let sides = format!(
         "{} database + {} in flight + {} dead-lettered + {} left",
-        report.database.units, report.in_flight.units, report.dead_lettered.units, report.remaining
+        report.stored.units, report.in_flight.units, report.dead_lettered.units, report.remaining
     );
     report.equation = if accounted == report.initial_stock {
         format!("{} = {sides}", report.initial_stock)
