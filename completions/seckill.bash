@@ -59,7 +59,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -h -V --campaign --format --redis --cluster --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions help"
+            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -81,6 +81,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -97,7 +101,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -h -V --item --user --qty --request-id --campaign --format --redis --cluster --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --item --user --qty --request-id --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -135,6 +139,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -151,7 +159,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__completions)
-            opts="-c -h -V --campaign --format --redis --cluster --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
+            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -170,6 +178,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -287,7 +299,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__init)
-            opts="-c -h -V --yes --campaign --format --redis --cluster --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --yes --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -309,6 +321,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -325,7 +341,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -h -V --force --dry-run --item --campaign --format --redis --cluster --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --force --dry-run --item --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -351,6 +367,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -367,7 +387,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -h -V --item --reason --campaign --format --redis --cluster --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -h -V --item --reason --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -394,6 +414,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

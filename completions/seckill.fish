@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= redis= cluster connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -28,6 +28,7 @@ complete -c seckill -n "__fish_seckill_needs_command" -s c -l campaign -d 'Campa
 complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
@@ -43,6 +44,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted)'
@@ -54,6 +56,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaig
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l force -d 'Overwrite stock already in Redis (refused for items that already sold something: use `init --yes`)'
@@ -69,6 +72,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
@@ -80,6 +84,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s c -l
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
@@ -89,6 +94,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand completions" -s c -l cam
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'

@@ -6,6 +6,7 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ "${1:-}" = "--mariadb" ] && ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
   need+=(mariadb-server)
 fi
