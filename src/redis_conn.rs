@@ -22,6 +22,7 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
 /// Connection flags shared by every subcommand.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Redis connection")]
 pub struct ConnectionArgs {
     /// Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS.
     /// Overrides the campaign file's `redis:`. [default: redis://127.0.0.1:6379/0]
