@@ -210,3 +210,33 @@ fn reconcile_balances_while_a_consumer_is_storing() {
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)), sorted(ok));
     assert_eq!(reconcile(&file, &server, &[]).0, 0);
 }
+
+#[test]
+fn two_consumers_share_the_group_without_doubling() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(2000, 2000);
+    preheat(&file, &server);
+    let mut consumers: Vec<_> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            spawn_seckill(
+                &file,
+                &server.url(),
+                &[],
+                &["consume", "--batch", "20"],
+                name,
+            )
+        })
+        .collect();
+    let mut ok = buy_many(&server, &file, "1001", "a", 1500);
+    ok.extend(buy_many(&server, &file, "1002", "b", 500));
+    wait_until("both streams delivered and acked", || {
+        group_state(&server, &orders_key("1001")) == (0, 1500, 0)
+            && group_state(&server, &orders_key("1002")) == (0, 500, 0)
+    });
+    for (consumer, name) in consumers.iter_mut().zip(["one", "two"]) {
+        stop_when_caught_up(&server, &orders_key("1001"), consumer, &file, name);
+    }
+    assert_eq!(sqlite_order_ids(&sqlite_path(&file)), sorted(ok));
+    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+}

@@ -153,7 +153,7 @@ pub fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
-/// Wait until `stream` has nothing pending, SIGTERM the consumer, expect exit 0.
+/// Wait until `stream` has nothing pending or undelivered, SIGTERM the consumer, expect exit 0.
 pub fn stop_when_caught_up(
     server: &RedisServer,
     stream: &str,
@@ -162,7 +162,8 @@ pub fn stop_when_caught_up(
     log_name: &str,
 ) {
     wait_until("the consumer caught up", || {
-        group_state(server, stream).0 == 0
+        let (pending, _, undelivered) = group_state(server, stream);
+        pending == 0 && undelivered == 0
     });
     terminate(consumer);
     let status = wait_exit(consumer);
