@@ -96,14 +96,38 @@ pub fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids
 }
 
-/// `seckill ARGS` in the background (stdout and stderr to files in `dir`).
+/// A background `seckill`, killed on drop so a failing test leaves no
+/// consumer behind.
+pub struct Background(Child);
+
+impl std::ops::Deref for Background {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Background {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `seckill ARGS` in the background (stdout and stderr to files in the campaign's dir).
 pub fn spawn_seckill(
     file: &CampaignFile,
     redis_url: &str,
     extra_env: &[(&str, &str)],
     args: &[&str],
     log_name: &str,
-) -> Child {
+) -> Background {
     let stdout =
         std::fs::File::create(file.dir.path().join(format!("{log_name}.out"))).expect("log file");
     let stderr =
@@ -121,7 +145,7 @@ pub fn spawn_seckill(
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr);
-    command.spawn().expect("spawn seckill")
+    Background(command.spawn().expect("spawn seckill"))
 }
 
 /// What a background process wrote to stderr.
