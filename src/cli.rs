@@ -58,6 +58,8 @@ pub enum Command {
     ShutdownSwitch(cmd::shutdown_switch::Args),
     /// Print a shell completion script (bash, zsh, fish, ...).
     Completions(cmd::completions::Args),
+    /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
+    Loadtest(cmd::loadtest::Args),
 }
 
 /// What every subcommand gets besides its own flags.
@@ -97,6 +99,7 @@ impl Cli {
             Command::Buy(args) => cmd::buy::run(&globals, &args),
             Command::ShutdownSwitch(args) => cmd::shutdown_switch::run(&globals, &args),
             Command::Completions(args) => cmd::completions::run(&args),
+            Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
         }
     }
 }

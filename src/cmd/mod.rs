@@ -3,5 +3,6 @@
 pub mod buy;
 pub mod completions;
 pub mod init;
+pub mod loadtest;
 pub mod preheat;
 pub mod shutdown_switch;
