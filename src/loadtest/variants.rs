@@ -15,8 +15,12 @@ use super::{Plan, Variant};
 
 /// How long a `lock` request waits for the lock before it gives up (counted as rejected).
 pub const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(1);
-/// Pause between two tries to take a busy lock.
-pub const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(1);
+/// First pause after finding the lock busy; it doubles per try up to [`LOCK_RETRY_PAUSE_MAX`].
+pub const LOCK_RETRY_PAUSE: Duration = Duration::from_micros(500);
+/// Longest pause between two tries. Without backoff a hundred waiters retrying
+/// SET NX every millisecond flood Redis and slow down the one client holding
+/// the lock: the run then measured the flood, not the lock.
+pub const LOCK_RETRY_PAUSE_MAX: Duration = Duration::from_millis(8);
 /// Lock expiry: a crashed holder frees the item after this long.
 pub const LOCK_TTL_MS: &[u8] = b"5000";
 
@@ -322,6 +326,7 @@ impl LockedDecr {
         let (acquire, release) = self.buffer.split_at(acquire_len);
 
         let give_up_at = Instant::now() + LOCK_WAIT_LIMIT;
+        let mut pause = LOCK_RETRY_PAUSE;
         loop {
             match conn
                 .req_packed_command(acquire)
@@ -330,7 +335,9 @@ impl LockedDecr {
                 Value::Okay => break,
                 Value::Nil if Instant::now() < give_up_at => {
                     counts.retries += 1;
-                    std::thread::sleep(LOCK_RETRY_PAUSE);
+                    // Jitter keeps the waiters from retrying in lockstep.
+                    std::thread::sleep(pause.mul_f64(rand::random_range(0.5..1.5)));
+                    pause = (pause * 2).min(LOCK_RETRY_PAUSE_MAX);
                 }
                 Value::Nil => {
                     counts.rejected += 1;
