@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::campaign::{Campaign, MAX_STOCK};
 use crate::cli::Globals;
@@ -225,10 +225,12 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(requests), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{prefix:>5} [{bar:30}] {pos}/{len} requests  {per_sec:.0}  {elapsed}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
+    let template = "{prefix:>5} [{bar:30}] {pos}/{len} requests  {qps}  {elapsed}";
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        let qps = |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+            let _ = write!(out, "{:.0} req/s", state.per_sec());
+        };
+        bar.set_style(style.with_key("qps", qps).progress_chars("=> "));
     }
     bar.set_prefix(variant.as_str());
     bar
