@@ -322,3 +322,30 @@ fn other_live_sales_are_untouched() {
     assert_eq!(snapshot(&mut conn), before);
     assert!(loadtest_keys(&server).is_empty());
 }
+
+#[test]
+fn runs_exactly_on_a_cluster_and_cleans_every_node() {
+    let cluster = support::cluster::RedisCluster::start();
+    let campaign = campaign_file(CAMPAIGN);
+    let output = seckill(&campaign.path, &cluster.urls())
+        .args("--cluster loadtest --format json --variant all --threads 8 --requests 400 --stock 20 --pipeline 4".split_whitespace())
+        .output()
+        .expect("run seckill loadtest");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for report in json(&output)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["variant"] != "v1")
+    {
+        assert_eq!(int(report, "succeeded"), 20, "{report}");
+        assert_eq!(int(report, "final_stock"), 0, "{report}");
+    }
+    for port in &cluster.ports {
+        assert_eq!(cluster.keys_on(*port), 0, "keys left on node {port}");
+    }
+}

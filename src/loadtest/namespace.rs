@@ -28,6 +28,7 @@ use redis::{Commands, ConnectionLike};
 use crate::campaign::Campaign;
 use crate::error::usage;
 use crate::keys::{ItemKeys, LOADTEST_PREFIX};
+use crate::redis_conn::Conn;
 use crate::state;
 
 /// Field of the namespace's `meta` hash that says "a load test made this".
@@ -90,7 +91,7 @@ pub fn ensure_free<C: ConnectionLike>(
 }
 
 /// Empty the namespace and mark it as ours (`run_id` goes into the marker).
-pub fn reset<C: ConnectionLike>(conn: &mut C, keys: &LoadtestKeys, run_id: &str) -> Result<()> {
+pub fn reset(conn: &mut Conn, keys: &LoadtestKeys, run_id: &str) -> Result<()> {
     remove(conn, keys)?;
     let () = conn
         .hset(&keys.item.meta, MARKER_FIELD, run_id)
@@ -98,7 +99,14 @@ pub fn reset<C: ConnectionLike>(conn: &mut C, keys: &LoadtestKeys, run_id: &str)
     Ok(())
 }
 
-/// Delete every key of the namespace, per-user rate keys and the lock included.
-pub fn remove<C: ConnectionLike>(conn: &mut C, keys: &LoadtestKeys) -> Result<u64> {
-    state::delete_item(conn, &keys.item, true)
+/// Delete every key of the namespace: the fixed ones, the lock and the per-user
+/// rate keys. On a cluster SCAN would visit one node only, so the rate keys
+/// (written only with `--rate-limit`) are left to expire within one window.
+pub fn remove(conn: &mut Conn, keys: &LoadtestKeys) -> Result<u64> {
+    let scan_too = !conn.is_cluster();
+    let deleted = state::delete_item(conn, &keys.item, scan_too)?;
+    let lock: u64 = conn
+        .del(&keys.lock)
+        .with_context(|| format!("cannot delete {}", keys.lock))?;
+    Ok(deleted + lock)
 }
