@@ -18,6 +18,7 @@ use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::{self, Plan, Settings, Variant, VariantReport};
 use crate::output::{self, Format};
+use crate::redis_conn::RedisTarget;
 use crate::scripts;
 
 /// What `--help` says about where the load test writes.
@@ -157,38 +158,39 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .build()
         .context("cannot start the worker threads")?;
 
-    let mut reports = Vec::new();
-    let mut failure = None;
-    for variant in variants {
-        let progress = progress_bar(variant, plan.settings.requests);
-        match loadtest::run_variant(&target, &pool, &plan, variant, &progress) {
-            Ok(report) => {
-                progress.finish_and_clear();
-                reports.push(report);
-            }
-            Err(error) => {
-                progress.abandon();
-                failure = Some(error.context(format!("variant {} failed", variant.as_str())));
-                break;
-            }
-        }
-    }
-    if !args.keep {
+    let outcome = run_variants(&target, &pool, &plan, &variants);
+    let reports = if args.keep {
+        outcome?
+    } else {
+        // Clean up after a failed variant too; its error matters more than a cleanup error.
         let cleaned = namespace::remove(&mut control, &plan.keys);
-        if let Some(error) = failure {
-            return Err(error);
-        }
+        let reports = outcome?;
         cleaned?;
-    }
-    if let Some(error) = failure {
-        return Err(error);
-    }
+        reports
+    };
 
     match globals.format {
         Format::Json => output::print_json(&reports)?,
         Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
     }
     Ok(exit_codes::SUCCESS)
+}
+
+/// Run `variants` in turn, each with its own progress bar; stop at the first failure.
+fn run_variants(
+    target: &RedisTarget,
+    pool: &rayon::ThreadPool,
+    plan: &Plan,
+    variants: &[Variant],
+) -> Result<Vec<VariantReport>> {
+    let mut reports = Vec::new();
+    for &variant in variants {
+        let progress = progress_bar(variant, plan.settings.requests);
+        let outcome = loadtest::run_variant(target, pool, plan, variant, &progress);
+        progress.finish_and_clear();
+        reports.push(outcome.with_context(|| format!("variant {} failed", variant.as_str()))?);
+    }
+    Ok(reports)
 }
 
 /// The campaign as the `full` variant preheats it: only the chosen item, with
