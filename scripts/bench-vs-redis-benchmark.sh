@@ -6,7 +6,8 @@
 #   * seckill loadtest --variant V --threads N --requests R [--pipeline P]
 #   * redis-benchmark -c N -n R [-P P] sending the very same EVALSHA
 #     (same script, same keys, same stock) against the same server,
-# and prints each round's figures and the ratio seckill / redis-benchmark.
+# and prints each round's figures, the ratio of the means and the median of
+# the per-round ratios (robust to a round disturbed by other work on the machine).
 # Both start from the same stock, so both do the same mix of sales and
 # sold-out answers. The server is killed on exit.
 #
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 threads=100
 requests=300000
-rounds=5
+rounds=7
 pipeline=1
 stock=1000
 variants="v3 full"
@@ -91,6 +92,7 @@ for variant in $variants; do
   seckill_qps "$variant" >/dev/null   # warm-up: creates the namespace, warms caches
   ours_total=0
   theirs_total=0
+  ratios=()
   for round in $(seq "$rounds"); do
     if [ $((round % 2)) -eq 1 ]; then
       ours=$(seckill_qps "$variant"); theirs=$(benchmark_rps "$variant")
@@ -99,9 +101,12 @@ for variant in $variants; do
     fi
     ours_total=$(awk -v a="$ours_total" -v b="$ours" 'BEGIN { print a + b }')
     theirs_total=$(awk -v a="$theirs_total" -v b="$theirs" 'BEGIN { print a + b }')
+    ratios+=("$(awk -v o="$ours" -v t="$theirs" 'BEGIN { print 100 * o / t }')")
     awk -v v="$variant" -v r="$round" -v o="$ours" -v t="$theirs" \
       'BEGIN { printf "%-4s round %d: seckill %8.0f req/s   redis-benchmark %8.0f req/s   ratio %5.1f%%\n", v, r, o, t, 100 * o / t }'
   done
   awk -v v="$variant" -v o="$ours_total" -v t="$theirs_total" -v n="$rounds" \
     'BEGIN { printf "%-4s mean:    seckill %8.0f req/s   redis-benchmark %8.0f req/s   ratio %5.1f%%\n", v, o / n, t / n, 100 * o / t }'
+  median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ r[NR] = $1 } END { print (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }')
+  printf '%-4s median of the per-round ratios: %5.1f%%\n' "$variant" "$median"
 done

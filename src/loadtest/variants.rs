@@ -374,15 +374,34 @@ fn send<C: ConnectionLike>(
     packed: &[u8],
     count: usize,
     what: &str,
-) -> Result<Vec<Value>> {
+) -> Result<Replies> {
     if count == 1 {
-        Ok(vec![
-            conn.req_packed_command(packed)
-                .with_context(|| format!("{what} failed"))?,
-        ])
+        let reply = conn
+            .req_packed_command(packed)
+            .with_context(|| format!("{what} failed"))?;
+        Ok(Replies::One(std::iter::once(reply)))
     } else {
-        conn.req_packed_commands(packed, 0, count)
-            .with_context(|| format!("{what} (pipeline of {count}) failed"))
+        let replies = conn
+            .req_packed_commands(packed, 0, count)
+            .with_context(|| format!("{what} (pipeline of {count}) failed"))?;
+        Ok(Replies::Many(replies.into_iter()))
+    }
+}
+
+/// The replies of one round trip; the unpipelined case allocates no Vec.
+enum Replies {
+    One(std::iter::Once<Value>),
+    Many(std::vec::IntoIter<Value>),
+}
+
+impl Iterator for Replies {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        match self {
+            Replies::One(reply) => reply.next(),
+            Replies::Many(replies) => replies.next(),
+        }
     }
 }
 
