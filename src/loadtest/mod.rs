@@ -197,15 +197,7 @@ pub fn run_variant(
     let mut latency = new_histogram()?;
     for outcome in outcomes {
         let (worker_counts, worker_latency) = outcome?;
-        counts.succeeded += worker_counts.succeeded;
-        counts.sold_out += worker_counts.sold_out;
-        counts.rejected += worker_counts.rejected;
-        counts.retries += worker_counts.retries;
-        counts.lowest_stock_seen = match (counts.lowest_stock_seen, worker_counts.lowest_stock_seen)
-        {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        counts.absorb(worker_counts);
         latency
             .add(&worker_latency)
             .context("cannot merge latency histograms")?;

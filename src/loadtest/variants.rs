@@ -37,6 +37,20 @@ pub struct Counts {
     pub lowest_stock_seen: Option<i64>,
 }
 
+impl Counts {
+    /// Add another worker's counts to these.
+    pub fn absorb(&mut self, other: Counts) {
+        self.succeeded += other.succeeded;
+        self.sold_out += other.sold_out;
+        self.rejected += other.rejected;
+        self.retries += other.retries;
+        self.lowest_stock_seen = match (self.lowest_stock_seen, other.lowest_stock_seen) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
 /// The per-thread state of one variant: its pre-packed commands.
 pub enum Shopper {
     V1 {
@@ -50,7 +64,9 @@ pub enum Shopper {
         transaction: Vec<u8>,
     },
     V3 {
+        /// Length of one packed EVALSHA.
         one: usize,
+        /// `--pipeline` copies of it back to back; a batch of n sends the first n.
         repeated: Vec<u8>,
     },
     V4 {
