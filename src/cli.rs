@@ -53,6 +53,11 @@ pub enum Command {
     /// Load stock, item data and the sale window into Redis before launch; never clobbers a live sale.
     Preheat(cmd::preheat::Args),
     /// One purchase attempt through the buy script; the exit code tells the outcome.
+    #[command(
+        after_help = "Exit codes: 0 ok, 10 sold_out, 11 duplicate, 12 rate_limited, 13 closed, \
+14 not_started, 15 ended, 16 not_preheated; 1 runtime error, 2 usage error.\n\
+Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1"
+    )]
     Buy(cmd::buy::Args),
     /// The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows.
     ShutdownSwitch(cmd::shutdown_switch::Args),

@@ -22,6 +22,7 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
 /// Connection flags shared by every subcommand.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Redis connection")]
 pub struct ConnectionArgs {
     /// Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS.
     /// Overrides the campaign file's `redis:`. [default: redis://127.0.0.1:6379/0]
@@ -37,6 +38,11 @@ pub struct ConnectionArgs {
     #[arg(long, global = true, env = "SECKILL_REDIS_CLUSTER")]
     pub cluster: bool,
 
+    /// PEM file of the CA that signed the server's certificate (rediss:// only;
+    /// default: the system trust store).
+    #[arg(long, global = true, env = "SECKILL_REDIS_TLS_CA", value_name = "FILE")]
+    pub tls_ca_cert: Option<std::path::PathBuf>,
+
     /// Give up connecting to Redis after this long (e.g. 500ms, 2s).
     #[arg(long, global = true, default_value = "2s", value_parser = parse_duration_arg, value_name = "DURATION")]
     pub connect_timeout: Duration,
@@ -51,6 +57,7 @@ impl Default for ConnectionArgs {
         ConnectionArgs {
             redis_url: None,
             cluster: false,
+            tls_ca_cert: None,
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(5),
         }
@@ -137,6 +144,8 @@ impl Conn {
 pub struct RedisTarget {
     urls: Vec<String>,
     cluster: bool,
+    /// PEM of a private CA to trust for rediss://.
+    tls_ca: Option<Vec<u8>>,
     connect_timeout: Duration,
     response_timeout: Duration,
     /// `host:port[/db]` without credentials, for messages.
@@ -177,9 +186,16 @@ impl RedisTarget {
             // rustls needs one process-wide crypto provider; a second install is harmless.
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
+        let tls_ca = match &args.tls_ca_cert {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                usage(format!("cannot read --tls-ca-cert {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
         Ok(RedisTarget {
             urls,
             cluster: args.cluster,
+            tls_ca,
             connect_timeout: args.connect_timeout,
             response_timeout: args.response_timeout,
             display: shown.join(","),
@@ -194,18 +210,32 @@ impl RedisTarget {
 
     fn try_connect(&self) -> Result<Conn> {
         if self.cluster {
-            let connection = ClusterClientBuilder::new(self.urls.clone())
+            let mut builder = ClusterClientBuilder::new(self.urls.clone())
                 .connection_timeout(self.connect_timeout)
-                .response_timeout(self.response_timeout)
-                .build()?
-                .get_connection()?;
+                .response_timeout(self.response_timeout);
+            if let Some(ca) = &self.tls_ca {
+                builder = builder.certs(self.certificates(ca));
+            }
+            let connection = builder.build()?.get_connection()?;
             return Ok(Conn::Cluster(Box::new(connection)));
         }
-        let client = redis::Client::open(self.urls[0].as_str())?;
+        let client = match &self.tls_ca {
+            Some(ca) => {
+                redis::Client::build_with_tls(self.urls[0].as_str(), self.certificates(ca))?
+            }
+            None => redis::Client::open(self.urls[0].as_str())?,
+        };
         let connection = client.get_connection_with_timeout(self.connect_timeout)?;
         connection.set_read_timeout(Some(self.response_timeout))?;
         connection.set_write_timeout(Some(self.response_timeout))?;
         Ok(Conn::Single(connection))
+    }
+
+    fn certificates(&self, ca: &[u8]) -> redis::TlsCertificates {
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca.to_vec()),
+        }
     }
 
     /// The response timeout (callers keep XREADGROUP BLOCK well below it).

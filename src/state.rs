@@ -230,7 +230,9 @@ pub fn redis_now_ms<C: ConnectionLike>(conn: &mut C) -> Result<i64> {
 
 /// `user@host` for the audit fields of the kill switch.
 pub fn operator_name() -> String {
-    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
     let host = hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".into());

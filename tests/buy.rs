@@ -358,3 +358,62 @@ fn an_item_never_preheated_is_not_preheated() {
     let keys_in_db: i64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
     assert_eq!(keys_in_db, 0, "a refusal writes nothing");
 }
+
+#[test]
+fn a_flushed_script_cache_is_reloaded_transparently() {
+    let server = RedisServer::start();
+    let campaign = preheated(&server, ONE_ITEM);
+    let mut conn = server.conn();
+    assert_eq!(
+        attempt(&mut conn, &campaign, "a", 1, None).outcome,
+        Outcome::Ok
+    );
+    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut conn).unwrap();
+    assert_eq!(
+        attempt(&mut conn, &campaign, "b", 1, None).outcome,
+        Outcome::Ok
+    );
+}
+
+#[test]
+fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
+    let server = RedisServer::start();
+    let campaign = preheated(&server, ONE_ITEM);
+    let keys = ItemKeys::live(&campaign.id, "1001");
+    let mut conn = server.conn();
+    // Any used memory is over a 1-byte limit: every write-flagged command is refused.
+    for (name, value) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let item = &campaign.items[0];
+    let error = buy::buy(
+        &mut conn,
+        &keys,
+        &BuyRequest {
+            campaign: &campaign.id,
+            item: &item.id,
+            user: "oom",
+            qty: 1,
+            request_id: None,
+        },
+    )
+    .expect_err("a Redis out of memory refuses the script");
+    assert!(format!("{error:#}").contains("OOM"), "{error:#}");
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query(&mut conn)
+        .unwrap();
+    let s = state::item_state(&mut conn, &keys).unwrap();
+    assert_eq!((s.stock, s.buyers, s.stream_len), (Some(100), 0, 0));
+    assert_eq!(
+        attempt(&mut conn, &campaign, "oom", 1, None).outcome,
+        Outcome::Ok
+    );
+}

@@ -75,9 +75,13 @@ impl RedisServer {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
+            // Any reply, even NOAUTH from a server with a password, means it is up.
             if let Ok(client) = redis::Client::open(self.url())
                 && let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200))
-                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+                && match redis::cmd("PING").query::<String>(&mut conn) {
+                    Ok(_) => true,
+                    Err(e) => !e.is_io_error(),
+                }
             {
                 return true;
             }

@@ -1,0 +1,108 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_seckill_global_optspecs
+    string join \n c/campaign= format= redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+end
+
+function __fish_seckill_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_seckill_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_seckill_using_subcommand
+    set -l cmd (__fish_seckill_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c seckill -n "__fish_seckill_needs_command" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_needs_command" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted)'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l item -d 'Preheat only this item (default: every item of the campaign)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l force -d 'Overwrite stock already in Redis (refused for items that already sold something: use `init --yes`)'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d 'Show what would happen, write nothing'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l item -d 'Item to buy (an `id` from the campaign\'s `items`)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l user -d 'Shopper\'s user id (1..128 printable characters)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l qty -d 'Units to buy in this attempt (at most the campaign\'s per_user_limit)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l item -d 'Only this item (default: every item of the campaign)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l reason -d 'Why (kept with the switch, shown by status)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

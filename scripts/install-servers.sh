@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install the servers seckill's tests and demos start themselves, when missing:
+# redis-server + redis-cli (+ redis-benchmark) and, with --mariadb, mariadbd.
+# Debian/Ubuntu only (apt-get); uses sudo when not root.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+if [ "${1:-}" = "--mariadb" ] && ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+  need+=(mariadb-server)
+fi
+[ ${#need[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+echo "installing ${need[*]} ..." >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite. Installs redis-server, redis-cli and mariadb-server when
+# missing (the tests start their own private servers on free ports), then runs
+# every unit, integration and doc test against them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-servers.sh --mariadb
+export PATH="$PATH:/usr/sbin"
+cargo test --locked "$@"
