@@ -31,6 +31,9 @@ _seckill() {
             seckill,init)
                 cmd="seckill__subcmd__init"
                 ;;
+            seckill,loadtest)
+                cmd="seckill__subcmd__loadtest"
+                ;;
             seckill,pending-claim)
                 cmd="seckill__subcmd__pending__subcmd__claim"
                 ;;
@@ -58,6 +61,9 @@ _seckill() {
             seckill__subcmd__help,init)
                 cmd="seckill__subcmd__help__subcmd__init"
                 ;;
+            seckill__subcmd__help,loadtest)
+                cmd="seckill__subcmd__help__subcmd__loadtest"
+                ;;
             seckill__subcmd__help,pending-claim)
                 cmd="seckill__subcmd__help__subcmd__pending__subcmd__claim"
                 ;;
@@ -77,7 +83,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions consume pending-claim reconcile help"
+            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -273,7 +279,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions consume pending-claim reconcile help"
+            opts="init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -356,6 +362,20 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__help__subcmd__loadtest)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__help__subcmd__pending__subcmd__claim)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -419,6 +439,76 @@ _seckill() {
                 return 0
             fi
             case "${prev}" in
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__loadtest)
+            opts="-c -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --variant)
+                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all" -- "${cur}"))
+                    return 0
+                    ;;
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --users)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pipeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --campaign)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

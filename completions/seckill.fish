@@ -42,6 +42,7 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "completions" -d 'Pr
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
@@ -145,12 +146,38 @@ complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l repair -d 
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l variant -d 'Which design to run; `all` runs each in turn on a fresh state and prints one table' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
+v2\t'WATCH / GET / MULTI / DECR / EXEC, retried on abort'
+v3\t'A minimal Lua script: check stock, DECR'
+v4\t'DECR, INCR back when the result is negative'
+full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
+lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'
+all\t'Every variant in turn, one comparison table'"
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l item -d 'Item whose settings to use (default: the campaign\'s first item)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads, each with its own Redis connection' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l requests -d 'Requests per variant, spread over the threads' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l users -d 'Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests, so stock, not the per-user limit, runs out)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l stock -d 'Units in stock at the start of each variant (the campaign file\'s stock is not used)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per thread (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate-limit -d 'Keep the campaign\'s rate limit in the `full` variant (default: off, so synthetic shoppers measure the stock path, not the throttle)'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l keep -d 'Leave the load-test keys in Redis afterwards (the last variant\'s state), for inspection'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

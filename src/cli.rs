@@ -69,6 +69,8 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     PendingClaim(cmd::pending_claim::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
+    /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
+    Loadtest(cmd::loadtest::Args),
 }
 
 /// What every subcommand gets besides its own flags.
@@ -111,6 +113,7 @@ impl Cli {
             Command::Consume(args) => cmd::consume::run(&globals, &args),
             Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
             Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
+            Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod cmd;
 pub mod error;
 pub mod exit_codes;
 pub mod keys;
+pub mod loadtest;
 pub mod orders;
 pub mod output;
 pub mod redis_conn;

@@ -48,3 +48,15 @@ pub fn all() -> Vec<(&'static str, &'static Script)> {
         ("stream_order_ids", &STREAM_ORDER_IDS),
     ]
 }
+
+/// The reference chapter's minimal V3 script (check stock, DECR), for `loadtest`.
+pub const V3_DECR_SOURCE: &str = include_str!("../lua/v3_decr.lua");
+
+/// The V3 script, ready to invoke.
+pub static V3_DECR: LazyLock<Script> = LazyLock::new(|| Script::new(V3_DECR_SOURCE));
+
+/// Compare-and-delete release of the `loadtest --variant lock` lock.
+pub const LOCK_RELEASE_SOURCE: &str = include_str!("../lua/lock_release.lua");
+
+/// The lock release script, ready to invoke.
+pub static LOCK_RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(LOCK_RELEASE_SOURCE));

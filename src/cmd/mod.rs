@@ -4,6 +4,7 @@ pub mod buy;
 pub mod completions;
 pub mod consume;
 pub mod init;
+pub mod loadtest;
 pub mod pending_claim;
 pub mod preheat;
 pub mod reconcile;

@@ -1,0 +1,316 @@
+//! `seckill loadtest`: reproduce the reference chapter's V1–V4 comparison (plus
+//! the toolkit's real buy script and a lock-based design) against a real
+//! Redis, driving it as hard as it goes, in a namespace of its own.
+//!
+//! The engine is `crate::loadtest`; this file turns flags into a plan, shows
+//! progress and prints the comparison.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, Result};
+use clap::builder::{PossibleValue, RangedU64ValueParser};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+
+use crate::campaign::{Campaign, MAX_STOCK};
+use crate::cli::Globals;
+use crate::error::usage;
+use crate::exit_codes;
+use crate::loadtest::namespace::{self, LoadtestKeys};
+use crate::loadtest::{self, Plan, Settings, Variant, VariantReport};
+use crate::output::{self, Format};
+use crate::redis_conn::RedisTarget;
+use crate::scripts;
+
+/// What `--help` says about where the load test writes.
+const NAMESPACE_HELP: &str = "\
+Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
+never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
+and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
+namespace holds keys no load test wrote, or when the campaign is preheated on the same \
+Redis (saturating it would starve the real sale).";
+
+/// Flags of `seckill loadtest`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = NAMESPACE_HELP)]
+pub struct Args {
+    /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
+    #[arg(long, value_enum, default_value_t = VariantChoice::ALL)]
+    pub variant: VariantChoice,
+
+    /// Item whose settings to use (default: the campaign's first item).
+    #[arg(long, value_name = "ID")]
+    pub item: Option<String>,
+
+    /// Worker threads, each with its own Redis connection.
+    #[arg(long, default_value_t = 100, value_parser = RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub threads: usize,
+
+    /// Requests per variant, spread over the threads.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: u64,
+
+    /// Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests,
+    /// so stock, not the per-user limit, runs out).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub users: Option<u64>,
+
+    /// Units in stock at the start of each variant (the campaign file's stock is not used).
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(i64).range(1..=MAX_STOCK))]
+    pub stock: i64,
+
+    /// Script calls per round trip per thread (v3 and full only; the others are
+    /// multi-step by design and always send one request at a time).
+    #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub pipeline: usize,
+
+    /// Keep the campaign's rate limit in the `full` variant (default: off, so
+    /// synthetic shoppers measure the stock path, not the throttle).
+    #[arg(long)]
+    pub rate_limit: bool,
+
+    /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VariantChoice(Option<Variant>);
+
+impl VariantChoice {
+    /// `--variant all`.
+    pub const ALL: VariantChoice = VariantChoice(None);
+
+    fn variants(self) -> Vec<Variant> {
+        match self.0 {
+            Some(variant) => vec![variant],
+            None => Variant::ALL.to_vec(),
+        }
+    }
+}
+
+impl clap::ValueEnum for VariantChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        const CHOICES: [VariantChoice; 7] = [
+            VariantChoice(Some(Variant::V1)),
+            VariantChoice(Some(Variant::V2)),
+            VariantChoice(Some(Variant::V3)),
+            VariantChoice(Some(Variant::V4)),
+            VariantChoice(Some(Variant::Full)),
+            VariantChoice(Some(Variant::Lock)),
+            VariantChoice::ALL,
+        ];
+        &CHOICES
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self.0 {
+            Some(variant) => variant.to_possible_value(),
+            None => {
+                Some(PossibleValue::new("all").help("Every variant in turn, one comparison table"))
+            }
+        }
+    }
+}
+
+/// Run the chosen variants and print the comparison; exit 0 unless Redis fails.
+pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
+    let campaign = globals.campaign()?;
+    let item_id = match &args.item {
+        Some(id) => campaign.item(id)?.id.clone(),
+        None => campaign.items[0].id.clone(),
+    };
+    let variants = args.variant.variants();
+    if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
+        return Err(usage(format!(
+            "--pipeline applies to the script variants (v3, full) only; {} is multi-step by design",
+            variants[0].as_str()
+        )));
+    }
+    let target = globals.redis(&campaign)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let mut control = target.connect()?;
+    namespace::ensure_free(&mut control, &keys, &campaign)?;
+
+    let settings = Settings {
+        threads: args.threads,
+        requests: args.requests,
+        users: args.users.unwrap_or(args.requests),
+        stock: args.stock,
+        pipeline: args.pipeline,
+        rate_limit: args.rate_limit,
+    };
+    let plan = Plan {
+        campaign: loadtest_campaign(&campaign, &item_id, &settings),
+        keys,
+        campaign_id: campaign.id.clone(),
+        item_id,
+        run_id: ulid::Ulid::generate().to_string(),
+        // Loaded once, before any timing: the workers send bare EVALSHA and never see NOSCRIPT.
+        buy_sha: load_script(&mut control, "buy", &scripts::BUY)?,
+        v3_sha: load_script(&mut control, "v3_decr", &scripts::V3_DECR)?,
+        lock_release_sha: load_script(&mut control, "lock_release", &scripts::LOCK_RELEASE)?,
+        settings,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(plan.settings.threads)
+        .thread_name(|i| format!("loadtest-{i}"))
+        .build()
+        .context("cannot start the worker threads")?;
+
+    let outcome = run_variants(&target, &pool, &plan, &variants);
+    let reports = if args.keep {
+        outcome?
+    } else {
+        // Clean up after a failed variant too; its error matters more than a cleanup error.
+        let cleaned = namespace::remove(&mut control, &plan.keys);
+        let reports = outcome?;
+        cleaned?;
+        reports
+    };
+
+    match globals.format {
+        Format::Json => output::print_json(&reports)?,
+        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+/// Run `variants` in turn, each with its own progress bar; stop at the first failure.
+fn run_variants(
+    target: &RedisTarget,
+    pool: &rayon::ThreadPool,
+    plan: &Plan,
+    variants: &[Variant],
+) -> Result<Vec<VariantReport>> {
+    let mut reports = Vec::new();
+    for &variant in variants {
+        let progress = progress_bar(variant, plan.settings.requests);
+        let outcome = loadtest::run_variant(target, pool, plan, variant, &progress);
+        progress.finish_and_clear();
+        reports.push(outcome.with_context(|| format!("variant {} failed", variant.as_str()))?);
+    }
+    Ok(reports)
+}
+
+/// The campaign as the `full` variant preheats it: only the chosen item, with
+/// --stock; no sale window (the real sale's dates say nothing about when a
+/// rehearsal runs); the rate limit only with --rate-limit.
+fn loadtest_campaign(campaign: &Campaign, item_id: &str, settings: &Settings) -> Campaign {
+    let mut copy = campaign.clone();
+    copy.starts_at_ms = None;
+    copy.ends_at_ms = None;
+    if !settings.rate_limit {
+        copy.rate_limit = None;
+    }
+    copy.items.retain(|item| item.id == item_id);
+    for item in &mut copy.items {
+        item.stock = settings.stock;
+    }
+    copy
+}
+
+fn load_script<C: redis::ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    script: &redis::Script,
+) -> Result<String> {
+    script
+        .prepare_invoke()
+        .load(conn)
+        .with_context(|| format!("cannot load the {name} script (SCRIPT LOAD)"))
+}
+
+/// A bar on stderr: requests done and the live rate; hidden when stderr is not a terminal.
+fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(requests), ProgressDrawTarget::stderr());
+    let template = "{prefix:>5} [{bar:30}] {pos}/{len} requests  {qps}  {elapsed}";
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        let qps = |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+            let _ = write!(out, "{:.0} req/s", state.per_sec());
+        };
+        bar.set_style(style.with_key("qps", qps).progress_chars("=> "));
+    }
+    bar.set_prefix(variant.as_str());
+    bar
+}
+
+fn print_table(
+    campaign: &Campaign,
+    plan: &Plan,
+    redis: &str,
+    reports: &[VariantReport],
+    kept: bool,
+) {
+    let settings = &plan.settings;
+    println!(
+        "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
+        campaign.id,
+        plan.item_id,
+        settings.threads,
+        settings.requests,
+        settings.stock,
+        settings.users,
+        settings.pipeline,
+        if kept {
+            format!(" (keys kept under {}*)", plan.keys.item.base)
+        } else {
+            String::new()
+        }
+    );
+    let mut table = output::table([
+        "variant",
+        "requests",
+        "elapsed s",
+        "qps",
+        "succeeded",
+        "sold out",
+        "rejected",
+        "oversold",
+        "final stock",
+        "stream",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "retries",
+        "verdict",
+    ]);
+    for r in reports {
+        table.add_row(vec![
+            r.variant.as_str().to_string(),
+            r.requests.to_string(),
+            format!("{:.2}", r.elapsed_s),
+            format!("{:.0}", r.qps),
+            r.succeeded.to_string(),
+            r.sold_out.to_string(),
+            r.rejected.to_string(),
+            r.oversold.to_string(),
+            r.final_stock.to_string(),
+            r.stream_len.to_string(),
+            format!("{:.2}", r.p50_ms),
+            format!("{:.2}", r.p95_ms),
+            format!("{:.2}", r.p99_ms),
+            format!("{:.2}", r.max_ms),
+            retries_text(r),
+            r.verdict.clone(),
+        ]);
+    }
+    println!("{table}");
+}
+
+/// What `retries` counts depends on the variant; say it in the cell.
+fn retries_text(report: &VariantReport) -> String {
+    match report.variant {
+        Variant::V2 => format!("{} aborts", report.retries),
+        Variant::V4 => match report.lowest_stock_seen {
+            Some(lowest) => format!("{} below 0 (min {lowest})", report.retries),
+            None => "0 below 0".to_string(),
+        },
+        Variant::Lock => format!("{} waits", report.retries),
+        _ => report.retries.to_string(),
+    }
+}

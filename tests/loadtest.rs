@@ -1,0 +1,351 @@
+//! `seckill loadtest` against a real redis-server started by each test.
+
+mod support;
+
+use std::process::Output;
+
+use redis::Commands;
+use serde_json::Value;
+use support::{RedisServer, campaign_file, json, seckill};
+
+const CAMPAIGN: &str = r#"
+campaign: lt-test
+per_user_limit: 1
+rate_limit: { window: 1h, max_requests: 2 }
+items:
+  - id: "sku1"
+    name: test bottle
+    price: "10.00"
+    stock: 7
+  - id: "sku2"
+    name: other bottle
+    price: "5.00"
+    stock: 3
+"#;
+
+const FIELDS: [&str; 15] = [
+    "variant",
+    "requests",
+    "elapsed_s",
+    "qps",
+    "succeeded",
+    "sold_out",
+    "rejected",
+    "oversold",
+    "final_stock",
+    "stream_len",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "retries",
+];
+
+const STOCK_KEY: &str = "seckill-loadtest:{lt-test:sku1}:stock";
+const META_KEY: &str = "seckill-loadtest:{lt-test:sku1}:meta";
+
+/// Run `seckill loadtest` with `args` (split on whitespace) and this campaign.
+fn loadtest(server: &RedisServer, yaml: &str, args: &str) -> Output {
+    let campaign = campaign_file(yaml);
+    seckill(&campaign.path, &server.url())
+        .arg("loadtest")
+        .args(args.split_whitespace())
+        .output()
+        .expect("run seckill loadtest")
+}
+
+/// Run with `--format json` and return the per-variant objects.
+fn loadtest_json(server: &RedisServer, args: &str) -> Vec<Value> {
+    let output = loadtest(server, CAMPAIGN, &format!("--format json {args}"));
+    assert!(
+        output.status.success(),
+        "loadtest failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json(&output).as_array().expect("a JSON array").clone()
+}
+
+fn int(report: &Value, field: &str) -> i64 {
+    report[field]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{field} is not an integer in {report}"))
+}
+
+fn loadtest_keys(server: &RedisServer) -> Vec<String> {
+    server.conn().keys("seckill-loadtest:*").expect("KEYS")
+}
+
+#[test]
+fn v1_oversells_under_contention() {
+    let server = RedisServer::start();
+    let mut oversold_seen = Vec::new();
+    for _run in 0..5 {
+        let report = &loadtest_json(
+            &server,
+            "--variant v1 --threads 32 --requests 3000 --stock 5",
+        )[0];
+        assert_eq!(report["variant"], "v1");
+        assert_eq!(int(report, "succeeded") + int(report, "sold_out"), 3000);
+        // Every unit sold past the stock shows up as negative stock in Redis.
+        assert_eq!(int(report, "final_stock"), 5 - int(report, "succeeded"));
+        oversold_seen.push(int(report, "oversold"));
+        if int(report, "oversold") > 0 {
+            assert!(report["verdict"].as_str().unwrap().starts_with("OVERSOLD"));
+            return;
+        }
+    }
+    panic!("v1 never oversold in 5 runs: {oversold_seen:?}");
+}
+
+#[test]
+fn safe_variants_sell_exactly_the_stock() {
+    let server = RedisServer::start();
+    let reports = loadtest_json(
+        &server,
+        "--variant all --threads 16 --requests 600 --stock 25",
+    );
+    let names: Vec<&str> = reports
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["v1", "v2", "v3", "v4", "full", "lock"]);
+    for report in reports.iter().filter(|r| r["variant"] != "v1") {
+        assert_eq!(int(report, "oversold"), 0, "{report}");
+        assert_eq!(int(report, "succeeded"), 25, "{report}");
+        assert_eq!(int(report, "final_stock"), 0, "{report}");
+        assert_eq!(
+            int(report, "succeeded") + int(report, "sold_out") + int(report, "rejected"),
+            600,
+            "{report}"
+        );
+        assert_eq!(report["verdict"], "exact", "{report}");
+    }
+    let full = reports.iter().find(|r| r["variant"] == "full").unwrap();
+    assert_eq!(int(full, "stream_len"), int(full, "succeeded"));
+    let v4 = reports.iter().find(|r| r["variant"] == "v4").unwrap();
+    // 575 requests found no stock: each of them saw it below zero before giving it back.
+    assert_eq!(int(v4, "retries"), 575);
+    assert!(int(v4, "lowest_stock_seen") < 0);
+}
+
+#[test]
+fn pipelined_scripts_stay_exact() {
+    let server = RedisServer::start();
+    for variant in ["v3", "full"] {
+        let report = &loadtest_json(
+            &server,
+            &format!("--variant {variant} --threads 8 --requests 1001 --stock 40 --pipeline 16"),
+        )[0];
+        assert_eq!(int(report, "succeeded"), 40, "{report}");
+        assert_eq!(int(report, "sold_out"), 961, "{report}");
+        assert_eq!(int(report, "final_stock"), 0, "{report}");
+        assert_eq!(int(report, "oversold"), 0, "{report}");
+        assert_eq!(int(report, "pipeline"), 16, "{report}");
+    }
+}
+
+#[test]
+fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
+    let server = RedisServer::start();
+    let dedupe = &loadtest_json(
+        &server,
+        "--variant full --threads 4 --requests 200 --users 10 --stock 100",
+    )[0];
+    assert_eq!(int(dedupe, "succeeded"), 10);
+    assert_eq!(int(dedupe, "rejected"), 190);
+    assert_eq!(int(dedupe, "final_stock"), 90);
+    assert_eq!(int(dedupe, "stream_len"), 10);
+
+    let generous = CAMPAIGN.replace("per_user_limit: 1", "per_user_limit: 100");
+    let run = |extra: &str| {
+        let args = "--format json --variant full --threads 4 --requests 100 --users 5 --stock 1000";
+        let output = loadtest(&server, &generous, &format!("{args} {extra}"));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        json(&output)[0].clone()
+    };
+    let unthrottled = run("");
+    assert_eq!(int(&unthrottled, "succeeded"), 100);
+    let throttled = run("--rate-limit");
+    // max_requests 2 per hour per user: 5 users × 2 attempts get through.
+    assert_eq!(int(&throttled, "succeeded"), 10);
+    assert_eq!(int(&throttled, "rejected"), 90);
+}
+
+#[test]
+fn json_carries_every_field() {
+    let server = RedisServer::start();
+    let reports = loadtest_json(&server, "--variant v3 --threads 2 --requests 50 --stock 10");
+    assert_eq!(reports.len(), 1);
+    for field in FIELDS {
+        assert!(
+            !reports[0][field].is_null(),
+            "missing {field} in {}",
+            reports[0]
+        );
+    }
+    assert_eq!(int(&reports[0], "requests"), 50);
+    assert!(reports[0]["qps"].as_f64().unwrap() > 0.0);
+    assert!(reports[0]["max_ms"].as_f64().unwrap() >= reports[0]["p50_ms"].as_f64().unwrap());
+}
+
+#[test]
+fn table_shows_a_verdict_per_variant() {
+    let server = RedisServer::start();
+    let output = loadtest(
+        &server,
+        CAMPAIGN,
+        "--variant v3 --threads 2 --requests 50 --stock 10",
+    );
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("verdict") && stdout.contains("exact"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    let server = RedisServer::start();
+    let cases: [(&str, &str); 7] = [
+        ("--threads 0", "--threads"),
+        ("--stock 0", "--stock"),
+        ("--requests 0", "--requests"),
+        ("--users 0", "--users"),
+        ("--variant v9", "v9"),
+        ("--item nope", "no item \"nope\""),
+        (
+            "--variant v1 --pipeline 4",
+            "--pipeline applies to the script variants",
+        ),
+    ];
+    for (args, says) in cases {
+        let output = loadtest(&server, CAMPAIGN, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(loadtest_keys(&server).is_empty());
+}
+
+#[test]
+fn refuses_a_namespace_it_did_not_create() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let () = conn.set(STOCK_KEY, 5).unwrap();
+    let output = loadtest(&server, CAMPAIGN, "--variant v3 --requests 10 --threads 1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not written by a load test"), "{stderr}");
+    let stock: i64 = conn.get(STOCK_KEY).unwrap();
+    assert_eq!(stock, 5);
+}
+
+#[test]
+fn refuses_a_redis_carrying_the_live_sale() {
+    let server = RedisServer::start();
+    let campaign = campaign_file(CAMPAIGN);
+    seckill(&campaign.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    let output = loadtest(&server, CAMPAIGN, "--variant v3 --requests 10 --threads 1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is preheated on this Redis"), "{stderr}");
+    let live_stock: i64 = server.conn().get("seckill:{lt-test:sku1}:stock").unwrap();
+    assert_eq!(live_stock, 7);
+    assert!(loadtest_keys(&server).is_empty());
+}
+
+#[test]
+fn namespace_is_removed_unless_kept() {
+    let server = RedisServer::start();
+    loadtest_json(
+        &server,
+        "--variant full --threads 2 --requests 30 --stock 5 --rate-limit",
+    );
+    assert!(loadtest_keys(&server).is_empty());
+
+    let report = &loadtest_json(
+        &server,
+        "--variant full --threads 2 --requests 30 --stock 5 --keep",
+    )[0];
+    assert!(!loadtest_keys(&server).is_empty());
+    let mut conn = server.conn();
+    let stock: i64 = conn.get(STOCK_KEY).unwrap();
+    assert_eq!(stock, int(report, "final_stock"));
+    let marker: Option<String> = conn.hget(META_KEY, "loadtest_run").unwrap();
+    assert!(marker.is_some());
+
+    // A kept namespace carries the marker, so the next run may reset and remove it.
+    loadtest_json(
+        &server,
+        "--variant lock --threads 2 --requests 30 --stock 5",
+    );
+    assert!(loadtest_keys(&server).is_empty());
+}
+
+#[test]
+fn other_live_sales_are_untouched() {
+    let server = RedisServer::start();
+    let other = campaign_file(&CAMPAIGN.replace("campaign: lt-test", "campaign: real-sale"));
+    seckill(&other.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    seckill(&other.path, &server.url())
+        .args(["buy", "--item", "sku1", "--user", "alice"])
+        .assert()
+        .success();
+    let mut conn = server.conn();
+    let snapshot = |conn: &mut redis::Connection| -> Vec<(String, Vec<u8>)> {
+        let mut keys: Vec<String> = conn.keys("seckill:*").unwrap();
+        keys.sort();
+        keys.into_iter()
+            .map(|k| {
+                let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(conn).unwrap();
+                (k, dump)
+            })
+            .collect()
+    };
+    let before = snapshot(&mut conn);
+    assert!(before.len() >= 4, "{before:?}");
+    loadtest_json(
+        &server,
+        "--variant all --threads 4 --requests 100 --stock 10",
+    );
+    assert_eq!(snapshot(&mut conn), before);
+    assert!(loadtest_keys(&server).is_empty());
+}
+
+#[test]
+fn runs_exactly_on_a_cluster_and_cleans_every_node() {
+    let cluster = support::cluster::RedisCluster::start();
+    let campaign = campaign_file(CAMPAIGN);
+    let output = seckill(&campaign.path, &cluster.urls())
+        .args("--cluster loadtest --format json --variant all --threads 8 --requests 400 --stock 20 --pipeline 4".split_whitespace())
+        .output()
+        .expect("run seckill loadtest");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for report in json(&output)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["variant"] != "v1")
+    {
+        assert_eq!(int(report, "succeeded"), 20, "{report}");
+        assert_eq!(int(report, "final_stock"), 0, "{report}");
+    }
+    for port in &cluster.ports {
+        assert_eq!(cluster.keys_on(*port), 0, "keys left on node {port}");
+    }
+}
