@@ -139,6 +139,16 @@ impl Conn {
     }
 }
 
+/// A standalone Redis over plain TCP: what the load test's raw connection needs.
+#[derive(Debug, Clone)]
+pub struct PlainTcp {
+    pub host: String,
+    pub port: u16,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub db: i64,
+}
+
 /// A resolved Redis target that can hand out connections (one per thread).
 #[derive(Debug, Clone)]
 pub struct RedisTarget {
@@ -236,6 +246,31 @@ impl RedisTarget {
             client_tls: None,
             root_cert: Some(ca.to_vec()),
         }
+    }
+
+    /// Address and credentials when the target is one standalone Redis over
+    /// plain TCP (not TLS, not a Unix socket, not a cluster).
+    pub fn plain_tcp(&self) -> Option<PlainTcp> {
+        if self.cluster {
+            return None;
+        }
+        let info = self.urls[0].as_str().into_connection_info().ok()?;
+        let redis::ConnectionAddr::Tcp(host, port) = info.addr() else {
+            return None;
+        };
+        let settings = info.redis_settings();
+        Some(PlainTcp {
+            host: host.clone(),
+            port: *port,
+            username: settings.username().map(String::from),
+            password: settings.password().map(String::from),
+            db: settings.db(),
+        })
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
     }
 
     /// The response timeout (callers keep XREADGROUP BLOCK well below it).

@@ -9,21 +9,24 @@
 //! memory stays constant whatever the request count.
 
 pub mod namespace;
+mod raw;
 mod resp;
 pub mod variants;
 
-use std::sync::Barrier;
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 use rayon::ThreadPool;
+use redis::ConnectionLike;
 use serde::Serialize;
 
 use crate::campaign::Campaign;
-use crate::redis_conn::RedisTarget;
+use crate::redis_conn::{Conn, RedisTarget};
 use crate::state::{self, PreheatMode};
 use namespace::LoadtestKeys;
 use variants::{Counts, Shopper};
@@ -164,34 +167,34 @@ pub fn run_variant(
 
     let threads = pool.current_num_threads();
     let start_line = Barrier::new(threads + 1);
-    let done = AtomicU64::new(0);
+    let counters = Counters::default();
+    let done = &counters.done;
+    let sockets = Mutex::new(Vec::new());
     let (outcomes, elapsed) = std::thread::scope(|scope| {
         let workers = scope.spawn(|| {
-            pool.broadcast(|ctx| {
-                work(
-                    ctx.index(),
-                    threads,
-                    target,
-                    plan,
-                    variant,
-                    &start_line,
-                    &done,
-                )
-            })
+            pool.broadcast(|_| work(target, plan, variant, &start_line, &counters, &sockets))
         });
         start_line.wait();
         let started = Instant::now();
-        if !progress.is_hidden() {
-            while !workers.is_finished() {
-                progress.set_position(done.load(Ordering::Relaxed));
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
+        let stalled = watch(
+            &workers,
+            done,
+            &sockets,
+            progress,
+            target.response_timeout(),
+        );
         let outcomes = workers.join();
-        (outcomes, started.elapsed())
+        (outcomes.map(|o| (o, stalled)), started.elapsed())
     });
     progress.set_position(done.load(Ordering::Relaxed));
-    let outcomes = outcomes.map_err(|_| anyhow!("a load-test worker panicked"))?;
+    let (outcomes, stalled) = outcomes.map_err(|_| anyhow!("a load-test worker panicked"))?;
+    if stalled {
+        bail!(
+            "Redis at {} answered nothing for {:?}: the load test gave up",
+            target.display,
+            target.response_timeout()
+        );
+    }
 
     let mut counts = Counts::default();
     let mut latency = new_histogram()?;
@@ -216,38 +219,115 @@ pub fn run_variant(
 
 type WorkerOutcome = Result<(Counts, Histogram<u64>)>;
 
-/// One worker: connect, wait at the start line, make its share of the requests.
+/// Follow the workers until they finish: update the progress bar and, when
+/// no request completes for `stall_limit`, shut every raw socket down so the
+/// workers stop waiting (raw connections have no socket timeout). Returns
+/// whether it had to.
+fn watch<T>(
+    workers: &std::thread::ScopedJoinHandle<'_, T>,
+    done: &AtomicU64,
+    sockets: &Mutex<Vec<TcpStream>>,
+    progress: &ProgressBar,
+    stall_limit: Duration,
+) -> bool {
+    let mut last = (0, Instant::now());
+    while !workers.is_finished() {
+        let now_done = done.load(Ordering::Relaxed);
+        progress.set_position(now_done);
+        if now_done != last.0 {
+            last = (now_done, Instant::now());
+        } else if last.1.elapsed() > stall_limit {
+            for socket in sockets.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                let _ = socket.shutdown(Shutdown::Both);
+            }
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    progress.set_position(done.load(Ordering::Relaxed));
+    false
+}
+
+/// A worker's connection: the raw RESP connection on a standalone plain-TCP
+/// Redis (see `raw`), redis-rs for TLS and Cluster.
+enum WorkerConn {
+    Raw(raw::RawConnection),
+    Redis(Conn),
+}
+
+impl WorkerConn {
+    fn open(target: &RedisTarget, sockets: &Mutex<Vec<TcpStream>>) -> Result<WorkerConn> {
+        let Some(plain) = target.plain_tcp() else {
+            return Ok(WorkerConn::Redis(target.connect()?));
+        };
+        let conn = raw::RawConnection::connect(&plain, target.connect_timeout())?;
+        let handle = conn
+            .socket_handle()
+            .context("cannot clone a socket handle")?;
+        sockets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(handle);
+        Ok(WorkerConn::Raw(conn))
+    }
+}
+
+/// Shared by the workers of one variant.
+#[derive(Default)]
+struct Counters {
+    /// Request numbers handed out so far.
+    issued: AtomicU64,
+    /// Requests answered so far (progress, stall detection).
+    done: AtomicU64,
+}
+
+/// One worker: connect, wait at the start line, make requests until none are left.
 fn work(
-    index: usize,
-    threads: usize,
     target: &RedisTarget,
     plan: &Plan,
     variant: Variant,
     start_line: &Barrier,
-    done: &AtomicU64,
+    counters: &Counters,
+    sockets: &Mutex<Vec<TcpStream>>,
 ) -> WorkerOutcome {
-    let connected = target.connect();
+    let Counters { issued, done } = counters;
+    let connected = WorkerConn::open(target, sockets);
     let mut shopper = Shopper::new(variant, plan);
     let latency = new_histogram();
     // Always reach the start line, even on failure, or the others would wait forever.
     start_line.wait();
-    let mut conn = connected?;
-    let mut latency = latency?;
-    let mut counts = Counts::default();
+    let latency = latency?;
+    match connected? {
+        WorkerConn::Raw(mut conn) => drive(&mut conn, plan, &mut shopper, latency, issued, done),
+        WorkerConn::Redis(mut conn) => drive(&mut conn, plan, &mut shopper, latency, issued, done),
+    }
+}
 
-    // Request numbers are strided (index, index + threads, ...) so the user pool spreads over workers.
+/// The timed loop of one worker. Request numbers come from one shared
+/// counter, as redis-benchmark hands requests to whichever connection is free:
+/// a fixed share per thread would leave the slowest-scheduled threads running
+/// alone at the end, at a fraction of the concurrency asked for.
+fn drive<C: ConnectionLike>(
+    conn: &mut C,
+    plan: &Plan,
+    shopper: &mut Shopper,
+    mut latency: Histogram<u64>,
+    issued: &AtomicU64,
+    done: &AtomicU64,
+) -> WorkerOutcome {
+    let mut counts = Counts::default();
     let total = plan.settings.requests;
-    let mut next = index as u64;
-    let batch_limit = shopper.batch_limit(plan.settings.pipeline);
-    let mut batch: Vec<u64> = Vec::with_capacity(batch_limit);
-    while next < total {
-        batch.clear();
-        while batch.len() < batch_limit && next < total {
-            batch.push(next);
-            next += threads as u64;
+    let batch_limit = shopper.batch_limit(plan.settings.pipeline) as u64;
+    let mut batch: Vec<u64> = Vec::with_capacity(batch_limit as usize);
+    loop {
+        let first = issued.fetch_add(batch_limit, Ordering::Relaxed);
+        if first >= total {
+            break;
         }
+        batch.clear();
+        batch.extend(first..(first + batch_limit).min(total));
         let sent = Instant::now();
-        shopper.shop(&mut conn, &batch, &mut counts)?;
+        shopper.shop(conn, &batch, &mut counts)?;
         let micros = (sent.elapsed().as_micros() as u64).clamp(1, HISTOGRAM_MAX_MICROS);
         latency
             .record_n(micros, batch.len() as u64)
