@@ -24,7 +24,8 @@
 --   stock_left units left after this attempt, -1 when not preheated
 --
 -- Every precondition is checked before the first state write: Redis has no
--- rollback, so a refusal must leave stock, buyers and the stream untouched.
+-- rollback, so a refusal (or a key of the wrong type) must leave stock,
+-- buyers and the stream untouched.
 -- The one write that may come earlier is the rate-limit counter: counting an
 -- attempt is the point of a rate limit, refused or not. The `#!lua` shebang
 -- makes Redis refuse the whole script up front under OOM instead of failing
@@ -83,16 +84,20 @@ if stock < qty then
   return {'sold_out', '', stock}
 end
 
--- All checks passed: from here on only writes.
+-- All checks passed. Every key a write below touches has been read above
+-- (a wrong type fails there, before any write) except buyer_orders and the
+-- stream: read the one, and write the other first, so a type error still
+-- leaves nothing half-done.
+redis.call('HEXISTS', KEYS[4], user)
+redis.call('XADD', KEYS[6], '*',
+  'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
+  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id)
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
 if request_field then
   redis.call('HSET', KEYS[5], request_field, ARGV[4])
 end
-redis.call('XADD', KEYS[6], '*',
-  'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
-  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id)
 if meta[9] and meta[9] ~= '' then
   -- The order stream never expires: it holds promises not yet in the database.
   redis.call('PEXPIREAT', KEYS[3], meta[9])

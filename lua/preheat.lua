@@ -19,29 +19,46 @@
 -- ARGV[12] in mode "dry": the mode the dry run stands for ("load" or "force")
 --
 -- Returns {status, stock_in_redis_before (-1 = none), stock_in_redis_after (-1 = none)}:
---   loaded      no stock was in Redis; loaded now
---   kept        stock already in Redis and mode is not "force": nothing written
---   overwritten mode "force", no sales yet: stock and metadata replaced
---   has_sales   mode "force" but orders exist: nothing written (use `init --yes`)
+--   loaded         no stock and no sales in Redis; loaded now
+--   kept           stock already in Redis and mode is not "force": nothing written
+--   overwritten    mode "force", no sales yet: stock and metadata replaced
+--   has_sales      mode "force" but orders exist: nothing written (use `init --yes`)
+--   stock_missing  no stock key but orders exist (evicted? deleted? an expired
+--                  campaign id reused?): loading full stock again would sell it
+--                  twice, so nothing is written
 -- In mode "dry" the same status is returned and nothing is written.
+-- Every read (and so every type error) comes before the first write.
 
 local mode = ARGV[1]
+local force = mode == 'force' or (mode == 'dry' and ARGV[12] == 'force')
 local before = redis.call('GET', KEYS[2])
-local status = 'loaded'
+local has_sales = redis.call('HLEN', KEYS[3]) > 0 or redis.call('XLEN', KEYS[4]) > 0
+local status
 if before then
-  if mode == 'force' or (mode == 'dry' and ARGV[12] == 'force') then
-    if redis.call('HLEN', KEYS[3]) > 0 or redis.call('XLEN', KEYS[4]) > 0 then
-      status = 'has_sales'
-    else
-      status = 'overwritten'
-    end
-  else
+  if not force then
     status = 'kept'
+  elseif has_sales then
+    status = 'has_sales'
+  else
+    status = 'overwritten'
   end
+elseif has_sales then
+  status = 'stock_missing'
+else
+  status = 'loaded'
 end
 local before_n = tonumber(before or '-1')
-if mode == 'dry' or status == 'kept' or status == 'has_sales' then
+if mode == 'dry' or (status ~= 'loaded' and status ~= 'overwritten') then
   return {status, before_n, before_n}
+end
+
+local has_group = false
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[4])) do
+    for i = 1, #group, 2 do
+      if group[i] == 'name' and group[i + 1] == ARGV[11] then has_group = true end
+    end
+  end
 end
 
 redis.call('SET', KEYS[2], ARGV[2])
@@ -49,13 +66,6 @@ redis.call('HSET', KEYS[1],
   'initial_stock', ARGV[2], 'name', ARGV[3], 'price_cents', ARGV[4],
   'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
   'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
-local groups = redis.call('EXISTS', KEYS[4]) == 1 and redis.call('XINFO', 'GROUPS', KEYS[4]) or {}
-local has_group = false
-for _, group in ipairs(groups) do
-  for i = 1, #group, 2 do
-    if group[i] == 'name' and group[i + 1] == ARGV[11] then has_group = true end
-  end
-end
 if not has_group then
   redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[11], '0', 'MKSTREAM')
 end

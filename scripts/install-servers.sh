@@ -15,4 +15,4 @@ sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
 echo "installing ${need[*]} ..." >&2
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

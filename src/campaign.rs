@@ -392,11 +392,6 @@ pub fn parse_price(text: &str) -> std::result::Result<i64, String> {
     Ok(whole * 100 + cents)
 }
 
-/// Render integer cents as a decimal amount: 149900 → "1499.00".
-pub fn format_cents(cents: i64) -> String {
-    format!("{}.{:02}", cents / 100, cents % 100)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,7 +404,6 @@ mod tests {
         assert!(parse_price("-1").is_err());
         assert!(parse_price("1.234").is_err());
         assert!(parse_price("abc").is_err());
-        assert_eq!(format_cents(149_900), "1499.00");
     }
 
     #[test]

@@ -65,8 +65,8 @@ impl ItemKeys {
     }
 
     /// SCAN pattern matching every key of this item, including per-user ones.
-    /// The braces of the hash tag are escaped: in a glob `{` is literal anyway,
-    /// but `*`, `?` and `[` in ids are excluded by id validation.
+    /// Nothing needs escaping: `{` and `}` are literal in a glob, and `*`, `?`
+    /// and `[` cannot occur in ids (see `campaign::is_valid_id`).
     pub fn scan_pattern(&self) -> String {
         format!("{}*", self.base)
     }

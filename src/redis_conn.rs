@@ -30,6 +30,7 @@ pub struct ConnectionArgs {
         long = "redis",
         global = true,
         env = "SECKILL_REDIS_URL",
+        hide_env_values = true,
         value_name = "URL"
     )]
     pub redis_url: Option<String>,

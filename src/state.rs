@@ -28,16 +28,36 @@ pub enum PreheatStatus {
     Kept,
     Overwritten,
     HasSales,
+    StockMissing,
 }
 
 impl PreheatStatus {
+    const ALL: [PreheatStatus; 5] = [
+        PreheatStatus::Loaded,
+        PreheatStatus::Kept,
+        PreheatStatus::Overwritten,
+        PreheatStatus::HasSales,
+        PreheatStatus::StockMissing,
+    ];
+
+    /// The name `lua/preheat.lua` returns and JSON shows.
     pub fn as_str(self) -> &'static str {
         match self {
             PreheatStatus::Loaded => "loaded",
             PreheatStatus::Kept => "kept",
             PreheatStatus::Overwritten => "overwritten",
             PreheatStatus::HasSales => "has_sales",
+            PreheatStatus::StockMissing => "stock_missing",
         }
+    }
+
+    fn parse(name: &str) -> Option<PreheatStatus> {
+        PreheatStatus::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// True when preheat refused to write (the item needs a human).
+    pub fn refused(self) -> bool {
+        matches!(self, PreheatStatus::HasSales | PreheatStatus::StockMissing)
     }
 }
 
@@ -90,12 +110,8 @@ pub fn preheat_item<C: ConnectionLike>(
         .arg(mode_name)
         .invoke(conn)
         .with_context(|| format!("preheat script failed for item {}", item.id))?;
-    let status = match status.as_str() {
-        "loaded" => PreheatStatus::Loaded,
-        "kept" => PreheatStatus::Kept,
-        "overwritten" => PreheatStatus::Overwritten,
-        "has_sales" => PreheatStatus::HasSales,
-        other => bail!("preheat script returned unknown status {other:?}"),
+    let Some(status) = PreheatStatus::parse(&status) else {
+        bail!("preheat script returned unknown status {status:?}");
     };
     Ok(PreheatReport {
         item: item.id.clone(),

@@ -417,3 +417,36 @@ fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
         Outcome::Ok
     );
 }
+
+#[test]
+fn a_key_of_the_wrong_type_fails_the_attempt_before_any_write() {
+    let server = RedisServer::start();
+    let campaign = preheated(&server, ONE_ITEM);
+    let keys = ItemKeys::live(&campaign.id, "1001");
+    let mut conn = server.conn();
+    for broken in [&keys.orders, &keys.buyer_orders] {
+        let () = redis::cmd("DEL").arg(broken).query(&mut conn).unwrap();
+        let () = conn.set(broken, "not a stream or hash").unwrap();
+        let item = &campaign.items[0];
+        let request = BuyRequest {
+            campaign: &campaign.id,
+            item: &item.id,
+            user: "u",
+            qty: 1,
+            request_id: None,
+        };
+        assert!(buy::buy(&mut conn, &keys, &request).is_err(), "{broken}");
+        let stock: i64 = conn.get(&keys.stock).unwrap();
+        let buyers: i64 = conn.hlen(&keys.buyers).unwrap();
+        assert_eq!(
+            (stock, buyers),
+            (100, 0),
+            "{broken}: a write happened before the failure"
+        );
+        let () = redis::cmd("DEL").arg(broken).query(&mut conn).unwrap();
+    }
+    assert_eq!(
+        attempt(&mut conn, &campaign, "u", 1, None).outcome,
+        Outcome::Ok
+    );
+}

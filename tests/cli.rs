@@ -384,3 +384,63 @@ fn flags_work_before_or_after_the_subcommand() {
     );
     assert_eq!(json(&output)["items"][0]["item"], "1001");
 }
+
+#[test]
+fn help_never_shows_the_passwords_in_the_environment() {
+    for sub in ["buy", "consume", "reconcile", "loadtest"] {
+        let output = assert_cmd::Command::cargo_bin("seckill")
+            .unwrap()
+            .env("SECKILL_REDIS_URL", "redis://u:redis-secret@h:1/0")
+            .env("SECKILL_ORDERS_DB", "mysql://app:db-secret@db:3306/x")
+            .args([sub, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success());
+        assert!(help.contains("SECKILL_REDIS_URL"), "{help}");
+        assert!(
+            !help.contains("redis-secret") && !help.contains("db-secret"),
+            "{sub}: {help}"
+        );
+    }
+}
+
+#[test]
+fn preheat_refuses_to_reload_stock_that_has_already_been_sold() {
+    let server = RedisServer::start();
+    let file = campaign_file(MOUTAI);
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    for user in ["a", "b"] {
+        seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1001", "--user", user])
+            .assert()
+            .success();
+    }
+    // The stock key vanishes (evicted, deleted by hand); the sales remain.
+    let mut conn = server.conn();
+    let () = redis::cmd("DEL")
+        .arg("seckill:{moutai-test:1001}:stock")
+        .query(&mut conn)
+        .unwrap();
+    let output = seckill(&file.path, &server.url())
+        .args(["preheat", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(exit_codes::RUNTIME_ERROR));
+    let report = json(&output);
+    assert_eq!(report["items"][0]["status"], "stock_missing");
+    assert_eq!(report["items"][1]["status"], "kept");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("refused item(s) 1001"));
+    let stock: Option<i64> = redis::cmd("GET")
+        .arg("seckill:{moutai-test:1001}:stock")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(stock, None, "nothing written");
+    seckill(&file.path, &server.url())
+        .args(["buy", "--item", "1001", "--user", "c"])
+        .assert()
+        .code(exit_codes::NOT_PREHEATED);
+}

@@ -27,7 +27,8 @@ pub struct Args {
     pub item: Option<String>,
 }
 
-/// Preheat the campaign; exit 0 unless Redis fails.
+/// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
+/// (sales exist that a reload would double-sell).
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let campaign = globals.campaign()?;
     let target = globals.redis(&campaign)?;
@@ -109,7 +110,19 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             println!("{table}");
         }
     }
-    Ok(exit_codes::SUCCESS)
+    let refused: Vec<&str> = reports
+        .iter()
+        .filter(|r| r.status.refused())
+        .map(|r| r.item.as_str())
+        .collect();
+    if refused.is_empty() {
+        return Ok(exit_codes::SUCCESS);
+    }
+    eprintln!(
+        "seckill: preheat refused item(s) {}: nothing was written for them (see status)",
+        refused.join(", ")
+    );
+    Ok(exit_codes::RUNTIME_ERROR)
 }
 
 fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {
@@ -123,6 +136,9 @@ fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stoc
         PreheatStatus::HasSales => {
             "refused: item has sales (use `init --yes` to reset)".to_string()
         }
+        PreheatStatus::StockMissing => "REFUSED: no stock key but orders exist (evicted or \
+            deleted?); reloading would sell twice: restore the stock by hand, or `init --yes`"
+            .to_string(),
     };
     if dry_run {
         format!("would be {text}")

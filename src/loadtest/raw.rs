@@ -184,6 +184,9 @@ fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
     let Some(end) = line_end(data) else {
         return Ok(None);
     };
+    if end == 0 {
+        return Err(protocol_error("empty line in a Redis reply"));
+    }
     let line = &data[1..end];
     let after = end + 2;
     let value = match data[0] {
@@ -210,7 +213,8 @@ fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
             if count < 0 {
                 Value::Nil
             } else {
-                let mut items = Vec::with_capacity(count as usize);
+                // The count comes from the wire: cap what is reserved before the items arrive.
+                let mut items = Vec::with_capacity((count as usize).min(1024));
                 let mut used = after;
                 for _ in 0..count {
                     match parse(&data[used..])? {
@@ -258,5 +262,6 @@ mod tests {
             .0;
         assert!(error.extract_error().is_err());
         assert!(parse(b"?\r\n").is_err());
+        assert!(parse(b"\r\n").is_err());
     }
 }

@@ -46,7 +46,12 @@ pub struct StoreArgs {
     /// Order database URL: sqlite://PATH (relative to the current directory) or
     /// mysql://user:pass@host:3306/db. Overrides the campaign file's `orders.store`.
     /// [default: sqlite://orders.db next to the campaign file]
-    #[arg(long = "orders-db", env = "SECKILL_ORDERS_DB", value_name = "URL")]
+    #[arg(
+        long = "orders-db",
+        env = "SECKILL_ORDERS_DB",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub orders_db: Option<String>,
 }
 

@@ -17,7 +17,7 @@ impl RedisCluster {
     /// Start three masters, create the cluster, wait until every node says `cluster_state:ok`.
     pub fn start() -> RedisCluster {
         let dir = tempfile::tempdir().expect("tempdir");
-        let ports: Vec<u16> = (0..3).map(|_| super::free_port()).collect();
+        let ports: Vec<u16> = (0..3).map(|_| free_cluster_port()).collect();
         let nodes = ports
             .iter()
             .map(|port| {
@@ -86,6 +86,18 @@ impl RedisCluster {
             .query(&mut node(port).unwrap())
             .unwrap()
     }
+}
+
+/// A free port a cluster node can use: Redis refuses ports above 55535,
+/// because the cluster bus listens on port + 10000, which must be free too.
+fn free_cluster_port() -> u16 {
+    for _ in 0..1000 {
+        let port = super::free_port();
+        if port <= 55535 && std::net::TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port pair (p, p + 10000) below 55536 for a cluster node");
 }
 
 fn node(port: u16) -> redis::RedisResult<redis::Connection> {
