@@ -193,7 +193,7 @@ fn a_poison_entry_is_dead_lettered_and_the_rest_flow() {
 }
 
 #[test]
-fn an_order_delivered_too_often_is_dead_lettered_and_still_accounted() {
+fn an_order_delivered_too_often_is_dead_lettered_only_when_the_database_refuses_it() {
     let server = RedisServer::start();
     let file = two_item_campaign(10, 10);
     preheat(&file, &server);
@@ -221,6 +221,15 @@ fn an_order_delivered_too_often_is_dead_lettered_and_still_accounted() {
     read(&mut conn, ">", 2);
     read(&mut conn, "0", 1);
     read(&mut conn, "0", 1);
+    // The database refuses exactly that one order (and accepts everything else).
+    rusqlite::Connection::open(sqlite_path(&file))
+        .unwrap()
+        .execute_batch(&format!(
+            "CREATE TRIGGER refuse BEFORE INSERT ON orders WHEN NEW.order_id = '{}' \
+             BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END;",
+            more[0]
+        ))
+        .unwrap();
 
     let output = seckill(&file.path, &server.url())
         .args([
@@ -239,7 +248,7 @@ fn an_order_delivered_too_often_is_dead_lettered_and_still_accounted() {
     assert_eq!(claims["items"][0]["claimed"], 2);
     assert_eq!(
         claims["items"][0]["dead_lettered"], 1,
-        "delivered 4 times ≥ 3"
+        "delivered 4 times ≥ 3, and refused"
     );
     assert_eq!(claims["items"][0]["stored"], 1, "delivered twice < 3");
     let stored = sqlite_order_ids(&sqlite_path(&file));
@@ -250,6 +259,47 @@ fn an_order_delivered_too_often_is_dead_lettered_and_still_accounted() {
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
     assert_eq!(report["items"][0]["database"]["units"], 3);
+}
+
+#[test]
+fn a_valid_order_delivered_too_often_is_still_stored_when_the_database_takes_it() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(10, 10);
+    preheat(&file, &server);
+    let ok = buy_many(&server, &file, "1001", "a", 1);
+    let mut conn = server.conn();
+    for id in [">", "0", "0", "0"] {
+        let _: redis::Value = redis::cmd("XREADGROUP")
+            .arg(&["GROUP", "orders-db", "flaky", "COUNT", "1", "STREAMS"])
+            .arg(orders_key("1001"))
+            .arg(id)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let output = seckill(&file.path, &server.url())
+        .args([
+            "pending-claim",
+            "--min-idle",
+            "0s",
+            "--max-deliveries",
+            "2",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let claims = json(&output);
+    assert_eq!(
+        (
+            claims["items"][0]["stored"].as_u64(),
+            claims["items"][0]["dead_lettered"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert_eq!(sqlite_order_ids(&sqlite_path(&file)), ok);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
 }
 
 #[test]

@@ -2,10 +2,13 @@
 //! pending, and dead-letter the ones that can never be stored.
 //!
 //! Claimed entries go through the same "commit, then ack" path as
-//! `consume`. An entry that is not an order, or that has been delivered
-//! `--max-deliveries` times already, is moved to the item's dead-letter
+//! `consume`. An entry that is not an order, or a valid order that has been
+//! delivered `--max-deliveries` times already *and* that the database
+//! refuses while it accepts others, is moved to the item's dead-letter
 //! stream and acked in one Lua script, so it never blocks the group and is
-//! never dropped without a trace. Streams are never trimmed here.
+//! never dropped without a trace. A valid order is a customer's: while the
+//! database takes it, it is stored however often it was delivered, and while
+//! the database is down it stays pending. Streams are never trimmed here.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,7 +21,7 @@ use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::orders::entry::parse_order;
 use crate::orders::pipeline::{Batch, Session, store_then_ack};
-use crate::orders::{StoreArgs, default_consumer_name, log, stream};
+use crate::orders::{StoreArgs, default_consumer_name, log, now_ms, stream};
 use crate::output::{self, Format};
 use crate::redis_conn::parse_duration_arg;
 
@@ -29,7 +32,8 @@ pub struct Args {
     #[arg(long, default_value = "30s", value_parser = parse_duration_arg, value_name = "DURATION")]
     pub min_idle: Duration,
 
-    /// Dead-letter an entry once it has been delivered this many times.
+    /// Dead-letter a valid order delivered this many times if the database still refuses it
+    /// (entries that are not orders are dead-lettered at once).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
     pub max_deliveries: u64,
 
@@ -85,6 +89,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         };
         let mut cursor = "0-0".to_string();
         loop {
+            // SIGINT/SIGTERM: stop between pages; what is not stored stays pending.
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                log(COMMAND, "stop requested: the rest stays pending");
+                break;
+            }
             let (next, entries, deleted) = stream::autoclaim(
                 &mut conn,
                 &keys.orders,
@@ -120,6 +129,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 let mut batch = Batch::default();
                 let mut ids = Vec::new();
                 let mut doomed = Vec::new();
+                let mut suspects = Vec::new();
                 for entry in &entries {
                     let delivered = deliveries.get(&entry.id).copied().unwrap_or(0);
                     match parse_order(entry, &campaign.id, &item.id) {
@@ -128,14 +138,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                             format!("not an order: {reason}"),
                             delivered,
                         )),
-                        Ok(_) if delivered >= args.max_deliveries => doomed.push((
-                            entry.id.clone(),
-                            format!(
-                                "delivered {delivered} times (--max-deliveries {})",
-                                args.max_deliveries
-                            ),
-                            delivered,
-                        )),
+                        Ok(order) if delivered >= args.max_deliveries => {
+                            suspects.push((entry.id.clone(), order, delivered));
+                        }
                         Ok(order) => {
                             ids.push(entry.id.clone());
                             batch.orders.push(order);
@@ -147,6 +152,31 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     report.stored +=
                         store_then_ack(COMMAND, store.as_mut(), &target, &mut conn, &batch, &stop)?
                             .acked;
+                }
+                // A valid order delivered too often is still a customer's order: it is
+                // dead-lettered only when the database refuses *it* while accepting
+                // others. While the database is down it stays pending.
+                for (id, order, delivered) in suspects {
+                    match store.insert_orders(std::slice::from_ref(&order), now_ms()) {
+                        Ok(_) => {
+                            stream::ack(&mut conn, &keys.orders, std::slice::from_ref(&id))?;
+                            report.stored += 1;
+                        }
+                        // An empty transaction tells whether the database takes writes at all.
+                        Err(error) if store.insert_orders(&[], now_ms()).is_ok() => {
+                            doomed.push((
+                                id,
+                                format!("delivered {delivered} times, and the database refuses it: {error:#}"),
+                                delivered,
+                            ));
+                        }
+                        Err(error) => {
+                            return Err(error.context(format!(
+                                "cannot store order entry {id} of {}: left pending",
+                                keys.orders
+                            )));
+                        }
+                    }
                 }
                 for (id, reason, delivered) in doomed {
                     if stream::dead_letter(&mut conn, &keys, &id, &reason, delivered, &consumer)? {
