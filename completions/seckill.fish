@@ -119,7 +119,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l cluster -d '
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l min-idle -d 'Claim entries pending at least this long (e.g. 30s, 5m; 0s claims everything pending)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l max-deliveries -d 'Dead-letter an entry once it has been delivered this many times' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l max-deliveries -d 'Dead-letter a valid order delivered this many times if the database still refuses it (entries that are not orders are dead-lettered at once)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l batch -d 'Entries claimed per XAUTOCLAIM call and stored per transaction' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST-PID)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r

@@ -38,6 +38,13 @@ pub const STREAM_ORDER_IDS_SOURCE: &str = include_str!("../lua/stream_order_ids.
 pub static STREAM_ORDER_IDS: LazyLock<Script> =
     LazyLock::new(|| Script::new(STREAM_ORDER_IDS_SOURCE));
 
+/// Stock and the order stream's last id, read together (reconcile).
+pub const RECONCILE_SNAPSHOT_SOURCE: &str = include_str!("../lua/reconcile_snapshot.lua");
+
+/// The reconcile-snapshot script, ready to invoke.
+pub static RECONCILE_SNAPSHOT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(RECONCILE_SNAPSHOT_SOURCE));
+
 /// Every script of the toolkit, (name, script), for `preheat` to load up front.
 pub fn all() -> Vec<(&'static str, &'static Script)> {
     vec![

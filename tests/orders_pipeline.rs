@@ -429,3 +429,50 @@ fn the_dead_letter_script_moves_an_entry_once_and_only_while_pending() {
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
     assert_eq!(report["items"][0]["in_flight"]["units"], 1);
 }
+
+#[test]
+fn reconcile_balances_while_the_sale_is_still_selling() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(100_000, 10);
+    preheat(&file, &server);
+    buy_many(&server, &file, "1001", "early", 50);
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .assert()
+        .success();
+    let selling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let shopper = {
+        let (selling, server_url) = (selling.clone(), server.url());
+        let path = file.path.clone();
+        std::thread::spawn(move || {
+            let campaign = seckill::campaign::Campaign::load(&path).unwrap();
+            let keys = seckill::keys::ItemKeys::live(&campaign.id, "1001");
+            let client = redis::Client::open(server_url).unwrap();
+            let mut conn = client.get_connection().unwrap();
+            let mut sold = 0;
+            while selling.load(std::sync::atomic::Ordering::Relaxed) {
+                let user = format!("live{sold}");
+                let request = seckill::buy::BuyRequest {
+                    campaign: &campaign.id,
+                    item: "1001",
+                    user: &user,
+                    qty: 1,
+                    request_id: None,
+                };
+                seckill::buy::buy(&mut conn, &keys, &request).unwrap();
+                sold += 1;
+            }
+            sold
+        })
+    };
+    for _ in 0..5 {
+        let (code, report) = reconcile(&file, &server, &["--item", "1001"]);
+        assert_eq!(code, 0, "drift reported during a live sale: {report:#}");
+    }
+    selling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let sold = shopper.join().unwrap();
+    assert!(sold > 0, "the sale went on during the checks");
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["sale_in_progress"], false);
+}

@@ -55,12 +55,28 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let mut store = location.open()?;
     let mut reports = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
-        let mut report = reconcile_item(&mut conn, store.as_mut(), &campaign, item, args.repair)?;
-        if args.repair && report.checked {
-            let repaired = report.repaired;
-            report = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
-            report.repaired = repaired;
-        }
+        // One item's failure (Redis or the database) must not hide drift
+        // already found on another: it is reported as "could not check".
+        let checked = reconcile_item(&mut conn, store.as_mut(), &campaign, item, args.repair)
+            .and_then(|report| {
+                if !(args.repair && report.checked) {
+                    return Ok(report);
+                }
+                let mut again = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
+                again.repaired = report.repaired;
+                Ok(again)
+            });
+        let report = checked.unwrap_or_else(|error| {
+            // After an error the connection may still owe a reply: start afresh.
+            if let Ok(fresh) = target.connect() {
+                conn = fresh;
+            }
+            ItemReport {
+                item: item.id.clone(),
+                problem: Some(format!("{error:#}")),
+                ..ItemReport::default()
+            }
+        });
         reports.push(report);
     }
     let drift = reports.iter().any(|r| r.checked && !r.balanced);

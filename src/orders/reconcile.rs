@@ -35,6 +35,7 @@ use super::entry::{Order, parse_order, stream_id_key};
 use super::{ItemTotals, OrderStore, now_ms, stream};
 use crate::campaign::{Campaign, Item};
 use crate::keys::ItemKeys;
+use crate::scripts;
 
 /// Stream entries / database rows handled per page.
 pub const PAGE: usize = 1000;
@@ -110,6 +111,9 @@ pub struct ItemReport {
     pub not_in_redis: Named,
     /// The equation with numbers filled in.
     pub equation: String,
+    /// Orders arrived while checking: the stock equation holds at one
+    /// snapshot, but the buyers sum could not be compared.
+    pub sale_in_progress: bool,
 }
 
 /// Check one item; with `repair`, insert stream orders missing from the database on the way.
@@ -125,14 +129,16 @@ pub fn reconcile_item<C: ConnectionLike>(
         item: item.id.clone(),
         ..ItemReport::default()
     };
-    // Separate calls, not a pipeline: a cluster connection does not pipeline.
-    let read_failed = || format!("cannot read the state of {}", keys.base);
-    let initial: Option<i64> = conn
-        .hget(&keys.meta, "initial_stock")
-        .with_context(read_failed)?;
-    let stock: Option<i64> = conn.get(&keys.stock).with_context(read_failed)?;
-    let buyers: u64 = conn.hlen(&keys.buyers).with_context(read_failed)?;
-    let dead_len: u64 = conn.xlen(&keys.dead).with_context(read_failed)?;
+    // One script, not a pipeline: a cluster connection does not pipeline, and
+    // stock and the stream's end must be read at the same instant.
+    let (initial, stock, dead_len, snapshot_end): (Option<i64>, Option<i64>, u64, String) =
+        scripts::RECONCILE_SNAPSHOT
+            .key(&keys.meta)
+            .key(&keys.stock)
+            .key(&keys.orders)
+            .key(&keys.dead)
+            .invoke(conn)
+            .with_context(|| format!("cannot read the state of {}", keys.base))?;
     let Some(remaining) = stock else {
         report.problem = Some(format!(
             "item {} is not preheated or its keys expired (no {}): nothing to check against",
@@ -146,24 +152,39 @@ pub fn reconcile_item<C: ConnectionLike>(
         Some(n) => (n, "redis".into()),
         None => (item.stock, "file".into()),
     };
-    report.buyers = buyers;
     report.dead_letter_stream_len = dead_len;
+    report.buyers = conn
+        .hlen(&keys.buyers)
+        .with_context(|| format!("cannot read {}", keys.buyers))?;
     report.sold_per_redis = sum_buyers(conn, &keys)?;
+    // Buyers cannot be read atomically with the stock (HSCAN pages): when the
+    // stream grew meanwhile, the sale is live and that comparison is skipped.
+    let (_, _, _, end_after_buyers): (Option<i64>, Option<i64>, u64, String) =
+        scripts::RECONCILE_SNAPSHOT
+            .key(&keys.meta)
+            .key(&keys.stock)
+            .key(&keys.orders)
+            .key(&keys.dead)
+            .invoke(conn)
+            .with_context(|| format!("cannot read the state of {}", keys.base))?;
+    report.sale_in_progress = end_after_buyers != snapshot_end;
 
     let group = stream::group_info(conn, &keys)?.unwrap_or_default();
     let last_delivered = stream_id_key(&group.last_delivered_id).unwrap_or((0, 0));
     let dead_ids = stream::dead_original_ids(conn, &keys)?;
-    walk_stream(
-        conn,
-        store,
-        &keys,
-        campaign,
-        item,
-        repair,
-        last_delivered,
-        &dead_ids,
-        &mut report,
-    )?;
+    if !snapshot_end.is_empty() {
+        walk_stream(
+            conn,
+            store,
+            &keys,
+            campaign,
+            item,
+            repair,
+            (last_delivered, &snapshot_end),
+            &dead_ids,
+            &mut report,
+        )?;
+    }
     report.database = store.item_totals(&campaign.id, &item.id)?;
     check_database_against_stream(conn, store, &keys, campaign, item, &mut report)?;
 
@@ -181,7 +202,8 @@ pub fn reconcile_item<C: ConnectionLike>(
         format!("{} ≠ {accounted} = {sides}", report.initial_stock)
     };
     report.balanced = accounted == report.initial_stock
-        && report.sold_per_redis == report.initial_stock - report.remaining
+        && (report.sale_in_progress
+            || report.sold_per_redis == report.initial_stock - report.remaining)
         && report.missing_from_database.count == 0
         && report.not_in_redis.count == 0;
     Ok(report)
@@ -214,13 +236,13 @@ fn walk_stream<C: ConnectionLike>(
     campaign: &Campaign,
     item: &Item,
     repair: bool,
-    last_delivered: (u64, u64),
+    (last_delivered, snapshot_end): ((u64, u64), &str),
     dead_ids: &HashSet<String>,
     report: &mut ItemReport,
 ) -> Result<()> {
     let mut after = "-".to_string();
     loop {
-        let page = stream::range_after(conn, &keys.orders, &after, PAGE)?;
+        let page = stream::range_after(conn, &keys.orders, &after, snapshot_end, PAGE)?;
         let (Some(first), Some(last)) = (page.first(), page.last()) else {
             return Ok(());
         };

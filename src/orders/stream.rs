@@ -202,6 +202,7 @@ pub fn range_after<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     after: &str,
+    until: &str,
     count: usize,
 ) -> Result<Vec<RawEntry>> {
     let start = if after == "-" {
@@ -212,7 +213,7 @@ pub fn range_after<C: ConnectionLike>(
     let reply: Value = redis::cmd("XRANGE")
         .arg(stream)
         .arg(start)
-        .arg("+")
+        .arg(until)
         .arg("COUNT")
         .arg(count)
         .query(conn)
@@ -290,7 +291,7 @@ pub fn dead_original_ids<C: ConnectionLike>(
     let mut ids = HashSet::new();
     let mut after = "-".to_string();
     loop {
-        let page = range_after(conn, &keys.dead, &after, 1000)?;
+        let page = range_after(conn, &keys.dead, &after, "+", 1000)?;
         let Some(last) = page.last() else {
             return Ok(ids);
         };
