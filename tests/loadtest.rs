@@ -356,23 +356,25 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
 fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
     let server = RedisServer::start();
     let campaign = campaign_file(CAMPAIGN);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("seckill"))
-        .env_remove("SECKILL_REDIS_URL")
-        .args(["--redis", &server.url(), "--response-timeout", "1s", "-c"])
-        .arg(&campaign.path)
-        .args([
-            "loadtest",
-            "--variant",
-            "v3",
-            "--threads",
-            "4",
-            "--requests",
-            "1000000000",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = support::KillOnDrop(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("seckill"))
+            .env_remove("SECKILL_REDIS_URL")
+            .args(["--redis", &server.url(), "--response-timeout", "1s", "-c"])
+            .arg(&campaign.path)
+            .args([
+                "loadtest",
+                "--variant",
+                "v3",
+                "--threads",
+                "4",
+                "--requests",
+                "1000000000",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut conn = server.conn();
     // Wait until the run is under way (its stock has moved), then freeze every client.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -395,17 +397,16 @@ fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.0.try_wait().unwrap() {
             break status;
         }
         if std::time::Instant::now() > deadline {
-            let _ = child.kill();
             panic!("loadtest still running 15 s after Redis froze");
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("answered nothing for 1s"), "{stderr}");
 }

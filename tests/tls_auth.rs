@@ -115,29 +115,31 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
     );
 
     let port = support::free_port();
-    let mut child = Command::new("redis-server")
-        .current_dir(d)
-        .args([
-            "--port",
-            "0",
-            "--tls-port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args([
-            "--tls-cert-file",
-            "server.crt",
-            "--tls-key-file",
-            "server.key",
-        ])
-        .args(["--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server");
+    let _server = support::KillOnDrop(
+        Command::new("redis-server")
+            .current_dir(d)
+            .args([
+                "--port",
+                "0",
+                "--tls-port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args([
+                "--tls-cert-file",
+                "server.crt",
+                "--tls-key-file",
+                "server.key",
+            ])
+            .args(["--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "TLS redis-server did not listen");
@@ -177,6 +179,4 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
         stderr.contains(&format!("localhost:{port} (TLS)")),
         "{stderr}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }

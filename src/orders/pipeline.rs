@@ -44,7 +44,17 @@ impl Session {
         }
         let conn = target.connect()?;
         let what = format!("opening {}", location.display());
-        let store = retry(command, &what, &stop, || location.open())?;
+        // A database still starting is waited for, a bad path or password is
+        // not: opening gives up after OPEN_PATIENCE.
+        let deadline = Instant::now() + OPEN_PATIENCE;
+        let store = retry(command, &what, &stop, || {
+            location.open().map_err(|error| {
+                if Instant::now() >= deadline {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                error
+            })
+        })?;
         Ok(Session {
             campaign,
             target,
@@ -54,6 +64,9 @@ impl Session {
         })
     }
 }
+
+/// How long `Session::open` keeps trying to open the order database.
+pub const OPEN_PATIENCE: Duration = Duration::from_secs(20);
 
 /// First wait after a failure.
 pub const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -92,19 +105,20 @@ pub fn retry<T>(
                     failures_after_stop += 1;
                 }
                 if failures_after_stop >= ATTEMPTS_AFTER_STOP {
-                    return Err(error.context(format!(
-                        "{what}: giving up after {failures} attempt(s), stop requested"
-                    )));
+                    return Err(
+                        error.context(format!("{what}: giving up after {failures} attempt(s)"))
+                    );
                 }
+                let wait = if failures_after_stop > 0 {
+                    BACKOFF_START
+                } else {
+                    delay
+                };
                 log(
                     command,
-                    format!("{what} failed (attempt {failures}), retrying in {delay:?}: {error:#}"),
+                    format!("{what} failed (attempt {failures}), retrying in {wait:?}: {error:#}"),
                 );
-                if failures_after_stop > 0 {
-                    std::thread::sleep(BACKOFF_START);
-                } else {
-                    sleep_unless_stopped(delay, stop);
-                }
+                sleep_unless_stopped(wait, stop);
                 delay = (delay * 2).min(BACKOFF_MAX);
             }
         }

@@ -152,3 +152,13 @@ pub fn json(output: &std::process::Output) -> serde_json::Value {
         )
     })
 }
+
+/// A child process killed when the test ends, pass or fail.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
