@@ -48,11 +48,10 @@ impl Session {
         // not: opening gives up after OPEN_PATIENCE.
         let deadline = Instant::now() + OPEN_PATIENCE;
         let store = retry(command, &what, &stop, || {
-            location.open().map_err(|error| {
+            location.open().inspect_err(|_| {
                 if Instant::now() >= deadline {
                     stop.store(true, Ordering::SeqCst);
                 }
-                error
             })
         })?;
         Ok(Session {
