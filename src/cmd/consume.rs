@@ -127,6 +127,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 (!args.drain).then_some(block),
             ),
         };
+        let reading_new = history.is_none();
+        let mut new_read_failed = false;
         let attempt = retry(COMMAND, "reading the order streams", &stop, || {
             if reconnect {
                 // After an error the old connection may still owe a reply;
@@ -138,6 +140,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             }
             let result = read(&mut conn, &consumer, &items, &start_ids, args.batch, wait);
             reconnect = result.is_err();
+            new_read_failed |= reconnect && reading_new;
             if reconnect && stop.load(Ordering::SeqCst) && !final_pass {
                 // The stop signal interrupted this read (EINTR): not an error.
                 // The final pass re-reads whatever it may have delivered.
@@ -185,8 +188,14 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             inserted += stored.inserted;
             acked += stored.acked;
         }
-        if !read_any && (final_pass || (history.take().is_none() && args.drain)) {
+        if !read_any && !new_read_failed && (final_pass || (history.take().is_none() && args.drain))
+        {
             break;
+        }
+        if new_read_failed {
+            // A failed `>` read may still have delivered entries to us, now
+            // pending under our name: read our own pending entries next.
+            history = own_pending();
         }
         progress.tick(acked, &mut conn, &items, &campaign.items);
     }
