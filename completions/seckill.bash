@@ -607,7 +607,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -h -V --force --dry-run --item --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --force --update-meta --dry-run --item --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

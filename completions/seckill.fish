@@ -64,6 +64,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert 
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l force -d 'Overwrite stock already in Redis (refused for items that already sold something: use `init --yes`)'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l update-meta -d 'Keep the stock in Redis but take name, price, sale window, limits and key expiry from the file (e.g. to extend `ends_at` during a sale)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d 'Show what would happen, write nothing'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -5,7 +5,10 @@
 -- KEYS[2] stock    string units left
 -- KEYS[3] buyers   hash   user -> units bought (only read: has anyone bought?)
 -- KEYS[4] orders   stream (only read, and its consumer group created when missing)
--- ARGV[1]  mode: "load" (keep existing stock), "force" (overwrite unless sold), "dry" (decide only)
+-- KEYS[5] buyer_orders hash (only its expiry, mode "meta")
+-- KEYS[6] requests     hash (only its expiry, mode "meta")
+-- ARGV[1]  mode: "load" (keep existing stock), "force" (overwrite unless sold),
+--          "meta" (keep stock, update everything else), "dry" (decide only)
 -- ARGV[2]  initial stock
 -- ARGV[3]  item name
 -- ARGV[4]  price in cents
@@ -16,11 +19,14 @@
 -- ARGV[9]  rate_max ("0" = no rate limit)
 -- ARGV[10] expire_at_ms ("" = never expire)
 -- ARGV[11] consumer group name for the order stream
--- ARGV[12] in mode "dry": the mode the dry run stands for ("load" or "force")
+-- ARGV[12] in mode "dry": the mode the dry run stands for ("load", "force" or "meta")
 --
 -- Returns {status, stock_in_redis_before (-1 = none), stock_in_redis_after (-1 = none)}:
 --   loaded         no stock and no sales in Redis; loaded now
---   kept           stock already in Redis and mode is not "force": nothing written
+--   kept           stock already in Redis, mode "load": nothing written
+--   meta_updated   stock already in Redis, mode "meta": stock untouched; name, price,
+--                  window, limits and expiry (of every key but the order stream)
+--                  set from the file
 --   overwritten    mode "force", no sales yet: stock and metadata replaced
 --   has_sales      mode "force" but orders exist: nothing written (use `init --yes`)
 --   stock_missing  no stock key but orders exist (evicted? deleted? an expired
@@ -30,12 +36,15 @@
 -- Every read (and so every type error) comes before the first write.
 
 local mode = ARGV[1]
-local force = mode == 'force' or (mode == 'dry' and ARGV[12] == 'force')
+local stands_for = mode == 'dry' and ARGV[12] or mode
+local force = stands_for == 'force'
 local before = redis.call('GET', KEYS[2])
 local has_sales = redis.call('HLEN', KEYS[3]) > 0 or redis.call('XLEN', KEYS[4]) > 0
 local status
 if before then
-  if not force then
+  if stands_for == 'meta' then
+    status = 'meta_updated'
+  elseif not force then
     status = 'kept'
   elseif has_sales then
     status = 'has_sales'
@@ -48,7 +57,22 @@ else
   status = 'loaded'
 end
 local before_n = tonumber(before or '-1')
-if mode == 'dry' or (status ~= 'loaded' and status ~= 'overwritten') then
+local writes = status == 'loaded' or status == 'overwritten' or status == 'meta_updated'
+if mode == 'dry' or not writes then
+  return {status, before_n, before_n}
+end
+
+if status == 'meta_updated' then
+  redis.call('HSET', KEYS[1], 'name', ARGV[3], 'price_cents', ARGV[4],
+    'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
+    'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
+  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}) do
+    if ARGV[10] ~= '' then
+      redis.call('PEXPIREAT', key, ARGV[10])
+    else
+      redis.call('PERSIST', key)
+    end
+  end
   return {status, before_n, before_n}
 end
 

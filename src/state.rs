@@ -18,6 +18,8 @@ pub enum PreheatMode {
     Load,
     /// Overwrite existing stock, unless the item already has sales.
     Force,
+    /// Keep existing stock; update name, price, window, limits and expiry.
+    UpdateMeta,
 }
 
 /// What preheat did (or, in a dry run, would do) to one item.
@@ -26,15 +28,17 @@ pub enum PreheatMode {
 pub enum PreheatStatus {
     Loaded,
     Kept,
+    MetaUpdated,
     Overwritten,
     HasSales,
     StockMissing,
 }
 
 impl PreheatStatus {
-    const ALL: [PreheatStatus; 5] = [
+    const ALL: [PreheatStatus; 6] = [
         PreheatStatus::Loaded,
         PreheatStatus::Kept,
+        PreheatStatus::MetaUpdated,
         PreheatStatus::Overwritten,
         PreheatStatus::HasSales,
         PreheatStatus::StockMissing,
@@ -45,6 +49,7 @@ impl PreheatStatus {
         match self {
             PreheatStatus::Loaded => "loaded",
             PreheatStatus::Kept => "kept",
+            PreheatStatus::MetaUpdated => "meta_updated",
             PreheatStatus::Overwritten => "overwritten",
             PreheatStatus::HasSales => "has_sales",
             PreheatStatus::StockMissing => "stock_missing",
@@ -87,6 +92,7 @@ pub fn preheat_item<C: ConnectionLike>(
     let mode_name = match mode {
         PreheatMode::Load => "load",
         PreheatMode::Force => "force",
+        PreheatMode::UpdateMeta => "meta",
     };
     let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     let (status, before, after): (String, i64, i64) = scripts::PREHEAT
@@ -94,6 +100,8 @@ pub fn preheat_item<C: ConnectionLike>(
         .key(&keys.stock)
         .key(&keys.buyers)
         .key(&keys.orders)
+        .key(&keys.buyer_orders)
+        .key(&keys.requests)
         .arg(if dry_run { "dry" } else { mode_name })
         .arg(item.stock)
         .arg(&item.name)

@@ -444,3 +444,54 @@ fn preheat_refuses_to_reload_stock_that_has_already_been_sold() {
         .assert()
         .code(exit_codes::NOT_PREHEATED);
 }
+
+#[test]
+fn update_meta_extends_a_live_sale_without_touching_its_stock() {
+    let server = RedisServer::start();
+    let item = "items:\n  - { id: \"1\", name: x, price: \"1\", stock: 5 }\n";
+    let ended_at = (chrono::Utc::now() - chrono::Duration::minutes(1)).to_rfc3339();
+    let ended = campaign_file(&format!("campaign: extend\nends_at: {ended_at}\n{item}"));
+    seckill(&ended.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    let buy = |file: &support::CampaignFile, user: &str| {
+        seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1", "--user", user])
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(buy(&ended, "a"), Some(exit_codes::ENDED));
+
+    let later = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
+    let extended = campaign_file(&format!("campaign: extend\nends_at: {later}\n{item}"));
+    let mut cmd = seckill(&extended.path, &server.url());
+    let (_, plain) = run(cmd.args(["preheat", "--format", "json"]));
+    assert_eq!(
+        plain["items"][0]["status"], "kept",
+        "a plain preheat changes nothing"
+    );
+    assert_eq!(buy(&extended, "a"), Some(exit_codes::ENDED));
+
+    let mut cmd = seckill(&extended.path, &server.url());
+    let (code, updated) = run(cmd.args(["preheat", "--update-meta", "--format", "json"]));
+    assert_eq!(code, 0);
+    assert_eq!(updated["items"][0]["status"], "meta_updated");
+    assert_eq!(buy(&extended, "a"), Some(exit_codes::SUCCESS));
+    let mut conn = server.conn();
+    let stock: i64 = redis::cmd("GET")
+        .arg("seckill:{extend:1}:stock")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(stock, 4, "stock was kept, then one sold");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("seckill:{extend:1}:stock")
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        ttl > 2 * 3_600_000,
+        "expiry follows the new ends_at + keep_after_end: {ttl}"
+    );
+}

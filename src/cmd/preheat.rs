@@ -18,6 +18,11 @@ pub struct Args {
     #[arg(long)]
     pub force: bool,
 
+    /// Keep the stock in Redis but take name, price, sale window, limits and key
+    /// expiry from the file (e.g. to extend `ends_at` during a sale).
+    #[arg(long, conflicts_with = "force")]
+    pub update_meta: bool,
+
     /// Show what would happen, write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -45,6 +50,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     }
     let mode = if args.force {
         PreheatMode::Force
+    } else if args.update_meta {
+        PreheatMode::UpdateMeta
     } else {
         PreheatMode::Load
     };
@@ -130,6 +137,10 @@ fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stoc
         PreheatStatus::Loaded => "loaded".to_string(),
         PreheatStatus::Kept => format!(
             "kept (Redis has {}, file says {file_stock}; --force to overwrite)",
+            before.unwrap_or(0)
+        ),
+        PreheatStatus::MetaUpdated => format!(
+            "stock kept ({}); window, limits, price and expiry updated",
             before.unwrap_or(0)
         ),
         PreheatStatus::Overwritten => format!("overwritten (was {})", before.unwrap_or(0)),
