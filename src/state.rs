@@ -257,8 +257,12 @@ pub fn operator_name() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| "unknown".into());
-    let host = hostname::get()
+    format!("{user}@{}", host_name())
+}
+
+/// This machine's host name, or "unknown".
+pub fn host_name() -> String {
+    hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "unknown".into());
-    format!("{user}@{host}")
+        .unwrap_or_else(|_| "unknown".into())
 }

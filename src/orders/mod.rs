@@ -177,9 +177,7 @@ pub fn now_ms() -> i64 {
 
 /// `host-pid`: a consumer name unique to this process.
 pub fn default_consumer_name(role: &str) -> String {
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "unknown".into());
+    let host = crate::state::host_name();
     let pid = std::process::id();
     if role.is_empty() {
         format!("{host}-{pid}")
