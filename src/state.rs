@@ -190,6 +190,8 @@ pub fn item_state<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<It
 }
 
 /// Set the kill switch of one item. Takes effect on the buy script's next call.
+/// `expire_at_ms` (the campaign's) gives the meta hash an expiry when it has
+/// none, so a switch flipped on a never-preheated item does not stay forever.
 pub fn set_switch<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
@@ -197,6 +199,7 @@ pub fn set_switch<C: ConnectionLike>(
     reason: &str,
     by: &str,
     now_ms: i64,
+    expire_at_ms: Option<i64>,
 ) -> Result<()> {
     let () = conn
         .hset_multiple(
@@ -209,6 +212,14 @@ pub fn set_switch<C: ConnectionLike>(
             ],
         )
         .with_context(|| format!("cannot set kill switch of {}", keys.base))?;
+    if let Some(at) = expire_at_ms {
+        let _: i64 = redis::cmd("PEXPIREAT")
+            .arg(&keys.meta)
+            .arg(at)
+            .arg("NX")
+            .query(conn)
+            .with_context(|| format!("cannot set the expiry of {}", keys.meta))?;
+    }
     Ok(())
 }
 

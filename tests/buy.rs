@@ -282,7 +282,7 @@ fn the_kill_switch_takes_effect_on_the_next_call() {
     let mut conn = server.conn();
     let first = attempt(&mut conn, &campaign, "a", 1, Some("r-a"));
     assert_eq!(first.outcome, Outcome::Ok);
-    state::set_switch(&mut conn, &keys, true, "bots", "test", 1).unwrap();
+    state::set_switch(&mut conn, &keys, true, "bots", "test", 1, None).unwrap();
     let refused = attempt(&mut conn, &campaign, "b", 1, None);
     assert_eq!(
         (refused.outcome, refused.stock_left),
@@ -294,7 +294,7 @@ fn the_kill_switch_takes_effect_on_the_next_call() {
         (retry.outcome, retry.order_id),
         (Outcome::Ok, first.order_id)
     );
-    state::set_switch(&mut conn, &keys, false, "", "test", 2).unwrap();
+    state::set_switch(&mut conn, &keys, false, "", "test", 2, None).unwrap();
     assert_eq!(
         attempt(&mut conn, &campaign, "b", 1, None).outcome,
         Outcome::Ok

@@ -66,6 +66,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 &args.reason,
                 &by,
                 now,
+                campaign.expire_at_ms(),
             )?;
         }
     }
