@@ -131,14 +131,7 @@ pub fn reconcile_item<C: ConnectionLike>(
     };
     // One script, not a pipeline: a cluster connection does not pipeline, and
     // stock and the stream's end must be read at the same instant.
-    let (initial, stock, dead_len, snapshot_end): (Option<i64>, Option<i64>, u64, String) =
-        scripts::RECONCILE_SNAPSHOT
-            .key(&keys.meta)
-            .key(&keys.stock)
-            .key(&keys.orders)
-            .key(&keys.dead)
-            .invoke(conn)
-            .with_context(|| format!("cannot read the state of {}", keys.base))?;
+    let (initial, stock, dead_len, snapshot_end) = snapshot(conn, &keys)?;
     let Some(remaining) = stock else {
         report.problem = Some(format!(
             "item {} is not preheated or its keys expired (no {}): nothing to check against",
@@ -159,14 +152,7 @@ pub fn reconcile_item<C: ConnectionLike>(
     report.sold_per_redis = sum_buyers(conn, &keys)?;
     // Buyers cannot be read atomically with the stock (HSCAN pages): when the
     // stream grew meanwhile, the sale is live and that comparison is skipped.
-    let (_, _, _, end_after_buyers): (Option<i64>, Option<i64>, u64, String) =
-        scripts::RECONCILE_SNAPSHOT
-            .key(&keys.meta)
-            .key(&keys.stock)
-            .key(&keys.orders)
-            .key(&keys.dead)
-            .invoke(conn)
-            .with_context(|| format!("cannot read the state of {}", keys.base))?;
+    let (_, _, _, end_after_buyers) = snapshot(conn, &keys)?;
     report.sale_in_progress = end_after_buyers != snapshot_end;
 
     let group = stream::group_info(conn, &keys)?.unwrap_or_default();
@@ -207,6 +193,21 @@ pub fn reconcile_item<C: ConnectionLike>(
         && report.missing_from_database.count == 0
         && report.not_in_redis.count == 0;
     Ok(report)
+}
+
+/// (initial stock, stock, dead-letter length, order stream's last id or ""),
+/// read in one script: stock and the stream's end always agree.
+fn snapshot<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+) -> Result<(Option<i64>, Option<i64>, u64, String)> {
+    scripts::RECONCILE_SNAPSHOT
+        .key(&keys.meta)
+        .key(&keys.stock)
+        .key(&keys.orders)
+        .key(&keys.dead)
+        .invoke(conn)
+        .with_context(|| format!("cannot read the state of {}", keys.base))
 }
 
 fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
