@@ -46,14 +46,8 @@ impl Session {
         let what = format!("opening {}", location.display());
         // A database still starting is waited for, a bad path or password is
         // not: opening gives up after OPEN_PATIENCE.
-        let deadline = Instant::now() + OPEN_PATIENCE;
-        let store = retry(command, &what, &stop, || {
-            location.open().inspect_err(|_| {
-                if Instant::now() >= deadline {
-                    stop.store(true, Ordering::SeqCst);
-                }
-            })
-        })?;
+        let deadline = Some(Instant::now() + OPEN_PATIENCE);
+        let store = retry_until(command, &what, &stop, deadline, || location.open())?;
         Ok(Session {
             campaign,
             target,
@@ -82,6 +76,17 @@ pub fn retry<T>(
     command: &str,
     what: &str,
     stop: &AtomicBool,
+    attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    retry_until(command, what, stop, None, attempt)
+}
+
+/// [`retry`], giving up as well once `deadline` has passed.
+pub fn retry_until<T>(
+    command: &str,
+    what: &str,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
     mut attempt: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     let mut delay = BACKOFF_START;
@@ -103,7 +108,8 @@ pub fn retry<T>(
                 if stop.load(Ordering::SeqCst) {
                     failures_after_stop += 1;
                 }
-                if failures_after_stop >= ATTEMPTS_AFTER_STOP {
+                let past_deadline = deadline.is_some_and(|d| Instant::now() >= d);
+                if failures_after_stop >= ATTEMPTS_AFTER_STOP || past_deadline {
                     return Err(
                         error.context(format!("{what}: giving up after {failures} attempt(s)"))
                     );
@@ -117,7 +123,12 @@ pub fn retry<T>(
                     command,
                     format!("{what} failed (attempt {failures}), retrying in {wait:?}: {error:#}"),
                 );
-                sleep_unless_stopped(wait, stop);
+                if failures_after_stop > 0 {
+                    // Stopping: a short pause only, to ride out a call the signal interrupted.
+                    std::thread::sleep(wait);
+                } else {
+                    sleep_unless_stopped(wait, stop);
+                }
                 delay = (delay * 2).min(BACKOFF_MAX);
             }
         }
