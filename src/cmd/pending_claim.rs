@@ -162,8 +162,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                             stream::ack(&mut conn, &keys.orders, std::slice::from_ref(&id))?;
                             report.stored += 1;
                         }
-                        // An empty transaction tells whether the database takes writes at all.
-                        Err(error) if store.insert_orders(&[], now_ms()).is_ok() => {
+                        Err(error) if store.accepts_writes() => {
                             doomed.push((
                                 id,
                                 format!("delivered {delivered} times, and the database refuses it: {error:#}"),

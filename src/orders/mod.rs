@@ -148,6 +148,11 @@ pub trait OrderStore {
     /// returns how many rows are new. When this returns `Ok` the rows are committed.
     fn insert_orders(&mut self, orders: &[Order], consumed_at_ms: i64) -> Result<u64>;
 
+    /// Whether the database takes writes right now: an empty write transaction commits.
+    fn accepts_writes(&mut self) -> bool {
+        self.insert_orders(&[], 0).is_ok()
+    }
+
     /// Which of `order_ids` are stored.
     fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>>;
 
