@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate completions/ from the clap definition (tests/completions.rs checks they are current).
+# Regenerate completions/ from the clap definition (tests/it/completions.rs checks they are current).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::campaign::Campaign;
 use crate::cmd;
-use crate::error::usage;
+use crate::context::Globals;
 use crate::output::Format;
-use crate::redis_conn::{ConnectionArgs, RedisTarget};
+use crate::redis_conn::ConnectionArgs;
 
 /// Run a flash sale (秒杀) on Redis without ever selling one item too many.
 ///
@@ -71,29 +70,6 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     Reconcile(cmd::reconcile::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     Loadtest(cmd::loadtest::Args),
-}
-
-/// What every subcommand gets besides its own flags.
-#[derive(Debug, Clone)]
-pub struct Globals {
-    pub campaign: Option<PathBuf>,
-    pub format: Format,
-    pub connection: ConnectionArgs,
-}
-
-impl Globals {
-    /// Load the campaign file named by `-c`, or explain how to name one.
-    pub fn campaign(&self) -> Result<Campaign> {
-        let path = self.campaign.as_ref().ok_or_else(|| {
-            usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
-        })?;
-        Campaign::load(path)
-    }
-
-    /// The Redis target for this campaign (flag/env > file > default).
-    pub fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
-        RedisTarget::resolve(&self.connection, Some(campaign))
-    }
 }
 
 impl Cli {

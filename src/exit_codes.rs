@@ -1,7 +1,7 @@
 //! Every exit status `seckill` can return, written down once.
 //!
 //! Scripts branch on these numbers, so they are part of the interface: the
-//! README table is generated from the same list and `tests/exit_codes.rs`
+//! README table is generated from the same list and `tests/it/exit_codes.rs`
 //! checks each one from outside the binary.
 
 /// The command did what was asked (`buy`: the order was placed; `reconcile`: balanced).

@@ -7,6 +7,7 @@ pub mod buy;
 pub mod campaign;
 pub mod cli;
 pub mod cmd;
+pub mod context;
 pub mod error;
 pub mod exit_codes;
 pub mod keys;

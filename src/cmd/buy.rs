@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::buy::{self, BuyRequest, Outcome};
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::error::usage;
 use crate::keys::ItemKeys;
 use crate::output::{self, Format};

@@ -16,7 +16,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::exit_codes;
 use crate::keys::{ItemKeys, ORDER_GROUP};
 use crate::orders::entry::{RawEntry, parse_order};

@@ -9,7 +9,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;

@@ -12,7 +12,7 @@ use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::campaign::{Campaign, MAX_STOCK};
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};

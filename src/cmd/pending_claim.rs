@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::orders::entry::parse_order;

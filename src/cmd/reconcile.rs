@@ -9,7 +9,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::exit_codes;
 use crate::orders::reconcile::{ItemReport, reconcile_item};
 use crate::orders::{StoreArgs, StoreLocation};

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::output::{self, Format};

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use super::entry::Order;
 use super::{OrderStore, StoreArgs, StoreLocation, log, now_ms, stream};
 use crate::campaign::Campaign;
-use crate::cli::Globals;
+use crate::context::Globals;
 use crate::redis_conn::{Conn, RedisTarget};
 
 /// What `consume` and `pending-claim` work with: the campaign, Redis, the

@@ -1,7 +1,7 @@
 //! The binary from outside: stdout, stderr and exit status of every
 //! subcommand of the core toolkit, and every documented exit code.
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -2,7 +2,7 @@
 //! points, a database that is locked or down for a while, SIGTERM during a
 //! run. Nothing acked that is not committed; nothing lost; nothing doubled.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

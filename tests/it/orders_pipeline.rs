@@ -3,7 +3,7 @@
 //! poison entries are dead-lettered without blocking the rest, and
 //! reconcile names the orders that break the equation.
 
-mod support;
+use crate::support;
 
 use mysql::prelude::Queryable;
 use redis::Commands;

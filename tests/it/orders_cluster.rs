@@ -2,7 +2,7 @@
 //! own slot, so consume reads per item and the dead-letter script runs in
 //! the item's slot; reconcile balances across masters.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

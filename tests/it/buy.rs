@@ -1,7 +1,7 @@
 //! The buy script, specified: never oversold, never twice to one person,
 //! idempotent per request id, and every refusal with its own outcome.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Scale-out is Redis Cluster: every key of one item shares a hash tag, so the
 //! buy script runs in one slot while different items spread over the masters.
 
-mod support;
+use crate::support;
 
 use seckill::exit_codes;
 use support::cluster::RedisCluster;

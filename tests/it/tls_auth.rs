@@ -1,7 +1,7 @@
 //! The connection layer against servers that demand more: a password (ACL
 //! default user) and TLS with a private CA (`rediss://` + `--tls-ca-cert`).
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

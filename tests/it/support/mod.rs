@@ -2,7 +2,6 @@
 //!
 //! `RedisServer` runs a throwaway `redis-server` on a free loopback port with
 //! persistence off, waits until it answers PING, and kills it on drop.
-#![allow(dead_code)]
 
 pub mod cluster;
 pub mod mariadb;

@@ -2,8 +2,6 @@
 //! `tests/bad_campaigns/` is refused with exit code 2 and the exact message
 //! its first line (`# expect: ...`) promises, before any Redis is contacted.
 
-mod support;
-
 use std::path::Path;
 
 use seckill::campaign::Campaign;

@@ -4,7 +4,7 @@
 //! machine with no system MariaDB service running; `stop` / `restart`
 //! simulate an outage on the same port and data.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -193,11 +193,6 @@ impl MariaDb {
             "mariadbd did not restart; its log:\n{}",
             self.error_log()
         );
-    }
-
-    /// The datadir (kept for the life of the value).
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
     }
 }
 

@@ -1,6 +1,6 @@
 //! `seckill loadtest` against a real redis-server started by each test.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 
