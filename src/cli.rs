@@ -33,8 +33,8 @@ pub struct Cli {
     )]
     pub campaign: Option<PathBuf>,
 
-    /// Output format: a table for people or JSON for scripts.
-    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    /// Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
     pub format: Format,
 
     #[command(flatten)]
@@ -68,6 +68,8 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     PendingClaim(cmd::pending_claim::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
+    /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
+    Status(cmd::status::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     Loadtest(cmd::loadtest::Args),
 }
@@ -75,6 +77,12 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
 impl Cli {
     /// Run the chosen subcommand; returns the process exit code.
     pub fn run(self) -> Result<i32> {
+        if self.format == Format::Prometheus && !matches!(self.command, Command::Status(_)) {
+            return Err(crate::error::usage(
+                "--format prometheus works only with `seckill status` \
+                 (a running `consume` serves the same metrics with --metrics-listen ADDR)",
+            ));
+        }
         let globals = Globals {
             campaign: self.campaign,
             format: self.format,
@@ -89,6 +97,7 @@ impl Cli {
             Command::Consume(args) => cmd::consume::run(&globals, &args),
             Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
             Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
+            Command::Status(args) => cmd::status::run(&globals, &args),
             Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
         }
     }

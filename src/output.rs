@@ -11,6 +11,19 @@ pub enum Format {
     Table,
     /// One JSON document on stdout, for scripts.
     Json,
+    /// Prometheus text exposition format (`status` only: node_exporter's textfile collector).
+    Prometheus,
+}
+
+impl Format {
+    /// The `--format` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Prometheus => "prometheus",
+        }
+    }
 }
 
 /// A table with the house style and these column headers.

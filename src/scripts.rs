@@ -25,6 +25,12 @@ pub const ITEM_STATE_SOURCE: &str = include_str!("../lua/item_state.lua");
 /// The item-state script, ready to invoke.
 pub static ITEM_STATE: LazyLock<Script> = LazyLock::new(|| Script::new(ITEM_STATE_SOURCE));
 
+/// Everything `status` shows about one item, read at one instant (read-only).
+pub const ITEM_STATUS_SOURCE: &str = include_str!("../lua/item_status.lua");
+
+/// The item-status script, ready to invoke.
+pub static ITEM_STATUS: LazyLock<Script> = LazyLock::new(|| Script::new(ITEM_STATUS_SOURCE));
+
 /// Dead-letter one pending order entry and ack it in one step.
 pub const DEAD_LETTER_SOURCE: &str = include_str!("../lua/dead_letter.lua");
 
@@ -51,6 +57,7 @@ pub fn all() -> Vec<(&'static str, &'static Script)> {
         ("buy", &BUY),
         ("preheat", &PREHEAT),
         ("item_state", &ITEM_STATE),
+        ("item_status", &ITEM_STATUS),
         ("dead_letter", &DEAD_LETTER),
         ("stream_order_ids", &STREAM_ORDER_IDS),
     ]

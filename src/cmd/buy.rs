@@ -100,7 +100,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     };
     match globals.format {
         Format::Json => output::print_json(&shown)?,
-        Format::Table => {
+        Format::Table | Format::Prometheus => {
             let mut table = output::table([
                 "outcome",
                 "order id",

@@ -225,7 +225,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "already_stored": acked - inserted,
             "items": counts,
         }))?,
-        Format::Table => {
+        Format::Table | Format::Prometheus => {
             let mut table =
                 output::table(["item", "stored and acked", "left pending (not orders)"]);
             for c in &counts {

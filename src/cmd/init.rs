@@ -80,7 +80,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "redis": target.display,
             "items": rows,
         }))?,
-        Format::Table => {
+        Format::Table | Format::Prometheus => {
             let mut table = output::table(["item", "keys deleted", "stock"]);
             for row in &rows {
                 table.add_row(vec![

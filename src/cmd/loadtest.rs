@@ -171,7 +171,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
 
     match globals.format {
         Format::Json => output::print_json(&reports)?,
-        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
+        Format::Table | Format::Prometheus => {
+            print_table(&campaign, &plan, &target.display, &reports, args.keep)
+        }
     }
     Ok(exit_codes::SUCCESS)
 }

@@ -9,3 +9,4 @@ pub mod pending_claim;
 pub mod preheat;
 pub mod reconcile;
 pub mod shutdown_switch;
+pub mod status;

@@ -206,7 +206,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "max_deliveries": args.max_deliveries,
             "items": reports,
         }))?,
-        Format::Table => {
+        Format::Table | Format::Prometheus => {
             let mut table =
                 output::table(["item", "claimed", "stored", "dead-lettered", "deleted"]);
             for r in &reports {

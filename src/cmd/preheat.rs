@@ -83,7 +83,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "expires_at": campaign.expire_at_ms().map(|ms| output::time_or_dash(Some(ms))),
             "items": reports,
         }))?,
-        Format::Table => {
+        Format::Table | Format::Prometheus => {
             let mut table =
                 output::table(["item", "name", "stock in file", "stock in Redis", "status"]);
             for r in &reports {

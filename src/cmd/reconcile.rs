@@ -97,7 +97,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             exit_code: code,
             items: &reports,
         })?,
-        Format::Table => print_table(&reports, &campaign.id, &store.display()),
+        Format::Table | Format::Prometheus => print_table(&reports, &campaign.id, &store.display()),
     }
     for r in reports.iter().filter(|r| !r.checked) {
         eprintln!(

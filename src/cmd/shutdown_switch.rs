@@ -88,7 +88,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "campaign": campaign.id,
             "items": rows,
         }))?,
-        Format::Table => {
+        Format::Table | Format::Prometheus => {
             let mut table = output::table([
                 "item",
                 "switch",
