@@ -11,6 +11,7 @@ pub mod context;
 pub mod error;
 pub mod exit_codes;
 pub mod keys;
+pub mod kill_switch;
 pub mod loadtest;
 pub mod metrics;
 pub mod orders;

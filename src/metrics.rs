@@ -96,7 +96,7 @@ pub const ORDERS_STORED: Metric = counter(
 );
 pub const STORE_RETRIES: Metric = counter(
     "seckill_store_retries_total",
-    "Failed attempts of this consume process to store a batch (each retried).",
+    "Failed attempts of this consume process to store a batch in the order database.",
 );
 pub const REDIS_UP: Metric = gauge(
     "seckill_redis_up",

@@ -31,6 +31,12 @@ pub const ITEM_STATUS_SOURCE: &str = include_str!("../lua/item_status.lua");
 /// The item-status script, ready to invoke.
 pub static ITEM_STATUS: LazyLock<Script> = LazyLock::new(|| Script::new(ITEM_STATUS_SOURCE));
 
+/// Flip one item's kill switch and append the flip to its capped history.
+pub const SET_SWITCH_SOURCE: &str = include_str!("../lua/set_switch.lua");
+
+/// The set-switch script, ready to invoke.
+pub static SET_SWITCH: LazyLock<Script> = LazyLock::new(|| Script::new(SET_SWITCH_SOURCE));
+
 /// Dead-letter one pending order entry and ack it in one step.
 pub const DEAD_LETTER_SOURCE: &str = include_str!("../lua/dead_letter.lua");
 
@@ -58,6 +64,7 @@ pub fn all() -> Vec<(&'static str, &'static Script)> {
         ("preheat", &PREHEAT),
         ("item_state", &ITEM_STATE),
         ("item_status", &ITEM_STATUS),
+        ("set_switch", &SET_SWITCH),
         ("dead_letter", &DEAD_LETTER),
         ("stream_order_ids", &STREAM_ORDER_IDS),
     ]

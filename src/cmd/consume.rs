@@ -40,6 +40,10 @@ pub struct Args {
     #[arg(long)]
     pub drain: bool,
 
+    /// Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
     /// The order database (`--orders-db`).
     #[command(flatten)]
     pub store: StoreArgs,
@@ -75,6 +79,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .collect();
     for keys in &items {
         stream::ensure_group(&mut conn, keys)?;
+    }
+    if let Some(listen) = args.metrics_listen {
+        let bound = crate::metrics::serve_consume(listen, campaign.clone(), target.clone())?;
+        log(COMMAND, format!("metrics at http://{bound}/metrics"));
     }
     let consumer = args
         .consumer
@@ -187,6 +195,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 store_then_ack(COMMAND, store.as_mut(), &target, &mut conn, &batch, &stop)?;
             inserted += stored.inserted;
             acked += stored.acked;
+            for (key, ids) in &batch.acks {
+                if let Some(&i) = index.get(key.as_str()) {
+                    crate::metrics::CONSUME.add_stored(&campaign.items[i].id, ids.len() as u64);
+                }
+            }
         }
         if !read_any && !new_read_failed && (final_pass || (history.take().is_none() && args.drain))
         {

@@ -188,7 +188,9 @@ pub fn store_then_ack(
             store.display()
         );
         stored.inserted = retry(command, &what, stop, || {
-            store.insert_orders(&batch.orders, now_ms())
+            store
+                .insert_orders(&batch.orders, now_ms())
+                .inspect_err(|_| crate::metrics::CONSUME.add_store_retry())
         })?;
     }
     for (stream_key, ids) in &batch.acks {
