@@ -12,6 +12,9 @@ pub const RUNTIME_ERROR: i32 = 1;
 pub const USAGE_ERROR: i32 = 2;
 /// `reconcile` found drift: the stock equation does not hold or the order sets differ.
 pub const DRIFT_FOUND: i32 = 3;
+/// `preheat` refused an item: it has sales (`--force`), or orders but no
+/// stock key; nothing was written for it. Distinct from 1: Redis answered.
+pub const PREHEAT_REFUSED: i32 = 4;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -44,6 +47,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         DRIFT_FOUND,
         "drift_found",
         "reconcile: the stock equation does not hold",
+    ),
+    (
+        PREHEAT_REFUSED,
+        "preheat_refused",
+        "preheat: an item has sales or lost its stock key; nothing written for it",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (

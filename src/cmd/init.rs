@@ -3,8 +3,11 @@
 //! streams, request ids, the kill switch and rate-limit keys, then loads the
 //! file's stock as `preheat` would.
 //!
-//! The order database is not touched: clear it yourself between rehearsals,
-//! or `reconcile` will report the old rows as drift.
+//! Refuses without `--yes` when the campaign has sales or a kill switch is
+//! ON (a reset would silently reopen a stopped sale). The order database is
+//! only read — `init` says how many rows of the campaign it still holds
+//! (`reconcile` would report them as drift) — unless `--purge-orders ID`
+//! names the campaign again, as its own confirmation.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -13,15 +16,26 @@ use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
+use crate::orders::{StoreArgs, StoreLocation};
 use crate::output::{self, Format};
 use crate::state::{self, PreheatMode};
 
 /// Flags of `seckill init`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Reset even when the campaign already has sales (their Redis record is deleted).
+    /// Reset even when the campaign already has sales (their Redis record is
+    /// deleted) or a kill switch is ON (it is turned off).
     #[arg(long)]
     pub yes: bool,
+
+    /// Also delete the campaign's rows from the order database. The value must
+    /// be the campaign id: a confirmation of its own.
+    #[arg(long, value_name = "CAMPAIGN_ID", requires = "yes")]
+    pub purge_orders: Option<String>,
+
+    /// The order database (`--orders-db`), counted (and purged) after the reset.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// One item's reset, as printed.
@@ -30,11 +44,29 @@ struct InitRow {
     item: String,
     keys_deleted: u64,
     stock: Option<i64>,
+    /// The kill switch was ON before the reset (it is off now).
+    kill_switch_was_on: bool,
+    #[serde(skip)]
+    switch_reason: Option<String>,
 }
 
 /// Reset every item of the campaign.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let campaign = globals.campaign()?;
+    if let Some(id) = &args.purge_orders
+        && *id != campaign.id
+    {
+        return Err(usage(format!(
+            "--purge-orders {id} does not name campaign {}: repeat the campaign id to confirm",
+            campaign.id
+        )));
+    }
+    let location = StoreLocation::resolve(&args.store, &campaign)?;
+    // Purging needs the database before anything is reset; counting is advice only.
+    let mut store = match &args.purge_orders {
+        Some(_) => Some(location.open_existing()?),
+        None => location.open_existing().ok(),
+    };
     let target = globals.redis(&campaign)?;
     let mut conn = target.connect()?;
     let all_keys: Vec<ItemKeys> = campaign
@@ -42,29 +74,51 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .iter()
         .map(|item| ItemKeys::live(&campaign.id, &item.id))
         .collect();
+    let mut before = Vec::new();
+    for keys in &all_keys {
+        before.push(state::item_state(&mut conn, keys)?);
+    }
     if !args.yes {
-        let mut sold = Vec::new();
-        for (item, keys) in campaign.items.iter().zip(&all_keys) {
-            let s = state::item_state(&mut conn, keys)?;
-            if s.has_sales() {
-                sold.push(format!(
-                    "{} ({} buyers, {} orders)",
-                    item.id, s.buyers, s.stream_len
-                ));
-            }
-        }
+        let mut refusals = Vec::new();
+        let sold: Vec<String> = campaign
+            .items
+            .iter()
+            .zip(&before)
+            .filter(|(_, s)| s.has_sales())
+            .map(|(item, s)| format!("{} ({} buyers, {} orders)", item.id, s.buyers, s.stream_len))
+            .collect();
         if !sold.is_empty() {
-            return Err(usage(format!(
+            refusals.push(format!(
                 "campaign {} already has sales on {}: pass --yes to delete them from Redis",
                 campaign.id,
                 sold.join(", ")
-            )));
+            ));
+        }
+        let switched: Vec<String> = campaign
+            .items
+            .iter()
+            .zip(&before)
+            .filter(|(_, s)| s.closed)
+            .map(|(item, s)| match &s.switch_reason {
+                Some(reason) => format!("{} ({reason})", item.id),
+                None => item.id.clone(),
+            })
+            .collect();
+        if !switched.is_empty() {
+            refusals.push(format!(
+                "the kill switch is ON for item {}: a reset turns it off and reopens the sale; \
+                 pass --yes to reset anyway",
+                switched.join(", ")
+            ));
+        }
+        if !refusals.is_empty() {
+            return Err(usage(refusals.join("; ")));
         }
     }
     // SCAN visits one node; on a cluster the per-user rate keys expire by themselves within one window.
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
-    for (item, keys) in campaign.items.iter().zip(&all_keys) {
+    for ((item, keys), was) in campaign.items.iter().zip(&all_keys).zip(before) {
         let deleted = state::delete_item(&mut conn, keys, scan_too)?;
         let report =
             state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?;
@@ -72,16 +126,29 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             item: item.id.clone(),
             keys_deleted: deleted,
             stock: report.redis_stock_after,
+            kill_switch_was_on: was.closed,
+            switch_reason: was.switch_reason,
         });
     }
+    let purged = match (&mut store, &args.purge_orders) {
+        (Some(store), Some(_)) => Some(store.delete_campaign(&campaign.id)?),
+        _ => None,
+    };
+    let order_rows = store
+        .as_mut()
+        .map(|store| store.campaign_rows(&campaign.id))
+        .transpose()?;
     match globals.format {
         Format::Json => output::print_json(&serde_json::json!({
             "campaign": campaign.id,
             "redis": target.display,
             "items": rows,
+            "database": location.display(),
+            "order_rows_in_database": order_rows,
+            "order_rows_purged": purged,
         }))?,
         Format::Table | Format::Prometheus => {
-            let mut table = output::table(["item", "keys deleted", "stock"]);
+            let mut table = output::table(["item", "keys deleted", "stock", "kill switch"]);
             for row in &rows {
                 table.add_row(vec![
                     row.item.clone(),
@@ -89,10 +156,32 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     row.stock
                         .map(|s| s.to_string())
                         .unwrap_or_else(|| "-".into()),
+                    match (row.kill_switch_was_on, &row.switch_reason) {
+                        (true, Some(reason)) => format!("was ON ({reason}), now off"),
+                        (true, None) => "was ON, now off".to_string(),
+                        (false, _) => "off".to_string(),
+                    },
                 ]);
             }
             println!("reset campaign {} on {}", campaign.id, target.display);
             println!("{table}");
+            if let Some(n) = purged {
+                println!(
+                    "deleted {n} order row(s) of campaign {} from {}",
+                    campaign.id,
+                    location.display()
+                );
+            }
+            if let Some(n) = order_rows.filter(|n| *n > 0) {
+                println!(
+                    "the order database {} still holds {n} order row(s) of campaign {}: reconcile \
+                     will report them as drift; delete them with `seckill -c {} init --yes --purge-orders {}`",
+                    location.display(),
+                    campaign.id,
+                    campaign.path.display(),
+                    campaign.id
+                );
+            }
         }
     }
     Ok(exit_codes::SUCCESS)

@@ -9,7 +9,7 @@ use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::output::{self, Format};
-use crate::state::{self, PreheatMode, PreheatStatus};
+use crate::state::{self, PreheatMode, PreheatReport, PreheatStatus};
 
 /// Flags of `seckill preheat`.
 #[derive(Debug, clap::Args)]
@@ -32,8 +32,8 @@ pub struct Args {
     pub item: Option<String>,
 }
 
-/// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
-/// (sales exist that a reload would double-sell).
+/// Preheat the campaign; exit 0, 4 (`preheat_refused`) when an item was
+/// refused (sales exist that a reload would double-sell), 1 when Redis fails.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let campaign = globals.campaign()?;
     let target = globals.redis(&campaign)?;
@@ -75,11 +75,20 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 .map_err(|e| anyhow::anyhow!("cannot load the {name} script: {e}"))?;
         }
     }
+    // Items kept with sales: `--force` would be refused there, so it is not offered.
+    let mut sold = Vec::new();
+    for r in reports.iter().filter(|r| r.status == PreheatStatus::Kept) {
+        let keys = ItemKeys::live(&campaign.id, &r.item);
+        if state::item_state(&mut conn, &keys)?.has_sales() {
+            sold.push(r.item.as_str());
+        }
+    }
     match globals.format {
         Format::Json => output::print_json(&serde_json::json!({
             "campaign": campaign.id,
             "redis": target.display,
             "dry_run": args.dry_run,
+            "written": !args.dry_run && reports.iter().any(|r| r.status.writes()),
             "expires_at": campaign.expire_at_ms().map(|ms| output::time_or_dash(Some(ms))),
             "items": reports,
         }))?,
@@ -91,7 +100,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     .redis_stock_after
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| "-".into());
-                let status = describe(r.status, args.dry_run, r.redis_stock_before, r.file_stock);
+                let status = describe(r, args.dry_run, sold.contains(&r.item.as_str()));
                 table.add_row(vec![
                     r.item.clone(),
                     r.name.clone(),
@@ -100,12 +109,15 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     status,
                 ]);
             }
+            let wrote = reports.iter().any(|r| r.status.writes());
             println!(
                 "{} campaign {} on {}{}",
                 if args.dry_run {
                     "dry run:"
-                } else {
+                } else if wrote {
                     "preheated"
+                } else {
+                    "nothing written:"
                 },
                 campaign.id,
                 target.display,
@@ -129,12 +141,18 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         "seckill: preheat refused item(s) {}: nothing was written for them (see status)",
         refused.join(", ")
     );
-    Ok(exit_codes::RUNTIME_ERROR)
+    Ok(exit_codes::PREHEAT_REFUSED)
 }
 
-fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {
-    let text = match status {
+fn describe(report: &PreheatReport, dry_run: bool, has_sales: bool) -> String {
+    let (before, file_stock) = (report.redis_stock_before, report.file_stock);
+    let text = match report.status {
         PreheatStatus::Loaded => "loaded".to_string(),
+        PreheatStatus::Kept if has_sales => format!(
+            "kept (Redis has {}, file says {file_stock}; the item has sales: `init --yes` \
+             resets it, --update-meta changes window and limits)",
+            before.unwrap_or(0)
+        ),
         PreheatStatus::Kept => format!(
             "kept (Redis has {}, file says {file_stock}; --force to overwrite)",
             before.unwrap_or(0)

@@ -52,7 +52,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let location = StoreLocation::resolve(&args.store, &campaign)?;
     let target = globals.redis(&campaign)?;
     let mut conn = target.connect()?;
-    let mut store = location.open()?;
+    let mut store = location.open_existing()?;
     let mut reports = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift

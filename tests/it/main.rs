@@ -11,6 +11,7 @@ mod completions;
 mod exit_codes;
 mod kill_switch_audit;
 mod loadtest;
+mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
