@@ -121,7 +121,35 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 request_id.clone(),
             ]);
             println!("{table}");
+            if let Some(step) = next_step(reply.outcome, &campaign, &item.id) {
+                eprintln!("seckill: {step}");
+            }
         }
     }
     Ok(code)
+}
+
+/// What to do about a refusal that is not the shopper's doing.
+fn next_step(outcome: Outcome, campaign: &crate::campaign::Campaign, item: &str) -> Option<String> {
+    let file = campaign.path.display();
+    let now = chrono::Utc::now().timestamp_millis();
+    match outcome {
+        Outcome::NotPreheated => Some(format!(
+            "item {item} is not in Redis (never preheated, or its keys expired): run `seckill -c {file} preheat`"
+        )),
+        Outcome::NotStarted => Some(match campaign.starts_at_ms {
+            Some(at) => format!(
+                "the sale opens at {} (in {}, by this machine's clock; starts_at in {file})",
+                output::time_or_dash(Some(at)),
+                crate::status::human_duration_ms(at - now)
+            ),
+            None => format!(
+                "the sale has not started per Redis, but {file} has no starts_at: re-run `seckill -c {file} preheat --update-meta`"
+            ),
+        }),
+        Outcome::Closed => Some(format!(
+            "the kill switch is ON: `seckill -c {file} shutdown-switch status` says why and who"
+        )),
+        _ => None,
+    }
 }

@@ -8,6 +8,7 @@ mod campaign_files;
 mod cli;
 mod cluster;
 mod completions;
+mod errors_say_what_to_do;
 mod exit_codes;
 mod kill_switch_audit;
 mod loadtest;
