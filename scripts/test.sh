@@ -10,5 +10,5 @@ export PATH="$PATH:/usr/sbin"
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
   . "$HOME/.cargo/env"
 fi
-command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.85+ with rustup" >&2; exit 1; }
+command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.88+ with rustup" >&2; exit 1; }
 cargo test --locked "$@"

@@ -18,7 +18,7 @@ use crate::redis_conn::ConnectionArgs;
 #[derive(Debug, Parser)]
 #[command(
     name = "seckill",
-    version,
+    version = env!("SECKILL_VERSION"),
     propagate_version = true,
     max_term_width = 100
 )]
@@ -62,6 +62,8 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     ShutdownSwitch(cmd::shutdown_switch::Args),
     /// Print a shell completion script (bash, zsh, fish, ...).
     Completions(cmd::completions::Args),
+    /// Print the manual page (roff), or write every page with --out DIR.
+    Man(cmd::man::Args),
     /// Carry orders from the item streams into the order database: commit, then ack.
     Consume(cmd::consume::Args),
     /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
@@ -94,6 +96,7 @@ impl Cli {
             Command::Buy(args) => cmd::buy::run(&globals, &args),
             Command::ShutdownSwitch(args) => cmd::shutdown_switch::run(&globals, &args),
             Command::Completions(args) => cmd::completions::run(&args),
+            Command::Man(args) => cmd::man::run(&args),
             Command::Consume(args) => cmd::consume::run(&globals, &args),
             Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
             Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),

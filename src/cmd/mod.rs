@@ -5,6 +5,7 @@ pub mod completions;
 pub mod consume;
 pub mod init;
 pub mod loadtest;
+pub mod man;
 pub mod pending_claim;
 pub mod preheat;
 pub mod reconcile;

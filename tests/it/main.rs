@@ -12,6 +12,7 @@ mod errors_say_what_to_do;
 mod exit_codes;
 mod kill_switch_audit;
 mod loadtest;
+mod man;
 mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
