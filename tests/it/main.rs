@@ -17,5 +17,6 @@ mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
+mod readme_session;
 mod status;
 mod tls_auth;

@@ -21,7 +21,13 @@ fn man_pages_are_current_and_cover_every_subcommand() {
     let mut expected: Vec<String> = pages.iter().map(|(n, _)| n.clone()).collect();
     expected.sort();
     assert_eq!(on_disk, expected, "man/ holds a page of no subcommand");
-    for sub in ["status", "preheat", "shutdown-switch", "consume", "reconcile"] {
+    for sub in [
+        "status",
+        "preheat",
+        "shutdown-switch",
+        "consume",
+        "reconcile",
+    ] {
         assert!(expected.contains(&format!("seckill-{sub}.1")), "{sub}");
     }
 }
