@@ -120,6 +120,12 @@ impl StoreLocation {
     /// is "no such database", never a fresh empty file (only `consume`
     /// creates the database; everything else reads what it wrote).
     pub fn open_existing(&self) -> Result<Box<dyn OrderStore>> {
+        self.require_existing()?;
+        self.open()
+    }
+
+    /// Fail with "no such database" when a SQLite file is missing.
+    pub fn require_existing(&self) -> Result<()> {
         if let StoreLocation::Sqlite(path) = self
             && !path.is_file()
         {
@@ -129,7 +135,7 @@ impl StoreLocation {
                 self.display()
             );
         }
-        self.open()
+        Ok(())
     }
 
     /// Connect, creating the database file (SQLite) and the schema when missing.
