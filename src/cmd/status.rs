@@ -201,7 +201,7 @@ fn frame(campaign: &Campaign, target: &RedisTarget, statuses: &[ItemStatus]) -> 
         "campaign {} on {} · Redis time {}\n",
         campaign.id,
         target.display,
-        output::time_or_dash(statuses.first().map(|s| s.redis_time_ms))
+        seconds(statuses.first().map(|s| s.redis_time_ms))
     );
     for s in statuses {
         out.push_str(&item_block(campaign, s));
@@ -211,72 +211,96 @@ fn frame(campaign: &Campaign, target: &RedisTarget, statuses: &[ItemStatus]) -> 
 
 fn item_block(campaign: &Campaign, s: &ItemStatus) -> String {
     let mut out = format!("item {}  {}\n", s.item, s.name);
-    let line = |out: &mut String, label: &str, text: String| {
+    // Short lines (a label, then at most ~70 columns): the view fits 80 columns.
+    let mut line = |label: &str, text: String| {
         out.push_str(&format!("  {label:<8} {text}\n"));
     };
-    let stock = match (s.stock_left, s.initial_stock) {
-        (Some(left), Some(initial)) => format!(
-            "{left} left of {initial} · {} sold to {} buyer{} · {}",
-            s.sold.unwrap_or(0),
-            s.buyers,
-            if s.buyers == 1 { "" } else { "s" },
-            rate_text(s)
+    match (s.stock_left, s.initial_stock) {
+        (Some(left), Some(initial)) => {
+            line(
+                "stock",
+                format!(
+                    "{left} left of {initial} · {} sold to {} buyer{}",
+                    s.sold.unwrap_or(0),
+                    s.buyers,
+                    if s.buyers == 1 { "" } else { "s" }
+                ),
+            );
+            line("rate", rate_text(s));
+        }
+        _ => line(
+            "stock",
+            format!(
+                "not preheated: run `seckill -c {} preheat`",
+                campaign.path.display()
+            ),
         ),
-        _ => format!(
-            "not preheated: run `seckill -c {} preheat`",
-            campaign.path.display()
-        ),
-    };
-    line(&mut out, "stock", stock);
-    line(&mut out, "window", s.window.describe());
+    }
+    line("window", s.window.describe());
     let switch = &s.kill_switch;
-    let mut text = if switch.on {
-        "ON — every buy is refused (closed)".to_string()
-    } else {
-        "off".to_string()
-    };
-    if let Some(reason) = &switch.reason {
-        text.push_str(&format!(" · \"{reason}\""));
-    }
-    if let Some(at) = switch.switched_at_ms {
-        text.push_str(&format!(" · set {}", output::time_or_dash(Some(at))));
-    }
-    if let Some(by) = &switch.switched_by {
-        text.push_str(&format!(" by {by}"));
-    }
-    line(&mut out, "switch", text);
-    let stream = &s.stream;
-    let group = if stream.group_exists {
-        format!(
-            "group {}: {} pending, lag {}",
-            crate::keys::ORDER_GROUP,
-            stream.pending,
-            stream
-                .lag
-                .map_or_else(|| "unknown".to_string(), |l| l.to_string())
-        )
-    } else {
-        "no consumer group yet (preheat or consume creates it)".to_string()
-    };
     line(
-        &mut out,
-        "orders",
+        "switch",
+        if switch.on {
+            "ON — every buy is refused (closed)".to_string()
+        } else {
+            "off".to_string()
+        },
+    );
+    if switch.switched_at_ms.is_some() {
+        let mut text = format!("set {}", seconds(switch.switched_at_ms));
+        if let Some(by) = &switch.switched_by {
+            text.push_str(&format!(" by {by}"));
+        }
+        if let Some(reason) = &switch.reason {
+            text.push_str(&format!(": \"{reason}\""));
+        }
+        line("", text);
+    }
+    let stream = &s.stream;
+    line(
+        "stream",
         format!(
-            "{} in stream · {group} · {} dead-lettered",
-            stream.length, s.dead_letter
+            "{} order{} · {} dead-lettered",
+            stream.length,
+            if stream.length == 1 { "" } else { "s" },
+            s.dead_letter
         ),
     );
-    let expiry = match s.expires_in_ms {
-        Some(ms) => format!(
-            "keys expire in {} ({}): run reconcile before",
-            human_duration_ms(ms),
-            output::time_or_dash(Some(s.redis_time_ms + ms))
-        ),
-        None if s.window.state == WindowState::NotPreheated => "no keys".to_string(),
-        None => "keys never expire (no ends_at)".to_string(),
-    };
-    line(&mut out, "expiry", expiry);
+    line(
+        "group",
+        if stream.group_exists {
+            format!(
+                "{}: {} pending, lag {}",
+                crate::keys::ORDER_GROUP,
+                stream.pending,
+                stream
+                    .lag
+                    .map_or_else(|| "unknown".to_string(), |l| l.to_string())
+            )
+        } else {
+            "none yet (preheat or consume creates it)".to_string()
+        },
+    );
+    line(
+        "expiry",
+        match s.expires_in_ms {
+            Some(ms) => format!(
+                "keys expire in {}, at {}: reconcile before",
+                human_duration_ms(ms),
+                seconds(Some(s.redis_time_ms + ms))
+            ),
+            None if s.window.state == WindowState::NotPreheated => "no keys".to_string(),
+            None => "keys never expire (no ends_at)".to_string(),
+        },
+    );
     out
+}
+
+/// RFC 3339 to the second: precise enough for people, and shorter.
+fn seconds(ms: Option<i64>) -> String {
+    ms.and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "-".to_string())
 }
 
 fn rate_text(s: &ItemStatus) -> String {

@@ -113,9 +113,14 @@ fn status_shows_every_field_of_a_live_sale() {
     );
     assert!(text.contains("open — closes in 59m"), "{text}");
     assert!(text.contains("ON — every buy is refused"), "{text}");
-    assert!(text.contains("\"gateway down\""), "{text}");
-    assert!(text.contains("3 pending, lag 4"), "{text}");
+    assert!(text.contains(" by alice: \"gateway down\""), "{text}");
+    assert!(text.contains("7 orders · 0 dead-lettered"), "{text}");
+    assert!(text.contains("orders-db: 3 pending, lag 4"), "{text}");
     assert!(text.contains("keys expire in 2h 59m"), "{text}");
+    // Fits an 80-column terminal (CJK and the middle dot count as one here: ASCII names).
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line:?} is wider than 80");
+    }
 }
 
 #[test]
