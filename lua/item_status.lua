@@ -9,11 +9,12 @@
 -- KEYS[3] buyers  hash   (only its length)
 -- KEYS[4] orders  stream (length, entries added, consumer group, recent ids)
 -- KEYS[5] dead    stream (only its length)
--- ARGV[1] consumer group name of the order stream
--- ARGV[2] rate window in ms: count the order entries whose id time is within
---         this long before now
--- ARGV[3] most entries to count for the rate ("0" = do not count; the caller
---         then computes the rate from two samples of entries_added)
+-- ARGV[1] group           consumer group name of the order stream
+-- ARGV[2] rate_window_ms  count the order entries whose id time is within
+--                         this long before now
+-- ARGV[3] rate_scan_cap   most entries to count for the rate ("0" = do not
+--                         count; the caller then computes the rate from two
+--                         samples of entries_added)
 --
 -- Returns a flat array:
 --  [1] now_ms (Redis TIME)

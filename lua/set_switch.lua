@@ -7,13 +7,13 @@
 --
 -- KEYS[1] meta        hash   (closed, switch_reason, switched_at_ms, switched_by)
 -- KEYS[2] switch_log  list   JSON flips {closed, reason, by, at_ms}, newest first
--- ARGV[1] closed: "1" (on, every buy refused) or "0" (off)
--- ARGV[2] reason ("" = none given)
--- ARGV[3] by: who flipped it
--- ARGV[4] at_ms: when (Redis time, Unix ms)
--- ARGV[5] expire_at_ms ("" = none): the meta hash gets it only when it has
---         no expiry yet (a switch flipped on a never-preheated item)
--- ARGV[6] flips to keep (>= 1)
+-- ARGV[1] closed        "1" (on, every buy refused) or "0" (off)
+-- ARGV[2] reason        "" = none given
+-- ARGV[3] by            who flipped it
+-- ARGV[4] at_ms         when (Redis time, Unix ms)
+-- ARGV[5] expire_at_ms  "" = none; the meta hash gets it only when it has
+--                       no expiry yet (a switch flipped on a never-preheated item)
+-- ARGV[6] keep          flips to keep (>= 1)
 --
 -- Returns the number of flips kept.
 -- Both key types are checked before the first write: Redis has no rollback.
