@@ -1,28 +1,22 @@
-//! `seckill`: a thin shell around the library. Parse, run, print the error
-//! once with its causes (like `{:#}`, minus repeated causes), exit with the documented code.
+//! `seckill`: a thin shell around the library. Parse, run (the command
+//! reports its outcome or error once, see `report`), exit with the documented code.
+
+use std::process::ExitCode;
 
 use clap::Parser;
-use seckill::{cli::Cli, error, exit_codes};
+use seckill::{cli::Cli, exit_codes};
 
-fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+fn main() -> ExitCode {
+    let code = match Cli::try_parse() {
+        Ok(cli) => cli.run(),
         Err(error) => {
-            let code = if error.use_stderr() {
+            let _ = error.print();
+            if error.use_stderr() {
                 exit_codes::USAGE_ERROR
             } else {
                 exit_codes::SUCCESS
-            };
-            let _ = error.print();
-            std::process::exit(code);
+            }
         }
     };
-    let code = match cli.run() {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("seckill: error: {}", error::render(&error));
-            error::exit_code_for(&error)
-        }
-    };
-    std::process::exit(code);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
