@@ -140,10 +140,10 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
     let mut table = output::table([
         "item",
         "initial",
-        "in\ndatabase",
+        "in\nDB",
         "in\nflight",
-        "dead-\nlettered",
-        "left in\nRedis",
+        "dead-\nletter",
+        "left",
         "result",
     ]);
     for r in reports {

@@ -69,9 +69,17 @@ impl Report for SwitchReport {
     fn render(&self) -> String {
         let mut table = output::table(["item", "switch", "stock\nleft", "reason", "switched"]);
         for row in &self.items {
-            let switched = match (&row.switched_at, &row.switched_by) {
+            // Seconds are precise enough for people, and 4 columns narrower.
+            let at = row
+                .switched_at
+                .as_deref()
+                .map(|at| match at.split_once('.') {
+                    Some((seconds, _)) => format!("{seconds}Z"),
+                    None => at.to_string(),
+                });
+            let switched = match (at, &row.switched_by) {
                 (Some(at), Some(by)) => format!("{at} by {by}"),
-                (Some(at), None) => at.clone(),
+                (Some(at), None) => at,
                 _ => "-".into(),
             };
             table.add_row(vec![

@@ -13,4 +13,5 @@ mod loadtest;
 mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
+mod output;
 mod tls_auth;
