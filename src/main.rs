@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use seckill::{cli::Cli, exit_codes};
+use clap::{CommandFactory, Parser};
+use seckill::{cli::Cli, exit_codes, report};
 
 fn main() -> ExitCode {
     let code = match Cli::try_parse() {
@@ -12,6 +12,9 @@ fn main() -> ExitCode {
         Err(error) => {
             let _ = error.print();
             if error.use_stderr() {
+                if wants_json() {
+                    report::emit_usage_error(subcommand().as_deref(), &first_paragraph(&error));
+                }
                 exit_codes::USAGE_ERROR
             } else {
                 exit_codes::SUCCESS
@@ -19,4 +22,29 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// clap's explanation without the usage and the hint, on one line.
+fn first_paragraph(error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    let head = text.split("\n\n").next().unwrap_or_default();
+    let head = head.strip_prefix("error: ").unwrap_or(head);
+    head.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `--format json` (or `--format=json`) among the raw arguments clap refused.
+fn wants_json() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .any(|pair| pair[0] == "--format" && pair[1] == "json")
+        || args.iter().any(|arg| arg == "--format=json")
+}
+
+/// The first raw argument that names a subcommand.
+fn subcommand() -> Option<String> {
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    std::env::args().skip(1).find(|arg| names.contains(arg))
 }

@@ -115,6 +115,27 @@ pub fn emit_error(ctx: &Context, failure: &anyhow::Error) -> i32 {
     code
 }
 
+/// A command line clap refused, under `--format json`: the envelope with a
+/// `usage_error` on stdout (clap has already explained it on stderr).
+pub fn emit_usage_error(command: Option<&str>, message: &str) {
+    let envelope = Envelope::<()> {
+        schema: SCHEMA,
+        command: command.unwrap_or_default(),
+        campaign: None,
+        redis: None,
+        exit_code: exit_codes::USAGE_ERROR,
+        report: None,
+        error: Some(ErrorField {
+            kind: exit_codes::name_of(exit_codes::USAGE_ERROR),
+            message: message.to_string(),
+        }),
+    };
+    if let Ok(mut text) = serde_json::to_string_pretty(&envelope) {
+        text.push('\n');
+        let _ = output::write_stdout(&text);
+    }
+}
+
 fn envelope_json<R: Serialize>(
     ctx: &Context,
     exit_code: i32,

@@ -55,6 +55,17 @@ fn a_usage_error_under_json_is_an_envelope_too() {
         .json();
     assert_eq!(envelope["error"]["kind"], "usage_error");
     assert_eq!(envelope["redis"], serde_json::Value::Null);
+    // A flag the command line parser refuses gets one as well.
+    let refused = seckill(&["reconcile", "--bogus"])
+        .campaign(&file)
+        .json()
+        .fails_with(exit_codes::USAGE_ERROR)
+        .json();
+    assert_eq!(refused["command"], "reconcile");
+    assert_eq!(
+        refused["error"]["message"],
+        "unexpected argument '--bogus' found"
+    );
 }
 
 #[test]
