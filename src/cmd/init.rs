@@ -12,12 +12,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
-use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::orders::{StoreArgs, StoreLocation};
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 use crate::state::{self, PreheatMode};
 
 /// Flags of `seckill init`.
@@ -38,21 +38,81 @@ pub struct Args {
     pub store: StoreArgs,
 }
 
-/// One item's reset, as printed.
+/// `seckill init`'s report: what was reset, and what the order database still holds.
 #[derive(Debug, Serialize)]
-struct InitRow {
-    item: String,
-    keys_deleted: u64,
-    stock: Option<i64>,
+pub struct InitReport {
+    /// One entry per item of the campaign.
+    pub items: Vec<InitRow>,
+    /// The order database (password hidden).
+    pub database: String,
+    /// Rows of this campaign the order database still holds (reconcile will
+    /// call them drift); null when there is no database or it could not be read.
+    pub order_rows_in_database: Option<i64>,
+    /// Rows deleted by `--purge-orders`; null without it.
+    pub order_rows_purged: Option<u64>,
+    #[serde(skip)]
+    campaign: String,
+    #[serde(skip)]
+    campaign_file: String,
+    #[serde(skip)]
+    redis: String,
+}
+
+/// One item's reset.
+#[derive(Debug, Serialize)]
+pub struct InitRow {
+    /// The item id.
+    pub item: String,
+    /// Redis keys deleted (stock, buyers, streams, request ids, switch, rate limits).
+    pub keys_deleted: u64,
+    /// Stock loaded afterwards, from the file.
+    pub stock: Option<i64>,
     /// The kill switch was ON before the reset (it is off now).
-    kill_switch_was_on: bool,
+    pub kill_switch_was_on: bool,
     #[serde(skip)]
     switch_reason: Option<String>,
 }
 
+impl Report for InitReport {
+    fn render(&self) -> String {
+        let mut table = output::table(["item", "keys deleted", "stock", "kill switch"]);
+        for row in &self.items {
+            table.add_row(vec![
+                row.item.clone(),
+                row.keys_deleted.to_string(),
+                row.stock.map_or_else(|| "-".into(), |s| s.to_string()),
+                match (row.kill_switch_was_on, &row.switch_reason) {
+                    (true, Some(reason)) => format!("was ON ({reason}), now off"),
+                    (true, None) => "was ON, now off".to_string(),
+                    (false, _) => "off".to_string(),
+                },
+            ]);
+        }
+        output::fit(&mut table, &[3]);
+        let mut text = format!(
+            "reset campaign {} on {}\n{table}\n",
+            self.campaign, self.redis
+        );
+        if let Some(n) = self.order_rows_purged {
+            text.push_str(&output::paragraph(&format!(
+                "deleted {n} order row(s) of campaign {} from {}",
+                self.campaign, self.database
+            )));
+        }
+        if let Some(n) = self.order_rows_in_database.filter(|n| *n > 0) {
+            text.push_str(&output::paragraph(&format!(
+                "the order database {} still holds {n} order row(s) of campaign {}: reconcile \
+                 will report them as drift; delete them with `seckill -c {} init --yes --purge-orders {}`",
+                self.database, self.campaign, self.campaign_file, self.campaign
+            )));
+        }
+        text
+    }
+}
+
 /// Reset every item of the campaign.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
+    let campaign = ctx.campaign()?;
     if let Some(id) = &args.purge_orders
         && *id != campaign.id
     {
@@ -67,8 +127,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         Some(_) => Some(location.open_existing()?),
         None => location.open_existing().ok(),
     };
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+    let Opened {
+        campaign,
+        target,
+        mut conn,
+    } = ctx.open()?;
     let all_keys: Vec<ItemKeys> = campaign
         .items
         .iter()
@@ -138,51 +201,13 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .as_mut()
         .map(|store| store.campaign_rows(&campaign.id))
         .transpose()?;
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "redis": target.display,
-            "items": rows,
-            "database": location.display(),
-            "order_rows_in_database": order_rows,
-            "order_rows_purged": purged,
-        }))?,
-        Format::Table | Format::Prometheus => {
-            let mut table = output::table(["item", "keys deleted", "stock", "kill switch"]);
-            for row in &rows {
-                table.add_row(vec![
-                    row.item.clone(),
-                    row.keys_deleted.to_string(),
-                    row.stock
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    match (row.kill_switch_was_on, &row.switch_reason) {
-                        (true, Some(reason)) => format!("was ON ({reason}), now off"),
-                        (true, None) => "was ON, now off".to_string(),
-                        (false, _) => "off".to_string(),
-                    },
-                ]);
-            }
-            println!("reset campaign {} on {}", campaign.id, target.display);
-            println!("{table}");
-            if let Some(n) = purged {
-                println!(
-                    "deleted {n} order row(s) of campaign {} from {}",
-                    campaign.id,
-                    location.display()
-                );
-            }
-            if let Some(n) = order_rows.filter(|n| *n > 0) {
-                println!(
-                    "the order database {} still holds {n} order row(s) of campaign {}: reconcile \
-                     will report them as drift; delete them with `seckill -c {} init --yes --purge-orders {}`",
-                    location.display(),
-                    campaign.id,
-                    campaign.path.display(),
-                    campaign.id
-                );
-            }
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(InitReport {
+        items: rows,
+        database: location.display(),
+        order_rows_in_database: order_rows,
+        order_rows_purged: purged,
+        campaign: campaign.id,
+        campaign_file: campaign.path.display().to_string(),
+        redis: target.display,
+    })
 }

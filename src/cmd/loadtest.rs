@@ -7,18 +7,18 @@
 
 use std::io::IsTerminal;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::campaign::{Campaign, MAX_STOCK};
-use crate::context::Globals;
+use crate::context::Context;
 use crate::error::usage;
-use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::{self, Plan, Settings, Variant, VariantReport};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::RedisTarget;
+use crate::report::Report;
 use crate::scripts;
 
 /// What `--help` says about where the load test writes.
@@ -113,9 +113,24 @@ impl clap::ValueEnum for VariantChoice {
     }
 }
 
-/// Run the chosen variants and print the comparison; exit 0 unless Redis fails.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+/// `seckill loadtest`'s report: one entry per variant run.
+#[derive(serde::Serialize)]
+pub struct LoadtestReport {
+    /// The variants in the order they ran.
+    pub variants: Vec<VariantReport>,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for LoadtestReport {
+    fn render(&self) -> String {
+        format!("{}\n{}\n", self.heading, comparison_table(&self.variants))
+    }
+}
+
+/// Run the chosen variants and compare them; exit 0 unless Redis fails.
+pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
+    let campaign = ctx.campaign()?;
     let item_id = match &args.item {
         Some(id) => campaign.item(id)?.id.clone(),
         None => campaign.items[0].id.clone(),
@@ -127,7 +142,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             variants[0].as_str()
         )));
     }
-    let target = globals.redis(&campaign)?;
+    let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
@@ -169,13 +184,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         reports
     };
 
-    match globals.format {
-        Format::Json => output::print_json(&reports)?,
-        Format::Table | Format::Prometheus => {
-            print_table(&campaign, &plan, &target.display, &reports, args.keep)
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(LoadtestReport {
+        heading: heading(&campaign, &plan, &target.display, args.keep),
+        variants: reports,
+    })
 }
 
 /// Run `variants` in turn, each with its own progress bar; stop at the first failure.
@@ -240,15 +252,9 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     bar
 }
 
-fn print_table(
-    campaign: &Campaign,
-    plan: &Plan,
-    redis: &str,
-    reports: &[VariantReport],
-    kept: bool,
-) {
+fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
     let settings = &plan.settings;
-    println!(
+    format!(
         "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
         campaign.id,
         plan.item_id,
@@ -262,7 +268,10 @@ fn print_table(
         } else {
             String::new()
         }
-    );
+    )
+}
+
+fn comparison_table(reports: &[VariantReport]) -> comfy_table::Table {
     let mut table = output::table([
         "variant",
         "requests",
@@ -301,7 +310,8 @@ fn print_table(
             r.verdict.clone(),
         ]);
     }
-    println!("{table}");
+    output::fit(&mut table, &[15]);
+    table
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.

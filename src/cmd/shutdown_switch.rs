@@ -1,17 +1,19 @@
 //! `seckill shutdown-switch`: the kill switch. The buy script reads it on
-//! every call, so `on` refuses the very next attempt with `closed`.
+//! every call, so `on` refuses the very next attempt with `closed`. Each flip
+//! records who (`--by`, `SECKILL_OPERATOR`, else the OS account) and is kept
+//! in a capped history per item (`status --history`).
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
-use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::kill_switch::{self, Flip};
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 use crate::state;
-use crate::status::{StatusReader, WindowState};
+use crate::status::{StatusReader, Window};
 
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,7 +22,7 @@ pub enum Action {
     On,
     /// Reopen the sale.
     Off,
-    /// Show switch state, when and why it was set, and stock left, per item.
+    /// Show switch state, sale window, when, why and by whom it was set, and stock left, per item.
     Status,
 }
 
@@ -48,32 +50,118 @@ pub struct Args {
     pub history: bool,
 }
 
+/// `seckill shutdown-switch`'s report: the switch of each item after the action.
 #[derive(Debug, Serialize)]
-struct SwitchRow {
-    item: String,
-    closed: bool,
-    preheated: bool,
-    /// The sale window on the Redis clock: not_preheated, not_started, open, ended.
-    window: WindowState,
-    stock_left: Option<i64>,
-    reason: Option<String>,
-    switched_at: Option<String>,
-    switched_by: Option<String>,
-    /// The last flips, newest first (`--history` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    history: Option<Vec<Flip>>,
+pub struct SwitchReport {
+    /// One entry per selected item.
+    pub items: Vec<SwitchRow>,
+    #[serde(skip)]
+    campaign: String,
 }
 
-/// Flip or show the switch, then print the per-item status.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let items = campaign.select_items(args.item.as_deref())?;
+/// One item's switch.
+#[derive(Debug, Serialize)]
+pub struct SwitchRow {
+    /// The item id.
+    pub item: String,
+    /// The switch is on: every buy returns `closed`.
+    pub closed: bool,
+    /// The item's stock is in Redis.
+    pub preheated: bool,
+    /// The sale window on the Redis clock (`state`: not_preheated, not_started,
+    /// open, ended): whether buys go through depends on it as much as on the switch.
+    pub window: Window,
+    /// Units left; null when not preheated.
+    pub stock_left: Option<i64>,
+    /// `--reason` of the last switch, if any.
+    pub reason: Option<String>,
+    /// When the switch was last set, RFC 3339.
+    pub switched_at: Option<String>,
+    /// Who set it (`--by`, `SECKILL_OPERATOR`, else `user@host`).
+    pub switched_by: Option<String>,
+    /// The last flips, newest first (`--history` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Flip>>,
+}
+
+/// RFC 3339 to the second: precise enough for people, and narrower.
+fn to_seconds(at: &str) -> String {
+    match at.split_once('.') {
+        Some((seconds, _)) => format!("{seconds}Z"),
+        None => at.to_string(),
+    }
+}
+
+impl Report for SwitchReport {
+    fn render(&self) -> String {
+        let mut table = output::table([
+            "item",
+            "switch\nsale window",
+            "stock\nleft",
+            "reason",
+            "switched",
+        ]);
+        for row in &self.items {
+            let at = row.switched_at.as_deref().map(to_seconds);
+            let switched = match (at, &row.switched_by) {
+                (Some(at), Some(by)) => format!("{at} by {by}"),
+                (Some(at), None) => at,
+                _ => "-".into(),
+            };
+            // "off" alone never says "open": the window under it does, on the Redis clock.
+            let switch = if row.closed { "ON (closed)" } else { "off" };
+            table.add_row(vec![
+                row.item.clone(),
+                format!("{switch}\n{}", row.window.describe()),
+                match (row.preheated, row.stock_left) {
+                    (true, Some(s)) => s.to_string(),
+                    _ => "not preheated".to_string(),
+                },
+                row.reason.clone().unwrap_or_else(|| "-".into()),
+                switched,
+            ]);
+        }
+        output::fit(&mut table, &[1, 3, 4]);
+        let mut text = format!("kill switch of campaign {}\n{table}\n", self.campaign);
+        for row in &self.items {
+            let Some(history) = &row.history else {
+                continue;
+            };
+            text.push_str(&format!(
+                "last {} flip(s) of item {}, newest first\n",
+                history.len(),
+                row.item
+            ));
+            let mut table = output::table(["at", "switch", "by", "reason"]);
+            for flip in history {
+                table.add_row(vec![
+                    to_seconds(&output::time_or_dash(Some(flip.at_ms))),
+                    if flip.closed { "ON" } else { "off" }.to_string(),
+                    flip.by.clone(),
+                    if flip.reason.is_empty() {
+                        "-".to_string()
+                    } else {
+                        flip.reason.clone()
+                    },
+                ]);
+            }
+            output::fit(&mut table, &[2, 3]);
+            text.push_str(&format!("{table}\n"));
+        }
+        text
+    }
+}
+
+/// Flip or show the switch; the report is the per-item status afterwards.
+pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     if args.history && args.action != Action::Status {
         return Err(usage("--history goes with `shutdown-switch status`"));
     }
     let by = kill_switch::operator(args.by.as_deref())?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+    let Opened {
+        campaign, mut conn, ..
+    } = ctx.open()?;
+    let items = campaign.select_items(args.item.as_deref())?;
     if args.action != Action::Status {
         let now = state::redis_now_ms(&mut conn)?;
         for item in &items {
@@ -92,7 +180,6 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let statuses =
         StatusReader::without_rate_scan().read_campaign(&mut conn, &campaign, &items, 0)?;
     let mut rows = Vec::new();
-    let mut windows = Vec::new();
     for s in statuses {
         let history = if args.history {
             let keys = ItemKeys::live(&campaign.id, &s.item);
@@ -104,7 +191,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             item: s.item,
             closed: s.kill_switch.on,
             preheated: s.preheated,
-            window: s.window.state,
+            window: s.window,
             stock_left: s.stock_left,
             reason: s.kill_switch.reason,
             switched_at: s
@@ -114,65 +201,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             switched_by: s.kill_switch.switched_by,
             history,
         });
-        windows.push(s.window);
     }
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "items": rows,
-        }))?,
-        Format::Table | Format::Prometheus => {
-            let mut table = output::table([
-                "item",
-                "switch",
-                "sale window",
-                "stock left",
-                "reason",
-                "switched at",
-                "by",
-            ]);
-            for (row, window) in rows.iter().zip(&windows) {
-                table.add_row(vec![
-                    row.item.clone(),
-                    // "off" only: whether buys go through also depends on the window.
-                    if row.closed { "ON (closed)" } else { "off" }.to_string(),
-                    window.describe(),
-                    match (row.preheated, row.stock_left) {
-                        (true, Some(s)) => s.to_string(),
-                        _ => "not preheated".to_string(),
-                    },
-                    row.reason.clone().unwrap_or_else(|| "-".into()),
-                    row.switched_at.clone().unwrap_or_else(|| "-".into()),
-                    row.switched_by.clone().unwrap_or_else(|| "-".into()),
-                ]);
-            }
-            println!("kill switch of campaign {}", campaign.id);
-            println!("{table}");
-            for row in &rows {
-                let Some(history) = &row.history else {
-                    continue;
-                };
-                println!(
-                    "last {} flip(s) of item {}, newest first",
-                    history.len(),
-                    row.item
-                );
-                let mut table = output::table(["at", "switch", "reason", "by"]);
-                for flip in history {
-                    table.add_row(vec![
-                        output::time_or_dash(Some(flip.at_ms)),
-                        if flip.closed { "ON" } else { "off" }.to_string(),
-                        if flip.reason.is_empty() {
-                            "-".to_string()
-                        } else {
-                            flip.reason.clone()
-                        },
-                        flip.by.clone(),
-                    ]);
-                }
-                println!("{table}");
-            }
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(SwitchReport {
+        items: rows,
+        campaign: campaign.id.clone(),
+    })
 }

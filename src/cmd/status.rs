@@ -6,21 +6,22 @@
 //! `--format prometheus` writes the metrics for node_exporter's textfile
 //! collector.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::campaign::{Campaign, Item};
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::exit_codes;
 use crate::metrics::Exposition;
 use crate::output::{self, Format};
 use crate::redis_conn::{Conn, RedisTarget, parse_duration_arg};
+use crate::report::{Report, emit, envelope_line};
 use crate::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
 
 /// Flags of `seckill status`.
@@ -45,87 +46,88 @@ const MIN_WATCH: Duration = Duration::from_millis(100);
 /// The rate's interval of a single status (no `--watch`).
 const ONE_SHOT_RATE_INTERVAL_MS: i64 = 10_000;
 
+/// `seckill status`'s report: every selected item at one instant.
 #[derive(Debug, Serialize)]
-struct StatusOutput<'a> {
-    campaign: &'a str,
-    redis: &'a str,
-    redis_time: String,
-    items: &'a [ItemStatus],
+pub struct StatusReport {
+    /// Redis server time of the sample, RFC 3339.
+    pub redis_time: String,
+    /// One entry per selected item.
+    pub items: Vec<ItemStatus>,
+    #[serde(skip)]
+    campaign_id: String,
+    #[serde(skip)]
+    campaign_file: String,
+    #[serde(skip)]
+    redis: String,
+}
+
+impl StatusReport {
+    fn new(campaign: &Campaign, target: &RedisTarget, items: Vec<ItemStatus>) -> StatusReport {
+        StatusReport {
+            redis_time: output::time_or_dash(items.first().map(|s| s.redis_time_ms)),
+            items,
+            campaign_id: campaign.id.clone(),
+            campaign_file: campaign.path.display().to_string(),
+            redis: target.display.clone(),
+        }
+    }
+}
+
+impl Report for StatusReport {
+    fn render(&self) -> String {
+        frame(self)
+    }
+
+    fn exposition(&self) -> Option<String> {
+        let mut exposition = Exposition::default();
+        exposition.add_statuses(&self.campaign_id, &self.items);
+        Some(exposition.render())
+    }
 }
 
 /// Show the status once, or every `--watch` until interrupted; exit 0.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
+    if let Some(every) = args.watch {
+        if every < MIN_WATCH {
+            return Err(usage(format!(
+                "--watch {} is too short: at least {}",
+                humantime::format_duration(every),
+                humantime::format_duration(MIN_WATCH)
+            )));
+        }
+        if ctx.format == Format::Prometheus {
+            return Err(usage(
+                "--watch cannot be combined with --format prometheus: write the file from cron, \
+                 or scrape `consume --metrics-listen`",
+            ));
+        }
+    }
+    let Opened {
+        campaign,
+        target,
+        mut conn,
+    } = ctx.open()?;
     let items = campaign.select_items(args.item.as_deref())?;
-    let target = globals.redis(&campaign)?;
     let Some(every) = args.watch else {
-        let mut conn = target.connect()?;
         let statuses = StatusReader::default().read_campaign(
             &mut conn,
             &campaign,
             &items,
             ONE_SHOT_RATE_INTERVAL_MS,
         )?;
-        print_once(globals.format, &campaign, &target, &statuses)?;
-        return Ok(exit_codes::SUCCESS);
+        return emit(ctx, &StatusReport::new(&campaign, &target, statuses));
     };
-    if every < MIN_WATCH {
-        return Err(usage(format!(
-            "--watch {} is too short: at least {}",
-            humantime::format_duration(every),
-            humantime::format_duration(MIN_WATCH)
-        )));
-    }
-    if globals.format == Format::Prometheus {
-        return Err(usage(
-            "--watch cannot be combined with --format prometheus: write the file from cron, \
-             or scrape `consume --metrics-listen`",
-        ));
-    }
-    watch(globals.format, &campaign, &items, &target, every)
-}
-
-fn print_once(
-    format: Format,
-    campaign: &Campaign,
-    target: &RedisTarget,
-    statuses: &[ItemStatus],
-) -> Result<()> {
-    match format {
-        Format::Json => output::print_json(&envelope(campaign, target, statuses)),
-        Format::Prometheus => {
-            let mut exposition = Exposition::default();
-            exposition.add_statuses(&campaign.id, statuses);
-            print!("{}", exposition.render());
-            Ok(())
-        }
-        Format::Table => {
-            print!("{}", frame(campaign, target, statuses));
-            Ok(())
-        }
-    }
-}
-
-fn envelope<'a>(
-    campaign: &'a Campaign,
-    target: &'a RedisTarget,
-    statuses: &'a [ItemStatus],
-) -> StatusOutput<'a> {
-    StatusOutput {
-        campaign: &campaign.id,
-        redis: &target.display,
-        redis_time: output::time_or_dash(statuses.first().map(|s| s.redis_time_ms)),
-        items: statuses,
-    }
+    watch(ctx, &campaign, &items, &target, conn, every)
 }
 
 /// Sample every `every` until SIGINT/SIGTERM. A failed sample is shown and
 /// retried on a fresh connection: a Redis blip must not close the console.
 fn watch(
-    format: Format,
+    ctx: &Context,
     campaign: &Campaign,
     items: &[&Item],
     target: &RedisTarget,
+    conn: Conn,
     every: Duration,
 ) -> Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -133,13 +135,12 @@ fn watch(
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("cannot install signal handler")?;
     }
-    let in_place = format == Format::Table && std::io::stdout().is_terminal();
+    let in_place = ctx.format == Format::Table && std::io::stdout().is_terminal();
     let interval_ms = every.as_millis() as i64;
     let mut reader = StatusReader::default();
-    let mut conn: Option<Conn> = None;
-    let mut stdout = std::io::stdout().lock();
-    if in_place {
-        write!(stdout, "\x1b[2J")?;
+    let mut conn = Some(conn);
+    if in_place && !output::write_stdout("\x1b[2J")? {
+        return Ok(exit_codes::SUCCESS);
     }
     while !stop.load(Ordering::SeqCst) {
         let started = Instant::now();
@@ -150,40 +151,31 @@ fn watch(
             };
             reader.read_campaign(conn, campaign, items, interval_ms)
         })();
-        let text = match (&sample, format) {
+        let text = match (sample, ctx.format) {
             (Ok(statuses), Format::Json) => {
-                let mut line = serde_json::to_string(&envelope(campaign, target, statuses))?;
-                line.push('\n');
-                line
+                envelope_line(ctx, &StatusReport::new(campaign, target, statuses))?
             }
-            (Ok(statuses), _) => frame(campaign, target, statuses),
-            (Err(error), Format::Json) => format!(
-                "{}\n",
-                serde_json::json!({"campaign": campaign.id, "redis": target.display,
-                    "error": crate::error::render(error)})
-            ),
-            (Err(error), _) => format!(
-                "campaign {} on {}: {} (retrying every {})\n",
-                campaign.id,
-                target.display,
-                crate::error::render(error),
-                humantime::format_duration(every)
-            ),
+            (Ok(statuses), _) => {
+                let text = frame(&StatusReport::new(campaign, target, statuses));
+                if in_place {
+                    // Home, each line cleared to its end, then everything below cleared.
+                    format!("\x1b[H{}\x1b[J", text.replace('\n', "\x1b[K\n"))
+                } else {
+                    format!("{text}\n")
+                }
+            }
+            (Err(error), _) => {
+                // The old connection may still owe a reply.
+                conn = None;
+                output::say(format!(
+                    "seckill: status: {} (retrying every {})",
+                    crate::error::render(&error),
+                    humantime::format_duration(every)
+                ));
+                String::new()
+            }
         };
-        if sample.is_err() {
-            // The old connection may still owe a reply.
-            conn = None;
-        }
-        let written = if in_place {
-            // Home, each line cleared to its end, then everything below cleared.
-            let body = text.replace('\n', "\x1b[K\n");
-            write!(stdout, "\x1b[H{body}\x1b[J")
-        } else if format == Format::Table {
-            writeln!(stdout, "{text}")
-        } else {
-            write!(stdout, "{text}")
-        };
-        if written.and_then(|()| stdout.flush()).is_err() {
+        if !output::write_stdout(&text)? {
             // The reader went away (`| head`): nothing more to show.
             break;
         }
@@ -196,24 +188,27 @@ fn watch(
 }
 
 /// The text view: a heading, then five lines per item.
-fn frame(campaign: &Campaign, target: &RedisTarget, statuses: &[ItemStatus]) -> String {
-    let mut out = format!(
-        "campaign {} on {} · Redis time {}\n",
-        campaign.id,
-        target.display,
-        seconds(statuses.first().map(|s| s.redis_time_ms))
+fn frame(report: &StatusReport) -> String {
+    let mut out = wrap(
+        &format!(
+            "campaign {} on {} · Redis time {}",
+            report.campaign_id,
+            report.redis,
+            seconds(report.items.first().map(|s| s.redis_time_ms))
+        ),
+        0,
     );
-    for s in statuses {
-        out.push_str(&item_block(campaign, s));
+    for s in &report.items {
+        out.push_str(&item_block(&report.campaign_file, s));
     }
     out
 }
 
-fn item_block(campaign: &Campaign, s: &ItemStatus) -> String {
-    let mut out = format!("item {}  {}\n", s.item, s.name);
-    // Short lines (a label, then at most ~70 columns): the view fits 80 columns.
+fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
+    let mut out = wrap(&format!("item {}  {}", s.item, s.name), 2);
+    // A label, then text wrapped under itself: the view fits the terminal.
     let mut line = |label: &str, text: String| {
-        out.push_str(&format!("  {label:<8} {text}\n"));
+        out.push_str(&wrap(&format!("  {label:<8} {text}"), LABEL_WIDTH));
     };
     match (s.stock_left, s.initial_stock) {
         (Some(left), Some(initial)) => {
@@ -230,10 +225,7 @@ fn item_block(campaign: &Campaign, s: &ItemStatus) -> String {
         }
         _ => line(
             "stock",
-            format!(
-                "not preheated: run `seckill -c {} preheat`",
-                campaign.path.display()
-            ),
+            format!("not preheated: run `seckill -c {campaign_file} preheat`"),
         ),
     }
     line("window", s.window.describe());
@@ -293,6 +285,35 @@ fn item_block(campaign: &Campaign, s: &ItemStatus) -> String {
             None => "keys never expire (no ends_at)".to_string(),
         },
     );
+    out
+}
+
+/// Columns before a line's text (`  label    `).
+const LABEL_WIDTH: usize = 11;
+
+/// `text` and a newline, wrapped between words to [`output::width`] with
+/// continuation lines indented by `indent` (a word longer than the width
+/// stays whole on a line of its own).
+fn wrap(text: &str, indent: usize) -> String {
+    let Some(width) = output::width().map(usize::from) else {
+        return format!("{text}\n");
+    };
+    let mut out = String::new();
+    let mut column = 0;
+    for (i, word) in text.split(' ').enumerate() {
+        let w = usize::from(output::display_width(word));
+        if i > 0 && column + 1 + w > width && column > indent {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            column = indent;
+        } else if i > 0 {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(word);
+        column += w;
+    }
+    out.push('\n');
     out
 }
 

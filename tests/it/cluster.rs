@@ -66,7 +66,11 @@ fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
     let status = json(&output);
     let items = status["items"].as_array().unwrap();
     assert_eq!(items.len(), 12);
-    assert!(items.iter().all(|i| i["sold"] == 2 && i["stream"]["length"] == 2));
+    assert!(
+        items
+            .iter()
+            .all(|i| i["sold"] == 2 && i["stream"]["length"] == 2)
+    );
     cli().args(["init", "--yes"]).assert().success();
     cli()
         .args(["buy", "--item", "sku-3", "--user", "a"])

@@ -173,12 +173,16 @@ fn refused_buys_print_the_next_step() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(exit_codes::NOT_PREHEATED));
-    let stderr = stderr_of(&output);
-    assert!(stderr.contains("preheat`"), "{stderr}");
-    assert!(
-        stderr.contains(&format!("seckill -c {}", file.path.display())),
-        "{stderr}"
-    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("next: item 1 is not in Redis"), "{stdout}");
+    let preheat = format!("`seckill -c {} preheat`", file.path.display());
+    assert!(stdout.contains(&preheat), "{stdout}");
+    let output = seckill(&file.path, &server.url())
+        .args(["buy", "--item", "1", "--user", "u", "--format", "json"])
+        .output()
+        .unwrap();
+    let next = crate::support::json(&output)["next_step"].clone();
+    assert!(next.as_str().unwrap().contains(&preheat), "{next}");
 
     let later = campaign_file(&CAMPAIGN.replace(
         "campaign: e\n",
@@ -193,9 +197,9 @@ fn refused_buys_print_the_next_step() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(exit_codes::NOT_STARTED));
-    let stderr = stderr_of(&output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stderr.contains("the sale opens at 2099-01-01T00:00:00.000Z"),
-        "{stderr}"
+        stdout.contains("the sale opens at 2099-01-01T00:00:00.000Z"),
+        "{stdout}"
     );
 }

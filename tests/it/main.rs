@@ -17,6 +17,7 @@ mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
+mod output;
 mod readme_session;
 mod status;
 mod tls_auth;

@@ -1,5 +1,5 @@
 //! "A real session" in the README runs as shown: every `$ ...` line is run
-//! by `sh` against a throwaway Redis, from a copy of `campaigns/`, and must
+//! by `sh` (at `COLUMNS=80`) against a throwaway Redis, from a copy of `campaigns/`, and must
 //! exit with the code shown (`(exit code N)`, else 0) and print every line
 //! shown under it. Order and request ids, times and the port vary and are
 //! compared as placeholders; table rows compare cell by cell.
@@ -110,6 +110,8 @@ fn the_readme_session_runs_as_shown() {
             .env_remove("SECKILL_FORMAT")
             .env_remove("SECKILL_REDIS_CLUSTER")
             .env("SECKILL_REDIS_URL", server.url())
+            // The README shows tables at 80 columns.
+            .env("COLUMNS", "80")
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
