@@ -7,7 +7,6 @@ use clap::{Parser, Subcommand};
 
 use crate::cmd;
 use crate::context::Context;
-use crate::exit_codes;
 use crate::output::Format;
 use crate::redis_conn::ConnectionArgs;
 use crate::report::{emit, emit_error};
@@ -39,6 +38,11 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
     pub format: Format,
 
+    /// Print nothing on success (for cron): only errors, drift and refused
+    /// outcomes reach the output. The exit code is the same either way.
+    #[arg(short, long, global = true, env = "SECKILL_QUIET")]
+    pub quiet: bool,
+
     #[command(flatten)]
     pub connection: ConnectionArgs,
 
@@ -50,30 +54,37 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Reset a campaign's Redis state to the file's values (rehearsals, load tests).
+    #[command(after_long_help = cmd::help::long("init"))]
     Init(cmd::init::Args),
     /// Load stock, item data and the sale window into Redis before launch; never clobbers a live sale.
+    #[command(after_long_help = cmd::help::long("preheat"))]
     Preheat(cmd::preheat::Args),
     /// One purchase attempt through the buy script; the exit code tells the outcome.
-    #[command(after_help = format!(
-        "{}\n\nExample: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1",
-        exit_codes::help("buy")
-    ))]
+    #[command(after_long_help = cmd::help::long("buy"))]
     Buy(cmd::buy::Args),
     /// The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows.
+    #[command(after_long_help = cmd::help::long("shutdown-switch"))]
     ShutdownSwitch(cmd::shutdown_switch::Args),
     /// Print a shell completion script (bash, zsh, fish, ...).
+    #[command(after_long_help = cmd::help::long("completions"))]
     Completions(cmd::completions::Args),
     /// Print the manual page (roff), or write every page with --out DIR.
+    #[command(after_long_help = cmd::help::long("man"))]
     Man(cmd::man::Args),
     /// Carry orders from the item streams into the order database: commit, then ack.
+    #[command(after_long_help = cmd::help::long("consume"))]
     Consume(cmd::consume::Args),
     /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
+    #[command(after_long_help = cmd::help::long("pending-claim"))]
     PendingClaim(cmd::pending_claim::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
+    #[command(after_long_help = cmd::help::long("reconcile"))]
     Reconcile(cmd::reconcile::Args),
     /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
+    #[command(after_long_help = cmd::help::long("status"))]
     Status(cmd::status::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
+    #[command(after_long_help = cmd::help::long("loadtest"))]
     Loadtest(cmd::loadtest::Args),
 }
 
@@ -81,6 +92,7 @@ impl Cli {
     /// Run the chosen subcommand and report its outcome (or error) once;
     /// returns the process exit code.
     pub fn run(self) -> i32 {
+        crate::output::set_quiet(self.quiet);
         let ctx = Context::new(
             self.command.name(),
             self.campaign,

@@ -14,6 +14,20 @@ use comfy_table::{
 };
 use serde::Serialize;
 
+/// `-q/--quiet`: a command that succeeded prints nothing on stdout (for
+/// cron, which mails whatever is printed). Set once by the command line.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn `-q/--quiet` on for this process.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-q/--quiet` is on.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {

@@ -83,6 +83,10 @@ struct Envelope<'a, R: Serialize> {
 pub fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
     let code = report.exit_code();
     let failure = report.failure();
+    if output::quiet() && code == exit_codes::SUCCESS && failure.is_none() {
+        // `-q`: success says nothing; drift, refusals and errors still print.
+        return Ok(code);
+    }
     let text = match ctx.format {
         Format::Table => report.render(),
         Format::Prometheus => report.exposition().ok_or_else(|| {

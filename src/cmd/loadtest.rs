@@ -22,7 +22,7 @@ use crate::report::Report;
 use crate::scripts;
 
 /// What `--help` says about where the load test writes.
-const NAMESPACE_HELP: &str = "\
+pub const NAMESPACE_HELP: &str = "\
 Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
 and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \

@@ -12,9 +12,6 @@ use crate::cli::Cli;
 
 /// Flags of `seckill man`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  \
-    seckill man | man -l -                 # read the manual now\n  \
-    seckill man --out /usr/local/share/man/man1 && mandb   # install every page")]
 pub struct Args {
     /// Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR
     /// instead of printing seckill.1.

@@ -3,6 +3,7 @@
 pub mod buy;
 pub mod completions;
 pub mod consume;
+pub mod help;
 pub mod init;
 pub mod loadtest;
 pub mod man;

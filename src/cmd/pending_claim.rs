@@ -197,6 +197,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         }
         reports.push(report);
     }
+    if output::quiet() {
+        // `-q`: success prints nothing (the log lines on stderr still do).
+        return Ok(exit_codes::SUCCESS);
+    }
     match globals.format {
         Format::Json => output::print_json(&serde_json::json!({
             "campaign": campaign.id,

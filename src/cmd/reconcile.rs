@@ -21,7 +21,6 @@ use crate::report::Report;
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = exit_codes::help("reconcile"))]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]

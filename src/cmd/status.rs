@@ -26,11 +26,6 @@ use crate::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
 
 /// Flags of `seckill status`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  \
-    seckill -c campaigns/moutai.yaml status\n  \
-    seckill -c campaigns/moutai.yaml status --watch 1s\n  \
-    seckill -c campaigns/moutai.yaml status --format json --item 1001\n  \
-    seckill -c campaigns/moutai.yaml status --format prometheus > /var/lib/node_exporter/textfile/seckill.prom")]
 pub struct Args {
     /// Only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
