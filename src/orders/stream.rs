@@ -14,7 +14,9 @@ use super::entry::{
     RawEntry, parse_autoclaim_reply, parse_entries, parse_read_reply, stream_id_key,
 };
 use crate::keys::{ItemKeys, ORDER_GROUP};
-use crate::scripts;
+use crate::scripts::ScriptCall;
+use crate::scripts::dead_letter::{self, DeadLetter};
+use crate::scripts::stream_order_ids::{self, StreamOrderIds};
 
 /// Create the consumer group of one item when missing (BUSYGROUP = already there).
 pub fn ensure_group<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<()> {
@@ -237,12 +239,14 @@ pub fn order_ids_at<C: ConnectionLike>(
     if valid.is_empty() {
         return Ok(vec![None; ids.len()]);
     }
-    let mut invocation = scripts::STREAM_ORDER_IDS.key(stream);
-    for id in &valid {
-        invocation.arg(*id);
-    }
-    let found: Vec<String> = invocation
+    let call = StreamOrderIds {
+        orders: stream,
+        stream_id: valid.clone(),
+    };
+    let found = call
         .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(|reply| stream_order_ids::parse_reply(reply, valid.len()))
         .with_context(|| format!("order id lookup on {stream} failed"))?;
     let mut by_id: HashMap<&str, String> = valid.into_iter().zip(found).collect();
     Ok(ids
@@ -261,22 +265,25 @@ pub fn dead_letter<C: ConnectionLike>(
     deliveries: u64,
     consumer: &str,
 ) -> Result<bool> {
-    let moved: i64 = scripts::DEAD_LETTER
-        .key(&keys.orders)
-        .key(&keys.dead)
-        .arg(ORDER_GROUP)
-        .arg(id)
-        .arg(reason)
-        .arg(deliveries)
-        .arg(consumer)
-        .invoke(conn)
+    let deliveries = deliveries.to_string();
+    let call = DeadLetter {
+        orders: keys.orders.as_str(),
+        dead: keys.dead.as_str(),
+        group: ORDER_GROUP,
+        stream_id: id,
+        reason,
+        deliveries: deliveries.as_str(),
+        consumer,
+    };
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(dead_letter::parse_reply)
         .with_context(|| {
             format!(
                 "dead-letter script failed for entry {id} of {}",
                 keys.orders
             )
-        })?;
-    Ok(moved == 1)
+        })
 }
 
 /// Field in a dead-letter entry naming the original stream id.
