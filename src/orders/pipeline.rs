@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::entry::Order;
+use super::reconnecting::ReconnectingConn;
 use super::{OrderStore, StoreArgs, StoreLocation, log, now_ms, stream};
 use crate::campaign::Campaign;
 use crate::context::Globals;
@@ -175,8 +176,7 @@ pub struct Stored {
 pub fn store_then_ack(
     command: &str,
     store: &mut dyn OrderStore,
-    target: &RedisTarget,
-    conn: &mut Conn,
+    conn: &mut ReconnectingConn,
     batch: &Batch,
     stop: &AtomicBool,
 ) -> Result<Stored> {
@@ -193,15 +193,8 @@ pub fn store_then_ack(
     }
     for (stream_key, ids) in &batch.acks {
         let what = format!("acking {} entries of {stream_key}", ids.len());
-        let mut reconnect = false;
-        retry(command, &what, stop, || {
-            if reconnect {
-                // After an error the old connection may still owe a reply.
-                *conn = target.connect()?;
-            }
-            let result = stream::ack(conn, stream_key, ids);
-            reconnect = result.is_err();
-            result
+        conn.retry(command, &what, stop, |conn| {
+            stream::ack(conn, stream_key, ids)
         })?;
         stored.acked += ids.len() as u64;
     }

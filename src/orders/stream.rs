@@ -1,8 +1,9 @@
-//! Consumer-group calls on the order streams and the dead-letter script.
+//! Consumer-group calls on the order streams, and the scripts that read and
+//! dead-letter their entries.
 //!
 //! Every call names one item's keys only, so each works on a Redis Cluster
-//! (one item = one hash tag = one slot). On a single server `read_new`
-//! reads all items in one XREADGROUP.
+//! (one item = one hash tag = one slot), except [`read_items`]: on a single
+//! server it reads all items in one XREADGROUP, on a cluster one per item.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -14,6 +15,7 @@ use super::entry::{
     RawEntry, parse_autoclaim_reply, parse_entries, parse_read_reply, stream_id_key,
 };
 use crate::keys::{ItemKeys, ORDER_GROUP};
+use crate::redis_conn::Conn;
 use crate::scripts::ScriptCall;
 use crate::scripts::dead_letter::{self, DeadLetter};
 use crate::scripts::stream_order_ids::{self, StreamOrderIds};
@@ -68,6 +70,47 @@ pub fn read_group<C: ConnectionLike>(
         .query(conn)
         .with_context(|| format!("XREADGROUP failed on {} stream(s)", streams.len()))?;
     parse_read_reply(&reply)
+}
+
+/// One XREADGROUP round over every item of `items`, each from its start id
+/// (`>` for new entries, an id for this consumer's own pending ones): all
+/// streams in one call on a single server, one call per item on a cluster
+/// (each item's stream lives in its own slot). `block` = None returns at once.
+pub fn read_items(
+    conn: &mut Conn,
+    consumer: &str,
+    items: &[ItemKeys],
+    start_ids: &[String],
+    count: usize,
+    block: Option<Duration>,
+) -> Result<Vec<(String, Vec<RawEntry>)>> {
+    let streams: Vec<(&str, &str)> = items
+        .iter()
+        .zip(start_ids)
+        .map(|(k, id)| (k.orders.as_str(), id.as_str()))
+        .collect();
+    if !conn.is_cluster() {
+        return read_group(conn, consumer, &streams, count, block);
+    }
+    let mut all = Vec::new();
+    for one in &streams {
+        // Blocking on each of several items in turn would add their waits up.
+        let each_block = if streams.len() == 1 { block } else { None };
+        all.extend(read_group(
+            conn,
+            consumer,
+            std::slice::from_ref(one),
+            count,
+            each_block,
+        )?);
+    }
+    if let (Some(pause), true) = (block, streams.len() > 1) {
+        if all.iter().all(|(_, entries)| entries.is_empty()) {
+            // Nothing anywhere: wait once here instead of spinning on non-blocking reads.
+            std::thread::sleep(pause);
+        }
+    }
+    Ok(all)
 }
 
 /// XACK `ids` on one stream; returns how many were pending.
