@@ -8,6 +8,7 @@
 //! * [`reconnecting`]: a Redis connection replaced after any failed call.
 //! * [`consumer`]: `consume` as named phases (own pending, new, final pass).
 //! * [`claimer`]: `pending-claim` as a claim step and a settle step.
+//! * [`transient`]: which database errors opening waits out (the rest fail fast).
 //! * [`OrderStore`] with two backends chosen by URL: [`sqlite`] (embedded
 //!   default) and [`mysql`] (MySQL/MariaDB for production).
 //! * [`reconcile`]: the nightly equation.
@@ -28,6 +29,7 @@ pub mod reconcile;
 pub mod reconnecting;
 pub mod sqlite;
 pub mod stream;
+pub mod transient;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 
 use super::entry::Order;
 use super::reconnecting::ReconnectingConn;
+use super::transient::is_transient;
 use super::{OrderStore, StoreArgs, StoreLocation, log, now_ms, stream};
 use crate::campaign::Campaign;
 use crate::context::Globals;
@@ -45,10 +46,10 @@ impl Session {
         }
         let conn = target.connect()?;
         let what = format!("opening {}", location.display());
-        // A database still starting is waited for, a bad path or password is
-        // not: opening gives up after OPEN_PATIENCE.
+        // A database still starting is waited for (up to OPEN_PATIENCE); a
+        // wrong password, an unknown database or a bad path is not.
         let deadline = Some(Instant::now() + OPEN_PATIENCE);
-        let store = retry_until(command, &what, &stop, deadline, || location.open())?;
+        let store = retry_transient_until(command, &what, &stop, deadline, || location.open())?;
         Ok(Session {
             campaign,
             target,
@@ -88,6 +89,29 @@ pub fn retry_until<T>(
     what: &str,
     stop: &AtomicBool,
     deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    retry_core(command, what, stop, deadline, |_| true, attempt)
+}
+
+/// [`retry_until`] for transient errors only ([`is_transient`]): any other
+/// error is returned at once, since waiting would not fix it.
+pub fn retry_transient_until<T>(
+    command: &str,
+    what: &str,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    retry_core(command, what, stop, deadline, is_transient, attempt)
+}
+
+fn retry_core<T>(
+    command: &str,
+    what: &str,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
+    transient: impl Fn(&anyhow::Error) -> bool,
     mut attempt: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     let mut delay = BACKOFF_START;
@@ -103,6 +127,11 @@ pub fn retry_until<T>(
                     );
                 }
                 return Ok(value);
+            }
+            Err(error) if !transient(&error) => {
+                return Err(error.context(format!(
+                    "{what} failed (not retried: waiting would not fix this)"
+                )));
             }
             Err(error) => {
                 failures += 1;
