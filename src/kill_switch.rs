@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
 use crate::keys::ItemKeys;
-use crate::scripts;
+use crate::scripts::ScriptCall;
+use crate::scripts::set_switch::SetSwitch;
 
 /// Flips kept per item (newest first).
 pub const HISTORY_CAP: u32 = 20;
@@ -123,16 +124,25 @@ pub fn set<C: ConnectionLike>(
     flip: &Flip,
     expire_at_ms: Option<i64>,
 ) -> Result<()> {
-    let _kept: i64 = scripts::SET_SWITCH
-        .key(&keys.meta)
-        .key(&keys.switch_log)
-        .arg(if flip.closed { "1" } else { "0" })
-        .arg(&flip.reason)
-        .arg(&flip.by)
-        .arg(flip.at_ms)
-        .arg(expire_at_ms.map(|ms| ms.to_string()).unwrap_or_default())
-        .arg(HISTORY_CAP)
+    let (at, expire_at, keep) = (
+        flip.at_ms.to_string(),
+        expire_at_ms.map(|ms| ms.to_string()).unwrap_or_default(),
+        HISTORY_CAP.to_string(),
+    );
+    let call = SetSwitch {
+        meta: keys.meta.as_str(),
+        switch_log: keys.switch_log.as_str(),
+        closed: if flip.closed { "1" } else { "0" },
+        reason: flip.reason.as_str(),
+        by: flip.by.as_str(),
+        at_ms: at.as_str(),
+        expire_at_ms: expire_at.as_str(),
+        keep: keep.as_str(),
+    };
+    let _kept: i64 = call
         .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(|v| Ok(redis::from_redis_value(v)?))
         .with_context(|| format!("cannot set the kill switch of {}", keys.base))?;
     Ok(())
 }

@@ -20,7 +20,8 @@ use serde::Serialize;
 
 use crate::campaign::{Campaign, Item};
 use crate::keys::{ItemKeys, ORDER_GROUP};
-use crate::scripts;
+use crate::scripts::ScriptCall;
+use crate::scripts::item_status::ReadItemStatus;
 
 /// Most order entries the first sample counts for the rate. Bounds the work
 /// one status call asks of Redis during a busy sale; a capped count is a
@@ -208,16 +209,21 @@ impl StatusReader {
         } else {
             RATE_SCAN_CAP
         };
-        let reply: Vec<redis::Value> = scripts::ITEM_STATUS
-            .key(&keys.meta)
-            .key(&keys.stock)
-            .key(&keys.buyers)
-            .key(&keys.orders)
-            .key(&keys.dead)
-            .arg(ORDER_GROUP)
-            .arg(interval_ms)
-            .arg(cap)
+        let (interval, cap) = (interval_ms.to_string(), cap.to_string());
+        let call = ReadItemStatus {
+            meta: keys.meta.as_str(),
+            stock: keys.stock.as_str(),
+            buyers: keys.buyers.as_str(),
+            orders: keys.orders.as_str(),
+            dead: keys.dead.as_str(),
+            group: ORDER_GROUP,
+            rate_window_ms: interval.as_str(),
+            rate_scan_cap: cap.as_str(),
+        };
+        let reply: Vec<redis::Value> = call
             .invoke(conn)
+            .map_err(anyhow::Error::from)
+            .and_then(|v| Ok(redis::from_redis_value(v)?))
             .with_context(|| format!("cannot read the status of {}", keys.base))?;
         let raw = RawStatus::parse(&reply)
             .with_context(|| format!("item_status script gave an unexpected reply for {item}"))?;

@@ -17,6 +17,7 @@ mod man;
 mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
+mod orders_open;
 mod orders_pipeline;
 mod output;
 mod quiet;
