@@ -114,17 +114,24 @@ pub fn fit(table: &mut Table, free_text: &[usize]) {
 /// `text` and a newline, wrapped between words to the table width (a word
 /// longer than the width, such as an id, gets a line of its own, whole).
 pub fn paragraph(text: &str) -> String {
-    let Some(width) = columns_from_env().or_else(terminal_width) else {
+    hanging(text, 0)
+}
+
+/// [`paragraph`] whose continuation lines are indented by `indent` columns
+/// (a label's text wrapped under itself). Spaces in `text` are kept as typed.
+pub fn hanging(text: &str, indent: u16) -> String {
+    let Some(width) = width() else {
         return format!("{text}\n");
     };
     let mut out = String::new();
     let mut line_width = 0u16;
-    for word in text.split(' ') {
+    for (i, word) in text.split(' ').enumerate() {
         let word_width = display_width(word);
-        if line_width > 0 && line_width + 1 + word_width > width {
+        if i > 0 && line_width > indent && line_width + 1 + word_width > width {
             out.push('\n');
-            line_width = 0;
-        } else if line_width > 0 {
+            out.push_str(&" ".repeat(usize::from(indent)));
+            line_width = indent;
+        } else if i > 0 {
             out.push(' ');
             line_width += 1;
         }

@@ -78,7 +78,7 @@ impl Report for BuyReport {
         ]) + &self
             .next_step
             .as_ref()
-            .map(|step| output::paragraph(&format!("next: {step}")))
+            .map(|step| output::hanging(&format!("next: {step}"), 6))
             .unwrap_or_default()
     }
 }

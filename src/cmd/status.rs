@@ -184,7 +184,7 @@ fn watch(
 
 /// The text view: a heading, then five lines per item.
 fn frame(report: &StatusReport) -> String {
-    let mut out = wrap(
+    let mut out = output::hanging(
         &format!(
             "campaign {} on {} · Redis time {}",
             report.campaign_id,
@@ -200,10 +200,13 @@ fn frame(report: &StatusReport) -> String {
 }
 
 fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
-    let mut out = wrap(&format!("item {}  {}", s.item, s.name), 2);
+    let mut out = output::hanging(&format!("item {}  {}", s.item, s.name), 2);
     // A label, then text wrapped under itself: the view fits the terminal.
     let mut line = |label: &str, text: String| {
-        out.push_str(&wrap(&format!("  {label:<8} {text}"), LABEL_WIDTH));
+        out.push_str(&output::hanging(
+            &format!("  {label:<8} {text}"),
+            LABEL_WIDTH,
+        ));
     };
     match (s.stock_left, s.initial_stock) {
         (Some(left), Some(initial)) => {
@@ -284,33 +287,7 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
 }
 
 /// Columns before a line's text (`  label    `).
-const LABEL_WIDTH: usize = 11;
-
-/// `text` and a newline, wrapped between words to [`output::width`] with
-/// continuation lines indented by `indent` (a word longer than the width
-/// stays whole on a line of its own).
-fn wrap(text: &str, indent: usize) -> String {
-    let Some(width) = output::width().map(usize::from) else {
-        return format!("{text}\n");
-    };
-    let mut out = String::new();
-    let mut column = 0;
-    for (i, word) in text.split(' ').enumerate() {
-        let w = usize::from(output::display_width(word));
-        if i > 0 && column + 1 + w > width && column > indent {
-            out.push('\n');
-            out.push_str(&" ".repeat(indent));
-            column = indent;
-        } else if i > 0 {
-            out.push(' ');
-            column += 1;
-        }
-        out.push_str(word);
-        column += w;
-    }
-    out.push('\n');
-    out
-}
+const LABEL_WIDTH: u16 = 11;
 
 /// RFC 3339 to the second: precise enough for people, and shorter.
 fn seconds(ms: Option<i64>) -> String {
