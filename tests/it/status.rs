@@ -334,4 +334,54 @@ fn watch_prints_one_block_per_sample_when_piped_and_stops_cleanly() {
         !text.contains('\x1b'),
         "no terminal escapes when piped: {text:?}"
     );
+
+    // A dropped connection is one failed sample, then a fresh connection.
+    let mut watcher = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["status", "--watch", "200ms"],
+        "watch-blip",
+    );
+    let out = file.dir.path().join("watch-blip.out");
+    let samples = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .matches("9 left of 9")
+            .count()
+    };
+    wait_until("a first sample", || samples() >= 1);
+    let _: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+        .query(&mut server.conn())
+        .unwrap();
+    let before = samples();
+    wait_until("samples after the kill", || samples() >= before + 2);
+    assert!(watcher.try_wait().unwrap().is_none(), "the console closed");
+    terminate(&watcher);
+    assert!(wait_exit(&mut watcher).success());
+
+    // JSON: one envelope per line, per sample.
+    let mut watcher = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["status", "--watch", "200ms", "--format", "json"],
+        "watch-json",
+    );
+    let out = file.dir.path().join("watch-json.out");
+    wait_until("two JSON samples", || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            >= 2
+    });
+    terminate(&watcher);
+    assert!(wait_exit(&mut watcher).success());
+    for line in std::fs::read_to_string(&out).unwrap().lines() {
+        let sample: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(sample["command"], "status");
+        assert_eq!(sample["items"][0]["stock_left"], 9);
+    }
 }
