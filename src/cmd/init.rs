@@ -50,6 +50,9 @@ pub struct InitReport {
     pub order_rows_in_database: Option<i64>,
     /// Rows deleted by `--purge-orders`; null without it.
     pub order_rows_purged: Option<u64>,
+    /// Why the rows could not be counted (the database unreachable, ...); the
+    /// Redis reset happened all the same.
+    pub order_database_problem: Option<String>,
     #[serde(skip)]
     campaign: String,
     #[serde(skip)]
@@ -99,6 +102,12 @@ impl Report for InitReport {
                 self.campaign, self.database
             )));
         }
+        if let Some(problem) = &self.order_database_problem {
+            text.push_str(&output::paragraph(&format!(
+                "could not count the order rows of campaign {} in {}: {problem}",
+                self.campaign, self.database
+            )));
+        }
         if let Some(n) = self.order_rows_in_database.filter(|n| *n > 0) {
             text.push_str(&output::paragraph(&format!(
                 "the order database {} still holds {n} order row(s) of campaign {}: reconcile \
@@ -123,9 +132,16 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     }
     let location = StoreLocation::resolve(&args.store, &campaign)?;
     // Purging needs the database before anything is reset; counting is advice only.
+    // A missing SQLite file holds no rows: nothing to say. Any other failure
+    // to read the database is said, since the count is what init promises.
+    let mut problem = None;
     let mut store = match &args.purge_orders {
         Some(_) => Some(location.open_existing()?),
-        None => location.open_existing().ok(),
+        None if location.require_existing().is_err() => None,
+        None => location
+            .open_existing()
+            .inspect_err(|e| problem = Some(crate::error::render(e)))
+            .ok(),
     };
     let Opened {
         campaign,
@@ -197,15 +213,23 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         (Some(store), Some(_)) => Some(store.delete_campaign(&campaign.id)?),
         _ => None,
     };
-    let order_rows = store
+    let order_rows = match store
         .as_mut()
         .map(|store| store.campaign_rows(&campaign.id))
-        .transpose()?;
+    {
+        Some(Ok(rows)) => Some(rows),
+        Some(Err(e)) => {
+            problem = Some(crate::error::render(&e));
+            None
+        }
+        None => None,
+    };
     Ok(InitReport {
         items: rows,
         database: location.display(),
         order_rows_in_database: order_rows,
         order_rows_purged: purged,
+        order_database_problem: problem,
         campaign: campaign.id,
         campaign_file: campaign.path.display().to_string(),
         redis: target.display,
