@@ -44,6 +44,15 @@ fn status_text(file: &CampaignFile, server: &RedisServer) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+fn switch_text(file: &CampaignFile, server: &RedisServer) -> String {
+    let output = seckill(&file.path, &server.url())
+        .args(["shutdown-switch", "status"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
 #[test]
 fn status_shows_every_field_of_a_live_sale() {
     let server = RedisServer::start();
@@ -148,6 +157,13 @@ fn status_never_says_open_before_the_start_or_after_the_end() {
         !text.contains("open —") && !text.contains("open (no end)"),
         "{text}"
     );
+    // The kill switch's view says the same: "off" is not "open".
+    let switch = switch_text(&later, &server);
+    assert!(switch.contains("not started"), "{switch}");
+    assert!(
+        !switch.contains("(open)") && !switch.contains("open ("),
+        "{switch}"
+    );
     let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
 
     seckill(&ended.path, &server.url())
@@ -159,6 +175,9 @@ fn status_never_says_open_before_the_start_or_after_the_end() {
     let text = status_text(&ended, &server);
     assert!(text.contains("ended 1m"), "{text}");
     assert!(!text.contains("open"), "{text}");
+    let switch = switch_text(&ended, &server);
+    assert!(switch.contains("ended 1m"), "{switch}");
+    assert!(!switch.contains("open"), "{switch}");
     let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
 
     let s = status_json(&never, &server);
