@@ -116,7 +116,10 @@ impl Command {
             Command::Consume(args) => cmd::consume::run(ctx, &args),
             Command::PendingClaim(args) => cmd::pending_claim::run(ctx, &args),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
-            Command::Loadtest(args) => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
+            Command::Loadtest(args) => match args.print_command {
+                Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
+                None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
+            },
         }
     }
 }

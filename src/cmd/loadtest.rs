@@ -15,7 +15,7 @@ use crate::campaign::{Campaign, MAX_STOCK};
 use crate::context::Context;
 use crate::error::usage;
 use crate::loadtest::namespace::{self, LoadtestKeys};
-use crate::loadtest::{self, Plan, Settings, Variant, VariantReport};
+use crate::loadtest::{self, Plan, Settings, Variant, VariantReport, variants};
 use crate::output;
 use crate::redis_conn::RedisTarget;
 use crate::report::Report;
@@ -71,6 +71,11 @@ pub struct Args {
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
     pub keep: bool,
+
+    /// Print the EVALSHA command line the v3 or full variant sends per request
+    /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
+    #[arg(long, value_name = "VARIANT", hide = true)]
+    pub print_command: Option<Variant>,
 }
 
 /// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
@@ -128,13 +133,34 @@ impl Report for LoadtestReport {
     }
 }
 
+/// `--item`, or the campaign's first item.
+fn chosen_item(campaign: &Campaign, args: &Args) -> Result<String> {
+    Ok(match &args.item {
+        Some(id) => campaign.item(id)?.id.clone(),
+        None => campaign.items[0].id.clone(),
+    })
+}
+
+/// `--print-command VARIANT`: print the exact script call (one line, for the
+/// bench scripts) instead of running anything; not a report.
+pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
+        return Err(usage(format!(
+            "--print-command: {} is not one script call (use v3 or full)",
+            variant.as_str()
+        )));
+    };
+    output::write_stdout(&format!("{line}\n"))?;
+    Ok(crate::exit_codes::SUCCESS)
+}
+
 /// Run the chosen variants and compare them; exit 0 unless Redis fails.
 pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     let campaign = ctx.campaign()?;
-    let item_id = match &args.item {
-        Some(id) => campaign.item(id)?.id.clone(),
-        None => campaign.items[0].id.clone(),
-    };
+    let item_id = chosen_item(&campaign, args)?;
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -162,9 +188,9 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
         item_id,
         run_id: ulid::Ulid::generate().to_string(),
         // Loaded once, before any timing: the workers send bare EVALSHA and never see NOSCRIPT.
-        buy_sha: load_script(&mut control, "buy", &scripts::BUY)?,
-        v3_sha: load_script(&mut control, "v3_decr", &scripts::V3_DECR)?,
-        lock_release_sha: load_script(&mut control, "lock_release", &scripts::LOCK_RELEASE)?,
+        buy_sha: scripts::buy::SPEC.load(&mut control)?,
+        v3_sha: scripts::v3_decr::SPEC.load(&mut control)?,
+        lock_release_sha: scripts::lock_release::SPEC.load(&mut control)?,
         settings,
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -222,17 +248,6 @@ fn loadtest_campaign(campaign: &Campaign, item_id: &str, settings: &Settings) ->
         item.stock = settings.stock;
     }
     copy
-}
-
-fn load_script<C: redis::ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    script: &redis::Script,
-) -> Result<String> {
-    script
-        .prepare_invoke()
-        .load(conn)
-        .with_context(|| format!("cannot load the {name} script (SCRIPT LOAD)"))
 }
 
 /// A bar on stderr: requests done and the live rate; hidden when stderr is not a terminal.

@@ -153,11 +153,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         )?);
     }
     if !args.dry_run {
-        for (name, script) in crate::scripts::all() {
-            let _: String = script
-                .prepare_invoke()
-                .load(&mut conn)
-                .map_err(|e| anyhow::anyhow!("cannot load the {name} script: {e}"))?;
+        for script in crate::scripts::sale_scripts() {
+            script.load(&mut conn)?;
         }
     }
     Ok(PreheatSummary {

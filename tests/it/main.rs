@@ -12,6 +12,7 @@ mod exit_codes;
 mod loadtest;
 mod orders_cluster;
 mod orders_faults;
+mod orders_open;
 mod orders_pipeline;
 mod output;
 mod tls_auth;
