@@ -113,8 +113,8 @@ impl Command {
             Command::Buy(args) => emit(ctx, &cmd::buy::run(ctx, &args)?),
             Command::ShutdownSwitch(args) => emit(ctx, &cmd::shutdown_switch::run(ctx, &args)?),
             Command::Completions(args) => cmd::completions::run(&args),
-            Command::Consume(args) => cmd::consume::run(ctx, &args),
-            Command::PendingClaim(args) => cmd::pending_claim::run(ctx, &args),
+            Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
+            Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
