@@ -136,7 +136,9 @@ impl StoreLocation {
 /// Rows and units of one campaign item in the database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ItemTotals {
+    /// Order rows.
     pub rows: i64,
+    /// Units those rows ordered.
     pub units: i64,
 }
 
