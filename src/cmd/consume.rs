@@ -63,16 +63,18 @@ pub struct ConsumeReport {
 
 impl Report for ConsumeReport {
     fn render(&self) -> String {
-        let mut table = output::table(["item", "stored and acked", "left pending\n(not orders)"]);
-        for c in &self.items {
-            table.add_row(vec![
+        let rows = self.items.iter().map(|c| {
+            vec![
                 c.item.clone(),
                 c.acked.to_string(),
                 c.left_pending.to_string(),
-            ]);
-        }
-        output::fit(&mut table, &[]);
-        format!("{table}\n")
+            ]
+        });
+        output::grid(
+            &["item", "stored and acked", "left pending\n(not orders)"],
+            rows.collect(),
+            &[],
+        )
     }
 }
 

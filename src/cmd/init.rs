@@ -48,18 +48,18 @@ pub struct InitRow {
 
 impl Report for InitReport {
     fn render(&self) -> String {
-        let mut table = output::table(["item", "keys deleted", "stock"]);
-        for row in &self.items {
-            table.add_row(vec![
+        let rows = self.items.iter().map(|row| {
+            vec![
                 row.item.clone(),
                 row.keys_deleted.to_string(),
                 row.stock.map_or_else(|| "-".into(), |s| s.to_string()),
-            ]);
-        }
-        output::fit(&mut table, &[]);
+            ]
+        });
         format!(
-            "reset campaign {} on {}\n{table}\n",
-            self.campaign, self.redis
+            "reset campaign {} on {}\n{}",
+            self.campaign,
+            self.redis,
+            output::grid(&["item", "keys deleted", "stock"], rows.collect(), &[])
         )
     }
 }

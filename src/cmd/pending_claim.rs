@@ -57,18 +57,20 @@ pub struct PendingClaimReport {
 
 impl Report for PendingClaimReport {
     fn render(&self) -> String {
-        let mut table = output::table(["item", "claimed", "stored", "dead-lettered", "deleted"]);
-        for r in &self.items {
-            table.add_row(vec![
+        let rows = self.items.iter().map(|r| {
+            vec![
                 r.item.clone(),
                 r.claimed.to_string(),
                 r.stored.to_string(),
                 r.dead_lettered.to_string(),
                 r.deleted.to_string(),
-            ]);
-        }
-        output::fit(&mut table, &[]);
-        format!("{table}\n")
+            ]
+        });
+        output::grid(
+            &["item", "claimed", "stored", "dead-lettered", "deleted"],
+            rows.collect(),
+            &[],
+        )
     }
 }
 
