@@ -132,10 +132,10 @@ impl Shopper {
             }
             Variant::V3 => {
                 let call = V3Decr {
-                    stock: plan.keys.item.stock.as_str(),
+                    stock: Word::Fixed(stock.to_vec()),
                 };
-                let words = call.evalsha_words();
-                let one = resp::command(&words.iter().map(Vec::as_slice).collect::<Vec<_>>());
+                let mut one = Vec::new();
+                Template::new(&call, &plan.v3_sha).pack(&mut one, |_| b"");
                 Shopper::V3 {
                     one: one.len(),
                     repeated: one.repeat(plan.settings.pipeline),
@@ -236,7 +236,7 @@ impl FullBuy {
         let order_prefix = format!("{}-", plan.run_id);
         let call = buy_call(&plan.keys, &plan.campaign_id, &plan.item_id, &order_prefix);
         FullBuy {
-            template: Template::new(&call),
+            template: Template::new(&call, &plan.buy_sha),
             users: plan.settings.users,
             buffer: Vec::with_capacity(512 * plan.settings.pipeline),
         }
@@ -283,7 +283,7 @@ impl LockedDecr {
         };
         LockedDecr {
             lock_key: lock.to_vec(),
-            release: Template::new(&call),
+            release: Template::new(&call, &plan.lock_release_sha),
             get: resp::command(&[b"GET", stock]),
             decr: resp::command(&[b"DECR", stock]),
             token_prefix,
@@ -474,13 +474,14 @@ enum Segment {
 }
 
 impl Template {
-    /// Pack `EVALSHA sha numkeys KEYS... ARGV...` of `call`.
-    fn new<C: ScriptCall<Word>>(call: &C) -> Template {
+    /// Pack `EVALSHA sha numkeys KEYS... ARGV...` of `call`; `sha` is what
+    /// SCRIPT LOAD answered (the SHA1 of the script's source).
+    fn new<C: ScriptCall<Word>>(call: &C, sha: &str) -> Template {
         let (keys, argv) = (call.keys(), call.argv());
         let mut head = Vec::new();
         resp::array_header(&mut head, 3 + keys.len() + argv.len());
         resp::bulk(&mut head, &[b"EVALSHA"]);
-        resp::bulk(&mut head, &[C::spec().sha().as_bytes()]);
+        resp::bulk(&mut head, &[sha.as_bytes()]);
         resp::bulk(&mut head, &[keys.len().to_string().as_bytes()]);
         let mut segments = vec![Segment::Packed(head)];
         for word in keys.into_iter().chain(argv) {
@@ -585,7 +586,7 @@ mod tests {
         let keys = LoadtestKeys::new("camp", "item");
         let call = buy_call(&keys, "camp", "item", "run-");
         let mut packed = Vec::new();
-        Template::new(&call).pack(&mut packed, |_| b"42");
+        Template::new(&call, buy::SPEC.sha()).pack(&mut packed, |_| b"42");
         let words = words_of(&call, b"42");
         let mut expected = redis::cmd("EVALSHA");
         for word in &words[1..] {
