@@ -21,7 +21,11 @@ use crate::report::Report;
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = exit_codes::help("reconcile"))]
+#[command(after_help = format!(
+    "{}\n\n1 also means an item could not be checked (not preheated, or its keys expired); \
+     drift (3) wins when both happen. The JSON names the offending order ids.",
+    exit_codes::help("reconcile")
+))]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]
