@@ -138,11 +138,14 @@ impl Command {
             Command::ShutdownSwitch(args) => emit(ctx, &cmd::shutdown_switch::run(ctx, &args)?),
             Command::Completions(args) => cmd::completions::run(&args),
             Command::Man(args) => cmd::man::run(&args),
-            Command::Consume(args) => cmd::consume::run(ctx, &args),
-            Command::PendingClaim(args) => cmd::pending_claim::run(ctx, &args),
+            Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
+            Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Status(args) => cmd::status::run(ctx, &args),
-            Command::Loadtest(args) => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
+            Command::Loadtest(args) => match args.print_command {
+                Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
+                None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
+            },
         }
     }
 }

@@ -8,15 +8,15 @@
 //! that fails halfway still names them.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::campaign::Campaign;
 use crate::error::usage;
-use crate::orders::pipeline::{OPEN_PATIENCE, retry_until};
+use crate::orders::pipeline::{OPEN_PATIENCE, retry_transient_until};
 use crate::orders::{OrderStore, StoreArgs, StoreLocation};
 use crate::output::Format;
 use crate::redis_conn::{Conn, ConnectionArgs, RedisTarget};
@@ -35,10 +35,6 @@ pub struct Context {
     campaign_id: OnceLock<String>,
     redis_display: OnceLock<String>,
 }
-
-/// The old name, kept only until `consume`, `pending-claim` and the order
-/// pipeline (rewritten on the `foundation-b` branch) take a [`Context`].
-pub type Globals = Context;
 
 /// Whether opening the order database may create it: only `consume` (and
 /// `pending-claim`, which stores orders too) may; a reader must find it.
@@ -103,9 +99,11 @@ impl Context {
         })
     }
 
-    /// [`Context::open`], then the order database (`--orders-db`), retried
-    /// for up to `OPEN_PATIENCE` (a database still starting is waited for)
-    /// unless `stop` is set: what `consume`, `pending-claim` and `reconcile` share.
+    /// [`Context::open`], then the order database (`--orders-db`): what
+    /// `consume`, `pending-claim` and `reconcile` share. A database still
+    /// starting (refused, reset, timeout) is retried for up to `OPEN_PATIENCE`
+    /// unless `stop` is set; a wrong password, an unknown database or a bad
+    /// path fails at once.
     /// The store's location is checked before Redis is contacted, so a bad URL
     /// is a usage error whatever state Redis is in.
     pub fn open_with_store(
@@ -134,7 +132,7 @@ impl Context {
         }
         let what = format!("opening {}", location.display());
         let deadline = Some(Instant::now() + OPEN_PATIENCE);
-        let store = retry_until(self.command, &what, stop, deadline, || location.open())?;
+        let store = retry_transient_until(self.command, &what, stop, deadline, || location.open())?;
         Ok((
             Opened {
                 campaign,
@@ -143,6 +141,17 @@ impl Context {
             },
             store,
         ))
+    }
+
+    /// A flag SIGINT and SIGTERM set instead of killing the process, for the
+    /// long-running commands that finish the batch in hand before exiting.
+    pub fn stop_on_signals(&self) -> Result<Arc<AtomicBool>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))
+                .context("cannot install signal handler")?;
+        }
+        Ok(stop)
     }
 
     /// The campaign id, once [`Context::campaign`] loaded it.

@@ -70,6 +70,16 @@ fn headless_table() -> Table {
     table
 }
 
+/// A whole table as text: `header`, `rows`, fitted (see [`fit`]), newline-terminated.
+pub fn grid(header: &[&str], rows: Vec<Vec<String>>, free_text: &[usize]) -> String {
+    let mut table = table(header);
+    for row in rows {
+        table.add_row(row);
+    }
+    fit(&mut table, free_text);
+    format!("{table}\n")
+}
+
 /// One `field | value` row per pair, no header: for a single record whose
 /// values (ids to copy) must stay whole on a narrow terminal.
 pub fn fields(rows: &[(&str, String)]) -> String {

@@ -73,8 +73,12 @@ pub fn long(command: &str) -> String {
         "loadtest" => format!("{}\n\n", super::loadtest::NAMESPACE_HELP),
         _ => String::new(),
     };
+    let after = match command {
+        "reconcile" => format!("\n\n{}", super::reconcile::CRON_NOTE),
+        _ => String::new(),
+    };
     format!(
-        "{before}{}\n\n{}",
+        "{before}{}\n\n{}{after}",
         examples_paragraph(command),
         crate::exit_codes::help(command)
     )

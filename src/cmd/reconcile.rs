@@ -19,8 +19,13 @@ use crate::orders::reconcile::{ItemReport, reconcile_item};
 use crate::output;
 use crate::report::Report;
 
+/// What 1 and 3 mean for cron, under the generated exit-code table.
+pub const CRON_NOTE: &str = "1 also means an item could not be checked (not preheated, or its keys \
+     expired); drift (3) wins when both happen. The JSON names the offending order ids.";
+
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = format!("{}\n\n{CRON_NOTE}", exit_codes::help("reconcile")))]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]

@@ -236,3 +236,41 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
     let reset = at_80(&["init", "--yes"], 0);
     fit("init", reset, &["max-1t-gold-2026"]);
 }
+
+#[test]
+fn a_retry_log_line_says_each_cause_once() {
+    use crate::support::orders::{log_of, spawn_seckill, terminate, wait_exit, wait_until};
+    let server = RedisServer::start();
+    let file = campaign_file(SALE);
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let db = format!("sqlite://{}", file.dir.path().join("orders.db").display());
+    let mut consumer = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["consume", "--orders-db", &db],
+        "consume",
+    );
+    wait_until("the consumer started", || {
+        log_of(&file, "consume").contains("consumer ")
+    });
+    drop(server);
+    wait_until("two failed reads", || {
+        log_of(&file, "consume").matches("retrying in").count() >= 2
+    });
+    terminate(&consumer);
+    wait_exit(&mut consumer);
+    let log = log_of(&file, "consume");
+    for line in log.lines().filter(|l| l.contains("retrying in")) {
+        let causes: Vec<&str> = line.split(": ").skip(2).collect();
+        for pair in causes.windows(2) {
+            assert!(
+                !pair[0].starts_with(pair[1]) && !pair[1].starts_with(pair[0]),
+                "a cause said twice:\n{line}"
+            );
+        }
+    }
+}
