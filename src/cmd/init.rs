@@ -78,9 +78,8 @@ pub struct InitRow {
 
 impl Report for InitReport {
     fn render(&self) -> String {
-        let mut table = output::table(["item", "keys deleted", "stock", "kill switch"]);
-        for row in &self.items {
-            table.add_row(vec![
+        let rows = self.items.iter().map(|row| {
+            vec![
                 row.item.clone(),
                 row.keys_deleted.to_string(),
                 row.stock.map_or_else(|| "-".into(), |s| s.to_string()),
@@ -89,12 +88,17 @@ impl Report for InitReport {
                     (true, None) => "was ON, now off".to_string(),
                     (false, _) => "off".to_string(),
                 },
-            ]);
-        }
-        output::fit(&mut table, &[3]);
+            ]
+        });
         let mut text = format!(
-            "reset campaign {} on {}\n{table}\n",
-            self.campaign, self.redis
+            "reset campaign {} on {}\n{}",
+            self.campaign,
+            self.redis,
+            output::grid(
+                &["item", "keys deleted", "stock", "kill switch"],
+                rows.collect(),
+                &[3]
+            )
         );
         if let Some(n) = self.order_rows_purged {
             text.push_str(&output::paragraph(&format!(
