@@ -9,12 +9,7 @@
 -- KEYS[3] buyers  hash   (only its length)
 -- KEYS[4] orders  stream (length, entries added, consumer group, recent ids)
 -- KEYS[5] dead    stream (only its length)
--- ARGV[1] group           consumer group name of the order stream
--- ARGV[2] rate_window_ms  count the order entries whose id time is within
---                         this long before now
--- ARGV[3] rate_scan_cap   most entries to count for the rate ("0" = do not
---                         count; the caller then computes the rate from two
---                         samples of entries_added)
+-- ARGV[1] group  consumer group name of the order stream
 --
 -- Returns a flat array:
 --  [1] now_ms (Redis TIME)
@@ -26,7 +21,9 @@
 --  [17] group last-delivered-id ("" when no group)
 --  [18] dead-letter stream length
 --  [19] PTTL of stock  [20] PTTL of meta (-1 no expiry, -2 no key)
---  [21] order entries within the rate window (at most ARGV[3])
+--
+-- Constant work whatever the stream's size (no entry is read): the caller
+-- gets the sales rate from two samples of entries-added.
 
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -35,7 +32,6 @@ local meta = redis.call('HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms
 
 local length, added = 0, 0
 local group_exists, pending, lag, last_delivered = 0, 0, -1, ''
-local recent = 0
 if redis.call('EXISTS', KEYS[4]) == 1 then
   local info = redis.call('XINFO', 'STREAM', KEYS[4])
   for i = 1, #info, 2 do
@@ -52,15 +48,9 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
       last_delivered = fields['last-delivered-id']
     end
   end
-  local cap = tonumber(ARGV[3])
-  if cap > 0 then
-    local since = now_ms - tonumber(ARGV[2])
-    recent = #redis.call('XRANGE', KEYS[4], tostring(since), '+', 'COUNT', cap)
-  end
 end
 
 return {now_ms, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], meta[8],
   redis.call('GET', KEYS[2]), redis.call('HLEN', KEYS[3]),
   length, added, group_exists, pending, lag, last_delivered,
-  redis.call('XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1]),
-  recent}
+  redis.call('XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1])}

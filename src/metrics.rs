@@ -250,7 +250,7 @@ pub fn serve_consume(
     target: RedisTarget,
 ) -> Result<SocketAddr> {
     let mut conn: Option<Conn> = None;
-    let mut reader = StatusReader::without_rate_scan();
+    let mut reader = StatusReader::default();
     serve(listen, move || {
         let mut exposition = Exposition::default();
         let items: Vec<_> = campaign.items.iter().collect();
@@ -259,7 +259,7 @@ pub fn serve_consume(
                 Some(conn) => conn,
                 None => conn.insert(target.connect()?),
             };
-            reader.read_campaign(conn, &campaign, &items, 1000)
+            reader.read_campaign(conn, &campaign, &items)
         })();
         let up = match read {
             Ok(statuses) => {

@@ -177,8 +177,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             )?;
         }
     }
-    let statuses =
-        StatusReader::without_rate_scan().read_campaign(&mut conn, &campaign, &items, 0)?;
+    let statuses = StatusReader::default().read_campaign(&mut conn, &campaign, &items)?;
     let mut rows = Vec::new();
     for s in statuses {
         let history = if args.history {

@@ -38,8 +38,9 @@ pub struct Args {
 
 /// Shortest `--watch` interval: each sample costs Redis one script per item.
 const MIN_WATCH: Duration = Duration::from_millis(100);
-/// The rate's interval of a single status (no `--watch`).
-const ONE_SHOT_RATE_INTERVAL_MS: i64 = 10_000;
+/// A single status (no `--watch`) samples twice this far apart for the
+/// rate; `--format prometheus` samples once (Prometheus computes rates).
+const ONE_SHOT_RATE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// `seckill status`'s report: every selected item at one instant.
 #[derive(Debug, Serialize)]
@@ -104,12 +105,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
     } = ctx.open()?;
     let items = campaign.select_items(args.item.as_deref())?;
     let Some(every) = args.watch else {
-        let statuses = StatusReader::default().read_campaign(
-            &mut conn,
-            &campaign,
-            &items,
-            ONE_SHOT_RATE_INTERVAL_MS,
-        )?;
+        let mut reader = StatusReader::default();
+        let mut statuses = reader.read_campaign(&mut conn, &campaign, &items)?;
+        if ctx.format != Format::Prometheus {
+            std::thread::sleep(ONE_SHOT_RATE_INTERVAL);
+            statuses = reader.read_campaign(&mut conn, &campaign, &items)?;
+        }
         return emit(ctx, &StatusReport::new(&campaign, &target, statuses));
     };
     watch(ctx, &campaign, &items, &target, conn, every)
@@ -131,7 +132,6 @@ fn watch(
             .context("cannot install signal handler")?;
     }
     let in_place = ctx.format == Format::Table && std::io::stdout().is_terminal();
-    let interval_ms = every.as_millis() as i64;
     let mut reader = StatusReader::default();
     let mut conn = Some(conn);
     if in_place && !output::write_stdout("\x1b[2J")? {
@@ -144,7 +144,7 @@ fn watch(
                 Some(conn) => conn,
                 None => conn.insert(target.connect()?),
             };
-            reader.read_campaign(conn, campaign, items, interval_ms)
+            reader.read_campaign(conn, campaign, items)
         })();
         let text = match (sample, ctx.format) {
             (Ok(statuses), Format::Json) => {
@@ -299,10 +299,9 @@ fn seconds(ms: Option<i64>) -> String {
 fn rate_text(s: &ItemStatus) -> String {
     match s.rate_per_s {
         Some(rate) => format!(
-            "{}{rate:.1} orders/s (last {})",
-            if s.rate_is_lower_bound { "≥ " } else { "" },
+            "{rate:.1} orders/s (last {})",
             human_duration_ms(s.rate_interval_ms)
         ),
-        None => "rate: next sample".to_string(),
+        None => "- (from the next sample)".to_string(),
     }
 }

@@ -6,5 +6,5 @@ super::script_call! {
     /// Read one item's status: KEYS and ARGV of `lua/item_status.lua`.
     ReadItemStatus = "item_status.lua", Sale;
     keys { meta, stock, buyers, orders, dead }
-    argv { group, rate_window_ms, rate_scan_cap }
+    argv { group }
 }
