@@ -21,6 +21,7 @@ use crate::report::{emit, emit_error};
     name = "seckill",
     version = env!("SECKILL_VERSION"),
     propagate_version = true,
+    after_long_help = cmd::help::root(),
     max_term_width = 100
 )]
 pub struct Cli {

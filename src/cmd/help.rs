@@ -53,6 +53,14 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill completions zsh > /usr/local/share/zsh/site-functions/_seckill",
         ],
         "man" => &["seckill man", "seckill man --out /usr/local/share/man/man1"],
+        // `seckill` itself: a launch day.
+        "" => &[
+            "seckill -c campaigns/moutai.yaml preheat",
+            "seckill -c campaigns/moutai.yaml status --watch 1s",
+            "seckill -c campaigns/moutai.yaml consume --metrics-listen 127.0.0.1:9464",
+            "seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"",
+            "seckill -c campaigns/moutai.yaml reconcile --quiet",
+        ],
         _ => &[],
     }
 }
@@ -82,4 +90,19 @@ pub fn long(command: &str) -> String {
         examples_paragraph(command),
         crate::exit_codes::help(command)
     )
+}
+
+/// The long help's closing sections of `seckill` itself: a launch day, then
+/// every exit code.
+pub fn root() -> String {
+    let mut codes = String::from("Exit codes:");
+    let width = crate::exit_codes::ALL
+        .iter()
+        .map(|(_, name, _)| name.len())
+        .max()
+        .unwrap_or(0);
+    for (code, name, meaning) in crate::exit_codes::ALL {
+        codes.push_str(&format!("\n  {code:>2}  {name:<width$} {meaning}"));
+    }
+    format!("{}\n\n{codes}", examples_paragraph(""))
 }

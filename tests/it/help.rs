@@ -66,6 +66,16 @@ fn every_subcommand_has_examples_that_parse_and_its_exit_codes() {
             "{name}:\n{help}"
         );
     }
+    // `seckill --help`: a launch day and every code.
+    for example in seckill::cmd::help::examples("") {
+        if let Err(error) = Cli::try_parse_from(words(example)) {
+            panic!("example `{example}` does not parse:\n{error}");
+        }
+    }
+    let root = command.render_long_help().to_string();
+    for (code, name, _) in seckill::exit_codes::ALL {
+        assert!(root.contains(&format!("{code:>2}  {name}")), "{root}");
+    }
     // A command's own codes are listed, and only under it.
     let preheat = seckill::exit_codes::help("preheat");
     assert!(preheat.contains("preheat_refused"));
