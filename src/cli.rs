@@ -126,7 +126,12 @@ impl Command {
     }
 
     fn run(self, ctx: &Context) -> Result<i32> {
-        if ctx.format == Format::Prometheus && !matches!(self, Command::Status(_)) {
+        // Completion scripts and man pages have no format to choose.
+        let prints_a_report = !matches!(self, Command::Completions(_) | Command::Man(_));
+        if ctx.format == Format::Prometheus
+            && prints_a_report
+            && !matches!(self, Command::Status(_))
+        {
             return Err(crate::error::usage(
                 "--format prometheus works only with `seckill status` \
                  (a running `consume` serves the same metrics with --metrics-listen ADDR)",
