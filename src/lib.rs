@@ -3,6 +3,7 @@
 //! The binary is a thin shell around this library: `cli` parses, `cmd::*`
 //! runs one subcommand each, and the pieces below are shared.
 
+pub mod buckets;
 pub mod buy;
 pub mod campaign;
 pub mod cli;

@@ -4,6 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::{self, Layout};
 use crate::buy::{self, BuyRequest, Outcome};
 use crate::context::Globals;
 use crate::error::usage;
@@ -74,18 +75,18 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     };
     let target = globals.redis(&campaign)?;
     let mut conn = target.connect()?;
-    let keys = ItemKeys::live(&campaign.id, &item.id);
-    let reply = buy::buy(
-        &mut conn,
-        &keys,
-        &BuyRequest {
-            campaign: &campaign.id,
-            item: &item.id,
-            user: &args.user,
-            qty: args.qty,
-            request_id: Some(&request_id),
-        },
-    )?;
+    let request = BuyRequest {
+        campaign: &campaign.id,
+        item: &item.id,
+        user: &args.user,
+        qty: args.qty,
+        request_id: Some(&request_id),
+    };
+    let reply = if item.buckets > 1 {
+        buckets::buy::buy(&mut conn, &Layout::live(&campaign.id, item), &request)?.0
+    } else {
+        buy::buy(&mut conn, &ItemKeys::live(&campaign.id, &item.id), &request)?
+    };
     let code = reply.outcome.exit_code();
     let shown = BuyOutput {
         outcome: reply.outcome,

@@ -9,6 +9,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::{self, Layout};
 use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
@@ -45,7 +46,12 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     if !args.yes {
         let mut sold = Vec::new();
         for (item, keys) in campaign.items.iter().zip(&all_keys) {
-            let s = state::item_state(&mut conn, keys)?;
+            let layout = Layout::live(&campaign.id, item);
+            let s = if layout.is_bucketed() {
+                buckets::state::item_state(&mut conn, &layout)?
+            } else {
+                state::item_state(&mut conn, keys)?
+            };
             if s.has_sales() {
                 sold.push(format!(
                     "{} ({} buyers, {} orders)",
@@ -65,13 +71,28 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
     for (item, keys) in campaign.items.iter().zip(&all_keys) {
-        let deleted = state::delete_item(&mut conn, keys, scan_too)?;
-        let report =
-            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?;
+        // Both layouts go: a file whose bucket count changed starts clean.
+        let layout = Layout::live(&campaign.id, item);
+        let mut deleted = state::delete_item(&mut conn, keys, scan_too)?;
+        deleted += buckets::state::delete_item(&mut conn, &layout, scan_too)?;
+        let stock = if layout.is_bucketed() {
+            let split = buckets::state::preheat_item(
+                &mut conn,
+                &layout,
+                &campaign,
+                item,
+                PreheatMode::Load,
+                false,
+            )?;
+            split.summary.redis_stock_after
+        } else {
+            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?
+                .redis_stock_after
+        };
         rows.push(InitRow {
             item: item.id.clone(),
             keys_deleted: deleted,
-            stock: report.redis_stock_after,
+            stock,
         });
     }
     match globals.format {

@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 
+use crate::buckets::{self, Layout};
 use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
@@ -56,19 +57,33 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         PreheatMode::Load
     };
     let mut reports = Vec::new();
+    // Per item: its buckets (bucketed items) and why it was refused as a whole.
+    let mut bucketed = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
+        let layout = Layout::live(&campaign.id, item);
+        if layout.is_bucketed() {
+            let split =
+                buckets::state::preheat_item(&mut conn, &layout, &campaign, item, mode, args.dry_run)?;
+            reports.push(split.summary);
+            bucketed.push((split.buckets, split.refused_because));
+            continue;
+        }
         let keys = ItemKeys::live(&campaign.id, &item.id);
-        reports.push(state::preheat_item(
-            &mut conn,
-            &keys,
-            &campaign,
-            item,
-            mode,
-            args.dry_run,
-        )?);
+        let conflict = buckets::state::layout_conflict(&mut conn, &layout)?;
+        // A layout conflict (the item was preheated bucketed) writes nothing.
+        let dry_run = args.dry_run || conflict.is_some();
+        let mut report = state::preheat_item(&mut conn, &keys, &campaign, item, mode, dry_run)?;
+        if conflict.is_some() {
+            report.status = PreheatStatus::StockMissing;
+        }
+        reports.push(report);
+        bucketed.push((Vec::new(), conflict));
     }
     if !args.dry_run {
-        for (name, script) in crate::scripts::all() {
+        for (name, script) in crate::scripts::all()
+            .into_iter()
+            .chain(buckets::scripts::all())
+        {
             let _: String = script
                 .prepare_invoke()
                 .load(&mut conn)
@@ -81,24 +96,48 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "redis": target.display,
             "dry_run": args.dry_run,
             "expires_at": campaign.expire_at_ms().map(|ms| output::time_or_dash(Some(ms))),
-            "items": reports,
+            "items": reports
+                .iter()
+                .zip(&bucketed)
+                .map(|(report, (parts, refused_because))| {
+                    let mut item = serde_json::to_value(report)?;
+                    item["buckets"] = serde_json::to_value(parts.len().max(1))?;
+                    if !parts.is_empty() {
+                        item["per_bucket"] = serde_json::to_value(parts)?;
+                    }
+                    if let Some(why) = refused_because {
+                        item["refused_because"] = why.as_str().into();
+                    }
+                    Ok(item)
+                })
+                .collect::<Result<Vec<serde_json::Value>>>()?,
         }))?,
         Format::Table => {
             let mut table =
                 output::table(["item", "name", "stock in file", "stock in Redis", "status"]);
-            for r in &reports {
-                let redis_stock = r
-                    .redis_stock_after
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "-".into());
-                let status = describe(r.status, args.dry_run, r.redis_stock_before, r.file_stock);
+            let stock = |s: Option<i64>| s.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
+            for (r, (parts, refused_because)) in reports.iter().zip(&bucketed) {
+                let status = match refused_because {
+                    Some(why) => format!("REFUSED: {why}"),
+                    None => describe(r.status, args.dry_run, r.redis_stock_before, r.file_stock),
+                };
                 table.add_row(vec![
                     r.item.clone(),
                     r.name.clone(),
                     r.file_stock.to_string(),
-                    redis_stock,
+                    stock(r.redis_stock_after),
                     status,
                 ]);
+                for part in parts {
+                    let p = &part.report;
+                    table.add_row(vec![
+                        format!("  bucket {} (slot {})", part.bucket, part.slot),
+                        String::new(),
+                        p.file_stock.to_string(),
+                        stock(p.redis_stock_after),
+                        describe(p.status, args.dry_run, p.redis_stock_before, p.file_stock),
+                    ]);
+                }
             }
             println!(
                 "{} campaign {} on {}{}",

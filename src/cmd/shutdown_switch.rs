@@ -4,6 +4,8 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::state::BucketStatus;
+use crate::buckets::{self, Layout};
 use crate::context::Globals;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
@@ -35,11 +37,18 @@ pub struct Args {
     /// Why (kept with the switch, shown by status).
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+
+    /// Also show each bucket of a bucketed item (switch, slot, stock, pending transfers).
+    #[arg(long)]
+    pub buckets: bool,
 }
 
 #[derive(Debug, Serialize)]
 struct SwitchRow {
     item: String,
+    buckets: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_bucket: Option<Vec<BucketStatus>>,
     closed: bool,
     preheated: bool,
     stock_left: Option<i64>,
@@ -58,6 +67,19 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         let now = state::redis_now_ms(&mut conn)?;
         let by = state::operator_name();
         for item in &items {
+            let layout = Layout::live(&campaign.id, item);
+            if layout.is_bucketed() {
+                buckets::state::set_switch(
+                    &mut conn,
+                    &layout,
+                    args.action == Action::On,
+                    &args.reason,
+                    &by,
+                    now,
+                    campaign.expire_at_ms(),
+                )?;
+                continue;
+            }
             let keys = ItemKeys::live(&campaign.id, &item.id);
             state::set_switch(
                 &mut conn,
@@ -72,8 +94,20 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     }
     let mut rows = Vec::new();
     for item in &items {
-        let s = state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?;
+        let layout = Layout::live(&campaign.id, item);
+        let (s, per_bucket) = if layout.is_bucketed() {
+            let per_bucket = if args.buckets {
+                Some(buckets::state::bucket_statuses(&mut conn, &layout)?)
+            } else {
+                None
+            };
+            (buckets::state::item_state(&mut conn, &layout)?, per_bucket)
+        } else {
+            (state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?, None)
+        };
         rows.push(SwitchRow {
+            buckets: item.buckets,
+            per_bucket,
             item: item.id.clone(),
             closed: s.closed,
             preheated: s.preheated,
@@ -114,6 +148,19 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     row.switched_at.clone().unwrap_or_else(|| "-".into()),
                     row.switched_by.clone().unwrap_or_else(|| "-".into()),
                 ]);
+                for part in row.per_bucket.iter().flatten() {
+                    table.add_row(vec![
+                        format!("  bucket {} (slot {})", part.bucket, part.slot),
+                        if part.closed { "ON (closed)" } else { "off (open)" }.to_string(),
+                        match (part.preheated, part.stock_left) {
+                            (true, Some(s)) => s.to_string(),
+                            _ => "not preheated".to_string(),
+                        },
+                        format!("{} transfer(s) pending", part.transfers_pending),
+                        String::new(),
+                        String::new(),
+                    ]);
+                }
             }
             println!("kill switch of campaign {}", campaign.id);
             println!("{table}");
