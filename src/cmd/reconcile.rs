@@ -9,6 +9,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::reconcile::TransferReport;
 use crate::context::Globals;
 use crate::exit_codes;
 use crate::orders::reconcile::{ItemReport, reconcile_item};
@@ -153,6 +154,9 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
     println!("{table}");
     for r in reports.iter().filter(|r| r.checked) {
         println!("{}: {}", r.item, r.equation);
+        if let Some(t) = &r.transfers {
+            print_transfers(&r.item, t);
+        }
         if r.repaired > 0 {
             println!(
                 "{}: repaired {} order(s) missing from the database",
@@ -185,6 +189,25 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
                     list.ids.join(" ")
                 );
             }
+        }
+    }
+}
+
+/// The transfer lines of a bucketed item (docs/buckets.md).
+fn print_transfers(item: &str, t: &TransferReport) {
+    println!(
+        "{item}: {} buckets, {} transfer(s), {} unit(s) in transit",
+        t.buckets, t.transfers, t.in_transit_units
+    );
+    if t.settled > 0 {
+        println!("{item}: settled {} transfer(s)", t.settled);
+    }
+    for (list, what) in [
+        (&t.in_transit, "in transit (`reconcile --repair` settles them)"),
+        (&t.unmatched_credits, "credited without a debit"),
+    ] {
+        if list.count > 0 {
+            println!("{item}: {} transfer(s) {what}: {}", list.count, list.ids.join(", "));
         }
     }
 }

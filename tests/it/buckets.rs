@@ -1,0 +1,490 @@
+//! Bucketed items (`docs/buckets.md`) on a real three-master Redis Cluster the
+//! tests start: the buckets land on every master, stock sells out completely
+//! even when every buyer's home is the same 2 of 8 buckets, nobody buys past
+//! the limit, the kill switch holds in every bucket, and buyers SIGKILLed at
+//! random points lose and double nothing.
+
+use crate::support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::{Commands, Value};
+use seckill::buckets::buy::buy;
+use seckill::buckets::{Layout, home_bucket, key_slot, scripts};
+use seckill::buy::{BuyRequest, Outcome};
+use seckill::exit_codes;
+use seckill::redis_conn::{Conn, ConnectionArgs, RedisTarget};
+use support::cluster::RedisCluster;
+use support::{CampaignFile, KillOnDrop, campaign_file, json, seckill};
+
+fn connect(cluster: &RedisCluster) -> Conn {
+    let args = ConnectionArgs {
+        redis_url: Some(cluster.urls()),
+        cluster: true,
+        ..ConnectionArgs::default()
+    };
+    RedisTarget::resolve(&args, None).unwrap().connect().unwrap()
+}
+
+fn cli(file: &CampaignFile, cluster: &RedisCluster) -> assert_cmd::Command {
+    let mut cmd = seckill(&file.path, &cluster.urls());
+    cmd.arg("--cluster");
+    cmd
+}
+
+/// Master port owning each slot, from `CLUSTER SHARDS`.
+fn slot_owners(port: u16) -> HashMap<u16, u16> {
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let shards: Vec<Value> = redis::cmd("CLUSTER").arg("SHARDS").query(&mut conn).unwrap();
+    let field = |map: &Value, name: &str| -> Value {
+        let Value::Array(pairs) = map else {
+            panic!("shard is not a flat map: {map:?}")
+        };
+        pairs
+            .chunks(2)
+            .find(|kv| redis::from_redis_value_ref::<String>(&kv[0]).unwrap() == name)
+            .map(|kv| kv[1].clone())
+            .unwrap_or_else(|| panic!("no {name} in {map:?}"))
+    };
+    let mut owners = HashMap::new();
+    for shard in &shards {
+        let slots: Vec<u16> = redis::from_redis_value(field(shard, "slots")).unwrap();
+        let Value::Array(nodes) = field(shard, "nodes") else {
+            panic!("nodes")
+        };
+        let master = nodes
+            .iter()
+            .find(|n| redis::from_redis_value::<String>(field(n, "role")).unwrap() == "master")
+            .unwrap();
+        let master_port: u16 = redis::from_redis_value(field(master, "port")).unwrap();
+        for range in slots.chunks(2) {
+            for slot in range[0]..=range[1] {
+                owners.insert(slot, master_port);
+            }
+        }
+    }
+    owners
+}
+
+/// `count` distinct user ids whose home is one of `homes` (of `buckets`).
+fn users_homed_in(homes: &[u32], buckets: u32, count: usize) -> Vec<String> {
+    (0..)
+        .map(|i| format!("user-{i}"))
+        .filter(|u| homes.contains(&home_bucket(u, buckets)))
+        .take(count)
+        .collect()
+}
+
+/// Units left in each bucket, read through the cluster.
+fn stock_left(conn: &mut Conn, layout: &Layout) -> Vec<i64> {
+    layout
+        .all()
+        .iter()
+        .map(|b| scripts::snapshot(conn, b).unwrap().stock.unwrap())
+        .collect()
+}
+
+#[test]
+fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
+    let cluster = RedisCluster::start();
+    let file = campaign_file(
+        "campaign: bk\nper_user_limit: 2\nrate_limit: { window: 1h, max_requests: 3 }\nitems:\n  \
+         - { id: hot, name: hot, price: \"1.00\", stock: 20, buckets: 8 }\n  \
+         - { id: plain, name: plain, price: \"1.00\", stock: 5 }\n",
+    );
+    let layout = Layout::new("seckill", "bk", "hot", 8);
+
+    // Tags: our CRC16 is Redis's, and the 8 buckets cover all 3 masters.
+    let owners = slot_owners(cluster.ports[0]);
+    let mut conn = connect(&cluster);
+    let mut masters = HashSet::new();
+    for bucket in layout.all() {
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&bucket.keys.stock)
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(slot, key_slot(&bucket.keys.stock));
+        masters.insert(owners[&slot]);
+    }
+    assert_eq!(masters.len(), 3, "8 buckets on {masters:?}");
+
+    // preheat splits 20 into 3,3,3,3,2,2,2,2 and reports each bucket; again changes nothing.
+    let out = cli(&file, &cluster)
+        .args(["preheat", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let hot = &report["items"][0];
+    assert_eq!(hot["status"], "loaded");
+    assert_eq!(hot["redis_stock_after"], 20);
+    let shares: Vec<i64> = hot["per_bucket"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["redis_stock_after"].as_i64().unwrap())
+        .collect();
+    assert_eq!(shares, [3, 3, 3, 3, 2, 2, 2, 2]);
+    assert!(report["items"][1].get("per_bucket").is_none());
+    let again = json(&cli(&file, &cluster).args(["preheat", "--format", "json"]).output().unwrap());
+    assert_eq!(again["items"][0]["status"], "kept");
+    // Every bucket's stock lives on the master that owns its slot.
+    for bucket in layout.all() {
+        let owner = owners[&key_slot(&bucket.keys.stock)];
+        let mut node = redis::Client::open(format!("redis://127.0.0.1:{owner}"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let exists: bool = node.exists(&bucket.keys.stock).unwrap();
+        assert!(exists, "bucket {} not on its master", bucket.bucket);
+    }
+
+    // The binary: a user homed in bucket 0, whose home we drain first, still
+    // buys (a transfer); the limit and a retried request id hold across buckets.
+    let alice = users_homed_in(&[0], 8, 1).remove(0);
+    let drain = users_homed_in(&[0], 8, 3);
+    for user in drain.iter().skip(1) {
+        cli(&file, &cluster)
+            .args(["buy", "--item", "hot", "--user", user])
+            .assert()
+            .code(0);
+    }
+    let buy = |user: &str, qty: &str, request: &str| {
+        json(
+            &cli(&file, &cluster)
+                .args(["buy", "--item", "hot", "--user", user, "--qty", qty])
+                .args(["--request-id", request, "--format", "json"])
+                .output()
+                .unwrap(),
+        )
+    };
+    let first = buy(&alice, "2", "r1");
+    assert_eq!(first["outcome"], "ok", "{first}");
+    assert_eq!(buy(&alice, "2", "r1")["order_id"], first["order_id"]);
+    assert_eq!(buy(&alice, "1", "r2")["outcome"], "duplicate");
+    assert_eq!(buy(&alice, "1", "r3")["outcome"], "duplicate");
+    assert_eq!(buy(&alice, "1", "r4")["outcome"], "rate_limited");
+    let transfers: u64 = layout
+        .all()
+        .iter()
+        .map(|b| scripts::snapshot(&mut conn, b).unwrap().in_count)
+        .sum();
+    assert!(transfers >= 1, "alice's home was empty: a transfer must have happened");
+
+    // A changed bucket count is refused, naming both counts.
+    let changed = campaign_file(
+        &std::fs::read_to_string(&file.path)
+            .unwrap()
+            .replace("buckets: 8", "buckets: 4"),
+    );
+    cli(&changed, &cluster)
+        .arg("preheat")
+        .assert()
+        .code(exit_codes::RUNTIME_ERROR)
+        .stdout(predicates::str::contains("in 8 bucket(s), the file says 4"));
+
+    // The kill switch closes every bucket; status shows them.
+    cli(&file, &cluster)
+        .args(["shutdown-switch", "on", "--reason", "test"])
+        .assert()
+        .success();
+    let status = json(
+        &cli(&file, &cluster)
+            .args(["shutdown-switch", "status", "--buckets", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    let hot = &status["items"][0];
+    assert_eq!(hot["closed"], true);
+    assert_eq!(hot["stock_left"], 16);
+    assert_eq!(hot["per_bucket"].as_array().unwrap().len(), 8);
+    assert!(hot["per_bucket"].as_array().unwrap().iter().all(|b| b["closed"] == true));
+    for user in users_homed_in(&[3, 5], 8, 2) {
+        cli(&file, &cluster)
+            .args(["buy", "--item", "hot", "--user", &user])
+            .assert()
+            .code(exit_codes::CLOSED);
+    }
+
+    // reconcile balances (orders still in flight), names the transfers.
+    let db = file.dir.path().join("orders.db");
+    let db_url = format!("sqlite://{}", db.display());
+    let out = cli(&file, &cluster)
+        .args(["reconcile", "--format", "json", "--orders-db", &db_url])
+        .output()
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let hot = &report["items"][0];
+    assert_eq!(hot["in_flight"]["units"], 4);
+    assert_eq!(hot["remaining"], 16);
+    assert_eq!(hot["transfers"]["in_transit_units"], 0);
+    assert_eq!(hot["transfers"]["per_bucket"].as_array().unwrap().len(), 8);
+
+    // init resets every bucket.
+    cli(&file, &cluster).args(["init", "--yes"]).assert().success();
+    assert_eq!(stock_left(&mut conn, &layout), [3, 3, 3, 3, 2, 2, 2, 2]);
+}
+
+/// 32 threads, each with its own cluster connection, run the users' attempts
+/// through the library's bucket buy; returns (ok attempts, units bought per user).
+fn run_sale(
+    cluster: &RedisCluster,
+    layout: &Layout,
+    users: &[String],
+    attempts: &[u32],
+) -> (usize, HashMap<String, i64>) {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Vec<(String, u32, Outcome)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..32)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut conn = connect(cluster);
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(user) = users.get(i) else {
+                            return mine;
+                        };
+                        for (n, qty) in attempts.iter().enumerate() {
+                            let request_id = format!("{user}-{n}");
+                            let request = BuyRequest {
+                                campaign: &layout.campaign,
+                                item: &layout.item,
+                                user,
+                                qty: *qty,
+                                request_id: Some(&request_id),
+                            };
+                            let (reply, _) = buy(&mut conn, layout, &request).unwrap();
+                            mine.push((user.clone(), *qty, reply.outcome));
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut bought: HashMap<String, i64> = HashMap::new();
+    let mut ok = 0;
+    for (user, qty, outcome) in results.into_iter().flatten() {
+        assert!(
+            matches!(outcome, Outcome::Ok | Outcome::SoldOut | Outcome::Duplicate),
+            "{user}: {outcome:?}"
+        );
+        if outcome == Outcome::Ok {
+            ok += 1;
+            *bought.entry(user).or_default() += i64::from(qty);
+        }
+    }
+    (ok, bought)
+}
+
+/// After a sale with demand above stock: 0 left everywhere, Redis's buyers
+/// agree with what the buyers were told, the streams hold every unit, and
+/// reconcile (the binary) balances.
+fn assert_sold_out_exactly(
+    cluster: &RedisCluster,
+    file: &CampaignFile,
+    layout: &Layout,
+    (ok, bought): (usize, &HashMap<String, i64>),
+    limit: i64,
+) {
+    let mut conn = connect(cluster);
+    assert_eq!(stock_left(&mut conn, layout), vec![0; layout.buckets as usize]);
+    assert_eq!(bought.values().sum::<i64>(), 1000);
+    assert!(bought.values().all(|units| *units <= limit));
+    let mut streamed = 0;
+    for bucket in layout.all() {
+        let buyers: HashMap<String, i64> = conn.hgetall(&bucket.keys.buyers).unwrap();
+        for (user, units) in &buyers {
+            assert_eq!(home_bucket(user, layout.buckets), bucket.bucket, "{user} outside home");
+            assert_eq!(bought.get(user), Some(units), "{user}");
+        }
+        streamed += scripts::snapshot(&mut conn, &bucket).unwrap().stream_len;
+    }
+    assert_eq!(streamed as usize, ok, "one stream entry per ok");
+    let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
+    let out = cli(file, cluster)
+        .args(["reconcile", "--format", "json", "--orders-db", &db, "--item", &layout.item])
+        .output()
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(report["items"][0]["in_flight"]["units"], 1000);
+    assert_eq!(report["items"][0]["stream_entries"], streamed);
+}
+
+#[test]
+fn stock_sells_out_completely_and_exactly_with_skewed_and_uniform_buyers() {
+    let cluster = RedisCluster::start();
+    let file = campaign_file(
+        "campaign: sale\nitems:\n  \
+         - { id: skewed, name: s, price: \"1.00\", stock: 1000, buckets: 8 }\n  \
+         - { id: uniform, name: u, price: \"1.00\", stock: 1000, buckets: 8 }\n",
+    );
+    let limit3 = campaign_file(
+        "campaign: sale3\nper_user_limit: 3\nitems:\n  \
+         - { id: qty2, name: q, price: \"1.00\", stock: 1000, buckets: 8 }\n",
+    );
+    cli(&file, &cluster).arg("preheat").assert().success();
+    cli(&limit3, &cluster).arg("preheat").assert().success();
+
+    // Every buyer's home is bucket 0 or 1 of 8: 750 units must travel.
+    let skewed = Layout::new("seckill", "sale", "skewed", 8);
+    let users = users_homed_in(&[0, 1], 8, 3000);
+    let (ok, bought) = run_sale(&cluster, &skewed, &users, &[1]);
+    assert_eq!(ok, 1000);
+    assert_sold_out_exactly(&cluster, &file, &skewed, (ok, &bought), 1);
+
+    let uniform = Layout::new("seckill", "sale", "uniform", 8);
+    let users: Vec<String> = (0..3000).map(|i| format!("fan-{i}")).collect();
+    let (ok, bought) = run_sale(&cluster, &uniform, &users, &[1]);
+    assert_eq!(ok, 1000);
+    assert_sold_out_exactly(&cluster, &file, &uniform, (ok, &bought), 1);
+
+    // per_user_limit 3: qty 2, qty 2 again (over the limit), then qty 1.
+    let qty2 = Layout::new("seckill", "sale3", "qty2", 8);
+    let users = users_homed_in(&[2, 7], 8, 3000);
+    let (ok, bought) = run_sale(&cluster, &qty2, &users, &[2, 2, 1]);
+    assert_sold_out_exactly(&cluster, &limit3, &qty2, (ok, &bought), 3);
+}
+
+#[test]
+fn after_the_kill_switch_returns_no_bucket_says_ok() {
+    let cluster = RedisCluster::start();
+    let file = campaign_file(
+        "campaign: ks\nitems:\n  - { id: hot, name: h, price: \"1.00\", stock: 100000, buckets: 8 }\n",
+    );
+    cli(&file, &cluster).arg("preheat").assert().success();
+    let layout = Layout::new("seckill", "ks", "hot", 8);
+    let stop = AtomicBool::new(false);
+    let switched_at: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+    let counter = AtomicUsize::new(0);
+    let late_ok = std::thread::scope(|scope| {
+        let buyers: Vec<_> = (0..16)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut conn = connect(&cluster);
+                    let mut late = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let user = format!("u{}", counter.fetch_add(1, Ordering::Relaxed));
+                        let started = Instant::now();
+                        let request = BuyRequest {
+                            campaign: "ks",
+                            item: "hot",
+                            user: &user,
+                            qty: 1,
+                            request_id: None,
+                        };
+                        let (reply, _) = buy(&mut conn, &layout, &request).unwrap();
+                        let switched = *switched_at.lock().unwrap();
+                        if reply.outcome == Outcome::Ok && switched.is_some_and(|at| started > at) {
+                            late.push(user);
+                        }
+                    }
+                    late
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(500));
+        cli(&file, &cluster)
+            .args(["shutdown-switch", "on"])
+            .assert()
+            .success();
+        *switched_at.lock().unwrap() = Some(Instant::now());
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Relaxed);
+        buyers
+            .into_iter()
+            .flat_map(|b| b.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(late_ok.is_empty(), "ok after the switch returned: {late_ok:?}");
+    let mut conn = connect(&cluster);
+    let left: i64 = stock_left(&mut conn, &layout).iter().sum();
+    assert!(left < 100_000, "the buyers sold nothing before the switch");
+}
+
+#[test]
+fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
+    let cluster = RedisCluster::start();
+    // Small buckets and every buyer homed in bucket 0: most buys transfer.
+    let file = campaign_file(
+        "campaign: crash\nitems:\n  - { id: hot, name: h, price: \"1.00\", stock: 400, buckets: 8 }\n",
+    );
+    cli(&file, &cluster).arg("preheat").assert().success();
+    let layout = Layout::new("seckill", "crash", "hot", 8);
+    let mut conn = connect(&cluster);
+    let users = users_homed_in(&[0], 8, 1000);
+    let mut users = users.iter();
+    let binary = assert_cmd::cargo::cargo_bin("seckill");
+    let spawn = |user: &str| {
+        std::process::Command::new(&binary)
+            .args(["-c"])
+            .arg(&file.path)
+            .args(["--cluster", "--redis", &cluster.urls(), "buy", "--item", "hot", "--user", user])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // How long one transferring buy takes, to aim the kills inside it.
+    let started = Instant::now();
+    for _ in 0..5 {
+        spawn(users.next().unwrap()).wait().unwrap();
+    }
+    let typical = started.elapsed() / 5;
+    let (mut killed, mut left_pending) = (0, 0);
+    while killed < 20 {
+        let mut child = KillOnDrop(spawn(users.next().expect("ran out of users")));
+        std::thread::sleep(typical.mul_f64(rand::random_range(0.3..1.1)));
+        if child.0.try_wait().unwrap().is_none() {
+            child.0.kill().unwrap(); // SIGKILL
+            child.0.wait().unwrap();
+            killed += 1;
+            let pending: u64 = layout
+                .all()
+                .iter()
+                .map(|b| scripts::snapshot(&mut conn, b).unwrap().pending)
+                .sum();
+            left_pending = left_pending.max(pending);
+        }
+    }
+    eprintln!("20 buyers killed; at most {left_pending} transfer(s) pending after a kill");
+
+    let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
+    let reconcile = |repair: bool| {
+        let mut cmd = cli(&file, &cluster);
+        cmd.args(["reconcile", "--format", "json", "--orders-db", &db]);
+        if repair {
+            cmd.arg("--repair");
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), json(&out))
+    };
+    let (code, before) = reconcile(false);
+    assert_eq!(code, Some(0), "{before}");
+    let in_transit = before["items"][0]["transfers"]["in_transit_units"].as_i64().unwrap();
+    let (code, repaired) = reconcile(true);
+    assert_eq!(code, Some(0), "{repaired}");
+    let (code, after) = reconcile(false);
+    assert_eq!(code, Some(0), "{after}");
+    let item = &after["items"][0];
+    assert_eq!(item["transfers"]["in_transit_units"], 0);
+    let sold = item["in_flight"]["units"].as_i64().unwrap();
+    let left = item["remaining"].as_i64().unwrap();
+    assert_eq!(sold + left, 400, "{after}");
+    let pending: u64 = layout
+        .all()
+        .iter()
+        .map(|b| scripts::snapshot(&mut conn, b).unwrap().pending)
+        .sum();
+    assert_eq!(pending, 0);
+    eprintln!("in transit before --repair: {in_transit} unit(s)");
+}
