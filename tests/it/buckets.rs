@@ -414,49 +414,56 @@ fn after_the_kill_switch_returns_no_bucket_says_ok() {
 #[test]
 fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
     let cluster = RedisCluster::start();
-    // Small buckets and every buyer homed in bucket 0: most buys transfer.
-    let file = campaign_file(
-        "campaign: crash\nitems:\n  - { id: hot, name: h, price: \"1.00\", stock: 400, buckets: 8 }\n",
-    );
+    // One item per buyer process: 80 units in 8 buckets of 10, and each buyer
+    // wants all 80, so after its first round trip it gathers 70 units from the
+    // 7 other buckets by 7 transfers: most of its life after startup is transfers.
+    let items: String = (0..60)
+        .map(|i| format!("  - {{ id: k{i}, name: k, price: \"1.00\", stock: 80, buckets: 8 }}\n"))
+        .collect();
+    let file = campaign_file(&format!("campaign: crash\nper_user_limit: 80\nitems:\n{items}"));
     cli(&file, &cluster).arg("preheat").assert().success();
-    let layout = Layout::new("seckill", "crash", "hot", 8);
     let mut conn = connect(&cluster);
-    let users = users_homed_in(&[0], 8, 1000);
-    let mut users = users.iter();
     let binary = assert_cmd::cargo::cargo_bin("seckill");
-    let spawn = |user: &str| {
+    let spawn = |item: usize| {
         std::process::Command::new(&binary)
-            .args(["-c"])
+            .arg("-c")
             .arg(&file.path)
-            .args(["--cluster", "--redis", &cluster.urls(), "buy", "--item", "hot", "--user", user])
+            .args(["--cluster", "--redis", &cluster.urls(), "buy", "--qty", "80"])
+            .args(["--item", &format!("k{item}"), "--user", &format!("buyer-{item}")])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap()
     };
-    // How long one transferring buy takes, to aim the kills inside it.
+    let pending_in = |conn: &mut Conn, item: usize| -> u64 {
+        Layout::new("seckill", "crash", &format!("k{item}"), 8)
+            .all()
+            .iter()
+            .map(|b| scripts::snapshot(conn, b).unwrap().pending)
+            .sum()
+    };
+    // How long one gathering buy takes, to aim the kills inside it.
     let started = Instant::now();
-    for _ in 0..5 {
-        spawn(users.next().unwrap()).wait().unwrap();
+    for item in 0..3 {
+        assert!(spawn(item).wait().unwrap().success());
     }
-    let typical = started.elapsed() / 5;
-    let (mut killed, mut left_pending) = (0, 0);
-    while killed < 20 {
-        let mut child = KillOnDrop(spawn(users.next().expect("ran out of users")));
-        std::thread::sleep(typical.mul_f64(rand::random_range(0.3..1.1)));
+    let typical = started.elapsed() / 3;
+    // SIGKILL at a random point of the buy, 20 times and until at least one
+    // kill left a transfer pending (debited, credit unconfirmed).
+    let (mut killed, mut kills_leaving_pending, mut item) = (0, 0, 3);
+    while killed < 20 || kills_leaving_pending == 0 {
+        assert!(item < 60, "60 buyers, {killed} killed, none mid-transfer");
+        let mut child = KillOnDrop(spawn(item));
+        std::thread::sleep(typical.mul_f64(rand::random_range(0.2..1.0)));
         if child.0.try_wait().unwrap().is_none() {
-            child.0.kill().unwrap(); // SIGKILL
+            child.0.kill().unwrap();
             child.0.wait().unwrap();
             killed += 1;
-            let pending: u64 = layout
-                .all()
-                .iter()
-                .map(|b| scripts::snapshot(&mut conn, b).unwrap().pending)
-                .sum();
-            left_pending = left_pending.max(pending);
+            kills_leaving_pending += usize::from(pending_in(&mut conn, item) > 0);
         }
+        item += 1;
     }
-    eprintln!("20 buyers killed; at most {left_pending} transfer(s) pending after a kill");
+    eprintln!("{killed} buyers killed, {kills_leaving_pending} mid-transfer");
 
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
     let reconcile = |repair: bool| {
@@ -468,23 +475,29 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
         let out = cmd.output().unwrap();
         (out.status.code(), json(&out))
     };
+    // Before repair: every item balances with its units in transit counted,
+    // and what reconcile calls in transit is exactly what is missing from
+    // stock + orders.
     let (code, before) = reconcile(false);
     assert_eq!(code, Some(0), "{before}");
-    let in_transit = before["items"][0]["transfers"]["in_transit_units"].as_i64().unwrap();
+    let mut transit_total = 0;
+    for report in before["items"].as_array().unwrap() {
+        let transit = report["transfers"]["in_transit_units"].as_i64().unwrap();
+        let sold = report["in_flight"]["units"].as_i64().unwrap();
+        let left = report["remaining"].as_i64().unwrap();
+        assert_eq!(sold + left + transit, 80, "{report}");
+        transit_total += transit;
+    }
     let (code, repaired) = reconcile(true);
     assert_eq!(code, Some(0), "{repaired}");
     let (code, after) = reconcile(false);
     assert_eq!(code, Some(0), "{after}");
-    let item = &after["items"][0];
-    assert_eq!(item["transfers"]["in_transit_units"], 0);
-    let sold = item["in_flight"]["units"].as_i64().unwrap();
-    let left = item["remaining"].as_i64().unwrap();
-    assert_eq!(sold + left, 400, "{after}");
-    let pending: u64 = layout
-        .all()
-        .iter()
-        .map(|b| scripts::snapshot(&mut conn, b).unwrap().pending)
-        .sum();
-    assert_eq!(pending, 0);
-    eprintln!("in transit before --repair: {in_transit} unit(s)");
+    for (i, report) in after["items"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(report["transfers"]["in_transit_units"], 0, "{report}");
+        let sold = report["in_flight"]["units"].as_i64().unwrap();
+        let left = report["remaining"].as_i64().unwrap();
+        assert_eq!(sold + left, 80, "{report}");
+        assert_eq!(pending_in(&mut conn, i), 0);
+    }
+    eprintln!("{transit_total} unit(s) were in transit before --repair");
 }
