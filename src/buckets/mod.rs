@@ -202,10 +202,7 @@ mod tests {
     #[test]
     fn one_bucket_is_the_plain_item() {
         let layout = Layout::new(LIVE_PREFIX, "moutai-1111", "1001", 1);
-        assert_eq!(
-            layout.bucket(0).keys,
-            ItemKeys::live("moutai-1111", "1001")
-        );
+        assert_eq!(layout.bucket(0).keys, ItemKeys::live("moutai-1111", "1001"));
         assert_eq!(home_bucket("anyone", 1), 0);
     }
 
@@ -235,6 +232,9 @@ mod tests {
         }
         assert_eq!(home_bucket("alice", 8), home_bucket("alice", 8));
         // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c.
-        assert_eq!(home_bucket("a", 256), (0xaf63_dc4c_8601_ec8c_u64 % 256) as u32);
+        assert_eq!(
+            home_bucket("a", 256),
+            (0xaf63_dc4c_8601_ec8c_u64 % 256) as u32
+        );
     }
 }

@@ -136,7 +136,16 @@ pub fn reconcile_item<C: ConnectionLike>(
             units_out: units(&reading.debits, |t| t.source),
             units_in: units(&reading.credits, |t| t.dest),
         });
-        walk_bucket(conn, store, bucket, campaign, item, repair, snap, &mut report)?;
+        walk_bucket(
+            conn,
+            store,
+            bucket,
+            campaign,
+            item,
+            repair,
+            snap,
+            &mut report,
+        )?;
     }
     transfers.transfers = reading.debits.len() as u64;
     let mut in_transit: Vec<&Transfer> = reading
@@ -224,13 +233,23 @@ fn read_consistently<C: ConnectionLike>(
             for (id, record) in hscan(conn, &bucket.xfer_out)? {
                 let (dest, units) = parse_log_record(&record)
                     .with_context(|| format!("bad record {record:?} in {}", bucket.xfer_out))?;
-                let t = Transfer { id: id.clone(), source: bucket.bucket, dest, units };
+                let t = Transfer {
+                    id: id.clone(),
+                    source: bucket.bucket,
+                    dest,
+                    units,
+                };
                 reading.debits.insert(id, t);
             }
             for (id, record) in hscan(conn, &bucket.xfer_in)? {
                 let (source, units) = parse_log_record(&record)
                     .with_context(|| format!("bad record {record:?} in {}", bucket.xfer_in))?;
-                let t = Transfer { id: id.clone(), source, dest: bucket.bucket, units };
+                let t = Transfer {
+                    id: id.clone(),
+                    source,
+                    dest: bucket.bucket,
+                    units,
+                };
                 reading.credits.insert(id, t);
             }
             let pending: Vec<String> = redis::cmd("ZRANGE")

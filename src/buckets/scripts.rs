@@ -197,7 +197,12 @@ pub fn ack<C: ConnectionLike>(conn: &mut C, source: &BucketKeys, transfer_id: &s
         .arg(&source.xfer_pending)
         .arg(transfer_id)
         .query(conn)
-        .with_context(|| format!("cannot ack transfer {transfer_id} in bucket {}", source.bucket))?;
+        .with_context(|| {
+            format!(
+                "cannot ack transfer {transfer_id} in bucket {}",
+                source.bucket
+            )
+        })?;
     Ok(())
 }
 

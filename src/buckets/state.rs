@@ -15,10 +15,7 @@ use crate::keys::ItemKeys;
 use crate::state::{self, PreheatMode, PreheatReport, PreheatStatus};
 
 /// Why the layout in Redis does not match the file, if it does not.
-pub fn layout_conflict<C: ConnectionLike>(
-    conn: &mut C,
-    layout: &Layout,
-) -> Result<Option<String>> {
+pub fn layout_conflict<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<Option<String>> {
     let marker = layout.marker();
     let recorded: Option<u32> = conn
         .get(&marker)
@@ -169,18 +166,31 @@ fn summarize(statuses: impl Iterator<Item = PreheatStatus>) -> PreheatStatus {
         PreheatStatus::MetaUpdated => 4,
         PreheatStatus::Kept => 5,
     };
-    statuses.min_by_key(|s| rank(*s)).unwrap_or(PreheatStatus::Kept)
+    statuses
+        .min_by_key(|s| rank(*s))
+        .unwrap_or(PreheatStatus::Kept)
 }
 
 /// Delete every key of every bucket of the item — in the file's layout and in
 /// the one Redis recorded, when they differ — and its bucket-count marker.
-pub fn delete_item<C: ConnectionLike>(conn: &mut C, layout: &Layout, scan_too: bool) -> Result<u64> {
+pub fn delete_item<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    scan_too: bool,
+) -> Result<u64> {
     let recorded: Option<u32> = conn
         .get(layout.marker())
         .with_context(|| format!("cannot read {}", layout.marker()))?;
     let mut deleted = 0;
     if let Some(n) = recorded.filter(|n| *n != layout.buckets && (1..=256).contains(n)) {
-        deleted += delete_layout(conn, &Layout { buckets: n, ..layout.clone() }, scan_too)?;
+        deleted += delete_layout(
+            conn,
+            &Layout {
+                buckets: n,
+                ..layout.clone()
+            },
+            scan_too,
+        )?;
     }
     Ok(deleted + delete_layout(conn, layout, scan_too)?)
 }
@@ -192,7 +202,12 @@ fn delete_layout<C: ConnectionLike>(conn: &mut C, layout: &Layout, scan_too: boo
     for bucket in layout.all() {
         let transfer_log: u64 = conn
             .del(&[&bucket.xfer_out, &bucket.xfer_pending, &bucket.xfer_in])
-            .with_context(|| format!("cannot delete bucket {} of item {}", bucket.bucket, layout.item))?;
+            .with_context(|| {
+                format!(
+                    "cannot delete bucket {} of item {}",
+                    bucket.bucket, layout.item
+                )
+            })?;
         deleted += transfer_log;
         // Rate-limit keys (per user) by SCAN, as for a plain item.
         deleted += state::delete_item(conn, &bucket.keys, scan_too)?;
@@ -235,7 +250,10 @@ pub fn set_switch<C: ConnectionLike>(
 }
 
 /// Every bucket's status, in bucket order.
-pub fn bucket_statuses<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<Vec<BucketStatus>> {
+pub fn bucket_statuses<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+) -> Result<Vec<BucketStatus>> {
     layout
         .all()
         .iter()

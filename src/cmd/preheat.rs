@@ -62,8 +62,14 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     for item in campaign.select_items(args.item.as_deref())? {
         let layout = Layout::live(&campaign.id, item);
         if layout.is_bucketed() {
-            let split =
-                buckets::state::preheat_item(&mut conn, &layout, &campaign, item, mode, args.dry_run)?;
+            let split = buckets::state::preheat_item(
+                &mut conn,
+                &layout,
+                &campaign,
+                item,
+                mode,
+                args.dry_run,
+            )?;
             reports.push(split.summary);
             bucketed.push((split.buckets, split.refused_because));
             continue;

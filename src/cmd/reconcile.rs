@@ -65,6 +65,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 }
                 let mut again = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
                 again.repaired = report.repaired;
+                if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
+                    now.settled = first.settled;
+                }
                 Ok(again)
             });
         let report = checked.unwrap_or_else(|error| {
@@ -203,11 +206,18 @@ fn print_transfers(item: &str, t: &TransferReport) {
         println!("{item}: settled {} transfer(s)", t.settled);
     }
     for (list, what) in [
-        (&t.in_transit, "in transit (`reconcile --repair` settles them)"),
+        (
+            &t.in_transit,
+            "in transit (`reconcile --repair` settles them)",
+        ),
         (&t.unmatched_credits, "credited without a debit"),
     ] {
         if list.count > 0 {
-            println!("{item}: {} transfer(s) {what}: {}", list.count, list.ids.join(", "));
+            println!(
+                "{item}: {} transfer(s) {what}: {}",
+                list.count,
+                list.ids.join(", ")
+            );
         }
     }
 }

@@ -103,7 +103,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             };
             (buckets::state::item_state(&mut conn, &layout)?, per_bucket)
         } else {
-            (state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?, None)
+            (
+                state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?,
+                None,
+            )
         };
         rows.push(SwitchRow {
             buckets: item.buckets,
@@ -151,7 +154,12 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 for part in row.per_bucket.iter().flatten() {
                     table.add_row(vec![
                         format!("  bucket {} (slot {})", part.bucket, part.slot),
-                        if part.closed { "ON (closed)" } else { "off (open)" }.to_string(),
+                        if part.closed {
+                            "ON (closed)"
+                        } else {
+                            "off (open)"
+                        }
+                        .to_string(),
                         match (part.preheated, part.stock_left) {
                             (true, Some(s)) => s.to_string(),
                             _ => "not preheated".to_string(),

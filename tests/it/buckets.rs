@@ -25,7 +25,10 @@ fn connect(cluster: &RedisCluster) -> Conn {
         cluster: true,
         ..ConnectionArgs::default()
     };
-    RedisTarget::resolve(&args, None).unwrap().connect().unwrap()
+    RedisTarget::resolve(&args, None)
+        .unwrap()
+        .connect()
+        .unwrap()
 }
 
 fn cli(file: &CampaignFile, cluster: &RedisCluster) -> assert_cmd::Command {
@@ -40,7 +43,10 @@ fn slot_owners(port: u16) -> HashMap<u16, u16> {
         .unwrap()
         .get_connection()
         .unwrap();
-    let shards: Vec<Value> = redis::cmd("CLUSTER").arg("SHARDS").query(&mut conn).unwrap();
+    let shards: Vec<Value> = redis::cmd("CLUSTER")
+        .arg("SHARDS")
+        .query(&mut conn)
+        .unwrap();
     let field = |map: &Value, name: &str| -> Value {
         let Value::Array(pairs) = map else {
             panic!("shard is not a flat map: {map:?}")
@@ -119,7 +125,11 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
         .args(["preheat", "--format", "json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = json(&out);
     let hot = &report["items"][0];
     assert_eq!(hot["status"], "loaded");
@@ -132,7 +142,12 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
         .collect();
     assert_eq!(shares, [3, 3, 3, 3, 2, 2, 2, 2]);
     assert!(report["items"][1].get("per_bucket").is_none());
-    let again = json(&cli(&file, &cluster).args(["preheat", "--format", "json"]).output().unwrap());
+    let again = json(
+        &cli(&file, &cluster)
+            .args(["preheat", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
     assert_eq!(again["items"][0]["status"], "kept");
     // Every bucket's stock lives on the master that owns its slot.
     for bucket in layout.all() {
@@ -175,7 +190,10 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
         .iter()
         .map(|b| scripts::snapshot(&mut conn, b).unwrap().in_count)
         .sum();
-    assert!(transfers >= 1, "alice's home was empty: a transfer must have happened");
+    assert!(
+        transfers >= 1,
+        "alice's home was empty: a transfer must have happened"
+    );
 
     // A changed bucket count is refused, naming both counts.
     let changed = campaign_file(
@@ -204,7 +222,13 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     assert_eq!(hot["closed"], true);
     assert_eq!(hot["stock_left"], 16);
     assert_eq!(hot["per_bucket"].as_array().unwrap().len(), 8);
-    assert!(hot["per_bucket"].as_array().unwrap().iter().all(|b| b["closed"] == true));
+    assert!(
+        hot["per_bucket"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["closed"] == true)
+    );
     for user in users_homed_in(&[3, 5], 8, 2) {
         cli(&file, &cluster)
             .args(["buy", "--item", "hot", "--user", &user])
@@ -228,8 +252,75 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     assert_eq!(hot["transfers"]["per_bucket"].as_array().unwrap().len(), 8);
 
     // init resets every bucket.
-    cli(&file, &cluster).args(["init", "--yes"]).assert().success();
+    cli(&file, &cluster)
+        .args(["init", "--yes"])
+        .assert()
+        .success();
     assert_eq!(stock_left(&mut conn, &layout), [3, 3, 3, 3, 2, 2, 2, 2]);
+
+    // A debit whose taker died is in transit, named by id; a credit counts
+    // once however often it is sent; `--repair` settles and acks both.
+    let (b0, b3, b5) = (layout.bucket(0), layout.bucket(3), layout.bucket(5));
+    let lost = scripts::take(&mut conn, &b3, 1, "T-LOST", 0, 60_000).unwrap();
+    assert_eq!(lost.taken, 2, "half of 3, rounded up");
+    let half = scripts::take(&mut conn, &b5, 1, "T-HALF", 0, 60_000).unwrap();
+    let credited = scripts::Transfer {
+        id: "T-HALF".into(),
+        source: 5,
+        dest: 0,
+        units: half.taken,
+    };
+    assert_eq!(
+        scripts::credit(&mut conn, &b0, &credited).unwrap(),
+        scripts::Credited::Now
+    );
+    assert_eq!(
+        scripts::credit(&mut conn, &b0, &credited).unwrap(),
+        scripts::Credited::Already
+    );
+    assert_eq!(
+        stock_left(&mut conn, &layout),
+        [3 + half.taken, 3, 3, 1, 2, 2 - half.taken, 2, 2]
+    );
+    let reconcile = |repair: bool| {
+        let mut cmd = cli(&file, &cluster);
+        cmd.args([
+            "reconcile",
+            "--format",
+            "json",
+            "--item",
+            "hot",
+            "--orders-db",
+            &db_url,
+        ]);
+        if repair {
+            cmd.arg("--repair");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        json(&out)["items"][0]["transfers"].clone()
+    };
+    let before = reconcile(false);
+    assert_eq!(before["in_transit_units"], 2);
+    assert_eq!(
+        before["in_transit"]["ids"][0],
+        "T-LOST (2 unit(s), bucket 3 → 0)"
+    );
+    assert_eq!(reconcile(true)["settled"], 2);
+    let after = reconcile(false);
+    assert_eq!(after["in_transit_units"], 0);
+    assert_eq!(stock_left(&mut conn, &layout).iter().sum::<i64>(), 20);
+    assert!(
+        layout
+            .all()
+            .iter()
+            .all(|b| scripts::snapshot(&mut conn, b).unwrap().pending == 0)
+    );
 }
 
 /// 32 threads, each with its own cluster connection, run the users' attempts
@@ -296,14 +387,21 @@ fn assert_sold_out_exactly(
     limit: i64,
 ) {
     let mut conn = connect(cluster);
-    assert_eq!(stock_left(&mut conn, layout), vec![0; layout.buckets as usize]);
+    assert_eq!(
+        stock_left(&mut conn, layout),
+        vec![0; layout.buckets as usize]
+    );
     assert_eq!(bought.values().sum::<i64>(), 1000);
     assert!(bought.values().all(|units| *units <= limit));
     let mut streamed = 0;
     for bucket in layout.all() {
         let buyers: HashMap<String, i64> = conn.hgetall(&bucket.keys.buyers).unwrap();
         for (user, units) in &buyers {
-            assert_eq!(home_bucket(user, layout.buckets), bucket.bucket, "{user} outside home");
+            assert_eq!(
+                home_bucket(user, layout.buckets),
+                bucket.bucket,
+                "{user} outside home"
+            );
             assert_eq!(bought.get(user), Some(units), "{user}");
         }
         streamed += scripts::snapshot(&mut conn, &bucket).unwrap().stream_len;
@@ -311,7 +409,15 @@ fn assert_sold_out_exactly(
     assert_eq!(streamed as usize, ok, "one stream entry per ok");
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
     let out = cli(file, cluster)
-        .args(["reconcile", "--format", "json", "--orders-db", &db, "--item", &layout.item])
+        .args([
+            "reconcile",
+            "--format",
+            "json",
+            "--orders-db",
+            &db,
+            "--item",
+            &layout.item,
+        ])
         .output()
         .unwrap();
     let report = json(&out);
@@ -405,7 +511,10 @@ fn after_the_kill_switch_returns_no_bucket_says_ok() {
             .flat_map(|b| b.join().unwrap())
             .collect::<Vec<_>>()
     });
-    assert!(late_ok.is_empty(), "ok after the switch returned: {late_ok:?}");
+    assert!(
+        late_ok.is_empty(),
+        "ok after the switch returned: {late_ok:?}"
+    );
     let mut conn = connect(&cluster);
     let left: i64 = stock_left(&mut conn, &layout).iter().sum();
     assert!(left < 100_000, "the buyers sold nothing before the switch");
@@ -420,7 +529,9 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
     let items: String = (0..60)
         .map(|i| format!("  - {{ id: k{i}, name: k, price: \"1.00\", stock: 80, buckets: 8 }}\n"))
         .collect();
-    let file = campaign_file(&format!("campaign: crash\nper_user_limit: 80\nitems:\n{items}"));
+    let file = campaign_file(&format!(
+        "campaign: crash\nper_user_limit: 80\nitems:\n{items}"
+    ));
     cli(&file, &cluster).arg("preheat").assert().success();
     let mut conn = connect(&cluster);
     let binary = assert_cmd::cargo::cargo_bin("seckill");
@@ -428,8 +539,20 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
         std::process::Command::new(&binary)
             .arg("-c")
             .arg(&file.path)
-            .args(["--cluster", "--redis", &cluster.urls(), "buy", "--qty", "80"])
-            .args(["--item", &format!("k{item}"), "--user", &format!("buyer-{item}")])
+            .args([
+                "--cluster",
+                "--redis",
+                &cluster.urls(),
+                "buy",
+                "--qty",
+                "80",
+            ])
+            .args([
+                "--item",
+                &format!("k{item}"),
+                "--user",
+                &format!("buyer-{item}"),
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
