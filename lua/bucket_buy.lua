@@ -22,10 +22,15 @@
 -- ARGV[9] its source bucket
 -- ARGV[10] its units
 --
--- Returns {outcome, order_id, stock_left, in_count}:
+-- Returns {outcome, order_id, stock_left, in_count, proven}:
 --   outcome    as buy.lua's; sold_out means THIS BUCKET has fewer than qty
---              units (the client then sweeps the other buckets: never shown as is)
+--              units (the client then sweeps the other buckets: never shown as
+--              is), unless proven = 1
 --   in_count   HLEN xfer_in after this call (credits ever received)
+--   proven     1 when meta has sold_out = 1: a sweep proved every bucket empty
+--              with nothing in transit, which stays true for good (no unit can
+--              enter a bucket without a debit from another); the client answers
+--              sold_out at once
 --
 -- The credit comes first and is unconditional (when the bucket is preheated):
 -- its units already left the source bucket, so they land here even when the
@@ -45,7 +50,8 @@ local qty = tonumber(ARGV[2])
 local request_id = ARGV[3]
 
 local meta = redis.call('HMGET', KEYS[1], 'initial_stock', 'closed', 'starts_at_ms',
-  'ends_at_ms', 'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms')
+  'ends_at_ms', 'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms',
+  'sold_out')
 local stock = tonumber(redis.call('GET', KEYS[2]))
 local preheated = meta[1] and stock
 
@@ -63,23 +69,23 @@ if request_id ~= '' then
   request_field = string.len(user) .. ':' .. user .. ':' .. request_id
   local remembered = redis.call('HGET', KEYS[5], request_field)
   if remembered then
-    return {'ok', remembered, stock or -1, in_count}
+    return {'ok', remembered, stock or -1, in_count, 0}
   end
 end
 
 if not preheated then
-  return {'not_preheated', '', -1, in_count}
+  return {'not_preheated', '', -1, in_count, 0}
 end
 if meta[2] == '1' then
-  return {'closed', '', stock, in_count}
+  return {'closed', '', stock, in_count, 0}
 end
 
 local now = now_ms()
 if meta[3] and meta[3] ~= '' and now < tonumber(meta[3]) then
-  return {'not_started', '', stock, in_count}
+  return {'not_started', '', stock, in_count, 0}
 end
 if meta[4] and meta[4] ~= '' and now >= tonumber(meta[4]) then
-  return {'ended', '', stock, in_count}
+  return {'ended', '', stock, in_count, 0}
 end
 
 local rate_max = tonumber(meta[7] or '0') or 0
@@ -89,17 +95,17 @@ if rate_max > 0 and ARGV[7] == '1' then
     redis.call('PEXPIRE', KEYS[7], meta[6])
   end
   if attempts > rate_max then
-    return {'rate_limited', '', stock, in_count}
+    return {'rate_limited', '', stock, in_count, 0}
   end
 end
 
 local limit = tonumber(meta[5] or '1') or 1
 local bought = tonumber(redis.call('HGET', KEYS[3], user) or '0')
 if bought + qty > limit then
-  return {'duplicate', redis.call('HGET', KEYS[4], user) or '', stock, in_count}
+  return {'duplicate', redis.call('HGET', KEYS[4], user) or '', stock, in_count, 0}
 end
 if stock < qty then
-  return {'sold_out', '', stock, in_count}
+  return {'sold_out', '', stock, in_count, meta[10] == '1' and 1 or 0}
 end
 
 -- As in buy.lua: buyer_orders read and the stream written first, so a type
@@ -121,4 +127,4 @@ if meta[9] and meta[9] ~= '' then
     redis.call('PEXPIREAT', KEYS[5], meta[9])
   end
 end
-return {'ok', ARGV[4], left, in_count}
+return {'ok', ARGV[4], left, in_count, 0}

@@ -48,9 +48,9 @@ pub fn buy<C: ConnectionLike>(
         round_trips: 1,
         ..BuyCost::default()
     };
-    let (reply, _) = scripts::home_buy(conn, &home, request, &order_id, true, None)?;
-    if reply.outcome != Outcome::SoldOut || !layout.is_bucketed() {
-        return Ok((reply, cost));
+    let first = scripts::home_buy(conn, &home, request, &order_id, true, None)?;
+    if first.reply.outcome != Outcome::SoldOut || first.proven || !layout.is_bucketed() {
+        return Ok((first.reply, cost));
     }
     let buckets = layout.all();
     let reply = sweep(conn, &buckets, &home, request, &order_id, &mut cost)?;
@@ -105,7 +105,7 @@ fn sweep<C: ConnectionLike>(
                     continue;
                 }
                 cost.round_trips += 1;
-                scripts::home_buy(conn, home, request, order_id, false, None)?.0
+                scripts::home_buy(conn, home, request, order_id, false, None)?.reply
             } else if seen.taken > 0 {
                 let transfer = Transfer {
                     id: transfer_id,
@@ -115,8 +115,8 @@ fn sweep<C: ConnectionLike>(
                 };
                 cost.transfers += 1;
                 cost.round_trips += 2;
-                let (reply, _) =
-                    scripts::home_buy(conn, home, request, order_id, false, Some(&transfer))?;
+                let reply =
+                    scripts::home_buy(conn, home, request, order_id, false, Some(&transfer))?.reply;
                 scripts::ack(conn, bucket, &transfer.id)?;
                 home_stock = reply.stock_left.unwrap_or(0);
                 reply
@@ -129,6 +129,14 @@ fn sweep<C: ConnectionLike>(
             }
         }
         if quiet && quiet_before.as_ref() == Some(&in_counts) {
+            if home_stock == 0 {
+                // Every bucket empty, nothing in transit: true for good.
+                // Later attempts learn it from their home bucket in one round trip.
+                for bucket in buckets {
+                    cost.round_trips += 1;
+                    scripts::mark_sold_out(conn, bucket)?;
+                }
+            }
             return Ok(BuyReply {
                 outcome: Outcome::SoldOut,
                 order_id: None,

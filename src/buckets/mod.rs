@@ -9,6 +9,7 @@
 //! then gives exactly [`ItemKeys::live`]'s keys.
 
 pub mod buy;
+pub mod loadtest;
 pub mod reconcile;
 pub mod scripts;
 pub mod state;

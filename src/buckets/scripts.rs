@@ -42,8 +42,18 @@ pub struct Transfer {
     pub units: i64,
 }
 
-/// `lua/bucket_buy.lua` on the home bucket: (reply, the bucket's in-count).
-/// `sold_out` in the reply means *this bucket* is short.
+/// What the home bucket said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeReply {
+    /// `sold_out` means *this bucket* is short, unless `proven`.
+    pub reply: BuyReply,
+    /// Credits this bucket ever received.
+    pub in_count: i64,
+    /// A sweep proved the whole item sold out for good (`sold_out` in meta).
+    pub proven: bool,
+}
+
+/// `lua/bucket_buy.lua` on the home bucket.
 pub fn home_buy<C: ConnectionLike>(
     conn: &mut C,
     home: &BucketKeys,
@@ -51,8 +61,9 @@ pub fn home_buy<C: ConnectionLike>(
     order_id: &str,
     count_attempt: bool,
     credit: Option<&Transfer>,
-) -> Result<(BuyReply, i64)> {
-    let (outcome, order_id, stock_left, in_count): (Vec<u8>, String, i64, i64) = BUCKET_BUY
+) -> Result<HomeReply> {
+    type Reply = (Vec<u8>, String, i64, i64, i64);
+    let (outcome, order_id, stock_left, in_count, proven): Reply = BUCKET_BUY
         .key(&home.keys.meta)
         .key(&home.keys.stock)
         .key(&home.keys.buyers)
@@ -78,7 +89,11 @@ pub fn home_buy<C: ConnectionLike>(
                 home.bucket, request.item, request.user
             )
         })?;
-    Ok((parse_reply((outcome, order_id, stock_left))?, in_count))
+    Ok(HomeReply {
+        reply: parse_reply((outcome, order_id, stock_left))?,
+        in_count,
+        proven: proven == 1,
+    })
 }
 
 /// What one bucket told a sweep.
@@ -189,6 +204,17 @@ pub fn credit<C: ConnectionLike>(
         "not_preheated" => Ok(Credited::NotPreheated),
         other => bail!("credit script returned unknown status {other:?}"),
     }
+}
+
+/// Record in `bucket` that a sweep proved the item sold out (see `lua/bucket_buy.lua`).
+pub fn mark_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
+    let _: i64 = redis::cmd("HSET")
+        .arg(&bucket.keys.meta)
+        .arg("sold_out")
+        .arg(1)
+        .query(conn)
+        .with_context(|| format!("cannot mark bucket {} sold out", bucket.bucket))?;
+    Ok(())
 }
 
 /// Forget a pending debit of `source` once its credit is confirmed.

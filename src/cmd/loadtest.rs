@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
+use crate::buckets;
 use crate::campaign::{Campaign, MAX_STOCK};
 use crate::context::Globals;
 use crate::error::usage;
@@ -71,6 +72,17 @@ pub struct Args {
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
     pub keep: bool,
+
+    /// Split the stock into N buckets (docs/buckets.md) and run the bucket buy
+    /// path (`--variant full` only); reports round trips per buy, the transfer
+    /// share and per-bucket figures.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub buckets: u32,
+
+    /// With --buckets: skewed demand, every synthetic user's home is one of the
+    /// first K buckets (default: uniform).
+    #[arg(long, value_name = "K", requires = "buckets", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub hot_buckets: Option<u32>,
 }
 
 /// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
@@ -131,6 +143,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
+    if args.buckets > 1 || args.hot_buckets.is_some() {
+        return run_buckets(globals, args, &campaign, &item_id, &target, &mut control);
+    }
 
     let settings = Settings {
         threads: args.threads,
@@ -313,4 +328,125 @@ fn retries_text(report: &VariantReport) -> String {
         Variant::Lock => format!("{} waits", report.retries),
         _ => report.retries.to_string(),
     }
+}
+
+/// `--buckets N`: the bucket buy path, one run (see `buckets::loadtest`).
+fn run_buckets(
+    globals: &Globals,
+    args: &Args,
+    campaign: &Campaign,
+    item_id: &str,
+    target: &RedisTarget,
+    control: &mut crate::redis_conn::Conn,
+) -> Result<i32> {
+    if args.variant != VariantChoice(Some(Variant::Full)) {
+        return Err(usage(
+            "--buckets runs the real buy path: pass --variant full",
+        ));
+    }
+    if args.hot_buckets.is_some_and(|k| k > args.buckets) {
+        return Err(usage("--hot-buckets must not exceed --buckets"));
+    }
+    if i64::from(args.buckets) > args.stock {
+        return Err(usage(
+            "--buckets must not exceed --stock (every bucket needs a unit)",
+        ));
+    }
+    for item in campaign.items.iter().filter(|i| i.buckets > 1) {
+        let live = buckets::Layout::live(&campaign.id, item).marker();
+        let preheated: bool = redis::Commands::exists(control, &live)
+            .with_context(|| format!("cannot check {live}"))?;
+        if preheated {
+            return Err(usage(format!(
+                "refusing to load-test: campaign {} item {} is preheated on this Redis ({live}); \
+                 use a rehearsal Redis (--redis URL)",
+                campaign.id, item.id
+            )));
+        }
+    }
+    let run = buckets::loadtest::BucketRun {
+        threads: args.threads,
+        requests: args.requests,
+        users: args.users.unwrap_or(args.requests),
+        stock: args.stock,
+        buckets: args.buckets,
+        hot_buckets: args.hot_buckets,
+    };
+    let report = buckets::loadtest::run(target, campaign, item_id, &run, args.keep)?;
+    match globals.format {
+        Format::Json => output::print_json(&report)?,
+        Format::Table => {
+            println!(
+                "load test of campaign {} item {item_id} on {}: {} buckets, {} demand, {} threads, {} requests, stock {}, {} users",
+                campaign.id,
+                target.display,
+                report.buckets,
+                report.demand,
+                report.threads,
+                report.requests,
+                report.stock,
+                report.users
+            );
+            let mut table = output::table([
+                "variant",
+                "buckets",
+                "qps",
+                "succeeded",
+                "sold out",
+                "rejected",
+                "oversold",
+                "undersold",
+                "final stock",
+                "stream",
+                "p50 ms",
+                "p99 ms",
+                "round trips/ok (mean, p99)",
+                "transfer share",
+                "verdict",
+            ]);
+            table.add_row(vec![
+                report.variant.to_string(),
+                report.buckets.to_string(),
+                format!("{:.0}", report.qps),
+                report.succeeded.to_string(),
+                report.sold_out.to_string(),
+                report.rejected.to_string(),
+                report.oversold.to_string(),
+                report.undersold.to_string(),
+                report.final_stock.to_string(),
+                report.stream_len.to_string(),
+                format!("{:.2}", report.p50_ms),
+                format!("{:.2}", report.p99_ms),
+                format!(
+                    "{:.2}, {}",
+                    report.round_trips_per_ok_mean, report.round_trips_per_ok_p99
+                ),
+                format!("{:.1}%", report.transfer_share * 100.0),
+                report.verdict.clone(),
+            ]);
+            println!("{table}");
+            let mut buckets = output::table([
+                "bucket",
+                "slot",
+                "initial",
+                "final stock",
+                "orders",
+                "transfers out",
+                "transfers in",
+            ]);
+            for b in &report.per_bucket {
+                buckets.add_row(vec![
+                    b.bucket.to_string(),
+                    b.slot.to_string(),
+                    b.initial_stock.to_string(),
+                    b.final_stock.to_string(),
+                    b.orders.to_string(),
+                    b.transfers_out.to_string(),
+                    b.transfers_in.to_string(),
+                ]);
+            }
+            println!("{buckets}");
+        }
+    }
+    Ok(exit_codes::SUCCESS)
 }
