@@ -391,6 +391,16 @@ fn assert_sold_out_exactly(
         stock_left(&mut conn, layout),
         vec![0; layout.buckets as usize]
     );
+    // Proven sold out, the item says so from any home bucket in one round trip.
+    let request = BuyRequest {
+        campaign: &layout.campaign,
+        item: &layout.item,
+        user: "latecomer",
+        qty: 1,
+        request_id: None,
+    };
+    let (reply, cost) = buy(&mut conn, layout, &request).unwrap();
+    assert_eq!((reply.outcome, cost.round_trips), (Outcome::SoldOut, 1));
     assert_eq!(bought.values().sum::<i64>(), 1000);
     assert!(bought.values().all(|units| *units <= limit));
     let mut streamed = 0;
