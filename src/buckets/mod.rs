@@ -14,8 +14,23 @@ pub mod reconcile;
 pub mod scripts;
 pub mod state;
 
-use crate::campaign::Item;
+use crate::campaign::{Campaign, Item};
 use crate::keys::{ItemKeys, LIVE_PREFIX};
+
+/// Every order stream of the campaign, with its item: one per plain item,
+/// one per bucket of a bucketed item (for `consume` and `pending-claim`).
+pub fn order_streams(campaign: &Campaign) -> Vec<(&Item, ItemKeys)> {
+    campaign
+        .items
+        .iter()
+        .flat_map(|item| {
+            Layout::live(&campaign.id, item)
+                .all()
+                .into_iter()
+                .map(move |bucket| (item, bucket.keys))
+        })
+        .collect()
+}
 
 /// Redis Cluster's slot count.
 pub const SLOTS: u32 = 16384;

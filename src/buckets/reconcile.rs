@@ -341,12 +341,19 @@ fn check_database_against_streams<C: ConnectionLike>(
             return Ok(());
         };
         after = last.order_id.clone();
-        let stream_ids: Vec<&str> = rows.iter().map(|r| r.stream_id.as_str()).collect();
+        // Distinct ids: two buckets' orders may carry the same stream id.
+        let mut stream_ids: Vec<&str> = rows.iter().map(|r| r.stream_id.as_str()).collect();
+        stream_ids.sort_unstable();
+        stream_ids.dedup();
         let mut found = vec![false; rows.len()];
         for bucket in buckets {
             let here = stream::order_ids_at(conn, &bucket.keys.orders, &stream_ids)?;
-            for ((row, order_id), found) in rows.iter().zip(here).zip(found.iter_mut()) {
-                *found |= order_id.as_deref() == Some(row.order_id.as_str());
+            let here: HashMap<&str, Option<String>> =
+                stream_ids.iter().copied().zip(here).collect();
+            for (row, found) in rows.iter().zip(found.iter_mut()) {
+                *found |= here
+                    .get(row.stream_id.as_str())
+                    .is_some_and(|order_id| order_id.as_deref() == Some(row.order_id.as_str()));
             }
         }
         for (row, found) in rows.iter().zip(found) {

@@ -16,6 +16,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use crate::campaign::Item;
 use crate::context::Globals;
 use crate::exit_codes;
 use crate::keys::{ItemKeys, ORDER_GROUP};
@@ -68,10 +69,22 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         mut store,
         stop,
     } = Session::open(COMMAND, globals, &args.store)?;
-    let items: Vec<ItemKeys> = campaign
-        .items
+    // One stream per plain item, one per bucket of a bucketed item;
+    // `owners[i]` is the item of stream `i`.
+    let (stream_items, items): (Vec<Item>, Vec<ItemKeys>) =
+        crate::buckets::order_streams(&campaign)
+            .into_iter()
+            .map(|(item, keys)| (item.clone(), keys))
+            .unzip();
+    let owners: Vec<usize> = stream_items
         .iter()
-        .map(|i| ItemKeys::live(&campaign.id, &i.id))
+        .map(|s| {
+            campaign
+                .items
+                .iter()
+                .position(|i| i.id == s.id)
+                .unwrap_or(0)
+        })
         .collect();
     for keys in &items {
         stream::ensure_group(&mut conn, keys)?;
@@ -158,7 +171,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             if let (Some(cursors), Some(last)) = (history.as_mut(), entries.last()) {
                 cursors[i].clone_from(&last.id);
             }
-            let item = &campaign.items[i];
+            let item = &stream_items[i];
             let mut ids = Vec::with_capacity(entries.len());
             for entry in &entries {
                 match parse_order(entry, &campaign.id, &item.id) {
@@ -168,7 +181,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     }
                     Err(reason) => {
                         if not_orders.insert(format!("{key} {}", entry.id)) {
-                            counts[i].left_pending += 1;
+                            counts[owners[i]].left_pending += 1;
                             progress.log(format!(
                                 "entry {} of {key} is not an order ({reason}): left pending for `seckill pending-claim` to dead-letter",
                                 entry.id
@@ -177,7 +190,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     }
                 }
             }
-            counts[i].acked += ids.len() as u64;
+            counts[owners[i]].acked += ids.len() as u64;
             if !ids.is_empty() {
                 batch.acks.push((key, ids));
             }
@@ -197,7 +210,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             // pending under our name: read our own pending entries next.
             history = own_pending();
         }
-        progress.tick(acked, &mut conn, &items, &campaign.items);
+        progress.tick(acked, &mut conn, &items, &stream_items);
     }
     let seconds = progress.finish();
     let left_pending: u64 = counts.iter().map(|c| c.left_pending).sum();

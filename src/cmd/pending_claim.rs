@@ -18,7 +18,6 @@ use serde::Serialize;
 
 use crate::context::Globals;
 use crate::exit_codes;
-use crate::keys::ItemKeys;
 use crate::orders::entry::parse_order;
 use crate::orders::pipeline::{Batch, Session, store_then_ack};
 use crate::orders::{StoreArgs, default_consumer_name, log, now_ms, stream};
@@ -66,6 +65,16 @@ struct ItemClaims {
     deleted: u64,
 }
 
+impl ItemClaims {
+    /// Add another bucket's counts of the same item.
+    fn absorb(&mut self, other: &ItemClaims) {
+        self.claimed += other.claimed;
+        self.stored += other.stored;
+        self.dead_lettered += other.dead_lettered;
+        self.deleted += other.deleted;
+    }
+}
+
 /// Claim, store or dead-letter every idle pending entry of the campaign; exit 0.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let Session {
@@ -79,9 +88,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .consumer
         .clone()
         .unwrap_or_else(|| default_consumer_name("pending-claim"));
-    let mut reports = Vec::new();
-    for item in &campaign.items {
-        let keys = ItemKeys::live(&campaign.id, &item.id);
+    let mut reports: Vec<ItemClaims> = Vec::new();
+    // One pass per order stream: a bucketed item has one per bucket.
+    for (item, keys) in crate::buckets::order_streams(&campaign) {
         stream::ensure_group(&mut conn, &keys)?;
         let mut report = ItemClaims {
             item: item.id.clone(),
@@ -195,7 +204,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             }
             cursor = next;
         }
-        reports.push(report);
+        match reports.last_mut() {
+            Some(same) if same.item == report.item => same.absorb(&report),
+            _ => reports.push(report),
+        }
     }
     match globals.format {
         Format::Json => output::print_json(&serde_json::json!({

@@ -251,6 +251,36 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     assert_eq!(hot["transfers"]["in_transit_units"], 0);
     assert_eq!(hot["transfers"]["per_bucket"].as_array().unwrap().len(), 8);
 
+    // A consumer that died holding every bucket's orders: pending-claim takes
+    // them over from each bucket's stream; reconcile finds them stored.
+    for bucket in layout.all() {
+        seckill::orders::stream::read_group(
+            &mut conn,
+            "dead-consumer",
+            &[(bucket.keys.orders.as_str(), ">")],
+            100,
+            None,
+        )
+        .unwrap();
+    }
+    let claimed = json(
+        &cli(&file, &cluster)
+            .args(["pending-claim", "--min-idle", "0s", "--format", "json"])
+            .args(["--orders-db", &db_url])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(claimed["items"][0]["claimed"], 3, "{claimed}");
+    assert_eq!(claimed["items"][0]["stored"], 3, "{claimed}");
+    let report = json(
+        &cli(&file, &cluster)
+            .args(["reconcile", "--format", "json", "--orders-db", &db_url])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(report["items"][0]["stored"]["units"], 4, "{report}");
+    assert_eq!(report["items"][0]["balanced"], true, "{report}");
+
     // init resets every bucket.
     cli(&file, &cluster)
         .args(["init", "--yes"])
@@ -282,6 +312,11 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
         stock_left(&mut conn, &layout),
         [3 + half.taken, 3, 3, 1, 2, 2 - half.taken, 2, 2]
     );
+    // init leaves the order database alone: check against a fresh one.
+    let fresh_db = format!(
+        "sqlite://{}",
+        file.dir.path().join("after-init.db").display()
+    );
     let reconcile = |repair: bool| {
         let mut cmd = cli(&file, &cluster);
         cmd.args([
@@ -291,7 +326,7 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
             "--item",
             "hot",
             "--orders-db",
-            &db_url,
+            &fresh_db,
         ]);
         if repair {
             cmd.arg("--repair");
@@ -417,7 +452,12 @@ fn assert_sold_out_exactly(
         streamed += scripts::snapshot(&mut conn, &bucket).unwrap().stream_len;
     }
     assert_eq!(streamed as usize, ok, "one stream entry per ok");
+    // consume reads every bucket's stream.
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
+    cli(file, cluster)
+        .args(["consume", "--drain", "--orders-db", &db])
+        .assert()
+        .success();
     let out = cli(file, cluster)
         .args([
             "reconcile",
@@ -432,7 +472,8 @@ fn assert_sold_out_exactly(
         .unwrap();
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
-    assert_eq!(report["items"][0]["in_flight"]["units"], 1000);
+    assert_eq!(report["items"][0]["stored"]["units"], 1000);
+    assert_eq!(report["items"][0]["database"]["rows"], ok);
     assert_eq!(report["items"][0]["stream_entries"], streamed);
 }
 
@@ -536,7 +577,8 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
     // One item per buyer process: 80 units in 8 buckets of 10, and each buyer
     // wants all 80, so after its first round trip it gathers 70 units from the
     // 7 other buckets by 7 transfers: most of its life after startup is transfers.
-    let items: String = (0..60)
+    const ITEMS: usize = 100;
+    let items: String = (0..ITEMS)
         .map(|i| format!("  - {{ id: k{i}, name: k, price: \"1.00\", stock: 80, buckets: 8 }}\n"))
         .collect();
     let file = campaign_file(&format!(
@@ -568,12 +610,13 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
             .spawn()
             .unwrap()
     };
-    let pending_in = |conn: &mut Conn, item: usize| -> u64 {
+    // (pending transfers, transfers made) of one item.
+    let progress_in = |conn: &mut Conn, item: usize| -> (u64, u64) {
         Layout::new("seckill", "crash", &format!("k{item}"), 8)
             .all()
             .iter()
-            .map(|b| scripts::snapshot(conn, b).unwrap().pending)
-            .sum()
+            .map(|b| scripts::snapshot(conn, b).unwrap())
+            .fold((0, 0), |(p, m), s| (p + s.pending, m + s.out_count))
     };
     // How long one gathering buy takes, to aim the kills inside it.
     let started = Instant::now();
@@ -582,17 +625,29 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
     }
     let typical = started.elapsed() / 3;
     // SIGKILL at a random point of the buy, 20 times and until at least one
-    // kill left a transfer pending (debited, credit unconfirmed).
+    // kill left a transfer pending (debited, credit unconfirmed). The machine
+    // is shared: when buyers finish before the kill, aim earlier; when a kill
+    // comes before the first transfer, aim later.
     let (mut killed, mut kills_leaving_pending, mut item) = (0, 0, 3);
+    let mut aim = typical;
     while killed < 20 || kills_leaving_pending == 0 {
-        assert!(item < 60, "60 buyers, {killed} killed, none mid-transfer");
+        assert!(
+            item < ITEMS,
+            "{ITEMS} buyers, {killed} killed, none mid-transfer"
+        );
         let mut child = KillOnDrop(spawn(item));
-        std::thread::sleep(typical.mul_f64(rand::random_range(0.2..1.0)));
+        std::thread::sleep(aim.mul_f64(rand::random_range(0.3..1.0)));
         if child.0.try_wait().unwrap().is_none() {
             child.0.kill().unwrap();
             child.0.wait().unwrap();
             killed += 1;
-            kills_leaving_pending += usize::from(pending_in(&mut conn, item) > 0);
+            let (pending, moved) = progress_in(&mut conn, item);
+            kills_leaving_pending += usize::from(pending > 0);
+            if moved == 0 {
+                aim = aim.mul_f64(1.2);
+            }
+        } else {
+            aim = aim.mul_f64(0.8);
         }
         item += 1;
     }
@@ -630,7 +685,7 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
         let sold = report["in_flight"]["units"].as_i64().unwrap();
         let left = report["remaining"].as_i64().unwrap();
         assert_eq!(sold + left, 80, "{report}");
-        assert_eq!(pending_in(&mut conn, i), 0);
+        assert_eq!(progress_in(&mut conn, i).0, 0);
     }
     eprintln!("{transit_total} unit(s) were in transit before --repair");
 }
