@@ -36,6 +36,8 @@ pub struct BucketRun {
     pub buckets: u32,
     /// Skewed demand: every synthetic user's home is one of the first K buckets.
     pub hot_buckets: Option<u32>,
+    /// Keep the campaign's rate limit (`--rate-limit`).
+    pub rate_limit: bool,
 }
 
 /// One bucket after the run.
@@ -113,7 +115,13 @@ pub fn run(
             .hset(&bucket.keys.meta, MARKER_FIELD, "buckets")
             .with_context(|| format!("cannot mark {}", bucket.keys.base))?;
     }
+    // As the plain `full` variant: no sale window, the rate limit only on request.
     let mut copy = campaign.clone();
+    copy.starts_at_ms = None;
+    copy.ends_at_ms = None;
+    if !run.rate_limit {
+        copy.rate_limit = None;
+    }
     copy.items.retain(|i| i.id == item_id);
     copy.items[0].stock = run.stock;
     copy.items[0].buckets = run.buckets;

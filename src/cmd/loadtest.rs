@@ -371,6 +371,7 @@ fn run_buckets(
         stock: args.stock,
         buckets: args.buckets,
         hot_buckets: args.hot_buckets,
+        rate_limit: args.rate_limit,
     };
     let report = buckets::loadtest::run(target, campaign, item_id, &run, args.keep)?;
     match globals.format {
