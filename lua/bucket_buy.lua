@@ -12,15 +12,15 @@
 -- KEYS[8] xfer_in       hash   transfer id -> "<source bucket> <units> <ms>", every credit
 -- ARGV[1] user id
 -- ARGV[2] qty (integer >= 1)
--- ARGV[3] request id ("" = no idempotency)
--- ARGV[4] order id to use if this attempt succeeds
+-- ARGV[3] request_id ("" = no idempotency)
+-- ARGV[4] order_id to use if this attempt succeeds
 -- ARGV[5] campaign id (copied into the order entry)
 -- ARGV[6] item id     (copied into the order entry)
 -- ARGV[7] count_attempt "1" on the attempt's first call (counts it against the
 --         rate limit), "0" on the calls after a transfer (already counted)
--- ARGV[8] transfer id to credit first ("" = none)
--- ARGV[9] its source bucket
--- ARGV[10] its units
+-- ARGV[8] credit_id transfer id to credit first ("" = none)
+-- ARGV[9] credit_source its source bucket
+-- ARGV[10] credit_units its units
 --
 -- Returns {outcome, order_id, stock_left, in_count, proven}:
 --   outcome    as buy.lua's; sold_out means THIS BUCKET has fewer than qty

@@ -7,7 +7,7 @@
 -- KEYS[1] meta     hash   (only read: preheated? expire_at_ms)
 -- KEYS[2] stock    string units left in the destination bucket
 -- KEYS[3] xfer_in  hash   transfer id -> "<source bucket> <units> <ms>"
--- ARGV[1] transfer id
+-- ARGV[1] transfer_id
 -- ARGV[2] source bucket
 -- ARGV[3] units
 --

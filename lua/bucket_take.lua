@@ -9,10 +9,10 @@
 -- KEYS[4] xfer_pending  zset   transfer id -> debit ms, debits whose credit is unconfirmed
 -- KEYS[5] xfer_in       hash   (only HLEN: credits ever received)
 -- ARGV[1] qty the buyer needs: take nothing when "0" (the home bucket's visit)
--- ARGV[2] transfer id for a debit (a fresh ULID)
--- ARGV[3] destination bucket (the buyer's home)
--- ARGV[4] stale_ms: pending debits older than this are returned for settling
--- ARGV[5] at most this many stale transfers returned
+-- ARGV[2] transfer_id for a debit (a fresh ULID)
+-- ARGV[3] dest bucket (the buyer's home)
+-- ARGV[4] stale_ms pending debits older than this are returned for settling
+-- ARGV[5] max_stale at most this many stale transfers returned
 --
 -- Returns {status, taken, stock_after, in_count, pending, stale...}:
 --   status      ok | not_preheated (nothing written)

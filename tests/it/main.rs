@@ -13,5 +13,6 @@ mod exit_codes;
 mod loadtest;
 mod orders_cluster;
 mod orders_faults;
+mod orders_open;
 mod orders_pipeline;
 mod tls_auth;
