@@ -28,7 +28,11 @@ Safety: every key a load test writes lives under `seckill-loadtest:{campaign:ite
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
 and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
 namespace holds keys no load test wrote, or when the campaign is preheated on the same \
-Redis (saturating it would starve the real sale).";
+Redis (saturating it would starve the real sale).
+
+Buckets (docs/buckets.md), on a local cluster from `scripts/cluster.sh up`:
+  seckill -c campaigns/moutai.yaml --redis redis://127.0.0.1:30001 --cluster \
+    loadtest --variant full --buckets 8 --hot-buckets 2 --format json";
 
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]

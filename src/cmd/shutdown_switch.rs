@@ -25,6 +25,12 @@ pub enum Action {
 
 /// Flags of `seckill shutdown-switch`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "A bucketed item (docs/buckets.md) is closed in every bucket before `on` returns; \
+a bucket that cannot be written fails the command, naming it.\n\
+Examples:\n  seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"\n  \
+seckill -c campaigns/moutai-cluster.yaml --cluster shutdown-switch status --buckets"
+)]
 pub struct Args {
     /// on, off or status.
     #[arg(value_enum)]
@@ -47,6 +53,9 @@ pub struct Args {
 struct SwitchRow {
     item: String,
     buckets: u32,
+    /// Bucketed items: how many buckets are closed (`closed` means all are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    buckets_closed: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     per_bucket: Option<Vec<BucketStatus>>,
     closed: bool,
@@ -96,21 +105,24 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     for item in &items {
         let layout = Layout::live(&campaign.id, item);
         let (s, per_bucket) = if layout.is_bucketed() {
-            let per_bucket = if args.buckets {
-                Some(buckets::state::bucket_statuses(&mut conn, &layout)?)
-            } else {
-                None
-            };
-            (buckets::state::item_state(&mut conn, &layout)?, per_bucket)
+            let per_bucket = buckets::state::bucket_statuses(&mut conn, &layout)?;
+            (
+                buckets::state::item_state(&mut conn, &layout)?,
+                Some(per_bucket),
+            )
         } else {
             (
                 state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?,
                 None,
             )
         };
+        let buckets_closed = per_bucket
+            .as_ref()
+            .map(|parts| parts.iter().filter(|b| b.closed).count() as u32);
         rows.push(SwitchRow {
             buckets: item.buckets,
-            per_bucket,
+            buckets_closed,
+            per_bucket: per_bucket.filter(|_| args.buckets),
             item: item.id.clone(),
             closed: s.closed,
             preheated: s.preheated,
@@ -137,12 +149,13 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             for row in &rows {
                 table.add_row(vec![
                     row.item.clone(),
-                    if row.closed {
-                        "ON (closed)"
-                    } else {
-                        "off (open)"
-                    }
-                    .to_string(),
+                    match row.buckets_closed {
+                        Some(k) if k > 0 && k < row.buckets => {
+                            format!("PARTLY ON ({k}/{} buckets closed)", row.buckets)
+                        }
+                        _ if row.closed => "ON (closed)".to_string(),
+                        _ => "off (open)".to_string(),
+                    },
                     match (row.preheated, row.stock_left) {
                         (true, Some(s)) => s.to_string(),
                         _ => "not preheated".to_string(),

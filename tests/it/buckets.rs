@@ -229,6 +229,22 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
             .iter()
             .all(|b| b["closed"] == true)
     );
+    // One bucket reopened behind the command's back: status says so.
+    let () = conn
+        .hset(&layout.bucket(3).keys.meta, "closed", "0")
+        .unwrap();
+    let status = json(
+        &cli(&file, &cluster)
+            .args(["shutdown-switch", "status", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(status["items"][0]["closed"], false);
+    assert_eq!(status["items"][0]["buckets_closed"], 7);
+    cli(&file, &cluster)
+        .args(["shutdown-switch", "on"])
+        .assert()
+        .success();
     for user in users_homed_in(&[3, 5], 8, 2) {
         cli(&file, &cluster)
             .args(["buy", "--item", "hot", "--user", &user])
@@ -569,6 +585,24 @@ fn after_the_kill_switch_returns_no_bucket_says_ok() {
     let mut conn = connect(&cluster);
     let left: i64 = stock_left(&mut conn, &layout).iter().sum();
     assert!(left < 100_000, "the buyers sold nothing before the switch");
+
+    // A master dies: `on` cannot close the buckets it held, and says which.
+    let owners = slot_owners(cluster.ports[0]);
+    let dead = owners[&key_slot(&layout.bucket(7).keys.stock)];
+    let mut cluster = cluster;
+    cluster.kill_node(dead);
+    let out = cli(&file, &cluster)
+        .args(["--connect-timeout", "300ms", "--response-timeout", "1s"])
+        .args(["shutdown-switch", "on"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kill switch NOT set in bucket"), "{stderr}");
 }
 
 #[test]
