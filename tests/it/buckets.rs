@@ -37,8 +37,21 @@ fn cli(file: &CampaignFile, cluster: &RedisCluster) -> assert_cmd::Command {
     cmd
 }
 
-/// Master port owning each slot, from `CLUSTER SHARDS`.
-fn slot_owners(port: u16) -> HashMap<u16, u16> {
+/// Master port owning each slot, from `CLUSTER SHARDS` on the first node, once
+/// its view has settled (right after `cluster create` gossip may lag behind
+/// `cluster_state:ok`): every slot owned by one of the cluster's nodes.
+fn slot_owners(cluster: &RedisCluster) -> HashMap<u16, u16> {
+    for _ in 0..100 {
+        let owners = shards_view(cluster.ports[0]);
+        if owners.len() == 16384 && owners.values().all(|p| cluster.ports.contains(p)) {
+            return owners;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("CLUSTER SHARDS never showed every slot owned by a node of the cluster");
+}
+
+fn shards_view(port: u16) -> HashMap<u16, u16> {
     let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))
         .unwrap()
         .get_connection()
@@ -106,7 +119,7 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     let layout = Layout::new("seckill", "bk", "hot", 8);
 
     // Tags: our CRC16 is Redis's, and the 8 buckets cover all 3 masters.
-    let owners = slot_owners(cluster.ports[0]);
+    let owners = slot_owners(&cluster);
     let mut conn = connect(&cluster);
     let mut masters = HashSet::new();
     for bucket in layout.all() {
@@ -587,7 +600,7 @@ fn after_the_kill_switch_returns_no_bucket_says_ok() {
     assert!(left < 100_000, "the buyers sold nothing before the switch");
 
     // A master dies: `on` cannot close the buckets it held, and says which.
-    let owners = slot_owners(cluster.ports[0]);
+    let owners = slot_owners(&cluster);
     let dead = owners[&key_slot(&layout.bucket(7).keys.stock)];
     let mut cluster = cluster;
     cluster.kill_node(dead);
