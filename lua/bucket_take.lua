@@ -13,6 +13,7 @@
 -- ARGV[3] dest bucket (the buyer's home)
 -- ARGV[4] stale_ms pending debits older than this are returned for settling
 -- ARGV[5] max_stale at most this many stale transfers returned
+-- ARGV[6] exact "1": take min(stock, qty) (the rebalancer); "0": the buyer's rule below
 --
 -- Returns {status, taken, stock_after, in_count, pending, stale...}:
 --   status      ok | not_preheated (nothing written)
@@ -49,6 +50,9 @@ end
 local qty = tonumber(ARGV[1])
 if qty > 0 and stock > 0 then
   local taken = math.min(stock, math.max(qty, math.ceil(stock / 2)))
+  if ARGV[6] == '1' then
+    taken = math.min(stock, qty)
+  end
   reply[2] = taken
   reply[3] = redis.call('DECRBY', KEYS[2], taken)
   redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ' ' .. taken .. ' ' .. string.format('%d', now))

@@ -68,6 +68,8 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     PendingClaim(cmd::pending_claim::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
+    /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
+    Rebalance(cmd::rebalance::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     Loadtest(cmd::loadtest::Args),
 }
@@ -90,6 +92,7 @@ impl Cli {
             Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
             Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
             Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
+            Command::Rebalance(args) => cmd::rebalance::run(&globals, &args),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod buy;
 pub mod loadtest;
+pub mod rebalance;
 pub mod reconcile;
 pub mod scripts;
 pub mod state;

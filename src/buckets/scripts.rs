@@ -67,6 +67,20 @@ pub fn take<C: ConnectionLike>(
     dest: u32,
     stale_ms: u64,
 ) -> Result<Take> {
+    take_with(conn, source, qty, transfer_id, dest, stale_ms, false)
+}
+
+/// [`take`]; with `exact`, take at most `qty` (the rebalancer) instead of
+/// the buyer's "at least qty, at least half".
+pub fn take_with<C: ConnectionLike>(
+    conn: &mut C,
+    source: &BucketKeys,
+    qty: u32,
+    transfer_id: &str,
+    dest: u32,
+    stale_ms: u64,
+    exact: bool,
+) -> Result<Take> {
     let call = BucketTake {
         meta: source.keys.meta.clone(),
         stock: source.keys.stock.clone(),
@@ -78,6 +92,7 @@ pub fn take<C: ConnectionLike>(
         dest: dest.to_string(),
         stale_ms: stale_ms.to_string(),
         max_stale: "16".to_string(),
+        exact: if exact { "1" } else { "0" }.to_string(),
     };
     call.invoke(conn)
         .map_err(anyhow::Error::from)

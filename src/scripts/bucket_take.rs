@@ -9,7 +9,7 @@ super::script_call! {
     /// Visit one bucket: KEYS then ARGV of `lua/bucket_take.lua`.
     BucketTake = "bucket_take.lua", Sale;
     keys { meta, stock, xfer_out, xfer_pending, xfer_in }
-    argv { qty, transfer_id, dest, stale_ms, max_stale }
+    argv { qty, transfer_id, dest, stale_ms, max_stale, exact }
 }
 
 /// A debit to credit: its id, source and destination bucket, units.

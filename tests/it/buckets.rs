@@ -736,3 +736,112 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
     }
     eprintln!("{transit_total} unit(s) were in transit before --repair");
 }
+
+#[test]
+fn the_rebalancer_refills_draining_buckets_and_survives_sigkill() {
+    let cluster = RedisCluster::start();
+    let file = campaign_file(
+        "campaign: reb\nitems:\n  - { id: hot, name: h, price: \"1.00\", stock: 8000, buckets: 8 }\n",
+    );
+    cli(&file, &cluster).arg("preheat").assert().success();
+    let layout = Layout::new("seckill", "reb", "hot", 8);
+    let mut conn = connect(&cluster);
+
+    // One pass: bucket 0, drained, is refilled from the others.
+    let drainers = users_homed_in(&[0], 8, 900);
+    let (ok, _) = run_sale(&cluster, &layout, &drainers, &[1]);
+    assert_eq!(ok, 900);
+    let pass = json(
+        &cli(&file, &cluster)
+            .args(["rebalance", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(pass[0]["stock_before"][0], 100, "{pass}");
+    assert!(pass[0]["stock_after"][0].as_i64().unwrap() > 100, "{pass}");
+    assert_eq!(
+        stock_left(&mut conn, &layout),
+        serde_json::from_value::<Vec<i64>>(pass[0]["stock_after"].clone()).unwrap()
+    );
+
+    // Buyers keep draining bucket 0 while `rebalance --watch` processes are
+    // SIGKILLed at random points, 20 times.
+    let stop = AtomicBool::new(false);
+    let buyers_homed_in_0 = users_homed_in(&[0], 8, 20_000);
+    let next = AtomicUsize::new(900);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let mut conn = connect(&cluster);
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let request = BuyRequest {
+                        campaign: "reb",
+                        item: "hot",
+                        user: &buyers_homed_in_0[i],
+                        qty: 1,
+                        request_id: None,
+                    };
+                    buy(&mut conn, &layout, &request).unwrap();
+                }
+            });
+        }
+        let binary = assert_cmd::cargo::cargo_bin("seckill");
+        for _ in 0..20 {
+            let child = std::process::Command::new(&binary)
+                .arg("-c")
+                .arg(&file.path)
+                .args([
+                    "--cluster",
+                    "--redis",
+                    &cluster.urls(),
+                    "rebalance",
+                    "--watch",
+                ])
+                .args(["--interval", "0ms", "--low-water", "0.9"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut child = KillOnDrop(child);
+            std::thread::sleep(Duration::from_millis(rand::random_range(20..80)));
+            child.0.kill().unwrap();
+            child.0.wait().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let moved: u64 = layout
+        .all()
+        .iter()
+        .map(|b| scripts::snapshot(&mut conn, b).unwrap().out_count)
+        .sum();
+    assert!(moved > 1, "nothing moved between buckets");
+
+    let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
+    let reconcile = |repair: bool| {
+        let mut cmd = cli(&file, &cluster);
+        cmd.args(["reconcile", "--format", "json", "--orders-db", &db]);
+        if repair {
+            cmd.arg("--repair");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        json(&out)["items"][0].clone()
+    };
+    let before = reconcile(false);
+    let transit = before["transfers"]["in_transit_units"].as_i64().unwrap();
+    let sold = before["in_flight"]["units"].as_i64().unwrap();
+    let left = before["remaining"].as_i64().unwrap();
+    assert_eq!(sold + left + transit, 8000, "{before}");
+    reconcile(true);
+    let after = reconcile(false);
+    assert_eq!(after["transfers"]["in_transit_units"], 0, "{after}");
+    let left: i64 = stock_left(&mut conn, &layout).iter().sum();
+    assert_eq!(after["in_flight"]["units"].as_i64().unwrap() + left, 8000);
+    eprintln!("{moved} transfers (buyers and rebalancers); {transit} unit(s) were in transit");
+}
