@@ -52,8 +52,8 @@ for run in "1 uniform" "4 uniform" "4 skewed" "8 uniform" "8 skewed"; do
   declare -A cpu_before=()
   for m in $masters; do redis-cli -p "$m" config resetstat >/dev/null; cpu_before[$m]=$(cpu_us "$m"); done
   json=$("$bin" -c "$campaign" --redis "$seeds" --cluster loadtest "${args[@]}")
-  # `loadtest` without --buckets prints an array of variants; with it, one object.
-  row=$(echo "$json" | jq -c 'if type == "array" then .[0] else . end')
+  # The JSON envelope: `variants` without --buckets, `buckets` with it.
+  row=$(echo "$json" | jq -c 'if .buckets then .buckets else .variants[0] end')
   calls="" total_calls=0 script_us=0 cpu=0
   for m in $masters; do
     c=$(stat "$m" evalsha calls); total_calls=$((total_calls + c))

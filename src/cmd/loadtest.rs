@@ -7,19 +7,19 @@
 
 use std::io::IsTerminal;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::buckets;
 use crate::campaign::{Campaign, MAX_STOCK};
-use crate::context::Globals;
+use crate::context::Context;
 use crate::error::usage;
-use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::{self, Plan, Settings, Variant, VariantReport, variants};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::RedisTarget;
+use crate::report::Report;
 use crate::scripts;
 
 /// What `--help` says about where the load test writes.
@@ -134,24 +134,55 @@ impl clap::ValueEnum for VariantChoice {
     }
 }
 
-/// Run the chosen variants and print the comparison; exit 0 unless Redis fails.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let item_id = match &args.item {
+/// `seckill loadtest`'s report: one entry per variant run.
+#[derive(serde::Serialize)]
+pub struct LoadtestReport {
+    /// The variants in the order they ran (none with `--buckets`).
+    pub variants: Vec<VariantReport>,
+    /// `--buckets N`: the bucketed `full` run (docs/buckets.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<buckets::loadtest::BucketReport>,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for LoadtestReport {
+    fn render(&self) -> String {
+        if let Some(bucketed) = &self.buckets {
+            return format!("{}\n{}\n", self.heading, bucket_tables(bucketed));
+        }
+        format!("{}\n{}\n", self.heading, comparison_table(&self.variants))
+    }
+}
+
+/// `--item`, or the campaign's first item.
+fn chosen_item(campaign: &Campaign, args: &Args) -> Result<String> {
+    Ok(match &args.item {
         Some(id) => campaign.item(id)?.id.clone(),
         None => campaign.items[0].id.clone(),
+    })
+}
+
+/// `--print-command VARIANT`: print the exact script call (one line, for the
+/// bench scripts) instead of running anything; not a report.
+pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
+        return Err(usage(format!(
+            "--print-command: {} is not one script call (use v3 or full)",
+            variant.as_str()
+        )));
     };
-    if let Some(variant) = args.print_command {
-        let keys = LoadtestKeys::new(&campaign.id, &item_id);
-        let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
-            return Err(usage(format!(
-                "--print-command: {} is not one script call (use v3 or full)",
-                variant.as_str()
-            )));
-        };
-        println!("{line}");
-        return Ok(exit_codes::SUCCESS);
-    }
+    output::write_stdout(&format!("{line}\n"))?;
+    Ok(crate::exit_codes::SUCCESS)
+}
+
+/// Run the chosen variants and compare them; exit 0 unless Redis fails.
+pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -159,12 +190,12 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             variants[0].as_str()
         )));
     }
-    let target = globals.redis(&campaign)?;
+    let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
     if args.buckets > 1 || args.hot_buckets.is_some() {
-        return run_buckets(globals, args, &campaign, &item_id, &target, &mut control);
+        return run_buckets(args, &campaign, &item_id, &target, &mut control);
     }
 
     let settings = Settings {
@@ -204,11 +235,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         reports
     };
 
-    match globals.format {
-        Format::Json => output::print_json(&reports)?,
-        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(LoadtestReport {
+        heading: heading(&campaign, &plan, &target.display, args.keep),
+        variants: reports,
+        buckets: None,
+    })
 }
 
 /// Run `variants` in turn, each with its own progress bar; stop at the first failure.
@@ -262,15 +293,9 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     bar
 }
 
-fn print_table(
-    campaign: &Campaign,
-    plan: &Plan,
-    redis: &str,
-    reports: &[VariantReport],
-    kept: bool,
-) {
+fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
     let settings = &plan.settings;
-    println!(
+    format!(
         "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
         campaign.id,
         plan.item_id,
@@ -284,7 +309,10 @@ fn print_table(
         } else {
             String::new()
         }
-    );
+    )
+}
+
+fn comparison_table(reports: &[VariantReport]) -> comfy_table::Table {
     let mut table = output::table([
         "variant",
         "requests",
@@ -323,7 +351,8 @@ fn print_table(
             r.verdict.clone(),
         ]);
     }
-    println!("{table}");
+    output::fit(&mut table, &[15]);
+    table
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.
@@ -341,13 +370,12 @@ fn retries_text(report: &VariantReport) -> String {
 
 /// `--buckets N`: the bucket buy path, one run (see `buckets::loadtest`).
 fn run_buckets(
-    globals: &Globals,
     args: &Args,
     campaign: &Campaign,
     item_id: &str,
     target: &RedisTarget,
     control: &mut crate::redis_conn::Conn,
-) -> Result<i32> {
+) -> Result<LoadtestReport> {
     if args.variant != VariantChoice(Some(Variant::Full)) {
         return Err(usage(
             "--buckets runs the real buy path: pass --variant full",
@@ -383,80 +411,87 @@ fn run_buckets(
         rate_limit: args.rate_limit,
     };
     let report = buckets::loadtest::run(target, campaign, item_id, &run, args.keep)?;
-    match globals.format {
-        Format::Json => output::print_json(&report)?,
-        Format::Table => {
-            println!(
-                "load test of campaign {} item {item_id} on {}: {} buckets, {} demand, {} threads, {} requests, stock {}, {} users",
-                campaign.id,
-                target.display,
-                report.buckets,
-                report.demand,
-                report.threads,
-                report.requests,
-                report.stock,
-                report.users
-            );
-            let mut table = output::table([
-                "variant",
-                "buckets",
-                "qps",
-                "succeeded",
-                "sold out",
-                "rejected",
-                "oversold",
-                "undersold",
-                "final stock",
-                "stream",
-                "p50 ms",
-                "p99 ms",
-                "round trips/ok (mean, p99)",
-                "transfer share",
-                "verdict",
-            ]);
-            table.add_row(vec![
-                report.variant.to_string(),
-                report.buckets.to_string(),
-                format!("{:.0}", report.qps),
-                report.succeeded.to_string(),
-                report.sold_out.to_string(),
-                report.rejected.to_string(),
-                report.oversold.to_string(),
-                report.undersold.to_string(),
-                report.final_stock.to_string(),
-                report.stream_len.to_string(),
-                format!("{:.2}", report.p50_ms),
-                format!("{:.2}", report.p99_ms),
-                format!(
-                    "{:.2}, {}",
-                    report.round_trips_per_ok_mean, report.round_trips_per_ok_p99
-                ),
-                format!("{:.1}%", report.transfer_share * 100.0),
-                report.verdict.clone(),
-            ]);
-            println!("{table}");
-            let mut buckets = output::table([
-                "bucket",
-                "slot",
-                "initial",
-                "final stock",
-                "orders",
-                "transfers out",
-                "transfers in",
-            ]);
-            for b in &report.per_bucket {
-                buckets.add_row(vec![
-                    b.bucket.to_string(),
-                    b.slot.to_string(),
-                    b.initial_stock.to_string(),
-                    b.final_stock.to_string(),
-                    b.orders.to_string(),
-                    b.transfers_out.to_string(),
-                    b.transfers_in.to_string(),
-                ]);
-            }
-            println!("{buckets}");
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    let heading = format!(
+        "load test of campaign {} item {item_id} on {}: {} buckets, {} demand, {} threads, {} requests, stock {}, {} users",
+        campaign.id,
+        target.display,
+        report.buckets,
+        report.demand,
+        report.threads,
+        report.requests,
+        report.stock,
+        report.users
+    );
+    Ok(LoadtestReport {
+        heading,
+        variants: Vec::new(),
+        buckets: Some(report),
+    })
+}
+
+/// The bucketed run as people read it: the figures, then one row per bucket.
+fn bucket_tables(report: &buckets::loadtest::BucketReport) -> String {
+    let figures = output::fields(&[
+        (
+            "variant",
+            format!("{} ({} buckets)", report.variant, report.buckets),
+        ),
+        ("buys/s", format!("{:.0}", report.qps)),
+        ("succeeded", report.succeeded.to_string()),
+        ("sold out", report.sold_out.to_string()),
+        ("rejected", report.rejected.to_string()),
+        ("oversold", report.oversold.to_string()),
+        ("undersold", report.undersold.to_string()),
+        ("final stock", report.final_stock.to_string()),
+        ("orders in streams", report.stream_len.to_string()),
+        (
+            "p50 / p99 ms",
+            format!("{:.2} / {:.2}", report.p50_ms, report.p99_ms),
+        ),
+        (
+            "round trips per ok",
+            format!(
+                "mean {:.2}, p99 {}",
+                report.round_trips_per_ok_mean, report.round_trips_per_ok_p99
+            ),
+        ),
+        (
+            "transfer share",
+            format!(
+                "{:.1}% ({} transfers)",
+                report.transfer_share * 100.0,
+                report.transfers
+            ),
+        ),
+        ("verdict", report.verdict.clone()),
+    ]);
+    let rows = report
+        .per_bucket
+        .iter()
+        .map(|b| {
+            vec![
+                b.bucket.to_string(),
+                b.slot.to_string(),
+                b.initial_stock.to_string(),
+                b.final_stock.to_string(),
+                b.orders.to_string(),
+                b.transfers_out.to_string(),
+                b.transfers_in.to_string(),
+            ]
+        })
+        .collect();
+    let table = output::grid(
+        &[
+            "bucket",
+            "slot",
+            "initial",
+            "final stock",
+            "orders",
+            "transfers out",
+            "transfers in",
+        ],
+        rows,
+        &[],
+    );
+    format!("{figures}\n{table}")
 }

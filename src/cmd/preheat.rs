@@ -3,14 +3,17 @@
 //! and never overwrites stock already in Redis unless told to.
 
 use anyhow::Result;
+use serde::Serialize;
 
+use crate::buckets::state::BucketPreheat;
 use crate::buckets::{self, Layout};
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
-use crate::output::{self, Format};
-use crate::state::{self, PreheatMode, PreheatStatus};
+use crate::output;
+use crate::report::Report;
+use crate::state::{self, PreheatMode, PreheatReport, PreheatStatus};
 
 /// Flags of `seckill preheat`.
 #[derive(Debug, clap::Args)]
@@ -33,12 +36,124 @@ pub struct Args {
     pub item: Option<String>,
 }
 
+/// `seckill preheat`'s report.
+#[derive(Debug, Serialize)]
+pub struct PreheatSummary {
+    /// Nothing was written (`--dry-run`); `items` says what would have been.
+    pub dry_run: bool,
+    /// When the campaign's keys expire (ends_at + keep_after_end), RFC 3339; null without ends_at.
+    pub expires_at: Option<String>,
+    /// One entry per item preheated (or refused).
+    pub items: Vec<ItemRow>,
+    #[serde(skip)]
+    campaign: String,
+    #[serde(skip)]
+    redis: String,
+}
+
+/// One item's preheat; a bucketed item (docs/buckets.md) adds its buckets.
+#[derive(Debug, Serialize)]
+pub struct ItemRow {
+    #[serde(flatten)]
+    pub report: PreheatReport,
+    /// The item's bucket count (1 = one slot, the plain layout).
+    pub buckets: u32,
+    /// Each bucket's share and status (bucketed items only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_bucket: Vec<BucketPreheat>,
+    /// Why the whole item was refused before any bucket was touched (a changed bucket count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_because: Option<String>,
+}
+
+impl PreheatSummary {
+    fn refused(&self) -> Vec<&str> {
+        self.items
+            .iter()
+            .filter(|r| r.report.status.refused())
+            .map(|r| r.report.item.as_str())
+            .collect()
+    }
+}
+
+impl Report for PreheatSummary {
+    /// 0, or 1 when an item was refused (sales exist that a reload would double-sell).
+    fn exit_code(&self) -> i32 {
+        if self.refused().is_empty() {
+            exit_codes::SUCCESS
+        } else {
+            exit_codes::RUNTIME_ERROR
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        let refused = self.refused();
+        (!refused.is_empty()).then(|| {
+            format!(
+                "preheat refused item(s) {}: nothing was written for them (see status)",
+                refused.join(", ")
+            )
+        })
+    }
+
+    fn render(&self) -> String {
+        let mut table = output::table([
+            "item",
+            "name",
+            "stock\nin file",
+            "stock\nin Redis",
+            "status",
+        ]);
+        let stock = |s: Option<i64>| s.map_or_else(|| "-".into(), |s| s.to_string());
+        for row in &self.items {
+            let r = &row.report;
+            table.add_row(vec![
+                r.item.clone(),
+                r.name.clone(),
+                r.file_stock.to_string(),
+                stock(r.redis_stock_after),
+                match &row.refused_because {
+                    Some(why) => format!("REFUSED: {why}"),
+                    None => describe(r.status, self.dry_run, r.redis_stock_before, r.file_stock),
+                },
+            ]);
+            for part in &row.per_bucket {
+                let p = &part.report;
+                table.add_row(vec![
+                    format!("  bucket {} (slot {})", part.bucket, part.slot),
+                    String::new(),
+                    p.file_stock.to_string(),
+                    stock(p.redis_stock_after),
+                    describe(p.status, self.dry_run, p.redis_stock_before, p.file_stock),
+                ]);
+            }
+        }
+        output::fit(&mut table, &[1, 4]);
+        format!(
+            "{} campaign {} on {}{}\n{table}\n",
+            if self.dry_run {
+                "dry run:"
+            } else {
+                "preheated"
+            },
+            self.campaign,
+            self.redis,
+            self.expires_at
+                .as_ref()
+                .map(|at| format!(", keys expire {at}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 /// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
 /// (sales exist that a reload would double-sell).
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
+    let Opened {
+        campaign,
+        target,
+        mut conn,
+    } = ctx.open()?;
     let now = state::redis_now_ms(&mut conn)?;
     if let Some(expire_at) = campaign.expire_at_ms()
         && expire_at <= now
@@ -57,8 +172,6 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         PreheatMode::Load
     };
     let mut reports = Vec::new();
-    // Per item: its buckets (bucketed items) and why it was refused as a whole.
-    let mut bucketed = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
         let layout = Layout::live(&campaign.id, item);
         if layout.is_bucketed() {
@@ -70,105 +183,43 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 mode,
                 args.dry_run,
             )?;
-            reports.push(split.summary);
-            bucketed.push((split.buckets, split.refused_because));
+            reports.push(ItemRow {
+                report: split.summary,
+                buckets: item.buckets,
+                per_bucket: split.buckets,
+                refused_because: split.refused_because,
+            });
             continue;
         }
+        // A plain item whose keys Redis holds bucketed is refused, nothing written.
         let keys = ItemKeys::live(&campaign.id, &item.id);
         let conflict = buckets::state::layout_conflict(&mut conn, &layout)?;
-        // A layout conflict (the item was preheated bucketed) writes nothing.
         let dry_run = args.dry_run || conflict.is_some();
         let mut report = state::preheat_item(&mut conn, &keys, &campaign, item, mode, dry_run)?;
         if conflict.is_some() {
             report.status = PreheatStatus::StockMissing;
         }
-        reports.push(report);
-        bucketed.push((Vec::new(), conflict));
+        reports.push(ItemRow {
+            report,
+            buckets: 1,
+            per_bucket: Vec::new(),
+            refused_because: conflict,
+        });
     }
     if !args.dry_run {
         for script in crate::scripts::sale_scripts() {
             script.load(&mut conn)?;
         }
     }
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "redis": target.display,
-            "dry_run": args.dry_run,
-            "expires_at": campaign.expire_at_ms().map(|ms| output::time_or_dash(Some(ms))),
-            "items": reports
-                .iter()
-                .zip(&bucketed)
-                .map(|(report, (parts, refused_because))| {
-                    let mut item = serde_json::to_value(report)?;
-                    item["buckets"] = serde_json::to_value(parts.len().max(1))?;
-                    if !parts.is_empty() {
-                        item["per_bucket"] = serde_json::to_value(parts)?;
-                    }
-                    if let Some(why) = refused_because {
-                        item["refused_because"] = why.as_str().into();
-                    }
-                    Ok(item)
-                })
-                .collect::<Result<Vec<serde_json::Value>>>()?,
-        }))?,
-        Format::Table => {
-            let mut table =
-                output::table(["item", "name", "stock in file", "stock in Redis", "status"]);
-            let stock = |s: Option<i64>| s.map(|s| s.to_string()).unwrap_or_else(|| "-".into());
-            for (r, (parts, refused_because)) in reports.iter().zip(&bucketed) {
-                let status = match refused_because {
-                    Some(why) => format!("REFUSED: {why}"),
-                    None => describe(r.status, args.dry_run, r.redis_stock_before, r.file_stock),
-                };
-                table.add_row(vec![
-                    r.item.clone(),
-                    r.name.clone(),
-                    r.file_stock.to_string(),
-                    stock(r.redis_stock_after),
-                    status,
-                ]);
-                for part in parts {
-                    let p = &part.report;
-                    table.add_row(vec![
-                        format!("  bucket {} (slot {})", part.bucket, part.slot),
-                        String::new(),
-                        p.file_stock.to_string(),
-                        stock(p.redis_stock_after),
-                        describe(p.status, args.dry_run, p.redis_stock_before, p.file_stock),
-                    ]);
-                }
-            }
-            println!(
-                "{} campaign {} on {}{}",
-                if args.dry_run {
-                    "dry run:"
-                } else {
-                    "preheated"
-                },
-                campaign.id,
-                target.display,
-                campaign
-                    .expire_at_ms()
-                    .map(|ms| format!(", keys expire {}", output::time_or_dash(Some(ms))))
-                    .unwrap_or_default()
-            );
-            println!("{table}");
-        }
-    }
-    let refused: Vec<&str> = reports
-        .iter()
-        .filter(|r| r.status.refused())
-        .map(|r| r.item.as_str())
-        .collect();
-    if refused.is_empty() {
-        return Ok(exit_codes::SUCCESS);
-    }
-    eprintln!(
-        "seckill: preheat refused item(s) {}: nothing was written for them (see status)",
-        refused.join(", ")
-    );
-    Ok(exit_codes::RUNTIME_ERROR)
+    Ok(PreheatSummary {
+        dry_run: args.dry_run,
+        expires_at: campaign
+            .expire_at_ms()
+            .map(|ms| output::time_or_dash(Some(ms))),
+        items: reports,
+        campaign: campaign.id,
+        redis: target.display,
+    })
 }
 
 fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {

@@ -3,18 +3,18 @@
 //! interval until SIGINT/SIGTERM. Optional: buys sell out completely without
 //! it (docs/buckets.md).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use serde::Serialize;
 
 use crate::buckets::{Layout, rebalance};
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
-use crate::exit_codes;
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::parse_duration_arg;
+use crate::report::Report;
 
 /// Flags of `seckill rebalance`.
 #[derive(Debug, clap::Args)]
@@ -39,12 +39,64 @@ pub struct Args {
     pub low_water: f64,
 }
 
-/// One pass (or passes until stopped); exit 0.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+/// `seckill rebalance`'s report: the last pass per item, and totals.
+#[derive(Debug, Serialize)]
+pub struct RebalanceReport {
+    /// Passes made (1 without --watch).
+    pub passes: u64,
+    /// Transfers made over all passes.
+    pub moves: u64,
+    /// Stale transfers of others settled over all passes.
+    pub settled: u64,
+    /// The last pass, per item.
+    pub items: Vec<rebalance::Pass>,
+}
+
+impl Report for RebalanceReport {
+    fn render(&self) -> String {
+        let list = |s: &[i64]| s.iter().map(i64::to_string).collect::<Vec<_>>().join(" ");
+        let rows = self
+            .items
+            .iter()
+            .map(|p| {
+                let moves: Vec<String> = p
+                    .moves
+                    .iter()
+                    .map(|m| format!("{}→{} {}", m.from, m.to, m.units))
+                    .collect();
+                vec![
+                    p.item.clone(),
+                    list(&p.stock_before),
+                    if moves.is_empty() {
+                        "-".into()
+                    } else {
+                        moves.join(", ")
+                    },
+                    list(&p.stock_after),
+                    p.settled.to_string(),
+                ]
+            })
+            .collect();
+        let table = output::grid(
+            &["item", "stock before", "moves", "stock after", "settled"],
+            rows,
+            &[1, 2, 3],
+        );
+        format!(
+            "{} pass(es), {} transfer(s), {} stale transfer(s) settled; last pass:\n{table}",
+            self.passes, self.moves, self.settled
+        )
+    }
+}
+
+/// One pass (or passes until SIGINT/SIGTERM with --watch).
+pub fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
     if !(0.0..=1.0).contains(&args.low_water) {
         return Err(usage("--low-water must be between 0 and 1"));
     }
+    let Opened {
+        campaign, mut conn, ..
+    } = ctx.open()?;
     let layouts: Vec<Layout> = campaign
         .select_items(args.item.as_deref())?
         .into_iter()
@@ -57,79 +109,45 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             campaign.id
         )));
     }
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install the signal handler")?;
-    }
+    let stop = ctx.stop_on_signals()?;
+    let mut report = RebalanceReport {
+        passes: 0,
+        moves: 0,
+        settled: 0,
+        items: Vec::new(),
+    };
     loop {
-        let mut passes = Vec::new();
+        report.items.clear();
         for layout in &layouts {
-            passes.push(rebalance::pass(&mut conn, layout, args.low_water)?);
-        }
-        if !args.watch {
-            print(globals.format, &passes)?;
-            return Ok(exit_codes::SUCCESS);
-        }
-        for pass in passes
-            .iter()
-            .filter(|p| !p.moves.is_empty() || p.settled > 0)
-        {
-            let moves: Vec<String> = pass
-                .moves
-                .iter()
-                .map(|m| format!("{} → {}: {} ({})", m.from, m.to, m.units, m.transfer_id))
-                .collect();
-            crate::orders::log(
-                "rebalance",
-                format!(
-                    "{}: moved {}; settled {}",
-                    pass.item,
-                    if moves.is_empty() {
-                        "nothing".into()
-                    } else {
-                        moves.join(", ")
-                    },
-                    pass.settled
-                ),
-            );
-        }
-        if stop.load(Ordering::SeqCst) {
-            return Ok(exit_codes::SUCCESS);
-        }
-        std::thread::sleep(args.interval);
-    }
-}
-
-fn print(format: Format, passes: &[rebalance::Pass]) -> Result<()> {
-    match format {
-        Format::Json => output::print_json(&passes),
-        Format::Table => {
-            let mut table =
-                output::table(["item", "stock before", "moves", "stock after", "settled"]);
-            for p in passes {
-                let list = |s: &[i64]| s.iter().map(i64::to_string).collect::<Vec<_>>().join(" ");
-                let moves: Vec<String> = p
+            let pass = rebalance::pass(&mut conn, layout, args.low_water)?;
+            report.moves += pass.moves.len() as u64;
+            report.settled += u64::from(pass.settled);
+            if args.watch && (!pass.moves.is_empty() || pass.settled > 0) {
+                let moves: Vec<String> = pass
                     .moves
                     .iter()
-                    .map(|m| format!("{}→{} {}", m.from, m.to, m.units))
+                    .map(|m| format!("{} → {}: {} ({})", m.from, m.to, m.units, m.transfer_id))
                     .collect();
-                table.add_row(vec![
-                    p.item.clone(),
-                    list(&p.stock_before),
-                    if moves.is_empty() {
-                        "-".into()
-                    } else {
-                        moves.join(", ")
-                    },
-                    list(&p.stock_after),
-                    p.settled.to_string(),
-                ]);
+                crate::orders::log(
+                    "rebalance",
+                    format!(
+                        "{}: moved {}; settled {}",
+                        pass.item,
+                        if moves.is_empty() {
+                            "nothing".into()
+                        } else {
+                            moves.join(", ")
+                        },
+                        pass.settled
+                    ),
+                );
             }
-            println!("{table}");
-            Ok(())
+            report.items.push(pass);
         }
+        report.passes += 1;
+        if !args.watch || stop.load(Ordering::SeqCst) {
+            return Ok(report);
+        }
+        std::thread::sleep(args.interval);
     }
 }

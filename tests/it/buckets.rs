@@ -757,6 +757,7 @@ fn the_rebalancer_refills_draining_buckets_and_survives_sigkill() {
             .output()
             .unwrap(),
     );
+    let pass = &pass["items"];
     assert_eq!(pass[0]["stock_before"][0], 100, "{pass}");
     assert!(pass[0]["stock_after"][0].as_i64().unwrap() > 100, "{pass}");
     assert_eq!(
