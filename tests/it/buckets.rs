@@ -776,10 +776,13 @@ fn the_rebalancer_refills_draining_buckets_and_survives_sigkill() {
                 let mut conn = connect(&cluster);
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(user) = buyers_homed_in_0.get(i) else {
+                        break;
+                    };
                     let request = BuyRequest {
                         campaign: "reb",
                         item: "hot",
-                        user: &buyers_homed_in_0[i],
+                        user,
                         qty: 1,
                         request_id: None,
                     };
