@@ -100,7 +100,7 @@ fn users_homed_in(homes: &[u32], buckets: u32, count: usize) -> Vec<String> {
 }
 
 /// Units left in each bucket, read through the cluster.
-fn stock_left(conn: &mut Conn, layout: &Layout) -> Vec<i64> {
+fn stock_left<C: redis::ConnectionLike>(conn: &mut C, layout: &Layout) -> Vec<i64> {
     layout
         .all()
         .iter()
@@ -848,4 +848,124 @@ fn the_rebalancer_refills_draining_buckets_and_survives_sigkill() {
     let left: i64 = stock_left(&mut conn, &layout).iter().sum();
     assert_eq!(after["in_flight"]["units"].as_i64().unwrap() + left, 8000);
     eprintln!("{moved} transfers (buyers and rebalancers); {transit} unit(s) were in transit");
+}
+
+/// A connection that, the first time the sweep visits bucket 1 before bucket
+/// 2, lets "another buyer" move bucket 2's stock into bucket 1 right after
+/// the visit (a real transfer on a second connection): the interleaving that
+/// a single sweep would miss.
+struct MoveBehindTheSweep<'a> {
+    conn: redis::Connection,
+    other: redis::Connection,
+    layout: &'a Layout,
+    seen_bucket_2: bool,
+    moved: bool,
+}
+
+impl redis::ConnectionLike for MoveBehindTheSweep<'_> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<Value> {
+        let has = |key: &str| cmd.windows(key.len()).any(|w| w == key.as_bytes());
+        let (b1, b2) = (self.layout.bucket(1), self.layout.bucket(2));
+        self.seen_bucket_2 |= has(&b2.xfer_pending);
+        let visits_1 = has(&b1.xfer_pending);
+        let reply = self.conn.req_packed_command(cmd)?;
+        if visits_1 && !self.seen_bucket_2 && !self.moved {
+            self.moved = true;
+            let id = "BEHIND-THE-SWEEP";
+            let taken = scripts::take_with(&mut self.other, &b2, 1, id, 1, 60_000, true).unwrap();
+            assert_eq!(taken.taken, 1);
+            let transfer = scripts::Transfer {
+                id: id.into(),
+                source: 2,
+                dest: 1,
+                units: 1,
+            };
+            scripts::credit(&mut self.other, &b1, &transfer).unwrap();
+            scripts::ack(&mut self.other, &b2, id).unwrap();
+        }
+        Ok(reply)
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<Value>> {
+        self.conn.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn.get_db()
+    }
+
+    fn check_connection(&mut self) -> bool {
+        self.conn.check_connection()
+    }
+
+    fn is_open(&self) -> bool {
+        self.conn.is_open()
+    }
+}
+
+#[test]
+fn sold_out_is_not_answered_while_stock_moved_behind_the_sweep() {
+    let server = support::RedisServer::start();
+    let items: String = (0..10)
+        .map(|i| format!("  - {{ id: r{i}, name: r, price: \"1.00\", stock: 3, buckets: 3 }}\n"))
+        .collect();
+    let file = campaign_file(&format!("campaign: behind\nitems:\n{items}"));
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    let mut moved_behind = 0;
+    for i in 0..10 {
+        let layout = Layout::new("seckill", "behind", &format!("r{i}"), 3);
+        let mut conn = server.conn();
+        // Buckets 0 and 1 sold out by their own buyers; bucket 2 keeps 1 unit.
+        for home in [0, 1] {
+            let user = users_homed_in(&[home], 3, 1).remove(0);
+            let request = BuyRequest {
+                campaign: "behind",
+                item: &layout.item,
+                user: &user,
+                qty: 1,
+                request_id: None,
+            };
+            assert_eq!(
+                buy(&mut conn, &layout, &request).unwrap().0.outcome,
+                Outcome::Ok
+            );
+        }
+        let mut sweeping = MoveBehindTheSweep {
+            conn: server.conn(),
+            other: server.conn(),
+            layout: &layout,
+            seen_bucket_2: false,
+            moved: false,
+        };
+        // Another user whose home is bucket 0, now empty: a sweep is needed.
+        let user = users_homed_in(&[0], 3, 2).remove(1);
+        let request = BuyRequest {
+            campaign: "behind",
+            item: &layout.item,
+            user: &user,
+            qty: 1,
+            request_id: None,
+        };
+        let (reply, _) = buy(&mut sweeping, &layout, &request).unwrap();
+        moved_behind += usize::from(sweeping.moved);
+        assert_eq!(
+            reply.outcome,
+            Outcome::Ok,
+            "the unit moved behind the sweep was missed"
+        );
+        assert_eq!(stock_left(&mut conn, &layout), [0, 0, 0]);
+    }
+    // The sweep starts at a random bucket: about 2 in 3 runs meet the interleaving.
+    assert!(
+        moved_behind > 0,
+        "the interleaving never happened in 10 runs"
+    );
 }
