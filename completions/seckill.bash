@@ -43,6 +43,9 @@ _seckill() {
             seckill,preheat)
                 cmd="seckill__subcmd__preheat"
                 ;;
+            seckill,rebalance)
+                cmd="seckill__subcmd__rebalance"
+                ;;
             seckill,reconcile)
                 cmd="seckill__subcmd__reconcile"
                 ;;
@@ -79,6 +82,9 @@ _seckill() {
             seckill__subcmd__help,preheat)
                 cmd="seckill__subcmd__help__subcmd__preheat"
                 ;;
+            seckill__subcmd__help,rebalance)
+                cmd="seckill__subcmd__help__subcmd__rebalance"
+                ;;
             seckill__subcmd__help,reconcile)
                 cmd="seckill__subcmd__help__subcmd__reconcile"
                 ;;
@@ -95,7 +101,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim reconcile status loadtest help"
+            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim reconcile status rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -295,7 +301,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions man consume pending-claim reconcile status loadtest help"
+            opts="init preheat buy shutdown-switch completions man consume pending-claim reconcile status rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -434,6 +440,20 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__help__subcmd__rebalance)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__help__subcmd__reconcile)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -527,7 +547,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --buckets --hot-buckets --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -558,6 +578,14 @@ _seckill() {
                     return 0
                     ;;
                 --pipeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --buckets)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hot-buckets)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -754,6 +782,60 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__rebalance)
+            opts="-c -q -h -V --item --watch --interval --low-water --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --low-water)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__reconcile)
             opts="-c -q -h -V --repair --item --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -805,7 +887,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -q -h -V --item --reason --by --history --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -q -h -V --item --reason --buckets --by --history --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -84,6 +84,9 @@ pub enum Command {
     /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
     #[command(after_long_help = cmd::help::long("status"))]
     Status(cmd::status::Args),
+    /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
+    #[command(after_long_help = cmd::help::long("rebalance"))]
+    Rebalance(cmd::rebalance::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     #[command(after_long_help = cmd::help::long("loadtest"))]
     Loadtest(cmd::loadtest::Args),
@@ -122,6 +125,7 @@ impl Command {
             Command::Reconcile(_) => "reconcile",
             Command::Status(_) => "status",
             Command::Loadtest(_) => "loadtest",
+            Command::Rebalance(_) => "rebalance",
         }
     }
 
@@ -148,6 +152,7 @@ impl Command {
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Status(args) => cmd::status::run(ctx, &args),
+            Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),

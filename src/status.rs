@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use redis::ConnectionLike;
 use serde::Serialize;
 
+use crate::buckets::Layout;
 use crate::campaign::{Campaign, Item};
 use crate::keys::{ItemKeys, ORDER_GROUP};
 use crate::scripts::ScriptCall;
@@ -149,6 +150,54 @@ pub struct ItemStatus {
     /// Milliseconds until the item's keys expire (`None`: no expiry or no keys).
     /// The nightly `reconcile` must run before that.
     pub expires_in_ms: Option<i64>,
+    /// A bucketed item: each bucket's own status, in bucket order (the fields
+    /// above are their sum; window and switch text come from bucket 0, `on`
+    /// only when every bucket is closed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<ItemStatus>,
+}
+
+impl ItemStatus {
+    /// One item's status from its buckets' (never empty).
+    fn sum(parts: Vec<ItemStatus>) -> ItemStatus {
+        let first = parts[0].clone();
+        let add = |f: fn(&ItemStatus) -> Option<i64>| -> Option<i64> {
+            parts
+                .iter()
+                .map(f)
+                .try_fold(0i64, |sum, v| v.map(|v| sum + v))
+        };
+        let initial_stock = add(|p| p.initial_stock);
+        let stock_left = add(|p| p.stock_left);
+        ItemStatus {
+            redis_time_ms: parts.iter().map(|p| p.redis_time_ms).max().unwrap_or(0),
+            preheated: parts.iter().all(|p| p.preheated),
+            initial_stock,
+            stock_left,
+            sold: initial_stock.zip(stock_left).map(|(i, s)| i - s),
+            buyers: parts.iter().map(|p| p.buyers).sum(),
+            rate_per_s: parts
+                .iter()
+                .map(|p| p.rate_per_s)
+                .try_fold(0.0, |sum, r| r.map(|r| sum + r)),
+            kill_switch: Switch {
+                on: parts.iter().all(|p| p.kill_switch.on),
+                ..first.kill_switch.clone()
+            },
+            stream: StreamStatus {
+                length: parts.iter().map(|p| p.stream.length).sum(),
+                entries_added: parts.iter().map(|p| p.stream.entries_added).sum(),
+                group_exists: parts.iter().all(|p| p.stream.group_exists),
+                pending: parts.iter().map(|p| p.stream.pending).sum(),
+                lag: add(|p| p.stream.lag),
+                last_delivered_id: None,
+            },
+            dead_letter: parts.iter().map(|p| p.dead_letter).sum(),
+            expires_in_ms: parts.iter().filter_map(|p| p.expires_in_ms).min(),
+            buckets: parts,
+            ..first
+        }
+    }
 }
 
 /// Reads item statuses and remembers the previous sample of each stream:
@@ -167,14 +216,30 @@ impl StatusReader {
         campaign: &Campaign,
         only: &[&Item],
     ) -> Result<Vec<ItemStatus>> {
-        // Per-bucket rows (issue 8) hook in here: an item split into buckets
-        // has one key set per bucket, each read by `read` and shown under it.
         only.iter()
-            .map(|item| {
-                let keys = ItemKeys::live(&campaign.id, &item.id);
-                self.read(conn, &keys, &item.id, &item.name)
-            })
+            .map(|item| self.read_item(conn, campaign, item))
             .collect()
+    }
+
+    /// Read one item; a bucketed item (docs/buckets.md) is read bucket by
+    /// bucket (one script call each) and summed, its buckets kept as rows.
+    pub fn read_item<C: ConnectionLike>(
+        &mut self,
+        conn: &mut C,
+        campaign: &Campaign,
+        item: &Item,
+    ) -> Result<ItemStatus> {
+        let layout = Layout::live(&campaign.id, item);
+        if !layout.is_bucketed() {
+            let keys = ItemKeys::live(&campaign.id, &item.id);
+            return self.read(conn, &keys, &item.id, &item.name);
+        }
+        let parts = layout
+            .all()
+            .iter()
+            .map(|bucket| self.read(conn, &bucket.keys, &item.id, &item.name))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ItemStatus::sum(parts))
     }
 
     /// Read one item. `name` is shown when Redis has none (not preheated).
@@ -344,6 +409,7 @@ impl RawStatus {
             },
             dead_letter: self.dead,
             expires_in_ms,
+            buckets: Vec::new(),
         }
     }
 }

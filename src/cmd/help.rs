@@ -24,6 +24,7 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\" --by alice",
             "seckill -c campaigns/moutai.yaml shutdown-switch status --history",
             "seckill -c campaigns/moutai.yaml shutdown-switch off --item 1001",
+            "seckill -c campaigns/moutai-cluster.yaml --cluster shutdown-switch status --buckets",
         ],
         "status" => &[
             "seckill -c campaigns/moutai.yaml status",
@@ -53,6 +54,10 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill completions zsh > /usr/local/share/zsh/site-functions/_seckill",
         ],
         "man" => &["seckill man", "seckill man --out /usr/local/share/man/man1"],
+        "rebalance" => &[
+            "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
+            "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",
+        ],
         // `seckill` itself: a launch day.
         "" => &[
             "seckill -c campaigns/moutai.yaml preheat",

@@ -12,6 +12,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::keys::ItemKeys;
@@ -157,9 +158,15 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         .iter()
         .map(|item| ItemKeys::live(&campaign.id, &item.id))
         .collect();
+    // Each item's state before the reset, summed over its buckets when it has some.
     let mut before = Vec::new();
-    for keys in &all_keys {
-        before.push(state::item_state(&mut conn, keys)?);
+    for (item, keys) in campaign.items.iter().zip(&all_keys) {
+        let layout = Layout::live(&campaign.id, item);
+        before.push(if layout.is_bucketed() {
+            buckets::state::item_state(&mut conn, &layout)?
+        } else {
+            state::item_state(&mut conn, keys)?
+        });
     }
     if !args.yes {
         let mut refusals = Vec::new();
@@ -202,13 +209,23 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
     for ((item, keys), was) in campaign.items.iter().zip(&all_keys).zip(before) {
-        let deleted = state::delete_item(&mut conn, keys, scan_too)?;
-        let report =
-            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?;
+        // Both layouts go (docs/buckets.md): a file whose bucket count changed starts clean.
+        let layout = Layout::live(&campaign.id, item);
+        let mut deleted = state::delete_item(&mut conn, keys, scan_too)?;
+        deleted += buckets::state::delete_item(&mut conn, &layout, scan_too)?;
+        let stock = if layout.is_bucketed() {
+            let mode = PreheatMode::Load;
+            buckets::state::preheat_item(&mut conn, &layout, &campaign, item, mode, false)?
+                .summary
+                .redis_stock_after
+        } else {
+            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?
+                .redis_stock_after
+        };
         rows.push(InitRow {
             item: item.id.clone(),
             keys_deleted: deleted,
-            stock: report.redis_stock_after,
+            stock,
             kill_switch_was_on: was.closed,
             switch_reason: was.switch_reason,
         });

@@ -9,6 +9,7 @@ pub mod loadtest;
 pub mod man;
 pub mod pending_claim;
 pub mod preheat;
+pub mod rebalance;
 pub mod reconcile;
 pub mod shutdown_switch;
 pub mod status;

@@ -6,6 +6,8 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::state::BucketStatus;
+use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::keys::ItemKeys;
@@ -28,6 +30,10 @@ pub enum Action {
 
 /// Flags of `seckill shutdown-switch`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "A bucketed item (docs/buckets.md) is closed in every bucket before `on` returns; \
+a bucket that cannot be written fails the command, naming it."
+)]
 pub struct Args {
     /// on, off or status.
     #[arg(value_enum)]
@@ -40,6 +46,10 @@ pub struct Args {
     /// Why (kept with the switch, shown by status).
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+
+    /// Also show each bucket of a bucketed item (switch, slot, stock, pending transfers).
+    #[arg(long)]
+    pub buckets: bool,
 
     /// Who flips the switch, kept with it [default: the OS account, as user@host].
     #[arg(long, value_name = "NAME", env = "SECKILL_OPERATOR")]
@@ -64,7 +74,15 @@ pub struct SwitchReport {
 pub struct SwitchRow {
     /// The item id.
     pub item: String,
-    /// The switch is on: every buy returns `closed`.
+    /// The item's bucket count (docs/buckets.md); 1 = one slot.
+    pub buckets: u32,
+    /// Bucketed items: how many buckets are closed (`closed` means all are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets_closed: Option<u32>,
+    /// With `--buckets`: each bucket's switch, slot, stock and pending transfers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_bucket: Option<Vec<BucketStatus>>,
+    /// The switch is on: every buy returns `closed` (in every bucket).
     pub closed: bool,
     /// The item's stock is in Redis.
     pub preheated: bool,
@@ -79,7 +97,8 @@ pub struct SwitchRow {
     pub switched_at: Option<String>,
     /// Who set it (`--by`, `SECKILL_OPERATOR`, else `user@host`).
     pub switched_by: Option<String>,
-    /// The last flips, newest first (`--history` only).
+    /// The last flips, newest first (`--history` only; of bucket 0 for a
+    /// bucketed item: every flip goes to every bucket).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<Flip>>,
 }
@@ -102,17 +121,33 @@ impl Report for SwitchReport {
             "switched",
         ]);
         for row in &self.items {
-            let at = row.switched_at.as_deref().map(to_seconds);
+            // Seconds are precise enough for people, and 4 columns narrower.
+            let at = row
+                .switched_at
+                .as_deref()
+                .map(|at| match at.split_once('.') {
+                    Some((seconds, _)) => format!("{seconds}Z"),
+                    None => at.to_string(),
+                });
             let switched = match (at, &row.switched_by) {
                 (Some(at), Some(by)) => format!("{at} by {by}"),
                 (Some(at), None) => at,
                 _ => "-".into(),
             };
-            // "off" alone never says "open": the window under it does, on the Redis clock.
-            let switch = if row.closed { "ON (closed)" } else { "off" };
             table.add_row(vec![
                 row.item.clone(),
-                format!("{switch}\n{}", row.window.describe()),
+                // "off" alone never says "open": the window under it does, on the Redis clock.
+                format!(
+                    "{}\n{}",
+                    match row.buckets_closed {
+                        Some(k) if k > 0 && k < row.buckets => {
+                            format!("PARTLY ON ({k}/{} buckets closed)", row.buckets)
+                        }
+                        _ if row.closed => "ON (closed)".to_string(),
+                        _ => "off".to_string(),
+                    },
+                    row.window.describe()
+                ),
                 match (row.preheated, row.stock_left) {
                     (true, Some(s)) => s.to_string(),
                     _ => "not preheated".to_string(),
@@ -120,6 +155,18 @@ impl Report for SwitchReport {
                 row.reason.clone().unwrap_or_else(|| "-".into()),
                 switched,
             ]);
+            for part in row.per_bucket.iter().flatten() {
+                table.add_row(vec![
+                    format!("  bucket {} (slot {})", part.bucket, part.slot),
+                    if part.closed { "ON (closed)" } else { "off" }.to_string(),
+                    match (part.preheated, part.stock_left) {
+                        (true, Some(s)) => s.to_string(),
+                        _ => "not preheated".to_string(),
+                    },
+                    format!("{} transfer(s) pending", part.transfers_pending),
+                    String::new(),
+                ]);
+            }
         }
         output::fit(&mut table, &[1, 3, 4]);
         let mut text = format!("kill switch of campaign {}\n{table}\n", self.campaign);
@@ -132,9 +179,8 @@ impl Report for SwitchReport {
                 history.len(),
                 row.item
             ));
-            let mut table = output::table(["at", "switch", "by", "reason"]);
-            for flip in history {
-                table.add_row(vec![
+            let rows = history.iter().map(|flip| {
+                vec![
                     to_seconds(&output::time_or_dash(Some(flip.at_ms))),
                     if flip.closed { "ON" } else { "off" }.to_string(),
                     flip.by.clone(),
@@ -143,10 +189,13 @@ impl Report for SwitchReport {
                     } else {
                         flip.reason.clone()
                     },
-                ]);
-            }
-            output::fit(&mut table, &[2, 3]);
-            text.push_str(&format!("{table}\n"));
+                ]
+            });
+            text.push_str(&output::grid(
+                &["at", "switch", "by", "reason"],
+                rows.collect(),
+                &[2, 3],
+            ));
         }
         text
     }
@@ -165,6 +214,20 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     if args.action != Action::Status {
         let now = state::redis_now_ms(&mut conn)?;
         for item in &items {
+            let layout = Layout::live(&campaign.id, item);
+            if layout.is_bucketed() {
+                // Every bucket, or an error naming the one that failed.
+                buckets::state::set_switch(
+                    &mut conn,
+                    &layout,
+                    args.action == Action::On,
+                    &args.reason,
+                    &by,
+                    now,
+                    campaign.expire_at_ms(),
+                )?;
+                continue;
+            }
             let keys = ItemKeys::live(&campaign.id, &item.id);
             state::set_switch(
                 &mut conn,
@@ -177,27 +240,45 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             )?;
         }
     }
-    let statuses = StatusReader::default().read_campaign(&mut conn, &campaign, &items)?;
     let mut rows = Vec::new();
-    for s in statuses {
+    let mut reader = StatusReader::default();
+    for item in &items {
+        let layout = Layout::live(&campaign.id, item);
+        let window = reader.read_item(&mut conn, &campaign, item)?.window;
         let history = if args.history {
-            let keys = ItemKeys::live(&campaign.id, &s.item);
+            let keys = match layout.is_bucketed() {
+                true => layout.bucket(0).keys,
+                false => ItemKeys::live(&campaign.id, &item.id),
+            };
             Some(kill_switch::history(&mut conn, &keys)?)
         } else {
             None
         };
+        let (s, per_bucket) = if layout.is_bucketed() {
+            let per_bucket = buckets::state::bucket_statuses(&mut conn, &layout)?;
+            (
+                buckets::state::item_state(&mut conn, &layout)?,
+                Some(per_bucket),
+            )
+        } else {
+            let keys = ItemKeys::live(&campaign.id, &item.id);
+            (state::item_state(&mut conn, &keys)?, None)
+        };
+        let buckets_closed = per_bucket
+            .as_ref()
+            .map(|parts| parts.iter().filter(|b| b.closed).count() as u32);
         rows.push(SwitchRow {
-            item: s.item,
-            closed: s.kill_switch.on,
+            buckets: item.buckets,
+            buckets_closed,
+            per_bucket: per_bucket.filter(|_| args.buckets),
+            item: item.id.clone(),
+            closed: s.closed,
             preheated: s.preheated,
-            window: s.window,
-            stock_left: s.stock_left,
-            reason: s.kill_switch.reason,
-            switched_at: s
-                .kill_switch
-                .switched_at_ms
-                .map(|ms| output::time_or_dash(Some(ms))),
-            switched_by: s.kill_switch.switched_by,
+            window,
+            stock_left: s.stock,
+            reason: s.switch_reason,
+            switched_at: s.switched_at_ms.map(|ms| output::time_or_dash(Some(ms))),
+            switched_by: s.switched_by,
             history,
         });
     }

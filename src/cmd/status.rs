@@ -271,6 +271,21 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
             "none yet (preheat or consume creates it)".to_string()
         },
     );
+    for (b, part) in s.buckets.iter().enumerate() {
+        line(
+            &format!("bucket {b}"),
+            format!(
+                "{} left · {} pending, lag {} · switch {}",
+                part.stock_left
+                    .map_or_else(|| "-".to_string(), |l| l.to_string()),
+                part.stream.pending,
+                part.stream
+                    .lag
+                    .map_or_else(|| "unknown".to_string(), |l| l.to_string()),
+                if part.kill_switch.on { "ON" } else { "off" }
+            ),
+        );
+    }
     line(
         "expiry",
         match s.expires_in_ms {

@@ -449,3 +449,52 @@ fn watch_prints_one_block_per_sample_when_piped_and_stops_cleanly() {
         assert_eq!(sample["items"][0]["stock_left"], 9);
     }
 }
+
+#[test]
+fn a_bucketed_item_is_read_bucket_by_bucket_and_summed() {
+    let server = RedisServer::start();
+    let file = campaign_file(
+        "campaign: c\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 40\n    buckets: 4\norders:\n  store: sqlite://orders.db\n",
+    );
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    for user in ["a", "b", "c"] {
+        seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1", "--user", user])
+            .assert()
+            .success();
+    }
+    let s = status_json(&file, &server);
+    assert_eq!(s["initial_stock"], 40, "{s}");
+    assert_eq!(s["stock_left"], 37, "{s}");
+    assert_eq!(s["sold"], 3);
+    assert_eq!(s["stream"]["length"], 3);
+    let parts = s["buckets"].as_array().unwrap();
+    assert_eq!(parts.len(), 4);
+    let left: i64 = parts
+        .iter()
+        .map(|p| p["stock_left"].as_i64().unwrap())
+        .sum();
+    assert_eq!(left, 37);
+    assert_eq!(s["window"]["state"], "open");
+    let text = status_text(&file, &server);
+    assert!(
+        text.contains("37 left of 40") && text.contains("bucket 3"),
+        "{text}"
+    );
+    seckill(&file.path, &server.url())
+        .args(["shutdown-switch", "on", "--by", "alice"])
+        .assert()
+        .success();
+    let output = seckill(&file.path, &server.url())
+        .args(["shutdown-switch", "status", "--history", "--format", "json"])
+        .output()
+        .unwrap();
+    let row = json(&output)["items"][0].clone();
+    assert_eq!(row["closed"], true);
+    assert_eq!(row["window"]["state"], "open");
+    assert_eq!(row["history"][0]["by"], "alice");
+    assert_eq!(status_json(&file, &server)["kill_switch"]["on"], true);
+}
