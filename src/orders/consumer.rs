@@ -186,7 +186,8 @@ impl<'a> Consumer<'a> {
                 self.acked += stored.acked;
                 for (key, ids) in &batch.acks {
                     if let Some(&i) = self.index.get(key.as_str()) {
-                        let item = &self.campaign.items[i].id;
+                        // Stream i belongs to item owners[i] (one stream per bucket).
+                        let item = &self.campaign.items[self.owners[i]].id;
                         crate::metrics::CONSUME.add_stored(item, ids.len() as u64);
                     }
                 }
