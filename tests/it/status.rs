@@ -498,3 +498,52 @@ fn a_bucketed_item_is_read_bucket_by_bucket_and_summed() {
     assert_eq!(row["history"][0]["by"], "alice");
     assert_eq!(status_json(&file, &server)["kill_switch"]["on"], true);
 }
+
+#[test]
+fn consume_counts_a_bucketed_items_orders_under_the_item() {
+    let server = RedisServer::start();
+    let file = campaign_file(
+        "campaign: c\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 40\n    buckets: 4\n  - id: \"2\"\n    name: Cup\n    price: \"1.00\"\n    stock: 5\norders:\n  store: sqlite://orders.db\n",
+    );
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    for user in ["a", "b", "c", "d", "e"] {
+        seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1", "--user", user])
+            .assert()
+            .success();
+    }
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut consumer = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["consume", "--metrics-listen", &listen],
+        "consume",
+    );
+    let mut last = String::new();
+    wait_until("the five orders counted under item 1", || {
+        let Ok((_, _, body)) = http_get(port, "/metrics") else {
+            return false;
+        };
+        last = body;
+        last.contains("seckill_orders_stored_total{campaign=\"c\",item=\"1\"} 5\n")
+    });
+    promtool_check(&last);
+    assert_eq!(
+        sample(
+            &last,
+            "seckill_orders_stored_total{campaign=\"c\",item=\"2\"}"
+        ),
+        0.0
+    );
+    assert_eq!(
+        sample(&last, "seckill_stock_left{campaign=\"c\",item=\"1\"}"),
+        35.0
+    );
+    terminate(&consumer);
+    assert!(wait_exit(&mut consumer).success());
+}
