@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub item: String,
 
-    /// Shopper's user id (1..128 printable characters).
+    /// Shopper's user id (1..128 bytes of UTF-8, no control characters).
     #[arg(long, value_name = "UID")]
     pub user: String,
 
@@ -48,7 +48,8 @@ struct BuyOutput<'a> {
 pub fn check_user_id(user: &str) -> Result<()> {
     if user.is_empty() || user.len() > 128 || user.chars().any(char::is_control) {
         return Err(usage(format!(
-            "--user {user:?} must be 1..128 characters without control characters"
+            "--user {user:?} must be 1..128 bytes (UTF-8) without control characters, got {} bytes",
+            user.len()
         )));
     }
     Ok(())
@@ -67,7 +68,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     }
     let request_id = match &args.request_id {
         Some(id) if id.is_empty() || id.len() > 128 => {
-            return Err(usage("--request-id must be 1..128 characters"));
+            return Err(usage(format!(
+                "--request-id must be 1..128 bytes (UTF-8), got {} bytes",
+                id.len()
+            )));
         }
         Some(id) => id.clone(),
         None => buy::new_order_id(),

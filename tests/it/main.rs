@@ -5,10 +5,12 @@ mod support;
 
 mod buy;
 mod campaign_files;
+mod campaign_fuzz;
 mod cli;
 mod cluster;
 mod completions;
 mod exit_codes;
+mod hostile_input;
 mod loadtest;
 mod orders_cluster;
 mod orders_faults;
