@@ -20,11 +20,13 @@ pub enum Outcome {
     NotStarted,
     Ended,
     NotPreheated,
+    /// A stored value the script reads is malformed; nothing was written.
+    CorruptState,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -33,6 +35,7 @@ impl Outcome {
         Outcome::NotStarted,
         Outcome::Ended,
         Outcome::NotPreheated,
+        Outcome::CorruptState,
     ];
 
     /// The name used by the script and in JSON.
@@ -46,6 +49,7 @@ impl Outcome {
             Outcome::NotStarted => "not_started",
             Outcome::Ended => "ended",
             Outcome::NotPreheated => "not_preheated",
+            Outcome::CorruptState => "corrupt_state",
         }
     }
 
@@ -60,6 +64,7 @@ impl Outcome {
             Outcome::NotStarted => exit_codes::NOT_STARTED,
             Outcome::Ended => exit_codes::ENDED,
             Outcome::NotPreheated => exit_codes::NOT_PREHEATED,
+            Outcome::CorruptState => exit_codes::CORRUPT_STATE,
         }
     }
 
@@ -79,6 +84,8 @@ pub struct BuyReply {
     pub order_id: Option<String>,
     /// Units left after the attempt; `None` when the item is not preheated.
     pub stock_left: Option<i64>,
+    /// `corrupt_state` only: which key holds what malformed value.
+    pub problem: Option<String>,
 }
 
 /// One attempt's parameters.
@@ -136,9 +143,15 @@ pub fn parse_reply((outcome, order_id, stock_left): (Vec<u8>, String, i64)) -> R
             String::from_utf8_lossy(&outcome)
         );
     };
+    // The script puts the problem where an order id would be: same reply shape.
+    let (order_id, problem) = match outcome {
+        Outcome::CorruptState => (String::new(), Some(order_id)),
+        _ => (order_id, None),
+    };
     Ok(BuyReply {
         outcome,
         order_id: (!order_id.is_empty()).then_some(order_id),
         stock_left: (stock_left >= 0).then_some(stock_left),
+        problem,
     })
 }

@@ -26,6 +26,9 @@ pub const NOT_STARTED: i32 = 14;
 pub const ENDED: i32 = 15;
 /// `buy`: the item was never preheated into Redis (or its keys expired).
 pub const NOT_PREHEATED: i32 = 16;
+/// `buy`: a stored value the script reads is malformed (not a strict integer,
+/// or a key of the wrong type); nothing was written, the message names the key.
+pub const CORRUPT_STATE: i32 = 17;
 
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
@@ -63,5 +66,10 @@ pub const ALL: &[(i32, &str, &str)] = &[
         NOT_PREHEATED,
         "not_preheated",
         "buy: item not preheated (or expired)",
+    ),
+    (
+        CORRUPT_STATE,
+        "corrupt_state",
+        "buy: a stored value is malformed; nothing written, the key is named",
     ),
 ];

@@ -42,6 +42,9 @@ struct BuyOutput<'a> {
     qty: u32,
     request_id: &'a str,
     exit_code: i32,
+    /// `corrupt_state` only: the key and what is wrong with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<&'a str>,
 }
 
 /// Validate a user id: it goes into a Redis key suffix and a database row.
@@ -101,6 +104,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         qty: args.qty,
         request_id: &request_id,
         exit_code: code,
+        problem: reply.problem.as_deref(),
     };
     match globals.format {
         Format::Json => output::print_json(&shown)?,
@@ -125,6 +129,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 request_id.clone(),
             ]);
             println!("{table}");
+            if let Some(problem) = shown.problem {
+                println!("corrupt state, nothing written: {problem}");
+            }
         }
     }
     Ok(code)

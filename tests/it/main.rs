@@ -9,6 +9,7 @@ mod campaign_fuzz;
 mod cli;
 mod cluster;
 mod completions;
+mod corrupt_state;
 mod exit_codes;
 mod hostile_input;
 mod loadtest;
