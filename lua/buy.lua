@@ -7,7 +7,8 @@
 -- KEYS[2] stock         string units left
 -- KEYS[3] buyers        hash   user -> units bought
 -- KEYS[4] buyer_orders  hash   user -> latest order id
--- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> order id of an ok attempt
+-- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> "<order id>:<qty>" of an ok
+--                              attempt (a bare "<order id>" written by older versions is read too)
 -- KEYS[6] orders        stream one entry per order
 -- KEYS[7] rate          string this user's attempts in the current rate-limit window
 -- ARGV[1] user id
@@ -19,8 +20,9 @@
 --
 -- Returns {outcome, order_id, stock_left}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
---              | not_preheated | corrupt_state
---   order_id   the new order (ok), the remembered order (ok on a retried request id),
+--              | not_preheated | corrupt_state | request_id_reused
+--   order_id   the new order (ok), the remembered order (ok on a retried request id;
+--              request_id_reused when that retry asks another qty: nothing is bought),
 --              the user's existing order (duplicate); for corrupt_state the problem,
 --              "<key>: <what is wrong>"; otherwise ""
 --   stock_left units left after this attempt, -1 when not preheated or corrupt
@@ -113,7 +115,13 @@ if request_id ~= '' then
   request_field = string.len(user) .. ':' .. user .. ':' .. request_id
   local remembered = read(KEYS[5], 'HGET', KEYS[5], request_field)
   if remembered then
-    return {'ok', remembered, stock_or_nil() or -1}
+    local order_id, bought_qty = string.match(remembered, '^([^:]*):(%d+)$')
+    if not order_id then
+      order_id = remembered
+    elseif tonumber(bought_qty) ~= qty then
+      return {'request_id_reused', order_id, stock_or_nil() or -1}
+    end
+    return {'ok', order_id, stock_or_nil() or -1}
   end
 end
 
@@ -193,7 +201,7 @@ local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
 if request_field then
-  redis.call('HSET', KEYS[5], request_field, ARGV[4])
+  redis.call('HSET', KEYS[5], request_field, ARGV[4] .. ':' .. qty)
 end
 if expire_at then
   -- The order stream never expires: it holds promises not yet in the database.

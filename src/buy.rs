@@ -22,11 +22,13 @@ pub enum Outcome {
     NotPreheated,
     /// A stored value the script reads is malformed; nothing was written.
     CorruptState,
+    /// The request id already bought another qty; the original order is named.
+    RequestIdReused,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -36,6 +38,7 @@ impl Outcome {
         Outcome::Ended,
         Outcome::NotPreheated,
         Outcome::CorruptState,
+        Outcome::RequestIdReused,
     ];
 
     /// The name used by the script and in JSON.
@@ -50,6 +53,7 @@ impl Outcome {
             Outcome::Ended => "ended",
             Outcome::NotPreheated => "not_preheated",
             Outcome::CorruptState => "corrupt_state",
+            Outcome::RequestIdReused => "request_id_reused",
         }
     }
 
@@ -65,6 +69,7 @@ impl Outcome {
             Outcome::Ended => exit_codes::ENDED,
             Outcome::NotPreheated => exit_codes::NOT_PREHEATED,
             Outcome::CorruptState => exit_codes::CORRUPT_STATE,
+            Outcome::RequestIdReused => exit_codes::REQUEST_ID_REUSED,
         }
     }
 
@@ -128,7 +133,7 @@ pub fn buy<C: ConnectionLike>(
         .invoke(conn)
         .with_context(|| {
             format!(
-                "buy script failed for item {} user {} (outcome unknown: retry with the same --request-id)",
+                "buy script failed for item {} user {}",
                 request.item, request.user
             )
         })?;

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use redis::cluster::{ClusterClientBuilder, ClusterConnection};
 use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
 
@@ -210,8 +210,15 @@ impl RedisTarget {
 
     /// Open one connection with both timeouts set.
     pub fn connect(&self) -> Result<Conn> {
-        self.try_connect()
-            .with_context(|| format!("cannot connect to Redis at {}", self.display))
+        self.try_connect().map_err(|error| {
+            // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
+            // client library renders it in its own words.
+            let code = crate::redis_failure::find(&error)
+                .and_then(|e| e.code())
+                .map(|code| format!(": {code}"))
+                .unwrap_or_default();
+            error.context(format!("cannot connect to Redis at {}{code}", self.display))
+        })
     }
 
     fn try_connect(&self) -> Result<Conn> {
@@ -231,9 +238,12 @@ impl RedisTarget {
             }
             None => redis::Client::open(self.urls[0].as_str())?,
         };
-        let connection = client.get_connection_with_timeout(self.connect_timeout)?;
+        let mut connection = client.get_connection_with_timeout(self.connect_timeout)?;
         connection.set_read_timeout(Some(self.response_timeout))?;
         connection.set_write_timeout(Some(self.response_timeout))?;
+        // Verified now: a missing password (NOAUTH) or a server that is not
+        // ready (LOADING) fails here, plainly, not as the first real request.
+        redis::cmd("PING").query::<()>(&mut connection)?;
         Ok(Conn::Single(connection))
     }
 

@@ -6,9 +6,10 @@ use serde::Serialize;
 
 use crate::buy::{self, BuyRequest, Outcome};
 use crate::context::Globals;
-use crate::error::usage;
+use crate::error::{self, OutcomeUnknown, usage};
 use crate::keys::ItemKeys;
 use crate::output::{self, Format};
+use crate::redis_failure::{self, Failure};
 
 /// Flags of `seckill buy`.
 #[derive(Debug, clap::Args)]
@@ -58,6 +59,30 @@ pub fn check_user_id(user: &str) -> Result<()> {
     Ok(())
 }
 
+/// Say what a failed attempt means: refused before running (safe to retry),
+/// unknown (retry only with the same request id), or failed at the server.
+fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::Error {
+    let Some(redis_error) = redis_failure::find(&error) else {
+        return error;
+    };
+    match redis_failure::classify(redis_error) {
+        Failure::NotExecuted(code) => error.context(format!(
+            "Redis at {at} refused the attempt, it was not executed ({code}); nothing was bought, a new attempt is safe"
+        )),
+        Failure::Unknown => {
+            let message = format!(
+                "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
+                 retry with --request-id {request_id}, never a new one",
+                error::render(&error)
+            );
+            anyhow::Error::new(OutcomeUnknown(message))
+        }
+        Failure::Failed => error.context(format!(
+            "Redis at {at} reported an error running the attempt; retry with --request-id {request_id}"
+        )),
+    }
+}
+
 /// Make one attempt and print it; the exit code is the outcome's.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let campaign = globals.campaign()?;
@@ -92,7 +117,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             qty: args.qty,
             request_id: Some(&request_id),
         },
-    )?;
+    )
+    .map_err(|e| explain_failure(e, &target.display, &request_id))?;
     let code = reply.outcome.exit_code();
     let shown = BuyOutput {
         outcome: reply.outcome,

@@ -16,4 +16,5 @@ mod loadtest;
 mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
+mod outcomes;
 mod tls_auth;
