@@ -159,6 +159,12 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
                 r.item, r.repaired
             );
         }
+        if r.database_units_excess != 0 {
+            println!(
+                "{}: the database holds {} units, the orders it stores {}",
+                r.item, r.database.units, r.stored.units
+            );
+        }
         if r.sold_per_redis != r.initial_stock - r.remaining {
             println!(
                 "{}: buyers hold {} units but {} were sold (initial - left)",
@@ -170,6 +176,10 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
         for (list, what) in [
             (&r.missing_from_database, "in Redis but not in the database"),
             (&r.not_in_redis, "in the database but not in Redis"),
+            (
+                &r.content_mismatch,
+                "whose database row differs from the order (user, qty or price)",
+            ),
         ] {
             if list.count > 0 {
                 let more = list.count - list.ids.len() as u64;

@@ -23,7 +23,7 @@ pub mod reconcile;
 pub mod sqlite;
 pub mod stream;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -139,6 +139,17 @@ pub struct StoredOrder {
     pub stream_id: String,
 }
 
+/// What a stored row says about its order: reconcile compares it with the
+/// order entry, so a row changed behind the pipeline's back is drift.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredContent {
+    pub campaign: String,
+    pub item_id: String,
+    pub user_id: String,
+    pub qty: i64,
+    pub price_cents: i64,
+}
+
 /// An order database. Every method is one transaction or one query.
 pub trait OrderStore {
     /// Where it is, without password.
@@ -154,7 +165,12 @@ pub trait OrderStore {
     }
 
     /// Which of `order_ids` are stored.
-    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>>;
+    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
+        Ok(self.stored_contents(order_ids)?.into_keys().collect())
+    }
+
+    /// The stored rows of `order_ids` (those that are stored), by order id.
+    fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>>;
 
     /// Rows and units of one campaign item.
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;

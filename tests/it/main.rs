@@ -17,4 +17,5 @@ mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
 mod outcomes;
+mod reconcile_content;
 mod tls_auth;
