@@ -18,4 +18,5 @@ mod orders_faults;
 mod orders_pipeline;
 mod outcomes;
 mod reconcile_content;
+mod security;
 mod tls_auth;
