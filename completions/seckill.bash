@@ -607,13 +607,17 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -h -V --force --update-meta --dry-run --item --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --force --update-meta --dry-run --item --recover --require-durable --orders-db --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --orders-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -56,6 +56,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -l cluster -d 'Tre
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l item -d 'Preheat only this item (default: every item of the campaign)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"
@@ -66,11 +67,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-tim
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l force -d 'Overwrite stock already in Redis (refused for items that already sold something: use `init --yes`)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l update-meta -d 'Keep the stock in Redis but take name, price, sale window, limits and key expiry from the file (e.g. to extend `ends_at` during a sale)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d 'Show what would happen, write nothing'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l recover -d 'After Redis lost data: for an item whose orders are already in the order database, load initial stock minus the units stored and restore its buyers (without it such an item is refused: loading the full stock would sell those units twice)'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when Redis persists nothing (no AOF, no snapshots) or will not say'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l item -d 'Item to buy (an `id` from the campaign\'s `items`)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l user -d 'Shopper\'s user id (1..128 printable characters)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l user -d 'Shopper\'s user id (1..128 bytes of UTF-8, no control characters)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l qty -d 'Units to buy in this attempt (at most the campaign\'s per_user_limit)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F

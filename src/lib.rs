@@ -14,6 +14,7 @@ pub mod keys;
 pub mod loadtest;
 pub mod orders;
 pub mod output;
+pub mod recovery;
 pub mod redis_conn;
 pub mod redis_failure;
 pub mod scripts;

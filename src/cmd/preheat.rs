@@ -2,13 +2,16 @@
 //! metadata and sale window atomically, with TTL = ends_at + keep_after_end,
 //! and never overwrites stock already in Redis unless told to.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
+use crate::orders::{OrderStore, StoreLocation};
 use crate::output::{self, Format};
+use crate::recovery::{self, Persistence, StoredSales};
+use crate::redis_conn::Conn;
 use crate::state::{self, PreheatMode, PreheatStatus};
 
 /// Flags of `seckill preheat`.
@@ -30,6 +33,20 @@ pub struct Args {
     /// Preheat only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
     pub item: Option<String>,
+
+    /// After Redis lost data: for an item whose orders are already in the order
+    /// database, load initial stock minus the units stored and restore its buyers
+    /// (without it such an item is refused: loading the full stock would sell those
+    /// units twice).
+    #[arg(long, conflicts_with = "update_meta")]
+    pub recover: bool,
+
+    /// Refuse when Redis persists nothing (no AOF, no snapshots) or will not say.
+    #[arg(long)]
+    pub require_durable: bool,
+
+    #[command(flatten)]
+    pub store: crate::orders::StoreArgs,
 }
 
 /// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
@@ -55,9 +72,25 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     } else {
         PreheatMode::Load
     };
+    let items = campaign.select_items(args.item.as_deref())?;
+    check_persistence(&mut conn, &target.display, args.require_durable)?;
+    let StoredCheck { stored, mut store } = stored_sales(&mut conn, &campaign, &items, args, mode)?;
+    let mut recovered = Vec::new();
     let mut reports = Vec::new();
-    for item in campaign.select_items(args.item.as_deref())? {
+    for item in items {
         let keys = ItemKeys::live(&campaign.id, &item.id);
+        if let (Some(sales), Some(store)) = (stored.iter().find(|s| s.item == item.id), &mut store)
+        {
+            recovered.push(recovery::recover_item(
+                &mut conn,
+                store.as_mut(),
+                &campaign,
+                item,
+                sales,
+                mode,
+            )?);
+            continue;
+        }
         reports.push(state::preheat_item(
             &mut conn,
             &keys,
@@ -82,6 +115,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             "dry_run": args.dry_run,
             "expires_at": campaign.expire_at_ms().map(|ms| output::time_or_dash(Some(ms))),
             "items": reports,
+            "recovered": recovered,
         }))?,
         Format::Table => {
             let mut table =
@@ -115,6 +149,18 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                     .unwrap_or_default()
             );
             println!("{table}");
+            for r in &recovered {
+                println!(
+                    "{}: recovered after data loss: loaded {} of {} ({} unit(s) already in the order \
+                     database), {} buyer(s) restored. {}",
+                    r.item,
+                    r.stock_loaded,
+                    r.initial_stock,
+                    r.units_stored,
+                    r.buyers_restored,
+                    r.cannot_be_known
+                );
+            }
         }
     }
     let refused: Vec<&str> = reports
@@ -130,6 +176,76 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         refused.join(", ")
     );
     Ok(exit_codes::RUNTIME_ERROR)
+}
+
+/// Warn when Redis keeps nothing across a restart; `--require-durable` refuses then.
+fn check_persistence(conn: &mut Conn, at: &str, require_durable: bool) -> Result<()> {
+    let persistence = if conn.is_cluster() {
+        Persistence::Unknown("not checked on a cluster: check each master".into())
+    } else {
+        recovery::persistence(conn)
+    };
+    let Some(warning) = persistence.warning(at) else {
+        return Ok(());
+    };
+    if require_durable && !persistence.persists_something() {
+        bail!("{warning}; --require-durable refuses to preheat");
+    }
+    eprintln!("seckill preheat: warning: {warning}");
+    Ok(())
+}
+
+/// What the order database holds of items Redis would load from scratch.
+struct StoredCheck {
+    stored: Vec<StoredSales>,
+    /// Open when `--recover` will need it.
+    store: Option<Box<dyn OrderStore>>,
+}
+
+/// Items the order database holds orders of although Redis would load them
+/// from scratch (it lost its data); refused unless `--recover`. A SQLite
+/// database that does not exist yet holds nothing and is not created.
+fn stored_sales(
+    conn: &mut Conn,
+    campaign: &crate::campaign::Campaign,
+    items: &[&crate::campaign::Item],
+    args: &Args,
+    mode: PreheatMode,
+) -> Result<StoredCheck> {
+    let location = StoreLocation::resolve(&args.store, campaign)?;
+    if let StoreLocation::Sqlite(path) = &location
+        && !path.exists()
+    {
+        return Ok(StoredCheck {
+            stored: Vec::new(),
+            store: None,
+        });
+    }
+    let mut store = location.open()?;
+    let stored = recovery::items_with_stored_orders(conn, store.as_mut(), campaign, items, mode)?;
+    if stored.is_empty() || (args.recover && !args.dry_run) {
+        return Ok(StoredCheck {
+            stored,
+            store: Some(store),
+        });
+    }
+    let lines: Vec<String> = stored
+        .iter()
+        .map(|s| {
+            let item = items.iter().find(|i| i.id == s.item).map_or(0, |i| i.stock);
+            format!(
+                "item {}: {} unit(s) in {} order(s) are stored in {} but Redis has no sales of it \
+                 (did Redis lose its data?): loading the file's stock ({item}) would sell them again; \
+                 `seckill preheat --recover` loads {} and restores the buyers",
+                s.item,
+                s.units,
+                s.rows,
+                location.display(),
+                (item - s.units).max(0)
+            )
+        })
+        .collect();
+    bail!("nothing was written: {}", lines.join("; "))
 }
 
 fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {

@@ -150,6 +150,15 @@ pub struct StoredContent {
     pub price_cents: i64,
 }
 
+/// One user's stored purchases of one item (`preheat --recover` restores them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuyerTotal {
+    pub user_id: String,
+    pub units: i64,
+    /// The user's latest order (order ids sort by time).
+    pub latest_order_id: String,
+}
+
 /// An order database. Every method is one transaction or one query.
 pub trait OrderStore {
     /// Where it is, without password.
@@ -174,6 +183,15 @@ pub trait OrderStore {
 
     /// Rows and units of one campaign item.
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;
+
+    /// Up to `limit` buyers of one campaign item with user id > `after`, in user id order.
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>>;
 
     /// Up to `limit` orders of one campaign item with order id > `after`, in order id order.
     fn item_orders_after(

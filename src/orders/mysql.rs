@@ -13,7 +13,9 @@ use anyhow::{Context, Result, bail};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
-use super::{ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder};
+use super::{
+    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder,
+};
 
 const SCHEMA: [&str; 2] = [
     "CREATE TABLE IF NOT EXISTS seckill_schema (version INT NOT NULL) ENGINE=InnoDB",
@@ -191,6 +193,34 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot count orders of {campaign}/{item} in {display}"))?;
             let (rows, units) = row.unwrap_or((0, 0));
             Ok(ItemTotals { rows, units })
+        })
+    }
+
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let rows: Vec<(String, i64, String)> = conn
+                .exec(
+                    "SELECT user_id, CAST(SUM(qty) AS SIGNED), MAX(order_id) FROM orders
+                     WHERE campaign = ? AND item_id = ? AND user_id > ?
+                     GROUP BY user_id ORDER BY user_id LIMIT ?",
+                    (campaign, item, after, limit as u64),
+                )
+                .with_context(|| format!("cannot page buyers of {campaign}/{item} in {display}"))?;
+            Ok(rows
+                .into_iter()
+                .map(|(user_id, units, latest_order_id)| BuyerTotal {
+                    user_id,
+                    units,
+                    latest_order_id,
+                })
+                .collect())
         })
     }
 

@@ -14,7 +14,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, params, params_from_iter};
 
-use super::{ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder};
+use super::{
+    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS seckill_schema (version INTEGER NOT NULL);
@@ -191,6 +193,39 @@ impl OrderStore for SqliteStore {
                 |row| Ok(ItemTotals { rows: row.get(0)?, units: row.get(1)? }),
             )
             .with_context(|| format!("cannot count orders of {campaign}/{item} in {}", self.display))
+    }
+
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>> {
+        let mut statement = self
+            .connection
+            .prepare_cached(
+                "SELECT user_id, SUM(qty), MAX(order_id) FROM orders
+                 WHERE campaign = ?1 AND item_id = ?2 AND user_id > ?3
+                 GROUP BY user_id ORDER BY user_id LIMIT ?4",
+            )
+            .context("cannot prepare buyer page query")?;
+        let rows = statement
+            .query_map(params![campaign, item, after, limit as i64], |row| {
+                Ok(BuyerTotal {
+                    user_id: row.get(0)?,
+                    units: row.get(1)?,
+                    latest_order_id: row.get(2)?,
+                })
+            })
+            .with_context(|| {
+                format!(
+                    "cannot page buyers of {campaign}/{item} in {}",
+                    self.display
+                )
+            })?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .context("cannot read a buyer row")
     }
 
     fn item_orders_after(

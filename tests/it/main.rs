@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod completions;
 mod corrupt_state;
+mod data_loss;
 mod exit_codes;
 mod hostile_input;
 mod loadtest;
