@@ -4,14 +4,23 @@
 //! Each worker thread builds one [`Shopper`] before the start line, packing
 //! every command it can in advance; after that a request costs its round
 //! trips and the parsing of the replies, nothing else.
+//!
+//! The script variants pack their EVALSHA from the scripts' typed calls
+//! (`crate::scripts`): the KEYS/ARGV order is the one `seckill buy` uses, and
+//! `loadtest --print-command` prints the very same words for redis-benchmark.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use redis::{ConnectionLike, Value};
 
+use super::namespace::LoadtestKeys;
 use super::resp::{self, Digits};
 use super::{Plan, Variant};
+use crate::scripts::ScriptCall;
+use crate::scripts::buy::{self, Buy, Outcome};
+use crate::scripts::lock_release::{self, LockRelease};
+use crate::scripts::v3_decr::{self, V3Decr};
 
 /// How long a `lock` request waits for the lock before it gives up (counted as rejected).
 pub const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(1);
@@ -79,16 +88,8 @@ pub enum Shopper {
 
 /// The real buy script, one EVALSHA per request, packed into a reused buffer.
 pub struct FullBuy {
-    /// `*16 EVALSHA sha 7` and the six fixed keys.
-    head: Vec<u8>,
-    /// Prefix of the per-user rate-limit key, user prefix included.
-    rate_prefix: Vec<u8>,
-    /// qty `1` and an empty request id.
-    middle: Vec<u8>,
-    /// Order ids are `<run id>-<request number>`: unique, no ULID per request.
-    order_prefix: Vec<u8>,
-    /// Campaign id and item id.
-    tail: Vec<u8>,
+    /// The packed call; user and order id are completed per request.
+    template: Template,
     users: u64,
     buffer: Vec<u8>,
 }
@@ -96,7 +97,8 @@ pub struct FullBuy {
 /// GET/DECR under a per-item lock (SET NX PX, compare-and-delete release).
 pub struct LockedDecr {
     lock_key: Vec<u8>,
-    release_head: Vec<u8>,
+    /// The packed release; the token is completed per acquisition.
+    release: Template,
     get: Vec<u8>,
     decr: Vec<u8>,
     /// Random per thread; a counter makes each acquisition's token unique.
@@ -129,7 +131,11 @@ impl Shopper {
                 }
             }
             Variant::V3 => {
-                let one = resp::command(&[b"EVALSHA", plan.v3_sha.as_bytes(), b"1", stock]);
+                let call = V3Decr {
+                    stock: Word::Fixed(stock.to_vec()),
+                };
+                let mut one = Vec::new();
+                Template::new(&call, &plan.v3_sha).pack(&mut one, |_| b"");
                 Shopper::V3 {
                     one: one.len(),
                     repeated: one.repeat(plan.settings.pipeline),
@@ -199,10 +205,10 @@ impl Shopper {
             Shopper::V3 { one, repeated } => {
                 let packed = &repeated[..*one * requests.len()];
                 for reply in send(conn, packed, requests.len(), "v3 EVALSHA")? {
-                    match int_or_nil(Ok(reply), "v3 EVALSHA")? {
-                        Some(1) => counts.succeeded += 1,
-                        Some(0) => counts.sold_out += 1,
-                        other => bail!("v3 script answered {other:?}"),
+                    if v3_decr::parse_reply(reply)? {
+                        counts.succeeded += 1;
+                    } else {
+                        counts.sold_out += 1;
                     }
                 }
             }
@@ -227,36 +233,10 @@ impl Shopper {
 
 impl FullBuy {
     fn new(plan: &Plan) -> FullBuy {
-        let keys = &plan.keys.item;
-        let mut head = Vec::new();
-        resp::array_header(&mut head, 16);
-        for arg in [b"EVALSHA".as_slice(), plan.buy_sha.as_bytes(), b"7"] {
-            resp::bulk(&mut head, &[arg]);
-        }
-        for key in [
-            &keys.meta,
-            &keys.stock,
-            &keys.buyers,
-            &keys.buyer_orders,
-            &keys.requests,
-            &keys.orders,
-        ] {
-            resp::bulk(&mut head, &[key.as_bytes()]);
-        }
-        let mut middle = Vec::new();
-        resp::bulk(&mut middle, &[b"1"]);
-        resp::bulk(&mut middle, &[b""]);
-        let mut tail = Vec::new();
-        resp::bulk(&mut tail, &[plan.campaign_id.as_bytes()]);
-        resp::bulk(&mut tail, &[plan.item_id.as_bytes()]);
-        let mut rate_prefix = keys.rate("").into_bytes();
-        rate_prefix.extend_from_slice(USER_PREFIX);
+        let order_prefix = format!("{}-", plan.run_id);
+        let call = buy_call(&plan.keys, &plan.campaign_id, &plan.item_id, &order_prefix);
         FullBuy {
-            head,
-            rate_prefix,
-            middle,
-            order_prefix: format!("{}-", plan.run_id).into_bytes(),
-            tail,
+            template: Template::new(&call, &plan.buy_sha),
             users: plan.settings.users,
             buffer: Vec::with_capacity(512 * plan.settings.pipeline),
         }
@@ -272,28 +252,20 @@ impl FullBuy {
         for &request in requests {
             let user = Digits::new(request % self.users);
             let order = Digits::new(request);
-            self.buffer.extend_from_slice(&self.head);
-            resp::bulk(&mut self.buffer, &[&self.rate_prefix, user.as_bytes()]);
-            resp::bulk(&mut self.buffer, &[USER_PREFIX, user.as_bytes()]);
-            self.buffer.extend_from_slice(&self.middle);
-            resp::bulk(&mut self.buffer, &[&self.order_prefix, order.as_bytes()]);
-            self.buffer.extend_from_slice(&self.tail);
+            self.template.pack(&mut self.buffer, |number| match number {
+                Number::User => user.as_bytes(),
+                Number::Request | Number::Token => order.as_bytes(),
+            });
         }
         for reply in send(conn, &self.buffer, requests.len(), "full buy EVALSHA")? {
-            let Value::Array(fields) = reply else {
-                bail!("buy script answered {reply:?}");
-            };
-            match fields.first() {
-                Some(Value::BulkString(outcome)) => match outcome.as_slice() {
-                    b"ok" => counts.succeeded += 1,
-                    b"sold_out" => counts.sold_out += 1,
-                    b"duplicate" | b"rate_limited" => counts.rejected += 1,
-                    other => bail!(
-                        "buy script answered {:?}: the load-test item is not open for sale",
-                        String::from_utf8_lossy(other)
-                    ),
-                },
-                other => bail!("buy script answered {other:?}"),
+            match buy::outcome_of(&reply)? {
+                Outcome::Ok => counts.succeeded += 1,
+                Outcome::SoldOut => counts.sold_out += 1,
+                Outcome::Duplicate | Outcome::RateLimited => counts.rejected += 1,
+                other => bail!(
+                    "buy script answered {:?}: the load-test item is not open for sale",
+                    other.as_str()
+                ),
             }
         }
         Ok(())
@@ -304,22 +276,17 @@ impl LockedDecr {
     fn new(plan: &Plan) -> LockedDecr {
         let stock = plan.keys.item.stock.as_bytes();
         let lock = plan.keys.lock.as_bytes();
-        let mut release_head = Vec::new();
-        resp::array_header(&mut release_head, 5);
-        for arg in [
-            b"EVALSHA".as_slice(),
-            plan.lock_release_sha.as_bytes(),
-            b"1",
-            lock,
-        ] {
-            resp::bulk(&mut release_head, &[arg]);
-        }
+        let token_prefix = format!("{:016x}-", rand::random::<u64>()).into_bytes();
+        let call = LockRelease {
+            lock: Word::Fixed(lock.to_vec()),
+            token: Word::Numbered(token_prefix.clone(), Number::Token),
+        };
         LockedDecr {
             lock_key: lock.to_vec(),
-            release_head,
+            release: Template::new(&call, &plan.lock_release_sha),
             get: resp::command(&[b"GET", stock]),
             decr: resp::command(&[b"DECR", stock]),
-            token_prefix: format!("{:016x}-", rand::random::<u64>()).into_bytes(),
+            token_prefix,
             acquisitions: 0,
             buffer: Vec::with_capacity(256),
         }
@@ -337,8 +304,7 @@ impl LockedDecr {
         resp::bulk(&mut self.buffer, &[b"PX"]);
         resp::bulk(&mut self.buffer, &[LOCK_TTL_MS]);
         let acquire_len = self.buffer.len();
-        self.buffer.extend_from_slice(&self.release_head);
-        resp::bulk(&mut self.buffer, &[&self.token_prefix, token.as_bytes()]);
+        self.release.pack(&mut self.buffer, |_| token.as_bytes());
         let (acquire, release) = self.buffer.split_at(acquire_len);
 
         let give_up_at = Instant::now() + LOCK_WAIT_LIMIT;
@@ -367,8 +333,10 @@ impl LockedDecr {
         if bought {
             int_or_nil(conn.req_packed_command(&self.decr), "lock DECR")?;
         }
-        let released = int_or_nil(conn.req_packed_command(release), "lock release")?;
-        if released != Some(1) {
+        let released = conn
+            .req_packed_command(release)
+            .context("lock release failed")?;
+        if !lock_release::parse_reply(released)? {
             // The lock expired while we held it: another holder may have run concurrently.
             bail!(
                 "lock expired before release (held longer than {} ms)",
@@ -381,6 +349,165 @@ impl LockedDecr {
             counts.sold_out += 1;
         }
         Ok(())
+    }
+}
+
+/// The `full` variant's buy call: the load-test item's keys, synthetic user
+/// `u<n>` (its rate key with it), qty 1, no request id, order id
+/// `<order_prefix><request number>`.
+fn buy_call(
+    keys: &LoadtestKeys,
+    campaign_id: &str,
+    item_id: &str,
+    order_prefix: &str,
+) -> Buy<Word> {
+    let keys = &keys.item;
+    let fixed = |value: &str| Word::Fixed(value.as_bytes().to_vec());
+    let mut rate_prefix = keys.rate("").into_bytes();
+    rate_prefix.extend_from_slice(USER_PREFIX);
+    Buy {
+        meta: fixed(&keys.meta),
+        stock: fixed(&keys.stock),
+        buyers: fixed(&keys.buyers),
+        buyer_orders: fixed(&keys.buyer_orders),
+        requests: fixed(&keys.requests),
+        orders: fixed(&keys.orders),
+        rate: Word::Numbered(rate_prefix, Number::User),
+        user: Word::Numbered(USER_PREFIX.to_vec(), Number::User),
+        qty: fixed("1"),
+        request_id: fixed(""),
+        order_id: Word::Numbered(order_prefix.as_bytes().to_vec(), Number::Request),
+        campaign: fixed(campaign_id),
+        item: fixed(item_id),
+    }
+}
+
+/// The EVALSHA that `variant` sends per request, as a shell-quoted command
+/// line for redis-benchmark (`__rand_int__` stands for the per-request
+/// numbers); `None` for the variants that are not one script call.
+pub fn print_command(
+    variant: Variant,
+    keys: &LoadtestKeys,
+    campaign_id: &str,
+    item_id: &str,
+) -> Option<String> {
+    let words = match variant {
+        Variant::Full => {
+            let call = buy_call(keys, campaign_id, item_id, "o");
+            words_of(&call, RAND_INT)
+        }
+        Variant::V3 => V3Decr {
+            stock: keys.item.stock.as_str(),
+        }
+        .evalsha_words(),
+        Variant::V1 | Variant::V2 | Variant::V4 | Variant::Lock => return None,
+    };
+    Some(
+        words
+            .iter()
+            .map(|word| shell_word(word))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// `EVALSHA sha numkeys KEYS... ARGV...` of `call`, `number` completing every numbered word.
+fn words_of<C: ScriptCall<Word>>(call: &C, number: &[u8]) -> Vec<Vec<u8>> {
+    let keys = call.keys();
+    let mut words = vec![
+        b"EVALSHA".to_vec(),
+        C::spec().sha().as_bytes().to_vec(),
+        keys.len().to_string().into_bytes(),
+    ];
+    for word in keys.into_iter().chain(call.argv()) {
+        words.push(match word {
+            Word::Fixed(value) => value.clone(),
+            Word::Numbered(prefix, _) => [prefix.as_slice(), number].concat(),
+        });
+    }
+    words
+}
+
+/// redis-benchmark's placeholder, replaced by a random number per command.
+const RAND_INT: &[u8] = b"__rand_int__";
+
+/// One word of a shell command line, quoted when it needs to be.
+fn shell_word(word: &[u8]) -> String {
+    let text = String::from_utf8_lossy(word);
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,:/@%+=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// Which per-request number completes a [`Word::Numbered`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Number {
+    /// The synthetic user's number.
+    User,
+    /// The request's number.
+    Request,
+    /// The lock acquisition's number.
+    Token,
+}
+
+/// One KEYS/ARGV value of a packed script call.
+#[derive(Debug, Clone)]
+enum Word {
+    /// The same for every request.
+    Fixed(Vec<u8>),
+    /// This prefix followed by a number chosen per request.
+    Numbered(Vec<u8>, Number),
+}
+
+/// A script call packed once: runs of fixed words already in RESP, numbered
+/// words completed per request.
+struct Template {
+    segments: Vec<Segment>,
+}
+
+enum Segment {
+    Packed(Vec<u8>),
+    Numbered(Vec<u8>, Number),
+}
+
+impl Template {
+    /// Pack `EVALSHA sha numkeys KEYS... ARGV...` of `call`; `sha` is what
+    /// SCRIPT LOAD answered (the SHA1 of the script's source).
+    fn new<C: ScriptCall<Word>>(call: &C, sha: &str) -> Template {
+        let (keys, argv) = (call.keys(), call.argv());
+        let mut head = Vec::new();
+        resp::array_header(&mut head, 3 + keys.len() + argv.len());
+        resp::bulk(&mut head, &[b"EVALSHA"]);
+        resp::bulk(&mut head, &[sha.as_bytes()]);
+        resp::bulk(&mut head, &[keys.len().to_string().as_bytes()]);
+        let mut segments = vec![Segment::Packed(head)];
+        for word in keys.into_iter().chain(argv) {
+            match (word, segments.last_mut()) {
+                (Word::Fixed(value), Some(Segment::Packed(packed))) => resp::bulk(packed, &[value]),
+                (Word::Fixed(value), _) => {
+                    let mut packed = Vec::new();
+                    resp::bulk(&mut packed, &[value]);
+                    segments.push(Segment::Packed(packed));
+                }
+                (Word::Numbered(prefix, number), _) => {
+                    segments.push(Segment::Numbered(prefix.clone(), *number))
+                }
+            }
+        }
+        Template { segments }
+    }
+
+    /// Append one call to `buffer`, `number` giving the digits of each numbered word.
+    fn pack<'a>(&self, buffer: &mut Vec<u8>, number: impl Fn(Number) -> &'a [u8]) {
+        for segment in &self.segments {
+            match segment {
+                Segment::Packed(packed) => buffer.extend_from_slice(packed),
+                Segment::Numbered(prefix, which) => resp::bulk(buffer, &[prefix, number(*which)]),
+            }
+        }
     }
 }
 
@@ -445,5 +572,50 @@ fn expect_ok(reply: redis::RedisResult<Value>, what: &str) -> Result<()> {
     match reply.with_context(|| format!("{what} failed"))? {
         Value::Okay => Ok(()),
         other => bail!("{what} answered {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The packed `full` call is, byte for byte, what redis-rs packs for the
+    /// same words: the packer and `--print-command` agree on one call.
+    #[test]
+    fn full_template_packs_the_buy_call() {
+        let keys = LoadtestKeys::new("camp", "item");
+        let call = buy_call(&keys, "camp", "item", "run-");
+        let mut packed = Vec::new();
+        Template::new(&call, buy::SPEC.sha()).pack(&mut packed, |_| b"42");
+        let words = words_of(&call, b"42");
+        let mut expected = redis::cmd("EVALSHA");
+        for word in &words[1..] {
+            expected.arg(word.as_slice());
+        }
+        assert_eq!(packed, expected.get_packed_command());
+        assert_eq!(words[2], b"7");
+        assert_eq!(words[3], keys.item.meta.as_bytes());
+        assert_eq!(words[9], keys.item.rate("u42").as_bytes());
+        assert_eq!(words[10], b"u42");
+        assert_eq!(words[13], b"run-42");
+    }
+
+    #[test]
+    fn print_command_quotes_for_the_shell() {
+        let keys = LoadtestKeys::new("camp", "item");
+        let line = print_command(Variant::Full, &keys, "camp", "item").unwrap();
+        assert!(
+            line.starts_with(&format!(
+                "EVALSHA {} 7 'seckill-loadtest:{{camp:item}}:meta'",
+                crate::scripts::buy::SPEC.sha()
+            )),
+            "{line}"
+        );
+        assert!(
+            line.contains(" u__rand_int__ 1 '' o__rand_int__ camp item"),
+            "{line}"
+        );
+        assert!(print_command(Variant::V1, &keys, "camp", "item").is_none());
+        assert_eq!(shell_word(b"it's"), "'it'\\''s'");
     }
 }

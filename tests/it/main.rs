@@ -16,6 +16,7 @@ mod hostile_input;
 mod loadtest;
 mod orders_cluster;
 mod orders_faults;
+mod orders_open;
 mod orders_pipeline;
 mod outcomes;
 mod reconcile_content;
