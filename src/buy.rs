@@ -45,13 +45,11 @@ pub fn buy<C: ConnectionLike>(
         campaign: request.campaign.to_string(),
         item: request.item.to_string(),
     };
-    let reply = call
-        .invoke(conn)
-        .with_context(|| {
-            format!(
-                "buy script failed for item {} user {}",
-                request.item, request.user
-            )
-        })?;
+    let reply = call.invoke(conn).with_context(|| {
+        format!(
+            "buy script failed for item {} user {}",
+            request.item, request.user
+        )
+    })?;
     parse_reply(reply)
 }

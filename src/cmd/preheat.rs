@@ -54,6 +54,8 @@ pub struct Args {
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let campaign = globals.campaign()?;
     let target = globals.redis(&campaign)?;
+    // A bad order database URL is a usage error before Redis is contacted.
+    let location = StoreLocation::resolve(&args.store, &campaign)?;
     let mut conn = target.connect()?;
     let now = state::redis_now_ms(&mut conn)?;
     if let Some(expire_at) = campaign.expire_at_ms()
@@ -74,7 +76,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     };
     let items = campaign.select_items(args.item.as_deref())?;
     check_persistence(&mut conn, &target.display, args.require_durable)?;
-    let StoredCheck { stored, mut store } = stored_sales(&mut conn, &campaign, &items, args, mode)?;
+    let StoredCheck { stored, mut store } =
+        stored_sales(&mut conn, &location, &campaign, &items, args, mode)?;
     let mut recovered = Vec::new();
     let mut reports = Vec::new();
     for item in items {
@@ -204,13 +207,13 @@ struct StoredCheck {
 /// database that does not exist yet holds nothing and is not created.
 fn stored_sales(
     conn: &mut Conn,
+    location: &StoreLocation,
     campaign: &crate::campaign::Campaign,
     items: &[&crate::campaign::Item],
     args: &Args,
     mode: PreheatMode,
 ) -> Result<StoredCheck> {
-    let location = StoreLocation::resolve(&args.store, campaign)?;
-    if let StoreLocation::Sqlite(path) = &location
+    if let StoreLocation::Sqlite(path) = location
         && !path.exists()
     {
         return Ok(StoredCheck {
