@@ -20,5 +20,6 @@ mod orders_open;
 mod orders_pipeline;
 mod outcomes;
 mod reconcile_content;
+mod refused_orders;
 mod security;
 mod tls_auth;
