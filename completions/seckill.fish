@@ -75,6 +75,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l item -d 'Item to buy (an `id` from the campaign\'s `items`)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l user -d 'Shopper\'s user id (1..128 bytes of UTF-8, no control characters)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l qty -d 'Units to buy in this attempt (at most the campaign\'s per_user_limit)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it; fewer within --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover now could lose it. Standalone Redis only (on a cluster WAIT would not reach the item\'s master)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'

@@ -35,6 +35,9 @@ pub const REQUEST_ID_REUSED: i32 = 18;
 /// `buy`: the request was sent but its reply was lost (I/O error, timeout):
 /// the attempt may or may not have run. Retry with the same `--request-id`.
 pub const OUTCOME_UNKNOWN: i32 = 19;
+/// `buy --wait-replicas N`: bought, but fewer than N replicas confirmed it in
+/// time; a failover now could lose it (the order id is printed).
+pub const UNREPLICATED: i32 = 20;
 
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
@@ -87,5 +90,10 @@ pub const ALL: &[(i32, &str, &str)] = &[
         OUTCOME_UNKNOWN,
         "outcome_unknown",
         "buy: reply lost after sending; retry with the same --request-id",
+    ),
+    (
+        UNREPLICATED,
+        "unreplicated",
+        "buy --wait-replicas: bought, but fewer replicas confirmed it in time",
     ),
 ];

@@ -26,6 +26,17 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub qty: u32,
 
+    /// After an `ok`, WAIT until this many replicas confirmed it; fewer within
+    /// --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover
+    /// now could lose it. Standalone Redis only (on a cluster WAIT would not reach
+    /// the item's master).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub wait_replicas: Option<u32>,
+
+    /// Longest WAIT for --wait-replicas (the buy's reply waits this long at most).
+    #[arg(long, default_value = "1s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION")]
+    pub wait_timeout: std::time::Duration,
+
     /// Idempotency key: a retry with the same id returns the first `ok` and buys nothing more.
     /// Default: a fresh ULID, printed so you can retry with it.
     #[arg(long, value_name = "ID")]
@@ -43,6 +54,9 @@ struct BuyOutput<'a> {
     qty: u32,
     request_id: &'a str,
     exit_code: i32,
+    /// `--wait-replicas` only: replicas that confirmed the buy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replicas_acked: Option<i64>,
     /// `corrupt_state` only: the key and what is wrong with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     problem: Option<&'a str>,
@@ -105,6 +119,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         None => buy::new_order_id(),
     };
     let target = globals.redis(&campaign)?;
+    if args.wait_replicas.is_some() && globals.connection.cluster {
+        return Err(usage(
+            "--wait-replicas works on a standalone Redis only: on a cluster WAIT would not reach the item's master",
+        ));
+    }
     let mut conn = target.connect()?;
     let keys = ItemKeys::live(&campaign.id, &item.id);
     let reply = buy::buy(
@@ -119,6 +138,28 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         },
     )
     .map_err(|e| explain_failure(e, &target.display, &request_id))?;
+    let mut reply = reply;
+    let mut replicas_acked = None;
+    if let (Some(wanted), Outcome::Ok) = (args.wait_replicas, reply.outcome) {
+        let acked = buy::wait_replicas(&mut conn, wanted, args.wait_timeout).map_err(|e| {
+            e.context(format!(
+                "bought order {} at {}, but could not wait for replicas",
+                reply.order_id.as_deref().unwrap_or("-"),
+                target.display
+            ))
+        })?;
+        replicas_acked = Some(acked);
+        if acked < i64::from(wanted) {
+            reply.outcome = Outcome::Unreplicated;
+            eprintln!(
+                "seckill buy: order {} was bought on {} but only {acked} of {wanted} replica(s) \
+                 confirmed it within {:?}: a failover now could lose it (`reconcile` would name it)",
+                reply.order_id.as_deref().unwrap_or("-"),
+                target.display,
+                args.wait_timeout
+            );
+        }
+    }
     let code = reply.outcome.exit_code();
     let shown = BuyOutput {
         outcome: reply.outcome,
@@ -131,6 +172,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         request_id: &request_id,
         exit_code: code,
         problem: reply.problem.as_deref(),
+        replicas_acked,
     };
     match globals.format {
         Format::Json => output::print_json(&shown)?,

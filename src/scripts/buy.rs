@@ -30,11 +30,14 @@ pub enum Outcome {
     CorruptState,
     /// The request id already bought another qty; the original order is named.
     RequestIdReused,
+    /// `--wait-replicas`: bought, but fewer replicas confirmed it in time
+    /// (decided after the script by WAIT; the script never returns it).
+    Unreplicated,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -45,6 +48,7 @@ impl Outcome {
         Outcome::NotPreheated,
         Outcome::CorruptState,
         Outcome::RequestIdReused,
+        Outcome::Unreplicated,
     ];
 
     /// The name used by the script and in JSON.
@@ -60,6 +64,7 @@ impl Outcome {
             Outcome::NotPreheated => "not_preheated",
             Outcome::CorruptState => "corrupt_state",
             Outcome::RequestIdReused => "request_id_reused",
+            Outcome::Unreplicated => "unreplicated",
         }
     }
 
@@ -76,6 +81,7 @@ impl Outcome {
             Outcome::NotPreheated => exit_codes::NOT_PREHEATED,
             Outcome::CorruptState => exit_codes::CORRUPT_STATE,
             Outcome::RequestIdReused => exit_codes::REQUEST_ID_REUSED,
+            Outcome::Unreplicated => exit_codes::UNREPLICATED,
         }
     }
 

@@ -21,5 +21,6 @@ mod orders_pipeline;
 mod outcomes;
 mod reconcile_content;
 mod refused_orders;
+mod replicas;
 mod security;
 mod tls_auth;
