@@ -54,7 +54,9 @@ pub enum Command {
     /// One purchase attempt through the buy script; the exit code tells the outcome.
     #[command(
         after_help = "Exit codes: 0 ok, 10 sold_out, 11 duplicate, 12 rate_limited, 13 closed, \
-14 not_started, 15 ended, 16 not_preheated; 1 runtime error, 2 usage error.\n\
+14 not_started, 15 ended, 16 not_preheated, 17 corrupt_state, 18 request_id_reused, \
+19 outcome_unknown (retry with the same --request-id), 20 unreplicated; 1 runtime error, \
+2 usage error.\n\
 Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1"
     )]
     Buy(cmd::buy::Args),
@@ -66,6 +68,8 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     Consume(cmd::consume::Args),
     /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
     PendingClaim(cmd::pending_claim::Args),
+    /// List dead-lettered entries with their reasons, or re-drive them into the order database.
+    DeadLetter(cmd::dead_letter::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
@@ -88,6 +92,7 @@ impl Cli {
             Command::Completions(args) => cmd::completions::run(&args),
             Command::Consume(args) => cmd::consume::run(&globals, &args),
             Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
+            Command::DeadLetter(args) => cmd::dead_letter::run(&globals, &args),
             Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
             Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
         }

@@ -22,6 +22,7 @@
 
 pub mod claimer;
 pub mod consumer;
+pub mod dead_letters;
 pub mod entry;
 pub mod mysql;
 pub mod pipeline;

@@ -82,4 +82,59 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
     let (code, report) = reconcile(&file, &server, &[]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
+
+    // The way back: list with the reason; re-drive is refused while the cause stays.
+    let listed = dead_letter(&file, &server, &["list"]);
+    assert_eq!(listed.0, 0);
+    let letters = listed.1.as_array().unwrap().clone();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert!(
+        letters[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("user banned"),
+        "{letters:?}"
+    );
+    let order_id = letters[0]["order_id"].as_str().unwrap().to_string();
+    let (code, results) = dead_letter(&file, &server, &["redrive"]);
+    assert_eq!(code, 1, "{results:#}");
+    assert_eq!(results[0]["stored"], false);
+    let dead: i64 = server
+        .conn()
+        .xlen(support::orders::dead_key("1001"))
+        .unwrap();
+    assert_eq!(dead, 1, "a refused re-drive must keep the dead letter");
+
+    // The fraud team lifts the ban: re-drive by order id stores it, once.
+    db.execute_batch("DROP TRIGGER no_banned").unwrap();
+    for _ in 0..2 {
+        let (code, results) = dead_letter(&file, &server, &["redrive", "--id", &order_id]);
+        assert_eq!(code, 0, "{results:#}");
+    }
+    let dead: i64 = server
+        .conn()
+        .xlen(support::orders::dead_key("1001"))
+        .unwrap();
+    assert_eq!(dead, 0);
+    assert_eq!(
+        sqlite_order_ids(&sqlite_path(&file)).len(),
+        1 + 5 + 1 + 5 + 3
+    );
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["dead_lettered"]["units"], 0);
+    assert_eq!(report["items"][0]["stored"]["units"], 12);
+}
+
+fn dead_letter(
+    file: &support::CampaignFile,
+    server: &RedisServer,
+    args: &[&str],
+) -> (i32, serde_json::Value) {
+    let output = seckill(&file.path, &server.url())
+        .args(["dead-letter", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    (output.status.code().unwrap(), support::json(&output))
 }
