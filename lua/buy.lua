@@ -64,8 +64,12 @@ local function strict_int(value)
   if value == '0' then
     return 0
   end
-  local digits = type(value) == 'string' and string.match(value, '^%-?([1-9]%d*)$')
-  if not digits or #digits > #TWO_TO_53 or (#digits == #TWO_TO_53 and digits > TWO_TO_53) then
+  -- string.find without a capture allocates nothing: this runs ~10 times per attempt.
+  if type(value) ~= 'string' or not string.find(value, '^%-?[1-9]%d*$') then
+    return nil
+  end
+  local digits = #value - (string.byte(value, 1) == 45 and 1 or 0)
+  if digits > 16 or (digits == 16 and string.sub(value, -16) > TWO_TO_53) then
     return nil
   end
   return tonumber(value)
@@ -152,13 +156,16 @@ if expire_at and expire_at < 1 then
   corrupt(KEYS[1], 'expire_at_ms holds ' .. shown(meta[9]) .. ', not a positive integer')
 end
 -- The keys written after the checks: their types and values, read now.
-local bought = int_of(KEYS[3], 'units of user ' .. shown(user),
-  read(KEYS[3], 'HGET', KEYS[3], user) or '0')
+-- (The rate counter is checked by INCR itself, below: it refuses a malformed
+-- counter without writing, and it is the first write.)
+local bought_value = read(KEYS[3], 'HGET', KEYS[3], user) or '0'
+local bought = strict_int(bought_value)
+if not bought then
+  corrupt(KEYS[3], 'units of user ' .. shown(user) .. ' hold ' .. shown(bought_value)
+    .. ', not an integer')
+end
 local previous_order = read(KEYS[4], 'HGET', KEYS[4], user)
 read(KEYS[6], 'XLEN', KEYS[6])
-if rate_max > 0 then
-  int_of(KEYS[7], 'attempt count', read(KEYS[7], 'GET', KEYS[7]) or '0')
-end
 
 if meta[2] == '1' then
   return {'closed', '', stock}
@@ -173,9 +180,10 @@ if ends_at and now_ms >= ends_at then
   return {'ended', '', stock}
 end
 
--- Nothing is written before this point; INCR cannot fail on a value just validated.
+-- Nothing is written before this point. INCR refuses a counter that is not
+-- an integer (or of the wrong type) without writing: corrupt_state then.
 if rate_max > 0 then
-  local attempts = redis.call('INCR', KEYS[7])
+  local attempts = read(KEYS[7], 'INCR', KEYS[7])
   if attempts == 1 then
     redis.call('PEXPIRE', KEYS[7], meta[6])
   end

@@ -153,9 +153,13 @@ fn buy_refuses_every_malformed_integer_before_its_first_write() {
         let () = conn.hset(&buyers, "u", value).unwrap();
         assert_corrupt(&server, &file.path, &buyers, &format!("buyers u {value:?}"));
 
-        let mut conn = fresh(&server, &file.path);
-        let () = conn.set(&rate, value).unwrap();
-        assert_corrupt(&server, &file.path, &rate, &format!("rate {value:?}"));
+        // The rate counter is validated by INCR itself (Redis's int64 rule):
+        // a huge but valid counter is simply over the limit.
+        if *value != "9007199254740993" {
+            let mut conn = fresh(&server, &file.path);
+            let () = conn.set(&rate, value).unwrap();
+            assert_corrupt(&server, &file.path, &rate, &format!("rate {value:?}"));
+        }
     }
     let mut conn = fresh(&server, &file.path);
     let () = conn.hset(&meta, "closed", "yes").unwrap();
