@@ -5,11 +5,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::buy::{self, BuyRequest, Outcome};
-use crate::context::Globals;
-use crate::error::{self, OutcomeUnknown, usage};
+use crate::context::Context;
+use crate::error::{OutcomeUnknown, usage};
 use crate::keys::ItemKeys;
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_failure::{self, Failure};
+use crate::report::Report;
 
 /// Flags of `seckill buy`.
 #[derive(Debug, clap::Args)]
@@ -43,23 +44,63 @@ pub struct Args {
     pub request_id: Option<String>,
 }
 
+/// `seckill buy`'s report: one attempt and its outcome.
 #[derive(Debug, Serialize)]
-struct BuyOutput<'a> {
-    outcome: Outcome,
-    order_id: Option<&'a str>,
-    stock_left: Option<i64>,
-    campaign: &'a str,
-    item: &'a str,
-    user: &'a str,
-    qty: u32,
-    request_id: &'a str,
-    exit_code: i32,
+pub struct BuyReport {
+    /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
+    /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused` or
+    /// `unreplicated`; the exit code says the same.
+    pub outcome: Outcome,
+    /// The order: new on `ok` and `unreplicated`, the user's existing one on
+    /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
+    pub order_id: Option<String>,
+    /// Units left after this attempt; null when the item is not preheated.
+    pub stock_left: Option<i64>,
+    /// The item bought.
+    pub item: String,
+    /// The shopper.
+    pub user: String,
+    /// Units asked for.
+    pub qty: u32,
+    /// The idempotency key: retry with it to get this answer again without buying twice.
+    pub request_id: String,
     /// `--wait-replicas` only: replicas that confirmed the buy.
     #[serde(skip_serializing_if = "Option::is_none")]
-    replicas_acked: Option<i64>,
-    /// `corrupt_state` only: the key and what is wrong with it.
+    pub replicas_acked: Option<i64>,
+    /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
     #[serde(skip_serializing_if = "Option::is_none")]
-    problem: Option<&'a str>,
+    pub problem: Option<String>,
+}
+
+impl Report for BuyReport {
+    fn exit_code(&self) -> i32 {
+        self.outcome.exit_code()
+    }
+
+    /// One field per line: the ids a shopper must copy are never cut.
+    fn render(&self) -> String {
+        let dash = || "-".to_string();
+        output::fields(&[
+            ("outcome", self.outcome.as_str().to_string()),
+            ("order id", self.order_id.clone().unwrap_or_else(dash)),
+            (
+                "stock left",
+                self.stock_left.map_or_else(dash, |s| s.to_string()),
+            ),
+            ("item", self.item.clone()),
+            ("user", self.user.clone()),
+            ("qty", self.qty.to_string()),
+            ("request id", self.request_id.clone()),
+        ]) + &self
+            .problem
+            .as_ref()
+            .map(|p| format!("corrupt state, nothing written: {p}\n"))
+            .unwrap_or_default()
+            + &self
+                .replicas_acked
+                .map(|n| format!("replicas that confirmed it: {n}\n"))
+                .unwrap_or_default()
+    }
 }
 
 /// Validate a user id: it goes into a Redis key suffix and a database row.
@@ -73,33 +114,9 @@ pub fn check_user_id(user: &str) -> Result<()> {
     Ok(())
 }
 
-/// Say what a failed attempt means: refused before running (safe to retry),
-/// unknown (retry only with the same request id), or failed at the server.
-fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::Error {
-    let Some(redis_error) = redis_failure::find(&error) else {
-        return error;
-    };
-    match redis_failure::classify(redis_error) {
-        Failure::NotExecuted(code) => error.context(format!(
-            "Redis at {at} refused the attempt, it was not executed ({code}); nothing was bought, a new attempt is safe"
-        )),
-        Failure::Unknown => {
-            let message = format!(
-                "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
-                 retry with --request-id {request_id}, never a new one",
-                error::render(&error)
-            );
-            anyhow::Error::new(OutcomeUnknown(message))
-        }
-        Failure::Failed => error.context(format!(
-            "Redis at {at} reported an error running the attempt; retry with --request-id {request_id}"
-        )),
-    }
-}
-
-/// Make one attempt and print it; the exit code is the outcome's.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+/// Make one attempt; the exit code is the outcome's.
+pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
+    let campaign = ctx.campaign()?;
     let item = campaign.item(&args.item)?;
     check_user_id(&args.user)?;
     if args.qty > campaign.per_user_limit {
@@ -118,12 +135,12 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         Some(id) => id.clone(),
         None => buy::new_order_id(),
     };
-    let target = globals.redis(&campaign)?;
-    if args.wait_replicas.is_some() && globals.connection.cluster {
+    if args.wait_replicas.is_some() && ctx.connection.cluster {
         return Err(usage(
             "--wait-replicas works on a standalone Redis only: on a cluster WAIT would not reach the item's master",
         ));
     }
+    let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
     let keys = ItemKeys::live(&campaign.id, &item.id);
     let reply = buy::buy(
@@ -138,7 +155,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         },
     )
     .map_err(|e| explain_failure(e, &target.display, &request_id))?;
-    let mut reply = reply;
+    let mut outcome = reply.outcome;
     let mut replicas_acked = None;
     if let (Some(wanted), Outcome::Ok) = (args.wait_replicas, reply.outcome) {
         let acked = buy::wait_replicas(&mut conn, wanted, args.wait_timeout).map_err(|e| {
@@ -150,57 +167,49 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         })?;
         replicas_acked = Some(acked);
         if acked < i64::from(wanted) {
-            reply.outcome = Outcome::Unreplicated;
-            eprintln!(
+            outcome = Outcome::Unreplicated;
+            crate::output::say(format!(
                 "seckill buy: order {} was bought on {} but only {acked} of {wanted} replica(s) \
                  confirmed it within {:?}: a failover now could lose it (`reconcile` would name it)",
                 reply.order_id.as_deref().unwrap_or("-"),
                 target.display,
                 args.wait_timeout
-            );
+            ));
         }
     }
-    let code = reply.outcome.exit_code();
-    let shown = BuyOutput {
-        outcome: reply.outcome,
-        order_id: reply.order_id.as_deref(),
+    Ok(BuyReport {
+        outcome,
+        order_id: reply.order_id,
         stock_left: reply.stock_left,
-        campaign: &campaign.id,
-        item: &item.id,
-        user: &args.user,
+        item: item.id.clone(),
+        user: args.user.clone(),
         qty: args.qty,
-        request_id: &request_id,
-        exit_code: code,
-        problem: reply.problem.as_deref(),
+        request_id,
         replicas_acked,
+        problem: reply.problem,
+    })
+}
+
+/// Say what a failed attempt means: refused before running (safe to retry),
+/// unknown (retry only with the same request id), or failed at the server.
+fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::Error {
+    let Some(redis_error) = redis_failure::find(&error) else {
+        return error;
     };
-    match globals.format {
-        Format::Json => output::print_json(&shown)?,
-        Format::Table => {
-            let mut table = output::table([
-                "outcome",
-                "order id",
-                "stock left",
-                "item",
-                "user",
-                "request id",
-            ]);
-            table.add_row(vec![
-                reply.outcome.as_str().to_string(),
-                shown.order_id.unwrap_or("-").to_string(),
-                shown
-                    .stock_left
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                item.id.clone(),
-                args.user.clone(),
-                request_id.clone(),
-            ]);
-            println!("{table}");
-            if let Some(problem) = shown.problem {
-                println!("corrupt state, nothing written: {problem}");
-            }
+    match redis_failure::classify(redis_error) {
+        Failure::NotExecuted(code) => error.context(format!(
+            "Redis at {at} refused the attempt, it was not executed ({code}); nothing was bought, a new attempt is safe"
+        )),
+        Failure::Unknown => {
+            let message = format!(
+                "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
+                 retry with --request-id {request_id}, never a new one",
+                crate::error::render(&error)
+            );
+            anyhow::Error::new(OutcomeUnknown(message))
         }
+        Failure::Failed => error.context(format!(
+            "Redis at {at} reported an error running the attempt; retry with --request-id {request_id}"
+        )),
     }
-    Ok(code)
 }

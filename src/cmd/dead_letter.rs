@@ -3,12 +3,14 @@
 //! `orders::dead_letters`; this file is flags and output.
 
 use anyhow::Result;
+use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::Context;
 use crate::exit_codes;
-use crate::orders::dead_letters::{self, DeadLetter};
+use crate::orders::dead_letters::{self, DeadLetter, Redriven};
 use crate::orders::{StoreArgs, StoreLocation};
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 
 /// Flags of `seckill dead-letter`.
 #[derive(Debug, clap::Args)]
@@ -53,13 +55,81 @@ fn selected(letter: &DeadLetter, ids: &[String]) -> bool {
         })
 }
 
+/// `seckill dead-letter`'s report.
+#[derive(Debug, Serialize)]
+pub struct DeadLetterReport {
+    /// `list` or `redrive`.
+    pub action: &'static str,
+    /// The selected dead letters (`list`), with the reason each was dead-lettered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub letters: Option<Vec<DeadLetter>>,
+    /// What re-driving each selected dead letter did (`redrive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redriven: Option<Vec<Redriven>>,
+}
+
+impl Report for DeadLetterReport {
+    /// `redrive`: 1 while a selected dead letter is still refused.
+    fn exit_code(&self) -> i32 {
+        match &self.redriven {
+            Some(results) if results.iter().any(|r| !r.stored) => exit_codes::RUNTIME_ERROR,
+            _ => exit_codes::SUCCESS,
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        let still = self.redriven.as_ref()?.iter().filter(|r| !r.stored).count();
+        (still > 0).then(|| format!("{still} dead letter(s) could not be re-driven (see result)"))
+    }
+
+    fn render(&self) -> String {
+        if let Some(letters) = &self.letters {
+            let mut table = output::table([
+                "item",
+                "dead id",
+                "original id",
+                "order id",
+                "deliveries",
+                "reason",
+            ]);
+            for l in letters {
+                table.add_row(vec![
+                    l.item.clone(),
+                    l.dead_id.clone(),
+                    l.original_id.clone(),
+                    l.order_id
+                        .clone()
+                        .unwrap_or_else(|| "(not an order)".into()),
+                    l.deliveries.clone(),
+                    l.reason.clone(),
+                ]);
+            }
+            output::fit(&mut table, &[5]);
+            return format!("{table}\n");
+        }
+        let mut table = output::table(["item", "dead id", "order id", "result"]);
+        for r in self.redriven.iter().flatten() {
+            table.add_row(vec![
+                r.item.clone(),
+                r.dead_id.clone(),
+                r.order_id.clone().unwrap_or_else(|| "-".into()),
+                match &r.problem {
+                    None => "stored, removed from the dead letters".to_string(),
+                    Some(problem) => format!("still dead: {problem}"),
+                },
+            ]);
+        }
+        output::fit(&mut table, &[3]);
+        format!("{table}\n")
+    }
+}
+
 /// List or re-drive the campaign's dead letters.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
+    let campaign = ctx.campaign()?;
     let items = campaign.select_items(args.item.as_deref())?;
     let location = StoreLocation::resolve(&args.store, &campaign)?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+    let mut conn = ctx.redis(&campaign)?.connect()?;
     let mut letters = Vec::new();
     for item in items {
         letters.extend(
@@ -69,57 +139,17 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         );
     }
     if args.action == Action::List {
-        match globals.format {
-            Format::Json => output::print_json(&letters)?,
-            Format::Table => {
-                let mut table = output::table([
-                    "item",
-                    "dead id",
-                    "original id",
-                    "order id",
-                    "deliveries",
-                    "reason",
-                ]);
-                for l in &letters {
-                    table.add_row(vec![
-                        l.item.clone(),
-                        l.dead_id.clone(),
-                        l.original_id.clone(),
-                        l.order_id
-                            .clone()
-                            .unwrap_or_else(|| "(not an order)".into()),
-                        l.deliveries.clone(),
-                        l.reason.clone(),
-                    ]);
-                }
-                println!("{table}");
-            }
-        }
-        return Ok(exit_codes::SUCCESS);
+        return Ok(DeadLetterReport {
+            action: "list",
+            letters: Some(letters),
+            redriven: None,
+        });
     }
     let mut store = location.open()?;
     let results = dead_letters::redrive(&mut conn, store.as_mut(), &campaign, &letters)?;
-    match globals.format {
-        Format::Json => output::print_json(&results)?,
-        Format::Table => {
-            let mut table = output::table(["item", "dead id", "order id", "result"]);
-            for r in &results {
-                table.add_row(vec![
-                    r.item.clone(),
-                    r.dead_id.clone(),
-                    r.order_id.clone().unwrap_or_else(|| "-".into()),
-                    match &r.problem {
-                        None => "stored, removed from the dead letters".to_string(),
-                        Some(problem) => format!("still dead: {problem}"),
-                    },
-                ]);
-            }
-            println!("{table}");
-        }
-    }
-    Ok(if results.iter().all(|r| r.stored) {
-        exit_codes::SUCCESS
-    } else {
-        exit_codes::RUNTIME_ERROR
+    Ok(DeadLetterReport {
+        action: "redrive",
+        letters: None,
+        redriven: Some(results),
     })
 }

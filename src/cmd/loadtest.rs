@@ -7,18 +7,18 @@
 
 use std::io::IsTerminal;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::campaign::{Campaign, MAX_STOCK};
-use crate::context::Globals;
+use crate::context::Context;
 use crate::error::usage;
-use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::{self, Plan, Settings, Variant, VariantReport, variants};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::RedisTarget;
+use crate::report::Report;
 use crate::scripts;
 
 /// What `--help` says about where the load test writes.
@@ -118,24 +118,49 @@ impl clap::ValueEnum for VariantChoice {
     }
 }
 
-/// Run the chosen variants and print the comparison; exit 0 unless Redis fails.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let item_id = match &args.item {
+/// `seckill loadtest`'s report: one entry per variant run.
+#[derive(serde::Serialize)]
+pub struct LoadtestReport {
+    /// The variants in the order they ran.
+    pub variants: Vec<VariantReport>,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for LoadtestReport {
+    fn render(&self) -> String {
+        format!("{}\n{}\n", self.heading, comparison_table(&self.variants))
+    }
+}
+
+/// `--item`, or the campaign's first item.
+fn chosen_item(campaign: &Campaign, args: &Args) -> Result<String> {
+    Ok(match &args.item {
         Some(id) => campaign.item(id)?.id.clone(),
         None => campaign.items[0].id.clone(),
+    })
+}
+
+/// `--print-command VARIANT`: print the exact script call (one line, for the
+/// bench scripts) instead of running anything; not a report.
+pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
+        return Err(usage(format!(
+            "--print-command: {} is not one script call (use v3 or full)",
+            variant.as_str()
+        )));
     };
-    if let Some(variant) = args.print_command {
-        let keys = LoadtestKeys::new(&campaign.id, &item_id);
-        let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
-            return Err(usage(format!(
-                "--print-command: {} is not one script call (use v3 or full)",
-                variant.as_str()
-            )));
-        };
-        println!("{line}");
-        return Ok(exit_codes::SUCCESS);
-    }
+    output::write_stdout(&format!("{line}\n"))?;
+    Ok(crate::exit_codes::SUCCESS)
+}
+
+/// Run the chosen variants and compare them; exit 0 unless Redis fails.
+pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -143,7 +168,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             variants[0].as_str()
         )));
     }
-    let target = globals.redis(&campaign)?;
+    let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
@@ -185,11 +210,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         reports
     };
 
-    match globals.format {
-        Format::Json => output::print_json(&reports)?,
-        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(LoadtestReport {
+        heading: heading(&campaign, &plan, &target.display, args.keep),
+        variants: reports,
+    })
 }
 
 /// Run `variants` in turn, each with its own progress bar; stop at the first failure.
@@ -243,15 +267,9 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     bar
 }
 
-fn print_table(
-    campaign: &Campaign,
-    plan: &Plan,
-    redis: &str,
-    reports: &[VariantReport],
-    kept: bool,
-) {
+fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
     let settings = &plan.settings;
-    println!(
+    format!(
         "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
         campaign.id,
         plan.item_id,
@@ -265,7 +283,10 @@ fn print_table(
         } else {
             String::new()
         }
-    );
+    )
+}
+
+fn comparison_table(reports: &[VariantReport]) -> comfy_table::Table {
     let mut table = output::table([
         "variant",
         "requests",
@@ -304,7 +325,8 @@ fn print_table(
             r.verdict.clone(),
         ]);
     }
-    println!("{table}");
+    output::fit(&mut table, &[15]);
+    table
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.

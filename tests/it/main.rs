@@ -19,6 +19,7 @@ mod orders_faults;
 mod orders_open;
 mod orders_pipeline;
 mod outcomes;
+mod output;
 mod reconcile_content;
 mod refused_orders;
 mod replicas;

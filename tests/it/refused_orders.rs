@@ -86,7 +86,7 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
     // The way back: list with the reason; re-drive is refused while the cause stays.
     let listed = dead_letter(&file, &server, &["list"]);
     assert_eq!(listed.0, 0);
-    let letters = listed.1.as_array().unwrap().clone();
+    let letters = listed.1["letters"].as_array().unwrap().clone();
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert!(
         letters[0]["reason"]
@@ -98,7 +98,7 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
     let order_id = letters[0]["order_id"].as_str().unwrap().to_string();
     let (code, results) = dead_letter(&file, &server, &["redrive"]);
     assert_eq!(code, 1, "{results:#}");
-    assert_eq!(results[0]["stored"], false);
+    assert_eq!(results["redriven"][0]["stored"], false);
     let dead: i64 = server
         .conn()
         .xlen(support::orders::dead_key("1001"))
