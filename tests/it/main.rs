@@ -12,6 +12,7 @@ mod completions;
 mod corrupt_state;
 mod data_loss;
 mod exit_codes;
+mod failover;
 mod hostile_input;
 mod loadtest;
 mod orders_cluster;
