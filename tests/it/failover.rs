@@ -172,3 +172,161 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
         "the old master did not step down"
     );
 }
+
+/// Wait until `check` holds, or fail naming `what`.
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn info(port: u16, section: &str) -> String {
+    redis::cmd("INFO")
+        .arg(section)
+        .query(&mut node(port).unwrap())
+        .unwrap()
+}
+
+fn signal(pid: &str, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+#[test]
+fn a_forced_failover_loses_unreplicated_buys_and_reconcile_names_them() {
+    let cluster = RedisCluster::start_with_replicas(1);
+    let file = campaign_file(
+        "campaign: force\nper_user_limit: 1\nitems:\n  - { id: \"1\", name: x, price: \"1.00\", stock: 100 }\norders:\n  store: sqlite://orders.db\n",
+    );
+    let keys = ItemKeys::live("force", "1");
+    let mut pair = None;
+    wait_until("the item's master to show its replica", || {
+        let (master, replicas) = cluster.master_and_replicas_of(&keys.stock);
+        pair = replicas.first().map(|r| (master, *r));
+        pair.is_some()
+    });
+    let (master, replica) = pair.unwrap();
+    wait_until("the replica's first sync", || {
+        let i = info(replica, "replication");
+        i.contains("master_link_status:up") && i.contains("master_sync_in_progress:0")
+    });
+    let run = |seeds: &str, args: &[&str]| {
+        seckill(&file.path, seeds)
+            .current_dir(file.dir.path())
+            .arg("--cluster")
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let all = cluster.urls();
+    assert!(run(&all, &["preheat"]).status.success());
+    let buy_as = |user: &str| {
+        let output = run(
+            &all,
+            &["buy", "--item", "1", "--user", user, "--format", "json"],
+        );
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        support::json(&output)["order_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for n in 0..5 {
+        buy_as(&format!("replicated{n}"));
+    }
+    let offset = |port: u16, field: &str| -> Option<String> {
+        info(port, "replication")
+            .lines()
+            .find_map(|l| l.strip_prefix(field).map(|v| v.trim().to_string()))
+    };
+    wait_until("the replica to catch up", || {
+        offset(master, "master_repl_offset:") == offset(replica, "master_repl_offset:")
+    });
+
+    // Cut replication: the replica may no longer sync, and its link is dropped.
+    let mut m = node(master).unwrap();
+    let () = redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "-psync", "-sync", "-replconf"])
+        .query(&mut m)
+        .unwrap();
+    let _: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "replica"])
+        .query(&mut m)
+        .unwrap();
+    wait_until("the replica to lose its master", || {
+        info(replica, "replication").contains("master_link_status:down")
+    });
+    // Acknowledged by the master, never replicated, and stored by consume.
+    let lost: Vec<String> = (0..5)
+        .map(|n| buy_as(&format!("unreplicated{n}")))
+        .collect();
+    assert!(run(&all, &["consume", "--drain"]).status.success());
+
+    // The master freezes; its replica is forced to take over without it.
+    let pid = info(master, "server")
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:").map(|v| v.trim().to_string()))
+        .unwrap();
+    signal(&pid, "-STOP");
+    let () = redis::cmd("CLUSTER")
+        .arg(&["FAILOVER", "FORCE"])
+        .query(&mut node(replica).unwrap())
+        .unwrap();
+    wait_until("the forced takeover", || {
+        info(replica, "replication").contains("role:master")
+    });
+    let alive_ports: Vec<u16> = cluster
+        .ports
+        .iter()
+        .copied()
+        .filter(|p| *p != master)
+        .collect();
+    // Every live node must know the new master before a client asks them
+    // for the slot map (else it is sent to the frozen node and waits).
+    wait_until("every node to learn the new master", || {
+        alive_ports.iter().all(|p| {
+            let nodes: String = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query(&mut node(*p).unwrap())
+                .unwrap();
+            nodes.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f[1].starts_with(&format!("127.0.0.1:{replica}@"))
+                    && f[2].contains("master")
+                    && f.len() > 8
+            })
+        })
+    });
+    let alive: Vec<String> = alive_ports
+        .iter()
+        .map(|p| format!("redis://127.0.0.1:{p}"))
+        .collect();
+    let output = run(&alive.join(","), &["reconcile", "--format", "json"]);
+    signal(&pid, "-CONT");
+    let report = support::json(&output);
+    assert_eq!(output.status.code(), Some(3), "{report:#}");
+    let item = &report["items"][0];
+    let mut named: Vec<String> = item["not_in_redis"]["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    named.sort();
+    let mut expected = lost.clone();
+    expected.sort();
+    assert_eq!(
+        named, expected,
+        "reconcile names exactly the lost buys: {item:#}"
+    );
+    assert_eq!(
+        item["remaining"], 95,
+        "the new master never saw the lost buys"
+    );
+}
