@@ -71,6 +71,8 @@ pub enum Command {
     DeadLetter(cmd::dead_letter::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
+    /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
+    Rebalance(cmd::rebalance::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     Loadtest(cmd::loadtest::Args),
 }
@@ -106,6 +108,7 @@ impl Command {
             Command::DeadLetter(_) => "dead-letter",
             Command::Reconcile(_) => "reconcile",
             Command::Loadtest(_) => "loadtest",
+            Command::Rebalance(_) => "rebalance",
         }
     }
 
@@ -120,6 +123,7 @@ impl Command {
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::DeadLetter(args) => emit(ctx, &cmd::dead_letter::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
+            Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),

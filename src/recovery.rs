@@ -117,6 +117,10 @@ pub fn items_with_stored_orders<C: ConnectionLike>(
 ) -> Result<Vec<StoredSales>> {
     let mut found = Vec::new();
     for item in items {
+        // Bucketed items keep their stock elsewhere (docs/buckets.md): not checked here.
+        if item.buckets > 1 {
+            continue;
+        }
         let keys = ItemKeys::live(&campaign.id, &item.id);
         let plan = state::preheat_item(conn, &keys, campaign, item, mode, true)?;
         if !matches!(

@@ -125,6 +125,17 @@ impl RedisCluster {
         (port_of(master), replicas)
     }
 
+    /// Kill the node listening on `port` (SIGKILL), as a crashed master.
+    pub fn kill_node(&mut self, port: u16) {
+        let i = self
+            .ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("a node's port");
+        let _ = self.nodes[i].kill();
+        let _ = self.nodes[i].wait();
+    }
+
     /// Number of keys stored on the node listening on `port`.
     pub fn keys_on(&self, port: u16) -> i64 {
         redis::cmd("DBSIZE")
