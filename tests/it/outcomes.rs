@@ -36,6 +36,16 @@ fn buy(file: &std::path::Path, url: &str, extra: &[&str]) -> std::process::Outpu
         .unwrap()
 }
 
+/// The campaign file, preheated on `server`.
+fn preheated(server: &RedisServer) -> support::CampaignFile {
+    let file = campaign_file(CAMPAIGN);
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    file
+}
+
 /// Exit 1, the server's address, the cause, "not executed", never "unknown".
 fn assert_not_executed(output: &std::process::Output, port: u16, cause: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -67,11 +77,7 @@ fn no_password_against_a_protected_redis_is_noauth_at_connect_not_unknown() {
 #[test]
 fn refusals_that_prove_nothing_ran_are_named_runtime_errors() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = preheated(&server);
     let mut conn = server.conn();
 
     // NOPERM: a user that may not run scripts.
@@ -125,11 +131,7 @@ fn refusals_that_prove_nothing_ran_are_named_runtime_errors() {
 #[test]
 fn a_replica_answers_readonly_or_masterdown_not_unknown() {
     let master = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &master.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = preheated(&master);
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
     let mut rc = replica.conn();
     for _ in 0..100 {
@@ -204,11 +206,7 @@ fn reply_eating_proxy(redis_port: u16, swallow: Arc<AtomicBool>) -> u16 {
 #[test]
 fn a_reply_lost_after_sending_is_outcome_unknown_with_the_request_id() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = preheated(&server);
     // Load the script so the attempt below is one EVALSHA.
     seckill(&file.path, &server.url())
         .args(["buy", "--item", "1", "--user", "warm"])
@@ -241,11 +239,7 @@ fn a_reply_lost_after_sending_is_outcome_unknown_with_the_request_id() {
 #[test]
 fn a_request_id_replayed_with_another_qty_is_refused() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = preheated(&server);
     let first = buy(
         &file.path,
         &server.url(),
