@@ -78,6 +78,8 @@ pub enum Command {
     /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
     #[command(after_long_help = cmd::help::long("pending-claim"))]
     PendingClaim(cmd::pending_claim::Args),
+    /// List dead-lettered entries with their reasons, or re-drive them into the order database.
+    DeadLetter(cmd::dead_letter::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     #[command(after_long_help = cmd::help::long("reconcile"))]
     Reconcile(cmd::reconcile::Args),
@@ -122,6 +124,7 @@ impl Command {
             Command::Man(_) => "man",
             Command::Consume(_) => "consume",
             Command::PendingClaim(_) => "pending-claim",
+            Command::DeadLetter(_) => "dead-letter",
             Command::Reconcile(_) => "reconcile",
             Command::Status(_) => "status",
             Command::Loadtest(_) => "loadtest",
@@ -150,6 +153,7 @@ impl Command {
             Command::Man(args) => cmd::man::run(&args),
             Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
+            Command::DeadLetter(args) => emit(ctx, &cmd::dead_letter::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Status(args) => cmd::status::run(ctx, &args),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),

@@ -66,6 +66,8 @@ pub struct ItemCounts {
     pub acked: u64,
     /// Entries that are not orders, left pending for `pending-claim`.
     pub left_pending: u64,
+    /// Orders the database refused while taking the rest of their batch, left pending.
+    pub refused: u64,
 }
 
 /// What a run did.
@@ -186,9 +188,18 @@ impl<'a> Consumer<'a> {
                 self.acked += stored.acked;
                 for (key, ids) in &batch.acks {
                     if let Some(&i) = self.index.get(key.as_str()) {
-                        // Stream i belongs to item owners[i] (one stream per bucket).
+                        // Stream i belongs to item owners[i] (one stream per bucket);
+                        // entries the database refused stay pending, not stored.
+                        let refused = stored.refused.iter().filter(|(k, _, _)| k == key).count();
                         let item = &self.campaign.items[self.owners[i]].id;
-                        crate::metrics::CONSUME.add_stored(item, ids.len() as u64);
+                        crate::metrics::CONSUME.add_stored(item, (ids.len() - refused) as u64);
+                    }
+                }
+                for (key, _, _) in &stored.refused {
+                    if let Some(&i) = self.index.get(key.as_str()) {
+                        // counts are per item; i is the stream (one per bucket).
+                        self.counts[self.owners[i]].acked -= 1;
+                        self.counts[self.owners[i]].refused += 1;
                     }
                 }
             }
