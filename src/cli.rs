@@ -79,6 +79,7 @@ pub enum Command {
     #[command(after_long_help = cmd::help::long("pending-claim"))]
     PendingClaim(cmd::pending_claim::Args),
     /// List dead-lettered entries with their reasons, or re-drive them into the order database.
+    #[command(after_long_help = cmd::help::long("dead-letter"))]
     DeadLetter(cmd::dead_letter::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     #[command(after_long_help = cmd::help::long("reconcile"))]

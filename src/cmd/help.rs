@@ -54,6 +54,10 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill completions zsh > /usr/local/share/zsh/site-functions/_seckill",
         ],
         "man" => &["seckill man", "seckill man --out /usr/local/share/man/man1"],
+        "dead-letter" => &[
+            "seckill -c campaigns/moutai.yaml dead-letter list",
+            "seckill -c campaigns/moutai.yaml dead-letter redrive --id 1764460800000-0",
+        ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",
@@ -88,6 +92,11 @@ pub fn long(command: &str) -> String {
     };
     let after = match command {
         "reconcile" => format!("\n\n{}", super::reconcile::CRON_NOTE),
+        "dead-letter" => {
+            "\n\nredrive exits 0 when every selected dead letter is stored, 1 when one \
+                          is still refused."
+                .to_string()
+        }
         _ => String::new(),
     };
     format!(

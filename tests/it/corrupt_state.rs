@@ -296,6 +296,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "dead_letter" => vec![owned(&["orders-db", pending, "reason", "1", "c"])],
         "stream_order_ids" => vec![owned(&[pending, "1-1"])],
         "lock_release" => vec![owned(&["token"])],
+        "item_status" => vec![owned(&["orders-db"])],
+        "set_switch" => vec![owned(&["1", "why", "alice", "1", "", "20"])],
         _ => vec![vec![]],
     }
 }
