@@ -12,6 +12,8 @@ pub const RUNTIME_ERROR: i32 = 1;
 pub const USAGE_ERROR: i32 = 2;
 /// `reconcile` found drift: the stock equation does not hold or the order sets differ.
 pub const DRIFT_FOUND: i32 = 3;
+/// `loadtest`: a threshold failed (--max-p99, --min-qps, oversold or undersold).
+pub const THRESHOLD_FAILED: i32 = 4;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -44,6 +46,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         DRIFT_FOUND,
         "drift_found",
         "reconcile: the stock equation does not hold",
+    ),
+    (
+        THRESHOLD_FAILED,
+        "threshold_failed",
+        "loadtest: a threshold failed (p99, qps, oversold, undersold)",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (

@@ -6,6 +6,7 @@
 //! progress and prints the comparison.
 
 use std::io::IsTerminal;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
@@ -16,13 +17,35 @@ use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};
-use crate::loadtest::{self, Plan, Settings, Variant, VariantReport};
+use crate::loadtest::export::hgrm;
+use crate::loadtest::report::{Thresholds, VariantReport};
+use crate::loadtest::schedule::Pace;
+use crate::loadtest::{self, Plan, Settings, Variant, VariantRun};
 use crate::output::{self, Format};
-use crate::redis_conn::RedisTarget;
+use crate::redis_conn::{RedisTarget, parse_duration_arg};
 use crate::scripts;
 
-/// What `--help` says about where the load test writes.
-const NAMESPACE_HELP: &str = "\
+/// What `--help` says after the flags: modes, examples, safety, exit codes.
+const LOADTEST_HELP: &str = "\
+Closed loop (the default): each connection sends its next attempt when the last one is \
+answered. Simple and the reference chapter's experiment, but it HIDES STALLS: when Redis \
+pauses, the clients pause with it, the attempts that shoppers would have made meanwhile \
+are never made, and the percentiles barely move (coordinated omission). To ask \"at 40,000 \
+attempts/s, what p99 do shoppers see?\", use open loop: --rate R with --duration D (or \
+--requests N) sends on schedule whatever Redis does, and reports latency from the planned \
+send time (corrected, what a shopper sees) next to the service time, plus late sends and \
+dropped attempts.
+
+Examples:
+  seckill loadtest -c campaigns/moutai.yaml --redis redis://127.0.0.1:6421 --variant all
+  seckill loadtest -c campaigns/moutai.yaml --variant full --rate 40000 --duration 10s
+  seckill loadtest -c campaigns/moutai.yaml --variant v3 --format csv --hdr-out runs/a-
+  seckill loadtest -c campaigns/moutai.yaml --variant full --max-p99 5ms --min-qps 20000
+
+Exit codes: 0 the run completed and every threshold held; 1 Redis failed; 2 bad flags or a \
+refusal; 4 a threshold failed (--max-p99, --min-qps, --fail-on-oversell, or oversold, \
+undersold or stock drift in a variant that promises exact books: all but v1).
+
 Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
 and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
@@ -31,7 +54,7 @@ Redis (saturating it would starve the real sale).";
 
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = NAMESPACE_HELP)]
+#[command(after_help = LOADTEST_HELP)]
 pub struct Args {
     /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
     #[arg(long, value_enum, default_value_t = VariantChoice::ALL)]
@@ -41,13 +64,30 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub item: Option<String>,
 
-    /// Worker threads, each with its own Redis connection.
-    #[arg(long, default_value_t = 100, value_parser = RangedU64ValueParser::<usize>::new().range(1..=4096))]
-    pub threads: usize,
+    /// Connections to Redis, over all worker threads (redis-benchmark's -c).
+    #[arg(long, default_value_t = 100, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub connections: usize,
 
-    /// Requests per variant, spread over the threads.
+    /// Worker threads. On a plain-TCP standalone Redis each runs an event loop
+    /// over its share of the connections [default: half the cores, at least 1,
+    /// leaving the rest to a Redis on the same machine]; on TLS and Cluster
+    /// targets each connection has its own thread and this is ignored.
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Option<usize>,
+
+    /// Attempts per variant (closed loop: spread over the connections; open
+    /// loop: sent at --rate).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub requests: u64,
+
+    /// Open loop: attempts per second over all connections, sent on schedule
+    /// whatever Redis does; latency is measured from the planned send time.
+    #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Open loop: run for this long at --rate (instead of --requests), e.g. 30s.
+    #[arg(long, requires = "rate", conflicts_with = "requests", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub duration: Option<Duration>,
 
     /// Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests,
     /// so stock, not the per-user limit, runs out).
@@ -71,6 +111,37 @@ pub struct Args {
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
     pub keep: bool,
+
+    /// Show every column (default: variant, qps, succeeded, oversold, p99, verdict).
+    #[arg(long)]
+    pub wide: bool,
+
+    /// Write one HdrHistogram percentile-distribution file per variant,
+    /// PREFIX<variant>.hgrm (corrected latency; in open loop also
+    /// PREFIX<variant>.service.hgrm), for HdrHistogram's plotter.
+    #[arg(long, value_name = "PREFIX")]
+    pub hdr_out: Option<String>,
+
+    /// Fail (exit 4) when a variant's p99 latency (corrected) exceeds this, e.g. 5ms.
+    #[arg(long, value_parser = parse_duration_arg, value_name = "DURATION", help_heading = "Thresholds (exit 4 when one fails)")]
+    pub max_p99: Option<Duration>,
+
+    /// Fail (exit 4) when a variant answers fewer attempts per second than this.
+    #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate, help_heading = "Thresholds (exit 4 when one fails)")]
+    pub min_qps: Option<f64>,
+
+    /// Fail (exit 4) on any oversold unit, v1's too. Oversold, undersold or
+    /// stock drift in any other variant always fails.
+    #[arg(long, help_heading = "Thresholds (exit 4 when one fails)")]
+    pub fail_on_oversell: bool,
+}
+
+/// clap value parser for a positive rate.
+fn parse_rate(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("{text:?} is not a positive number")),
+    }
 }
 
 /// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
@@ -113,7 +184,8 @@ impl clap::ValueEnum for VariantChoice {
     }
 }
 
-/// Run the chosen variants and print the comparison; exit 0 unless Redis fails.
+/// Run the chosen variants and print the comparison; exit 0 unless Redis
+/// fails or a threshold does.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let campaign = globals.campaign()?;
     let item_id = match &args.item {
@@ -127,19 +199,12 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             variants[0].as_str()
         )));
     }
+    let settings = settings(args)?;
     let target = globals.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
 
-    let settings = Settings {
-        threads: args.threads,
-        requests: args.requests,
-        users: args.users.unwrap_or(args.requests),
-        stock: args.stock,
-        pipeline: args.pipeline,
-        rate_limit: args.rate_limit,
-    };
     let plan = Plan {
         campaign: loadtest_campaign(&campaign, &item_id, &settings),
         keys,
@@ -152,41 +217,106 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         lock_release_sha: load_script(&mut control, "lock_release", &scripts::LOCK_RELEASE)?,
         settings,
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(plan.settings.threads)
-        .thread_name(|i| format!("loadtest-{i}"))
-        .build()
-        .context("cannot start the worker threads")?;
 
-    let outcome = run_variants(&target, &pool, &plan, &variants);
-    let reports = if args.keep {
+    let outcome = run_variants(&target, &plan, &variants);
+    let mut runs = if args.keep {
         outcome?
     } else {
         // Clean up after a failed variant too; its error matters more than a cleanup error.
         let cleaned = namespace::remove(&mut control, &plan.keys);
-        let reports = outcome?;
+        let runs = outcome?;
         cleaned?;
-        reports
+        runs
     };
+    let thresholds = Thresholds {
+        max_p99: args.max_p99,
+        min_qps: args.min_qps,
+        fail_on_oversell: args.fail_on_oversell,
+    };
+    for run in &mut runs {
+        run.report.thresholds_failed = thresholds.check(&run.report);
+    }
+    if let Some(prefix) = &args.hdr_out {
+        write_hgrm_files(prefix, &runs)?;
+    }
+    let reports: Vec<VariantReport> = runs.into_iter().map(|run| run.report).collect();
 
     match globals.format {
         Format::Json => output::print_json(&reports)?,
-        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
+        Format::Table => {
+            print_table(&campaign, &plan, &target.display, &reports, args)
+        }
     }
-    Ok(exit_codes::SUCCESS)
+    let mut failed = false;
+    for report in &reports {
+        for failure in &report.thresholds_failed {
+            eprintln!(
+                "seckill: threshold failed: {}: {failure}",
+                report.variant.as_str()
+            );
+            failed = true;
+        }
+    }
+    Ok(if failed {
+        exit_codes::THRESHOLD_FAILED
+    } else {
+        exit_codes::SUCCESS
+    })
+}
+
+/// The run's settings from the flags: connections and threads, closed or open loop.
+fn settings(args: &Args) -> Result<Settings> {
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, |cores| (cores.get() / 2).max(1))
+    });
+    let (pace, requests) = match (args.rate, args.duration) {
+        (None, _) => (Pace::Closed, args.requests),
+        (Some(rate), None) => (Pace::Open { rate }, args.requests),
+        (Some(rate), Some(duration)) => {
+            let attempts = (rate * duration.as_secs_f64()).ceil();
+            if attempts < 1.0 {
+                return Err(usage(format!(
+                    "--rate {rate} for --duration {} makes no attempt at all",
+                    humantime::format_duration(duration)
+                )));
+            }
+            (Pace::Open { rate }, attempts as u64)
+        }
+    };
+    Ok(Settings {
+        connections: args.connections,
+        threads,
+        requests,
+        pace,
+        users: args.users.unwrap_or(requests),
+        stock: args.stock,
+        pipeline: args.pipeline,
+        rate_limit: args.rate_limit,
+    })
+}
+
+/// `--hdr-out`: one `.hgrm` per variant (and the service time's in open loop).
+fn write_hgrm_files(prefix: &str, runs: &[VariantRun]) -> Result<()> {
+    for run in runs {
+        let name = run.report.variant.as_str();
+        hgrm::write_file(&hgrm::path(prefix, name, ""), &run.corrected)?;
+        if run.report.mode == "open" {
+            hgrm::write_file(&hgrm::path(prefix, name, ".service"), &run.service)?;
+        }
+    }
+    Ok(())
 }
 
 /// Run `variants` in turn, each with its own progress bar; stop at the first failure.
 fn run_variants(
     target: &RedisTarget,
-    pool: &rayon::ThreadPool,
     plan: &Plan,
     variants: &[Variant],
-) -> Result<Vec<VariantReport>> {
+) -> Result<Vec<VariantRun>> {
     let mut reports = Vec::new();
     for &variant in variants {
         let progress = progress_bar(variant, plan.settings.requests);
-        let outcome = loadtest::run_variant(target, pool, plan, variant, &progress);
+        let outcome = loadtest::run_variant(target, plan, variant, &progress);
         progress.finish_and_clear();
         reports.push(outcome.with_context(|| format!("variant {} failed", variant.as_str()))?);
     }
@@ -243,63 +373,132 @@ fn print_table(
     plan: &Plan,
     redis: &str,
     reports: &[VariantReport],
-    kept: bool,
+    args: &Args,
 ) {
     let settings = &plan.settings;
+    let pace = match settings.pace {
+        Pace::Closed => "closed loop".to_string(),
+        Pace::Open { rate } => format!("open loop at {rate} attempts/s"),
+    };
     println!(
-        "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
+        "load test of campaign {} item {} on {redis}: {pace}, {} connections, {} requests, \
+         stock {}, {} users, pipeline {}{}",
         campaign.id,
         plan.item_id,
-        settings.threads,
+        settings.connections,
         settings.requests,
         settings.stock,
         settings.users,
         settings.pipeline,
-        if kept {
+        if args.keep {
             format!(" (keys kept under {}*)", plan.keys.item.base)
         } else {
             String::new()
         }
     );
+    let ms = |value: f64| format!("{value:.2}");
+    let mut table = if args.wide {
+        output::table([
+            "variant", "requests", "elapsed s", "qps", "succeeded", "sold out", "rejected",
+            "oversold", "undersold", "final stock", "stream", "p50 ms", "p90 ms", "p95 ms",
+            "p99 ms", "p99.9 ms", "max ms", "service p99 ms", "late", "dropped", "retries",
+            "verdict",
+        ])
+    } else {
+        output::table(["variant", "qps", "succeeded", "oversold", "p99 ms", "verdict"])
+    };
+    for r in reports {
+        let row = if args.wide {
+            vec![
+                r.variant.as_str().to_string(),
+                r.requests.to_string(),
+                format!("{:.2}", r.elapsed_s),
+                format!("{:.0}", r.qps),
+                r.succeeded.to_string(),
+                r.sold_out.to_string(),
+                r.rejected.to_string(),
+                r.oversold.to_string(),
+                r.undersold.to_string(),
+                r.final_stock.to_string(),
+                r.stream_len.to_string(),
+                ms(r.p50_ms),
+                ms(r.p90_ms),
+                ms(r.p95_ms),
+                ms(r.p99_ms),
+                ms(r.p99_9_ms),
+                ms(r.max_ms),
+                ms(r.service.p99_ms),
+                r.late_sends.to_string(),
+                r.dropped.to_string(),
+                retries_text(r),
+                r.verdict.clone(),
+            ]
+        } else {
+            vec![
+                r.variant.as_str().to_string(),
+                format!("{:.0}", r.qps),
+                r.succeeded.to_string(),
+                r.oversold.to_string(),
+                ms(r.p99_ms),
+                r.verdict.clone(),
+            ]
+        };
+        table.add_row(row);
+    }
+    println!("{table}");
+    if settings.pace != Pace::Closed {
+        print_latency_table(reports);
+    }
+    for r in reports {
+        if let Some(masters) = &r.masters {
+            let shares: Vec<String> = masters
+                .iter()
+                .map(|m| format!("{} {:.1}%", m.node, 100.0 * m.share))
+                .collect();
+            println!("{} per master: {}", r.variant.as_str(), shares.join(", "));
+        }
+    }
+}
+
+/// Open loop: corrected latency (from the planned send) beside service time
+/// (from the actual send), and whether the plan was kept.
+fn print_latency_table(reports: &[VariantReport]) {
     let mut table = output::table([
-        "variant",
-        "requests",
-        "elapsed s",
-        "qps",
-        "succeeded",
-        "sold out",
-        "rejected",
-        "oversold",
-        "final stock",
-        "stream",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "max ms",
-        "retries",
-        "verdict",
+        "variant", "latency", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
     ]);
+    let ms = |value: f64| format!("{value:.2}");
     for r in reports {
         table.add_row(vec![
             r.variant.as_str().to_string(),
-            r.requests.to_string(),
-            format!("{:.2}", r.elapsed_s),
-            format!("{:.0}", r.qps),
-            r.succeeded.to_string(),
-            r.sold_out.to_string(),
-            r.rejected.to_string(),
-            r.oversold.to_string(),
-            r.final_stock.to_string(),
-            r.stream_len.to_string(),
-            format!("{:.2}", r.p50_ms),
-            format!("{:.2}", r.p95_ms),
-            format!("{:.2}", r.p99_ms),
-            format!("{:.2}", r.max_ms),
-            retries_text(r),
-            r.verdict.clone(),
+            "corrected".to_string(),
+            ms(r.p50_ms),
+            ms(r.p90_ms),
+            ms(r.p99_ms),
+            ms(r.p99_9_ms),
+            ms(r.max_ms),
+        ]);
+        let s = &r.service;
+        table.add_row(vec![
+            String::new(),
+            "service".to_string(),
+            ms(s.p50_ms),
+            ms(s.p90_ms),
+            ms(s.p99_ms),
+            ms(s.p99_9_ms),
+            ms(s.max_ms),
         ]);
     }
     println!("{table}");
+    for r in reports {
+        println!(
+            "{}: requested {:.0}/s, achieved {:.0}/s, {} late sends (> 2 ms behind plan), {} dropped",
+            r.variant.as_str(),
+            r.requested_rate.unwrap_or(0.0),
+            r.achieved_rate,
+            r.late_sends,
+            r.dropped
+        );
+    }
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.
