@@ -380,16 +380,20 @@ fn print_table(
         Pace::Closed => "closed loop".to_string(),
         Pace::Open { rate } => format!("open loop at {rate} attempts/s"),
     };
+    // Short lines: the header must fit an 80-column terminal like the table.
     println!(
-        "load test of campaign {} item {} on {redis}: {pace}, {} connections, {} requests, \
-         stock {}, {} users, pipeline {}{}",
-        campaign.id,
-        plan.item_id,
-        settings.connections,
+        "load test of campaign {} item {} on {redis}",
+        campaign.id, plan.item_id
+    );
+    println!(
+        "{pace}, {} connections, pipeline {}",
+        settings.connections, settings.pipeline
+    );
+    println!(
+        "{} requests, stock {}, {} users{}",
         settings.requests,
         settings.stock,
         settings.users,
-        settings.pipeline,
         if args.keep {
             format!(" (keys kept under {}*)", plan.keys.item.base)
         } else {
@@ -450,12 +454,14 @@ fn print_table(
         print_latency_table(reports);
     }
     for r in reports {
-        if let Some(masters) = &r.masters {
-            let shares: Vec<String> = masters
-                .iter()
-                .map(|m| format!("{} {:.1}%", m.node, 100.0 * m.share))
-                .collect();
-            println!("{} per master: {}", r.variant.as_str(), shares.join(", "));
+        for master in r.masters.iter().flatten() {
+            println!(
+                "{} on master {}: {:.1}% of the commands ({})",
+                r.variant.as_str(),
+                master.node,
+                100.0 * master.share,
+                master.commands
+            );
         }
     }
 }
@@ -491,7 +497,7 @@ fn print_latency_table(reports: &[VariantReport]) {
     println!("{table}");
     for r in reports {
         println!(
-            "{}: requested {:.0}/s, achieved {:.0}/s, {} late sends (> 2 ms behind plan), {} dropped",
+            "{}: {:.0}/s requested, {:.0}/s achieved, {} sent late (> 2 ms), {} dropped",
             r.variant.as_str(),
             r.requested_rate.unwrap_or(0.0),
             r.achieved_rate,

@@ -230,7 +230,20 @@ fn drive(
         if !idle.is_empty()
             && let Some(due) = source.due_at()
         {
-            timeout = timeout.min(due.saturating_duration_since(now));
+            // epoll waits whole milliseconds, rounded up: a sub-millisecond
+            // wait would send up to 1 ms late and charge that to Redis in the
+            // corrected latency. Wait the whole milliseconds in epoll and
+            // sleep the rest precisely when no reply can arrive meanwhile.
+            let wait = due.saturating_duration_since(now);
+            let whole_ms = Duration::from_millis(wait.as_millis() as u64);
+            if !whole_ms.is_zero() {
+                timeout = timeout.min(whole_ms);
+            } else if awaiting == 0 && sleeping == 0 {
+                std::thread::sleep(wait);
+                continue;
+            } else {
+                timeout = timeout.min(wait);
+            }
         }
         if sleeping > 0 {
             for connection in connections.iter() {

@@ -197,10 +197,8 @@ pub fn run_variant(
         .thread_name(|i| format!("loadtest-{i}"))
         .build()
         .context("cannot start the worker threads")?;
-    let commands_before = master_commands(&mut control)?;
-
     let start_line = Barrier::new(workers + 1);
-    let (outcomes, elapsed) = std::thread::scope(|scope| {
+    let (outcomes, elapsed, commands_before) = std::thread::scope(|scope| {
         let workers = scope.spawn(|| {
             pool.broadcast(|context| {
                 let worker = context.index();
@@ -218,12 +216,14 @@ pub fn run_variant(
             })
         });
         start_line.wait();
+        // Read after the workers connected: connecting costs a cluster node commands too.
+        let commands_before = master_commands(&mut control);
         let started = Instant::now();
         while !workers.is_finished() {
             progress.set_position(job.done.load(Ordering::Relaxed));
             std::thread::sleep(Duration::from_millis(50));
         }
-        (workers.join(), started.elapsed())
+        (workers.join(), started.elapsed(), commands_before)
     });
     progress.set_position(job.done.load(Ordering::Relaxed));
     let outcomes = outcomes.map_err(|_| anyhow!("a load-test worker panicked"))?;
@@ -232,6 +232,7 @@ pub fn run_variant(
     for outcome in outcomes {
         tally.absorb(outcome?)?;
     }
+    let commands_before = commands_before?;
     let commands_after = master_commands(&mut control)?;
     let after = state::item_state(&mut control, &plan.keys.item)?;
     let books = Books {

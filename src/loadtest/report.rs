@@ -15,13 +15,21 @@ use super::{Plan, Variant};
 /// Latency percentiles of one histogram, in milliseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Percentiles {
+    /// Fastest request, milliseconds.
     pub min_ms: f64,
+    /// Mean, milliseconds.
     pub avg_ms: f64,
+    /// Median, milliseconds.
     pub p50_ms: f64,
+    /// 90th percentile, milliseconds.
     pub p90_ms: f64,
+    /// 95th percentile, milliseconds.
     pub p95_ms: f64,
+    /// 99th percentile, milliseconds.
     pub p99_ms: f64,
+    /// 99.9th percentile, milliseconds.
     pub p99_9_ms: f64,
+    /// Slowest request, milliseconds.
     pub max_ms: f64,
 }
 
@@ -45,6 +53,7 @@ impl Percentiles {
 /// A Redis Cluster master's part of the run's commands.
 #[derive(Debug, Clone, Serialize)]
 pub struct MasterShare {
+    /// The master's address, `host:port`.
     pub node: String,
     /// Commands the master processed during the variant.
     pub commands: u64,
@@ -55,6 +64,7 @@ pub struct MasterShare {
 /// One variant's figures: a row of the comparison table, an object of the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantReport {
+    /// v1, v2, v3, v4, full or lock.
     pub variant: Variant,
     /// `closed` (each connection sends when answered) or `open` (at --rate).
     pub mode: &'static str,
@@ -62,13 +72,17 @@ pub struct VariantReport {
     pub requests: u64,
     /// Attempts answered.
     pub completed: u64,
+    /// Wall time of the variant, seconds.
     pub elapsed_s: f64,
     /// Answered attempts per second (= achieved_rate).
     pub qps: f64,
     /// --rate, attempts per second; null in closed loop.
     pub requested_rate: Option<f64>,
+    /// Answered attempts per second.
     pub achieved_rate: f64,
+    /// Purchases that succeeded.
     pub succeeded: u64,
+    /// Attempts answered "sold out".
     pub sold_out: u64,
     /// Duplicate or rate-limited (full), gave up waiting for the lock (lock).
     pub rejected: u64,
@@ -76,18 +90,28 @@ pub struct VariantReport {
     pub oversold: u64,
     /// Units still in stock although some attempt was answered sold out.
     pub undersold: u64,
+    /// Stock left in Redis afterwards (negative: oversold).
     pub final_stock: i64,
     /// The identity sold + left = initial (succeeded + final_stock = stock).
     pub books_balance: bool,
+    /// Entries in the order stream afterwards (full only; 0 for the others).
     pub stream_len: i64,
-    /// Corrected latency (from the planned send time; = service time in closed loop).
+    /// Fastest request, ms. This and the latencies up to `max_ms` are
+    /// corrected: from the planned send time (= service time in closed loop).
     pub min_ms: f64,
+    /// Mean latency, ms (corrected).
     pub avg_ms: f64,
+    /// Median latency, ms (corrected).
     pub p50_ms: f64,
+    /// 90th percentile latency, ms (corrected).
     pub p90_ms: f64,
+    /// 95th percentile latency, ms (corrected).
     pub p95_ms: f64,
+    /// 99th percentile latency, ms (corrected).
     pub p99_ms: f64,
+    /// 99.9th percentile latency, ms (corrected).
     pub p99_9_ms: f64,
+    /// Slowest request, ms (corrected).
     pub max_ms: f64,
     /// From the actual send to the reply.
     pub service: Percentiles,
@@ -99,10 +123,15 @@ pub struct VariantReport {
     pub retries: u64,
     /// v4 only: the lowest stock any DECR saw.
     pub lowest_stock_seen: Option<i64>,
+    /// `--stock`: units at the start.
     pub stock: i64,
+    /// `--connections`.
     pub connections: usize,
+    /// Worker threads that drove them.
     pub threads: usize,
+    /// `--pipeline` (1 for the multi-step variants).
     pub pipeline: usize,
+    /// Distinct synthetic shoppers.
     pub users: u64,
     /// Redis Cluster only: how the commands spread over the masters.
     pub masters: Option<Vec<MasterShare>>,

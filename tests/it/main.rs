@@ -10,6 +10,7 @@ mod cluster;
 mod completions;
 mod exit_codes;
 mod loadtest;
+mod loadtest_engine;
 mod orders_cluster;
 mod orders_faults;
 mod orders_pipeline;
