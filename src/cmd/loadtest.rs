@@ -98,7 +98,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(i64).range(1..=MAX_STOCK))]
     pub stock: i64,
 
-    /// Script calls per round trip per thread (v3 and full only; the others are
+    /// Script calls per round trip per connection (v3 and full only; the others are
     /// multi-step by design and always send one request at a time).
     #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub pipeline: usize,

@@ -52,8 +52,8 @@ pub fn work(
                     std::thread::sleep(due.saturating_duration_since(Instant::now()));
                     continue;
                 }
-                None if source.exhausted() => break,
-                None => continue,
+                // Nothing due and nothing left: every attempt was handed out.
+                None => break,
             }
         }
         numbers.clear();
