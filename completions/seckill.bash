@@ -475,7 +475,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --print-command --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -507,6 +507,10 @@ _seckill() {
                     ;;
                 --pipeline)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --print-command)
+                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock" -- "${cur}"))
                     return 0
                     ;;
                 --campaign)

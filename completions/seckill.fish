@@ -160,6 +160,12 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l requests -d
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l users -d 'Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests, so stock, not the per-user limit, runs out)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l stock -d 'Units in stock at the start of each variant (the campaign file\'s stock is not used)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per thread (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l print-command -d 'Print the EVALSHA command line the v3 or full variant sends per request (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
+v2\t'WATCH / GET / MULTI / DECR / EXEC, retried on abort'
+v3\t'A minimal Lua script: check stock, DECR'
+v4\t'DECR, INCR back when the result is negative'
+full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
+lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'"

@@ -10,12 +10,12 @@
 -- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> order id of an ok attempt
 -- KEYS[6] orders        stream one entry per order
 -- KEYS[7] rate          string this user's attempts in the current rate-limit window
--- ARGV[1] user id
--- ARGV[2] qty (integer >= 1)
--- ARGV[3] request id ("" = no idempotency)
--- ARGV[4] order id to use if this attempt succeeds
--- ARGV[5] campaign id (copied into the order entry)
--- ARGV[6] item id     (copied into the order entry)
+-- ARGV[1] user          user id
+-- ARGV[2] qty           integer >= 1
+-- ARGV[3] request_id    "" = no idempotency
+-- ARGV[4] order_id      order id to use if this attempt succeeds
+-- ARGV[5] campaign      campaign id (copied into the order entry)
+-- ARGV[6] item          item id     (copied into the order entry)
 --
 -- Returns {outcome, order_id, stock_left}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended | not_preheated

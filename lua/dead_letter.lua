@@ -2,11 +2,11 @@
 --
 -- KEYS[1] orders  stream the entry is pending in
 -- KEYS[2] dead    stream dead-letter stream of the same item (same hash tag)
--- ARGV[1] consumer group name
--- ARGV[2] stream id of the entry
--- ARGV[3] reason (why it could not be stored)
--- ARGV[4] times delivered (from XPENDING)
--- ARGV[5] consumer that gave up on it
+-- ARGV[1] group       consumer group name
+-- ARGV[2] stream_id   stream id of the entry
+-- ARGV[3] reason      why it could not be stored
+-- ARGV[4] deliveries  times delivered (from XPENDING)
+-- ARGV[5] consumer    consumer that gave up on it
 --
 -- Returns 1 when the entry was dead-lettered and acked, 0 when it was no
 -- longer pending in the group (another process already stored or

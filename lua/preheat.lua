@@ -7,19 +7,19 @@
 -- KEYS[4] orders   stream (only read, and its consumer group created when missing)
 -- KEYS[5] buyer_orders hash (only its expiry, mode "meta")
 -- KEYS[6] requests     hash (only its expiry, mode "meta")
--- ARGV[1]  mode: "load" (keep existing stock), "force" (overwrite unless sold),
---          "meta" (keep stock, update everything else), "dry" (decide only)
--- ARGV[2]  initial stock
--- ARGV[3]  item name
--- ARGV[4]  price in cents
--- ARGV[5]  starts_at_ms ("" = open now)
--- ARGV[6]  ends_at_ms ("" = no end)
+-- ARGV[1]  mode            "load" (keep existing stock), "force" (overwrite unless sold),
+--                          "meta" (keep stock, update everything else), "dry" (decide only)
+-- ARGV[2]  initial_stock
+-- ARGV[3]  name            item name
+-- ARGV[4]  price_cents
+-- ARGV[5]  starts_at_ms    "" = open now
+-- ARGV[6]  ends_at_ms      "" = no end
 -- ARGV[7]  per_user_limit
--- ARGV[8]  rate_window_ms ("" = no rate limit)
--- ARGV[9]  rate_max ("0" = no rate limit)
--- ARGV[10] expire_at_ms ("" = never expire)
--- ARGV[11] consumer group name for the order stream
--- ARGV[12] in mode "dry": the mode the dry run stands for ("load", "force" or "meta")
+-- ARGV[8]  rate_window_ms  "" = no rate limit
+-- ARGV[9]  rate_max        "0" = no rate limit
+-- ARGV[10] expire_at_ms    "" = never expire
+-- ARGV[11] group           consumer group name for the order stream
+-- ARGV[12] dry_mode        in mode "dry": the mode the dry run stands for ("load", "force" or "meta")
 --
 -- Returns {status, stock_in_redis_before (-1 = none), stock_in_redis_after (-1 = none)}:
 --   loaded         no stock and no sales in Redis; loaded now

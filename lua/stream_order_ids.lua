@@ -1,7 +1,7 @@
 -- stream_order_ids.lua — the order_id field of several entries of one stream, in one round trip.
 --
 -- KEYS[1] orders stream
--- ARGV[1..n] stream ids (each a valid <ms>-<seq>; the caller checks)
+-- ARGV[1..n] stream_id   stream ids (each a valid <ms>-<seq>; the caller checks)
 --
 -- Returns an array of n strings: the order_id field of the entry with that
 -- id, or '' when there is no such entry (or it has no order_id).

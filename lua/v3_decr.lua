@@ -4,7 +4,7 @@
 -- script against the full buy script. No user, no dedupe, no order stream.
 --
 -- KEYS[1] stock  string units left
--- (no ARGV)
+-- ARGV   none
 --
 -- Returns 1 when one unit was taken, 0 when sold out (or the key is missing).
 

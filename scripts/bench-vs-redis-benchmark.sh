@@ -57,11 +57,14 @@ for _ in $(seq 100); do
 done
 url="redis://127.0.0.1:$port/0"
 
-campaign_id=$(sed -n 's/^campaign:[[:space:]]*\([A-Za-z0-9_-]*\).*/\1/p' "$campaign")
-item_id=$(sed -n 's/^[[:space:]]*-[[:space:]]*id:[[:space:]]*"\{0,1\}\([A-Za-z0-9_-]*\)"\{0,1\}.*/\1/p' "$campaign" | head -1)
-base="seckill-loadtest:{$campaign_id:$item_id}:"
-v3_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat lua/v3_decr.lua)")
-buy_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat lua/buy.lua)")
+# The exact EVALSHA each variant sends, from the binary (one source of the
+# scripts' KEYS/ARGV order); `__rand_int__` is redis-benchmark's placeholder.
+# The scripts themselves are loaded by the warm-up run of seckill below.
+eval "v3_command=($("$seckill" loadtest -c "$campaign" --print-command v3))"
+eval "full_command=($("$seckill" loadtest -c "$campaign" --print-command full))"
+# EVALSHA sha numkeys meta stock buyers buyer_orders ...
+stock_key=${full_command[4]}
+buyer_keys=("${full_command[5]}" "${full_command[6]}")
 
 echo "redis-server $(redis-server --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p') on port $port; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "connections $connections, requests $requests, stock $stock, rounds $rounds (alternating), pipelines $pipelines"
@@ -80,14 +83,11 @@ seckill_run() {
 # The same for redis-benchmark on the same namespace, from the same stock and no buyers.
 benchmark_run() {
   local variant=$1 pipeline=$2 command
-  redis-cli -p "$port" SET "${base}stock" "$stock" >/dev/null
-  redis-cli -p "$port" DEL "${base}buyers" "${base}buyer_orders" >/dev/null
+  redis-cli -p "$port" SET "$stock_key" "$stock" >/dev/null
+  redis-cli -p "$port" DEL "${buyer_keys[@]}" >/dev/null
   case "$variant" in
-    v3) command=(EVALSHA "$v3_sha" 1 "${base}stock") ;;
-    full) command=(EVALSHA "$buy_sha" 7 "${base}meta" "${base}stock" "${base}buyers"
-                   "${base}buyer_orders" "${base}requests" "${base}orders"
-                   "${base}rate:u__rand_int__" "u__rand_int__" 1 "" "o__rand_int__"
-                   "$campaign_id" "$item_id") ;;
+    v3) command=("${v3_command[@]}") ;;
+    full) command=("${full_command[@]}") ;;
   esac
   /usr/bin/time -f '%U %S' -o "$workdir/time" redis-benchmark -p "$port" -c "$connections" \
     -n "$requests" -P "$pipeline" -r "$requests" --csv "${command[@]}" >"$workdir/out"

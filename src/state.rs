@@ -3,13 +3,17 @@
 //! Shared by `init`, `preheat`, `shutdown-switch`, `reconcile` and `loadtest`,
 //! so every command sees the same key layout and the same meta fields.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use crate::campaign::{Campaign, Item};
 use crate::keys::{ItemKeys, ORDER_GROUP};
-use crate::scripts;
+use crate::scripts::ScriptCall;
+pub use crate::scripts::item_state::ItemState;
+use crate::scripts::item_state::{self, ReadItemState};
+pub use crate::scripts::preheat::PreheatStatus;
+use crate::scripts::preheat::{self, Preheat};
 
 /// How `preheat_item` treats stock already in Redis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,50 +24,6 @@ pub enum PreheatMode {
     Force,
     /// Keep existing stock; update name, price, window, limits and expiry.
     UpdateMeta,
-}
-
-/// What preheat did (or, in a dry run, would do) to one item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PreheatStatus {
-    Loaded,
-    Kept,
-    MetaUpdated,
-    Overwritten,
-    HasSales,
-    StockMissing,
-}
-
-impl PreheatStatus {
-    const ALL: [PreheatStatus; 6] = [
-        PreheatStatus::Loaded,
-        PreheatStatus::Kept,
-        PreheatStatus::MetaUpdated,
-        PreheatStatus::Overwritten,
-        PreheatStatus::HasSales,
-        PreheatStatus::StockMissing,
-    ];
-
-    /// The name `lua/preheat.lua` returns and JSON shows.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PreheatStatus::Loaded => "loaded",
-            PreheatStatus::Kept => "kept",
-            PreheatStatus::MetaUpdated => "meta_updated",
-            PreheatStatus::Overwritten => "overwritten",
-            PreheatStatus::HasSales => "has_sales",
-            PreheatStatus::StockMissing => "stock_missing",
-        }
-    }
-
-    fn parse(name: &str) -> Option<PreheatStatus> {
-        PreheatStatus::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-
-    /// True when preheat refused to write (the item needs a human).
-    pub fn refused(self) -> bool {
-        matches!(self, PreheatStatus::HasSales | PreheatStatus::StockMissing)
-    }
 }
 
 /// Result of preheating one item.
@@ -95,98 +55,57 @@ pub fn preheat_item<C: ConnectionLike>(
         PreheatMode::UpdateMeta => "meta",
     };
     let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let (status, before, after): (String, i64, i64) = scripts::PREHEAT
-        .key(&keys.meta)
-        .key(&keys.stock)
-        .key(&keys.buyers)
-        .key(&keys.orders)
-        .key(&keys.buyer_orders)
-        .key(&keys.requests)
-        .arg(if dry_run { "dry" } else { mode_name })
-        .arg(item.stock)
-        .arg(&item.name)
-        .arg(item.price_cents)
-        .arg(opt(campaign.starts_at_ms))
-        .arg(opt(campaign.ends_at_ms))
-        .arg(campaign.per_user_limit)
-        .arg(opt(campaign
+    let call = Preheat {
+        meta: keys.meta.clone(),
+        stock: keys.stock.clone(),
+        buyers: keys.buyers.clone(),
+        orders: keys.orders.clone(),
+        buyer_orders: keys.buyer_orders.clone(),
+        requests: keys.requests.clone(),
+        mode: (if dry_run { "dry" } else { mode_name }).to_string(),
+        initial_stock: item.stock.to_string(),
+        name: item.name.clone(),
+        price_cents: item.price_cents.to_string(),
+        starts_at_ms: opt(campaign.starts_at_ms),
+        ends_at_ms: opt(campaign.ends_at_ms),
+        per_user_limit: campaign.per_user_limit.to_string(),
+        rate_window_ms: opt(campaign.rate_limit.map(|r| r.window.as_millis() as i64)),
+        rate_max: campaign
             .rate_limit
-            .map(|r| r.window.as_millis() as i64)))
-        .arg(campaign.rate_limit.map(|r| r.max_requests).unwrap_or(0))
-        .arg(opt(campaign.expire_at_ms()))
-        .arg(ORDER_GROUP)
-        .arg(mode_name)
+            .map(|r| r.max_requests)
+            .unwrap_or(0)
+            .to_string(),
+        expire_at_ms: opt(campaign.expire_at_ms()),
+        group: ORDER_GROUP.to_string(),
+        dry_mode: mode_name.to_string(),
+    };
+    let reply = call
         .invoke(conn)
         .with_context(|| format!("preheat script failed for item {}", item.id))?;
-    let Some(status) = PreheatStatus::parse(&status) else {
-        bail!("preheat script returned unknown status {status:?}");
-    };
+    let reply = preheat::parse_reply(reply)
+        .with_context(|| format!("preheat script failed for item {}", item.id))?;
     Ok(PreheatReport {
         item: item.id.clone(),
         name: item.name.clone(),
-        status,
+        status: reply.status,
         file_stock: item.stock,
-        redis_stock_before: (before >= 0).then_some(before),
-        redis_stock_after: (after >= 0).then_some(after),
+        redis_stock_before: reply.before,
+        redis_stock_after: reply.after,
     })
-}
-
-/// One item's live state as Redis has it.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ItemState {
-    /// Whether preheat has run (meta has `initial_stock`).
-    pub preheated: bool,
-    pub initial_stock: Option<i64>,
-    pub stock: Option<i64>,
-    /// Distinct users who bought.
-    pub buyers: i64,
-    /// Entries in the order stream.
-    pub stream_len: i64,
-    /// Kill switch.
-    pub closed: bool,
-    pub switch_reason: Option<String>,
-    pub switched_at_ms: Option<i64>,
-    pub switched_by: Option<String>,
-}
-
-impl ItemState {
-    /// True when anything was sold (buyers recorded or orders streamed).
-    pub fn has_sales(&self) -> bool {
-        self.buyers > 0 || self.stream_len > 0
-    }
 }
 
 /// Read one item's state in one round trip.
 pub fn item_state<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<ItemState> {
-    type Reply = (
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-        Option<i64>,
-        Option<String>,
-        Option<i64>,
-        i64,
-        i64,
-    );
-    let (initial_stock, closed, reason, at, by, stock, buyers, stream_len): Reply =
-        scripts::ITEM_STATE
-            .key(&keys.meta)
-            .key(&keys.stock)
-            .key(&keys.buyers)
-            .key(&keys.orders)
-            .invoke(conn)
-            .with_context(|| format!("cannot read state of {}", keys.base))?;
-    Ok(ItemState {
-        preheated: initial_stock.is_some(),
-        initial_stock,
-        stock,
-        buyers,
-        stream_len,
-        closed: closed.as_deref() == Some("1"),
-        switch_reason: reason.filter(|r| !r.is_empty()),
-        switched_at_ms: at,
-        switched_by: by.filter(|b| !b.is_empty()),
-    })
+    let call = ReadItemState {
+        meta: keys.meta.as_str(),
+        stock: keys.stock.as_str(),
+        buyers: keys.buyers.as_str(),
+        orders: keys.orders.as_str(),
+    };
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(item_state::parse_reply)
+        .with_context(|| format!("cannot read state of {}", keys.base))
 }
 
 /// Set the kill switch of one item. Takes effect on the buy script's next call.

@@ -20,7 +20,7 @@ use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::export::hgrm;
 use crate::loadtest::report::{Thresholds, VariantReport};
 use crate::loadtest::schedule::Pace;
-use crate::loadtest::{self, Plan, Settings, Variant, VariantRun};
+use crate::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
 use crate::output::{self, Format};
 use crate::redis_conn::{RedisTarget, parse_duration_arg};
 use crate::scripts;
@@ -134,6 +134,11 @@ pub struct Args {
     /// stock drift in any other variant always fails.
     #[arg(long, help_heading = "Thresholds (exit 4 when one fails)")]
     pub fail_on_oversell: bool,
+
+    /// Print the EVALSHA command line the v3 or full variant sends per request
+    /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
+    #[arg(long, value_name = "VARIANT", hide = true)]
+    pub print_command: Option<Variant>,
 }
 
 /// clap value parser for a positive rate.
@@ -192,6 +197,17 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         Some(id) => campaign.item(id)?.id.clone(),
         None => campaign.items[0].id.clone(),
     };
+    if let Some(variant) = args.print_command {
+        let keys = LoadtestKeys::new(&campaign.id, &item_id);
+        let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
+            return Err(usage(format!(
+                "--print-command: {} is not one script call (use v3 or full)",
+                variant.as_str()
+            )));
+        };
+        println!("{line}");
+        return Ok(exit_codes::SUCCESS);
+    }
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -212,9 +228,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         item_id,
         run_id: ulid::Ulid::generate().to_string(),
         // Loaded once, before any timing: the workers send bare EVALSHA and never see NOSCRIPT.
-        buy_sha: load_script(&mut control, "buy", &scripts::BUY)?,
-        v3_sha: load_script(&mut control, "v3_decr", &scripts::V3_DECR)?,
-        lock_release_sha: load_script(&mut control, "lock_release", &scripts::LOCK_RELEASE)?,
+        buy_sha: scripts::buy::SPEC.load(&mut control)?,
+        v3_sha: scripts::v3_decr::SPEC.load(&mut control)?,
+        lock_release_sha: scripts::lock_release::SPEC.load(&mut control)?,
         settings,
     };
 
@@ -338,17 +354,6 @@ fn loadtest_campaign(campaign: &Campaign, item_id: &str, settings: &Settings) ->
         item.stock = settings.stock;
     }
     copy
-}
-
-fn load_script<C: redis::ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    script: &redis::Script,
-) -> Result<String> {
-    script
-        .prepare_invoke()
-        .load(conn)
-        .with_context(|| format!("cannot load the {name} script (SCRIPT LOAD)"))
 }
 
 /// A bar on stderr: requests done and the live rate; hidden when stderr is not a terminal.

@@ -1,27 +1,18 @@
 //! `seckill pending-claim`: recover entries a dead or stuck consumer left
 //! pending, and dead-letter the ones that can never be stored.
 //!
-//! Claimed entries go through the same "commit, then ack" path as
-//! `consume`. An entry that is not an order, or a valid order that has been
-//! delivered `--max-deliveries` times already *and* that the database
-//! refuses while it accepts others, is moved to the item's dead-letter
-//! stream and acked in one Lua script, so it never blocks the group and is
-//! never dropped without a trace. A valid order is a customer's: while the
-//! database takes it, it is stored however often it was delivered, and while
-//! the database is down it stays pending. Streams are never trimmed here.
+//! A thin shell: the flags and the report. The claim and settle steps (and
+//! the rules for when an entry is dead-lettered) are `orders::claimer`.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::Serialize;
 
 use crate::context::Globals;
 use crate::exit_codes;
-use crate::keys::ItemKeys;
-use crate::orders::entry::parse_order;
-use crate::orders::pipeline::{Batch, Session, store_then_ack};
-use crate::orders::{StoreArgs, default_consumer_name, log, now_ms, stream};
+use crate::orders::claimer::{ClaimSettings, Claimer};
+use crate::orders::pipeline::Session;
+use crate::orders::{StoreArgs, default_consumer_name};
 use crate::output::{self, Format};
 use crate::redis_conn::parse_duration_arg;
 
@@ -52,26 +43,12 @@ pub struct Args {
 
 const COMMAND: &str = "pending-claim";
 
-/// What happened to one item's pending entries.
-#[derive(Debug, Clone, Default, Serialize)]
-struct ItemClaims {
-    item: String,
-    /// Entries claimed (idle long enough).
-    claimed: u64,
-    /// Claimed entries committed to the database and acked.
-    stored: u64,
-    /// Claimed entries moved to the dead-letter stream and acked.
-    dead_lettered: u64,
-    /// Pending ids whose entry was already deleted from the stream (Redis drops them from the pending list).
-    deleted: u64,
-}
-
 /// Claim, store or dead-letter every idle pending entry of the campaign; exit 0.
 pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let Session {
         campaign,
         target,
-        mut conn,
+        conn,
         mut store,
         stop,
     } = Session::open(COMMAND, globals, &args.store)?;
@@ -79,124 +56,13 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         .consumer
         .clone()
         .unwrap_or_else(|| default_consumer_name("pending-claim"));
-    let mut reports = Vec::new();
-    for item in &campaign.items {
-        let keys = ItemKeys::live(&campaign.id, &item.id);
-        stream::ensure_group(&mut conn, &keys)?;
-        let mut report = ItemClaims {
-            item: item.id.clone(),
-            ..ItemClaims::default()
-        };
-        let mut cursor = "0-0".to_string();
-        loop {
-            // SIGINT/SIGTERM: stop between pages; what is not stored stays pending.
-            if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                log(COMMAND, "stop requested: the rest stays pending");
-                break;
-            }
-            let (next, entries, deleted) = stream::autoclaim(
-                &mut conn,
-                &keys.orders,
-                &consumer,
-                args.min_idle,
-                &cursor,
-                args.batch as usize,
-            )?;
-            if !deleted.is_empty() {
-                log(
-                    COMMAND,
-                    format!(
-                        "{}: {} pending id(s) no longer in the stream (deleted or trimmed by someone): {}",
-                        keys.orders,
-                        deleted.len(),
-                        deleted.join(", ")
-                    ),
-                );
-            }
-            report.deleted += deleted.len() as u64;
-            report.claimed += entries.len() as u64;
-            if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
-                let deliveries: HashMap<String, u64> = stream::pending_deliveries(
-                    &mut conn,
-                    &keys.orders,
-                    &first.id,
-                    &last.id,
-                    entries.len(),
-                    Some(&consumer),
-                )?
-                .into_iter()
-                .collect();
-                let mut batch = Batch::default();
-                let mut ids = Vec::new();
-                let mut doomed = Vec::new();
-                let mut suspects = Vec::new();
-                for entry in &entries {
-                    let delivered = deliveries.get(&entry.id).copied().unwrap_or(0);
-                    match parse_order(entry, &campaign.id, &item.id) {
-                        Err(reason) => doomed.push((
-                            entry.id.clone(),
-                            format!("not an order: {reason}"),
-                            delivered,
-                        )),
-                        Ok(order) if delivered >= args.max_deliveries => {
-                            suspects.push((entry.id.clone(), order, delivered));
-                        }
-                        Ok(order) => {
-                            ids.push(entry.id.clone());
-                            batch.orders.push(order);
-                        }
-                    }
-                }
-                if !ids.is_empty() {
-                    batch.acks.push((keys.orders.clone(), ids));
-                    report.stored +=
-                        store_then_ack(COMMAND, store.as_mut(), &target, &mut conn, &batch, &stop)?
-                            .acked;
-                }
-                // A valid order delivered too often is still a customer's order: it is
-                // dead-lettered only when the database refuses *it* while accepting
-                // others. While the database is down it stays pending.
-                for (id, order, delivered) in suspects {
-                    match store.insert_orders(std::slice::from_ref(&order), now_ms()) {
-                        Ok(_) => {
-                            stream::ack(&mut conn, &keys.orders, std::slice::from_ref(&id))?;
-                            report.stored += 1;
-                        }
-                        Err(error) if store.accepts_writes() => {
-                            doomed.push((
-                                id,
-                                format!("delivered {delivered} times, and the database refuses it: {error:#}"),
-                                delivered,
-                            ));
-                        }
-                        Err(error) => {
-                            return Err(error.context(format!(
-                                "cannot store order entry {id} of {}: left pending",
-                                keys.orders
-                            )));
-                        }
-                    }
-                }
-                for (id, reason, delivered) in doomed {
-                    if stream::dead_letter(&mut conn, &keys, &id, &reason, delivered, &consumer)? {
-                        log(
-                            COMMAND,
-                            format!(
-                                "dead-lettered entry {id} of {} to {}: {reason}",
-                                keys.orders, keys.dead
-                            ),
-                        );
-                        report.dead_lettered += 1;
-                    }
-                }
-            }
-            if next == "0-0" {
-                break;
-            }
-            cursor = next;
-        }
-        reports.push(report);
-    }
+    let settings = ClaimSettings {
+        consumer: consumer.clone(),
+        min_idle: args.min_idle,
+        max_deliveries: args.max_deliveries,
+        batch: args.batch,
+    };
+    let reports = Claimer::new(&campaign, &target, conn, store.as_mut(), &stop, settings).run()?;
     match globals.format {
         Format::Json => output::print_json(&serde_json::json!({
             "campaign": campaign.id,

@@ -68,11 +68,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         )?);
     }
     if !args.dry_run {
-        for (name, script) in crate::scripts::all() {
-            let _: String = script
-                .prepare_invoke()
-                .load(&mut conn)
-                .map_err(|e| anyhow::anyhow!("cannot load the {name} script: {e}"))?;
+        for script in crate::scripts::sale_scripts() {
+            script.load(&mut conn)?;
         }
     }
     match globals.format {

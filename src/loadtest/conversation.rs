@@ -15,10 +15,11 @@ use anyhow::{Result, anyhow, bail};
 use redis::Value;
 
 use super::resp;
-use super::template::Template;
+use super::template::{self, ScriptTemplate, Template};
 use super::variants::{
-    Counts, LOCK_RETRY_PAUSE, LOCK_RETRY_PAUSE_MAX, LOCK_TTL_MS, LOCK_WAIT_LIMIT,
+    self, Counts, LOCK_RETRY_PAUSE, LOCK_RETRY_PAUSE_MAX, LOCK_TTL_MS, LOCK_WAIT_LIMIT,
 };
+use crate::scripts::lock_release;
 use super::{Plan, Variant};
 
 /// What the connection does after a reply.
@@ -50,7 +51,7 @@ pub enum Conversation {
         step: V2Step,
     },
     /// v3 and full: one script call per request, any number per write.
-    Script(Template),
+    Script(ScriptTemplate),
     V4 {
         decr: Vec<u8>,
         incr: Vec<u8>,
@@ -90,7 +91,7 @@ impl Conversation {
                     step: V2Step::Watch,
                 }
             }
-            Variant::V3 | Variant::Full => Conversation::Script(Template::for_variant(variant, plan)),
+            Variant::V3 | Variant::Full => Conversation::Script(ScriptTemplate::new(variant, plan)),
             Variant::V4 => Conversation::V4 {
                 decr: resp::command(&[b"DECR", stock]),
                 incr: resp::command(&[b"INCR", stock]),
@@ -244,7 +245,8 @@ impl Conversation {
 /// GET/DECR under a per-item lock (SET NX PX, compare-and-delete release).
 pub struct LockTalk {
     lock_key: Vec<u8>,
-    release_head: Vec<u8>,
+    /// The release script's call; the token's counter is written per acquisition.
+    release_call: Template,
     get: Vec<u8>,
     decr: Vec<u8>,
     /// Random per connection; a counter makes each acquisition's token unique.
@@ -270,23 +272,17 @@ enum LockStep {
 impl LockTalk {
     fn new(plan: &Plan) -> LockTalk {
         let stock = plan.keys.item.stock.as_bytes();
-        let lock = plan.keys.lock.as_bytes();
-        let mut release_head = Vec::new();
-        resp::array_header(&mut release_head, 5);
-        for arg in [
-            b"EVALSHA".as_slice(),
-            plan.lock_release_sha.as_bytes(),
-            b"1",
-            lock,
-        ] {
-            resp::bulk(&mut release_head, &[arg]);
-        }
+        let token_prefix = format!("{:016x}-", rand::random::<u64>()).into_bytes();
+        let token_width = template::digits(u64::MAX);
+        let release = variants::lock_release_words(plan, &token_prefix, &|number| {
+            vec![Template::mark(number); token_width]
+        });
         LockTalk {
-            lock_key: lock.to_vec(),
-            release_head,
+            lock_key: plan.keys.lock.as_bytes().to_vec(),
+            release_call: Template::from_words(&release),
             get: resp::command(&[b"GET", stock]),
             decr: resp::command(&[b"DECR", stock]),
-            token_prefix: format!("{:016x}-", rand::random::<u64>()).into_bytes(),
+            token_prefix,
             acquisitions: 0,
             acquire: Vec::with_capacity(128),
             release: Vec::with_capacity(128),
@@ -299,7 +295,11 @@ impl LockTalk {
 
     fn begin(&mut self, out: &mut Vec<u8>) {
         self.acquisitions += 1;
-        let token = resp::Digits::new(self.acquisitions);
+        // The token in SET NX and in the release must be the same bytes: both zero-padded.
+        self.release.clear();
+        self.release_call
+            .write(|_| self.acquisitions, &mut self.release);
+        let token = format!("{:0width$}", self.acquisitions, width = template::digits(u64::MAX));
         self.acquire.clear();
         resp::array_header(&mut self.acquire, 6);
         resp::bulk(&mut self.acquire, &[b"SET"]);
@@ -308,9 +308,6 @@ impl LockTalk {
         resp::bulk(&mut self.acquire, &[b"NX"]);
         resp::bulk(&mut self.acquire, &[b"PX"]);
         resp::bulk(&mut self.acquire, &[LOCK_TTL_MS]);
-        self.release.clear();
-        self.release.extend_from_slice(&self.release_head);
-        resp::bulk(&mut self.release, &[&self.token_prefix, token.as_bytes()]);
         self.step = LockStep::Acquire;
         self.give_up_at = Instant::now() + LOCK_WAIT_LIMIT;
         self.pause = LOCK_RETRY_PAUSE;
@@ -356,7 +353,7 @@ impl LockTalk {
                 out.extend_from_slice(&self.release);
             }
             LockStep::Release => {
-                if int_or_nil(reply, "lock release")? != Some(1) {
+                if !lock_release::parse_reply(reply)? {
                     // The lock expired while we held it: another holder may have run concurrently.
                     bail!(
                         "lock expired before release (held longer than {} ms)",

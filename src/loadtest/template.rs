@@ -1,161 +1,137 @@
-//! The script call of `v3` and `full`, packed once; per request only the
-//! digits that differ (user number, request number) are overwritten in place.
+//! A script call packed once; per request only the digits that differ (user
+//! number, request number, lock token) are overwritten in place.
 //!
-//! The bytes come from the script's packed EVALSHA with placeholder fields:
-//! a run of `USER_MARK` bytes where the user number goes, a run of
-//! `REQUEST_MARK` bytes where the request number goes, each as wide as the
-//! largest number of the run. Numbers are written zero-padded to that width,
-//! so every request has the same length and no length prefix ever changes —
-//! the way redis-benchmark fills its `__rand_int__` fields.
+//! The words come from the script's typed call (`variants::script_words`,
+//! `crate::scripts`) with placeholder fields: a run of one mark byte per
+//! kind of number, as wide as the largest number of the run. Numbers are
+//! written zero-padded to that width, so every request has the same length
+//! and no RESP length prefix ever changes — the way redis-benchmark fills
+//! its `__rand_int__` fields.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use redis::Value;
 
-use super::resp::Digits;
-use super::variants::Counts;
+use super::resp::{self, Digits};
+use super::variants::{self, Counts, Number};
 use super::{Plan, Variant};
+use crate::scripts::buy::{self, Outcome};
+use crate::scripts::v3_decr;
 
-/// Placeholder byte of the user-number field (never in a key or an id).
-const USER_MARK: u8 = 0x01;
-/// Placeholder byte of the request-number field.
-const REQUEST_MARK: u8 = 0x02;
-
-/// Which number a field carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
-    User,
-    Request,
-}
-
-/// One packed script call and where its numbers go.
+/// One packed command and where its numbers go.
 #[derive(Debug, Clone)]
 pub struct Template {
-    variant: Variant,
     packed: Vec<u8>,
-    /// (offset, width, what) of each number field.
-    fields: Vec<(usize, usize, Field)>,
+    /// (offset, width, which) of each number field.
+    fields: Vec<(usize, usize, Number)>,
+}
+
+/// A script variant's call (v3 or full) and how its replies count.
+#[derive(Debug, Clone)]
+pub struct ScriptTemplate {
+    variant: Variant,
+    template: Template,
     users: u64,
 }
 
-impl Template {
+impl ScriptTemplate {
     /// The call `variant` (v3 or full) makes, with the settings of `plan`.
-    pub fn for_variant(variant: Variant, plan: &Plan) -> Template {
+    pub fn new(variant: Variant, plan: &Plan) -> ScriptTemplate {
         let settings = &plan.settings;
-        let user = placeholder(USER_MARK, settings.users.saturating_sub(1));
-        let request = placeholder(REQUEST_MARK, settings.requests.saturating_sub(1));
-        let packed = match variant {
-            Variant::Full => {
-                let keys = &plan.keys.item;
-                let user_id = [USER_PREFIX, user.as_slice()].concat();
-                let order_id = [format!("{}-", plan.run_id).as_bytes(), request.as_slice()].concat();
-                redis::cmd("EVALSHA")
-                    .arg(&plan.buy_sha)
-                    .arg(7)
-                    .arg(&keys.meta)
-                    .arg(&keys.stock)
-                    .arg(&keys.buyers)
-                    .arg(&keys.buyer_orders)
-                    .arg(&keys.requests)
-                    .arg(&keys.orders)
-                    .arg([keys.rate("").as_bytes(), user_id.as_slice()].concat())
-                    .arg(&user_id)
-                    .arg(1)
-                    .arg("")
-                    .arg(order_id)
-                    .arg(&plan.campaign_id)
-                    .arg(&plan.item_id)
-                    .get_packed_command()
-            }
-            _ => redis::cmd("EVALSHA")
-                .arg(&plan.v3_sha)
-                .arg(1)
-                .arg(&plan.keys.item.stock)
-                .get_packed_command(),
+        let widths = |number| match number {
+            Number::User => digits(settings.users.saturating_sub(1)),
+            _ => digits(settings.requests.saturating_sub(1)),
         };
-        Template::from_packed(variant, packed, settings.users)
-    }
-
-    fn from_packed(variant: Variant, packed: Vec<u8>, users: u64) -> Template {
-        let mut fields = Vec::new();
-        let mut at = 0;
-        while at < packed.len() {
-            let field = match packed[at] {
-                USER_MARK => Field::User,
-                REQUEST_MARK => Field::Request,
-                _ => {
-                    at += 1;
-                    continue;
-                }
-            };
-            let width = packed[at..]
-                .iter()
-                .take_while(|&&b| b == packed[at])
-                .count();
-            fields.push((at, width, field));
-            at += width;
-        }
-        Template {
+        let words = variants::script_words(variant, plan, &|n| vec![Template::mark(n); widths(n)]);
+        ScriptTemplate {
             variant,
-            packed,
-            fields,
-            users: users.max(1),
+            template: Template::from_words(&words),
+            users: settings.users.max(1),
         }
     }
 
-    /// Append request `request`'s call to `out`.
+    /// Append request `request`'s call to `out`: user `request mod users`.
     pub fn write(&self, request: u64, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&self.packed);
-        for &(offset, width, field) in &self.fields {
-            let number = match field {
-                Field::User => request % self.users,
-                Field::Request => request,
-            };
-            let digits = Digits::new(number);
-            let digits = digits.as_bytes();
-            let slot = &mut out[start + offset..start + offset + width];
-            let pad = width - digits.len();
-            slot[..pad].fill(b'0');
-            slot[pad..].copy_from_slice(digits);
-        }
+        self.template.write(
+            |number| match number {
+                Number::User => request % self.users,
+                _ => request,
+            },
+            out,
+        );
     }
 
     /// Count one reply of the script.
     pub fn count(&self, reply: Value, counts: &mut Counts) -> Result<()> {
-        match self.variant {
-            Variant::Full => {
-                let Value::Array(fields) = reply else {
-                    bail!("buy script answered {reply:?}");
-                };
-                match fields.first() {
-                    Some(Value::BulkString(outcome)) => match outcome.as_slice() {
-                        b"ok" => counts.succeeded += 1,
-                        b"sold_out" => counts.sold_out += 1,
-                        b"duplicate" | b"rate_limited" => counts.rejected += 1,
-                        other => bail!(
-                            "buy script answered {:?}: the load-test item is not open for sale",
-                            String::from_utf8_lossy(other)
-                        ),
-                    },
-                    other => bail!("buy script answered {other:?}"),
-                }
+        if self.variant == Variant::Full {
+            match buy::outcome_of(&reply)? {
+                Outcome::Ok => counts.succeeded += 1,
+                Outcome::SoldOut => counts.sold_out += 1,
+                Outcome::Duplicate | Outcome::RateLimited => counts.rejected += 1,
+                other => anyhow::bail!(
+                    "buy script answered {:?}: the load-test item is not open for sale",
+                    other.as_str()
+                ),
             }
-            _ => match reply {
-                Value::Int(1) => counts.succeeded += 1,
-                Value::Int(0) => counts.sold_out += 1,
-                other => bail!("v3 script answered {other:?}"),
-            },
+        } else if v3_decr::parse_reply(reply)? {
+            counts.succeeded += 1;
+        } else {
+            counts.sold_out += 1;
         }
         Ok(())
     }
 }
 
-/// Prefix of synthetic user ids (`u000`, `u001`, ...).
-const USER_PREFIX: &[u8] = b"u";
+impl Template {
+    /// Placeholder byte of each kind of number (never in a key or an id).
+    pub fn mark(number: Number) -> u8 {
+        match number {
+            Number::User => 0x01,
+            Number::Request => 0x02,
+            Number::Token => 0x03,
+        }
+    }
 
-/// `mark` repeated as many times as `largest` has digits.
-fn placeholder(mark: u8, largest: u64) -> Vec<u8> {
-    vec![mark; Digits::new(largest).as_bytes().len()]
+    /// Pack `words` (placeholder runs included) and find the number fields.
+    pub fn from_words(words: &[Vec<u8>]) -> Template {
+        let packed = resp::command(&words.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let mut fields = Vec::new();
+        let mut at = 0;
+        while at < packed.len() {
+            let Some(number) = [Number::User, Number::Request, Number::Token]
+                .into_iter()
+                .find(|&n| Template::mark(n) == packed[at])
+            else {
+                at += 1;
+                continue;
+            };
+            let width = packed[at..]
+                .iter()
+                .take_while(|&&b| b == packed[at])
+                .count();
+            fields.push((at, width, number));
+            at += width;
+        }
+        Template { packed, fields }
+    }
+
+    /// Append the command to `out`, `value` giving each field's number.
+    pub fn write(&self, value: impl Fn(Number) -> u64, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&self.packed);
+        for &(offset, width, number) in &self.fields {
+            let digits = Digits::new(value(number));
+            let digits = digits.as_bytes();
+            let slot = &mut out[start + offset..start + offset + width];
+            let pad = width.saturating_sub(digits.len());
+            slot[..pad].fill(b'0');
+            slot[pad..].copy_from_slice(&digits[digits.len() - (width - pad)..]);
+        }
+    }
+}
+
+/// Decimal digits of `number`.
+pub fn digits(number: u64) -> usize {
+    Digits::new(number).as_bytes().len()
 }
 
 #[cfg(test)]
@@ -164,14 +140,15 @@ mod tests {
 
     #[test]
     fn numbers_are_written_zero_padded_in_place() {
-        let packed = redis::cmd("EVALSHA")
-            .arg("sha")
-            .arg([b"rate:u".as_slice(), &[USER_MARK; 3]].concat())
-            .arg([b"o-".as_slice(), &[REQUEST_MARK; 5]].concat())
-            .get_packed_command();
-        let template = Template::from_packed(Variant::Full, packed, 250);
+        let words = [
+            b"EVALSHA".to_vec(),
+            b"sha".to_vec(),
+            [b"rate:u".as_slice(), &[Template::mark(Number::User); 3]].concat(),
+            [b"o-".as_slice(), &[Template::mark(Number::Request); 5]].concat(),
+        ];
+        let template = Template::from_words(&words);
         let mut out = b"before".to_vec();
-        template.write(1234, &mut out);
+        template.write(|n| if n == Number::User { 234 } else { 1234 }, &mut out);
         let expected = redis::cmd("EVALSHA")
             .arg("sha")
             .arg("rate:u234")
@@ -179,7 +156,7 @@ mod tests {
             .get_packed_command();
         assert_eq!(&out[6..], expected.as_slice());
         out.clear();
-        template.write(7, &mut out);
+        template.write(|_| 7, &mut out);
         assert!(out.windows(9).any(|w| w == b"rate:u007"));
     }
 }

@@ -1,17 +1,19 @@
-//! What one simulated request does in each variant, exactly as the reference
-//! chapter (section 14.5) describes it, so the comparison is honest.
-//!
-//! Each worker thread builds one [`Shopper`] before the start line, packing
-//! every command it can in advance; after that a request costs its round
-//! trips and the parsing of the replies, nothing else.
+//! The variants' shared pieces: the lock's timing constants, what a worker
+//! counts, and the script calls of `full`, `v3` and `lock` built from the
+//! scripts' typed calls (`crate::scripts`), so the KEYS/ARGV order is the one
+//! `seckill buy` uses and `loadtest --print-command` prints the very same
+//! words for redis-benchmark. What each variant says to Redis, step by step,
+//! is its state machine in `conversation`; the per-request packing is
+//! `template`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
-use redis::{ConnectionLike, Value};
-
-use super::resp::{self, Digits};
+use super::namespace::LoadtestKeys;
 use super::{Plan, Variant};
+use crate::scripts::ScriptCall;
+use crate::scripts::buy::Buy;
+use crate::scripts::lock_release::LockRelease;
+use crate::scripts::v3_decr::V3Decr;
 
 /// How long a `lock` request waits for the lock before it gives up (counted as rejected).
 pub const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(1);
@@ -51,399 +53,195 @@ impl Counts {
     }
 }
 
-/// The per-thread state of one variant: its pre-packed commands.
-pub enum Shopper {
-    V1 {
-        get: Vec<u8>,
-        decr: Vec<u8>,
-    },
-    V2 {
-        watch: Vec<u8>,
-        get: Vec<u8>,
-        unwatch: Vec<u8>,
-        transaction: Vec<u8>,
-    },
-    V3 {
-        /// Length of one packed EVALSHA.
-        one: usize,
-        /// `--pipeline` copies of it back to back; a batch of n sends the first n.
-        repeated: Vec<u8>,
-    },
-    V4 {
-        decr: Vec<u8>,
-        incr: Vec<u8>,
-    },
-    Full(Box<FullBuy>),
-    Lock(Box<LockedDecr>),
-}
-
-/// The real buy script, one EVALSHA per request, packed into a reused buffer.
-pub struct FullBuy {
-    /// `*16 EVALSHA sha 7` and the six fixed keys.
-    head: Vec<u8>,
-    /// Prefix of the per-user rate-limit key, user prefix included.
-    rate_prefix: Vec<u8>,
-    /// qty `1` and an empty request id.
-    middle: Vec<u8>,
-    /// Order ids are `<run id>-<request number>`: unique, no ULID per request.
-    order_prefix: Vec<u8>,
-    /// Campaign id and item id.
-    tail: Vec<u8>,
-    users: u64,
-    buffer: Vec<u8>,
-}
-
-/// GET/DECR under a per-item lock (SET NX PX, compare-and-delete release).
-pub struct LockedDecr {
-    lock_key: Vec<u8>,
-    release_head: Vec<u8>,
-    get: Vec<u8>,
-    decr: Vec<u8>,
-    /// Random per thread; a counter makes each acquisition's token unique.
-    token_prefix: Vec<u8>,
-    acquisitions: u64,
-    buffer: Vec<u8>,
-}
-
-/// Prefix of synthetic user ids (`u0`, `u1`, ...).
+/// Prefix of synthetic user ids (`u000`, `u001`, ...).
 const USER_PREFIX: &[u8] = b"u";
 
-impl Shopper {
-    /// Pack what can be packed for `variant`; `pipeline` only matters to v3 and full.
-    pub fn new(variant: Variant, plan: &Plan) -> Shopper {
-        let stock = plan.keys.item.stock.as_bytes();
-        match variant {
-            Variant::V1 => Shopper::V1 {
-                get: resp::command(&[b"GET", stock]),
-                decr: resp::command(&[b"DECR", stock]),
-            },
-            Variant::V2 => {
-                let mut transaction = resp::command(&[b"MULTI"]);
-                transaction.extend(resp::command(&[b"DECR", stock]));
-                transaction.extend(resp::command(&[b"EXEC"]));
-                Shopper::V2 {
-                    watch: resp::command(&[b"WATCH", stock]),
-                    get: resp::command(&[b"GET", stock]),
-                    unwatch: resp::command(&[b"UNWATCH"]),
-                    transaction,
-                }
-            }
-            Variant::V3 => {
-                let one = resp::command(&[b"EVALSHA", plan.v3_sha.as_bytes(), b"1", stock]);
-                Shopper::V3 {
-                    one: one.len(),
-                    repeated: one.repeat(plan.settings.pipeline),
-                }
-            }
-            Variant::V4 => Shopper::V4 {
-                decr: resp::command(&[b"DECR", stock]),
-                incr: resp::command(&[b"INCR", stock]),
-            },
-            Variant::Full => Shopper::Full(Box::new(FullBuy::new(plan))),
-            Variant::Lock => Shopper::Lock(Box::new(LockedDecr::new(plan))),
-        }
-    }
-
-    /// Requests per round trip this shopper can batch.
-    pub fn batch_limit(&self, pipeline: usize) -> usize {
-        match self {
-            Shopper::V3 { .. } | Shopper::Full(_) => pipeline,
-            _ => 1,
-        }
-    }
-
-    /// Make `requests.len()` requests (request numbers given) and count their outcomes.
-    pub fn shop<C: ConnectionLike>(
-        &mut self,
-        conn: &mut C,
-        requests: &[u64],
-        counts: &mut Counts,
-    ) -> Result<()> {
-        match self {
-            Shopper::V1 { get, decr } => {
-                // The race on purpose: another client may DECR between our GET and our DECR.
-                let stock = int_or_nil(conn.req_packed_command(get), "v1 GET")?;
-                if stock.unwrap_or(0) <= 0 {
-                    counts.sold_out += 1;
-                } else {
-                    int_or_nil(conn.req_packed_command(decr), "v1 DECR")?;
-                    counts.succeeded += 1;
-                }
-            }
-            Shopper::V2 {
-                watch,
-                get,
-                unwatch,
-                transaction,
-            } => loop {
-                expect_ok(conn.req_packed_command(watch), "v2 WATCH")?;
-                let stock = int_or_nil(conn.req_packed_command(get), "v2 GET")?;
-                if stock.unwrap_or(0) <= 0 {
-                    expect_ok(conn.req_packed_command(unwatch), "v2 UNWATCH")?;
-                    counts.sold_out += 1;
-                    break;
-                }
-                // Replies: MULTI's OK and DECR's QUEUED are skipped; EXEC's is nil when aborted.
-                let exec = conn
-                    .req_packed_commands(transaction, 2, 1)
-                    .context("v2 MULTI/DECR/EXEC failed")?;
-                match exec.into_iter().next() {
-                    Some(Value::Nil) => counts.retries += 1,
-                    Some(Value::Array(_)) => {
-                        counts.succeeded += 1;
-                        break;
-                    }
-                    other => bail!("v2 EXEC answered {other:?}"),
-                }
-            },
-            Shopper::V3 { one, repeated } => {
-                let packed = &repeated[..*one * requests.len()];
-                for reply in send(conn, packed, requests.len(), "v3 EVALSHA")? {
-                    match int_or_nil(Ok(reply), "v3 EVALSHA")? {
-                        Some(1) => counts.succeeded += 1,
-                        Some(0) => counts.sold_out += 1,
-                        other => bail!("v3 script answered {other:?}"),
-                    }
-                }
-            }
-            Shopper::V4 { decr, incr } => {
-                let left = int_or_nil(conn.req_packed_command(decr), "v4 DECR")?.unwrap_or(0);
-                if left < 0 {
-                    counts.retries += 1;
-                    counts.lowest_stock_seen =
-                        Some(counts.lowest_stock_seen.map_or(left, |low| low.min(left)));
-                    int_or_nil(conn.req_packed_command(incr), "v4 INCR")?;
-                    counts.sold_out += 1;
-                } else {
-                    counts.succeeded += 1;
-                }
-            }
-            Shopper::Full(full) => full.shop(conn, requests, counts)?,
-            Shopper::Lock(lock) => lock.shop(conn, counts)?,
-        }
-        Ok(())
+/// The `full` variant's buy call: the load-test item's keys, synthetic user
+/// `u<n>` (its rate key with it), qty 1, no request id, order id
+/// `<order_prefix><request number>`.
+fn buy_call(
+    keys: &LoadtestKeys,
+    campaign_id: &str,
+    item_id: &str,
+    order_prefix: &str,
+) -> Buy<Word> {
+    let keys = &keys.item;
+    let fixed = |value: &str| Word::Fixed(value.as_bytes().to_vec());
+    let mut rate_prefix = keys.rate("").into_bytes();
+    rate_prefix.extend_from_slice(USER_PREFIX);
+    Buy {
+        meta: fixed(&keys.meta),
+        stock: fixed(&keys.stock),
+        buyers: fixed(&keys.buyers),
+        buyer_orders: fixed(&keys.buyer_orders),
+        requests: fixed(&keys.requests),
+        orders: fixed(&keys.orders),
+        rate: Word::Numbered(rate_prefix, Number::User),
+        user: Word::Numbered(USER_PREFIX.to_vec(), Number::User),
+        qty: fixed("1"),
+        request_id: fixed(""),
+        order_id: Word::Numbered(order_prefix.as_bytes().to_vec(), Number::Request),
+        campaign: fixed(campaign_id),
+        item: fixed(item_id),
     }
 }
 
-impl FullBuy {
-    fn new(plan: &Plan) -> FullBuy {
-        let keys = &plan.keys.item;
-        let mut head = Vec::new();
-        resp::array_header(&mut head, 16);
-        for arg in [b"EVALSHA".as_slice(), plan.buy_sha.as_bytes(), b"7"] {
-            resp::bulk(&mut head, &[arg]);
+/// The EVALSHA that `variant` sends per request, as a shell-quoted command
+/// line for redis-benchmark (`__rand_int__` stands for the per-request
+/// numbers); `None` for the variants that are not one script call.
+pub fn print_command(
+    variant: Variant,
+    keys: &LoadtestKeys,
+    campaign_id: &str,
+    item_id: &str,
+) -> Option<String> {
+    let words = match variant {
+        Variant::Full => {
+            let call = buy_call(keys, campaign_id, item_id, "o");
+            words_of(&call, None, &|_| RAND_INT.to_vec())
         }
-        for key in [
-            &keys.meta,
-            &keys.stock,
-            &keys.buyers,
-            &keys.buyer_orders,
-            &keys.requests,
-            &keys.orders,
-        ] {
-            resp::bulk(&mut head, &[key.as_bytes()]);
+        Variant::V3 => V3Decr {
+            stock: keys.item.stock.as_str(),
         }
-        let mut middle = Vec::new();
-        resp::bulk(&mut middle, &[b"1"]);
-        resp::bulk(&mut middle, &[b""]);
-        let mut tail = Vec::new();
-        resp::bulk(&mut tail, &[plan.campaign_id.as_bytes()]);
-        resp::bulk(&mut tail, &[plan.item_id.as_bytes()]);
-        let mut rate_prefix = keys.rate("").into_bytes();
-        rate_prefix.extend_from_slice(USER_PREFIX);
-        FullBuy {
-            head,
-            rate_prefix,
-            middle,
-            order_prefix: format!("{}-", plan.run_id).into_bytes(),
-            tail,
-            users: plan.settings.users,
-            buffer: Vec::with_capacity(512 * plan.settings.pipeline),
-        }
-    }
+        .evalsha_words(),
+        Variant::V1 | Variant::V2 | Variant::V4 | Variant::Lock => return None,
+    };
+    Some(
+        words
+            .iter()
+            .map(|word| shell_word(word))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
 
-    fn shop<C: ConnectionLike>(
-        &mut self,
-        conn: &mut C,
-        requests: &[u64],
-        counts: &mut Counts,
-    ) -> Result<()> {
-        self.buffer.clear();
-        for &request in requests {
-            let user = Digits::new(request % self.users);
-            let order = Digits::new(request);
-            self.buffer.extend_from_slice(&self.head);
-            resp::bulk(&mut self.buffer, &[&self.rate_prefix, user.as_bytes()]);
-            resp::bulk(&mut self.buffer, &[USER_PREFIX, user.as_bytes()]);
-            self.buffer.extend_from_slice(&self.middle);
-            resp::bulk(&mut self.buffer, &[&self.order_prefix, order.as_bytes()]);
-            self.buffer.extend_from_slice(&self.tail);
+/// The words of the EVALSHA that `variant` (v3 or full) sends in the run of
+/// `plan`, with the SHA that SCRIPT LOAD answered; `number` gives the bytes
+/// that complete each numbered word (the packer's placeholders).
+pub fn script_words(
+    variant: Variant,
+    plan: &Plan,
+    number: &dyn Fn(Number) -> Vec<u8>,
+) -> Vec<Vec<u8>> {
+    match variant {
+        Variant::Full => {
+            let order_prefix = format!("{}-", plan.run_id);
+            let call = buy_call(&plan.keys, &plan.campaign_id, &plan.item_id, &order_prefix);
+            words_of(&call, Some(&plan.buy_sha), number)
         }
-        for reply in send(conn, &self.buffer, requests.len(), "full buy EVALSHA")? {
-            let Value::Array(fields) = reply else {
-                bail!("buy script answered {reply:?}");
+        _ => {
+            let call = V3Decr {
+                stock: Word::Fixed(plan.keys.item.stock.as_bytes().to_vec()),
             };
-            match fields.first() {
-                Some(Value::BulkString(outcome)) => match outcome.as_slice() {
-                    b"ok" => counts.succeeded += 1,
-                    b"sold_out" => counts.sold_out += 1,
-                    b"duplicate" | b"rate_limited" => counts.rejected += 1,
-                    other => bail!(
-                        "buy script answered {:?}: the load-test item is not open for sale",
-                        String::from_utf8_lossy(other)
-                    ),
-                },
-                other => bail!("buy script answered {other:?}"),
-            }
+            words_of(&call, Some(&plan.v3_sha), number)
         }
-        Ok(())
     }
 }
 
-impl LockedDecr {
-    fn new(plan: &Plan) -> LockedDecr {
-        let stock = plan.keys.item.stock.as_bytes();
-        let lock = plan.keys.lock.as_bytes();
-        let mut release_head = Vec::new();
-        resp::array_header(&mut release_head, 5);
-        for arg in [
-            b"EVALSHA".as_slice(),
-            plan.lock_release_sha.as_bytes(),
-            b"1",
-            lock,
-        ] {
-            resp::bulk(&mut release_head, &[arg]);
-        }
-        LockedDecr {
-            lock_key: lock.to_vec(),
-            release_head,
-            get: resp::command(&[b"GET", stock]),
-            decr: resp::command(&[b"DECR", stock]),
-            token_prefix: format!("{:016x}-", rand::random::<u64>()).into_bytes(),
-            acquisitions: 0,
-            buffer: Vec::with_capacity(256),
-        }
-    }
-
-    fn shop<C: ConnectionLike>(&mut self, conn: &mut C, counts: &mut Counts) -> Result<()> {
-        self.acquisitions += 1;
-        let token = Digits::new(self.acquisitions);
-        self.buffer.clear();
-        resp::array_header(&mut self.buffer, 6);
-        resp::bulk(&mut self.buffer, &[b"SET"]);
-        resp::bulk(&mut self.buffer, &[&self.lock_key]);
-        resp::bulk(&mut self.buffer, &[&self.token_prefix, token.as_bytes()]);
-        resp::bulk(&mut self.buffer, &[b"NX"]);
-        resp::bulk(&mut self.buffer, &[b"PX"]);
-        resp::bulk(&mut self.buffer, &[LOCK_TTL_MS]);
-        let acquire_len = self.buffer.len();
-        self.buffer.extend_from_slice(&self.release_head);
-        resp::bulk(&mut self.buffer, &[&self.token_prefix, token.as_bytes()]);
-        let (acquire, release) = self.buffer.split_at(acquire_len);
-
-        let give_up_at = Instant::now() + LOCK_WAIT_LIMIT;
-        let mut pause = LOCK_RETRY_PAUSE;
-        loop {
-            match conn
-                .req_packed_command(acquire)
-                .context("lock SET NX PX failed")?
-            {
-                Value::Okay => break,
-                Value::Nil if Instant::now() < give_up_at => {
-                    counts.retries += 1;
-                    // Jitter keeps the waiters from retrying in lockstep.
-                    std::thread::sleep(pause.mul_f64(rand::random_range(0.5..1.5)));
-                    pause = (pause * 2).min(LOCK_RETRY_PAUSE_MAX);
-                }
-                Value::Nil => {
-                    counts.rejected += 1;
-                    return Ok(());
-                }
-                other => bail!("lock SET NX PX answered {other:?}"),
-            }
-        }
-        let stock = int_or_nil(conn.req_packed_command(&self.get), "lock GET")?;
-        let bought = stock.unwrap_or(0) > 0;
-        if bought {
-            int_or_nil(conn.req_packed_command(&self.decr), "lock DECR")?;
-        }
-        let released = int_or_nil(conn.req_packed_command(release), "lock release")?;
-        if released != Some(1) {
-            // The lock expired while we held it: another holder may have run concurrently.
-            bail!(
-                "lock expired before release (held longer than {} ms)",
-                String::from_utf8_lossy(LOCK_TTL_MS)
-            );
-        }
-        if bought {
-            counts.succeeded += 1;
-        } else {
-            counts.sold_out += 1;
-        }
-        Ok(())
-    }
+/// The words of the lock variant's release (compare-and-delete), its token numbered.
+pub fn lock_release_words(
+    plan: &Plan,
+    token_prefix: &[u8],
+    number: &dyn Fn(Number) -> Vec<u8>,
+) -> Vec<Vec<u8>> {
+    let call = LockRelease {
+        lock: Word::Fixed(plan.keys.lock.as_bytes().to_vec()),
+        token: Word::Numbered(token_prefix.to_vec(), Number::Token),
+    };
+    words_of(&call, Some(&plan.lock_release_sha), number)
 }
 
-/// Send `count` packed commands in one round trip and return their replies.
-fn send<C: ConnectionLike>(
-    conn: &mut C,
-    packed: &[u8],
-    count: usize,
-    what: &str,
-) -> Result<Replies> {
-    if count == 1 {
-        let reply = conn
-            .req_packed_command(packed)
-            .with_context(|| format!("{what} failed"))?;
-        Ok(Replies::One(std::iter::once(reply)))
+/// `EVALSHA sha numkeys KEYS... ARGV...` of `call`, `number` completing every
+/// numbered word; `sha` is what SCRIPT LOAD answered (default: the SHA1 of
+/// the script's source, which is the same).
+fn words_of<C: ScriptCall<Word>>(
+    call: &C,
+    sha: Option<&str>,
+    number: &dyn Fn(Number) -> Vec<u8>,
+) -> Vec<Vec<u8>> {
+    let keys = call.keys();
+    let mut words = vec![
+        b"EVALSHA".to_vec(),
+        sha.unwrap_or(C::spec().sha()).as_bytes().to_vec(),
+        keys.len().to_string().into_bytes(),
+    ];
+    for word in keys.into_iter().chain(call.argv()) {
+        words.push(match word {
+            Word::Fixed(value) => value.clone(),
+            Word::Numbered(prefix, which) => [prefix.as_slice(), &number(*which)].concat(),
+        });
+    }
+    words
+}
+
+/// redis-benchmark's placeholder, replaced by a random number per command.
+const RAND_INT: &[u8] = b"__rand_int__";
+
+/// One word of a shell command line, quoted when it needs to be.
+fn shell_word(word: &[u8]) -> String {
+    let text = String::from_utf8_lossy(word);
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,:/@%+=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.into_owned()
     } else {
-        let replies = conn
-            .req_packed_commands(packed, 0, count)
-            .with_context(|| format!("{what} (pipeline of {count}) failed"))?;
-        Ok(Replies::Many(replies.into_iter()))
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
-/// The replies of one round trip; the unpipelined case allocates no Vec.
-enum Replies {
-    One(std::iter::Once<Value>),
-    Many(std::vec::IntoIter<Value>),
+/// Which per-request number completes a [`Word::Numbered`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Number {
+    /// The synthetic user's number.
+    User,
+    /// The request's number.
+    Request,
+    /// The lock acquisition's number.
+    Token,
 }
 
-impl Iterator for Replies {
-    type Item = Value;
+/// One KEYS/ARGV value of a packed script call.
+#[derive(Debug, Clone)]
+pub enum Word {
+    /// The same for every request.
+    Fixed(Vec<u8>),
+    /// This prefix followed by a number chosen per request.
+    Numbered(Vec<u8>, Number),
+}
 
-    fn next(&mut self) -> Option<Value> {
-        match self {
-            Replies::One(reply) => reply.next(),
-            Replies::Many(replies) => replies.next(),
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of the `full` call: the buy script's KEYS/ARGV order, numbered words completed.
+    #[test]
+    fn full_words_follow_the_buy_call() {
+        let keys = LoadtestKeys::new("camp", "item");
+        let call = buy_call(&keys, "camp", "item", "run-");
+        let words = words_of(&call, None, &|_| b"42".to_vec());
+        assert_eq!(words[1], crate::scripts::buy::SPEC.sha().as_bytes());
+        assert_eq!(words[2], b"7");
+        assert_eq!(words[3], keys.item.meta.as_bytes());
+        assert_eq!(words[9], keys.item.rate("u42").as_bytes());
+        assert_eq!(words[10], b"u42");
+        assert_eq!(words[13], b"run-42");
     }
-}
 
-/// An integer reply (or nil); Redis errors become errors naming the command.
-fn int_or_nil(reply: redis::RedisResult<Value>, what: &str) -> Result<Option<i64>> {
-    match reply.with_context(|| format!("{what} failed"))? {
-        Value::Nil => Ok(None),
-        Value::Int(n) => Ok(Some(n)),
-        Value::BulkString(text) => std::str::from_utf8(&text)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .map(Some)
-            .ok_or_else(|| {
-                anyhow!(
-                    "{what} answered a non-integer {:?}",
-                    String::from_utf8_lossy(&text)
-                )
-            }),
-        Value::ServerError(error) => Err(anyhow!("{what} failed: {error:?}")),
-        other => bail!("{what} answered {other:?}"),
-    }
-}
-
-fn expect_ok(reply: redis::RedisResult<Value>, what: &str) -> Result<()> {
-    match reply.with_context(|| format!("{what} failed"))? {
-        Value::Okay => Ok(()),
-        other => bail!("{what} answered {other:?}"),
+    #[test]
+    fn print_command_quotes_for_the_shell() {
+        let keys = LoadtestKeys::new("camp", "item");
+        let line = print_command(Variant::Full, &keys, "camp", "item").unwrap();
+        assert!(
+            line.starts_with(&format!(
+                "EVALSHA {} 7 'seckill-loadtest:{{camp:item}}:meta'",
+                crate::scripts::buy::SPEC.sha()
+            )),
+            "{line}"
+        );
+        assert!(
+            line.contains(" u__rand_int__ 1 '' o__rand_int__ camp item"),
+            "{line}"
+        );
+        assert!(print_command(Variant::V1, &keys, "camp", "item").is_none());
+        assert_eq!(shell_word(b"it's"), "'it'\\''s'");
     }
 }

@@ -5,6 +5,10 @@
 //!   and reconcile all use it).
 //! * [`stream`]: consumer-group calls on the order and dead-letter streams.
 //! * [`pipeline`]: "commit, THEN ack", with bounded exponential backoff.
+//! * [`reconnecting`]: a Redis connection replaced after any failed call.
+//! * [`consumer`]: `consume` as named phases (own pending, new, final pass).
+//! * [`claimer`]: `pending-claim` as a claim step and a settle step.
+//! * [`transient`]: which database errors opening waits out (the rest fail fast).
 //! * [`OrderStore`] with two backends chosen by URL: [`sqlite`] (embedded
 //!   default) and [`mysql`] (MySQL/MariaDB for production).
 //! * [`reconcile`]: the nightly equation.
@@ -16,12 +20,16 @@
 //! on the command line or in the environment is relative to the current
 //! directory, like any other path typed in a shell.
 
+pub mod claimer;
+pub mod consumer;
 pub mod entry;
 pub mod mysql;
 pub mod pipeline;
 pub mod reconcile;
+pub mod reconnecting;
 pub mod sqlite;
 pub mod stream;
+pub mod transient;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::entry::Order;
+use super::reconnecting::ReconnectingConn;
+use super::transient::is_transient;
 use super::{OrderStore, StoreArgs, StoreLocation, log, now_ms, stream};
 use crate::campaign::Campaign;
 use crate::context::Globals;
@@ -44,10 +46,10 @@ impl Session {
         }
         let conn = target.connect()?;
         let what = format!("opening {}", location.display());
-        // A database still starting is waited for, a bad path or password is
-        // not: opening gives up after OPEN_PATIENCE.
+        // A database still starting is waited for (up to OPEN_PATIENCE); a
+        // wrong password, an unknown database or a bad path is not.
         let deadline = Some(Instant::now() + OPEN_PATIENCE);
-        let store = retry_until(command, &what, &stop, deadline, || location.open())?;
+        let store = retry_transient_until(command, &what, &stop, deadline, || location.open())?;
         Ok(Session {
             campaign,
             target,
@@ -87,6 +89,29 @@ pub fn retry_until<T>(
     what: &str,
     stop: &AtomicBool,
     deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    retry_core(command, what, stop, deadline, |_| true, attempt)
+}
+
+/// [`retry_until`] for transient errors only ([`is_transient`]): any other
+/// error is returned at once, since waiting would not fix it.
+pub fn retry_transient_until<T>(
+    command: &str,
+    what: &str,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
+    attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    retry_core(command, what, stop, deadline, is_transient, attempt)
+}
+
+fn retry_core<T>(
+    command: &str,
+    what: &str,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
+    transient: impl Fn(&anyhow::Error) -> bool,
     mut attempt: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     let mut delay = BACKOFF_START;
@@ -102,6 +127,11 @@ pub fn retry_until<T>(
                     );
                 }
                 return Ok(value);
+            }
+            Err(error) if !transient(&error) => {
+                return Err(error.context(format!(
+                    "{what} failed (not retried: waiting would not fix this)"
+                )));
             }
             Err(error) => {
                 failures += 1;
@@ -175,8 +205,7 @@ pub struct Stored {
 pub fn store_then_ack(
     command: &str,
     store: &mut dyn OrderStore,
-    target: &RedisTarget,
-    conn: &mut Conn,
+    conn: &mut ReconnectingConn,
     batch: &Batch,
     stop: &AtomicBool,
 ) -> Result<Stored> {
@@ -193,15 +222,8 @@ pub fn store_then_ack(
     }
     for (stream_key, ids) in &batch.acks {
         let what = format!("acking {} entries of {stream_key}", ids.len());
-        let mut reconnect = false;
-        retry(command, &what, stop, || {
-            if reconnect {
-                // After an error the old connection may still owe a reply.
-                *conn = target.connect()?;
-            }
-            let result = stream::ack(conn, stream_key, ids);
-            reconnect = result.is_err();
-            result
+        conn.retry(command, &what, stop, |conn| {
+            stream::ack(conn, stream_key, ids)
         })?;
         stored.acked += ids.len() as u64;
     }

@@ -35,7 +35,8 @@ use super::entry::{Order, parse_order, stream_id_key};
 use super::{ItemTotals, OrderStore, now_ms, stream};
 use crate::campaign::{Campaign, Item};
 use crate::keys::ItemKeys;
-use crate::scripts;
+use crate::scripts::ScriptCall;
+use crate::scripts::reconcile_snapshot::{self, ReconcileSnapshot};
 
 /// Stream entries / database rows handled per page.
 pub const PAGE: usize = 1000;
@@ -201,13 +202,23 @@ fn snapshot<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
 ) -> Result<(Option<i64>, Option<i64>, u64, String)> {
-    scripts::RECONCILE_SNAPSHOT
-        .key(&keys.meta)
-        .key(&keys.stock)
-        .key(&keys.orders)
-        .key(&keys.dead)
+    let call = ReconcileSnapshot {
+        meta: keys.meta.as_str(),
+        stock: keys.stock.as_str(),
+        orders: keys.orders.as_str(),
+        dead: keys.dead.as_str(),
+    };
+    let snapshot = call
         .invoke(conn)
-        .with_context(|| format!("cannot read the state of {}", keys.base))
+        .map_err(anyhow::Error::from)
+        .and_then(reconcile_snapshot::parse_reply)
+        .with_context(|| format!("cannot read the state of {}", keys.base))?;
+    Ok((
+        snapshot.initial_stock,
+        snapshot.stock,
+        snapshot.dead_len,
+        snapshot.last_order_stream_id,
+    ))
 }
 
 fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {

@@ -1,8 +1,9 @@
-//! Consumer-group calls on the order streams and the dead-letter script.
+//! Consumer-group calls on the order streams, and the scripts that read and
+//! dead-letter their entries.
 //!
 //! Every call names one item's keys only, so each works on a Redis Cluster
-//! (one item = one hash tag = one slot). On a single server `read_new`
-//! reads all items in one XREADGROUP.
+//! (one item = one hash tag = one slot), except [`read_items`]: on a single
+//! server it reads all items in one XREADGROUP, on a cluster one per item.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -14,7 +15,10 @@ use super::entry::{
     RawEntry, parse_autoclaim_reply, parse_entries, parse_read_reply, stream_id_key,
 };
 use crate::keys::{ItemKeys, ORDER_GROUP};
-use crate::scripts;
+use crate::redis_conn::Conn;
+use crate::scripts::ScriptCall;
+use crate::scripts::dead_letter::{self, DeadLetter};
+use crate::scripts::stream_order_ids::{self, StreamOrderIds};
 
 /// Create the consumer group of one item when missing (BUSYGROUP = already there).
 pub fn ensure_group<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<()> {
@@ -66,6 +70,47 @@ pub fn read_group<C: ConnectionLike>(
         .query(conn)
         .with_context(|| format!("XREADGROUP failed on {} stream(s)", streams.len()))?;
     parse_read_reply(&reply)
+}
+
+/// One XREADGROUP round over every item of `items`, each from its start id
+/// (`>` for new entries, an id for this consumer's own pending ones): all
+/// streams in one call on a single server, one call per item on a cluster
+/// (each item's stream lives in its own slot). `block` = None returns at once.
+pub fn read_items(
+    conn: &mut Conn,
+    consumer: &str,
+    items: &[ItemKeys],
+    start_ids: &[String],
+    count: usize,
+    block: Option<Duration>,
+) -> Result<Vec<(String, Vec<RawEntry>)>> {
+    let streams: Vec<(&str, &str)> = items
+        .iter()
+        .zip(start_ids)
+        .map(|(k, id)| (k.orders.as_str(), id.as_str()))
+        .collect();
+    if !conn.is_cluster() {
+        return read_group(conn, consumer, &streams, count, block);
+    }
+    let mut all = Vec::new();
+    for one in &streams {
+        // Blocking on each of several items in turn would add their waits up.
+        let each_block = if streams.len() == 1 { block } else { None };
+        all.extend(read_group(
+            conn,
+            consumer,
+            std::slice::from_ref(one),
+            count,
+            each_block,
+        )?);
+    }
+    if let (Some(pause), true) = (block, streams.len() > 1) {
+        if all.iter().all(|(_, entries)| entries.is_empty()) {
+            // Nothing anywhere: wait once here instead of spinning on non-blocking reads.
+            std::thread::sleep(pause);
+        }
+    }
+    Ok(all)
 }
 
 /// XACK `ids` on one stream; returns how many were pending.
@@ -237,12 +282,14 @@ pub fn order_ids_at<C: ConnectionLike>(
     if valid.is_empty() {
         return Ok(vec![None; ids.len()]);
     }
-    let mut invocation = scripts::STREAM_ORDER_IDS.key(stream);
-    for id in &valid {
-        invocation.arg(*id);
-    }
-    let found: Vec<String> = invocation
+    let call = StreamOrderIds {
+        orders: stream,
+        stream_id: valid.clone(),
+    };
+    let found = call
         .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(|reply| stream_order_ids::parse_reply(reply, valid.len()))
         .with_context(|| format!("order id lookup on {stream} failed"))?;
     let mut by_id: HashMap<&str, String> = valid.into_iter().zip(found).collect();
     Ok(ids
@@ -261,22 +308,25 @@ pub fn dead_letter<C: ConnectionLike>(
     deliveries: u64,
     consumer: &str,
 ) -> Result<bool> {
-    let moved: i64 = scripts::DEAD_LETTER
-        .key(&keys.orders)
-        .key(&keys.dead)
-        .arg(ORDER_GROUP)
-        .arg(id)
-        .arg(reason)
-        .arg(deliveries)
-        .arg(consumer)
-        .invoke(conn)
+    let deliveries = deliveries.to_string();
+    let call = DeadLetter {
+        orders: keys.orders.as_str(),
+        dead: keys.dead.as_str(),
+        group: ORDER_GROUP,
+        stream_id: id,
+        reason,
+        deliveries: deliveries.as_str(),
+        consumer,
+    };
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(dead_letter::parse_reply)
         .with_context(|| {
             format!(
                 "dead-letter script failed for entry {id} of {}",
                 keys.orders
             )
-        })?;
-    Ok(moved == 1)
+        })
 }
 
 /// Field in a dead-letter entry naming the original stream id.

@@ -13,5 +13,6 @@ mod loadtest;
 mod loadtest_engine;
 mod orders_cluster;
 mod orders_faults;
+mod orders_open;
 mod orders_pipeline;
 mod tls_auth;
