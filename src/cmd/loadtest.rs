@@ -16,8 +16,8 @@ use crate::campaign::{Campaign, MAX_STOCK};
 use crate::context::Globals;
 use crate::error::usage;
 use crate::exit_codes;
-use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::export::hgrm;
+use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::report::{Thresholds, VariantReport};
 use crate::loadtest::schedule::Pace;
 use crate::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
@@ -259,9 +259,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
 
     match globals.format {
         Format::Json => output::print_json(&reports)?,
-        Format::Table => {
-            print_table(&campaign, &plan, &target.display, &reports, args)
-        }
+        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args),
     }
     let mut failed = false;
     for report in &reports {
@@ -408,13 +406,38 @@ fn print_table(
     let ms = |value: f64| format!("{value:.2}");
     let mut table = if args.wide {
         output::table([
-            "variant", "requests", "elapsed s", "qps", "succeeded", "sold out", "rejected",
-            "oversold", "undersold", "final stock", "stream", "p50 ms", "p90 ms", "p95 ms",
-            "p99 ms", "p99.9 ms", "max ms", "service p99 ms", "late", "dropped", "retries",
+            "variant",
+            "requests",
+            "elapsed s",
+            "qps",
+            "succeeded",
+            "sold out",
+            "rejected",
+            "oversold",
+            "undersold",
+            "final stock",
+            "stream",
+            "p50 ms",
+            "p90 ms",
+            "p95 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms",
+            "service p99 ms",
+            "late",
+            "dropped",
+            "retries",
             "verdict",
         ])
     } else {
-        output::table(["variant", "qps", "succeeded", "oversold", "p99 ms", "verdict"])
+        output::table([
+            "variant",
+            "qps",
+            "succeeded",
+            "oversold",
+            "p99 ms",
+            "verdict",
+        ])
     };
     for r in reports {
         let row = if args.wide {

@@ -39,7 +39,7 @@ pub fn work(
         job.workers,
         Instant::now(),
     );
-    let mut conversation = Conversation::new(job.variant, &job.plan);
+    let mut conversation = Conversation::new(job.variant, job.plan);
     let mut batch = Vec::with_capacity(job.batch_limit);
     let mut numbers = Vec::with_capacity(job.batch_limit);
     let mut out = Vec::new();

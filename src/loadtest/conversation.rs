@@ -19,8 +19,8 @@ use super::template::{self, ScriptTemplate, Template};
 use super::variants::{
     self, Counts, LOCK_RETRY_PAUSE, LOCK_RETRY_PAUSE_MAX, LOCK_TTL_MS, LOCK_WAIT_LIMIT,
 };
-use crate::scripts::lock_release;
 use super::{Plan, Variant};
+use crate::scripts::lock_release;
 
 /// What the connection does after a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,7 +299,11 @@ impl LockTalk {
         self.release.clear();
         self.release_call
             .write(|_| self.acquisitions, &mut self.release);
-        let token = format!("{:0width$}", self.acquisitions, width = template::digits(u64::MAX));
+        let token = format!(
+            "{:0width$}",
+            self.acquisitions,
+            width = template::digits(u64::MAX)
+        );
         self.acquire.clear();
         resp::array_header(&mut self.acquire, 6);
         resp::bulk(&mut self.acquire, &[b"SET"]);

@@ -170,7 +170,7 @@ fn setup(
             .context("cannot register a socket with the event loop")?;
         connections.push(Connection {
             stream,
-            conversation: Conversation::new(variant, &job.plan),
+            conversation: Conversation::new(variant, job.plan),
             out: Vec::with_capacity(512 * job.batch_limit),
             written: 0,
             input: vec![0; BUFFER_BYTES],
@@ -271,10 +271,11 @@ fn drive(
             connection.fill()?;
             last_reply = now;
             while let Some(reply) = connection.next_reply()? {
-                match connection
-                    .conversation
-                    .reply(reply, &mut connection.out, &mut tally.counts)?
-                {
+                match connection.conversation.reply(
+                    reply,
+                    &mut connection.out,
+                    &mut tally.counts,
+                )? {
                     Next::Pending => {}
                     Next::Finished => {
                         let Some(attempt) = connection.attempts.pop_front() else {

@@ -53,8 +53,7 @@ impl Tally {
     /// `attempt` was answered at `now`.
     pub fn answered(&mut self, attempt: &Attempt, now: Instant) -> Result<()> {
         let micros = |since: Instant| {
-            (now.saturating_duration_since(since).as_micros() as u64)
-                .clamp(1, HISTOGRAM_MAX_MICROS)
+            (now.saturating_duration_since(since).as_micros() as u64).clamp(1, HISTOGRAM_MAX_MICROS)
         };
         self.corrected
             .record(micros(attempt.planned))

@@ -43,7 +43,10 @@ pub enum Source<'a> {
     /// Request numbers from one shared counter: whichever connection is free
     /// takes the next, as redis-benchmark hands them out (a fixed share per
     /// worker would leave the slowest-scheduled ones running alone at the end).
-    Closed { issued: &'a AtomicU64, total: u64 },
+    Closed {
+        issued: &'a AtomicU64,
+        total: u64,
+    },
     Open(OpenPlan),
 }
 
@@ -173,7 +176,11 @@ mod tests {
         assert_eq!(taken[1].planned, start + Duration::from_millis(3));
         assert_eq!(source.due_at(), Some(start + Duration::from_millis(5)));
         // Window 10 ms, plus the grace: attempts 5, 7, 9 are dropped.
-        source.take(start + Duration::from_millis(10) + DROP_AFTER * 2, 1, &mut taken);
+        source.take(
+            start + Duration::from_millis(10) + DROP_AFTER * 2,
+            1,
+            &mut taken,
+        );
         assert_eq!(taken.len(), 2);
         assert_eq!(source.dropped(), 3);
         assert!(source.exhausted());

@@ -163,7 +163,9 @@ fn pipelined_scripts_stay_exact() {
     for variant in ["v3", "full"] {
         let report = &loadtest_json(
             &server,
-            &format!("--variant {variant} --connections 8 --requests 1001 --stock 40 --pipeline 16"),
+            &format!(
+                "--variant {variant} --connections 8 --requests 1001 --stock 40 --pipeline 16"
+            ),
         )[0];
         assert_eq!(int(report, "succeeded"), 40, "{report}");
         assert_eq!(int(report, "sold_out"), 961, "{report}");
@@ -190,7 +192,8 @@ fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
 
     let generous = CAMPAIGN.replace("per_user_limit: 1", "per_user_limit: 100");
     let run = |extra: &str| {
-        let args = "--format json --variant full --connections 4 --requests 100 --users 5 --stock 1000";
+        let args =
+            "--format json --variant full --connections 4 --requests 100 --users 5 --stock 1000";
         let output = loadtest(&server, &generous, &format!("{args} {extra}"));
         assert!(
             output.status.success(),
@@ -210,7 +213,10 @@ fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
 #[test]
 fn json_carries_every_field() {
     let server = RedisServer::start();
-    let reports = loadtest_json(&server, "--variant v3 --connections 2 --requests 50 --stock 10");
+    let reports = loadtest_json(
+        &server,
+        "--variant v3 --connections 2 --requests 50 --stock 10",
+    );
     assert_eq!(reports.len(), 1);
     for field in FIELDS {
         assert!(
@@ -273,7 +279,11 @@ fn refuses_a_namespace_it_did_not_create() {
     let server = RedisServer::start();
     let mut conn = server.conn();
     let () = conn.set(STOCK_KEY, 5).unwrap();
-    let output = loadtest(&server, CAMPAIGN, "--variant v3 --requests 10 --connections 1");
+    let output = loadtest(
+        &server,
+        CAMPAIGN,
+        "--variant v3 --requests 10 --connections 1",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not written by a load test"), "{stderr}");
@@ -289,7 +299,11 @@ fn refuses_a_redis_carrying_the_live_sale() {
         .arg("preheat")
         .assert()
         .success();
-    let output = loadtest(&server, CAMPAIGN, "--variant v3 --requests 10 --connections 1");
+    let output = loadtest(
+        &server,
+        CAMPAIGN,
+        "--variant v3 --requests 10 --connections 1",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("is preheated on this Redis"), "{stderr}");
@@ -385,7 +399,10 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
         // v2's keyless UNWATCH (sent when sold out) goes to any master.
         let masters = report["masters"].as_array().expect("masters on a cluster");
         assert_eq!(masters.len(), 3, "{report}");
-        let shares: Vec<f64> = masters.iter().map(|m| m["share"].as_f64().unwrap()).collect();
+        let shares: Vec<f64> = masters
+            .iter()
+            .map(|m| m["share"].as_f64().unwrap())
+            .collect();
         assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{report}");
         let top = shares.iter().copied().fold(0.0, f64::max);
         let expected = if report["variant"] == "v2" { 0.5 } else { 0.9 };

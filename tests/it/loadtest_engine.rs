@@ -101,7 +101,10 @@ fn open_loop_shows_a_stall_that_closed_loop_hides() {
     let corrected = ms(&open, "p99_ms");
     let service = ms(&open["service"], "p99_ms");
     assert!(corrected >= 400.0, "corrected p99 {corrected} ms: {open}");
-    assert!(service < corrected / 4.0, "service p99 {service} ms: {open}");
+    assert!(
+        service < corrected / 4.0,
+        "service p99 {service} ms: {open}"
+    );
     // The attempts due during the pause went out late, none was lost.
     assert!(open["late_sends"].as_u64().unwrap() >= 300, "{open}");
     assert_eq!(open["dropped"], 0, "{open}");
@@ -157,7 +160,17 @@ fn open_loop_keeps_the_requested_rate_when_redis_keeps_up() {
 fn csv_header_starts_with_redis_benchmarks_columns() {
     let server = RedisServer::start();
     let theirs = Command::new("redis-benchmark")
-        .args(["-p", &server.port.to_string(), "-n", "10", "-c", "1", "--csv", "-t", "ping"])
+        .args([
+            "-p",
+            &server.port.to_string(),
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--csv",
+            "-t",
+            "ping",
+        ])
         .output()
         .expect("redis-benchmark must be installed (apt-get install redis-tools)");
     let their_header = String::from_utf8_lossy(&theirs.stdout)
@@ -199,7 +212,9 @@ fn hgrm_files_parse_back() {
     let prefix = format!("{}/run-", dir.path().display());
     let output = loadtest(
         &server,
-        &format!("--format json --variant v3 --connections 4 --requests 2000 --rate 4000 --hdr-out {prefix}"),
+        &format!(
+            "--format json --variant v3 --connections 4 --requests 2000 --rate 4000 --hdr-out {prefix}"
+        ),
     );
     assert!(
         output.status.success(),
@@ -224,7 +239,10 @@ fn hgrm_files_parse_back() {
         assert!(rows.len() > 10, "{text}");
         for pair in rows.windows(2) {
             assert!(pair[0].0 <= pair[1].0, "values not monotonic: {pair:?}");
-            assert!(pair[0].1 <= pair[1].1, "percentiles not monotonic: {pair:?}");
+            assert!(
+                pair[0].1 <= pair[1].1,
+                "percentiles not monotonic: {pair:?}"
+            );
             assert!(pair[0].2 <= pair[1].2, "counts not monotonic: {pair:?}");
         }
         let last = rows.last().unwrap();
@@ -287,7 +305,10 @@ fn v1_oversold_fails_only_with_fail_on_oversell() {
 #[test]
 fn table_is_narrow_unless_wide() {
     let server = RedisServer::start();
-    let narrow = loadtest(&server, "--variant all --connections 4 --requests 200 --stock 10");
+    let narrow = loadtest(
+        &server,
+        "--variant all --connections 4 --requests 200 --stock 10",
+    );
     assert!(narrow.status.success());
     let text = String::from_utf8_lossy(&narrow.stdout);
     for line in text.lines() {
@@ -299,7 +320,13 @@ fn table_is_narrow_unless_wide() {
         "--variant v3 --connections 4 --requests 200 --stock 10 --wide",
     );
     let text = String::from_utf8_lossy(&wide.stdout);
-    for column in ["undersold", "p99.9 ms", "service p99 ms", "dropped", "retries"] {
+    for column in [
+        "undersold",
+        "p99.9 ms",
+        "service p99 ms",
+        "dropped",
+        "retries",
+    ] {
         assert!(text.contains(column), "--wide lacks {column}: {text}");
     }
 }

@@ -72,7 +72,8 @@ pub fn write(out: &mut impl Write, reports: &[VariantReport]) -> Result<()> {
             ms(r.p99_9_ms),
             ms(r.service.p50_ms),
             ms(r.service.p99_ms),
-            r.requested_rate.map_or(String::new(), |rate| format!("{rate:.2}")),
+            r.requested_rate
+                .map_or(String::new(), |rate| format!("{rate:.2}")),
             r.late_sends.to_string(),
             r.dropped.to_string(),
             r.connections.to_string(),

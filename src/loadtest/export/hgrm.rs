@@ -87,8 +87,7 @@ mod tests {
         let text = String::from_utf8(text).unwrap();
         let last = text
             .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .last()
+            .rfind(|l| !l.starts_with('#') && !l.trim().is_empty())
             .unwrap();
         let columns: Vec<&str> = last.split_whitespace().collect();
         assert_eq!(columns[1], "1.000000000000");
