@@ -408,6 +408,21 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
         let expected = if report["variant"] == "v2" { 0.5 } else { 0.9 };
         assert!(top > expected, "{report}");
     }
+    // Open loop on the blocking (redis-rs) workers a cluster gets.
+    let output = seckill(&campaign.path, &cluster.urls())
+        .args("--cluster loadtest --format json --variant full --connections 4 --rate 500 --duration 1s --stock 20".split_whitespace())
+        .output()
+        .expect("run seckill loadtest");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let open = &json(&output)[0];
+    assert_eq!(open["mode"], "open", "{open}");
+    assert_eq!(int(open, "completed"), 500, "{open}");
+    assert_eq!(int(open, "succeeded"), 20, "{open}");
+    assert_books(open);
     for port in &cluster.ports {
         assert_eq!(cluster.keys_on(*port), 0, "keys left on node {port}");
     }
