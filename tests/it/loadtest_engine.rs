@@ -330,3 +330,37 @@ fn table_is_narrow_unless_wide() {
         assert!(text.contains(column), "--wide lacks {column}: {text}");
     }
 }
+
+/// Several event loops share the connections (7 over 3 here) and, in open
+/// loop, the attempts (worker w owns w, w+3, ...): the books still balance
+/// and every attempt is made exactly once.
+#[test]
+fn several_event_loops_split_the_work() {
+    let server = RedisServer::start();
+    let output = loadtest(
+        &server,
+        "--format json --variant all --threads 3 --connections 7 --requests 300 --stock 20",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for report in json(&output).as_array().unwrap() {
+        assert_eq!(report["threads"], 3, "{report}");
+        assert_eq!(report["completed"], 300, "{report}");
+        assert_eq!(report["books_balance"], true, "{report}");
+        if report["variant"] != "v1" {
+            assert_eq!(report["succeeded"], 20, "{report}");
+        }
+    }
+    let output = loadtest(
+        &server,
+        "--format json --variant full --threads 3 --connections 7 --rate 3000 --requests 600 --stock 1000",
+    );
+    let report = report(&output);
+    assert_eq!(report["completed"], 600, "{report}");
+    // Every attempt a distinct user, every user bought once: none made twice, none skipped.
+    assert_eq!(report["succeeded"], 600, "{report}");
+    assert_eq!(report["stream_len"], 600, "{report}");
+}
