@@ -98,7 +98,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -156,7 +156,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -198,7 +198,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -252,7 +252,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -448,7 +448,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -546,7 +546,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -608,7 +608,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -654,7 +654,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -704,7 +704,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -754,7 +754,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)

@@ -25,8 +25,9 @@ function __fish_seckill_using_subcommand
 end
 
 complete -c seckill -n "__fish_seckill_needs_command" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -45,8 +46,9 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "reconcile" -d 'Prov
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -57,8 +59,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'P
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l item -d 'Preheat only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -74,8 +77,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l user -d 'Shopper
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l qty -d 'Units to buy in this attempt (at most the campaign\'s per_user_limit)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -86,8 +90,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -s V -l version -d 
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l item -d 'Only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l reason -d 'Why (kept with the switch, shown by status)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -96,8 +101,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l clus
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -109,8 +115,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; each round is stored in one transaction' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -125,8 +132,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l batch 
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST-PID)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -137,8 +145,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s V -l v
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l item -d 'Check only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -173,8 +182,9 @@ v4\t'DECR, INCR back when the result is negative'
 full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r

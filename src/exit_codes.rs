@@ -72,3 +72,46 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "buy: item not preheated (or expired)",
     ),
 ];
+
+/// The name of `code` in [`ALL`] (`"runtime_error"` for a code not listed).
+pub fn name_of(code: i32) -> &'static str {
+    ALL.iter()
+        .find(|(c, _, _)| *c == code)
+        .map_or("runtime_error", |(_, name, _)| name)
+}
+
+/// The "Exit codes:" paragraph of `command`'s `--help`, generated from [`ALL`]:
+/// the codes every command shares, plus those whose meaning starts with `command:`.
+pub fn help(command: &str) -> String {
+    let mut text = String::from("Exit codes:");
+    for (code, name, meaning) in ALL {
+        let owner = meaning
+            .split_once(": ")
+            .map(|(head, _)| head)
+            .filter(|head| !head.contains([' ', ';']));
+        let meaning = match owner {
+            None => meaning,
+            Some(owner) if owner == command => &meaning[owner.len() + 2..],
+            Some(_) => continue,
+        };
+        text.push_str(&format!("\n  {code:>2}  {name:<14} {meaning}"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_the_shared_codes_and_only_the_commands_own() {
+        let buy = help("buy");
+        assert!(buy.contains("\n  10  sold_out       not enough stock left"));
+        assert!(buy.contains("\n   2  usage_error    bad flags"));
+        assert!(!buy.contains("drift_found"));
+        let reconcile = help("reconcile");
+        assert!(reconcile.contains("\n   3  drift_found    the stock equation does not hold"));
+        assert!(!reconcile.contains("sold_out"));
+        assert_eq!(name_of(DRIFT_FOUND), "drift_found");
+    }
+}

@@ -3,26 +3,28 @@
 //! Redis, driving it as hard as it goes, in a namespace of its own.
 //!
 //! The engine is `crate::loadtest`; this file turns flags into a plan, shows
-//! progress and prints the comparison.
+//! progress and hands the comparison to `report::emit` (table, JSON, CSV).
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::campaign::{Campaign, MAX_STOCK};
-use crate::context::Globals;
+use crate::context::Context;
 use crate::error::usage;
 use crate::exit_codes;
+use crate::loadtest::export::csv;
 use crate::loadtest::export::hgrm;
 use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::report::{Thresholds, VariantReport};
 use crate::loadtest::schedule::Pace;
 use crate::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::{RedisTarget, parse_duration_arg};
+use crate::report::Report;
 use crate::scripts;
 
 /// What `--help` says after the flags: modes, examples, safety, exit codes.
@@ -189,25 +191,85 @@ impl clap::ValueEnum for VariantChoice {
     }
 }
 
-/// Run the chosen variants and print the comparison; exit 0 unless Redis
-/// fails or a threshold does.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let item_id = match &args.item {
+/// `seckill loadtest`'s report: one entry per variant run.
+#[derive(serde::Serialize)]
+pub struct LoadtestReport {
+    /// The variants in the order they ran.
+    pub variants: Vec<VariantReport>,
+    #[serde(skip)]
+    heading: String,
+    /// `--wide`: every column in the table.
+    #[serde(skip)]
+    wide: bool,
+}
+
+impl Report for LoadtestReport {
+    fn render(&self) -> String {
+        render(&self.heading, &self.variants, self.wide)
+    }
+
+    fn csv(&self) -> Option<String> {
+        let mut text = Vec::new();
+        csv::write(&mut text, &self.variants).ok()?;
+        String::from_utf8(text).ok()
+    }
+
+    fn exit_code(&self) -> i32 {
+        if self
+            .variants
+            .iter()
+            .any(|v| !v.thresholds_failed.is_empty())
+        {
+            exit_codes::THRESHOLD_FAILED
+        } else {
+            exit_codes::SUCCESS
+        }
+    }
+
+    /// Each failed threshold, named with its variant.
+    fn failure(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .variants
+            .iter()
+            .flat_map(|v| {
+                v.thresholds_failed
+                    .iter()
+                    .map(|f| format!("{}: {f}", v.variant.as_str()))
+            })
+            .collect();
+        (!failed.is_empty()).then(|| format!("threshold failed: {}", failed.join("; ")))
+    }
+}
+
+/// `--item`, or the campaign's first item.
+fn chosen_item(campaign: &Campaign, args: &Args) -> Result<String> {
+    Ok(match &args.item {
         Some(id) => campaign.item(id)?.id.clone(),
         None => campaign.items[0].id.clone(),
+    })
+}
+
+/// `--print-command VARIANT`: print the exact script call (one line, for the
+/// bench scripts) instead of running anything; not a report.
+pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
+        return Err(usage(format!(
+            "--print-command: {} is not one script call (use v3 or full)",
+            variant.as_str()
+        )));
     };
-    if let Some(variant) = args.print_command {
-        let keys = LoadtestKeys::new(&campaign.id, &item_id);
-        let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
-            return Err(usage(format!(
-                "--print-command: {} is not one script call (use v3 or full)",
-                variant.as_str()
-            )));
-        };
-        println!("{line}");
-        return Ok(exit_codes::SUCCESS);
-    }
+    output::write_stdout(&format!("{line}\n"))?;
+    Ok(exit_codes::SUCCESS)
+}
+
+/// Run the chosen variants and compare them; the exit code says whether a
+/// threshold failed (a Redis failure is an error).
+pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -216,7 +278,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         )));
     }
     let settings = settings(args)?;
-    let target = globals.redis(&campaign)?;
+    let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
@@ -255,26 +317,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     if let Some(prefix) = &args.hdr_out {
         write_hgrm_files(prefix, &runs)?;
     }
-    let reports: Vec<VariantReport> = runs.into_iter().map(|run| run.report).collect();
-
-    match globals.format {
-        Format::Json => output::print_json(&reports)?,
-        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args),
-    }
-    let mut failed = false;
-    for report in &reports {
-        for failure in &report.thresholds_failed {
-            eprintln!(
-                "seckill: threshold failed: {}: {failure}",
-                report.variant.as_str()
-            );
-            failed = true;
-        }
-    }
-    Ok(if failed {
-        exit_codes::THRESHOLD_FAILED
-    } else {
-        exit_codes::SUCCESS
+    Ok(LoadtestReport {
+        heading: heading(&campaign, &plan, &target.display, args.keep),
+        variants: runs.into_iter().map(|run| run.report).collect(),
+        wide: args.wide,
     })
 }
 
@@ -371,40 +417,56 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     bar
 }
 
-fn print_table(
-    campaign: &Campaign,
-    plan: &Plan,
-    redis: &str,
-    reports: &[VariantReport],
-    args: &Args,
-) {
+/// The lines above the table; short, so they fit an 80-column terminal like the table.
+fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
     let settings = &plan.settings;
     let pace = match settings.pace {
         Pace::Closed => "closed loop".to_string(),
         Pace::Open { rate } => format!("open loop at {rate} attempts/s"),
     };
-    // Short lines: the header must fit an 80-column terminal like the table.
-    println!(
-        "load test of campaign {} item {} on {redis}",
-        campaign.id, plan.item_id
-    );
-    println!(
-        "{pace}, {} connections, pipeline {}",
-        settings.connections, settings.pipeline
-    );
-    println!(
-        "{} requests, stock {}, {} users{}",
+    format!(
+        "load test of campaign {} item {} on {redis}\n\
+         {pace}, {} connections, pipeline {}\n\
+         {} requests, stock {}, {} users{}",
+        campaign.id,
+        plan.item_id,
+        settings.connections,
+        settings.pipeline,
         settings.requests,
         settings.stock,
         settings.users,
-        if args.keep {
+        if kept {
             format!(" (keys kept under {}*)", plan.keys.item.base)
         } else {
             String::new()
         }
-    );
+    )
+}
+
+/// The heading, the comparison table (narrow, or every column with `--wide`),
+/// in open loop the latency table, on a cluster each master's share.
+fn render(heading: &str, reports: &[VariantReport], wide: bool) -> String {
+    let mut text = format!("{heading}\n{}\n", comparison_table(reports, wide));
+    if reports.iter().any(|r| r.requested_rate.is_some()) {
+        text.push_str(&latency_table(reports));
+    }
+    for r in reports {
+        for master in r.masters.iter().flatten() {
+            text.push_str(&format!(
+                "{} on master {}: {:.1}% of the commands ({})\n",
+                r.variant.as_str(),
+                master.node,
+                100.0 * master.share,
+                master.commands
+            ));
+        }
+    }
+    text
+}
+
+fn comparison_table(reports: &[VariantReport], wide: bool) -> comfy_table::Table {
     let ms = |value: f64| format!("{value:.2}");
-    let mut table = if args.wide {
+    let mut table = if wide {
         output::table([
             "variant",
             "requests",
@@ -440,7 +502,7 @@ fn print_table(
         ])
     };
     for r in reports {
-        let row = if args.wide {
+        let row = if wide {
             vec![
                 r.variant.as_str().to_string(),
                 r.requests.to_string(),
@@ -477,26 +539,15 @@ fn print_table(
         };
         table.add_row(row);
     }
-    println!("{table}");
-    if settings.pace != Pace::Closed {
-        print_latency_table(reports);
-    }
-    for r in reports {
-        for master in r.masters.iter().flatten() {
-            println!(
-                "{} on master {}: {:.1}% of the commands ({})",
-                r.variant.as_str(),
-                master.node,
-                100.0 * master.share,
-                master.commands
-            );
-        }
-    }
+    // Only the free-text columns wrap (between words): retries and verdict.
+    let free_text: &[usize] = if wide { &[20, 21] } else { &[5] };
+    output::fit(&mut table, free_text);
+    table
 }
 
 /// Open loop: corrected latency (from the planned send) beside service time
 /// (from the actual send), and whether the plan was kept.
-fn print_latency_table(reports: &[VariantReport]) {
+fn latency_table(reports: &[VariantReport]) -> String {
     let mut table = output::table([
         "variant", "latency", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
     ]);
@@ -522,17 +573,19 @@ fn print_latency_table(reports: &[VariantReport]) {
             ms(s.max_ms),
         ]);
     }
-    println!("{table}");
+    output::fit(&mut table, &[]);
+    let mut text = format!("{table}\n");
     for r in reports {
-        println!(
-            "{}: {:.0}/s requested, {:.0}/s achieved, {} sent late (> 2 ms), {} dropped",
+        text.push_str(&format!(
+            "{}: {:.0}/s requested, {:.0}/s achieved, {} sent late (> 2 ms), {} dropped\n",
             r.variant.as_str(),
             r.requested_rate.unwrap_or(0.0),
             r.achieved_rate,
             r.late_sends,
             r.dropped
-        );
+        ));
     }
+    text
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.

@@ -46,7 +46,9 @@ pub const MAX_NAMED: usize = 1000;
 /// Entries and units of one category.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Tally {
+    /// Stream entries.
     pub entries: u64,
+    /// Units those entries ordered.
     pub units: i64,
     /// Entries whose fields are not an order (they carry no units).
     pub unparseable: u64,
@@ -65,7 +67,9 @@ impl Tally {
 /// A list of offending ids: exact count, the first [`MAX_NAMED`] named.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Named {
+    /// How many there are.
     pub count: u64,
+    /// The first of them, by order id.
     pub ids: Vec<String>,
 }
 
@@ -81,19 +85,25 @@ impl Named {
 /// The reconcile result of one item.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ItemReport {
+    /// The item id.
     pub item: String,
     /// False when the item could not be checked (see `problem`).
     pub checked: bool,
+    /// Why the item could not be checked (Redis, the database, not preheated).
     pub problem: Option<String>,
+    /// The stock equation holds and the order sets agree.
     pub balanced: bool,
+    /// Units at the start of the sale.
     pub initial_stock: i64,
     /// `redis` (meta initial_stock) or `file`.
     pub initial_stock_from: String,
+    /// Units left in Redis.
     pub remaining: i64,
     /// Sum of the buyers hash.
     pub sold_per_redis: i64,
     /// Users in the buyers hash.
     pub buyers: u64,
+    /// XLEN of the order stream.
     pub stream_entries: u64,
     /// Stream entries committed to the database.
     pub stored: Tally,
@@ -103,6 +113,7 @@ pub struct ItemReport {
     pub dead_lettered: Tally,
     /// XLEN of the dead-letter stream.
     pub dead_letter_stream_len: u64,
+    /// Rows and units of this item in the database.
     pub database: ItemTotals,
     /// Orders inserted by `--repair`.
     pub repaired: u64,

@@ -33,7 +33,7 @@ fn loadtest(server: &RedisServer, args: &str) -> Output {
 }
 
 fn report(output: &Output) -> Value {
-    json(output)[0].clone()
+    json(output)["variants"][0].clone()
 }
 
 fn ms(report: &Value, field: &str) -> f64 {
@@ -265,7 +265,10 @@ fn an_impossible_p99_fails_with_the_threshold_code() {
         "{stderr}"
     );
     assert!(stderr.contains("threshold failed: v3: p99"), "{stderr}");
-    let report = report(&output);
+    let envelope = json(&output);
+    assert_eq!(envelope["exit_code"], seckill::exit_codes::THRESHOLD_FAILED);
+    assert_eq!(envelope["error"]["kind"], "threshold_failed", "{envelope}");
+    let report = &envelope["variants"][0];
     assert_eq!(report["thresholds_failed"].as_array().unwrap().len(), 1);
 
     let relaxed = loadtest(
@@ -305,10 +308,12 @@ fn v1_oversold_fails_only_with_fail_on_oversell() {
 #[test]
 fn table_is_narrow_unless_wide() {
     let server = RedisServer::start();
-    let narrow = loadtest(
-        &server,
-        "--variant all --connections 4 --requests 200 --stock 10",
-    );
+    let campaign = campaign_file(CAMPAIGN);
+    let narrow = seckill(&campaign.path, &server.url())
+        .env("COLUMNS", "80")
+        .args("loadtest --variant all --connections 4 --requests 200 --stock 10".split_whitespace())
+        .output()
+        .unwrap();
     assert!(narrow.status.success());
     let text = String::from_utf8_lossy(&narrow.stdout);
     for line in text.lines() {
@@ -346,7 +351,7 @@ fn several_event_loops_split_the_work() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    for report in json(&output).as_array().unwrap() {
+    for report in json(&output)["variants"].as_array().unwrap() {
         assert_eq!(report["threads"], 3, "{report}");
         assert_eq!(report["completed"], 300, "{report}");
         assert_eq!(report["books_balance"], true, "{report}");

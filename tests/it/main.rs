@@ -15,4 +15,5 @@ mod orders_cluster;
 mod orders_faults;
 mod orders_open;
 mod orders_pipeline;
+mod output;
 mod tls_auth;
