@@ -201,6 +201,23 @@ fn csv_header_starts_with_redis_benchmarks_columns() {
         assert_eq!(row.split(',').count(), columns, "{row}");
         assert!(row.starts_with('"'), "{row}");
     }
+    // Only the load test has a CSV; the others refuse it before doing anything.
+    let campaign = campaign_file(CAMPAIGN);
+    let other = seckill(&campaign.path, &server.url())
+        .args(["--format", "csv", "preheat"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--format csv applies to loadtest only"),
+        "{stderr}"
+    );
+    let preheated: bool = server
+        .conn()
+        .exists("seckill:{lt-engine:sku1}:stock")
+        .unwrap();
+    assert!(!preheated);
 }
 
 /// `.hgrm` files parse back: monotonic values and percentiles, and the last
