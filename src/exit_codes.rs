@@ -84,6 +84,7 @@ pub fn name_of(code: i32) -> &'static str {
 /// the codes every command shares, plus those whose meaning starts with `command:`.
 pub fn help(command: &str) -> String {
     let mut text = String::from("Exit codes:");
+    let width = ALL.iter().map(|(_, name, _)| name.len()).max().unwrap_or(0);
     for (code, name, meaning) in ALL {
         let owner = meaning
             .split_once(": ")
@@ -94,7 +95,7 @@ pub fn help(command: &str) -> String {
             Some(owner) if owner == command => &meaning[owner.len() + 2..],
             Some(_) => continue,
         };
-        text.push_str(&format!("\n  {code:>2}  {name:<14} {meaning}"));
+        text.push_str(&format!("\n  {code:>2}  {name:<width$} {meaning}"));
     }
     text
 }
@@ -106,11 +107,11 @@ mod tests {
     #[test]
     fn help_lists_the_shared_codes_and_only_the_commands_own() {
         let buy = help("buy");
-        assert!(buy.contains("\n  10  sold_out       not enough stock left"));
-        assert!(buy.contains("\n   2  usage_error    bad flags"));
+        assert!(buy.contains("\n  10  sold_out         not enough stock left"));
+        assert!(buy.contains("\n   2  usage_error      bad flags"));
         assert!(!buy.contains("drift_found"));
         let reconcile = help("reconcile");
-        assert!(reconcile.contains("\n   3  drift_found    the stock equation does not hold"));
+        assert!(reconcile.contains("\n   3  drift_found      the stock equation does not hold"));
         assert!(!reconcile.contains("sold_out"));
         assert_eq!(name_of(DRIFT_FOUND), "drift_found");
     }

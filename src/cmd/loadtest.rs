@@ -27,7 +27,8 @@ use crate::redis_conn::{RedisTarget, parse_duration_arg};
 use crate::report::Report;
 use crate::scripts;
 
-/// What `--help` says after the flags: modes, examples, safety, exit codes.
+/// What `--help` says after the flags: modes, examples, safety (the exit
+/// codes follow, generated from `exit_codes::ALL`).
 const LOADTEST_HELP: &str = "\
 Closed loop (the default): each connection sends its next attempt when the last one is \
 answered. Simple and the reference chapter's experiment, but it HIDES STALLS: when Redis \
@@ -44,10 +45,6 @@ Examples:
   seckill loadtest -c campaigns/moutai.yaml --variant v3 --format csv --hdr-out runs/a-
   seckill loadtest -c campaigns/moutai.yaml --variant full --max-p99 5ms --min-qps 20000
 
-Exit codes: 0 the run completed and every threshold held; 1 Redis failed; 2 bad flags or a \
-refusal; 4 a threshold failed (--max-p99, --min-qps, --fail-on-oversell, or oversold, \
-undersold or stock drift in a variant that promises exact books: all but v1).
-
 Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
 and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
@@ -56,7 +53,11 @@ Redis (saturating it would starve the real sale).";
 
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = LOADTEST_HELP)]
+#[command(after_help = format!(
+    "{LOADTEST_HELP}\n\n{}\n\nA threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
+     oversold, undersold or stock drift in a variant that promises exact books (all but v1).",
+    exit_codes::help("loadtest")
+))]
 pub struct Args {
     /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
     #[arg(long, value_enum, default_value_t = VariantChoice::ALL)]
