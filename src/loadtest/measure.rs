@@ -30,6 +30,8 @@ pub struct Tally {
     pub late: u64,
     /// Attempts never sent because the plan could not be kept (open loop).
     pub dropped: u64,
+    /// When the last answer arrived: the end of the run's clock.
+    pub last_answer: Option<Instant>,
 }
 
 impl Tally {
@@ -40,6 +42,7 @@ impl Tally {
             service: new_histogram()?,
             late: 0,
             dropped: 0,
+            last_answer: None,
         })
     }
 
@@ -61,6 +64,7 @@ impl Tally {
         self.service
             .record(micros(attempt.sent))
             .context("cannot record a latency")?;
+        self.last_answer = Some(now);
         Ok(())
     }
 
@@ -75,6 +79,7 @@ impl Tally {
             .context("cannot merge latency histograms")?;
         self.late += other.late;
         self.dropped += other.dropped;
+        self.last_answer = self.last_answer.max(other.last_answer);
         Ok(())
     }
 }

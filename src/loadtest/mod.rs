@@ -198,7 +198,7 @@ pub fn run_variant(
         .build()
         .context("cannot start the worker threads")?;
     let start_line = Barrier::new(workers + 1);
-    let (outcomes, elapsed, commands_before) = std::thread::scope(|scope| {
+    let (outcomes, started, commands_before) = std::thread::scope(|scope| {
         let workers = scope.spawn(|| {
             pool.broadcast(|context| {
                 let worker = context.index();
@@ -216,14 +216,14 @@ pub fn run_variant(
             })
         });
         start_line.wait();
+        let started = Instant::now();
         // Read after the workers connected: connecting costs a cluster node commands too.
         let commands_before = master_commands(&mut control);
-        let started = Instant::now();
         while !workers.is_finished() {
             progress.set_position(job.done.load(Ordering::Relaxed));
             std::thread::sleep(Duration::from_millis(50));
         }
-        (workers.join(), started.elapsed(), commands_before)
+        (workers.join(), started, commands_before)
     });
     progress.set_position(job.done.load(Ordering::Relaxed));
     let outcomes = outcomes.map_err(|_| anyhow!("a load-test worker panicked"))?;
@@ -232,6 +232,11 @@ pub fn run_variant(
     for outcome in outcomes {
         tally.absorb(outcome?)?;
     }
+    // The clock stops at the last answer, not when this thread noticed the
+    // workers were done (it looks every 50 ms).
+    let elapsed = tally.last_answer.map_or(Duration::ZERO, |last| {
+        last.saturating_duration_since(started)
+    });
     let commands_before = commands_before?;
     let commands_after = master_commands(&mut control)?;
     let after = state::item_state(&mut control, &plan.keys.item)?;
