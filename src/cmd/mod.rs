@@ -7,5 +7,6 @@ pub mod init;
 pub mod loadtest;
 pub mod pending_claim;
 pub mod preheat;
+pub mod rebalance;
 pub mod reconcile;
 pub mod shutdown_switch;
