@@ -156,7 +156,9 @@ fn setup(
     let poll = Poll::new().context("cannot create an event loop (epoll)")?;
     let mut connections = Vec::with_capacity(count);
     for index in 0..count {
-        let std_stream = RawConnection::connect(target, connect_timeout)?.into_stream();
+        // Setup (AUTH, SELECT) gives up after the response timeout too.
+        let std_stream =
+            RawConnection::connect(target, connect_timeout, job.stall_limit)?.into_stream();
         std_stream
             .set_nonblocking(true)
             .context("cannot make a socket non-blocking")?;
