@@ -326,7 +326,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)

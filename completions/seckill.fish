@@ -154,8 +154,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l item -d 
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l id -d 'Only these dead letters: a dead-letter stream id, an original stream id or an order id (repeatable; default: all)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
