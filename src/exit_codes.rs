@@ -138,12 +138,21 @@ mod tests {
 
     #[test]
     fn help_lists_the_shared_codes_and_only_the_commands_own() {
+        // Names are padded to the longest one, so the meanings line up.
+        let width = ALL.iter().map(|(_, name, _)| name.len()).max().unwrap();
+        let line = |code: &str, name: &str, meaning: &str| {
+            format!("\n  {code:>2}  {name:<width$} {meaning}")
+        };
         let buy = help("buy");
-        assert!(buy.contains("\n  10  sold_out         not enough stock left"));
-        assert!(buy.contains("\n   2  usage_error      bad flags"));
+        assert!(buy.contains(&line("10", "sold_out", "not enough stock left")));
+        assert!(buy.contains(&line("2", "usage_error", "bad flags")));
         assert!(!buy.contains("drift_found"));
         let reconcile = help("reconcile");
-        assert!(reconcile.contains("\n   3  drift_found      the stock equation does not hold"));
+        assert!(reconcile.contains(&line(
+            "3",
+            "drift_found",
+            "the stock equation does not hold"
+        )));
         assert!(!reconcile.contains("sold_out"));
         assert_eq!(name_of(DRIFT_FOUND), "drift_found");
     }
