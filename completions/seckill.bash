@@ -122,7 +122,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -188,7 +188,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -230,7 +230,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -288,7 +288,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -342,7 +342,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -602,7 +602,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -629,7 +629,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --buckets --hot-buckets --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -643,11 +643,23 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --threads)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -660,6 +672,18 @@ _seckill() {
                     return 0
                     ;;
                 --pipeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hdr-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-p99)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-qps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -684,7 +708,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -730,7 +754,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -792,7 +816,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -842,7 +866,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -896,7 +920,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -946,7 +970,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1000,7 +1024,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1050,7 +1074,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)

@@ -25,8 +25,9 @@ function __fish_seckill_using_subcommand
 end
 
 complete -c seckill -n "__fish_seckill_needs_command" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -53,8 +54,9 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print thi
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l purge-orders -d 'Also delete the campaign\'s rows from the order database. The value must be the campaign id: a confirmation of its own' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -68,8 +70,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l item -d 'Preheat only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -91,8 +94,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -106,8 +110,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l item
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l reason -d 'Why (kept with the switch, shown by status)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l by -d 'Who flips the switch, kept with it [default: the OS account, as user@host]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -120,8 +125,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l clus
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -133,8 +139,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l hel
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l out -d 'Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR instead of printing seckill.1' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand man" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -149,8 +156,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'En
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l metrics-listen -d 'Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -167,8 +175,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l batch 
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST-PID)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -182,8 +191,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l item -d 
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l id -d 'Only these dead letters: a dead-letter stream id, an original stream id or an order id (repeatable; default: all)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -196,8 +206,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s V -l ver
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l item -d 'Check only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -211,8 +222,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s V -l versi
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l item -d 'Only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (in place on a terminal, one block per sample when piped)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -226,8 +238,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l item -d 'O
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l interval -d 'Pause between passes with --watch' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l low-water -d 'A bucket holding less than this fraction of the mean is refilled up to the mean' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -246,11 +259,17 @@ full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'
 all\t'Every variant in turn, one comparison table'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l item -d 'Item whose settings to use (default: the campaign\'s first item)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads, each with its own Redis connection' -r
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l requests -d 'Requests per variant, spread over the threads' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connections -d 'Connections to Redis, over all worker threads (redis-benchmark\'s -c); with --buckets, the bucket run\'s threads, one connection each' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads. On a plain-TCP standalone Redis each runs an event loop over its share of the connections [default: half the cores, at least 1, leaving the rest to a Redis on the same machine]; on TLS and Cluster targets each connection has its own thread and this is ignored' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l requests -d 'Attempts per variant (closed loop: spread over the connections; open loop: sent at --rate)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate -d 'Open loop: attempts per second over all connections, sent on schedule whatever Redis does; latency is measured from the planned send time' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l duration -d 'Open loop: run for this long at --rate (instead of --requests), e.g. 30s' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l users -d 'Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests, so stock, not the per-user limit, runs out)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l stock -d 'Units in stock at the start of each variant (the campaign file\'s stock is not used)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per thread (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per connection (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hdr-out -d 'Write one HdrHistogram percentile-distribution file per variant, PREFIX<variant>.hgrm (corrected latency; in open loop also PREFIX<variant>.service.hgrm), for HdrHistogram\'s plotter' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l max-p99 -d 'Fail (exit 4) when a variant\'s p99 latency (corrected) exceeds this, e.g. 5ms' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l min-qps -d 'Fail (exit 4) when a variant answers fewer attempts per second than this' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l buckets -d 'Split the stock into N buckets (docs/buckets.md) and run the bucket buy path (`--variant full` only); reports round trips per buy, the transfer share and per-bucket figures' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hot-buckets -d 'With --buckets: skewed demand, every synthetic user\'s home is one of the first K buckets (default: uniform)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l print-command -d 'Print the EVALSHA command line the v3 or full variant sends per request (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
@@ -260,8 +279,9 @@ v4\t'DECR, INCR back when the result is negative'
 full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -269,6 +289,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-tim
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate-limit -d 'Keep the campaign\'s rate limit in the `full` variant (default: off, so synthetic shoppers measure the stock path, not the throttle)'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l keep -d 'Leave the load-test keys in Redis afterwards (the last variant\'s state), for inspection'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Show every column (default: variant, qps, succeeded, oversold, p99, verdict)'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'

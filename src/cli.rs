@@ -35,7 +35,8 @@ pub struct Cli {
     )]
     pub campaign: Option<PathBuf>,
 
-    /// Output format: a table for people, JSON for scripts, prometheus (status only) for monitoring.
+    /// Output format: a table for people, JSON for scripts; csv (loadtest only),
+    /// prometheus (status only) for monitoring.
     #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
     pub format: Format,
 
@@ -134,6 +135,13 @@ impl Command {
     }
 
     fn run(self, ctx: &Context) -> Result<i32> {
+        // Refused before anything runs: a buy must not happen and then fail to print.
+        if ctx.format == Format::Csv && !matches!(self, Command::Loadtest(_)) {
+            return Err(crate::error::usage(format!(
+                "--format csv applies to loadtest only; use table or json for {}",
+                self.name()
+            )));
+        }
         // Completion scripts and man pages have no format to choose.
         let prints_a_report = !matches!(self, Command::Completions(_) | Command::Man(_));
         if ctx.format == Format::Prometheus

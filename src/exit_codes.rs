@@ -12,9 +12,11 @@ pub const RUNTIME_ERROR: i32 = 1;
 pub const USAGE_ERROR: i32 = 2;
 /// `reconcile` found drift: the stock equation does not hold or the order sets differ.
 pub const DRIFT_FOUND: i32 = 3;
+/// `loadtest`: a threshold failed (--max-p99, --min-qps, oversold or undersold).
+pub const THRESHOLD_FAILED: i32 = 4;
 /// `preheat` refused an item: it has sales (`--force`), or orders but no
 /// stock key; nothing was written for it. Distinct from 1: Redis answered.
-pub const PREHEAT_REFUSED: i32 = 4;
+pub const PREHEAT_REFUSED: i32 = 5;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -59,6 +61,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         DRIFT_FOUND,
         "drift_found",
         "reconcile: the stock equation does not hold",
+    ),
+    (
+        THRESHOLD_FAILED,
+        "threshold_failed",
+        "loadtest: a threshold failed (p99, qps, oversold, undersold)",
     ),
     (
         PREHEAT_REFUSED,
@@ -139,24 +146,21 @@ mod tests {
 
     #[test]
     fn help_lists_the_shared_codes_and_only_the_commands_own() {
-        // One line per code: the code, its name, its meaning (padding follows the longest name).
-        let line = |text: &str, name: &str| -> String {
-            text.lines()
-                .find(|l| l.split_whitespace().nth(1) == Some(name))
-                .unwrap_or_default()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
+        // Names are padded to the longest one, so the meanings line up.
+        let width = ALL.iter().map(|(_, name, _)| name.len()).max().unwrap();
+        let line = |code: &str, name: &str, meaning: &str| {
+            format!("\n  {code:>2}  {name:<width$} {meaning}")
         };
         let buy = help("buy");
-        assert_eq!(line(&buy, "sold_out"), "10 sold_out not enough stock left");
-        assert!(line(&buy, "usage_error").starts_with("2 usage_error bad flags"));
+        assert!(buy.contains(&line("10", "sold_out", "not enough stock left")));
+        assert!(buy.contains(&line("2", "usage_error", "bad flags")));
         assert!(!buy.contains("drift_found"));
         let reconcile = help("reconcile");
-        assert_eq!(
-            line(&reconcile, "drift_found"),
-            "3 drift_found the stock equation does not hold"
-        );
+        assert!(reconcile.contains(&line(
+            "3",
+            "drift_found",
+            "the stock equation does not hold"
+        )));
         assert!(!reconcile.contains("sold_out"));
         assert_eq!(name_of(DRIFT_FOUND), "drift_found");
     }

@@ -36,6 +36,8 @@ pub enum Format {
     Table,
     /// One JSON document on stdout, for scripts.
     Json,
+    /// Comma-separated values (loadtest: redis-benchmark's columns first).
+    Csv,
     /// Prometheus text exposition format (`status` only: node_exporter's textfile collector).
     Prometheus,
 }
@@ -47,6 +49,7 @@ impl Format {
             Format::Table => "table",
             Format::Json => "json",
             Format::Prometheus => "prometheus",
+            Format::Csv => "csv",
         }
     }
 }

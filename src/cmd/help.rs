@@ -86,10 +86,16 @@ pub fn examples_paragraph(command: &str) -> String {
 
 /// The long help's closing sections of `command`: examples, then its exit codes.
 pub fn long(command: &str) -> String {
-    let before = match command {
-        "loadtest" => format!("{}\n\n", super::loadtest::NAMESPACE_HELP),
-        _ => String::new(),
-    };
+    if command == "loadtest" {
+        // Its own text already has modes, examples and safety, in that order.
+        return format!(
+            "{}\n\n{}\n\n{}",
+            super::loadtest::LOADTEST_HELP.trim_end(),
+            crate::exit_codes::help(command),
+            super::loadtest::THRESHOLD_NOTE
+        );
+    }
+    let before = String::new();
     let after = match command {
         "reconcile" => format!("\n\n{}", super::reconcile::CRON_NOTE),
         "dead-letter" => {

@@ -103,7 +103,7 @@ impl PreheatSummary {
 }
 
 impl Report for PreheatSummary {
-    /// 0, or 4 (`preheat_refused`) when an item was refused (sales exist that
+    /// 0, or 5 (`preheat_refused`) when an item was refused (sales exist that
     /// a reload would double-sell): Redis answered, unlike a runtime error (1).
     fn exit_code(&self) -> i32 {
         if self.refused().is_empty() {
@@ -191,7 +191,7 @@ impl Report for PreheatSummary {
     }
 }
 
-/// Preheat the campaign; exit 0, 4 (`preheat_refused`) when an item was
+/// Preheat the campaign; exit 0, 5 (`preheat_refused`) when an item was
 /// refused (sales exist that a reload would double-sell), 1 when Redis fails.
 pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     // A bad order database URL is a usage error before Redis is contacted.

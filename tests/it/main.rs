@@ -19,6 +19,7 @@ mod help;
 mod hostile_input;
 mod kill_switch_audit;
 mod loadtest;
+mod loadtest_engine;
 mod man;
 mod nothing_misleads;
 mod orders_cluster;
