@@ -3,6 +3,7 @@
 pub mod buy;
 pub mod completions;
 pub mod consume;
+pub mod dead_letter;
 pub mod init;
 pub mod loadtest;
 pub mod pending_claim;

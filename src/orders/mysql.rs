@@ -6,14 +6,16 @@
 //! round trip and one commit per batch. Columns are `utf8mb4_bin` so order
 //! ids compare byte for byte, as they do in Redis.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
-use super::{ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredOrder};
+use super::{
+    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder,
+};
 
 const SCHEMA: [&str; 2] = [
     "CREATE TABLE IF NOT EXISTS seckill_schema (version INT NOT NULL) ENGINE=InnoDB",
@@ -152,19 +154,29 @@ impl OrderStore for MysqlStore {
         })
     }
 
-    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
+    fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            let mut found = HashSet::new();
+            let mut found = HashMap::new();
             for chunk in order_ids.chunks(LOOKUP_CHUNK) {
                 let sql = format!(
-                    "SELECT order_id FROM orders WHERE order_id IN ({})",
+                    "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                     WHERE order_id IN ({})",
                     placeholders(chunk.len(), "?")
                 );
-                let ids: Vec<String> = conn
+                let rows: Vec<(String, String, String, String, i64, i64)> = conn
                     .exec(sql, chunk.to_vec())
                     .with_context(|| format!("cannot look up orders in {display}"))?;
-                found.extend(ids);
+                for (order_id, campaign, item_id, user_id, qty, price_cents) in rows {
+                    let content = StoredContent {
+                        campaign,
+                        item_id,
+                        user_id,
+                        qty,
+                        price_cents,
+                    };
+                    found.insert(order_id, content);
+                }
             }
             Ok(found)
         })
@@ -181,6 +193,34 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot count orders of {campaign}/{item} in {display}"))?;
             let (rows, units) = row.unwrap_or((0, 0));
             Ok(ItemTotals { rows, units })
+        })
+    }
+
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let rows: Vec<(String, i64, String)> = conn
+                .exec(
+                    "SELECT user_id, CAST(SUM(qty) AS SIGNED), MAX(order_id) FROM orders
+                     WHERE campaign = ? AND item_id = ? AND user_id > ?
+                     GROUP BY user_id ORDER BY user_id LIMIT ?",
+                    (campaign, item, after, limit as u64),
+                )
+                .with_context(|| format!("cannot page buyers of {campaign}/{item} in {display}"))?;
+            Ok(rows
+                .into_iter()
+                .map(|(user_id, units, latest_order_id)| BuyerTotal {
+                    user_id,
+                    units,
+                    latest_order_id,
+                })
+                .collect())
         })
     }
 

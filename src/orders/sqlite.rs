@@ -7,14 +7,16 @@
 //! `busy_timeout` is short on purpose: a locked database is a database
 //! error, which the pipeline answers with backoff and a log line.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, params, params_from_iter};
 
-use super::{ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredOrder};
+use super::{
+    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS seckill_schema (version INTEGER NOT NULL);
@@ -149,22 +151,35 @@ impl OrderStore for SqliteStore {
         Ok(inserted)
     }
 
-    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
-        let mut found = HashSet::new();
+    fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
+        let mut found = HashMap::new();
         for chunk in order_ids.chunks(LOOKUP_CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql = format!("SELECT order_id FROM orders WHERE order_id IN ({placeholders})");
+            let sql = format!(
+                "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                 WHERE order_id IN ({placeholders})"
+            );
             let mut statement = self
                 .connection
                 .prepare_cached(&sql)
                 .context("cannot prepare order lookup")?;
             let rows = statement
                 .query_map(params_from_iter(chunk.iter()), |row| {
-                    row.get::<_, String>(0)
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        StoredContent {
+                            campaign: row.get(1)?,
+                            item_id: row.get(2)?,
+                            user_id: row.get(3)?,
+                            qty: row.get(4)?,
+                            price_cents: row.get(5)?,
+                        },
+                    ))
                 })
                 .with_context(|| format!("cannot look up orders in {}", self.display))?;
             for row in rows {
-                found.insert(row.context("cannot read an order id")?);
+                let (order_id, content) = row.context("cannot read an order row")?;
+                found.insert(order_id, content);
             }
         }
         Ok(found)
@@ -178,6 +193,39 @@ impl OrderStore for SqliteStore {
                 |row| Ok(ItemTotals { rows: row.get(0)?, units: row.get(1)? }),
             )
             .with_context(|| format!("cannot count orders of {campaign}/{item} in {}", self.display))
+    }
+
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>> {
+        let mut statement = self
+            .connection
+            .prepare_cached(
+                "SELECT user_id, SUM(qty), MAX(order_id) FROM orders
+                 WHERE campaign = ?1 AND item_id = ?2 AND user_id > ?3
+                 GROUP BY user_id ORDER BY user_id LIMIT ?4",
+            )
+            .context("cannot prepare buyer page query")?;
+        let rows = statement
+            .query_map(params![campaign, item, after, limit as i64], |row| {
+                Ok(BuyerTotal {
+                    user_id: row.get(0)?,
+                    units: row.get(1)?,
+                    latest_order_id: row.get(2)?,
+                })
+            })
+            .with_context(|| {
+                format!(
+                    "cannot page buyers of {campaign}/{item} in {}",
+                    self.display
+                )
+            })?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .context("cannot read a buyer row")
     }
 
     fn item_orders_after(
