@@ -36,3 +36,4 @@ mod replicas;
 mod security;
 mod status;
 mod tls_auth;
+mod transient_store_errors;
