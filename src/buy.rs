@@ -23,20 +23,6 @@ pub fn new_order_id() -> String {
     ulid::Ulid::generate().to_string()
 }
 
-/// WAIT for `replicas` replicas to confirm every write this connection made
-/// (the buy just before it), at most `timeout`; returns how many did.
-pub fn wait_replicas<C: ConnectionLike>(
-    conn: &mut C,
-    replicas: u32,
-    timeout: std::time::Duration,
-) -> Result<i64> {
-    redis::cmd("WAIT")
-        .arg(replicas)
-        .arg(timeout.as_millis().max(1) as u64)
-        .query(conn)
-        .context("WAIT for replicas failed")
-}
-
 /// Run the buy script once.
 pub fn buy<C: ConnectionLike>(
     conn: &mut C,

@@ -21,6 +21,7 @@ pub mod output;
 pub mod recovery;
 pub mod redis_conn;
 pub mod redis_failure;
+pub mod replicas;
 pub mod report;
 pub mod scripts;
 pub mod state;

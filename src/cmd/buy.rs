@@ -11,6 +11,7 @@ use crate::error::{OutcomeUnknown, usage};
 use crate::keys::ItemKeys;
 use crate::output;
 use crate::redis_failure::{self, Failure};
+use crate::replicas;
 use crate::report::Report;
 
 /// Flags of `seckill buy`.
@@ -30,12 +31,13 @@ pub struct Args {
 
     /// After an `ok`, WAIT until this many replicas confirmed it; fewer within
     /// --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover
-    /// now could lose it. Standalone Redis only (on a cluster WAIT would not reach
-    /// the item's master).
+    /// now could lose it. On a cluster WAIT goes to the item's master (and, for a
+    /// bucketed item, every master the attempt wrote to).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub wait_replicas: Option<u32>,
 
-    /// Longest WAIT for --wait-replicas (the buy's reply waits this long at most).
+    /// Longest WAIT for --wait-replicas (the buy's reply waits this long at most;
+    /// must be shorter than --response-timeout).
     #[arg(long, default_value = "1s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION")]
     pub wait_timeout: std::time::Duration,
 
@@ -145,10 +147,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         Some(id) => id.clone(),
         None => buy::new_order_id(),
     };
-    if args.wait_replicas.is_some() && ctx.connection.cluster {
-        return Err(usage(
-            "--wait-replicas works on a standalone Redis only: on a cluster WAIT would not reach the item's master",
-        ));
+    if args.wait_replicas.is_some() {
+        replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
     }
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
@@ -160,16 +160,31 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         request_id: Some(&request_id),
     };
     // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
-    let reply = if item.buckets > 1 {
-        buckets::buy::buy(&mut conn, &Layout::live(&campaign.id, item), &request).map(|r| r.0)
+    // `written` names one key per slot the attempt may have written to, for WAIT.
+    let (reply, written) = if item.buckets > 1 {
+        let layout = Layout::live(&campaign.id, item);
+        buckets::buy::buy(&mut conn, &layout, &request).map(|(reply, cost)| {
+            let home = layout.home(&args.user).keys.stock;
+            // One round trip: only the home bucket was written to. A sweep may
+            // have debited, settled or marked any bucket.
+            let written = if cost.round_trips > 1 {
+                layout.all().into_iter().map(|b| b.keys.stock).collect()
+            } else {
+                vec![home]
+            };
+            (reply, written)
+        })
     } else {
-        buy::buy(&mut conn, &ItemKeys::live(&campaign.id, &item.id), &request)
+        let keys = ItemKeys::live(&campaign.id, &item.id);
+        buy::buy(&mut conn, &keys, &request).map(|reply| (reply, vec![keys.stock]))
     }
     .map_err(|e| explain_failure(e, &target.display, &request_id))?;
     let mut outcome = reply.outcome;
     let mut replicas_acked = None;
     if let (Some(wanted), Outcome::Ok) = (args.wait_replicas, reply.outcome) {
-        let acked = buy::wait_replicas(&mut conn, wanted, args.wait_timeout).map_err(|e| {
+        let written: Vec<&str> = written.iter().map(String::as_str).collect();
+        let acked = replicas::wait_after_buy(&mut conn, &written, wanted, args.wait_timeout)
+            .map_err(|e| {
             e.context(format!(
                 "bought order {} at {}, but could not wait for replicas",
                 reply.order_id.as_deref().unwrap_or("-"),

@@ -33,6 +33,7 @@ mod readme_session;
 mod reconcile_content;
 mod refused_orders;
 mod replicas;
+mod replicas_cluster;
 mod security;
 mod status;
 mod tls_auth;

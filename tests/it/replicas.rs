@@ -54,7 +54,7 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
         &file.path,
         &master.url(),
         "u1",
-        &["--wait-replicas", "1", "--wait-timeout", "5s"],
+        &["--wait-replicas", "1", "--wait-timeout", "2s"],
     );
     assert_eq!(
         output.status.code(),
@@ -91,8 +91,8 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
     let stock: i64 = m.get("seckill:{rep:1}:stock").unwrap();
     assert_eq!(stock, 8, "the unreplicated buy did happen on the master");
 
-    // Without the flag nothing waits; on a cluster the flag is refused (WAIT
-    // would not reach the item's master).
+    // Without the flag nothing waits. A WAIT longer than the reply timeout
+    // is refused: the client would give up before WAIT answers.
     assert_eq!(
         buy(&file.path, &master.url(), "u3", &[]).status.code(),
         Some(0)
@@ -101,7 +101,8 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
         &file.path,
         &master.url(),
         "u4",
-        &["--wait-replicas", "1", "--cluster"],
+        &["--wait-replicas", "1", "--wait-timeout", "5s", "--response-timeout", "5s"],
     );
     assert_eq!(output.status.code(), Some(exit_codes::USAGE_ERROR));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--wait-timeout 5s must be shorter"));
 }
