@@ -41,9 +41,7 @@ pub fn wait_after_buy(
 ) -> Result<i64> {
     let cmd = wait_command(replicas, timeout);
     match conn {
-        Conn::Single(single) => cmd
-            .query(single)
-            .context("WAIT for replicas failed"),
+        Conn::Single(single) => cmd.query(single).context("WAIT for replicas failed"),
         Conn::Cluster(cluster) => {
             let mut slots: Vec<u16> = written_keys
                 .iter()
@@ -56,9 +54,9 @@ pub fn wait_after_buy(
                 let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
                     Route::new(slot, SlotAddr::Master),
                 ));
-                let reply = cluster
-                    .route_command(&cmd, route)
-                    .with_context(|| format!("WAIT for replicas failed on the master of slot {slot}"))?;
+                let reply = cluster.route_command(&cmd, route).with_context(|| {
+                    format!("WAIT for replicas failed on the master of slot {slot}")
+                })?;
                 let acked: i64 = redis::from_redis_value(reply)
                     .with_context(|| format!("WAIT on the master of slot {slot} answered oddly"))?;
                 fewest = fewest.min(acked);

@@ -185,12 +185,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         let written: Vec<&str> = written.iter().map(String::as_str).collect();
         let acked = replicas::wait_after_buy(&mut conn, &written, wanted, args.wait_timeout)
             .map_err(|e| {
-            e.context(format!(
-                "bought order {} at {}, but could not wait for replicas",
-                reply.order_id.as_deref().unwrap_or("-"),
-                target.display
-            ))
-        })?;
+                e.context(format!(
+                    "bought order {} at {}, but could not wait for replicas",
+                    reply.order_id.as_deref().unwrap_or("-"),
+                    target.display
+                ))
+            })?;
         replicas_acked = Some(acked);
         if acked < i64::from(wanted) {
             outcome = Outcome::Unreplicated;

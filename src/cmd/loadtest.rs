@@ -116,6 +116,16 @@ pub struct Args {
     #[arg(long)]
     pub rate_limit: bool,
 
+    /// `full` only: after every buy, WAIT on the same connection until N replicas
+    /// confirmed it; a buy fewer confirmed within --wait-timeout counts as
+    /// `unreplicated` (sold all the same). Costs one more command per buy.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub wait_replicas: Option<u32>,
+
+    /// Longest WAIT for --wait-replicas (shorter than --response-timeout).
+    #[arg(long, default_value = "1s", requires = "wait_replicas", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub wait_timeout: Duration,
+
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
     pub keep: bool,
@@ -303,6 +313,15 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
             variants[0].as_str()
         )));
     }
+    if args.wait_replicas.is_some() {
+        if !variants.contains(&Variant::Full) {
+            return Err(usage(format!(
+                "--wait-replicas applies to the full variant only (the toolkit's buy); {} writes no order",
+                variants[0].as_str()
+            )));
+        }
+        crate::replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
+    }
     let settings = settings(args)?;
     let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
@@ -314,11 +333,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
             || args.max_p99.is_some()
             || args.min_qps.is_some()
             || args.fail_on_oversell
+            || args.wait_replicas.is_some()
             || ctx.format == crate::output::Format::Csv;
         if unbucketed_only {
             return Err(usage(
-                "--rate, --hdr-out, the thresholds and --format csv apply to the unbucketed \
-                 load test, not to --buckets",
+                "--rate, --hdr-out, the thresholds, --wait-replicas and --format csv apply to \
+                 the unbucketed load test, not to --buckets",
             ));
         }
         return run_buckets(args, &campaign, &item_id, &target, &mut control);
@@ -394,6 +414,8 @@ fn settings(args: &Args) -> Result<Settings> {
         stock: args.stock,
         pipeline: args.pipeline,
         rate_limit: args.rate_limit,
+        wait_replicas: args.wait_replicas,
+        wait_timeout: args.wait_timeout,
     })
 }
 
@@ -469,7 +491,7 @@ fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String 
     format!(
         "load test of campaign {} item {} on {redis}\n\
          {pace}, {} connections, pipeline {}\n\
-         {} requests, stock {}, {} users{}",
+         {} requests, stock {}, {} users{}{}",
         campaign.id,
         plan.item_id,
         settings.connections,
@@ -477,6 +499,13 @@ fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String 
         settings.requests,
         settings.stock,
         settings.users,
+        match settings.wait_replicas {
+            Some(n) => format!(
+                "\nfull: WAIT for {n} replica(s) after every buy, at most {}",
+                humantime::format_duration(settings.wait_timeout)
+            ),
+            None => String::new(),
+        },
         if kept {
             format!(" (keys kept under {}*)", plan.keys.item.base)
         } else {
@@ -515,6 +544,7 @@ fn comparison_table(reports: &[VariantReport], wide: bool) -> comfy_table::Table
             "elapsed s",
             "qps",
             "succeeded",
+            "unreplicated",
             "sold out",
             "rejected",
             "oversold",
@@ -551,6 +581,7 @@ fn comparison_table(reports: &[VariantReport], wide: bool) -> comfy_table::Table
                 format!("{:.2}", r.elapsed_s),
                 format!("{:.0}", r.qps),
                 r.succeeded.to_string(),
+                r.unreplicated.to_string(),
                 r.sold_out.to_string(),
                 r.rejected.to_string(),
                 r.oversold.to_string(),
@@ -582,7 +613,7 @@ fn comparison_table(reports: &[VariantReport], wide: bool) -> comfy_table::Table
         table.add_row(row);
     }
     // Only the free-text columns wrap (between words): retries and verdict.
-    let free_text: &[usize] = if wide { &[20, 21] } else { &[5] };
+    let free_text: &[usize] = if wide { &[21, 22] } else { &[5] };
     output::fit(&mut table, free_text);
     table
 }

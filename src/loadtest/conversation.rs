@@ -121,7 +121,7 @@ impl Conversation {
                 for &request in requests {
                     template.write(request, out);
                 }
-                return requests.len();
+                return requests.len() * template.replies_per_request();
             }
             Conversation::V4 {
                 decr,
@@ -211,8 +211,11 @@ impl Conversation {
                 },
             },
             Conversation::Script(template) => {
-                template.count(reply, counts)?;
-                Next::Finished
+                if template.count(reply, counts)? {
+                    Next::Finished
+                } else {
+                    Next::Pending
+                }
             }
             Conversation::V4 {
                 decr: _,

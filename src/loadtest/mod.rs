@@ -104,6 +104,10 @@ pub struct Settings {
     pub pipeline: usize,
     /// Keep the campaign's rate limit in the `full` variant.
     pub rate_limit: bool,
+    /// `full` only: WAIT for this many replicas after every buy, on the same connection.
+    pub wait_replicas: Option<u32>,
+    /// Longest WAIT.
+    pub wait_timeout: Duration,
 }
 
 /// Everything a worker needs to know, shared read-only by all of them.

@@ -80,19 +80,25 @@ pub struct VariantReport {
     pub requested_rate: Option<f64>,
     /// Answered attempts per second.
     pub achieved_rate: f64,
-    /// Purchases that succeeded.
+    /// Purchases that succeeded (with --wait-replicas: and were replicated).
     pub succeeded: u64,
+    /// `full --wait-replicas`: purchases fewer replicas confirmed in time.
+    /// They sold their units: the books count them with `succeeded`.
+    pub unreplicated: u64,
+    /// `--wait-replicas` of the run (full only); null without it.
+    pub wait_replicas: Option<u32>,
     /// Attempts answered "sold out".
     pub sold_out: u64,
     /// Duplicate or rate-limited (full), gave up waiting for the lock (lock).
     pub rejected: u64,
-    /// Units sold beyond the stock: max(succeeded − stock, −final_stock, 0).
+    /// Units sold beyond the stock: max(sold − stock, −final_stock, 0),
+    /// sold = succeeded + unreplicated.
     pub oversold: u64,
     /// Units still in stock although some attempt was answered sold out.
     pub undersold: u64,
     /// Stock left in Redis afterwards (negative: oversold).
     pub final_stock: i64,
-    /// The identity sold + left = initial (succeeded + final_stock = stock).
+    /// The identity sold + left = initial (succeeded + unreplicated + final_stock = stock).
     pub books_balance: bool,
     /// Entries in the order stream afterwards (full only; 0 for the others).
     pub stream_len: i64,
@@ -163,7 +169,9 @@ pub fn build(
         final_stock,
         stream_len,
     } = books;
-    let oversold = (counts.succeeded as i64 - stock).max(-final_stock).max(0) as u64;
+    // An unreplicated buy sold its unit like any other.
+    let sold = counts.succeeded + counts.unreplicated;
+    let oversold = (sold as i64 - stock).max(-final_stock).max(0) as u64;
     let undersold = if counts.sold_out > 0 {
         final_stock.max(0) as u64
     } else {
@@ -189,12 +197,17 @@ pub fn build(
         },
         achieved_rate,
         succeeded: counts.succeeded,
+        unreplicated: counts.unreplicated,
+        wait_replicas: match variant {
+            Variant::Full => settings.wait_replicas,
+            _ => None,
+        },
         sold_out: counts.sold_out,
         rejected: counts.rejected,
         oversold,
         undersold,
         final_stock,
-        books_balance: counts.succeeded as i64 + final_stock == stock,
+        books_balance: sold as i64 + final_stock == stock,
         stream_len,
         min_ms: corrected.min_ms,
         avg_ms: corrected.avg_ms,
@@ -222,7 +235,7 @@ pub fn build(
         verdict: verdict(
             variant,
             stock,
-            counts.succeeded,
+            sold,
             oversold,
             undersold,
             final_stock,

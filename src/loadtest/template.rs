@@ -31,6 +31,11 @@ pub struct ScriptTemplate {
     variant: Variant,
     template: Template,
     users: u64,
+    /// `full --wait-replicas`: the WAIT packed after every call, and how many
+    /// replicas it asks for.
+    wait: Option<(Vec<u8>, i64)>,
+    /// With `wait`: the outcome of the call whose WAIT reply comes next.
+    bought: Option<bool>,
 }
 
 impl ScriptTemplate {
@@ -42,14 +47,31 @@ impl ScriptTemplate {
             _ => digits(settings.requests.saturating_sub(1)),
         };
         let words = variants::script_words(variant, plan, &|n| vec![Template::mark(n); widths(n)]);
+        let wait = match (variant, settings.wait_replicas) {
+            (Variant::Full, Some(replicas)) => {
+                let millis = settings.wait_timeout.as_millis().max(1).to_string();
+                let count = replicas.to_string();
+                let packed = resp::command(&[b"WAIT", count.as_bytes(), millis.as_bytes()]);
+                Some((packed, i64::from(replicas)))
+            }
+            _ => None,
+        };
         ScriptTemplate {
             variant,
             template: Template::from_words(&words),
             users: settings.users.max(1),
+            wait,
+            bought: None,
         }
     }
 
-    /// Append request `request`'s call to `out`: user `request mod users`.
+    /// Replies one request brings: the call's, and WAIT's when there is one.
+    pub fn replies_per_request(&self) -> usize {
+        1 + usize::from(self.wait.is_some())
+    }
+
+    /// Append request `request`'s call to `out`: user `request mod users`;
+    /// then its WAIT, right behind it on the same connection.
     pub fn write(&self, request: u64, out: &mut Vec<u8>) {
         self.template.write(
             |number| match number {
@@ -58,10 +80,40 @@ impl ScriptTemplate {
             },
             out,
         );
+        if let Some((wait, _)) = &self.wait {
+            out.extend_from_slice(wait);
+        }
+    }
+
+    /// Take one reply: the script's, or the WAIT's behind it. True when it
+    /// finished its request (counted).
+    pub fn count(&mut self, reply: Value, counts: &mut Counts) -> Result<bool> {
+        let Some((_, wanted)) = &self.wait else {
+            self.count_call(reply, counts)?;
+            return Ok(true);
+        };
+        match self.bought.take() {
+            None => {
+                self.bought = Some(buy::outcome_of(&reply)? == Outcome::Ok);
+                if !self.bought.unwrap_or(false) {
+                    self.count_call(reply, counts)?;
+                }
+                Ok(false)
+            }
+            Some(bought) => {
+                let acked = super::conversation::int_or_nil(reply, "WAIT")?.unwrap_or(0);
+                if bought && acked < *wanted {
+                    counts.unreplicated += 1;
+                } else if bought {
+                    counts.succeeded += 1;
+                }
+                Ok(true)
+            }
+        }
     }
 
     /// Count one reply of the script.
-    pub fn count(&self, reply: Value, counts: &mut Counts) -> Result<()> {
+    fn count_call(&self, reply: Value, counts: &mut Counts) -> Result<()> {
         if self.variant == Variant::Full {
             match buy::outcome_of(&reply)? {
                 Outcome::Ok => counts.succeeded += 1,

@@ -30,6 +30,8 @@ pub const LOCK_TTL_MS: &[u8] = b"5000";
 #[derive(Debug, Default)]
 pub struct Counts {
     pub succeeded: u64,
+    /// `full --wait-replicas`: bought, but fewer replicas confirmed it (sold all the same).
+    pub unreplicated: u64,
     pub sold_out: u64,
     /// Duplicate, rate-limited (full) or gave up waiting for the lock (lock).
     pub rejected: u64,
@@ -43,6 +45,7 @@ impl Counts {
     /// Add another worker's counts to these.
     pub fn absorb(&mut self, other: Counts) {
         self.succeeded += other.succeeded;
+        self.unreplicated += other.unreplicated;
         self.sold_out += other.sold_out;
         self.rejected += other.rejected;
         self.retries += other.retries;

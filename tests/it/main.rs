@@ -34,6 +34,7 @@ mod reconcile_content;
 mod refused_orders;
 mod replicas;
 mod replicas_cluster;
+mod replicas_loadtest;
 mod security;
 mod status;
 mod tls_auth;

@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::Commands;
 use seckill::exit_codes;
@@ -30,20 +30,8 @@ fn buy(file: &std::path::Path, url: &str, user: &str, extra: &[&str]) -> std::pr
 #[test]
 fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
     let master = RedisServer::start();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let replica = support::start_replica_of(&master);
     let mut m = master.conn();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut m).unwrap();
-        if info.contains("connected_slaves:1") && info.contains("state=online") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the replica never synced: {info}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let file = campaign_file(CAMPAIGN);
     seckill(&file.path, &master.url())
         .arg("preheat")
@@ -101,7 +89,14 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
         &file.path,
         &master.url(),
         "u4",
-        &["--wait-replicas", "1", "--wait-timeout", "5s", "--response-timeout", "5s"],
+        &[
+            "--wait-replicas",
+            "1",
+            "--wait-timeout",
+            "5s",
+            "--response-timeout",
+            "5s",
+        ],
     );
     assert_eq!(output.status.code(), Some(exit_codes::USAGE_ERROR));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--wait-timeout 5s must be shorter"));

@@ -1,10 +1,10 @@
 //! `buy --wait-replicas` on a real 3+3 Redis Cluster: WAIT reaches the master
 //! that ran the buy, on the connection that ran it. With the replica
-//! connected the buy is `ok`; with the replica of that very master frozen
-//! (SIGSTOP: it stops acknowledging, the other masters' replicas keep
-//! theirs) it is `unreplicated` — for a plain item and a bucketed one. A
-//! WAIT sent anywhere else (another master, or a fresh connection that wrote
-//! nothing) would answer at once with the replicas that are alive: `ok`.
+//! connected the buy is `ok`; with replication cut on that very master (the
+//! other masters keep their replicas) it is `unreplicated` — for a plain
+//! item and a bucketed one. A WAIT sent anywhere else (another master, or a
+//! fresh connection that wrote nothing) would answer at once with the
+//! replicas that are connected there: `ok`.
 
 use crate::support;
 
@@ -26,44 +26,22 @@ fn info(port: u16) -> String {
         .query(&mut node(port).unwrap())
         .unwrap()
 }
-
-fn pid_of(port: u16) -> String {
-    let server: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut node(port).unwrap())
+/// The replica may no longer sync from the master on `port`, and its link is
+/// dropped: the master has no replica to acknowledge anything.
+fn cut_replication(port: u16) {
+    let mut master = node(port).unwrap();
+    let () = redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "-psync", "-sync", "-replconf"])
+        .query(&mut master)
         .unwrap();
-    server
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
-
-fn signal(pid: &str, sig: &str) {
-    assert!(
-        std::process::Command::new("kill")
-            .args([sig, pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-}
-
-/// Resumes a frozen server even when an assertion fails meanwhile.
-struct Frozen(String);
-
-impl Frozen {
-    fn new(port: u16) -> Frozen {
-        let pid = pid_of(port);
-        signal(&pid, "-STOP");
-        Frozen(pid)
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        signal(&self.0, "-CONT");
+    let _: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "replica"])
+        .query(&mut master)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !info(port).contains("connected_slaves:0") {
+        assert!(Instant::now() < deadline, "the replica stayed connected");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -108,6 +86,40 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
         synced_replica(&cluster, &key);
     }
 
+    // The load test's blocking cluster path sends EVALSHA and WAIT in one
+    // write to the item's master. (Its own campaign file: a load test refuses
+    // an item that is preheated for real.)
+    let rehearsal = campaign_file(
+        "campaign: repl\nitems:\n  - { id: lt, name: x, price: \"1.00\", stock: 1 }\n",
+    );
+    let loadtest = || {
+        let output = seckill(&rehearsal.path, &urls)
+            .args(["--cluster", "loadtest", "--variant", "full"])
+            .args([
+                "--wait-replicas",
+                "1",
+                "--wait-timeout",
+                "300ms",
+                "--format",
+                "json",
+            ])
+            .args(["--connections", "2", "--requests", "30", "--stock", "10"])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        json(&output)["variants"][0].clone()
+    };
+    let before = loadtest();
+    assert_eq!(
+        (
+            before["succeeded"].as_i64(),
+            before["unreplicated"].as_i64()
+        ),
+        (Some(10), Some(0)),
+        "{before}"
+    );
+
     for (item, user) in [("1", "p1"), ("hot", "h1")] {
         let output = buy(item, user, "2s");
         assert_eq!(output.status.code(), Some(0), "{output:?}");
@@ -116,12 +128,12 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
         assert_eq!(shown["replicas_acked"], 1, "{shown}");
     }
 
-    // Only the replica of the master that runs the buy stops acknowledging.
+    // Only the master that runs the buy loses its replica: replication is cut
+    // there (as in failover.rs); the other masters keep theirs.
     for (item, user, key) in [("1", "p2", plain.clone()), ("hot", "h2", home_of("h2"))] {
-        let replica = synced_replica(&cluster, &key);
-        let frozen = Frozen::new(replica);
+        let (master, _) = cluster.master_and_replicas_of(&key);
+        cut_replication(master);
         let output = buy(item, user, "300ms");
-        drop(frozen);
         assert_eq!(
             output.status.code(),
             Some(exit_codes::UNREPLICATED),
@@ -132,4 +144,16 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
         assert_eq!(shown["replicas_acked"], 0, "{shown}");
         assert!(shown["order_id"].as_str().is_some_and(|id| !id.is_empty()));
     }
+    cut_replication(
+        cluster
+            .master_and_replicas_of("seckill-loadtest:{repl:lt}:stock")
+            .0,
+    );
+    let after = loadtest();
+    assert_eq!(
+        (after["succeeded"].as_i64(), after["unreplicated"].as_i64()),
+        (Some(0), Some(10)),
+        "{after}"
+    );
+    assert_eq!(after["books_balance"], true, "{after}");
 }

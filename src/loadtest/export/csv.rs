@@ -23,10 +23,11 @@ pub const REDIS_BENCHMARK_COLUMNS: [&str; 8] = [
 ];
 
 /// Our columns after redis-benchmark's.
-pub const OUR_COLUMNS: [&str; 16] = [
+pub const OUR_COLUMNS: [&str; 17] = [
     "oversold",
     "undersold",
     "succeeded",
+    "unreplicated",
     "sold_out",
     "rejected",
     "final_stock",
@@ -64,6 +65,7 @@ pub fn write(out: &mut impl Write, reports: &[VariantReport]) -> Result<()> {
             r.oversold.to_string(),
             r.undersold.to_string(),
             r.succeeded.to_string(),
+            r.unreplicated.to_string(),
             r.sold_out.to_string(),
             r.rejected.to_string(),
             r.final_stock.to_string(),

@@ -163,3 +163,52 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// A redis-server frozen with SIGSTOP (a replica that stops acknowledging),
+/// resumed with SIGCONT on drop — even when an assertion fails meanwhile.
+pub struct Frozen(String);
+
+impl Frozen {
+    /// Freeze the server `conn` is connected to (its pid from INFO server).
+    pub fn new(conn: &mut redis::Connection) -> Frozen {
+        let server: String = redis::cmd("INFO").arg("server").query(conn).unwrap();
+        let pid = server
+            .lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .expect("INFO server has process_id")
+            .trim()
+            .to_string();
+        signal(&pid, "-STOP");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(&self.0, "-CONT");
+    }
+}
+
+fn signal(pid: &str, sig: &str) {
+    let status = Command::new("kill").args([sig, pid]).status().unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// Start a replica of `master` (`--replicaof`) and wait until the master
+/// sees it online.
+pub fn start_replica_of(master: &RedisServer) -> RedisServer {
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut m = master.conn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut m).unwrap();
+        if info.contains("connected_slaves:1") && info.contains("state=online") {
+            return replica;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica never synced: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
