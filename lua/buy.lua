@@ -16,6 +16,11 @@
 -- ARGV[4] order_id      order id to use if this attempt succeeds
 -- ARGV[5] campaign      campaign id (copied into the order entry)
 -- ARGV[6] item          item id     (copied into the order entry)
+-- KEYS[8] reservations  hash   order id -> reservation record (lua/pay.lua has its format)
+-- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
+-- ARGV[7] payment_timeout_ms  "0" = an ok is final; else the ok is a reservation
+--                             due at now + this (Redis time), recorded in KEYS[8]/KEYS[9],
+--                             counted in meta (reserved_orders, reserved_units)
 --
 -- Returns {outcome, order_id, stock_left}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended | not_preheated
@@ -89,9 +94,25 @@ end
 -- stream: read the one, and write the other first, so a type error still
 -- leaves nothing half-done.
 redis.call('HEXISTS', KEYS[4], user)
-redis.call('XADD', KEYS[6], '*',
+local timeout = tonumber(ARGV[7]) or 0
+local deadline = ''
+if timeout > 0 then
+  -- Reservation: read its keys first too (a wrong type fails before any write).
+  redis.call('HEXISTS', KEYS[8], ARGV[4])
+  redis.call('ZSCORE', KEYS[9], ARGV[4])
+  deadline = string.format('%d', now_ms + timeout)
+end
+local entry_id = redis.call('XADD', KEYS[6], '*',
   'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
-  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id)
+  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id,
+  'deadline_ms', deadline)
+if timeout > 0 then
+  redis.call('HSET', KEYS[8], ARGV[4], string.format('reserved %d %d %d %s %d %s %s',
+    qty, tonumber(meta[8] or '0'), now_ms, deadline, now_ms, entry_id, user))
+  redis.call('ZADD', KEYS[9], deadline, ARGV[4])
+  redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
+  redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
+end
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
@@ -104,6 +125,10 @@ if meta[9] and meta[9] ~= '' then
   redis.call('PEXPIREAT', KEYS[4], meta[9])
   if request_field then
     redis.call('PEXPIREAT', KEYS[5], meta[9])
+  end
+  if timeout > 0 then
+    redis.call('PEXPIREAT', KEYS[8], meta[9])
+    redis.call('PEXPIREAT', KEYS[9], meta[9])
   end
 end
 return {'ok', ARGV[4], left}

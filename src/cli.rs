@@ -68,6 +68,12 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
     PendingClaim(cmd::pending_claim::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
+    /// Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown.
+    Pay(cmd::pay::Args),
+    /// Cancel one reserved order: its units go back on sale; a paid order is never released.
+    Cancel(cmd::cancel::Args),
+    /// Release every reservation past its payment deadline (Redis clock), once or in a loop.
+    Expire(cmd::expire::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     Loadtest(cmd::loadtest::Args),
 }
@@ -90,6 +96,9 @@ impl Cli {
             Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
             Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
             Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
+            Command::Pay(args) => cmd::pay::run(&globals, &args),
+            Command::Cancel(args) => cmd::cancel::run(&globals, &args),
+            Command::Expire(args) => cmd::expire::run(&globals, &args),
         }
     }
 }

@@ -26,6 +26,14 @@ pub const NOT_STARTED: i32 = 14;
 pub const ENDED: i32 = 15;
 /// `buy`: the item was never preheated into Redis (or its keys expired).
 pub const NOT_PREHEATED: i32 = 16;
+/// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
+pub const ALREADY_PAID: i32 = 30;
+/// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
+pub const ORDER_EXPIRED: i32 = 31;
+/// `pay`/`cancel`: the order was cancelled before (nothing changed).
+pub const ORDER_CANCELLED: i32 = 32;
+/// `pay`/`cancel`: no reservation with this order id in this campaign (or in `--item`).
+pub const UNKNOWN_ORDER: i32 = 33;
 
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
@@ -63,5 +71,25 @@ pub const ALL: &[(i32, &str, &str)] = &[
         NOT_PREHEATED,
         "not_preheated",
         "buy: item not preheated (or expired)",
+    ),
+    (
+        ALREADY_PAID,
+        "already_paid",
+        "pay/cancel: the order is paid (nothing changed)",
+    ),
+    (
+        ORDER_EXPIRED,
+        "order_expired",
+        "pay/cancel: the payment deadline passed; released by expire",
+    ),
+    (
+        ORDER_CANCELLED,
+        "order_cancelled",
+        "pay/cancel: the order was cancelled before (nothing changed)",
+    ),
+    (
+        UNKNOWN_ORDER,
+        "unknown_order",
+        "pay/cancel: no such reservation in this campaign",
     ),
 ];

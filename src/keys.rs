@@ -16,6 +16,8 @@
 //! | `…:rate:<user>` | string | attempts in the current rate-limit window |
 //! | `…:orders` | stream | one entry per order, read by `consume` |
 //! | `…:dead` | stream | entries `pending-claim` gave up on |
+//! | `…:reservations` | hash | order id → reservation record (`payment_timeout`, see `reservations`) |
+//! | `…:deadlines` | zset | order id → payment deadline (ms), reserved orders only |
 
 /// Key prefix of real campaigns.
 pub const LIVE_PREFIX: &str = "seckill";
@@ -36,6 +38,8 @@ pub struct ItemKeys {
     pub requests: String,
     pub orders: String,
     pub dead: String,
+    pub reservations: String,
+    pub deadlines: String,
 }
 
 impl ItemKeys {
@@ -50,6 +54,8 @@ impl ItemKeys {
             requests: format!("{base}requests"),
             orders: format!("{base}orders"),
             dead: format!("{base}dead"),
+            reservations: format!("{base}reservations"),
+            deadlines: format!("{base}deadlines"),
             base,
         }
     }
@@ -72,7 +78,7 @@ impl ItemKeys {
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub fn fixed(&self) -> [&str; 7] {
+    pub fn fixed(&self) -> [&str; 9] {
         [
             &self.meta,
             &self.stock,
@@ -81,6 +87,8 @@ impl ItemKeys {
             &self.requests,
             &self.orders,
             &self.dead,
+            &self.reservations,
+            &self.deadlines,
         ]
     }
 }

@@ -15,5 +15,6 @@ pub mod loadtest;
 pub mod orders;
 pub mod output;
 pub mod redis_conn;
+pub mod reservations;
 pub mod scripts;
 pub mod state;

@@ -75,7 +75,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
     let target = globals.redis(&campaign)?;
     let mut conn = target.connect()?;
     let keys = ItemKeys::live(&campaign.id, &item.id);
-    let reply = buy::buy(
+    let reply = buy::reserve(
         &mut conn,
         &keys,
         &BuyRequest {
@@ -85,6 +85,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             qty: args.qty,
             request_id: Some(&request_id),
         },
+        campaign.payment_timeout_ms(),
     )?;
     let code = reply.outcome.exit_code();
     let shown = BuyOutput {

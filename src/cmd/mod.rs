@@ -1,10 +1,13 @@
 //! One module per subcommand, each with its own `Args` and `run`.
 
 pub mod buy;
+pub mod cancel;
 pub mod completions;
 pub mod consume;
+pub mod expire;
 pub mod init;
 pub mod loadtest;
+pub mod pay;
 pub mod pending_claim;
 pub mod preheat;
 pub mod reconcile;

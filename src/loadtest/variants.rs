@@ -379,6 +379,9 @@ fn buy_call(
         order_id: Word::Numbered(order_prefix.as_bytes().to_vec(), Number::Request),
         campaign: fixed(campaign_id),
         item: fixed(item_id),
+        reservations: fixed(&keys.reservations),
+        deadlines: fixed(&keys.deadlines),
+        payment_timeout_ms: fixed("0"),
     }
 }
 

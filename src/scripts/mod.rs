@@ -20,8 +20,10 @@ pub mod buy;
 pub mod dead_letter;
 pub mod item_state;
 pub mod lock_release;
+pub mod pay;
 pub mod preheat;
 pub mod reconcile_snapshot;
+pub mod release;
 pub mod stream_order_ids;
 pub mod v3_decr;
 
@@ -70,7 +72,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 8] = [
+pub static ALL: [&Spec; 10] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -79,6 +81,8 @@ pub static ALL: [&Spec; 8] = [
     &reconcile_snapshot::SPEC,
     &v3_decr::SPEC,
     &lock_release::SPEC,
+    &pay::SPEC,
+    &release::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -299,7 +303,9 @@ mod tests {
                 "item_state",
                 "dead_letter",
                 "stream_order_ids",
-                "reconcile_snapshot"
+                "reconcile_snapshot",
+                "pay",
+                "release"
             ]
         );
     }

@@ -1,0 +1,74 @@
+#!lua
+-- pay.lua — mark one reserved order paid, atomically, if its deadline has not
+-- passed on the Redis clock (`TIME`). Idempotent: paying again changes nothing.
+--
+-- KEYS[1] reservations  hash   order id -> reservation record (below)
+-- KEYS[2] deadlines     zset   order id -> deadline ms, reserved orders only
+-- KEYS[3] meta          hash   reservation counters: reserved_/paid_ orders and units
+-- KEYS[4] orders        stream the order's `paid` event goes here, for the database
+-- ARGV[1] order_id      the order to pay
+-- ARGV[2] campaign      campaign id (copied into the event)
+-- ARGV[3] item          item id     (copied into the event)
+--
+-- The reservation record, written by buy.lua and rewritten on every state change:
+--   "<state> <qty> <price_cents> <bought_at_ms> <deadline_ms> <changed_at_ms> <event_stream_id> <user>"
+--   state            reserved | paid | expired | cancelled
+--   changed_at_ms    when the record got this state (Redis time)
+--   event_stream_id  the order stream entry that announced this state
+--   user             last: it may contain spaces
+--
+-- Returns {outcome, state, qty, deadline_ms, changed_at_ms, user} (state .. user
+-- are the record after this call; "" and 0 for unknown_order):
+--   paid           was reserved and now < deadline: now paid; event appended
+--   already_paid   paid before: nothing changed
+--   expired        the deadline has passed (state expired, or still reserved
+--                  until `seckill expire` releases it): nothing changed
+--   cancelled      cancelled before: nothing changed
+--   unknown_order  no reservation with this id in this item
+--
+-- A payment at or after the deadline is always refused, whether or not an
+-- expirer has run yet: the deadline alone decides, so pay and expire racing
+-- at the deadline cannot both win. Every read comes before the first write.
+
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if not record then
+  return {'unknown_order', '', 0, 0, 0, ''}
+end
+local state, qty, price, bought_at, deadline, changed_at, event_id, user = string.match(record,
+  '^(%l+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) (.*)$')
+if not state then
+  return redis.error_reply('CORRUPT reservation record of order ' .. ARGV[1] .. ' in ' .. KEYS[1])
+end
+local function reply(outcome)
+  return {outcome, state, tonumber(qty), tonumber(deadline), tonumber(changed_at), user}
+end
+if state == 'paid' then
+  return reply('already_paid')
+elseif state == 'expired' or state == 'cancelled' then
+  return reply(state)
+elseif state ~= 'reserved' then
+  return redis.error_reply('CORRUPT reservation record of order ' .. ARGV[1] .. ': state ' .. state)
+end
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if now_ms >= tonumber(deadline) then
+  return reply('expired')
+end
+
+-- Type checks of the keys written below, before the first write.
+redis.call('ZSCORE', KEYS[2], ARGV[1])
+redis.call('HGET', KEYS[3], 'paid_orders')
+local now = string.format('%d', now_ms)
+event_id = redis.call('XADD', KEYS[4], '*',
+  'order_id', ARGV[1], 'campaign', ARGV[2], 'item_id', ARGV[3], 'user_id', user,
+  'qty', qty, 'price_cents', price, 'bought_at_ms', bought_at, 'deadline_ms', deadline,
+  'event', 'paid', 'event_at_ms', now, 'reason', '')
+state, changed_at = 'paid', now
+redis.call('HSET', KEYS[1], ARGV[1], table.concat(
+  {state, qty, price, bought_at, deadline, changed_at, event_id, user}, ' '))
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'reserved_orders', -1)
+redis.call('HINCRBY', KEYS[3], 'reserved_units', -tonumber(qty))
+redis.call('HINCRBY', KEYS[3], 'paid_orders', 1)
+redis.call('HINCRBY', KEYS[3], 'paid_units', tonumber(qty))
+return reply('paid')

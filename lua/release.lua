@@ -1,0 +1,148 @@
+#!lua
+-- release.lua — release reservations: give their units back, atomically and
+-- exactly once. Either one named order (`seckill cancel`) or up to `limit`
+-- orders whose deadline has passed on the Redis clock (`seckill expire`).
+--
+-- KEYS[1] reservations  hash   order id -> reservation record (format in lua/pay.lua)
+-- KEYS[2] deadlines     zset   order id -> deadline ms, reserved orders only
+-- KEYS[3] meta          hash   reservation counters (reserved_/expired_/cancelled_ orders, units)
+-- KEYS[4] stock         string units left: a released order's units come back here,
+--                              the stock of the slot (item or bucket) the order was sold from
+-- KEYS[5] buyers        hash   user -> units bought (decremented when ARGV rebuy = 1)
+-- KEYS[6] buyer_orders  hash   user -> latest order id (dropped with the user's last unit)
+-- KEYS[7] orders        stream one `expired`/`cancelled` event per released order
+-- ARGV[1] mode          "cancel" (ARGV order_id) or "expire" (due orders, up to ARGV limit)
+-- ARGV[2] order_id      cancel: the order; expire: ""
+-- ARGV[3] reason        cancel: why (copied into the event); expire: ""
+-- ARGV[4] limit         expire: most orders released by this call (bounded work per call)
+-- ARGV[5] rebuy         "1": the user's bought count goes down by the units (may buy
+--                       again); "0": it stays (campaign option rebuy_after_release)
+-- ARGV[6] campaign      campaign id (copied into the events)
+-- ARGV[7] item          item id     (copied into the events)
+--
+-- Returns, mode cancel: {outcome, state, qty, deadline_ms, changed_at_ms, user}
+--   cancelled        was reserved: released now, event appended
+--   already_cancelled cancelled before: nothing changed
+--   expired          released by its deadline before: nothing changed
+--   paid             paid: a paid order is never released; nothing changed
+--   unknown_order    no reservation with this id in this item
+--   not_preheated    the item's stock key is gone (expired?): nothing changed
+-- Returns, mode expire: {released, units, due_left, unreadable}
+--   released/units   orders and units released by this call
+--   due_left         orders still due after it (call again while > 0)
+--   unreadable       ids whose record does not parse: taken off the deadline
+--                    list (so they cannot block the others) and named here
+--
+-- Safe with any number of expirers and cancels at once and after any crash:
+-- each release re-checks the record's state (and, for expiry, its deadline)
+-- inside this script, so an order is released at most once and a paid order
+-- never. Key-expiry notifications play no part. Every key is read (type
+-- checked) before the first write.
+
+local mode = ARGV[1]
+local rebuy = ARGV[5] == '1'
+local PATTERN = '^(%l+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) (.*)$'
+
+local stock = redis.call('GET', KEYS[4])
+redis.call('HLEN', KEYS[3])
+redis.call('HLEN', KEYS[5])
+redis.call('HLEN', KEYS[6])
+redis.call('ZCARD', KEYS[2])
+redis.call('XLEN', KEYS[7])
+
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = string.format('%d', now_ms)
+
+local function corrupt(order_id, why)
+  return redis.error_reply('CORRUPT reservation record of order ' .. order_id .. ' in ' .. KEYS[1] .. ': ' .. why)
+end
+
+-- Release one reserved order (its record fields parsed): every check is done.
+local function release(order_id, r, new_state, reason)
+  local qty = tonumber(r.qty)
+  local event_id = redis.call('XADD', KEYS[7], '*',
+    'order_id', order_id, 'campaign', ARGV[6], 'item_id', ARGV[7], 'user_id', r.user,
+    'qty', r.qty, 'price_cents', r.price, 'bought_at_ms', r.bought_at, 'deadline_ms', r.deadline,
+    'event', new_state, 'event_at_ms', now, 'reason', reason)
+  redis.call('INCRBY', KEYS[4], qty)
+  if rebuy then
+    local bought = tonumber(redis.call('HGET', KEYS[5], r.user) or '0') or 0
+    if bought <= qty then
+      redis.call('HDEL', KEYS[5], r.user)
+      if redis.call('HGET', KEYS[6], r.user) == order_id then
+        redis.call('HDEL', KEYS[6], r.user)
+      end
+    else
+      redis.call('HINCRBY', KEYS[5], r.user, -qty)
+    end
+  end
+  redis.call('HSET', KEYS[1], order_id, table.concat(
+    {new_state, r.qty, r.price, r.bought_at, r.deadline, now, event_id, r.user}, ' '))
+  redis.call('ZREM', KEYS[2], order_id)
+  redis.call('HINCRBY', KEYS[3], 'reserved_orders', -1)
+  redis.call('HINCRBY', KEYS[3], 'reserved_units', -qty)
+  redis.call('HINCRBY', KEYS[3], new_state .. '_orders', 1)
+  redis.call('HINCRBY', KEYS[3], new_state .. '_units', qty)
+  r.state, r.changed_at = new_state, now
+end
+
+local function parse(record)
+  local r = {}
+  r.state, r.qty, r.price, r.bought_at, r.deadline, r.changed_at, r.event_id, r.user =
+    string.match(record, PATTERN)
+  if not r.state then return nil end
+  return r
+end
+
+if mode == 'cancel' then
+  local order_id = ARGV[2]
+  local record = redis.call('HGET', KEYS[1], order_id)
+  if not record then
+    return {'unknown_order', '', 0, 0, 0, ''}
+  end
+  local r = parse(record)
+  if not r then return corrupt(order_id, 'unparsable') end
+  local function reply(outcome)
+    return {outcome, r.state, tonumber(r.qty), tonumber(r.deadline), tonumber(r.changed_at), r.user}
+  end
+  if r.state == 'cancelled' then return reply('already_cancelled') end
+  if r.state == 'expired' or r.state == 'paid' then return reply(r.state) end
+  if r.state ~= 'reserved' then return corrupt(order_id, 'state ' .. r.state) end
+  if not stock then return reply('not_preheated') end
+  release(order_id, r, 'cancelled', ARGV[3])
+  return reply('cancelled')
+elseif mode == 'expire' then
+  local limit = tonumber(ARGV[4])
+  if not limit or limit < 1 then
+    return redis.error_reply('ERR release.lua: limit must be >= 1, got ' .. tostring(ARGV[4]))
+  end
+  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, limit)
+  if #due > 0 and not stock then
+    -- No stock key: the sale's keys expired or were deleted. Releasing would
+    -- create a stock key without expiry; leave the reservations as they are.
+    return {0, 0, #due, {}}
+  end
+  local released, units, unreadable = 0, 0, {}
+  for _, order_id in ipairs(due) do
+    local record = redis.call('HGET', KEYS[1], order_id)
+    local r = record and parse(record)
+    if r and r.state == 'reserved' and tonumber(r.deadline) <= now_ms then
+      release(order_id, r, 'expired', '')
+      released = released + 1
+      units = units + tonumber(r.qty)
+    elseif r and r.state == 'reserved' then
+      -- The record's deadline is later than its score: trust the record.
+      redis.call('ZADD', KEYS[2], r.deadline, order_id)
+    else
+      -- Paid or released already, no record, or a record that does not
+      -- parse: nothing this script may release, and it must not block the
+      -- due orders behind it. Unparsable ones are named for the operator.
+      if record and not r then table.insert(unreadable, order_id) end
+      redis.call('ZREM', KEYS[2], order_id)
+    end
+  end
+  return {released, units, redis.call('ZCOUNT', KEYS[2], '-inf', now_ms), unreadable}
+else
+  return redis.error_reply('ERR release.lua: mode must be cancel or expire, got ' .. tostring(mode))
+end
