@@ -167,6 +167,14 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
                 r.initial_stock - r.remaining
             );
         }
+        if r.reservations.state_mismatch_count > 0 {
+            println!(
+                "{}: {} order(s) whose Redis and database states differ: {}",
+                r.item,
+                r.reservations.state_mismatch_count,
+                r.reservations.state_mismatch.join(", ")
+            );
+        }
         for (list, what) in [
             (&r.missing_from_database, "in Redis but not in the database"),
             (&r.not_in_redis, "in the database but not in Redis"),

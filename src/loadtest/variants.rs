@@ -596,11 +596,11 @@ mod tests {
             expected.arg(word.as_slice());
         }
         assert_eq!(packed, expected.get_packed_command());
-        assert_eq!(words[2], b"7");
+        assert_eq!(words[2], b"9");
         assert_eq!(words[3], keys.item.meta.as_bytes());
         assert_eq!(words[9], keys.item.rate("u42").as_bytes());
-        assert_eq!(words[10], b"u42");
-        assert_eq!(words[13], b"run-42");
+        assert_eq!(words[12], b"u42");
+        assert_eq!(words[15], b"run-42");
     }
 
     #[test]
@@ -609,7 +609,7 @@ mod tests {
         let line = print_command(Variant::Full, &keys, "camp", "item").unwrap();
         assert!(
             line.starts_with(&format!(
-                "EVALSHA {} 7 'seckill-loadtest:{{camp:item}}:meta'",
+                "EVALSHA {} 9 'seckill-loadtest:{{camp:item}}:meta'",
                 crate::scripts::buy::SPEC.sha()
             )),
             "{line}"

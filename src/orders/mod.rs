@@ -31,7 +31,7 @@ pub mod sqlite;
 pub mod stream;
 pub mod transient;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -40,10 +40,10 @@ use crate::campaign::Campaign;
 use crate::error::usage;
 use crate::redis_conn::redact;
 
-pub use entry::Order;
+pub use entry::{Order, OrderState, StateChange};
 
 /// Version of the schema this build writes (table `seckill_schema`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The order database when neither flag, environment nor file names one.
 pub const DEFAULT_STORE: &str = "sqlite://orders.db";
@@ -161,6 +161,15 @@ pub trait OrderStore {
         self.insert_orders(&[], 0).is_ok()
     }
 
+    /// Apply reservations' final state changes in ONE transaction: a missing
+    /// row is created in the new state, a `reserved` row moves to it, any
+    /// other row is left as it is (idempotent; a paid row never becomes
+    /// cancelled). When this returns `Ok` the changes are committed.
+    fn apply_changes(&mut self, changes: &[StateChange], consumed_at_ms: i64) -> Result<()>;
+
+    /// The stored state of each of `order_ids` that is stored.
+    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>>;
+
     /// Which of `order_ids` are stored.
     fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>>;
 
@@ -175,6 +184,14 @@ pub trait OrderStore {
         after: &str,
         limit: usize,
     ) -> Result<Vec<StoredOrder>>;
+}
+
+/// (paid_at, released_at) of a state change: one of them is its time.
+pub fn change_times(change: &StateChange) -> (Option<i64>, Option<i64>) {
+    match change.state {
+        OrderState::Paid => (Some(change.at_ms), None),
+        _ => (None, Some(change.at_ms)),
+    }
 }
 
 /// A log line on stderr: `<UTC time> seckill <command>: <message>`.

@@ -31,10 +31,11 @@ use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
-use super::entry::{Order, parse_order, stream_id_key};
+use super::entry::{Order, StreamEntry, parse_entry, stream_id_key};
 use super::{ItemTotals, OrderStore, now_ms, stream};
 use crate::campaign::{Campaign, Item};
 use crate::keys::ItemKeys;
+use crate::reservations::reconcile::{ReservationCheck, WalkPosition, compare_states};
 use crate::scripts::ScriptCall;
 use crate::scripts::reconcile_snapshot::{self, ReconcileSnapshot};
 
@@ -115,6 +116,9 @@ pub struct ItemReport {
     /// Orders arrived while checking: the stock equation holds at one
     /// snapshot, but the buyers sum could not be compared.
     pub sale_in_progress: bool,
+    /// Reservations (`payment_timeout`): reserved / paid / released units and
+    /// orders whose Redis and database states disagree.
+    pub reservations: ReservationCheck,
 }
 
 /// Check one item; with `repair`, insert stream orders missing from the database on the way.
@@ -175,24 +179,45 @@ pub fn reconcile_item<C: ConnectionLike>(
     report.database = store.item_totals(&campaign.id, &item.id)?;
     check_database_against_stream(conn, store, &keys, campaign, item, &mut report)?;
 
+    // Released units are back in `left` and still in their order entries.
+    let released = report.reservations.released_units;
+    report.reservations.finish();
     let accounted = report.stored.units
         + report.in_flight.units
         + report.dead_lettered.units
-        + report.remaining;
-    let sides = format!(
+        + report.remaining
+        - released;
+    let mut sides = format!(
         "{} database + {} in flight + {} dead-lettered + {} left",
         report.stored.units, report.in_flight.units, report.dead_lettered.units, report.remaining
     );
+    if report.reservations.any() {
+        let r = &report.reservations;
+        sides = format!(
+            "{} left + {} reserved + {} paid{} (held units: {sides} − {released} released)",
+            report.remaining,
+            r.reserved_units,
+            r.paid_units,
+            if r.confirmed_units > 0 {
+                format!(" + {} confirmed", r.confirmed_units)
+            } else {
+                String::new()
+            }
+        );
+    }
     report.equation = if accounted == report.initial_stock {
         format!("{} = {sides}", report.initial_stock)
     } else {
         format!("{} ≠ {accounted} = {sides}", report.initial_stock)
     };
+    // The buyers hash holds released units too when users may not buy again.
+    let buyers_keep = if campaign.rebuy_after_release { 0 } else { released };
     report.balanced = accounted == report.initial_stock
         && (report.sale_in_progress
-            || report.sold_per_redis == report.initial_stock - report.remaining)
+            || report.sold_per_redis == report.initial_stock - report.remaining + buyers_keep)
         && report.missing_from_database.count == 0
-        && report.not_in_redis.count == 0;
+        && report.not_in_redis.count == 0
+        && report.reservations.state_mismatch_count == 0;
     Ok(report)
 }
 
@@ -259,10 +284,30 @@ fn walk_stream<C: ConnectionLike>(
             return Ok(());
         };
         let pending = stream::pending_ids_between(conn, &keys.orders, &first.id, &last.id)?;
-        let orders: Vec<Option<Order>> = page
-            .iter()
-            .map(|entry| parse_order(entry, &campaign.id, &item.id).ok())
-            .collect();
+        let undelivered = |id: &str| stream_id_key(id).is_some_and(|id| id > last_delivered);
+        // State changes are counted apart: their units are not sold again.
+        let mut orders: Vec<Option<Order>> = Vec::with_capacity(page.len());
+        let mut entries = Vec::with_capacity(page.len());
+        for entry in &page {
+            match parse_entry(entry, &campaign.id, &item.id) {
+                Ok(StreamEntry::Change(change)) => {
+                    let in_flight = undelivered(&entry.id) || pending.contains(&entry.id);
+                    report.reservations.add_change(&change, in_flight);
+                    report.stream_entries += 1;
+                }
+                parsed => {
+                    let order = match parsed {
+                        Ok(StreamEntry::Order(order)) => Some(order),
+                        _ => None,
+                    };
+                    if let Some(order) = &order {
+                        report.reservations.add_order(order);
+                    }
+                    orders.push(order);
+                    entries.push(entry);
+                }
+            }
+        }
         let ids: Vec<&str> = orders
             .iter()
             .flatten()
@@ -270,13 +315,14 @@ fn walk_stream<C: ConnectionLike>(
             .collect();
         let stored = store.existing_order_ids(&ids)?;
         let mut to_repair = Vec::new();
-        for (entry, order) in page.iter().zip(&orders) {
+        let mut stored_orders = Vec::new();
+        for (entry, order) in entries.iter().zip(&orders) {
             report.stream_entries += 1;
             let in_database = order.as_ref().is_some_and(|o| stored.contains(&o.order_id));
-            let undelivered = stream_id_key(&entry.id).is_some_and(|id| id > last_delivered);
             if in_database {
                 report.stored.add(order.as_ref());
-            } else if undelivered || pending.contains(&entry.id) {
+                stored_orders.extend(order.as_ref());
+            } else if undelivered(&entry.id) || pending.contains(&entry.id) {
                 report.in_flight.add(order.as_ref());
             } else if dead_ids.contains(&entry.id) {
                 report.dead_lettered.add(order.as_ref());
@@ -290,6 +336,19 @@ fn walk_stream<C: ConnectionLike>(
                 report.missing_from_database.push(name);
             }
         }
+        let position = WalkPosition {
+            last_delivered,
+            snapshot_end,
+            dead_ids,
+        };
+        compare_states(
+            conn,
+            store,
+            keys,
+            &stored_orders,
+            &position,
+            &mut report.reservations,
+        )?;
         if !to_repair.is_empty() {
             report.repaired += store.insert_orders(&to_repair, now_ms())?;
             for order in &to_repair {

@@ -7,14 +7,17 @@
 //! `busy_timeout` is short on purpose: a locked database is a database
 //! error, which the pipeline answers with backoff and a log line.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, params, params_from_iter};
 
-use super::{ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredOrder};
+use super::{
+    ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange, StoredOrder,
+    change_times,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS seckill_schema (version INTEGER NOT NULL);
@@ -27,14 +30,43 @@ CREATE TABLE IF NOT EXISTS orders (
     price_cents INTEGER NOT NULL,
     bought_at   INTEGER NOT NULL, -- Unix ms, Redis clock
     stream_id   TEXT    NOT NULL,
-    consumed_at INTEGER NOT NULL  -- Unix ms, consumer clock
+    consumed_at INTEGER NOT NULL, -- Unix ms, consumer clock
+    state       TEXT    NOT NULL DEFAULT 'confirmed',
+    deadline_at INTEGER,          -- Unix ms, Redis clock; NULL = final on ok
+    paid_at     INTEGER,          -- Unix ms, Redis clock
+    released_at INTEGER,          -- Unix ms, Redis clock (expired or cancelled)
+    release_reason TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS orders_by_item ON orders (campaign, item_id, order_id);
 ";
 
+/// Schema 1 → 2: the order state and its times (`payment_timeout`). Added
+/// to an existing table column by column, inside the schema transaction;
+/// rows stored before are `confirmed` (final on ok), as they were.
+const STATE_COLUMNS: [(&str, &str); 5] = [
+    ("state", "TEXT NOT NULL DEFAULT 'confirmed'"),
+    ("deadline_at", "INTEGER"),
+    ("paid_at", "INTEGER"),
+    ("released_at", "INTEGER"),
+    ("release_reason", "TEXT"),
+];
+
+/// Apply a final state change: create the row in that state when the order
+/// entry has not been stored yet, else move a `reserved` row (and only a
+/// reserved one: a paid row never becomes cancelled) to it.
+const APPLY_CHANGE: &str = "INSERT INTO orders
+    (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+     state, deadline_at, paid_at, released_at, release_reason)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+    ON CONFLICT (order_id) DO UPDATE SET
+        state = excluded.state, paid_at = excluded.paid_at,
+        released_at = excluded.released_at, release_reason = excluded.release_reason
+    WHERE orders.state = 'reserved'";
+
 const INSERT: &str = "INSERT OR IGNORE INTO orders
-    (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+     state, deadline_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 /// Order ids looked up per query (well under SQLite's variable limit).
 const LOOKUP_CHUNK: usize = 500;
@@ -88,13 +120,29 @@ impl SqliteStore {
             .with_context(|| format!("cannot lock {} to create the schema", self.display))?;
         tx.execute_batch(SCHEMA)
             .with_context(|| format!("cannot create the schema in {}", self.display))?;
+        let existing: HashSet<String> = tx
+            .prepare("SELECT name FROM pragma_table_info('orders')")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| row.get::<_, String>(0))?
+                    .collect()
+            })
+            .with_context(|| format!("cannot read the columns of orders in {}", self.display))?;
+        for (column, definition) in STATE_COLUMNS {
+            if !existing.contains(column) {
+                tx.execute_batch(&format!("ALTER TABLE orders ADD COLUMN {column} {definition}"))
+                    .with_context(|| {
+                        format!("cannot add column {column} to orders in {}", self.display)
+                    })?;
+            }
+        }
         let version: Option<i64> = tx
             .query_row("SELECT MAX(version) FROM seckill_schema", [], |row| {
                 row.get(0)
             })
             .context("cannot read seckill_schema")?;
         match version {
-            None => {
+            None | Some(1) => {
                 tx.execute(
                     "INSERT INTO seckill_schema (version) VALUES (?1)",
                     [SCHEMA_VERSION],
@@ -137,7 +185,9 @@ impl OrderStore for SqliteStore {
                         o.price_cents,
                         o.bought_at_ms,
                         o.stream_id,
-                        consumed_at_ms
+                        consumed_at_ms,
+                        o.initial_state().as_str(),
+                        o.deadline_ms
                     ])
                     .with_context(|| format!("cannot insert order {}", o.order_id))?
                     as u64;
@@ -147,6 +197,71 @@ impl OrderStore for SqliteStore {
             format!("cannot commit {} orders to {}", orders.len(), self.display)
         })?;
         Ok(inserted)
+    }
+
+    fn apply_changes(&mut self, changes: &[StateChange], consumed_at_ms: i64) -> Result<()> {
+        let tx = self
+            .connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .with_context(|| format!("cannot begin a transaction on {}", self.display))?;
+        {
+            let mut statement = tx
+                .prepare_cached(APPLY_CHANGE)
+                .context("cannot prepare the state change")?;
+            for c in changes {
+                let o = &c.order;
+                let (paid_at, released_at) = change_times(c);
+                statement
+                    .execute(params![
+                        o.order_id,
+                        o.campaign,
+                        o.item_id,
+                        o.user_id,
+                        o.qty,
+                        o.price_cents,
+                        o.bought_at_ms,
+                        o.stream_id,
+                        consumed_at_ms,
+                        c.state.as_str(),
+                        o.deadline_ms,
+                        paid_at,
+                        released_at,
+                        c.state.released().then_some(c.reason.as_str()),
+                    ])
+                    .with_context(|| {
+                        format!("cannot apply state {} to order {}", c.state.as_str(), o.order_id)
+                    })?;
+            }
+        }
+        tx.commit().with_context(|| {
+            format!("cannot commit {} state changes to {}", changes.len(), self.display)
+        })
+    }
+
+    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>> {
+        let mut found = HashMap::new();
+        for chunk in order_ids.chunks(LOOKUP_CHUNK) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let sql =
+                format!("SELECT order_id, state FROM orders WHERE order_id IN ({placeholders})");
+            let mut statement = self
+                .connection
+                .prepare_cached(&sql)
+                .context("cannot prepare order state lookup")?;
+            let rows = statement
+                .query_map(params_from_iter(chunk.iter()), |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .with_context(|| format!("cannot look up order states in {}", self.display))?;
+            for row in rows {
+                let (order_id, state) = row.context("cannot read an order state")?;
+                let state = OrderState::parse(&state).with_context(|| {
+                    format!("order {order_id} in {} has an unknown state {state:?}", self.display)
+                })?;
+                found.insert(order_id, state);
+            }
+        }
+        Ok(found)
     }
 
     fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
