@@ -14,4 +14,5 @@ mod orders_cluster;
 mod orders_faults;
 mod orders_open;
 mod orders_pipeline;
+mod reservations;
 mod tls_auth;

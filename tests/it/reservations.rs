@@ -1,0 +1,659 @@
+//! Reservations (`payment_timeout`): each order ends paid or released,
+//! exactly once — pay racing expiry at the deadline from several processes,
+//! expirers killed at random moments, released units sold again, bad input
+//! refused without a change, and the states carried into SQLite and MariaDB.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use redis::Commands;
+use seckill::buy::{self, BuyRequest, Outcome};
+use seckill::campaign::Campaign;
+use seckill::keys::ItemKeys;
+use seckill::orders::{Order, OrderState, StateChange, StoreLocation};
+use seckill::reservations::Record;
+
+use crate::support::mariadb::MariaDb;
+use crate::support::orders::{reconcile, sqlite_path, spawn_seckill, wait_exit};
+use crate::support::{CampaignFile, RedisServer, campaign_file, json, seckill};
+
+/// One-item campaign `res` with a payment timeout, orders in `orders.db`.
+fn reservation_campaign(stock: i64, timeout: &str, extra: &str) -> CampaignFile {
+    campaign_file(&format!(
+        "campaign: res\nper_user_limit: 3\npayment_timeout: {timeout}\n{extra}items:\n  - id: \"1001\"\n    name: Moutai\n    price: \"1499.00\"\n    stock: {stock}\norders:\n  store: sqlite://orders.db\n"
+    ))
+}
+
+fn keys() -> ItemKeys {
+    ItemKeys::live("res", "1001")
+}
+
+fn preheat(file: &CampaignFile, server: &RedisServer) {
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+}
+
+/// `n` reservations of users `<prefix>0..` through the real buy script, with
+/// `qty(i)` units each; returns (order id, qty) of each `ok`.
+fn reserve_many(
+    server: &RedisServer,
+    file: &CampaignFile,
+    prefix: &str,
+    n: usize,
+    qty: impl Fn(usize) -> u32,
+) -> Vec<(String, i64)> {
+    let campaign = Campaign::load(&file.path).unwrap();
+    let mut conn = server.conn();
+    let mut ok = Vec::new();
+    for i in 0..n {
+        let user = format!("{prefix}{i}");
+        let units = qty(i);
+        let reply = buy::reserve(
+            &mut conn,
+            &keys(),
+            &BuyRequest {
+                campaign: &campaign.id,
+                item: "1001",
+                user: &user,
+                qty: units,
+                request_id: None,
+            },
+            campaign.payment_timeout_ms(),
+        )
+        .unwrap();
+        assert_eq!(reply.outcome, Outcome::Ok, "reservation {i}");
+        ok.push((reply.order_id.unwrap(), i64::from(units)));
+    }
+    ok
+}
+
+/// Every reservation record of the item.
+fn records(server: &RedisServer) -> HashMap<String, Record> {
+    let raw: HashMap<String, String> = server.conn().hgetall(keys().reservations).unwrap();
+    raw.into_iter()
+        .map(|(id, text)| {
+            let record = Record::parse(&text).unwrap_or_else(|| panic!("bad record {text:?}"));
+            (id, record)
+        })
+        .collect()
+}
+
+/// The final state events of each order in the item's stream: order id → [event].
+fn events(server: &RedisServer) -> HashMap<String, Vec<(String, i64)>> {
+    let entries: redis::streams::StreamRangeReply =
+        server.conn().xrange_all(keys().orders).unwrap();
+    let mut found: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+    for entry in entries.ids {
+        let field = |name: &str| -> Option<String> {
+            entry
+                .map
+                .get(name)
+                .map(|v| redis::from_redis_value_ref(v).unwrap())
+        };
+        if let Some(event) = field("event") {
+            let qty: i64 = field("qty").unwrap().parse().unwrap();
+            found
+                .entry(field("order_id").unwrap())
+                .or_default()
+                .push((event, qty));
+        }
+    }
+    found
+}
+
+fn stock(server: &RedisServer) -> i64 {
+    server.conn().get(keys().stock).unwrap()
+}
+
+/// `seckill pay|cancel --order ID --format json` → exit code.
+fn order_command(file: &CampaignFile, server: &RedisServer, command: &str, order: &str) -> i32 {
+    let output = seckill(&file.path, &server.url())
+        .args([command, "--order", order, "--format", "json"])
+        .output()
+        .unwrap();
+    let code = output.status.code().unwrap();
+    if code != 1 && code != 2 {
+        let report = json(&output);
+        assert_eq!(report["exit_code"], code, "{report:#}");
+    }
+    code
+}
+
+/// `seckill consume --drain` must succeed.
+fn drain(file: &CampaignFile, server: &RedisServer, extra: &[&str]) {
+    let output = seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// order id → state in the SQLite order database.
+fn sqlite_states(file: &CampaignFile) -> BTreeMap<String, String> {
+    let db = rusqlite::Connection::open(sqlite_path(file)).unwrap();
+    let mut statement = db.prepare("SELECT order_id, state FROM orders").unwrap();
+    statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Every order has exactly one final event, the one its record names, and
+/// the units add up: stock = initial − paid − still reserved.
+fn assert_each_order_ends_once(
+    server: &RedisServer,
+    orders: &[(String, i64)],
+    initial: i64,
+) -> (i64, i64) {
+    let records = records(server);
+    let events = events(server);
+    let (mut paid, mut released, mut reserved) = (0, 0, 0);
+    for (order, qty) in orders {
+        let record = &records[order];
+        let finals = events.get(order).cloned().unwrap_or_default();
+        match record.state.as_str() {
+            "reserved" => {
+                assert!(finals.is_empty(), "{order} reserved yet {finals:?}");
+                reserved += qty;
+            }
+            state => {
+                assert_eq!(finals, vec![(state.to_string(), *qty)], "{order}");
+                if state == "paid" {
+                    paid += qty;
+                } else {
+                    released += qty;
+                }
+            }
+        }
+    }
+    assert_eq!(stock(server), initial - paid - reserved);
+    let meta: HashMap<String, String> = server.conn().hgetall(keys().meta).unwrap();
+    let counter = |name: &str| meta.get(name).map_or(0, |v| v.parse::<i64>().unwrap());
+    assert_eq!(counter("paid_units"), paid);
+    assert_eq!(counter("reserved_units"), reserved);
+    assert_eq!(
+        counter("expired_units") + counter("cancelled_units"),
+        released
+    );
+    (paid, released)
+}
+
+#[test]
+fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(1200, "3s", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "u", 1000, |_| 1);
+    let first_deadline = records(&server)
+        .values()
+        .map(|r| r.deadline_ms)
+        .min()
+        .unwrap();
+
+    // 4 expirers polling every 10 ms, and 4 payers paying every other order
+    // from shortly before the first deadline: many payments land on either
+    // side of their order's deadline, while the expirers release.
+    let mut expirers: Vec<_> = (0..4)
+        .map(|n| {
+            spawn_seckill(
+                &file,
+                &server.url(),
+                &[],
+                &["expire", "--loop", "--interval", "10ms", "--batch", "20"],
+                &format!("expirer-{n}"),
+            )
+        })
+        .collect();
+    let now_ms = || chrono::Utc::now().timestamp_millis();
+    let start_at = first_deadline - 700;
+    while now_ms() < start_at {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let to_pay: Vec<&String> = orders.iter().step_by(2).map(|(id, _)| id).collect();
+    let outcomes: Vec<(String, i32)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let mine: Vec<&String> = to_pay.iter().skip(w).step_by(4).copied().collect();
+                let (file, server) = (&file, &server);
+                scope.spawn(move || {
+                    mine.into_iter()
+                        .map(|id| (id.clone(), order_command(file, server, "pay", id)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let last_deadline = records(&server)
+        .values()
+        .map(|r| r.deadline_ms)
+        .max()
+        .unwrap();
+    while now_ms() <= last_deadline + 50 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seckill(&file.path, &server.url())
+        .arg("expire")
+        .assert()
+        .success();
+    for expirer in &mut expirers {
+        crate::support::orders::terminate(expirer);
+        assert!(wait_exit(expirer).success());
+    }
+
+    let records = records(&server);
+    let paid_by_command: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, code)| *code == 0)
+        .map(|(id, _)| id)
+        .collect();
+    let refused: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, code)| *code == seckill::exit_codes::ORDER_EXPIRED)
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(paid_by_command.len() + refused.len(), to_pay.len(), "{outcomes:?}");
+    assert!(!paid_by_command.is_empty() && !refused.is_empty(),
+        "the payments did not straddle the deadlines: {} paid, {} refused", paid_by_command.len(), refused.len());
+    for id in &paid_by_command {
+        assert_eq!(records[*id].state, "paid", "{id}");
+        assert!(records[*id].changed_at_ms < records[*id].deadline_ms);
+    }
+    for id in &refused {
+        assert_eq!(records[*id].state, "expired", "{id}");
+    }
+    let (paid, released) = assert_each_order_ends_once(&server, &orders, 1200);
+    assert_eq!(paid, paid_by_command.len() as i64);
+    assert_eq!(paid + released, 1000);
+    assert_eq!(stock(&server), 1200 - paid);
+
+    drain(&file, &server, &[]);
+    let states = sqlite_states(&file);
+    assert_eq!(states.len(), 1000);
+    for (id, record) in &records {
+        assert_eq!(states[id], record.state, "{id}");
+    }
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let item = &report["items"][0];
+    assert_eq!(item["reservations"]["paid_units"], paid);
+    assert_eq!(item["reservations"]["released_units"], released);
+    assert_eq!(item["reservations"]["reserved_units"], 0);
+    assert_eq!(item["remaining"], 1200 - paid);
+    eprintln!("race: {paid} paid, {released} released ({} payments refused at the deadline)", refused.len());
+}
+
+#[test]
+fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(20_000, "1s", "");
+    preheat(&file, &server);
+    let spawn = |n: usize| {
+        spawn_seckill(
+            &file,
+            &server.url(),
+            &[],
+            &["expire", "--loop", "--interval", "5ms", "--batch", "3"],
+            &format!("expirer-{n}"),
+        )
+    };
+    let mut expirers: Vec<_> = (0..4).map(spawn).collect();
+    let mut spawned = 4;
+    // Reservations come due while the expirers run and get killed.
+    let orders = std::thread::scope(|scope| {
+        let maker = scope.spawn(|| reserve_many(&server, &file, "k", 3000, |i| 1 + (i % 3) as u32));
+        let mut rng = rand::rng();
+        std::thread::sleep(Duration::from_millis(1000));
+        for _kill in 0..10 {
+            std::thread::sleep(Duration::from_millis(rng.random_range(20..150)));
+            let victim = rng.random_range(0..expirers.len());
+            expirers[victim].kill().unwrap();
+            expirers[victim].wait().unwrap();
+            expirers[victim] = spawn(spawned);
+            spawned += 1;
+        }
+        maker.join().unwrap()
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let due: u64 = server.conn().zcard(keys().deadlines).unwrap();
+        if due == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{due} reservations never released");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for expirer in &mut expirers {
+        crate::support::orders::terminate(expirer);
+        assert!(wait_exit(expirer).success());
+    }
+
+    let total: i64 = orders.iter().map(|(_, qty)| qty).sum();
+    let (paid, released) = assert_each_order_ends_once(&server, &orders, 20_000);
+    assert_eq!(paid, 0);
+    assert_eq!(released, total, "Σ units returned = Σ units of expired orders");
+    assert_eq!(stock(&server), 20_000);
+    assert!(records(&server).values().all(|r| r.state == "expired"));
+    let buyers: u64 = server.conn().hlen(keys().buyers).unwrap();
+    assert_eq!(buyers, 0, "every released user's units were given back");
+
+    drain(&file, &server, &[]);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(2, "15m", "");
+    preheat(&file, &server);
+    let buy = |user: &str| -> (i32, serde_json::Value) {
+        let output = seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1001", "--user", user, "--format", "json"])
+            .output()
+            .unwrap();
+        (output.status.code().unwrap(), json(&output))
+    };
+    let (_, alice) = buy("alice");
+    let (_, carol) = buy("carol");
+    assert_eq!(buy("bob").0, seckill::exit_codes::SOLD_OUT);
+    let alice_order = alice["order_id"].as_str().unwrap().to_string();
+    let carol_order = carol["order_id"].as_str().unwrap().to_string();
+
+    let output = seckill(&file.path, &server.url())
+        .args(["cancel", "--order", &alice_order, "--reason", "changed her mind", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(json(&output)["result"]["outcome"], "cancelled");
+    assert_eq!(stock(&server), 1);
+    let (code, bob) = buy("bob");
+    assert_eq!(code, 0, "the released unit is sold to bob: {bob:#}");
+    assert_eq!(stock(&server), 0);
+
+    assert_eq!(order_command(&file, &server, "cancel", &carol_order), 0);
+    let (code, again) = buy("alice");
+    assert_eq!(code, 0, "alice may buy again: {again:#}");
+    assert_ne!(again["order_id"], alice["order_id"]);
+
+    drain(&file, &server, &[]);
+    let states = sqlite_states(&file);
+    assert_eq!(states[&alice_order], "cancelled");
+    assert_eq!(states[&carol_order], "cancelled");
+    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    let reason: String = db
+        .query_row("SELECT release_reason FROM orders WHERE order_id = ?1", [&alice_order], |r| r.get(0))
+        .unwrap();
+    assert_eq!(reason, "changed her mind");
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(5, "15m", "rebuy_after_release: false\n");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "p", 1, |_| 3);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[0].0), 0);
+    assert_eq!(stock(&server), 5);
+    let output = seckill(&file.path, &server.url())
+        .args(["buy", "--item", "1001", "--user", "p0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(seckill::exit_codes::DUPLICATE));
+    let bought: i64 = server.conn().hget(keys().buyers, "p0").unwrap();
+    assert_eq!(bought, 3, "the buyer keeps the released units against the limit");
+    drain(&file, &server, &[]);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// Everything of the item that a refused pay/cancel must leave as it was.
+fn item_snapshot(server: &RedisServer) -> Vec<Vec<u8>> {
+    let mut conn = server.conn();
+    let k = keys();
+    [&k.meta, &k.stock, &k.buyers, &k.buyer_orders, &k.reservations, &k.deadlines, &k.orders]
+        .into_iter()
+        .map(|key| {
+            redis::cmd("DUMP")
+                .arg(key)
+                .query::<Option<Vec<u8>>>(&mut conn)
+                .unwrap()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
+    use seckill::exit_codes::{ALREADY_PAID, ORDER_CANCELLED, ORDER_EXPIRED, UNKNOWN_ORDER, USAGE_ERROR};
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "15m", "");
+    let other = campaign_file(
+        "campaign: other\npayment_timeout: 15m\nitems:\n  - id: \"1001\"\n    name: X\n    price: \"1.00\"\n    stock: 5\n",
+    );
+    preheat(&file, &server);
+    preheat(&other, &server);
+    let orders = reserve_many(&server, &file, "b", 3, |_| 1);
+    let (paid, cancelled, reserved) = (&orders[0].0, &orders[1].0, &orders[2].0);
+    assert_eq!(order_command(&file, &server, "pay", paid), 0);
+    assert_eq!(order_command(&file, &server, "cancel", cancelled), 0);
+
+    let before = item_snapshot(&server);
+    let cases: [(&str, &str, i32); 7] = [
+        ("pay", paid, ALREADY_PAID),
+        ("cancel", paid, ALREADY_PAID),
+        ("pay", cancelled, ORDER_CANCELLED),
+        ("cancel", cancelled, ORDER_CANCELLED),
+        ("pay", "01NOSUCHORDER0000000000000", UNKNOWN_ORDER),
+        ("cancel", "01NOSUCHORDER0000000000000", UNKNOWN_ORDER),
+        // An order of this campaign is unknown to another campaign.
+        ("pay-other", reserved, UNKNOWN_ORDER),
+    ];
+    for (command, order, expected) in cases {
+        let (file, command) = match command {
+            "pay-other" => (&other, "pay"),
+            c => (&file, c),
+        };
+        assert_eq!(order_command(file, &server, command, order), expected, "{command} {order}");
+    }
+    let output = seckill(&file.path, &server.url())
+        .args(["pay", "--order", "x{y}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--order \"x{y}\" is not an order id"));
+    let output = seckill(&file.path, &server.url())
+        .args(["pay", "--order", reserved, "--item", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    let output = seckill(&file.path, &server.url())
+        .args(["cancel", "--order", reserved, "--reason", "a\nb"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    assert_eq!(item_snapshot(&server), before, "a refused request changed Redis");
+
+    // The reserved one is still payable; an expired one is not.
+    assert_eq!(order_command(&file, &server, "pay", reserved), 0);
+    let short = reservation_campaign(10, "50ms", "");
+    preheat(&short, &server);
+    let late = reserve_many(&server, &short, "late", 1, |_| 1);
+    std::thread::sleep(Duration::from_millis(80));
+    let late_before = item_snapshot(&server);
+    assert_eq!(order_command(&short, &server, "pay", &late[0].0), ORDER_EXPIRED);
+    assert_eq!(item_snapshot(&server), late_before, "a late payment changed Redis");
+}
+
+/// A v1 table (before reservations) gains the state columns on open; its
+/// rows become `confirmed`; state changes then apply conditionally.
+fn migrate_then_apply(store_url: &str, v1: &mut dyn FnMut(), read_state: &mut dyn FnMut(&str) -> Option<String>) {
+    v1();
+    let location = StoreLocation::parse(store_url, std::path::Path::new(".")).unwrap();
+    let mut store = location.open().unwrap();
+    assert_eq!(read_state("OLD-1").as_deref(), Some("confirmed"));
+    let order = |id: &str, deadline: Option<i64>| Order {
+        order_id: id.into(),
+        campaign: "res".into(),
+        item_id: "1001".into(),
+        user_id: format!("user {id}"),
+        qty: 1,
+        price_cents: 149_900,
+        bought_at_ms: 1_000,
+        stream_id: "5-0".into(),
+        deadline_ms: deadline,
+    };
+    let change = |id: &str, state: OrderState| StateChange {
+        order: Order { stream_id: "9-0".into(), ..order(id, Some(2_000)) },
+        state,
+        at_ms: 1_500,
+        reason: "why".into(),
+    };
+    store.insert_orders(&[order("R-1", Some(2_000)), order("R-2", Some(2_000))], 1).unwrap();
+    assert_eq!(read_state("R-1").as_deref(), Some("reserved"));
+    // Paid, then a (bogus) cancel of the same order: a paid row stays paid.
+    store.apply_changes(&[change("R-1", OrderState::Paid)], 2).unwrap();
+    store.apply_changes(&[change("R-1", OrderState::Cancelled)], 3).unwrap();
+    assert_eq!(read_state("R-1").as_deref(), Some("paid"));
+    // A change whose order entry has not arrived yet creates the row; the
+    // order entry arriving later leaves it released.
+    store.apply_changes(&[change("R-3", OrderState::Expired)], 4).unwrap();
+    store.insert_orders(&[order("R-3", Some(2_000))], 5).unwrap();
+    assert_eq!(read_state("R-3").as_deref(), Some("expired"));
+    // Applying twice changes nothing.
+    store.apply_changes(&[change("R-2", OrderState::Cancelled)], 6).unwrap();
+    store.apply_changes(&[change("R-2", OrderState::Cancelled)], 7).unwrap();
+    assert_eq!(read_state("R-2").as_deref(), Some("cancelled"));
+    let states = store.order_states(&["R-1", "R-2", "R-3", "OLD-1", "NONE"]).unwrap();
+    assert_eq!(states.len(), 4);
+    assert_eq!(states["R-2"], OrderState::Cancelled);
+    // Opening again (already version 2) changes nothing.
+    drop(store);
+    let _again = location.open().unwrap();
+    assert_eq!(read_state("R-1").as_deref(), Some("paid"));
+}
+
+const V1_SQLITE: &str = "
+CREATE TABLE seckill_schema (version INTEGER NOT NULL);
+INSERT INTO seckill_schema VALUES (1);
+CREATE TABLE orders (
+    order_id TEXT NOT NULL PRIMARY KEY, campaign TEXT NOT NULL, item_id TEXT NOT NULL,
+    user_id TEXT NOT NULL, qty INTEGER NOT NULL, price_cents INTEGER NOT NULL,
+    bought_at INTEGER NOT NULL, stream_id TEXT NOT NULL, consumed_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX orders_by_item ON orders (campaign, item_id, order_id);
+INSERT INTO orders VALUES ('OLD-1', 'res', '1001', 'old', 1, 100, 1, '1-0', 1);
+";
+
+#[test]
+fn sqlite_schema_1_migrates_and_state_changes_apply_conditionally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.db");
+    let url = format!("sqlite://{}", path.display());
+    migrate_then_apply(
+        &url,
+        &mut || rusqlite::Connection::open(&path).unwrap().execute_batch(V1_SQLITE).unwrap(),
+        &mut |id| {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .query_row("SELECT state FROM orders WHERE order_id = ?1", [id], |r| r.get(0))
+                .ok()
+        },
+    );
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT MAX(version) FROM seckill_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+}
+
+#[test]
+fn mariadb_schema_1_migrates_and_state_changes_apply_conditionally() {
+    use mysql::prelude::Queryable;
+    let db = MariaDb::start();
+    let url = db.url();
+    migrate_then_apply(
+        &url,
+        &mut || {
+            let mut conn = db.conn();
+            for statement in [
+                "CREATE TABLE seckill_schema (version INT NOT NULL) ENGINE=InnoDB",
+                "INSERT INTO seckill_schema VALUES (1)",
+                "CREATE TABLE orders (order_id VARCHAR(64) NOT NULL PRIMARY KEY, campaign VARCHAR(64) NOT NULL,
+                 item_id VARCHAR(64) NOT NULL, user_id VARCHAR(255) NOT NULL, qty INT NOT NULL,
+                 price_cents BIGINT NOT NULL, bought_at BIGINT NOT NULL, stream_id VARCHAR(64) NOT NULL,
+                 consumed_at BIGINT NOT NULL, KEY orders_by_item (campaign, item_id, order_id))
+                 ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                "INSERT INTO orders VALUES ('OLD-1', 'res', '1001', 'old', 1, 100, 1, '1-0', 1)",
+            ] {
+                conn.query_drop(statement).unwrap();
+            }
+        },
+        &mut |id| {
+            db.conn()
+                .exec_first("SELECT state FROM orders WHERE order_id = ?", (id,))
+                .unwrap()
+        },
+    );
+    let version: Option<i64> = db.conn().query_first("SELECT MAX(version) FROM seckill_schema").unwrap();
+    assert_eq!(version, Some(2));
+}
+
+#[test]
+fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
+    use mysql::prelude::Queryable;
+    let server = RedisServer::start();
+    let db = MariaDb::start();
+    let url = db.url();
+    let file = reservation_campaign(50, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "m", 6, |i| 1 + (i % 2) as u32);
+    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    drain(&file, &server, &["--orders-db", &url]);
+    // A payment after the order rows are stored: only its event flows.
+    assert_eq!(order_command(&file, &server, "pay", &orders[2].0), 0);
+    drain(&file, &server, &["--orders-db", &url]);
+    let states: Vec<(String, String)> = db.conn().query("SELECT order_id, state FROM orders").unwrap();
+    let states: HashMap<String, String> = states.into_iter().collect();
+    let records = records(&server);
+    assert_eq!(states.len(), 6);
+    for (id, record) in &records {
+        assert_eq!(states[id], record.state, "{id}");
+    }
+    let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
+    assert_eq!(code, 0, "{report:#}");
+    let r = &report["items"][0]["reservations"];
+    assert_eq!(r["paid_units"], 1 + 1);
+    assert_eq!(r["released_units"], 2);
+    assert_eq!(r["reserved_units"], 2 + 1 + 2);
+    assert_eq!(report["items"][0]["remaining"], 50 - 9 + 2);
+
+    db.conn()
+        .exec_drop("UPDATE orders SET state = 'cancelled' WHERE order_id = ?", (&orders[0].0,))
+        .unwrap();
+    let output = seckill(&file.path, &server.url())
+        .args(["reconcile", "--orders-db", &url])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(seckill::exit_codes::DRIFT_FOUND), "{printed}");
+    assert!(
+        printed.contains(&format!("{} (redis paid, database cancelled)", orders[0].0)),
+        "{printed}"
+    );
+}
