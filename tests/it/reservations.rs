@@ -199,22 +199,23 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
         .min()
         .unwrap();
 
-    // 4 expirers polling every 10 ms, and 4 payers paying every other order
+    // 4 expirers polling every 150 ms, and 4 payers paying every other order
     // from shortly before the first deadline: many payments land on either
-    // side of their order's deadline, while the expirers release.
+    // side of their order's deadline, some after it and before an expirer
+    // came by (the deadline alone must decide), while the expirers release.
     let mut expirers: Vec<_> = (0..4)
         .map(|n| {
             spawn_seckill(
                 &file,
                 &server.url(),
                 &[],
-                &["expire", "--loop", "--interval", "10ms", "--batch", "20"],
+                &["expire", "--loop", "--interval", "150ms", "--batch", "20"],
                 &format!("expirer-{n}"),
             )
         })
         .collect();
     let now_ms = || chrono::Utc::now().timestamp_millis();
-    let start_at = first_deadline - 700;
+    let start_at = first_deadline - 1500;
     while now_ms() < start_at {
         std::thread::sleep(Duration::from_millis(10));
     }
