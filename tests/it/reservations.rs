@@ -15,7 +15,9 @@ use seckill::orders::{Order, OrderState, StateChange, StoreLocation};
 use seckill::reservations::Record;
 
 use crate::support::mariadb::MariaDb;
-use crate::support::orders::{reconcile, sqlite_path, spawn_seckill, wait_exit};
+use crate::support::orders::{
+    Background, log_of, reconcile, sqlite_path, spawn_seckill, terminate, wait_exit, wait_until,
+};
 use crate::support::{CampaignFile, RedisServer, campaign_file, json, seckill};
 
 /// One-item campaign `res` with a payment timeout, orders in `orders.db`.
@@ -68,6 +70,19 @@ fn reserve_many(
         ok.push((reply.order_id.unwrap(), i64::from(units)));
     }
     ok
+}
+
+/// SIGTERM every expirer once it is running (its signal handler is
+/// installed before it logs its first line); each must exit 0.
+fn stop_expirers(file: &CampaignFile, expirers: &mut [(Background, String)]) {
+    for (expirer, name) in expirers {
+        wait_until("the expirer started", || {
+            log_of(file, name).contains("releasing due reservations")
+        });
+        terminate(expirer);
+        let status = wait_exit(expirer);
+        assert!(status.success(), "{name}: {status:?}\n{}", log_of(file, name));
+    }
 }
 
 /// Every reservation record of the item.
@@ -205,13 +220,9 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
     // came by (the deadline alone must decide), while the expirers release.
     let mut expirers: Vec<_> = (0..4)
         .map(|n| {
-            spawn_seckill(
-                &file,
-                &server.url(),
-                &[],
-                &["expire", "--loop", "--interval", "150ms", "--batch", "20"],
-                &format!("expirer-{n}"),
-            )
+            let name = format!("expirer-{n}");
+            let args = ["expire", "--loop", "--interval", "150ms", "--batch", "20"];
+            (spawn_seckill(&file, &server.url(), &[], &args, &name), name)
         })
         .collect();
     let now_ms = || chrono::Utc::now().timestamp_millis();
@@ -249,10 +260,7 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
         .arg("expire")
         .assert()
         .success();
-    for expirer in &mut expirers {
-        crate::support::orders::terminate(expirer);
-        assert!(wait_exit(expirer).success());
-    }
+    stop_expirers(&file, &mut expirers);
 
     let records = records(&server);
     let paid_by_command: Vec<&String> = outcomes
@@ -302,13 +310,9 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
     let file = reservation_campaign(20_000, "1s", "");
     preheat(&file, &server);
     let spawn = |n: usize| {
-        spawn_seckill(
-            &file,
-            &server.url(),
-            &[],
-            &["expire", "--loop", "--interval", "5ms", "--batch", "3"],
-            &format!("expirer-{n}"),
-        )
+        let name = format!("expirer-{n}");
+        let args = ["expire", "--loop", "--interval", "5ms", "--batch", "3"];
+        (spawn_seckill(&file, &server.url(), &[], &args, &name), name)
     };
     let mut expirers: Vec<_> = (0..4).map(spawn).collect();
     let mut spawned = 4;
@@ -320,8 +324,8 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
         for _kill in 0..10 {
             std::thread::sleep(Duration::from_millis(rng.random_range(20..150)));
             let victim = rng.random_range(0..expirers.len());
-            expirers[victim].kill().unwrap();
-            expirers[victim].wait().unwrap();
+            expirers[victim].0.kill().unwrap();
+            expirers[victim].0.wait().unwrap();
             expirers[victim] = spawn(spawned);
             spawned += 1;
         }
@@ -336,10 +340,7 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
         assert!(Instant::now() < deadline, "{due} reservations never released");
         std::thread::sleep(Duration::from_millis(50));
     }
-    for expirer in &mut expirers {
-        crate::support::orders::terminate(expirer);
-        assert!(wait_exit(expirer).success());
-    }
+    stop_expirers(&file, &mut expirers);
 
     let total: i64 = orders.iter().map(|(_, qty)| qty).sum();
     let (paid, released) = assert_each_order_ends_once(&server, &orders, 20_000);
