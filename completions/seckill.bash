@@ -19,11 +19,17 @@ _seckill() {
             seckill,buy)
                 cmd="seckill__subcmd__buy"
                 ;;
+            seckill,cancel)
+                cmd="seckill__subcmd__cancel"
+                ;;
             seckill,completions)
                 cmd="seckill__subcmd__completions"
                 ;;
             seckill,consume)
                 cmd="seckill__subcmd__consume"
+                ;;
+            seckill,expire)
+                cmd="seckill__subcmd__expire"
                 ;;
             seckill,help)
                 cmd="seckill__subcmd__help"
@@ -33,6 +39,9 @@ _seckill() {
                 ;;
             seckill,loadtest)
                 cmd="seckill__subcmd__loadtest"
+                ;;
+            seckill,pay)
+                cmd="seckill__subcmd__pay"
                 ;;
             seckill,pending-claim)
                 cmd="seckill__subcmd__pending__subcmd__claim"
@@ -49,11 +58,17 @@ _seckill() {
             seckill__subcmd__help,buy)
                 cmd="seckill__subcmd__help__subcmd__buy"
                 ;;
+            seckill__subcmd__help,cancel)
+                cmd="seckill__subcmd__help__subcmd__cancel"
+                ;;
             seckill__subcmd__help,completions)
                 cmd="seckill__subcmd__help__subcmd__completions"
                 ;;
             seckill__subcmd__help,consume)
                 cmd="seckill__subcmd__help__subcmd__consume"
+                ;;
+            seckill__subcmd__help,expire)
+                cmd="seckill__subcmd__help__subcmd__expire"
                 ;;
             seckill__subcmd__help,help)
                 cmd="seckill__subcmd__help__subcmd__help"
@@ -63,6 +78,9 @@ _seckill() {
                 ;;
             seckill__subcmd__help,loadtest)
                 cmd="seckill__subcmd__help__subcmd__loadtest"
+                ;;
+            seckill__subcmd__help,pay)
+                cmd="seckill__subcmd__help__subcmd__pay"
                 ;;
             seckill__subcmd__help,pending-claim)
                 cmd="seckill__subcmd__help__subcmd__pending__subcmd__claim"
@@ -83,7 +101,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help"
+            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions consume pending-claim reconcile pay cancel expire loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -144,6 +162,60 @@ _seckill() {
                     return 0
                     ;;
                 --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__cancel)
+            opts="-c -h -V --order --item --reason --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -278,8 +350,58 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__expire)
+            opts="-c -h -V --loop --interval --batch --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions consume pending-claim reconcile loadtest help"
+            opts="init preheat buy shutdown-switch completions consume pending-claim reconcile pay cancel expire loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,6 +415,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__buy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__cancel)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -321,6 +457,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__consume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__expire)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -363,6 +513,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__loadtest)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__pay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -511,6 +675,56 @@ _seckill() {
                     ;;
                 --print-command)
                     COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock" -- "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__pay)
+            opts="-c -h -V --order --item --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --campaign)
