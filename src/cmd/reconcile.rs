@@ -64,6 +64,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
                 }
                 let mut again = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
                 again.repaired = report.repaired;
+                again.reservations.states_repaired = report.reservations.states_repaired;
                 Ok(again)
             });
         let report = checked.unwrap_or_else(|error| {
@@ -165,6 +166,12 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
                 r.item,
                 r.sold_per_redis,
                 r.initial_stock - r.remaining
+            );
+        }
+        if r.reservations.states_repaired > 0 {
+            println!(
+                "{}: repaired {} order state(s) the database had not caught up with",
+                r.item, r.reservations.states_repaired
             );
         }
         if r.reservations.state_mismatch_count > 0 {

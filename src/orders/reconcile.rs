@@ -347,6 +347,7 @@ fn walk_stream<C: ConnectionLike>(
             keys,
             &stored_orders,
             &position,
+            repair,
             &mut report.reservations,
         )?;
         if !to_repair.is_empty() {
@@ -354,6 +355,17 @@ fn walk_stream<C: ConnectionLike>(
             for order in &to_repair {
                 report.stored.add(Some(order));
             }
+            // A repaired reservation starts `reserved`: bring it to Redis's state.
+            let repaired: Vec<&Order> = to_repair.iter().collect();
+            compare_states(
+                conn,
+                store,
+                keys,
+                &repaired,
+                &position,
+                true,
+                &mut report.reservations,
+            )?;
         }
         after = last.id.clone();
     }

@@ -29,7 +29,7 @@ use serde::Serialize;
 use super::{Record, records};
 use crate::keys::ItemKeys;
 use crate::orders::entry::{Order, OrderState, StateChange, stream_id_key};
-use crate::orders::{OrderStore, stream};
+use crate::orders::{OrderStore, now_ms, stream};
 
 /// Offending orders named per item (the count is always exact).
 const MAX_NAMED: usize = 1000;
@@ -58,6 +58,8 @@ pub struct ReservationCheck {
     pub state_mismatch: Vec<String>,
     /// Exact count of `state_mismatch`.
     pub state_mismatch_count: u64,
+    /// `--repair`: reserved rows moved to the final state Redis has.
+    pub states_repaired: u64,
 }
 
 impl ReservationCheck {
@@ -109,13 +111,17 @@ pub struct WalkPosition<'a> {
     pub dead_ids: &'a HashSet<String>,
 }
 
-/// Compare the states of one page's stored orders: Redis record vs database row.
+/// Compare the states of one page's stored orders: Redis record vs database
+/// row. With `repair`, a row still `reserved` whose order Redis has settled
+/// (paid, expired, cancelled) is moved to that state — the conditional
+/// update `consume` uses, so nothing else can change.
 pub fn compare_states<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     keys: &ItemKeys,
     stored: &[&Order],
     position: &WalkPosition,
+    repair: bool,
     check: &mut ReservationCheck,
 ) -> Result<()> {
     let reserving: Vec<&Order> = stored
@@ -155,6 +161,22 @@ pub fn compare_states<C: ConnectionLike>(
             && on_its_way(conn, keys, change_id, position)?
         {
             check.states_catching_up += 1;
+            continue;
+        }
+        if let (true, OrderState::Reserved, Some(state), Some(Some(record))) = (
+            repair,
+            in_database,
+            in_redis.filter(|s| *s != OrderState::Reserved),
+            redis.get(order.order_id.as_str()),
+        ) {
+            let change = StateChange {
+                order: (*order).clone(),
+                state,
+                at_ms: record.changed_at_ms,
+                reason: String::new(),
+            };
+            store.apply_changes(std::slice::from_ref(&change), now_ms())?;
+            check.states_repaired += 1;
             continue;
         }
         let redis_name = in_redis.map_or("no reservation record", OrderState::as_str);

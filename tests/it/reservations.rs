@@ -659,3 +659,32 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
         "{printed}"
     );
 }
+
+#[test]
+fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "r", 3, |_| 1);
+    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    drain(&file, &server, &[]);
+    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    // A lost row (paid in Redis) and a state update that never landed.
+    db.execute("DELETE FROM orders WHERE order_id = ?1", [&orders[0].0]).unwrap();
+    db.execute("UPDATE orders SET state = 'reserved' WHERE order_id = ?1", [&orders[1].0])
+        .unwrap();
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, seckill::exit_codes::DRIFT_FOUND, "{report:#}");
+    let named = report["items"][0]["reservations"]["state_mismatch"].to_string();
+    assert!(named.contains(&format!("{} (redis cancelled, database reserved)", orders[1].0)), "{named}");
+
+    let (code, report) = reconcile(&file, &server, &["--repair"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["repaired"], 1);
+    assert_eq!(report["items"][0]["reservations"]["states_repaired"], 2);
+    let states = sqlite_states(&file);
+    assert_eq!(states[&orders[0].0], "paid");
+    assert_eq!(states[&orders[1].0], "cancelled");
+    assert_eq!(states[&orders[2].0], "reserved");
+}
