@@ -72,6 +72,21 @@ pub struct Args {
     #[arg(long)]
     pub keep: bool,
 
+    /// Instead of the variants: buys with a payment timeout, then payments
+    /// racing expiry (--pay-share of the reservations paid, half of them
+    /// right at the deadline) while two expirers run; reports the final
+    /// states and whether initial = left + reserved + paid holds.
+    #[arg(long)]
+    pub reservations: bool,
+
+    /// --reservations: the payment timeout of every reservation.
+    #[arg(long, default_value = "2s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION", requires = "reservations")]
+    pub payment_timeout: std::time::Duration,
+
+    /// --reservations: share of the reservations paid (0..=1), half of them at the deadline.
+    #[arg(long, default_value_t = 0.5, value_parser = parse_share, value_name = "SHARE", requires = "reservations")]
+    pub pay_share: f64,
+
     /// Print the EVALSHA command line the v3 or full variant sends per request
     /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
     #[arg(long, value_name = "VARIANT", hide = true)]
@@ -136,6 +151,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         println!("{line}");
         return Ok(exit_codes::SUCCESS);
     }
+    if args.reservations {
+        return run_reservations(globals, args, &campaign, item_id);
+    }
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -190,6 +208,89 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
     }
     Ok(exit_codes::SUCCESS)
+}
+
+/// `--pay-share`: a fraction from 0 to 1.
+fn parse_share(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("{text:?} is not a share between 0 and 1 (e.g. 0.5)")),
+    }
+}
+
+/// `--reservations`: buys with a payment timeout, payments racing expiry, the proof.
+fn run_reservations(
+    globals: &Globals,
+    args: &Args,
+    campaign: &Campaign,
+    item_id: String,
+) -> Result<i32> {
+    let target = globals.redis(campaign)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let mut control = target.connect()?;
+    namespace::ensure_free(&mut control, &keys, campaign)?;
+    let settings = Settings {
+        threads: args.threads,
+        requests: args.requests,
+        users: args.users.unwrap_or(args.requests),
+        stock: args.stock,
+        pipeline: 1,
+        rate_limit: args.rate_limit,
+    };
+    let mut copy = loadtest_campaign(campaign, &item_id, &settings);
+    copy.payment_timeout = Some(args.payment_timeout);
+    let race = crate::reservations::loadtest::RaceSettings {
+        threads: args.threads,
+        requests: args.requests,
+        users: settings.users,
+        payment_timeout: args.payment_timeout,
+        pay_share: args.pay_share,
+    };
+    namespace::reset(&mut control, &keys, &ulid::Ulid::generate().to_string())?;
+    let outcome = crate::reservations::loadtest::run(&target, &copy, &keys.item, &race);
+    let report = if args.keep {
+        outcome?
+    } else {
+        let cleaned = namespace::remove(&mut control, &keys);
+        let report = outcome?;
+        cleaned?;
+        report
+    };
+    match globals.format {
+        Format::Json => output::print_json(&report)?,
+        Format::Table => {
+            println!(
+                "reservations load test of campaign {} item {item_id} on {}: {} threads, {} requests, stock {}, payment timeout {:?}, pay share {}",
+                campaign.id, target.display, args.threads, args.requests, args.stock, args.payment_timeout, args.pay_share
+            );
+            let mut table = output::table([
+                "reserved", "buy s", "pay attempts", "paid", "refused (expired)", "aimed at deadline",
+                "race s", "final paid", "final expired", "still reserved", "final stock", "identity", "verdict",
+            ]);
+            let r = &report;
+            table.add_row(vec![
+                r.reserved.to_string(),
+                format!("{:.2}", r.buy_elapsed_s),
+                r.pay_attempts.to_string(),
+                r.paid.to_string(),
+                r.pay_refused_expired.to_string(),
+                r.paid_at_deadline_attempts.to_string(),
+                format!("{:.2}", r.race_elapsed_s),
+                r.final_paid.to_string(),
+                r.final_expired.to_string(),
+                r.final_reserved.to_string(),
+                r.final_stock.to_string(),
+                r.identity.clone(),
+                r.verdict.clone(),
+            ]);
+            println!("{table}");
+        }
+    }
+    Ok(if report.verdict == "exact" {
+        exit_codes::SUCCESS
+    } else {
+        exit_codes::DRIFT_FOUND
+    })
 }
 
 /// Run `variants` in turn, each with its own progress bar; stop at the first failure.

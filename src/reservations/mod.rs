@@ -25,6 +25,7 @@
 //! the id up (HEXISTS) in the slots of `--item`, or of every item when none
 //! is given, and run the script in the one slot that has it.
 
+pub mod loadtest;
 pub mod reconcile;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,6 +192,21 @@ pub fn pay<C: ConnectionLike>(
     let Some(slot) = locate(conn, &slots, order_id)? else {
         return Ok(OrderResult::unknown(order_id));
     };
+    let reply = pay_in(conn, campaign, slot, order_id)?;
+    Ok(OrderResult {
+        order_id: order_id.to_string(),
+        item: Some(slot.item.id.clone()),
+        reply,
+    })
+}
+
+/// Run the pay script for `order_id` in `slot`.
+pub fn pay_in<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    slot: &Slot,
+    order_id: &str,
+) -> Result<OrderReply> {
     let call = Pay {
         reservations: slot.keys.reservations.as_str(),
         deadlines: slot.keys.deadlines.as_str(),
@@ -200,18 +216,12 @@ pub fn pay<C: ConnectionLike>(
         campaign: campaign.id.as_str(),
         item: slot.item.id.as_str(),
     };
-    let reply = call
-        .invoke(conn)
+    call.invoke(conn)
         .map_err(anyhow::Error::from)
         .and_then(|reply| pay::parse_reply(reply, true))
         .with_context(|| {
             format!("pay script failed for order {order_id} (outcome unknown: paying again is safe)")
-        })?;
-    Ok(OrderResult {
-        order_id: order_id.to_string(),
-        item: Some(slot.item.id.clone()),
-        reply,
-    })
+        })
 }
 
 /// Cancel `order_id`: release its units if it is still reserved.

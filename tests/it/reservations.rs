@@ -688,3 +688,31 @@ fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
     assert_eq!(states[&orders[1].0], "cancelled");
     assert_eq!(states[&orders[2].0], "reserved");
 }
+
+#[test]
+fn the_reservations_load_test_reports_final_states_and_the_identity() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(100, "15m", "");
+    let output = seckill(&file.path, &server.url())
+        .args([
+            "loadtest", "--reservations", "--threads", "8", "--requests", "600", "--stock", "300",
+            "--payment-timeout", "700ms", "--format", "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = json(&output);
+    assert_eq!(report["verdict"], "exact", "{report:#}");
+    assert_eq!(report["reserved"], 300);
+    assert_eq!(report["sold_out"], 300);
+    let paid = report["final_paid"].as_i64().unwrap();
+    assert_eq!(report["paid"], paid);
+    assert_eq!(paid + report["final_expired"].as_i64().unwrap(), 300);
+    assert_eq!(report["final_stock"], 300 - paid);
+    assert_eq!(
+        report["pay_attempts"].as_i64().unwrap(),
+        paid + report["pay_refused_expired"].as_i64().unwrap()
+    );
+    let keys: Vec<String> = server.conn().keys("seckill-loadtest:*").unwrap();
+    assert!(keys.is_empty(), "the load test left {keys:?}");
+}
