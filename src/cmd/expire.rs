@@ -91,8 +91,17 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             exit_code: code,
         })?,
         Format::Table => {
-            println!("expired reservations of campaign {} on {}", campaign.id, target.display);
-            let mut table = output::table(["item", "released", "units back in stock", "calls", "not released (no stock key)"]);
+            println!(
+                "expired reservations of campaign {} on {}",
+                campaign.id, target.display
+            );
+            let mut table = output::table([
+                "item",
+                "released",
+                "units back in stock",
+                "calls",
+                "not released (no stock key)",
+            ]);
             for item in &items {
                 table.add_row(vec![
                     item.item.clone(),

@@ -214,7 +214,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
 fn parse_share(text: &str) -> std::result::Result<f64, String> {
     match text.parse::<f64>() {
         Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
-        _ => Err(format!("{text:?} is not a share between 0 and 1 (e.g. 0.5)")),
+        _ => Err(format!(
+            "{text:?} is not a share between 0 and 1 (e.g. 0.5)"
+        )),
     }
 }
 
@@ -261,11 +263,28 @@ fn run_reservations(
         Format::Table => {
             println!(
                 "reservations load test of campaign {} item {item_id} on {}: {} threads, {} requests, stock {}, payment timeout {:?}, pay share {}",
-                campaign.id, target.display, args.threads, args.requests, args.stock, args.payment_timeout, args.pay_share
+                campaign.id,
+                target.display,
+                args.threads,
+                args.requests,
+                args.stock,
+                args.payment_timeout,
+                args.pay_share
             );
             let mut table = output::table([
-                "reserved", "buy s", "pay attempts", "paid", "refused (expired)", "aimed at deadline",
-                "race s", "final paid", "final expired", "still reserved", "final stock", "identity", "verdict",
+                "reserved",
+                "buy s",
+                "pay attempts",
+                "paid",
+                "refused (expired)",
+                "aimed at deadline",
+                "race s",
+                "final paid",
+                "final expired",
+                "still reserved",
+                "final stock",
+                "identity",
+                "verdict",
             ]);
             let r = &report;
             table.add_row(vec![

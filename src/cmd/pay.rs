@@ -43,8 +43,9 @@ pub fn print(globals: &Globals, campaign: &str, result: &OrderResult) -> Result<
             "exit_code": code,
         }))?,
         Format::Table => {
-            let mut table =
-                output::table(["outcome", "order id", "item", "state", "qty", "deadline", "since", "user"]);
+            let mut table = output::table([
+                "outcome", "order id", "item", "state", "qty", "deadline", "since", "user",
+            ]);
             let reply = &result.reply;
             let known = reply.state.is_some();
             let dash = || "-".to_string();

@@ -145,8 +145,18 @@ pub fn parse_entry(
     let state = std::str::from_utf8(event)
         .ok()
         .and_then(OrderState::parse)
-        .filter(|s| matches!(s, OrderState::Paid | OrderState::Expired | OrderState::Cancelled))
-        .ok_or_else(|| format!("event {:?} is not paid, expired or cancelled", String::from_utf8_lossy(event)))?;
+        .filter(|s| {
+            matches!(
+                s,
+                OrderState::Paid | OrderState::Expired | OrderState::Cancelled
+            )
+        })
+        .ok_or_else(|| {
+            format!(
+                "event {:?} is not paid, expired or cancelled",
+                String::from_utf8_lossy(event)
+            )
+        })?;
     let order = parse_order_fields(entry, campaign, item)?;
     if order.deadline_ms.is_none() {
         return Err("state change without deadline_ms".into());
@@ -159,7 +169,9 @@ pub fn parse_entry(
     let reason = String::from_utf8(entry.field("reason").unwrap_or_default().to_vec())
         .map_err(|_| "field reason is not UTF-8".to_string())?;
     if reason.len() > MAX_REASON_BYTES || reason.chars().any(char::is_control) {
-        return Err(format!("reason {reason:?} is too long or has control characters"));
+        return Err(format!(
+            "reason {reason:?} is too long or has control characters"
+        ));
     }
     Ok(StreamEntry::Change(StateChange {
         order,
@@ -421,6 +433,51 @@ mod tests {
         let mut deleted = entry(&[]);
         deleted.deleted = true;
         assert!(parse_order(&deleted, "c1", "i1").is_err());
+    }
+
+    #[test]
+    fn state_changes_parse_apart_from_orders() {
+        let mut fields = GOOD.to_vec();
+        fields.extend([
+            ("deadline_ms", "1700000900000"),
+            ("event", "cancelled"),
+            ("event_at_ms", "1700000100000"),
+            ("reason", "asked"),
+        ]);
+        let Ok(StreamEntry::Change(change)) = parse_entry(&entry(&fields), "c1", "i1") else {
+            panic!("a state change");
+        };
+        assert_eq!(change.state, OrderState::Cancelled);
+        assert_eq!(change.order.deadline_ms, Some(1_700_000_900_000));
+        assert_eq!(
+            (change.at_ms, change.reason.as_str()),
+            (1_700_000_100_000, "asked")
+        );
+        assert!(
+            parse_order(&entry(&fields), "c1", "i1")
+                .unwrap_err()
+                .contains("state change")
+        );
+        fields[9] = ("event", "reserved");
+        assert!(parse_entry(&entry(&fields), "c1", "i1").is_err());
+        fields[9] = ("event", "paid");
+        fields[10] = ("event_at_ms", "soon");
+        assert!(parse_entry(&entry(&fields), "c1", "i1").is_err());
+        let Ok(StreamEntry::Order(order)) = parse_entry(&entry(&GOOD), "c1", "i1") else {
+            panic!("an order");
+        };
+        assert_eq!(order.initial_state(), OrderState::Confirmed);
+        let mut reserving = GOOD.to_vec();
+        reserving.push(("deadline_ms", "1700000900000"));
+        let order = parse_order(&entry(&reserving), "c1", "i1").unwrap();
+        assert_eq!(order.initial_state(), OrderState::Reserved);
+        reserving[8] = ("deadline_ms", "");
+        assert_eq!(
+            parse_order(&entry(&reserving), "c1", "i1")
+                .unwrap()
+                .deadline_ms,
+            None
+        );
     }
 
     #[test]

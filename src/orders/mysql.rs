@@ -46,9 +46,15 @@ const SCHEMA: [&str; 2] = [
 /// the columns, so two processes starting at once add each column once.
 const STATE_COLUMNS: [(&str, &str); 5] = [
     ("state", "VARCHAR(16) NOT NULL DEFAULT 'confirmed'"),
-    ("deadline_at", "BIGINT NULL COMMENT 'Unix ms, Redis clock; NULL = final on ok'"),
+    (
+        "deadline_at",
+        "BIGINT NULL COMMENT 'Unix ms, Redis clock; NULL = final on ok'",
+    ),
     ("paid_at", "BIGINT NULL COMMENT 'Unix ms, Redis clock'"),
-    ("released_at", "BIGINT NULL COMMENT 'Unix ms, Redis clock (expired or cancelled)'"),
+    (
+        "released_at",
+        "BIGINT NULL COMMENT 'Unix ms, Redis clock (expired or cancelled)'",
+    ),
     ("release_reason", "VARCHAR(255) NULL"),
 ];
 

@@ -211,7 +211,11 @@ pub fn reconcile_item<C: ConnectionLike>(
         format!("{} ≠ {accounted} = {sides}", report.initial_stock)
     };
     // The buyers hash holds released units too when users may not buy again.
-    let buyers_keep = if campaign.rebuy_after_release { 0 } else { released };
+    let buyers_keep = if campaign.rebuy_after_release {
+        0
+    } else {
+        released
+    };
     report.balanced = accounted == report.initial_stock
         && (report.sale_in_progress
             || report.sold_per_redis == report.initial_stock - report.remaining + buyers_keep)

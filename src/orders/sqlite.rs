@@ -130,10 +130,12 @@ impl SqliteStore {
             .with_context(|| format!("cannot read the columns of orders in {}", self.display))?;
         for (column, definition) in STATE_COLUMNS {
             if !existing.contains(column) {
-                tx.execute_batch(&format!("ALTER TABLE orders ADD COLUMN {column} {definition}"))
-                    .with_context(|| {
-                        format!("cannot add column {column} to orders in {}", self.display)
-                    })?;
+                tx.execute_batch(&format!(
+                    "ALTER TABLE orders ADD COLUMN {column} {definition}"
+                ))
+                .with_context(|| {
+                    format!("cannot add column {column} to orders in {}", self.display)
+                })?;
             }
         }
         let version: Option<i64> = tx
@@ -229,12 +231,20 @@ impl OrderStore for SqliteStore {
                         c.state.released().then_some(c.reason.as_str()),
                     ])
                     .with_context(|| {
-                        format!("cannot apply state {} to order {}", c.state.as_str(), o.order_id)
+                        format!(
+                            "cannot apply state {} to order {}",
+                            c.state.as_str(),
+                            o.order_id
+                        )
                     })?;
             }
         }
         tx.commit().with_context(|| {
-            format!("cannot commit {} state changes to {}", changes.len(), self.display)
+            format!(
+                "cannot commit {} state changes to {}",
+                changes.len(),
+                self.display
+            )
         })
     }
 
@@ -256,7 +266,10 @@ impl OrderStore for SqliteStore {
             for row in rows {
                 let (order_id, state) = row.context("cannot read an order state")?;
                 let state = OrderState::parse(&state).with_context(|| {
-                    format!("order {order_id} in {} has an unknown state {state:?}", self.display)
+                    format!(
+                        "order {order_id} in {} has an unknown state {state:?}",
+                        self.display
+                    )
                 })?;
                 found.insert(order_id, state);
             }

@@ -101,7 +101,14 @@ pub fn run(
         keys: keys.clone(),
     };
     let mut control = target.connect()?;
-    state::preheat_item(&mut control, keys, campaign, item, PreheatMode::Force, false)?;
+    state::preheat_item(
+        &mut control,
+        keys,
+        campaign,
+        item,
+        PreheatMode::Force,
+        false,
+    )?;
     let mut report = RaceReport {
         requests: settings.requests,
         stock: item.stock,

@@ -145,7 +145,12 @@ pub fn locate<'a, C: ConnectionLike>(
     for slot in slots {
         let found: bool = conn
             .hexists(&slot.keys.reservations, order_id)
-            .with_context(|| format!("cannot look order {order_id} up in {}", slot.keys.reservations))?;
+            .with_context(|| {
+                format!(
+                    "cannot look order {order_id} up in {}",
+                    slot.keys.reservations
+                )
+            })?;
         if found {
             return Ok(Some(slot));
         }
@@ -220,7 +225,9 @@ pub fn pay_in<C: ConnectionLike>(
         .map_err(anyhow::Error::from)
         .and_then(|reply| pay::parse_reply(reply, true))
         .with_context(|| {
-            format!("pay script failed for order {order_id} (outcome unknown: paying again is safe)")
+            format!(
+                "pay script failed for order {order_id} (outcome unknown: paying again is safe)"
+            )
         })
 }
 
@@ -279,7 +286,12 @@ fn release_call<'a>(
         order_id: order_id.to_string(),
         reason: reason.to_string(),
         limit: limit.to_string(),
-        rebuy: if campaign.rebuy_after_release { "1" } else { "0" }.to_string(),
+        rebuy: if campaign.rebuy_after_release {
+            "1"
+        } else {
+            "0"
+        }
+        .to_string(),
         campaign: campaign.id.clone(),
         item: slot.item.id.clone(),
     }

@@ -16,7 +16,7 @@ use seckill::reservations::Record;
 
 use crate::support::mariadb::MariaDb;
 use crate::support::orders::{
-    Background, log_of, reconcile, sqlite_path, spawn_seckill, terminate, wait_exit, wait_until,
+    Background, log_of, reconcile, spawn_seckill, sqlite_path, terminate, wait_exit, wait_until,
 };
 use crate::support::{CampaignFile, RedisServer, campaign_file, json, seckill};
 
@@ -81,7 +81,11 @@ fn stop_expirers(file: &CampaignFile, expirers: &mut [(Background, String)]) {
         });
         terminate(expirer);
         let status = wait_exit(expirer);
-        assert!(status.success(), "{name}: {status:?}\n{}", log_of(file, name));
+        assert!(
+            status.success(),
+            "{name}: {status:?}\n{}",
+            log_of(file, name)
+        );
     }
 }
 
@@ -273,9 +277,17 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
         .filter(|(_, code)| *code == seckill::exit_codes::ORDER_EXPIRED)
         .map(|(id, _)| id)
         .collect();
-    assert_eq!(paid_by_command.len() + refused.len(), to_pay.len(), "{outcomes:?}");
-    assert!(!paid_by_command.is_empty() && !refused.is_empty(),
-        "the payments did not straddle the deadlines: {} paid, {} refused", paid_by_command.len(), refused.len());
+    assert_eq!(
+        paid_by_command.len() + refused.len(),
+        to_pay.len(),
+        "{outcomes:?}"
+    );
+    assert!(
+        !paid_by_command.is_empty() && !refused.is_empty(),
+        "the payments did not straddle the deadlines: {} paid, {} refused",
+        paid_by_command.len(),
+        refused.len()
+    );
     for id in &paid_by_command {
         assert_eq!(records[*id].state, "paid", "{id}");
         assert!(records[*id].changed_at_ms < records[*id].deadline_ms);
@@ -301,7 +313,10 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
     assert_eq!(item["reservations"]["released_units"], released);
     assert_eq!(item["reservations"]["reserved_units"], 0);
     assert_eq!(item["remaining"], 1200 - paid);
-    eprintln!("race: {paid} paid, {released} released ({} payments refused at the deadline)", refused.len());
+    eprintln!(
+        "race: {paid} paid, {released} released ({} payments refused at the deadline)",
+        refused.len()
+    );
 }
 
 #[test]
@@ -337,7 +352,10 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
         if due == 0 {
             break;
         }
-        assert!(Instant::now() < deadline, "{due} reservations never released");
+        assert!(
+            Instant::now() < deadline,
+            "{due} reservations never released"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     stop_expirers(&file, &mut expirers);
@@ -345,7 +363,10 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
     let total: i64 = orders.iter().map(|(_, qty)| qty).sum();
     let (paid, released) = assert_each_order_ends_once(&server, &orders, 20_000);
     assert_eq!(paid, 0);
-    assert_eq!(released, total, "Σ units returned = Σ units of expired orders");
+    assert_eq!(
+        released, total,
+        "Σ units returned = Σ units of expired orders"
+    );
     assert_eq!(stock(&server), 20_000);
     assert!(records(&server).values().all(|r| r.state == "expired"));
     let buyers: u64 = server.conn().hlen(keys().buyers).unwrap();
@@ -375,7 +396,15 @@ fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
     let carol_order = carol["order_id"].as_str().unwrap().to_string();
 
     let output = seckill(&file.path, &server.url())
-        .args(["cancel", "--order", &alice_order, "--reason", "changed her mind", "--format", "json"])
+        .args([
+            "cancel",
+            "--order",
+            &alice_order,
+            "--reason",
+            "changed her mind",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
@@ -396,7 +425,11 @@ fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
     assert_eq!(states[&carol_order], "cancelled");
     let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
     let reason: String = db
-        .query_row("SELECT release_reason FROM orders WHERE order_id = ?1", [&alice_order], |r| r.get(0))
+        .query_row(
+            "SELECT release_reason FROM orders WHERE order_id = ?1",
+            [&alice_order],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(reason, "changed her mind");
     let (code, report) = reconcile(&file, &server, &[]);
@@ -417,7 +450,10 @@ fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
         .unwrap();
     assert_eq!(output.status.code(), Some(seckill::exit_codes::DUPLICATE));
     let bought: i64 = server.conn().hget(keys().buyers, "p0").unwrap();
-    assert_eq!(bought, 3, "the buyer keeps the released units against the limit");
+    assert_eq!(
+        bought, 3,
+        "the buyer keeps the released units against the limit"
+    );
     drain(&file, &server, &[]);
     let (code, report) = reconcile(&file, &server, &[]);
     assert_eq!(code, 0, "{report:#}");
@@ -427,21 +463,31 @@ fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
 fn item_snapshot(server: &RedisServer) -> Vec<Vec<u8>> {
     let mut conn = server.conn();
     let k = keys();
-    [&k.meta, &k.stock, &k.buyers, &k.buyer_orders, &k.reservations, &k.deadlines, &k.orders]
-        .into_iter()
-        .map(|key| {
-            redis::cmd("DUMP")
-                .arg(key)
-                .query::<Option<Vec<u8>>>(&mut conn)
-                .unwrap()
-                .unwrap_or_default()
-        })
-        .collect()
+    [
+        &k.meta,
+        &k.stock,
+        &k.buyers,
+        &k.buyer_orders,
+        &k.reservations,
+        &k.deadlines,
+        &k.orders,
+    ]
+    .into_iter()
+    .map(|key| {
+        redis::cmd("DUMP")
+            .arg(key)
+            .query::<Option<Vec<u8>>>(&mut conn)
+            .unwrap()
+            .unwrap_or_default()
+    })
+    .collect()
 }
 
 #[test]
 fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
-    use seckill::exit_codes::{ALREADY_PAID, ORDER_CANCELLED, ORDER_EXPIRED, UNKNOWN_ORDER, USAGE_ERROR};
+    use seckill::exit_codes::{
+        ALREADY_PAID, ORDER_CANCELLED, ORDER_EXPIRED, UNKNOWN_ORDER, USAGE_ERROR,
+    };
     let server = RedisServer::start();
     let file = reservation_campaign(10, "15m", "");
     let other = campaign_file(
@@ -470,14 +516,20 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
             "pay-other" => (&other, "pay"),
             c => (&file, c),
         };
-        assert_eq!(order_command(file, &server, command, order), expected, "{command} {order}");
+        assert_eq!(
+            order_command(file, &server, command, order),
+            expected,
+            "{command} {order}"
+        );
     }
     let output = seckill(&file.path, &server.url())
         .args(["pay", "--order", "x{y}"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(USAGE_ERROR));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--order \"x{y}\" is not an order id"));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--order \"x{y}\" is not an order id")
+    );
     let output = seckill(&file.path, &server.url())
         .args(["pay", "--order", reserved, "--item", "nope"])
         .output()
@@ -488,7 +540,11 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(USAGE_ERROR));
-    assert_eq!(item_snapshot(&server), before, "a refused request changed Redis");
+    assert_eq!(
+        item_snapshot(&server),
+        before,
+        "a refused request changed Redis"
+    );
 
     // The reserved one is still payable; an expired one is not.
     assert_eq!(order_command(&file, &server, "pay", reserved), 0);
@@ -497,13 +553,24 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
     let late = reserve_many(&server, &short, "late", 1, |_| 1);
     std::thread::sleep(Duration::from_millis(80));
     let late_before = item_snapshot(&server);
-    assert_eq!(order_command(&short, &server, "pay", &late[0].0), ORDER_EXPIRED);
-    assert_eq!(item_snapshot(&server), late_before, "a late payment changed Redis");
+    assert_eq!(
+        order_command(&short, &server, "pay", &late[0].0),
+        ORDER_EXPIRED
+    );
+    assert_eq!(
+        item_snapshot(&server),
+        late_before,
+        "a late payment changed Redis"
+    );
 }
 
 /// A v1 table (before reservations) gains the state columns on open; its
 /// rows become `confirmed`; state changes then apply conditionally.
-fn migrate_then_apply(store_url: &str, v1: &mut dyn FnMut(), read_state: &mut dyn FnMut(&str) -> Option<String>) {
+fn migrate_then_apply(
+    store_url: &str,
+    v1: &mut dyn FnMut(),
+    read_state: &mut dyn FnMut(&str) -> Option<String>,
+) {
     v1();
     let location = StoreLocation::parse(store_url, std::path::Path::new(".")).unwrap();
     let mut store = location.open().unwrap();
@@ -520,27 +587,46 @@ fn migrate_then_apply(store_url: &str, v1: &mut dyn FnMut(), read_state: &mut dy
         deadline_ms: deadline,
     };
     let change = |id: &str, state: OrderState| StateChange {
-        order: Order { stream_id: "9-0".into(), ..order(id, Some(2_000)) },
+        order: Order {
+            stream_id: "9-0".into(),
+            ..order(id, Some(2_000))
+        },
         state,
         at_ms: 1_500,
         reason: "why".into(),
     };
-    store.insert_orders(&[order("R-1", Some(2_000)), order("R-2", Some(2_000))], 1).unwrap();
+    store
+        .insert_orders(&[order("R-1", Some(2_000)), order("R-2", Some(2_000))], 1)
+        .unwrap();
     assert_eq!(read_state("R-1").as_deref(), Some("reserved"));
     // Paid, then a (bogus) cancel of the same order: a paid row stays paid.
-    store.apply_changes(&[change("R-1", OrderState::Paid)], 2).unwrap();
-    store.apply_changes(&[change("R-1", OrderState::Cancelled)], 3).unwrap();
+    store
+        .apply_changes(&[change("R-1", OrderState::Paid)], 2)
+        .unwrap();
+    store
+        .apply_changes(&[change("R-1", OrderState::Cancelled)], 3)
+        .unwrap();
     assert_eq!(read_state("R-1").as_deref(), Some("paid"));
     // A change whose order entry has not arrived yet creates the row; the
     // order entry arriving later leaves it released.
-    store.apply_changes(&[change("R-3", OrderState::Expired)], 4).unwrap();
-    store.insert_orders(&[order("R-3", Some(2_000))], 5).unwrap();
+    store
+        .apply_changes(&[change("R-3", OrderState::Expired)], 4)
+        .unwrap();
+    store
+        .insert_orders(&[order("R-3", Some(2_000))], 5)
+        .unwrap();
     assert_eq!(read_state("R-3").as_deref(), Some("expired"));
     // Applying twice changes nothing.
-    store.apply_changes(&[change("R-2", OrderState::Cancelled)], 6).unwrap();
-    store.apply_changes(&[change("R-2", OrderState::Cancelled)], 7).unwrap();
+    store
+        .apply_changes(&[change("R-2", OrderState::Cancelled)], 6)
+        .unwrap();
+    store
+        .apply_changes(&[change("R-2", OrderState::Cancelled)], 7)
+        .unwrap();
     assert_eq!(read_state("R-2").as_deref(), Some("cancelled"));
-    let states = store.order_states(&["R-1", "R-2", "R-3", "OLD-1", "NONE"]).unwrap();
+    let states = store
+        .order_states(&["R-1", "R-2", "R-3", "OLD-1", "NONE"])
+        .unwrap();
     assert_eq!(states.len(), 4);
     assert_eq!(states["R-2"], OrderState::Cancelled);
     // Opening again (already version 2) changes nothing.
@@ -568,11 +654,18 @@ fn sqlite_schema_1_migrates_and_state_changes_apply_conditionally() {
     let url = format!("sqlite://{}", path.display());
     migrate_then_apply(
         &url,
-        &mut || rusqlite::Connection::open(&path).unwrap().execute_batch(V1_SQLITE).unwrap(),
+        &mut || {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .execute_batch(V1_SQLITE)
+                .unwrap()
+        },
         &mut |id| {
             rusqlite::Connection::open(&path)
                 .unwrap()
-                .query_row("SELECT state FROM orders WHERE order_id = ?1", [id], |r| r.get(0))
+                .query_row("SELECT state FROM orders WHERE order_id = ?1", [id], |r| {
+                    r.get(0)
+                })
                 .ok()
         },
     );
@@ -611,7 +704,10 @@ fn mariadb_schema_1_migrates_and_state_changes_apply_conditionally() {
                 .unwrap()
         },
     );
-    let version: Option<i64> = db.conn().query_first("SELECT MAX(version) FROM seckill_schema").unwrap();
+    let version: Option<i64> = db
+        .conn()
+        .query_first("SELECT MAX(version) FROM seckill_schema")
+        .unwrap();
     assert_eq!(version, Some(2));
 }
 
@@ -630,7 +726,10 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
     // A payment after the order rows are stored: only its event flows.
     assert_eq!(order_command(&file, &server, "pay", &orders[2].0), 0);
     drain(&file, &server, &["--orders-db", &url]);
-    let states: Vec<(String, String)> = db.conn().query("SELECT order_id, state FROM orders").unwrap();
+    let states: Vec<(String, String)> = db
+        .conn()
+        .query("SELECT order_id, state FROM orders")
+        .unwrap();
     let states: HashMap<String, String> = states.into_iter().collect();
     let records = records(&server);
     assert_eq!(states.len(), 6);
@@ -646,14 +745,21 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
     assert_eq!(report["items"][0]["remaining"], 50 - 9 + 2);
 
     db.conn()
-        .exec_drop("UPDATE orders SET state = 'cancelled' WHERE order_id = ?", (&orders[0].0,))
+        .exec_drop(
+            "UPDATE orders SET state = 'cancelled' WHERE order_id = ?",
+            (&orders[0].0,),
+        )
         .unwrap();
     let output = seckill(&file.path, &server.url())
         .args(["reconcile", "--orders-db", &url])
         .output()
         .unwrap();
     let printed = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(seckill::exit_codes::DRIFT_FOUND), "{printed}");
+    assert_eq!(
+        output.status.code(),
+        Some(seckill::exit_codes::DRIFT_FOUND),
+        "{printed}"
+    );
     assert!(
         printed.contains(&format!("{} (redis paid, database cancelled)", orders[0].0)),
         "{printed}"
@@ -671,13 +777,23 @@ fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
     drain(&file, &server, &[]);
     let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
     // A lost row (paid in Redis) and a state update that never landed.
-    db.execute("DELETE FROM orders WHERE order_id = ?1", [&orders[0].0]).unwrap();
-    db.execute("UPDATE orders SET state = 'reserved' WHERE order_id = ?1", [&orders[1].0])
+    db.execute("DELETE FROM orders WHERE order_id = ?1", [&orders[0].0])
         .unwrap();
+    db.execute(
+        "UPDATE orders SET state = 'reserved' WHERE order_id = ?1",
+        [&orders[1].0],
+    )
+    .unwrap();
     let (code, report) = reconcile(&file, &server, &[]);
     assert_eq!(code, seckill::exit_codes::DRIFT_FOUND, "{report:#}");
     let named = report["items"][0]["reservations"]["state_mismatch"].to_string();
-    assert!(named.contains(&format!("{} (redis cancelled, database reserved)", orders[1].0)), "{named}");
+    assert!(
+        named.contains(&format!(
+            "{} (redis cancelled, database reserved)",
+            orders[1].0
+        )),
+        "{named}"
+    );
 
     let (code, report) = reconcile(&file, &server, &["--repair"]);
     assert_eq!(code, 0, "{report:#}");
@@ -695,12 +811,27 @@ fn the_reservations_load_test_reports_final_states_and_the_identity() {
     let file = reservation_campaign(100, "15m", "");
     let output = seckill(&file.path, &server.url())
         .args([
-            "loadtest", "--reservations", "--threads", "8", "--requests", "600", "--stock", "300",
-            "--payment-timeout", "700ms", "--format", "json",
+            "loadtest",
+            "--reservations",
+            "--threads",
+            "8",
+            "--requests",
+            "600",
+            "--stock",
+            "300",
+            "--payment-timeout",
+            "700ms",
+            "--format",
+            "json",
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report = json(&output);
     assert_eq!(report["verdict"], "exact", "{report:#}");
     assert_eq!(report["reserved"], 300);
