@@ -3,11 +3,9 @@
 //! sale. Any number may run at once and any may be killed at any moment:
 //! each release re-checks the order inside one script (see `reservations`).
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::context::Globals;
@@ -62,11 +60,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         );
     }
     let target = globals.redis(&campaign)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
-    }
+    let stop = crate::orders::pipeline::stop_flag()?;
     let conn = target.connect()?;
     let settings = ExpireSettings {
         batch: args.batch,

@@ -171,7 +171,9 @@ pub trait OrderStore {
     fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>>;
 
     /// Which of `order_ids` are stored.
-    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>>;
+    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
+        Ok(self.order_states(order_ids)?.into_keys().collect())
+    }
 
     /// Rows and units of one campaign item.
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;

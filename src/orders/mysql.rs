@@ -6,7 +6,7 @@
 //! round trip and one commit per batch. Columns are `utf8mb4_bin` so order
 //! ids compare byte for byte, as they do in Redis.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -287,24 +287,6 @@ impl OrderStore for MysqlStore {
                     })?;
                     found.insert(order_id, parsed);
                 }
-            }
-            Ok(found)
-        })
-    }
-
-    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
-        let display = self.display.clone();
-        self.with_conn(|conn| {
-            let mut found = HashSet::new();
-            for chunk in order_ids.chunks(LOOKUP_CHUNK) {
-                let sql = format!(
-                    "SELECT order_id FROM orders WHERE order_id IN ({})",
-                    placeholders(chunk.len(), "?")
-                );
-                let ids: Vec<String> = conn
-                    .exec(sql, chunk.to_vec())
-                    .with_context(|| format!("cannot look up orders in {display}"))?;
-                found.extend(ids);
             }
             Ok(found)
         })

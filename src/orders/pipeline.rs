@@ -39,11 +39,7 @@ impl Session {
         let campaign = globals.campaign()?;
         let location = StoreLocation::resolve(store_args, &campaign)?;
         let target = globals.redis(&campaign)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(signal, Arc::clone(&stop))
-                .context("cannot install signal handler")?;
-        }
+        let stop = stop_flag()?;
         let conn = target.connect()?;
         let what = format!("opening {}", location.display());
         // A database still starting is waited for (up to OPEN_PATIENCE); a
@@ -58,6 +54,17 @@ impl Session {
             stop,
         })
     }
+}
+
+/// A flag SIGINT and SIGTERM set: long-running commands finish what they
+/// hold and exit when it is set.
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot install signal handler")?;
+    }
+    Ok(stop)
 }
 
 /// How long `Session::open` keeps trying to open the order database.

@@ -277,27 +277,6 @@ impl OrderStore for SqliteStore {
         Ok(found)
     }
 
-    fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
-        let mut found = HashSet::new();
-        for chunk in order_ids.chunks(LOOKUP_CHUNK) {
-            let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql = format!("SELECT order_id FROM orders WHERE order_id IN ({placeholders})");
-            let mut statement = self
-                .connection
-                .prepare_cached(&sql)
-                .context("cannot prepare order lookup")?;
-            let rows = statement
-                .query_map(params_from_iter(chunk.iter()), |row| {
-                    row.get::<_, String>(0)
-                })
-                .with_context(|| format!("cannot look up orders in {}", self.display))?;
-            for row in rows {
-                found.insert(row.context("cannot read an order id")?);
-            }
-        }
-        Ok(found)
-    }
-
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
         self.connection
             .query_row(

@@ -847,3 +847,25 @@ fn the_reservations_load_test_reports_final_states_and_the_identity() {
     let keys: Vec<String> = server.conn().keys("seckill-loadtest:*").unwrap();
     assert!(keys.is_empty(), "the load test left {keys:?}");
 }
+
+#[test]
+fn expire_catches_up_on_a_backlog_in_bounded_batches() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(100, "50ms", "");
+    preheat(&file, &server);
+    // An expirer that was down while 50 reservations came due.
+    let orders = reserve_many(&server, &file, "c", 50, |i| 1 + (i % 2) as u32);
+    std::thread::sleep(Duration::from_millis(100));
+    let output = seckill(&file.path, &server.url())
+        .args(["expire", "--batch", "7", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let report = json(&output);
+    let item = &report["items"][0];
+    assert_eq!(item["released"], 50, "{report:#}");
+    assert_eq!(item["units"], 75);
+    assert_eq!(item["calls"], 8, "50 due orders in calls of at most 7");
+    let (paid, released) = assert_each_order_ends_once(&server, &orders, 100);
+    assert_eq!((paid, released), (0, 75));
+}
