@@ -869,3 +869,93 @@ fn expire_catches_up_on_a_backlog_in_bounded_batches() {
     let (paid, released) = assert_each_order_ends_once(&server, &orders, 100);
     assert_eq!((paid, released), (0, 75));
 }
+
+#[test]
+fn reservations_work_unchanged_on_a_three_master_cluster() {
+    use crate::support::cluster::RedisCluster;
+    let cluster = RedisCluster::start();
+    let items: String = (0..6)
+        .map(|i| format!("  - {{ id: sku-{i}, name: sku {i}, price: \"9.99\", stock: 2 }}\n"))
+        .collect();
+    let file = campaign_file(&format!(
+        "campaign: clustered\npayment_timeout: 300ms\nitems:\n{items}"
+    ));
+    let cli = || {
+        let mut cmd = seckill(&file.path, &cluster.urls());
+        cmd.arg("--cluster");
+        cmd
+    };
+    cli().arg("preheat").assert().success();
+    let mut orders = Vec::new();
+    for i in 0..6 {
+        for user in ["a", "b"] {
+            let output = cli()
+                .args([
+                    "buy",
+                    "--item",
+                    &format!("sku-{i}"),
+                    "--user",
+                    user,
+                    "--format",
+                    "json",
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(0));
+            orders.push(json(&output)["order_id"].as_str().unwrap().to_string());
+        }
+    }
+    // Found without --item, whichever master holds the order.
+    for (n, order) in orders.iter().enumerate().filter(|(n, _)| n % 2 == 0) {
+        let command = if n % 4 == 0 { "pay" } else { "cancel" };
+        cli().args([command, "--order", order]).assert().code(0);
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let output = cli().args(["expire", "--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let report = json(&output);
+    let released: i64 = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["released"].as_i64().unwrap())
+        .sum();
+    assert_eq!(released, 6, "{report:#}");
+    for order in &orders[1..] {
+        let code = cli()
+            .args(["pay", "--order", order])
+            .output()
+            .unwrap()
+            .status
+            .code();
+        assert!(
+            [
+                Some(seckill::exit_codes::ALREADY_PAID),
+                Some(seckill::exit_codes::ORDER_EXPIRED),
+                Some(seckill::exit_codes::ORDER_CANCELLED)
+            ]
+            .contains(&code),
+            "{order}: {code:?}"
+        );
+    }
+    // Paid units stay sold; the rest are back on sale.
+    for i in 0..6 {
+        let expected_left = if i % 2 == 0 { 1 } else { 2 };
+        let output = cli()
+            .args([
+                "shutdown-switch",
+                "status",
+                "--item",
+                &format!("sku-{i}"),
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            json(&output)["items"][0]["stock_left"],
+            expected_left,
+            "sku-{i}"
+        );
+    }
+}
