@@ -25,6 +25,7 @@
 --                  until `seckill expire` releases it): nothing changed
 --   cancelled      cancelled before: nothing changed
 --   unknown_order  no reservation with this id in this item
+--   not_preheated  the item's meta key is gone (expired?): nothing changed
 --
 -- A payment at or after the deadline is always refused, whether or not an
 -- expirer has run yet: the deadline alone decides, so pay and expire racing
@@ -55,9 +56,12 @@ if now_ms >= tonumber(deadline) then
   return reply('expired')
 end
 
--- Type checks of the keys written below, before the first write.
+-- Type checks of the keys written below, before the first write; without
+-- meta (expired) the counters would be written into a key with no expiry.
 redis.call('ZSCORE', KEYS[2], ARGV[1])
-redis.call('HGET', KEYS[3], 'paid_orders')
+if not redis.call('HGET', KEYS[3], 'initial_stock') then
+  return reply('not_preheated')
+end
 local now = string.format('%d', now_ms)
 event_id = redis.call('XADD', KEYS[4], '*',
   'order_id', ARGV[1], 'campaign', ARGV[2], 'item_id', ARGV[3], 'user_id', user,

@@ -26,7 +26,7 @@
 --   expired          released by its deadline before: nothing changed
 --   paid             paid: a paid order is never released; nothing changed
 --   unknown_order    no reservation with this id in this item
---   not_preheated    the item's stock key is gone (expired?): nothing changed
+--   not_preheated    the item's stock or meta key is gone (expired?): nothing changed
 -- Returns, mode expire: {released, units, due_left, unreadable}
 --   released/units   orders and units released by this call
 --   due_left         orders still due after it (call again while > 0)
@@ -44,7 +44,12 @@ local rebuy = ARGV[5] == '1'
 local PATTERN = '^(%l+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) (.*)$'
 
 local stock = redis.call('GET', KEYS[4])
-redis.call('HLEN', KEYS[3])
+if stock and not tonumber(stock) then
+  return redis.error_reply('CORRUPT ' .. KEYS[4] .. ' is not an integer')
+end
+if not redis.call('HGET', KEYS[3], 'initial_stock') then
+  stock = false -- meta gone (expired): the item is not preheated any more
+end
 redis.call('HLEN', KEYS[5])
 redis.call('HLEN', KEYS[6])
 redis.call('ZCARD', KEYS[2])
@@ -58,16 +63,24 @@ local function corrupt(order_id, why)
   return redis.error_reply('CORRUPT reservation record of order ' .. order_id .. ' in ' .. KEYS[1] .. ': ' .. why)
 end
 
--- Release one reserved order (its record fields parsed): every check is done.
+-- Release one reserved order (its record fields parsed): every read first,
+-- so a malformed value fails before this order's first write.
 local function release(order_id, r, new_state, reason)
   local qty = tonumber(r.qty)
+  local bought = 0
+  if rebuy then
+    local raw = redis.call('HGET', KEYS[5], r.user)
+    bought = tonumber(raw or '0')
+    if not bought then
+      return redis.error_reply('CORRUPT ' .. KEYS[5] .. ' field ' .. r.user .. ' is not an integer')
+    end
+  end
   local event_id = redis.call('XADD', KEYS[7], '*',
     'order_id', order_id, 'campaign', ARGV[6], 'item_id', ARGV[7], 'user_id', r.user,
     'qty', r.qty, 'price_cents', r.price, 'bought_at_ms', r.bought_at, 'deadline_ms', r.deadline,
     'event', new_state, 'event_at_ms', now, 'reason', reason)
   redis.call('INCRBY', KEYS[4], qty)
   if rebuy then
-    local bought = tonumber(redis.call('HGET', KEYS[5], r.user) or '0') or 0
     if bought <= qty then
       redis.call('HDEL', KEYS[5], r.user)
       if redis.call('HGET', KEYS[6], r.user) == order_id then
@@ -110,7 +123,8 @@ if mode == 'cancel' then
   if r.state == 'expired' or r.state == 'paid' then return reply(r.state) end
   if r.state ~= 'reserved' then return corrupt(order_id, 'state ' .. r.state) end
   if not stock then return reply('not_preheated') end
-  release(order_id, r, 'cancelled', ARGV[3])
+  local failed = release(order_id, r, 'cancelled', ARGV[3])
+  if failed then return failed end
   return reply('cancelled')
 elseif mode == 'expire' then
   local limit = tonumber(ARGV[4])
@@ -128,7 +142,8 @@ elseif mode == 'expire' then
     local record = redis.call('HGET', KEYS[1], order_id)
     local r = record and parse(record)
     if r and r.state == 'reserved' and tonumber(r.deadline) <= now_ms then
-      release(order_id, r, 'expired', '')
+      local failed = release(order_id, r, 'expired', '')
+      if failed then return failed end
       released = released + 1
       units = units + tonumber(r.qty)
     elseif r and r.state == 'reserved' then

@@ -10,8 +10,8 @@ use crate::reservations::{self, OrderResult};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Exit codes: 0 paid; 30 already_paid (paid before, nothing changed); 31 order_expired \
-(the deadline passed: never paid); 32 order_cancelled; 33 unknown_order; 1 runtime error \
-(outcome unknown: paying again is safe); 2 usage error.
+(the deadline passed: never paid); 32 order_cancelled; 33 unknown_order; 16 not_preheated \
+(the item's keys are gone); 1 runtime error (outcome unknown: paying again is safe); 2 usage error.
 Example: seckill -c campaigns/moutai.yaml pay --order 01M8MVJK1WDE3K2GTCRWF2KE6V")]
 pub struct Args {
     /// The order id `buy` printed.

@@ -30,7 +30,7 @@ pub enum OrderOutcome {
     WasCancelled,
     /// No reservation with this id in the campaign (or the item given).
     UnknownOrder,
-    /// cancel: the item's stock key is gone (keys expired): nothing changed.
+    /// The item's keys are gone (expired): nothing changed.
     NotPreheated,
 }
 
@@ -84,7 +84,7 @@ pub fn parse_reply(reply: Value, paying: bool) -> Result<OrderReply> {
         ("already_cancelled", false) => OrderOutcome::AlreadyCancelled,
         ("expired", _) => OrderOutcome::Expired,
         ("unknown_order", _) => OrderOutcome::UnknownOrder,
-        ("not_preheated", false) => OrderOutcome::NotPreheated,
+        ("not_preheated", _) => OrderOutcome::NotPreheated,
         (other, _) => bail!("the order script answered an unknown outcome {other:?}"),
     };
     Ok(OrderReply {

@@ -459,28 +459,32 @@ fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
     assert_eq!(code, 0, "{report:#}");
 }
 
-/// Everything of the item that a refused pay/cancel must leave as it was.
-fn item_snapshot(server: &RedisServer) -> Vec<Vec<u8>> {
+/// Everything of the item that a refused pay/cancel must leave as it was,
+/// in a canonical form (DUMP of a hash is in table order, which a mere read
+/// may change by rehashing).
+fn item_snapshot(server: &RedisServer) -> Vec<String> {
     let mut conn = server.conn();
     let k = keys();
-    [
-        &k.meta,
-        &k.stock,
-        &k.buyers,
-        &k.buyer_orders,
-        &k.reservations,
-        &k.deadlines,
-        &k.orders,
-    ]
-    .into_iter()
-    .map(|key| {
-        redis::cmd("DUMP")
-            .arg(key)
-            .query::<Option<Vec<u8>>>(&mut conn)
-            .unwrap()
-            .unwrap_or_default()
-    })
-    .collect()
+    let mut snapshot = Vec::new();
+    for key in [&k.meta, &k.buyers, &k.buyer_orders, &k.reservations] {
+        let map: BTreeMap<String, String> = conn.hgetall(key).unwrap();
+        snapshot.push(format!("{key} {map:?}"));
+    }
+    let stock: Option<String> = conn.get(&k.stock).unwrap();
+    let deadlines: Vec<(String, i64)> = conn.zrange_withscores(&k.deadlines, 0, -1).unwrap();
+    let entries: Vec<String> = conn
+        .xrange_all::<_, redis::streams::StreamRangeReply>(&k.orders)
+        .unwrap()
+        .ids
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let ttls: Vec<i64> = [&k.meta, &k.stock, &k.reservations, &k.deadlines]
+        .into_iter()
+        .map(|key| conn.pttl::<_, i64>(key).unwrap().signum())
+        .collect();
+    snapshot.push(format!("{stock:?} {deadlines:?} {entries:?} {ttls:?}"));
+    snapshot
 }
 
 #[test]
@@ -561,6 +565,30 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
         item_snapshot(&server),
         late_before,
         "a late payment changed Redis"
+    );
+
+    // The item's meta expired (or was deleted): nothing is written into a
+    // key without expiry, by pay, cancel or expire.
+    let pending = reserve_many(&server, &file, "gone", 1, |_| 1);
+    let () = server.conn().del(keys().meta).unwrap();
+    let gone = item_snapshot(&server);
+    let not_preheated = seckill::exit_codes::NOT_PREHEATED;
+    assert_eq!(
+        order_command(&file, &server, "pay", &pending[0].0),
+        not_preheated
+    );
+    assert_eq!(
+        order_command(&file, &server, "cancel", &pending[0].0),
+        not_preheated
+    );
+    seckill(&file.path, &server.url())
+        .arg("expire")
+        .assert()
+        .success();
+    assert_eq!(
+        item_snapshot(&server),
+        gone,
+        "a request on a gone item changed Redis"
     );
 }
 
