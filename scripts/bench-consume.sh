@@ -14,52 +14,36 @@ set -euo pipefail
 orders="${1:-100000}"
 batch="${2:-1000}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$repo/scripts/lib.sh"
+lib_workdir
+work="$LIB_WORK"
 
-need() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || { echo "bench-consume: $1 not found ($2)" >&2; exit 1; }; }
-need redis-server "apt-get install -y redis-server"
-need redis-cli "apt-get install -y redis-tools"
-need mariadbd "apt-get install -y mariadb-server"
+lib_need redis-server "apt-get install -y redis-server"
+lib_need redis-cli "apt-get install -y redis-tools"
+lib_need mariadbd "apt-get install -y mariadb-server"
 export PATH="$PATH:/usr/sbin"
-
-free_port() {
-    local port
-    while :; do
-        port=$((20000 + RANDOM % 30000))
-        (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-    done
-}
 
 echo "building release binary..." >&2
 (cd "$repo" && cargo build --release --quiet)
 seckill="$repo/target/release/seckill"
 
-redis_port="$(free_port)"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
-pids+=($!)
-until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do sleep 0.1; done
+lib_start_redis bench
+redis_port="$REDIS_PORT"
 
-maria_port="$(free_port)"
+maria_port="$(lib_free_port)"
 mariadb-install-db --no-defaults --datadir="$work/mariadb" --auth-root-authentication-method=normal \
     --user=root --skip-test-db >"$work/install.log" 2>&1
 mariadbd --no-defaults --datadir="$work/mariadb" --port="$maria_port" --socket="$work/mariadb.sock" \
     --bind-address=127.0.0.1 --user=root --skip-log-bin --skip-name-resolve \
     --innodb-buffer-pool-size=256M --log-error="$work/mariadb.err" >/dev/null 2>&1 &
-pids+=($!)
+lib_track $!
 until mariadb --no-defaults -h127.0.0.1 -P"$maria_port" -uroot -e 'SELECT 1' >/dev/null 2>&1; do sleep 0.2; done
 mariadb --no-defaults -h127.0.0.1 -P"$maria_port" -uroot -e "
     CREATE DATABASE bench;
     CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY 'bench-pw';
     GRANT ALL ON bench.* TO 'bench'@'127.0.0.1';"
 
-export SECKILL_REDIS_URL="redis://127.0.0.1:$redis_port/0"
+export SECKILL_REDIS_URL="$REDIS_URL"
 buy_sha="$(sha1sum "$repo/lua/buy.lua" | cut -d' ' -f1)"
 
 # One RESP-encoded EVALSHA of the buy script per order, for `redis-cli --pipe`.

@@ -36,24 +36,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-for tool in redis-server redis-cli redis-benchmark python3; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install redis-server redis-tools python3)" >&2; exit 1; }
-done
+. scripts/lib.sh
+lib_need redis-server "apt-get install redis-server"
+lib_need redis-cli "apt-get install redis-tools"
+lib_need redis-benchmark "apt-get install redis-tools"
 
 cargo build --release --quiet
 seckill=target/release/seckill
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-workdir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$workdir" \
-  --loglevel warning --logfile "$workdir/redis.log" &
-server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; rm -rf "$workdir"' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.05
-done
-url="redis://127.0.0.1:$port/0"
+lib_start_redis bench --loglevel warning
+port=$REDIS_PORT
+url=$REDIS_URL
 
 # The exact EVALSHA each variant sends, from the binary (one source of the
 # scripts' KEYS/ARGV order); `__rand_int__` is redis-benchmark's placeholder.

@@ -10,24 +10,11 @@ scripts/install-servers.sh
 cargo build --release --quiet
 seckill=target/release/seckill
 
-dir=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
-# start_redis NAME: a throwaway redis-server on a free port; prints the port.
-start_redis() {
-  local port
-  for _ in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 20000))
-    if redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
-         --daemonize yes --pidfile "$dir/$1.pid" >/dev/null 2>&1; then
-      for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-      if redis-cli -p "$port" ping >/dev/null 2>&1; then echo "$port"; return; fi
-    fi
-  done
-  echo "could not start redis-server" >&2; exit 1
-}
-port=$(start_redis sale); pids+=("$(cat "$dir/sale.pid")")
-export SECKILL_REDIS_URL="redis://127.0.0.1:$port/0"
+. scripts/lib.sh
+lib_workdir
+dir=$LIB_WORK
+lib_start_redis sale
+export SECKILL_REDIS_URL="$REDIS_URL"
 echo "# throwaway Redis at $SECKILL_REDIS_URL"
 
 run() { echo; echo "\$ seckill $*"; "$seckill" "$@" || echo "(exit code $?)"; }
@@ -49,6 +36,6 @@ run -c campaigns/moutai.yaml consume --drain
 run -c campaigns/iphone.yaml consume --drain
 run -c campaigns/moutai.yaml reconcile
 # loadtest refuses a Redis that carries a live sale: rehearse on a second one.
-rehearsal=$(start_redis rehearsal); pids+=("$(cat "$dir/rehearsal.pid")")
-echo; echo "# a second throwaway Redis for the load test at redis://127.0.0.1:$rehearsal/0"
-run -c campaigns/moutai.yaml --redis "redis://127.0.0.1:$rehearsal/0" loadtest --variant all
+lib_start_redis rehearsal
+echo; echo "# a second throwaway Redis for the load test at $REDIS_URL"
+run -c campaigns/moutai.yaml --redis "$REDIS_URL" loadtest --variant all

@@ -6,9 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-servers.sh --mariadb
 export PATH="$PATH:/usr/sbin"
+. scripts/lib.sh
 # rustup's cargo, also from a non-login shell (Debian's own rustc is too old for edition 2024).
-if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
-  . "$HOME/.cargo/env"
-fi
-command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.85+ with rustup" >&2; exit 1; }
+lib_cargo
 cargo test --locked "$@"

@@ -6,9 +6,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::cmd;
-use crate::context::Globals;
+use crate::context::Context;
+use crate::exit_codes;
 use crate::output::Format;
 use crate::redis_conn::ConnectionArgs;
+use crate::report::{emit, emit_error};
 
 /// Run a flash sale (秒杀) on Redis without ever selling one item too many.
 ///
@@ -52,11 +54,10 @@ pub enum Command {
     /// Load stock, item data and the sale window into Redis before launch; never clobbers a live sale.
     Preheat(cmd::preheat::Args),
     /// One purchase attempt through the buy script; the exit code tells the outcome.
-    #[command(
-        after_help = "Exit codes: 0 ok, 10 sold_out, 11 duplicate, 12 rate_limited, 13 closed, \
-14 not_started, 15 ended, 16 not_preheated; 1 runtime error, 2 usage error.\n\
-Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1"
-    )]
+    #[command(after_help = format!(
+        "{}\n\nExample: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1",
+        exit_codes::help("buy")
+    ))]
     Buy(cmd::buy::Args),
     /// The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows.
     ShutdownSwitch(cmd::shutdown_switch::Args),
@@ -79,26 +80,61 @@ Example: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request
 }
 
 impl Cli {
-    /// Run the chosen subcommand; returns the process exit code.
-    pub fn run(self) -> Result<i32> {
-        let globals = Globals {
-            campaign: self.campaign,
-            format: self.format,
-            connection: self.connection,
-        };
-        match self.command {
-            Command::Init(args) => cmd::init::run(&globals, &args),
-            Command::Preheat(args) => cmd::preheat::run(&globals, &args),
-            Command::Buy(args) => cmd::buy::run(&globals, &args),
-            Command::ShutdownSwitch(args) => cmd::shutdown_switch::run(&globals, &args),
+    /// Run the chosen subcommand and report its outcome (or error) once;
+    /// returns the process exit code.
+    pub fn run(self) -> i32 {
+        let ctx = Context::new(
+            self.command.name(),
+            self.campaign,
+            self.format,
+            self.connection,
+        );
+        match self.command.run(&ctx) {
+            Ok(code) => code,
+            Err(error) => emit_error(&ctx, &error),
+        }
+    }
+}
+
+impl Command {
+    /// The subcommand as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Init(_) => "init",
+            Command::Preheat(_) => "preheat",
+            Command::Buy(_) => "buy",
+            Command::ShutdownSwitch(_) => "shutdown-switch",
+            Command::Completions(_) => "completions",
+            Command::Consume(_) => "consume",
+            Command::PendingClaim(_) => "pending-claim",
+            Command::Reconcile(_) => "reconcile",
+            Command::Loadtest(_) => "loadtest",
+            Command::Pay(_) => "pay",
+            Command::Cancel(_) => "cancel",
+            Command::Expire(_) => "expire",
+        }
+    }
+
+    fn run(self, ctx: &Context) -> Result<i32> {
+        match self {
+            Command::Init(args) => emit(ctx, &cmd::init::run(ctx, &args)?),
+            Command::Preheat(args) => emit(ctx, &cmd::preheat::run(ctx, &args)?),
+            Command::Buy(args) => emit(ctx, &cmd::buy::run(ctx, &args)?),
+            Command::ShutdownSwitch(args) => emit(ctx, &cmd::shutdown_switch::run(ctx, &args)?),
             Command::Completions(args) => cmd::completions::run(&args),
-            Command::Consume(args) => cmd::consume::run(&globals, &args),
-            Command::PendingClaim(args) => cmd::pending_claim::run(&globals, &args),
-            Command::Reconcile(args) => cmd::reconcile::run(&globals, &args),
-            Command::Loadtest(args) => cmd::loadtest::run(&globals, &args),
-            Command::Pay(args) => cmd::pay::run(&globals, &args),
-            Command::Cancel(args) => cmd::cancel::run(&globals, &args),
-            Command::Expire(args) => cmd::expire::run(&globals, &args),
+            Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
+            Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
+            Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
+            Command::Loadtest(args) => match args.print_command {
+                Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
+                None if args.reservations => {
+                    emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
+                }
+                None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
+            },
+            Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),
+            Command::Cancel(args) => emit(ctx, &cmd::cancel::run(ctx, &args)?),
+            Command::Expire(args) => emit(ctx, &cmd::expire::run(ctx, &args)?),
         }
     }
 }

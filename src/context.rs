@@ -1,36 +1,156 @@
-//! What every command gets from below the command line: the campaign file,
-//! the Redis target, the output format. The command layer (`cli`, `cmd`)
-//! builds it; `orders`, `loadtest` and the commands read it, so nothing below
-//! the command line has to import it.
+//! What every command gets from below the command line: which command it is,
+//! the campaign file, the Redis target, the output format; and the one way
+//! to open them (plus the order database for the commands that need it).
+//!
+//! The command layer (`cli`, `cmd`) builds a [`Context`]; nothing below the
+//! command line imports that layer. The context also remembers the campaign
+//! id and Redis target once they are known, so the JSON envelope of a command
+//! that fails halfway still names them.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::campaign::Campaign;
 use crate::error::usage;
+use crate::orders::pipeline::{OPEN_PATIENCE, retry_transient_until};
+use crate::orders::{OrderStore, StoreArgs, StoreLocation};
 use crate::output::Format;
-use crate::redis_conn::{ConnectionArgs, RedisTarget};
+use crate::redis_conn::{Conn, ConnectionArgs, RedisTarget};
 
 /// What every subcommand gets besides its own flags.
-#[derive(Debug, Clone)]
-pub struct Globals {
-    pub campaign: Option<PathBuf>,
+#[derive(Debug)]
+pub struct Context {
+    /// The subcommand's name, e.g. `reconcile` (the envelope's `command`, log lines).
+    pub command: &'static str,
+    /// `-c FILE`.
+    pub campaign_file: Option<PathBuf>,
+    /// `--format`.
     pub format: Format,
+    /// `--redis`, `--cluster`, TLS and timeouts.
     pub connection: ConnectionArgs,
+    campaign_id: OnceLock<String>,
+    redis_display: OnceLock<String>,
 }
 
-impl Globals {
+/// A campaign and a live connection to its Redis.
+pub struct Opened {
+    pub campaign: Campaign,
+    pub target: RedisTarget,
+    pub conn: Conn,
+}
+
+impl Context {
+    /// The context of `command` with the global flags.
+    pub fn new(
+        command: &'static str,
+        campaign_file: Option<PathBuf>,
+        format: Format,
+        connection: ConnectionArgs,
+    ) -> Context {
+        Context {
+            command,
+            campaign_file,
+            format,
+            connection,
+            campaign_id: OnceLock::new(),
+            redis_display: OnceLock::new(),
+        }
+    }
+
     /// Load the campaign file named by `-c`, or explain how to name one.
     pub fn campaign(&self) -> Result<Campaign> {
-        let path = self.campaign.as_ref().ok_or_else(|| {
+        let path = self.campaign_file.as_ref().ok_or_else(|| {
             usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
         })?;
-        Campaign::load(path)
+        let campaign = Campaign::load(path)?;
+        let _ = self.campaign_id.set(campaign.id.clone());
+        Ok(campaign)
     }
 
     /// The Redis target for this campaign (flag/env > file > default).
     pub fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
-        RedisTarget::resolve(&self.connection, Some(campaign))
+        let target = RedisTarget::resolve(&self.connection, Some(campaign))?;
+        let _ = self.redis_display.set(target.display.clone());
+        Ok(target)
+    }
+
+    /// Load the campaign and connect to its Redis: how every command but
+    /// `completions` starts.
+    pub fn open(&self) -> Result<Opened> {
+        let campaign = self.campaign()?;
+        let target = self.redis(&campaign)?;
+        let conn = target.connect()?;
+        Ok(Opened {
+            campaign,
+            target,
+            conn,
+        })
+    }
+
+    /// [`Context::open`], then the order database (`--orders-db`): what
+    /// `consume`, `pending-claim` and `reconcile` share. A database still
+    /// starting (refused, reset, timeout) is retried for up to `OPEN_PATIENCE`
+    /// unless `stop` is set; a wrong password, an unknown database or a bad
+    /// path fails at once.
+    /// The store's location is checked before Redis is contacted, so a bad URL
+    /// is a usage error whatever state Redis is in.
+    pub fn open_with_store(
+        &self,
+        store: &StoreArgs,
+        stop: &AtomicBool,
+    ) -> Result<(Opened, Box<dyn OrderStore>)> {
+        let campaign = self.campaign()?;
+        let location = StoreLocation::resolve(store, &campaign)?;
+        let target = self.redis(&campaign)?;
+        let conn = target.connect()?;
+        let what = format!("opening {}", location.display());
+        let deadline = Some(Instant::now() + OPEN_PATIENCE);
+        let store = retry_transient_until(self.command, &what, stop, deadline, || location.open())?;
+        Ok((
+            Opened {
+                campaign,
+                target,
+                conn,
+            },
+            store,
+        ))
+    }
+
+    /// A flag SIGINT and SIGTERM set instead of killing the process, for the
+    /// long-running commands that finish the batch in hand before exiting.
+    pub fn stop_on_signals(&self) -> Result<Arc<AtomicBool>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))
+                .context("cannot install signal handler")?;
+        }
+        Ok(stop)
+    }
+
+    /// The campaign id, once [`Context::campaign`] loaded it.
+    pub fn campaign_id(&self) -> Option<&str> {
+        self.campaign_id.get().map(String::as_str)
+    }
+
+    /// The Redis target (password hidden), once [`Context::redis`] resolved it.
+    pub fn redis_display(&self) -> Option<&str> {
+        self.redis_display.get().map(String::as_str)
+    }
+
+    /// A context with no campaign and default flags, for unit tests.
+    #[cfg(test)]
+    pub fn for_test(command: &'static str) -> Context {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            connection: ConnectionArgs,
+        }
+        let flags = Flags::parse_from(["seckill"]);
+        Context::new(command, None, Format::Json, flags.connection)
     }
 }

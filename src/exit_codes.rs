@@ -70,7 +70,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         NOT_PREHEATED,
         "not_preheated",
-        "buy: item not preheated (or expired)",
+        "buy/pay/cancel: item not preheated (or expired)",
     ),
     (
         ALREADY_PAID,
@@ -93,3 +93,50 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "pay/cancel: no such reservation in this campaign",
     ),
 ];
+
+/// The name of `code` in [`ALL`] (`"runtime_error"` for a code not listed).
+pub fn name_of(code: i32) -> &'static str {
+    ALL.iter()
+        .find(|(c, _, _)| *c == code)
+        .map_or("runtime_error", |(_, name, _)| name)
+}
+
+/// The "Exit codes:" paragraph of `command`'s `--help`, generated from [`ALL`]:
+/// the codes every command shares, plus those whose meaning starts with `command:`.
+pub fn help(command: &str) -> String {
+    let mut text = String::from("Exit codes:");
+    for (code, name, meaning) in ALL {
+        let owner = meaning
+            .split_once(": ")
+            .map(|(head, _)| head)
+            .filter(|head| !head.contains([' ', ';']));
+        let meaning = match owner {
+            None => meaning,
+            Some(owner) if owner.split('/').any(|o| o == command) => &meaning[owner.len() + 2..],
+            Some(_) => continue,
+        };
+        text.push_str(&format!("\n  {code:>2}  {name:<14} {meaning}"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_the_shared_codes_and_only_the_commands_own() {
+        let buy = help("buy");
+        assert!(buy.contains("\n  10  sold_out       not enough stock left"));
+        assert!(buy.contains("\n   2  usage_error    bad flags"));
+        assert!(!buy.contains("drift_found"));
+        let reconcile = help("reconcile");
+        assert!(reconcile.contains("\n   3  drift_found    the stock equation does not hold"));
+        assert!(!reconcile.contains("sold_out"));
+        assert_eq!(name_of(DRIFT_FOUND), "drift_found");
+        let pay = help("pay");
+        assert!(pay.contains("\n  30  already_paid   the order is paid"));
+        assert!(pay.contains("\n  16  not_preheated"));
+        assert!(!help("buy").contains("already_paid"));
+    }
+}

@@ -1,7 +1,8 @@
 //! `seckill`: run a flash sale on Redis without ever selling one item too many.
 //!
 //! The binary is a thin shell around this library: `cli` parses, `cmd::*`
-//! runs one subcommand each, and the pieces below are shared.
+//! runs one subcommand each with the `context` it gets from below and hands
+//! a named report to `report::emit`; the pieces below are shared.
 
 pub mod buy;
 pub mod campaign;
@@ -15,6 +16,7 @@ pub mod loadtest;
 pub mod orders;
 pub mod output;
 pub mod redis_conn;
+pub mod report;
 pub mod reservations;
 pub mod scripts;
 pub mod state;

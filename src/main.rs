@@ -1,28 +1,50 @@
-//! `seckill`: a thin shell around the library. Parse, run, print the error
-//! once with its causes (like `{:#}`, minus repeated causes), exit with the documented code.
+//! `seckill`: a thin shell around the library. Parse, run (the command
+//! reports its outcome or error once, see `report`), exit with the documented code.
 
-use clap::Parser;
-use seckill::{cli::Cli, error, exit_codes};
+use std::process::ExitCode;
 
-fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+use clap::{CommandFactory, Parser};
+use seckill::{cli::Cli, exit_codes, report};
+
+fn main() -> ExitCode {
+    let code = match Cli::try_parse() {
+        Ok(cli) => cli.run(),
         Err(error) => {
-            let code = if error.use_stderr() {
+            let _ = error.print();
+            if error.use_stderr() {
+                if wants_json() {
+                    report::emit_usage_error(subcommand().as_deref(), &first_paragraph(&error));
+                }
                 exit_codes::USAGE_ERROR
             } else {
                 exit_codes::SUCCESS
-            };
-            let _ = error.print();
-            std::process::exit(code);
+            }
         }
     };
-    let code = match cli.run() {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("seckill: error: {}", error::render(&error));
-            error::exit_code_for(&error)
-        }
-    };
-    std::process::exit(code);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// clap's explanation without the usage and the hint, on one line.
+fn first_paragraph(error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    let head = text.split("\n\n").next().unwrap_or_default();
+    let head = head.strip_prefix("error: ").unwrap_or(head);
+    head.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `--format json` (or `--format=json`) among the raw arguments clap refused.
+fn wants_json() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .any(|pair| pair[0] == "--format" && pair[1] == "json")
+        || args.iter().any(|arg| arg == "--format=json")
+}
+
+/// The first raw argument that names a subcommand.
+fn subcommand() -> Option<String> {
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    std::env::args().skip(1).find(|arg| names.contains(arg))
 }

@@ -1,6 +1,17 @@
 //! How results are shown: tables for people, JSON for scripts.
+//!
+//! Tables fit the terminal (`COLUMNS`, else the terminal's width; unlimited
+//! when stdout is a pipe and `COLUMNS` is unset): ids, numbers and verdicts
+//! never wrap inside a token, only the columns marked free text wrap, and
+//! only between words. Everything reaches stdout through [`write_stdout`], so
+//! a reader that exits early (`| head -1`) ends the program quietly.
 
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use std::io::Write;
+
+use anyhow::Context as _;
+use comfy_table::{
+    ColumnConstraint, ContentArrangement, Table, Width, presets::UTF8_FULL_CONDENSED,
+};
 use serde::Serialize;
 
 /// `--format`.
@@ -13,19 +24,153 @@ pub enum Format {
     Json,
 }
 
-/// A table with the house style and these column headers.
+/// A table with the house style and these column headers, as wide as the
+/// terminal allows. Call [`fit`] once the rows are in.
 pub fn table<I: IntoIterator<Item = S>, S: Into<comfy_table::Cell>>(header: I) -> Table {
+    let mut table = headless_table();
+    table.set_header(header);
+    table
+}
+
+fn headless_table() -> Table {
     let mut table = Table::new();
     table
         .load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header);
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    if let Some(width) = columns_from_env() {
+        table.set_width(width);
+    }
     table
+}
+
+/// A whole table as text: `header`, `rows`, fitted (see [`fit`]), newline-terminated.
+pub fn grid(header: &[&str], rows: Vec<Vec<String>>, free_text: &[usize]) -> String {
+    let mut table = table(header);
+    for row in rows {
+        table.add_row(row);
+    }
+    fit(&mut table, free_text);
+    format!("{table}\n")
+}
+
+/// One `field | value` row per pair, no header: for a single record whose
+/// values (ids to copy) must stay whole on a narrow terminal.
+pub fn fields(rows: &[(&str, String)]) -> String {
+    let mut table = headless_table();
+    for (field, value) in rows {
+        table.add_row(vec![field.to_string(), value.clone()]);
+    }
+    fit(&mut table, &[]);
+    format!("{table}\n")
+}
+
+/// Let only the `free_text` columns wrap, between words (never narrower than
+/// their longest word); every other column keeps each cell on one line.
+pub fn fit(table: &mut Table, free_text: &[usize]) {
+    let mut longest_word = vec![0u16; table.column_count()];
+    for row in table.row_iter() {
+        for (i, cell) in row.cell_iter().enumerate() {
+            let word = cell
+                .content()
+                .split_whitespace()
+                .map(display_width)
+                .max()
+                .unwrap_or(0);
+            longest_word[i] = longest_word[i].max(word);
+        }
+    }
+    let constraints: Vec<ColumnConstraint> = longest_word
+        .iter()
+        .enumerate()
+        .map(|(i, &word)| {
+            if free_text.contains(&i) {
+                // The boundary counts the cell's padding, one space each side.
+                ColumnConstraint::LowerBoundary(Width::Fixed(word.max(1) + 2))
+            } else {
+                ColumnConstraint::ContentWidth
+            }
+        })
+        .collect();
+    table.set_constraints(constraints);
+}
+
+/// `text` and a newline, wrapped between words to the table width (a word
+/// longer than the width, such as an id, gets a line of its own, whole).
+pub fn paragraph(text: &str) -> String {
+    let Some(width) = columns_from_env().or_else(terminal_width) else {
+        return format!("{text}\n");
+    };
+    let mut out = String::new();
+    let mut line_width = 0u16;
+    for word in text.split(' ') {
+        let word_width = display_width(word);
+        if line_width > 0 && line_width + 1 + word_width > width {
+            out.push('\n');
+            line_width = 0;
+        } else if line_width > 0 {
+            out.push(' ');
+            line_width += 1;
+        }
+        out.push_str(word);
+        line_width += word_width;
+    }
+    out.push('\n');
+    out
+}
+
+/// The terminal's width when stdout is one.
+fn terminal_width() -> Option<u16> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    Table::new().width()
+}
+
+/// `COLUMNS`, when set to a usable width.
+fn columns_from_env() -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()?
+        .trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|&w| w >= 20)
+}
+
+/// Columns a string takes on a terminal (CJK ideographs take two).
+pub fn display_width(text: &str) -> u16 {
+    let width: usize = text.chars().map(|c| if is_wide(c) { 2 } else { 1 }).sum();
+    u16::try_from(width).unwrap_or(u16::MAX)
+}
+
+fn is_wide(c: char) -> bool {
+    matches!(u32::from(c),
+        0x1100..=0x115F | 0x2E80..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF
+        | 0xFE30..=0xFE4F | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x20000..=0x3FFFD)
+}
+
+/// Write `text` to stdout. A closed stdout (the reader exited, e.g. `| head
+/// -1`) is not an error: there is no one left to tell, so it returns
+/// `Ok(false)` and the caller exits with the code it would have had.
+pub fn write_stdout(text: &str) -> anyhow::Result<bool> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(error) => Err(error).context("cannot write to stdout"),
+    }
+}
+
+/// A line on stderr; a closed stderr is ignored (nothing else could report it).
+pub fn say(line: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// Print `value` as pretty JSON on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    write_stdout(&text)?;
     Ok(())
 }
 

@@ -29,8 +29,11 @@ pub enum PreheatMode {
 /// Result of preheating one item.
 #[derive(Debug, Clone, Serialize)]
 pub struct PreheatReport {
+    /// The item id.
     pub item: String,
+    /// The item's display name.
     pub name: String,
+    /// What happened: loaded, kept, meta_updated, overwritten, or refused (has_sales, stock_missing).
     pub status: PreheatStatus,
     /// Stock in the file.
     pub file_stock: i64,

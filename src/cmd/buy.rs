@@ -5,10 +5,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::buy::{self, BuyRequest, Outcome};
-use crate::context::Globals;
+use crate::context::Context;
 use crate::error::usage;
 use crate::keys::ItemKeys;
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 
 /// Flags of `seckill buy`.
 #[derive(Debug, clap::Args)]
@@ -31,17 +32,47 @@ pub struct Args {
     pub request_id: Option<String>,
 }
 
+/// `seckill buy`'s report: one attempt and its outcome.
 #[derive(Debug, Serialize)]
-struct BuyOutput<'a> {
-    outcome: Outcome,
-    order_id: Option<&'a str>,
-    stock_left: Option<i64>,
-    campaign: &'a str,
-    item: &'a str,
-    user: &'a str,
-    qty: u32,
-    request_id: &'a str,
-    exit_code: i32,
+pub struct BuyReport {
+    /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
+    /// `ended` or `not_preheated`; the exit code says the same.
+    pub outcome: Outcome,
+    /// The order: new on `ok`, the user's existing one on `duplicate`; null otherwise.
+    pub order_id: Option<String>,
+    /// Units left after this attempt; null when the item is not preheated.
+    pub stock_left: Option<i64>,
+    /// The item bought.
+    pub item: String,
+    /// The shopper.
+    pub user: String,
+    /// Units asked for.
+    pub qty: u32,
+    /// The idempotency key: retry with it to get this answer again without buying twice.
+    pub request_id: String,
+}
+
+impl Report for BuyReport {
+    fn exit_code(&self) -> i32 {
+        self.outcome.exit_code()
+    }
+
+    /// One field per line: the ids a shopper must copy are never cut.
+    fn render(&self) -> String {
+        let dash = || "-".to_string();
+        output::fields(&[
+            ("outcome", self.outcome.as_str().to_string()),
+            ("order id", self.order_id.clone().unwrap_or_else(dash)),
+            (
+                "stock left",
+                self.stock_left.map_or_else(dash, |s| s.to_string()),
+            ),
+            ("item", self.item.clone()),
+            ("user", self.user.clone()),
+            ("qty", self.qty.to_string()),
+            ("request id", self.request_id.clone()),
+        ])
+    }
 }
 
 /// Validate a user id: it goes into a Redis key suffix and a database row.
@@ -54,9 +85,9 @@ pub fn check_user_id(user: &str) -> Result<()> {
     Ok(())
 }
 
-/// Make one attempt and print it; the exit code is the outcome's.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+/// Make one attempt; the exit code is the outcome's.
+pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
+    let campaign = ctx.campaign()?;
     let item = campaign.item(&args.item)?;
     check_user_id(&args.user)?;
     if args.qty > campaign.per_user_limit {
@@ -72,8 +103,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         Some(id) => id.clone(),
         None => buy::new_order_id(),
     };
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+    let mut conn = ctx.redis(&campaign)?.connect()?;
     let keys = ItemKeys::live(&campaign.id, &item.id);
     let reply = buy::reserve(
         &mut conn,
@@ -87,42 +117,13 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         },
         campaign.payment_timeout_ms(),
     )?;
-    let code = reply.outcome.exit_code();
-    let shown = BuyOutput {
+    Ok(BuyReport {
         outcome: reply.outcome,
-        order_id: reply.order_id.as_deref(),
+        order_id: reply.order_id,
         stock_left: reply.stock_left,
-        campaign: &campaign.id,
-        item: &item.id,
-        user: &args.user,
+        item: item.id.clone(),
+        user: args.user.clone(),
         qty: args.qty,
-        request_id: &request_id,
-        exit_code: code,
-    };
-    match globals.format {
-        Format::Json => output::print_json(&shown)?,
-        Format::Table => {
-            let mut table = output::table([
-                "outcome",
-                "order id",
-                "stock left",
-                "item",
-                "user",
-                "request id",
-            ]);
-            table.add_row(vec![
-                reply.outcome.as_str().to_string(),
-                shown.order_id.unwrap_or("-").to_string(),
-                shown
-                    .stock_left
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                item.id.clone(),
-                args.user.clone(),
-                request_id.clone(),
-            ]);
-            println!("{table}");
-        }
-    }
-    Ok(code)
+        request_id,
+    })
 }

@@ -4,17 +4,18 @@
 
 use anyhow::Result;
 
-use crate::context::Globals;
+use super::pay::OrderReport;
+use crate::context::Context;
+use crate::exit_codes;
 use crate::reservations;
 
 /// Flags of `seckill cancel`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "\
-Exit codes: 0 cancelled (units back in stock); 30 already_paid (paid: never released); \
-31 order_expired (released by its deadline before); 32 order_cancelled (cancelled before, \
-nothing changed); 33 unknown_order; 16 not_preheated (the item's keys are gone); 1 runtime \
-error (outcome unknown: cancelling again is safe); 2 usage error.
-Example: seckill -c campaigns/moutai.yaml cancel --order 01M8MVJK1WDE3K2GTCRWF2KE6V --reason \"user asked\"")]
+#[command(after_help = format!(
+    "{}\n\nA runtime error (1) means the outcome is unknown: cancelling again is safe.\n\
+     Example: seckill -c campaigns/moutai.yaml cancel --order 01M8MVJK1WDE3K2GTCRWF2KE6V --reason \"user asked\"",
+    exit_codes::help("cancel")
+))]
 pub struct Args {
     /// The order id `buy` printed.
     #[arg(long, value_name = "ID")]
@@ -29,17 +30,15 @@ pub struct Args {
     pub reason: String,
 }
 
-/// Cancel one order and print the outcome; the exit code is the outcome's.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+/// Cancel one order; the exit code is the outcome's.
+pub fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
+    let mut opened = ctx.open()?;
     let result = reservations::cancel(
-        &mut conn,
-        &campaign,
+        &mut opened.conn,
+        &opened.campaign,
         args.item.as_deref(),
         &args.order,
         &args.reason,
     )?;
-    super::pay::print(globals, &campaign.id, &result)
+    Ok(OrderReport { result })
 }

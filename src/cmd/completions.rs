@@ -14,10 +14,12 @@ pub struct Args {
     pub shell: Shell,
 }
 
-/// Write the completion script for `shell` to stdout.
+/// Write the completion script for `shell` to stdout (not a report: the
+/// script itself is the output, in either `--format`).
 pub fn run(args: &Args) -> Result<i32> {
-    let mut out = std::io::stdout();
-    write(args.shell, &mut out);
+    let mut script = Vec::new();
+    write(args.shell, &mut script);
+    crate::output::write_stdout(&String::from_utf8_lossy(&script))?;
     Ok(crate::exit_codes::SUCCESS)
 }
 

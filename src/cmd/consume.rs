@@ -12,14 +12,13 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::campaign::Item;
-use crate::context::Globals;
-use crate::exit_codes;
+use crate::context::{Context, Opened};
 use crate::keys::{ItemKeys, ORDER_GROUP};
-use crate::orders::consumer::{Consumed, Consumer, ConsumerSettings, Watcher};
-use crate::orders::pipeline::Session;
+use crate::orders::consumer::{Consumed, Consumer, ConsumerSettings, ItemCounts, Watcher};
 use crate::orders::{StoreArgs, default_consumer_name, log, stream};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::Conn;
+use crate::report::Report;
 
 /// Flags of `seckill consume`.
 #[derive(Debug, clap::Args)]
@@ -45,15 +44,51 @@ const COMMAND: &str = "consume";
 /// Longest XREADGROUP BLOCK; kept well below the Redis response timeout.
 const MAX_BLOCK: Duration = Duration::from_millis(500);
 
+/// `seckill consume`'s report: what this run stored.
+#[derive(Debug, serde::Serialize)]
+pub struct ConsumeReport {
+    /// This consumer's name in the group.
+    pub consumer: String,
+    /// The order database (password hidden).
+    pub database: String,
+    /// Entries committed and acked (all items).
+    pub acked: u64,
+    /// Rows new in the database.
+    pub inserted: u64,
+    /// Entries acked whose order was already stored (a redelivery).
+    pub already_stored: u64,
+    /// One entry per item of the campaign.
+    pub items: Vec<ItemCounts>,
+}
+
+impl Report for ConsumeReport {
+    fn render(&self) -> String {
+        let rows = self.items.iter().map(|c| {
+            vec![
+                c.item.clone(),
+                c.acked.to_string(),
+                c.left_pending.to_string(),
+            ]
+        });
+        output::grid(
+            &["item", "stored and acked", "left pending\n(not orders)"],
+            rows.collect(),
+            &[],
+        )
+    }
+}
+
 /// Consume until drained (`--drain`) or stopped by a signal; exit 0.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let Session {
-        campaign,
-        target,
-        conn,
+pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
+    let stop = ctx.stop_on_signals()?;
+    let (
+        Opened {
+            campaign,
+            target,
+            conn,
+        },
         mut store,
-        stop,
-    } = Session::open(COMMAND, globals, &args.store)?;
+    ) = ctx.open_with_store(&args.store, &stop)?;
     let consumer = args
         .consumer
         .clone()
@@ -101,30 +136,14 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             }
         ),
     );
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "consumer": consumer,
-            "database": database,
-            "acked": acked,
-            "inserted": inserted,
-            "already_stored": acked - inserted,
-            "items": counts,
-        }))?,
-        Format::Table => {
-            let mut table =
-                output::table(["item", "stored and acked", "left pending (not orders)"]);
-            for c in &counts {
-                table.add_row(vec![
-                    c.item.clone(),
-                    c.acked.to_string(),
-                    c.left_pending.to_string(),
-                ]);
-            }
-            println!("{table}");
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(ConsumeReport {
+        consumer,
+        database,
+        acked,
+        inserted,
+        already_stored: acked - inserted,
+        items: counts,
+    })
 }
 
 /// Progress: a live line on a terminal, a log line every few seconds otherwise.

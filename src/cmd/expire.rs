@@ -8,21 +8,22 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::Context;
 use crate::exit_codes;
 use crate::orders::log;
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::parse_duration_arg;
+use crate::report::Report;
 use crate::reservations::{self, ExpireSettings, ItemExpiry};
 
 /// Flags of `seckill expire`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "\
-Run it beside the sale (several are fine) or from cron; it catches up on everything due.
-Exit codes: 0 done (or stopped by SIGINT/SIGTERM); 1 Redis unreachable; 2 usage error.
-Examples:
-  seckill -c campaigns/moutai.yaml expire                      # one pass
-  seckill -c campaigns/moutai.yaml expire --loop --interval 1s # until Ctrl-C")]
+#[command(after_help = format!(
+    "{}\n\nRun it beside the sale (several are fine) or from cron; it catches up on everything due.\n\
+     Examples:\n  seckill -c campaigns/moutai.yaml expire                      # one pass\n  \
+     seckill -c campaigns/moutai.yaml expire --loop --interval 1s # until Ctrl-C",
+    exit_codes::help("expire")
+))]
 pub struct Args {
     /// Keep running: a pass every --interval until SIGINT/SIGTERM.
     #[arg(long = "loop")]
@@ -37,76 +38,74 @@ pub struct Args {
     pub batch: u64,
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    campaign: &'a str,
-    redis: &'a str,
-    items: &'a [ItemExpiry],
-    exit_code: i32,
+/// `seckill expire`'s report: what was released, per item.
+#[derive(Debug, Serialize)]
+pub struct ExpireReport {
+    /// One entry per item of the campaign.
+    pub items: Vec<ItemExpiry>,
+    #[serde(skip)]
+    heading: String,
 }
 
-const COMMAND: &str = "expire";
+impl Report for ExpireReport {
+    fn render(&self) -> String {
+        let rows = self
+            .items
+            .iter()
+            .map(|item| {
+                vec![
+                    item.item.clone(),
+                    item.released.to_string(),
+                    item.units.to_string(),
+                    item.calls.to_string(),
+                    item.stuck.to_string(),
+                ]
+            })
+            .collect();
+        let header = [
+            "item",
+            "released",
+            "units back in stock",
+            "calls",
+            "not released (no stock key)",
+        ];
+        format!("{}\n{}", self.heading, output::grid(&header, rows, &[]))
+    }
+}
 
-/// Release due reservations; exit 0.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+/// Release due reservations (once, or until SIGINT/SIGTERM with --loop).
+pub fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
+    let stop = ctx.stop_on_signals()?;
+    let opened = ctx.open()?;
+    let campaign = &opened.campaign;
     if campaign.payment_timeout.is_none() {
         log(
-            COMMAND,
+            ctx.command,
             format!(
-                "campaign {} has no payment_timeout: nothing is ever due (releasing reservations left from an earlier file, if any)",
+                "campaign {} has no payment_timeout: nothing new is ever due (releasing reservations left from an earlier file, if any)",
                 campaign.id
             ),
         );
     }
-    let target = globals.redis(&campaign)?;
-    let stop = crate::orders::pipeline::stop_flag()?;
-    let conn = target.connect()?;
     let settings = ExpireSettings {
         batch: args.batch,
         repeat: args.repeat.then_some(args.interval),
     };
     if args.repeat {
         log(
-            COMMAND,
+            ctx.command,
             format!(
                 "releasing due reservations of campaign {} on {} every {:?} until stopped",
-                campaign.id, target.display, args.interval
+                campaign.id, opened.target.display, args.interval
             ),
         );
     }
-    let items = reservations::expire(&target, conn, &campaign, &settings, &stop)?;
-    let code = exit_codes::SUCCESS;
-    match globals.format {
-        Format::Json => output::print_json(&Summary {
-            campaign: &campaign.id,
-            redis: &target.display,
-            items: &items,
-            exit_code: code,
-        })?,
-        Format::Table => {
-            println!(
-                "expired reservations of campaign {} on {}",
-                campaign.id, target.display
-            );
-            let mut table = output::table([
-                "item",
-                "released",
-                "units back in stock",
-                "calls",
-                "not released (no stock key)",
-            ]);
-            for item in &items {
-                table.add_row(vec![
-                    item.item.clone(),
-                    item.released.to_string(),
-                    item.units.to_string(),
-                    item.calls.to_string(),
-                    item.stuck.to_string(),
-                ]);
-            }
-            println!("{table}");
-        }
-    }
-    Ok(code)
+    let items = reservations::expire(&opened.target, opened.conn, campaign, &settings, &stop)?;
+    Ok(ExpireReport {
+        heading: format!(
+            "expired reservations of campaign {} on {}",
+            campaign.id, opened.target.display
+        ),
+        items,
+    })
 }

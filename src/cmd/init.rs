@@ -9,11 +9,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
-use crate::exit_codes;
 use crate::keys::ItemKeys;
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 use crate::state::{self, PreheatMode};
 
 /// Flags of `seckill init`.
@@ -24,19 +24,53 @@ pub struct Args {
     pub yes: bool,
 }
 
-/// One item's reset, as printed.
+/// `seckill init`'s report: what was reset.
 #[derive(Debug, Serialize)]
-struct InitRow {
-    item: String,
-    keys_deleted: u64,
-    stock: Option<i64>,
+pub struct InitReport {
+    /// One entry per item of the campaign.
+    pub items: Vec<InitRow>,
+    #[serde(skip)]
+    campaign: String,
+    #[serde(skip)]
+    redis: String,
+}
+
+/// One item's reset.
+#[derive(Debug, Serialize)]
+pub struct InitRow {
+    /// The item id.
+    pub item: String,
+    /// Redis keys deleted (stock, buyers, streams, request ids, switch, rate limits).
+    pub keys_deleted: u64,
+    /// Stock loaded afterwards, from the file.
+    pub stock: Option<i64>,
+}
+
+impl Report for InitReport {
+    fn render(&self) -> String {
+        let rows = self.items.iter().map(|row| {
+            vec![
+                row.item.clone(),
+                row.keys_deleted.to_string(),
+                row.stock.map_or_else(|| "-".into(), |s| s.to_string()),
+            ]
+        });
+        format!(
+            "reset campaign {} on {}\n{}",
+            self.campaign,
+            self.redis,
+            output::grid(&["item", "keys deleted", "stock"], rows.collect(), &[])
+        )
+    }
 }
 
 /// Reset every item of the campaign.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
+    let Opened {
+        campaign,
+        target,
+        mut conn,
+    } = ctx.open()?;
     let all_keys: Vec<ItemKeys> = campaign
         .items
         .iter()
@@ -74,26 +108,9 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             stock: report.redis_stock_after,
         });
     }
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "redis": target.display,
-            "items": rows,
-        }))?,
-        Format::Table => {
-            let mut table = output::table(["item", "keys deleted", "stock"]);
-            for row in &rows {
-                table.add_row(vec![
-                    row.item.clone(),
-                    row.keys_deleted.to_string(),
-                    row.stock
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                ]);
-            }
-            println!("reset campaign {} on {}", campaign.id, target.display);
-            println!("{table}");
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(InitReport {
+        items: rows,
+        campaign: campaign.id,
+        redis: target.display,
+    })
 }

@@ -7,18 +7,18 @@
 
 use std::io::IsTerminal;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::campaign::{Campaign, MAX_STOCK};
-use crate::context::Globals;
+use crate::context::Context;
 use crate::error::usage;
-use crate::exit_codes;
 use crate::loadtest::namespace::{self, LoadtestKeys};
 use crate::loadtest::{self, Plan, Settings, Variant, VariantReport, variants};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::RedisTarget;
+use crate::report::Report;
 use crate::scripts;
 
 /// What `--help` says about where the load test writes.
@@ -133,27 +133,49 @@ impl clap::ValueEnum for VariantChoice {
     }
 }
 
-/// Run the chosen variants and print the comparison; exit 0 unless Redis fails.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let item_id = match &args.item {
+/// `seckill loadtest`'s report: one entry per variant run.
+#[derive(serde::Serialize)]
+pub struct LoadtestReport {
+    /// The variants in the order they ran.
+    pub variants: Vec<VariantReport>,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for LoadtestReport {
+    fn render(&self) -> String {
+        format!("{}\n{}\n", self.heading, comparison_table(&self.variants))
+    }
+}
+
+/// `--item`, or the campaign's first item.
+fn chosen_item(campaign: &Campaign, args: &Args) -> Result<String> {
+    Ok(match &args.item {
         Some(id) => campaign.item(id)?.id.clone(),
         None => campaign.items[0].id.clone(),
+    })
+}
+
+/// `--print-command VARIANT`: print the exact script call (one line, for the
+/// bench scripts) instead of running anything; not a report.
+pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
+        return Err(usage(format!(
+            "--print-command: {} is not one script call (use v3 or full)",
+            variant.as_str()
+        )));
     };
-    if let Some(variant) = args.print_command {
-        let keys = LoadtestKeys::new(&campaign.id, &item_id);
-        let Some(line) = variants::print_command(variant, &keys, &campaign.id, &item_id) else {
-            return Err(usage(format!(
-                "--print-command: {} is not one script call (use v3 or full)",
-                variant.as_str()
-            )));
-        };
-        println!("{line}");
-        return Ok(exit_codes::SUCCESS);
-    }
-    if args.reservations {
-        return run_reservations(globals, args, &campaign, item_id);
-    }
+    output::write_stdout(&format!("{line}\n"))?;
+    Ok(crate::exit_codes::SUCCESS)
+}
+
+/// Run the chosen variants and compare them; exit 0 unless Redis fails.
+pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
     let variants = args.variant.variants();
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
@@ -161,7 +183,7 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             variants[0].as_str()
         )));
     }
-    let target = globals.redis(&campaign)?;
+    let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
@@ -203,11 +225,10 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         reports
     };
 
-    match globals.format {
-        Format::Json => output::print_json(&reports)?,
-        Format::Table => print_table(&campaign, &plan, &target.display, &reports, args.keep),
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(LoadtestReport {
+        heading: heading(&campaign, &plan, &target.display, args.keep),
+        variants: reports,
+    })
 }
 
 /// `--pay-share`: a fraction from 0 to 1.
@@ -220,17 +241,70 @@ fn parse_share(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// `seckill loadtest --reservations`'s report: the race and its proof.
+#[derive(serde::Serialize)]
+pub struct ReservationsReport {
+    #[serde(flatten)]
+    pub race: crate::reservations::loadtest::RaceReport,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for ReservationsReport {
+    /// 0 when every order ended once and the identity holds, else 3.
+    fn exit_code(&self) -> i32 {
+        if self.race.verdict == "exact" {
+            crate::exit_codes::SUCCESS
+        } else {
+            crate::exit_codes::DRIFT_FOUND
+        }
+    }
+
+    fn render(&self) -> String {
+        let r = &self.race;
+        let rows = vec![vec![
+            r.reserved.to_string(),
+            r.pay_attempts.to_string(),
+            r.paid.to_string(),
+            r.pay_refused_expired.to_string(),
+            r.paid_at_deadline_attempts.to_string(),
+            r.final_paid.to_string(),
+            r.final_expired.to_string(),
+            r.final_reserved.to_string(),
+            r.final_stock.to_string(),
+            format!("{:.2} + {:.2}", r.buy_elapsed_s, r.race_elapsed_s),
+            r.verdict.clone(),
+        ]];
+        let header = [
+            "reserved",
+            "pay attempts",
+            "paid",
+            "refused: expired",
+            "aimed at deadline",
+            "final paid",
+            "final expired",
+            "still reserved",
+            "final stock",
+            "buy + race s",
+            "verdict",
+        ];
+        format!(
+            "{}\n{}{}\n",
+            self.heading,
+            output::grid(&header, rows, &[10]),
+            r.identity
+        )
+    }
+}
+
 /// `--reservations`: buys with a payment timeout, payments racing expiry, the proof.
-fn run_reservations(
-    globals: &Globals,
-    args: &Args,
-    campaign: &Campaign,
-    item_id: String,
-) -> Result<i32> {
-    let target = globals.redis(campaign)?;
+pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
-    namespace::ensure_free(&mut control, &keys, campaign)?;
+    namespace::ensure_free(&mut control, &keys, &campaign)?;
     let settings = Settings {
         threads: args.threads,
         requests: args.requests,
@@ -239,7 +313,7 @@ fn run_reservations(
         pipeline: 1,
         rate_limit: args.rate_limit,
     };
-    let mut copy = loadtest_campaign(campaign, &item_id, &settings);
+    let mut copy = loadtest_campaign(&campaign, &item_id, &settings);
     copy.payment_timeout = Some(args.payment_timeout);
     let race = crate::reservations::loadtest::RaceSettings {
         threads: args.threads,
@@ -250,7 +324,7 @@ fn run_reservations(
     };
     namespace::reset(&mut control, &keys, &ulid::Ulid::generate().to_string())?;
     let outcome = crate::reservations::loadtest::run(&target, &copy, &keys.item, &race);
-    let report = if args.keep {
+    let race_report = if args.keep {
         outcome?
     } else {
         let cleaned = namespace::remove(&mut control, &keys);
@@ -258,57 +332,18 @@ fn run_reservations(
         cleaned?;
         report
     };
-    match globals.format {
-        Format::Json => output::print_json(&report)?,
-        Format::Table => {
-            println!(
-                "reservations load test of campaign {} item {item_id} on {}: {} threads, {} requests, stock {}, payment timeout {:?}, pay share {}",
-                campaign.id,
-                target.display,
-                args.threads,
-                args.requests,
-                args.stock,
-                args.payment_timeout,
-                args.pay_share
-            );
-            let mut table = output::table([
-                "reserved",
-                "buy s",
-                "pay attempts",
-                "paid",
-                "refused (expired)",
-                "aimed at deadline",
-                "race s",
-                "final paid",
-                "final expired",
-                "still reserved",
-                "final stock",
-                "identity",
-                "verdict",
-            ]);
-            let r = &report;
-            table.add_row(vec![
-                r.reserved.to_string(),
-                format!("{:.2}", r.buy_elapsed_s),
-                r.pay_attempts.to_string(),
-                r.paid.to_string(),
-                r.pay_refused_expired.to_string(),
-                r.paid_at_deadline_attempts.to_string(),
-                format!("{:.2}", r.race_elapsed_s),
-                r.final_paid.to_string(),
-                r.final_expired.to_string(),
-                r.final_reserved.to_string(),
-                r.final_stock.to_string(),
-                r.identity.clone(),
-                r.verdict.clone(),
-            ]);
-            println!("{table}");
-        }
-    }
-    Ok(if report.verdict == "exact" {
-        exit_codes::SUCCESS
-    } else {
-        exit_codes::DRIFT_FOUND
+    Ok(ReservationsReport {
+        heading: format!(
+            "reservations load test of campaign {} item {item_id} on {}: {} threads, {} requests, stock {}, payment timeout {:?}, pay share {}",
+            campaign.id,
+            target.display,
+            args.threads,
+            args.requests,
+            args.stock,
+            args.payment_timeout,
+            args.pay_share
+        ),
+        race: race_report,
     })
 }
 
@@ -363,15 +398,9 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     bar
 }
 
-fn print_table(
-    campaign: &Campaign,
-    plan: &Plan,
-    redis: &str,
-    reports: &[VariantReport],
-    kept: bool,
-) {
+fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
     let settings = &plan.settings;
-    println!(
+    format!(
         "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
         campaign.id,
         plan.item_id,
@@ -385,7 +414,10 @@ fn print_table(
         } else {
             String::new()
         }
-    );
+    )
+}
+
+fn comparison_table(reports: &[VariantReport]) -> comfy_table::Table {
     let mut table = output::table([
         "variant",
         "requests",
@@ -424,7 +456,8 @@ fn print_table(
             r.verdict.clone(),
         ]);
     }
-    println!("{table}");
+    output::fit(&mut table, &[15]);
+    table
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.

@@ -2,17 +2,21 @@
 //! `payment_timeout`). The exit code is the outcome; paying twice is safe.
 
 use anyhow::Result;
+use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::Context;
+use crate::exit_codes;
+use crate::output::{self, time_or_dash};
+use crate::report::Report;
 use crate::reservations::{self, OrderResult};
 
 /// Flags of `seckill pay`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "\
-Exit codes: 0 paid; 30 already_paid (paid before, nothing changed); 31 order_expired \
-(the deadline passed: never paid); 32 order_cancelled; 33 unknown_order; 16 not_preheated \
-(the item's keys are gone); 1 runtime error (outcome unknown: paying again is safe); 2 usage error.
-Example: seckill -c campaigns/moutai.yaml pay --order 01M8MVJK1WDE3K2GTCRWF2KE6V")]
+#[command(after_help = format!(
+    "{}\n\nA runtime error (1) means the outcome is unknown: paying again is safe.\n\
+     Example: seckill -c campaigns/moutai.yaml pay --order 01M8MVJK1WDE3K2GTCRWF2KE6V",
+    exit_codes::help("pay")
+))]
 pub struct Args {
     /// The order id `buy` printed.
     #[arg(long, value_name = "ID")]
@@ -23,44 +27,44 @@ pub struct Args {
     pub item: Option<String>,
 }
 
-/// Pay one order and print the outcome; the exit code is the outcome's.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
-    let result = reservations::pay(&mut conn, &campaign, args.item.as_deref(), &args.order)?;
-    print(globals, &campaign.id, &result)
+/// `seckill pay`'s and `seckill cancel`'s report: one order and what became of it.
+#[derive(Debug, Serialize)]
+pub struct OrderReport {
+    #[serde(flatten)]
+    pub result: OrderResult,
 }
 
-/// Print a `pay` or `cancel` result (table or JSON); returns its exit code.
-pub fn print(globals: &Globals, campaign: &str, result: &OrderResult) -> Result<i32> {
-    use crate::output::{self, Format, time_or_dash};
-    let code = reservations::exit_code(result.reply.outcome);
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign,
-            "result": result,
-            "exit_code": code,
-        }))?,
-        Format::Table => {
-            let mut table = output::table([
-                "outcome", "order id", "item", "state", "qty", "deadline", "since", "user",
-            ]);
-            let reply = &result.reply;
-            let known = reply.state.is_some();
-            let dash = || "-".to_string();
-            table.add_row(vec![
-                reply.outcome.as_str().to_string(),
-                result.order_id.clone(),
-                result.item.clone().unwrap_or_else(dash),
-                reply.state.clone().unwrap_or_else(dash),
-                if known { reply.qty.to_string() } else { dash() },
-                time_or_dash(known.then_some(reply.deadline_ms)),
-                time_or_dash(known.then_some(reply.changed_at_ms)),
-                reply.user.clone().unwrap_or_else(dash),
-            ]);
-            println!("{table}");
-        }
+impl Report for OrderReport {
+    fn exit_code(&self) -> i32 {
+        reservations::exit_code(self.result.reply.outcome)
     }
-    Ok(code)
+
+    /// One field per line: the order id a shopper must copy is never cut.
+    fn render(&self) -> String {
+        let reply = &self.result.reply;
+        let known = reply.state.is_some();
+        let dash = || "-".to_string();
+        output::fields(&[
+            ("outcome", reply.outcome.as_str().to_string()),
+            ("order id", self.result.order_id.clone()),
+            ("item", self.result.item.clone().unwrap_or_else(dash)),
+            ("state", reply.state.clone().unwrap_or_else(dash)),
+            ("qty", if known { reply.qty.to_string() } else { dash() }),
+            ("deadline", time_or_dash(known.then_some(reply.deadline_ms))),
+            ("since", time_or_dash(known.then_some(reply.changed_at_ms))),
+            ("user", reply.user.clone().unwrap_or_else(dash)),
+        ])
+    }
+}
+
+/// Pay one order; the exit code is the outcome's.
+pub fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
+    let mut opened = ctx.open()?;
+    let result = reservations::pay(
+        &mut opened.conn,
+        &opened.campaign,
+        args.item.as_deref(),
+        &args.order,
+    )?;
+    Ok(OrderReport { result })
 }

@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::context::Globals;
-use crate::exit_codes;
-use crate::orders::claimer::{ClaimSettings, Claimer};
-use crate::orders::pipeline::Session;
+use crate::context::{Context, Opened};
+use crate::orders::claimer::{ClaimSettings, Claimer, ItemClaims};
 use crate::orders::{StoreArgs, default_consumer_name};
-use crate::output::{self, Format};
+use crate::output;
 use crate::redis_conn::parse_duration_arg;
+use crate::report::Report;
 
 /// Flags of `seckill pending-claim`.
 #[derive(Debug, clap::Args)]
@@ -41,17 +40,51 @@ pub struct Args {
     pub store: StoreArgs,
 }
 
-const COMMAND: &str = "pending-claim";
+/// `seckill pending-claim`'s report.
+#[derive(Debug, serde::Serialize)]
+pub struct PendingClaimReport {
+    /// The consumer name entries were claimed to.
+    pub consumer: String,
+    /// The order database (password hidden).
+    pub database: String,
+    /// `--min-idle` in milliseconds.
+    pub min_idle_ms: u64,
+    /// `--max-deliveries`.
+    pub max_deliveries: u64,
+    /// One entry per item of the campaign.
+    pub items: Vec<ItemClaims>,
+}
+
+impl Report for PendingClaimReport {
+    fn render(&self) -> String {
+        let rows = self.items.iter().map(|r| {
+            vec![
+                r.item.clone(),
+                r.claimed.to_string(),
+                r.stored.to_string(),
+                r.dead_lettered.to_string(),
+                r.deleted.to_string(),
+            ]
+        });
+        output::grid(
+            &["item", "claimed", "stored", "dead-lettered", "deleted"],
+            rows.collect(),
+            &[],
+        )
+    }
+}
 
 /// Claim, store or dead-letter every idle pending entry of the campaign; exit 0.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let Session {
-        campaign,
-        target,
-        conn,
+pub fn run(ctx: &Context, args: &Args) -> Result<PendingClaimReport> {
+    let stop = ctx.stop_on_signals()?;
+    let (
+        Opened {
+            campaign,
+            target,
+            conn,
+        },
         mut store,
-        stop,
-    } = Session::open(COMMAND, globals, &args.store)?;
+    ) = ctx.open_with_store(&args.store, &stop)?;
     let consumer = args
         .consumer
         .clone()
@@ -63,29 +96,11 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
         batch: args.batch,
     };
     let reports = Claimer::new(&campaign, &target, conn, store.as_mut(), &stop, settings).run()?;
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "consumer": consumer,
-            "database": store.display(),
-            "min_idle_ms": args.min_idle.as_millis() as u64,
-            "max_deliveries": args.max_deliveries,
-            "items": reports,
-        }))?,
-        Format::Table => {
-            let mut table =
-                output::table(["item", "claimed", "stored", "dead-lettered", "deleted"]);
-            for r in &reports {
-                table.add_row(vec![
-                    r.item.clone(),
-                    r.claimed.to_string(),
-                    r.stored.to_string(),
-                    r.dead_lettered.to_string(),
-                    r.deleted.to_string(),
-                ]);
-            }
-            println!("{table}");
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(PendingClaimReport {
+        consumer,
+        database: store.display(),
+        min_idle_ms: args.min_idle.as_millis() as u64,
+        max_deliveries: args.max_deliveries,
+        items: reports,
+    })
 }

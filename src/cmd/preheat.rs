@@ -3,13 +3,15 @@
 //! and never overwrites stock already in Redis unless told to.
 
 use anyhow::Result;
+use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
-use crate::output::{self, Format};
-use crate::state::{self, PreheatMode, PreheatStatus};
+use crate::output;
+use crate::report::Report;
+use crate::state::{self, PreheatMode, PreheatReport, PreheatStatus};
 
 /// Flags of `seckill preheat`.
 #[derive(Debug, clap::Args)]
@@ -32,12 +34,95 @@ pub struct Args {
     pub item: Option<String>,
 }
 
+/// `seckill preheat`'s report.
+#[derive(Debug, Serialize)]
+pub struct PreheatSummary {
+    /// Nothing was written (`--dry-run`); `items` says what would have been.
+    pub dry_run: bool,
+    /// When the campaign's keys expire (ends_at + keep_after_end), RFC 3339; null without ends_at.
+    pub expires_at: Option<String>,
+    /// One entry per item preheated (or refused).
+    pub items: Vec<PreheatReport>,
+    #[serde(skip)]
+    campaign: String,
+    #[serde(skip)]
+    redis: String,
+}
+
+impl PreheatSummary {
+    fn refused(&self) -> Vec<&str> {
+        self.items
+            .iter()
+            .filter(|r| r.status.refused())
+            .map(|r| r.item.as_str())
+            .collect()
+    }
+}
+
+impl Report for PreheatSummary {
+    /// 0, or 1 when an item was refused (sales exist that a reload would double-sell).
+    fn exit_code(&self) -> i32 {
+        if self.refused().is_empty() {
+            exit_codes::SUCCESS
+        } else {
+            exit_codes::RUNTIME_ERROR
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        let refused = self.refused();
+        (!refused.is_empty()).then(|| {
+            format!(
+                "preheat refused item(s) {}: nothing was written for them (see status)",
+                refused.join(", ")
+            )
+        })
+    }
+
+    fn render(&self) -> String {
+        let mut table = output::table([
+            "item",
+            "name",
+            "stock\nin file",
+            "stock\nin Redis",
+            "status",
+        ]);
+        for r in &self.items {
+            table.add_row(vec![
+                r.item.clone(),
+                r.name.clone(),
+                r.file_stock.to_string(),
+                r.redis_stock_after
+                    .map_or_else(|| "-".into(), |s| s.to_string()),
+                describe(r.status, self.dry_run, r.redis_stock_before, r.file_stock),
+            ]);
+        }
+        output::fit(&mut table, &[1, 4]);
+        format!(
+            "{} campaign {} on {}{}\n{table}\n",
+            if self.dry_run {
+                "dry run:"
+            } else {
+                "preheated"
+            },
+            self.campaign,
+            self.redis,
+            self.expires_at
+                .as_ref()
+                .map(|at| format!(", keys expire {at}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 /// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
 /// (sales exist that a reload would double-sell).
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
+    let Opened {
+        campaign,
+        target,
+        mut conn,
+    } = ctx.open()?;
     let now = state::redis_now_ms(&mut conn)?;
     if let Some(expire_at) = campaign.expire_at_ms()
         && expire_at <= now
@@ -72,61 +157,15 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             script.load(&mut conn)?;
         }
     }
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "redis": target.display,
-            "dry_run": args.dry_run,
-            "expires_at": campaign.expire_at_ms().map(|ms| output::time_or_dash(Some(ms))),
-            "items": reports,
-        }))?,
-        Format::Table => {
-            let mut table =
-                output::table(["item", "name", "stock in file", "stock in Redis", "status"]);
-            for r in &reports {
-                let redis_stock = r
-                    .redis_stock_after
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "-".into());
-                let status = describe(r.status, args.dry_run, r.redis_stock_before, r.file_stock);
-                table.add_row(vec![
-                    r.item.clone(),
-                    r.name.clone(),
-                    r.file_stock.to_string(),
-                    redis_stock,
-                    status,
-                ]);
-            }
-            println!(
-                "{} campaign {} on {}{}",
-                if args.dry_run {
-                    "dry run:"
-                } else {
-                    "preheated"
-                },
-                campaign.id,
-                target.display,
-                campaign
-                    .expire_at_ms()
-                    .map(|ms| format!(", keys expire {}", output::time_or_dash(Some(ms))))
-                    .unwrap_or_default()
-            );
-            println!("{table}");
-        }
-    }
-    let refused: Vec<&str> = reports
-        .iter()
-        .filter(|r| r.status.refused())
-        .map(|r| r.item.as_str())
-        .collect();
-    if refused.is_empty() {
-        return Ok(exit_codes::SUCCESS);
-    }
-    eprintln!(
-        "seckill: preheat refused item(s) {}: nothing was written for them (see status)",
-        refused.join(", ")
-    );
-    Ok(exit_codes::RUNTIME_ERROR)
+    Ok(PreheatSummary {
+        dry_run: args.dry_run,
+        expires_at: campaign
+            .expire_at_ms()
+            .map(|ms| output::time_or_dash(Some(ms))),
+        items: reports,
+        campaign: campaign.id,
+        redis: target.display,
+    })
 }
 
 fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {

@@ -6,22 +6,26 @@
 //! or the database unreachable). Drift wins over "could not check" when
 //! both happen in one run, because drift is what someone must act on.
 
+use std::sync::atomic::AtomicBool;
+
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Globals;
+use crate::context::{Context, Opened};
+use crate::error;
 use crate::exit_codes;
+use crate::orders::StoreArgs;
 use crate::orders::reconcile::{ItemReport, reconcile_item};
-use crate::orders::{StoreArgs, StoreLocation};
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Exit codes (for cron): 0 balanced; 3 drift found (the order ids are printed); \
-                  1 could not check (item not preheated or expired, Redis or the database unreachable); \
-                  2 usage error."
-)]
+#[command(after_help = format!(
+    "{}\n\n1 also means an item could not be checked (not preheated, or its keys expired); \
+     drift (3) wins when both happen. The JSON names the offending order ids.",
+    exit_codes::help("reconcile")
+))]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]
@@ -36,23 +40,65 @@ pub struct Args {
     pub store: StoreArgs,
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    campaign: &'a str,
-    redis: &'a str,
-    database: String,
-    balanced: bool,
-    exit_code: i32,
-    items: &'a [ItemReport],
+/// `seckill reconcile`'s report.
+#[derive(Debug, Serialize)]
+pub struct ReconcileReport {
+    /// The order database checked against (password hidden).
+    pub database: String,
+    /// Every item checked and balanced (exit code 0).
+    pub balanced: bool,
+    /// One entry per selected item.
+    pub items: Vec<ItemReport>,
+    #[serde(skip)]
+    campaign: String,
+}
+
+impl Report for ReconcileReport {
+    /// 3 drift found; else 1 when an item could not be checked; else 0.
+    fn exit_code(&self) -> i32 {
+        if self.items.iter().any(|r| r.checked && !r.balanced) {
+            exit_codes::DRIFT_FOUND
+        } else if self.items.iter().any(|r| !r.checked) {
+            exit_codes::RUNTIME_ERROR
+        } else {
+            exit_codes::SUCCESS
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        let unchecked: Vec<String> = self
+            .items
+            .iter()
+            .filter(|r| !r.checked)
+            .map(|r| {
+                format!(
+                    "could not check item {}: {}",
+                    r.item,
+                    r.problem.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        (!unchecked.is_empty()).then(|| unchecked.join("; "))
+    }
+
+    fn render(&self) -> String {
+        render_table(&self.items, &self.campaign, &self.database)
+    }
 }
 
 /// Check every selected item; exit 0 balanced, 3 drift, 1 could not check.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
-    let location = StoreLocation::resolve(&args.store, &campaign)?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
-    let mut store = location.open()?;
+pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
+    // Nothing to stop: reconcile keeps the default SIGINT (it writes only with --repair,
+    // one idempotent transaction at a time).
+    let never = AtomicBool::new(false);
+    let (
+        Opened {
+            campaign,
+            target,
+            mut conn,
+        },
+        mut store,
+    ) = ctx.open_with_store(&args.store, &never)?;
     let mut reports = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift
@@ -74,113 +120,95 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             }
             ItemReport {
                 item: item.id.clone(),
-                problem: Some(format!("{error:#}")),
+                problem: Some(error::render(&error)),
                 ..ItemReport::default()
             }
         });
         reports.push(report);
     }
-    let drift = reports.iter().any(|r| r.checked && !r.balanced);
-    let unchecked = reports.iter().any(|r| !r.checked);
-    let code = if drift {
-        exit_codes::DRIFT_FOUND
-    } else if unchecked {
-        exit_codes::RUNTIME_ERROR
-    } else {
-        exit_codes::SUCCESS
+    let report = ReconcileReport {
+        database: store.display(),
+        balanced: false,
+        items: reports,
+        campaign: campaign.id,
     };
-    match globals.format {
-        Format::Json => output::print_json(&Summary {
-            campaign: &campaign.id,
-            redis: &target.display,
-            database: store.display(),
-            balanced: code == exit_codes::SUCCESS,
-            exit_code: code,
-            items: &reports,
-        })?,
-        Format::Table => print_table(&reports, &campaign.id, &store.display()),
-    }
-    for r in reports.iter().filter(|r| !r.checked) {
-        eprintln!(
-            "seckill reconcile: could not check item {}: {}",
-            r.item,
-            r.problem.as_deref().unwrap_or("?")
-        );
-    }
-    Ok(code)
+    Ok(ReconcileReport {
+        balanced: report.exit_code() == exit_codes::SUCCESS,
+        ..report
+    })
 }
 
-fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
-    println!("reconcile campaign {campaign} against {database}");
+/// The table (numbers only, so it fits 80 columns), then per item the
+/// equation, the source of the initial stock and the offending order ids.
+fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> String {
+    let mut text = output::paragraph(&format!("reconcile campaign {campaign} against {database}"));
     let mut table = output::table([
         "item",
         "initial",
-        "in database",
-        "in flight",
-        "dead-lettered",
-        "left in Redis",
-        "sold per Redis (buyers)",
+        "in\nDB",
+        "in\nflight",
+        "dead-\nletter",
+        "left",
         "result",
     ]);
     for r in reports {
         if !r.checked {
-            table.add_row(vec![
-                r.item.clone(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "NOT CHECKED".into(),
-            ]);
+            let mut row = vec![r.item.clone()];
+            row.extend(std::iter::repeat_n("-".to_string(), 5));
+            row.push("NOT CHECKED".into());
+            table.add_row(row);
             continue;
         }
         table.add_row(vec![
             r.item.clone(),
-            format!("{} ({})", r.initial_stock, r.initial_stock_from),
-            format!("{} ({} rows)", r.stored.units, r.database.rows),
+            r.initial_stock.to_string(),
+            r.stored.units.to_string(),
             r.in_flight.units.to_string(),
             r.dead_lettered.units.to_string(),
             r.remaining.to_string(),
-            format!("{} ({})", r.sold_per_redis, r.buyers),
-            if r.balanced {
-                "balanced".into()
-            } else {
-                "DRIFT".into()
-            },
+            if r.balanced { "balanced" } else { "DRIFT" }.into(),
         ]);
     }
-    println!("{table}");
+    output::fit(&mut table, &[]);
+    text.push_str(&format!("{table}\n"));
     for r in reports.iter().filter(|r| r.checked) {
-        println!("{}: {}", r.item, r.equation);
+        let mut line = |line: String| text.push_str(&output::paragraph(&line));
+        line(format!(
+            "{}: {} (initial stock from {}; {} database rows; buyers hold {} units, {} users)",
+            r.item, r.equation, r.initial_stock_from, r.database.rows, r.sold_per_redis, r.buyers
+        ));
         if r.repaired > 0 {
-            println!(
+            line(format!(
                 "{}: repaired {} order(s) missing from the database",
                 r.item, r.repaired
-            );
+            ));
         }
-        if r.sold_per_redis != r.initial_stock - r.remaining {
-            println!(
-                "{}: buyers hold {} units but {} were sold (initial - left)",
+        if r.sold_per_redis != r.initial_stock - r.remaining + r.reservations.buyers_keep {
+            line(format!(
+                "{}: buyers hold {} units but {} were sold (initial - left{})",
                 r.item,
                 r.sold_per_redis,
-                r.initial_stock - r.remaining
-            );
+                r.initial_stock - r.remaining + r.reservations.buyers_keep,
+                if r.reservations.buyers_keep > 0 {
+                    " + released, kept against the limit"
+                } else {
+                    ""
+                }
+            ));
         }
         if r.reservations.states_repaired > 0 {
-            println!(
+            line(format!(
                 "{}: repaired {} order state(s) the database had not caught up with",
                 r.item, r.reservations.states_repaired
-            );
+            ));
         }
         if r.reservations.state_mismatch_count > 0 {
-            println!(
+            line(format!(
                 "{}: {} order(s) whose Redis and database states differ: {}",
                 r.item,
                 r.reservations.state_mismatch_count,
                 r.reservations.state_mismatch.join(", ")
-            );
+            ));
         }
         for (list, what) in [
             (&r.missing_from_database, "in Redis but not in the database"),
@@ -193,13 +221,14 @@ fn print_table(reports: &[ItemReport], campaign: &str, database: &str) {
                 } else {
                     String::new()
                 };
-                println!(
+                line(format!(
                     "{}: {} order(s) {what}: {}{tail}",
                     r.item,
                     list.count,
                     list.ids.join(" ")
-                );
+                ));
             }
         }
     }
+    text
 }

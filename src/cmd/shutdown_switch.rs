@@ -4,10 +4,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Globals;
-use crate::exit_codes;
+use crate::context::{Context, Opened};
 use crate::keys::ItemKeys;
-use crate::output::{self, Format};
+use crate::output;
+use crate::report::Report;
 use crate::state;
 
 /// What to do with the switch.
@@ -37,23 +37,78 @@ pub struct Args {
     pub reason: String,
 }
 
+/// `seckill shutdown-switch`'s report: the switch of each item after the action.
 #[derive(Debug, Serialize)]
-struct SwitchRow {
-    item: String,
-    closed: bool,
-    preheated: bool,
-    stock_left: Option<i64>,
-    reason: Option<String>,
-    switched_at: Option<String>,
-    switched_by: Option<String>,
+pub struct SwitchReport {
+    /// One entry per selected item.
+    pub items: Vec<SwitchRow>,
+    #[serde(skip)]
+    campaign: String,
 }
 
-/// Flip or show the switch, then print the per-item status.
-pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
-    let campaign = globals.campaign()?;
+/// One item's switch.
+#[derive(Debug, Serialize)]
+pub struct SwitchRow {
+    /// The item id.
+    pub item: String,
+    /// The switch is on: every buy returns `closed`.
+    pub closed: bool,
+    /// The item's stock is in Redis.
+    pub preheated: bool,
+    /// Units left; null when not preheated.
+    pub stock_left: Option<i64>,
+    /// `--reason` of the last switch, if any.
+    pub reason: Option<String>,
+    /// When the switch was last set, RFC 3339.
+    pub switched_at: Option<String>,
+    /// Who set it (`user@host`).
+    pub switched_by: Option<String>,
+}
+
+impl Report for SwitchReport {
+    fn render(&self) -> String {
+        let mut table = output::table(["item", "switch", "stock\nleft", "reason", "switched"]);
+        for row in &self.items {
+            // Seconds are precise enough for people, and 4 columns narrower.
+            let at = row
+                .switched_at
+                .as_deref()
+                .map(|at| match at.split_once('.') {
+                    Some((seconds, _)) => format!("{seconds}Z"),
+                    None => at.to_string(),
+                });
+            let switched = match (at, &row.switched_by) {
+                (Some(at), Some(by)) => format!("{at} by {by}"),
+                (Some(at), None) => at,
+                _ => "-".into(),
+            };
+            table.add_row(vec![
+                row.item.clone(),
+                if row.closed {
+                    "ON (closed)"
+                } else {
+                    "off (open)"
+                }
+                .to_string(),
+                match (row.preheated, row.stock_left) {
+                    (true, Some(s)) => s.to_string(),
+                    _ => "not preheated".to_string(),
+                },
+                row.reason.clone().unwrap_or_else(|| "-".into()),
+                switched,
+            ]);
+        }
+        output::fit(&mut table, &[3, 4]);
+        format!("kill switch of campaign {}\n{table}\n", self.campaign)
+    }
+}
+
+/// Flip or show the switch; the report is the per-item status afterwards.
+pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
+    let Opened {
+        campaign, mut conn, ..
+    } = ctx.open()?;
     let items = campaign.select_items(args.item.as_deref())?;
-    let target = globals.redis(&campaign)?;
-    let mut conn = target.connect()?;
     if args.action != Action::Status {
         let now = state::redis_now_ms(&mut conn)?;
         let by = state::operator_name();
@@ -83,41 +138,8 @@ pub fn run(globals: &Globals, args: &Args) -> Result<i32> {
             switched_by: s.switched_by,
         });
     }
-    match globals.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "campaign": campaign.id,
-            "items": rows,
-        }))?,
-        Format::Table => {
-            let mut table = output::table([
-                "item",
-                "switch",
-                "stock left",
-                "reason",
-                "switched at",
-                "by",
-            ]);
-            for row in &rows {
-                table.add_row(vec![
-                    row.item.clone(),
-                    if row.closed {
-                        "ON (closed)"
-                    } else {
-                        "off (open)"
-                    }
-                    .to_string(),
-                    match (row.preheated, row.stock_left) {
-                        (true, Some(s)) => s.to_string(),
-                        _ => "not preheated".to_string(),
-                    },
-                    row.reason.clone().unwrap_or_else(|| "-".into()),
-                    row.switched_at.clone().unwrap_or_else(|| "-".into()),
-                    row.switched_by.clone().unwrap_or_else(|| "-".into()),
-                ]);
-            }
-            println!("kill switch of campaign {}", campaign.id);
-            println!("{table}");
-        }
-    }
-    Ok(exit_codes::SUCCESS)
+    Ok(SwitchReport {
+        items: rows,
+        campaign: campaign.id.clone(),
+    })
 }

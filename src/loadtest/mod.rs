@@ -109,29 +109,45 @@ pub struct Plan {
 /// One variant's figures: a row of the comparison table, an object of the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantReport {
+    /// v1, v2, v3, v4, full or lock.
     pub variant: Variant,
+    /// Requests sent.
     pub requests: u64,
+    /// Wall time of the variant, seconds.
     pub elapsed_s: f64,
+    /// Requests per second (requests / elapsed_s).
     pub qps: f64,
+    /// Purchases that succeeded.
     pub succeeded: u64,
+    /// Attempts refused because the stock was gone.
     pub sold_out: u64,
     /// Duplicate or rate-limited (full), gave up waiting for the lock (lock).
     pub rejected: u64,
     /// Units sold beyond the stock: max(succeeded − stock, −final_stock, 0).
     pub oversold: u64,
+    /// Stock left in Redis afterwards (negative: oversold).
     pub final_stock: i64,
+    /// Entries in the order stream afterwards (full only; 0 for the others).
     pub stream_len: i64,
+    /// Median latency of one request, milliseconds.
     pub p50_ms: f64,
+    /// 95th percentile latency, milliseconds.
     pub p95_ms: f64,
+    /// 99th percentile latency, milliseconds.
     pub p99_ms: f64,
+    /// Slowest request, milliseconds.
     pub max_ms: f64,
     /// v2: aborted transactions; v4: stock seen below zero; lock: busy-lock waits.
     pub retries: u64,
     /// v4 only: the lowest stock any DECR saw.
     pub lowest_stock_seen: Option<i64>,
+    /// `--stock`: units at the start.
     pub stock: i64,
+    /// `--threads`.
     pub threads: usize,
+    /// `--pipeline`.
     pub pipeline: usize,
+    /// Distinct synthetic shoppers.
     pub users: u64,
     /// "exact", "OVERSOLD n", ...
     pub verdict: String,

@@ -49,6 +49,7 @@ pub struct ClaimSettings {
 /// What happened to one item's pending entries.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ItemClaims {
+    /// The item id.
     pub item: String,
     /// Entries claimed (idle long enough).
     pub claimed: u64,
@@ -241,7 +242,8 @@ impl<'a> Claimer<'a> {
                     doomed.push((
                         id,
                         format!(
-                            "delivered {delivered} times, and the database refuses it: {error:#}"
+                            "delivered {delivered} times, and the database refuses it: {}",
+                            crate::error::render(&error)
                         ),
                         delivered,
                     ));

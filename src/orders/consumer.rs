@@ -60,6 +60,7 @@ pub enum Phase {
 /// Per-item counts of this run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ItemCounts {
+    /// The item id.
     pub item: String,
     /// Entries committed and acked.
     pub acked: u64,

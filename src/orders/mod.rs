@@ -136,7 +136,9 @@ impl StoreLocation {
 /// Rows and units of one campaign item in the database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ItemTotals {
+    /// Order rows.
     pub rows: i64,
+    /// Units those rows ordered.
     pub units: i64,
 }
 
@@ -199,7 +201,7 @@ pub fn change_times(change: &StateChange) -> (Option<i64>, Option<i64>) {
 /// A log line on stderr: `<UTC time> seckill <command>: <message>`.
 pub fn log(command: &str, message: impl std::fmt::Display) {
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    eprintln!("{now} seckill {command}: {message}");
+    crate::output::say(format!("{now} seckill {command}: {message}"));
 }
 
 /// Wall-clock Unix milliseconds (the `consumed_at` column).

@@ -8,66 +8,17 @@
 //! time; a stop request (SIGINT/SIGTERM) ends the retrying, leaving the
 //! entries pending rather than acking anything uncommitted.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::entry::{Order, StateChange};
 use super::reconnecting::ReconnectingConn;
 use super::transient::is_transient;
-use super::{OrderStore, StoreArgs, StoreLocation, log, now_ms, stream};
-use crate::campaign::Campaign;
-use crate::context::Globals;
-use crate::redis_conn::{Conn, RedisTarget};
+use super::{OrderStore, log, now_ms, stream};
 
-/// What `consume` and `pending-claim` work with: the campaign, Redis, the
-/// order database, and the flag SIGINT/SIGTERM set.
-pub struct Session {
-    pub campaign: Campaign,
-    pub target: RedisTarget,
-    pub conn: Conn,
-    pub store: Box<dyn OrderStore>,
-    pub stop: Arc<AtomicBool>,
-}
-
-impl Session {
-    /// Load the campaign, install the signal flag, connect to Redis and open
-    /// the order database (retried: a database still starting is waited for).
-    pub fn open(command: &str, globals: &Globals, store_args: &StoreArgs) -> Result<Session> {
-        let campaign = globals.campaign()?;
-        let location = StoreLocation::resolve(store_args, &campaign)?;
-        let target = globals.redis(&campaign)?;
-        let stop = stop_flag()?;
-        let conn = target.connect()?;
-        let what = format!("opening {}", location.display());
-        // A database still starting is waited for (up to OPEN_PATIENCE); a
-        // wrong password, an unknown database or a bad path is not.
-        let deadline = Some(Instant::now() + OPEN_PATIENCE);
-        let store = retry_transient_until(command, &what, &stop, deadline, || location.open())?;
-        Ok(Session {
-            campaign,
-            target,
-            conn,
-            store,
-            stop,
-        })
-    }
-}
-
-/// A flag SIGINT and SIGTERM set: long-running commands finish what they
-/// hold and exit when it is set.
-pub fn stop_flag() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
-    }
-    Ok(stop)
-}
-
-/// How long `Session::open` keeps trying to open the order database.
+/// How long `Context::open_with_store` keeps trying to open the order database.
 pub const OPEN_PATIENCE: Duration = Duration::from_secs(20);
 
 /// First wait after a failure.
@@ -158,7 +109,10 @@ fn retry_core<T>(
                 };
                 log(
                     command,
-                    format!("{what} failed (attempt {failures}), retrying in {wait:?}: {error:#}"),
+                    format!(
+                        "{what} failed (attempt {failures}), retrying in {wait:?}: {}",
+                        crate::error::render(&error)
+                    ),
                 );
                 if failures_after_stop > 0 {
                     // Stopping: a short pause only, to ride out a call the signal interrupted.

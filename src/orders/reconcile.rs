@@ -47,7 +47,9 @@ pub const MAX_NAMED: usize = 1000;
 /// Entries and units of one category.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Tally {
+    /// Stream entries.
     pub entries: u64,
+    /// Units those entries ordered.
     pub units: i64,
     /// Entries whose fields are not an order (they carry no units).
     pub unparseable: u64,
@@ -66,7 +68,9 @@ impl Tally {
 /// A list of offending ids: exact count, the first [`MAX_NAMED`] named.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Named {
+    /// How many there are.
     pub count: u64,
+    /// The first of them, by order id.
     pub ids: Vec<String>,
 }
 
@@ -82,19 +86,25 @@ impl Named {
 /// The reconcile result of one item.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ItemReport {
+    /// The item id.
     pub item: String,
     /// False when the item could not be checked (see `problem`).
     pub checked: bool,
+    /// Why the item could not be checked (Redis, the database, not preheated).
     pub problem: Option<String>,
+    /// The stock equation holds and the order sets agree.
     pub balanced: bool,
+    /// Units at the start of the sale.
     pub initial_stock: i64,
     /// `redis` (meta initial_stock) or `file`.
     pub initial_stock_from: String,
+    /// Units left in Redis.
     pub remaining: i64,
     /// Sum of the buyers hash.
     pub sold_per_redis: i64,
     /// Users in the buyers hash.
     pub buyers: u64,
+    /// XLEN of the order stream.
     pub stream_entries: u64,
     /// Stream entries committed to the database.
     pub stored: Tally,
@@ -104,6 +114,7 @@ pub struct ItemReport {
     pub dead_lettered: Tally,
     /// XLEN of the dead-letter stream.
     pub dead_letter_stream_len: u64,
+    /// Rows and units of this item in the database.
     pub database: ItemTotals,
     /// Orders inserted by `--repair`.
     pub repaired: u64,
@@ -211,14 +222,14 @@ pub fn reconcile_item<C: ConnectionLike>(
         format!("{} ≠ {accounted} = {sides}", report.initial_stock)
     };
     // The buyers hash holds released units too when users may not buy again.
-    let buyers_keep = if campaign.rebuy_after_release {
+    report.reservations.buyers_keep = if campaign.rebuy_after_release {
         0
     } else {
         released
     };
+    let buyers_expected = report.initial_stock - report.remaining + report.reservations.buyers_keep;
     report.balanced = accounted == report.initial_stock
-        && (report.sale_in_progress
-            || report.sold_per_redis == report.initial_stock - report.remaining + buyers_keep)
+        && (report.sale_in_progress || report.sold_per_redis == buyers_expected)
         && report.missing_from_database.count == 0
         && report.not_in_redis.count == 0
         && report.reservations.state_mismatch_count == 0;

@@ -60,6 +60,8 @@ pub struct ReservationCheck {
     pub state_mismatch_count: u64,
     /// `--repair`: reserved rows moved to the final state Redis has.
     pub states_repaired: u64,
+    /// Released units the buyers hash still counts (`rebuy_after_release: false`).
+    pub buyers_keep: i64,
 }
 
 impl ReservationCheck {

@@ -62,7 +62,10 @@ fn loadtest_json(server: &RedisServer, args: &str) -> Vec<Value> {
         "loadtest failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    json(&output).as_array().expect("a JSON array").clone()
+    json(&output)["variants"]
+        .as_array()
+        .expect("a JSON array of variants")
+        .clone()
 }
 
 fn int(report: &Value, field: &str) -> i64 {
@@ -165,7 +168,7 @@ fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        json(&output)[0].clone()
+        json(&output)["variants"][0].clone()
     };
     let unthrottled = run("");
     assert_eq!(int(&unthrottled, "succeeded"), 100);
@@ -336,7 +339,7 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    for report in json(&output)
+    for report in json(&output)["variants"]
         .as_array()
         .unwrap()
         .iter()

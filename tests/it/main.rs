@@ -14,5 +14,6 @@ mod orders_cluster;
 mod orders_faults;
 mod orders_open;
 mod orders_pipeline;
+mod output;
 mod reservations;
 mod tls_auth;

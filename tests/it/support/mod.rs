@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod mariadb;
 pub mod orders;
+pub mod spec;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -135,6 +136,7 @@ pub fn seckill(campaign: &Path, redis_url: &str) -> assert_cmd::Command {
     cmd.env_remove("SECKILL_CAMPAIGN")
         .env_remove("SECKILL_REDIS_CLUSTER")
         .env_remove("SECKILL_ORDERS_DB")
+        .env_remove("COLUMNS")
         .env("SECKILL_REDIS_URL", redis_url)
         .arg("-c")
         .arg(campaign);

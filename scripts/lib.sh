@@ -1,0 +1,88 @@
+# scripts/lib.sh — what the shell scripts share, sourced, never run:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   lib_workdir              # $LIB_WORK: a temp dir; on exit every process
+#                            # started through lib_track is killed and it is removed
+#   lib_free_port            # prints a free loopback TCP port
+#   lib_start_redis NAME [redis-server args...]
+#                            # a throwaway redis-server (no persistence) on a free
+#                            # port; sets REDIS_PORT and REDIS_URL
+#   lib_track PID            # kill PID on exit too (e.g. a mariadbd started by hand)
+#   lib_need TOOL HINT       # exit 1 with HINT unless TOOL is on PATH (or in /usr/sbin)
+#   lib_cargo                # make rustup's cargo reachable from a non-login shell
+#
+# One way to find a port and start a Redis, so a fix (a race, a slow start)
+# is made once for every script.
+
+LIB_PIDS=()
+LIB_WORK=""
+
+lib_cleanup() {
+    local pid
+    for pid in "${LIB_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${LIB_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [ -n "$LIB_WORK" ]; then rm -rf "$LIB_WORK"; fi
+}
+
+lib_workdir() {
+    LIB_WORK="$(mktemp -d)"
+    trap lib_cleanup EXIT
+}
+
+lib_track() {
+    LIB_PIDS+=("$1")
+}
+
+lib_need() {
+    command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || {
+        echo "$(basename "$0"): $1 not found ($2)" >&2
+        exit 1
+    }
+}
+
+# Nothing listens on the port (a connect fails); the window until the caller
+# binds it is tolerable: lib_start_redis retries on another port.
+lib_free_port() {
+    local port
+    while :; do
+        port=$((20000 + RANDOM % 30000))
+        (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+    done
+}
+
+lib_start_redis() {
+    local name="$1" port pid attempt i
+    shift
+    [ -n "$LIB_WORK" ] || lib_workdir
+    mkdir -p "$LIB_WORK/$name"
+    for attempt in 1 2 3 4 5; do
+        port="$(lib_free_port)"
+        redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+            --dir "$LIB_WORK/$name" "$@" >"$LIB_WORK/$name/redis.log" 2>&1 &
+        pid=$!
+        for i in $(seq 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            if redis-cli -p "$port" ping >/dev/null 2>&1; then
+                lib_track "$pid"
+                REDIS_PORT="$port"
+                REDIS_URL="redis://127.0.0.1:$port/0"
+                return 0
+            fi
+            sleep 0.1
+        done
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    echo "$(basename "$0"): could not start redis-server $name (see $LIB_WORK/$name/redis.log)" >&2
+    exit 1
+}
+
+lib_cargo() {
+    if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
+        . "$HOME/.cargo/env"
+    fi
+    command -v cargo >/dev/null 2>&1 || {
+        echo "cargo not found: install Rust 1.85+ with rustup" >&2
+        exit 1
+    }
+}
