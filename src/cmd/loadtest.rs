@@ -260,40 +260,34 @@ impl Report for ReservationsReport {
         }
     }
 
+    /// One figure per line: fits any terminal.
     fn render(&self) -> String {
         let r = &self.race;
-        let rows = vec![vec![
-            r.reserved.to_string(),
-            r.pay_attempts.to_string(),
-            r.paid.to_string(),
-            r.pay_refused_expired.to_string(),
-            r.paid_at_deadline_attempts.to_string(),
-            r.final_paid.to_string(),
-            r.final_expired.to_string(),
-            r.final_reserved.to_string(),
-            r.final_stock.to_string(),
-            format!("{:.2} + {:.2}", r.buy_elapsed_s, r.race_elapsed_s),
-            r.verdict.clone(),
-        ]];
-        let header = [
-            "reserved",
-            "pay attempts",
-            "paid",
-            "refused: expired",
-            "aimed at deadline",
-            "final paid",
-            "final expired",
-            "still reserved",
-            "final stock",
-            "buy + race s",
-            "verdict",
-        ];
-        format!(
-            "{}\n{}{}\n",
-            self.heading,
-            output::grid(&header, rows, &[10]),
-            r.identity
-        )
+        let fields = output::fields(&[
+            ("reserved (buy ok)", r.reserved.to_string()),
+            (
+                "sold out / refused",
+                format!("{} / {}", r.sold_out, r.rejected),
+            ),
+            ("payments sent", r.pay_attempts.to_string()),
+            (
+                "  aimed at the deadline",
+                r.paid_at_deadline_attempts.to_string(),
+            ),
+            ("  answered paid", r.paid.to_string()),
+            ("  refused: expired", r.pay_refused_expired.to_string()),
+            ("final: paid", r.final_paid.to_string()),
+            ("final: expired", r.final_expired.to_string()),
+            ("final: still reserved", r.final_reserved.to_string()),
+            ("final stock", r.final_stock.to_string()),
+            (
+                "buy + race",
+                format!("{:.2} s + {:.2} s", r.buy_elapsed_s, r.race_elapsed_s),
+            ),
+            ("identity", r.identity.clone()),
+            ("verdict", r.verdict.clone()),
+        ]);
+        format!("{}{fields}", output::paragraph(&self.heading))
     }
 }
 

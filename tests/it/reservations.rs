@@ -987,3 +987,59 @@ fn reservations_work_unchanged_on_a_three_master_cluster() {
         );
     }
 }
+
+#[test]
+fn reservation_tables_fit_80_columns_without_splitting_an_id() {
+    use crate::support::spec::seckill as spec;
+    let server = RedisServer::start();
+    let file = reservation_campaign(20, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "w", 2, |_| 1);
+    let at_80 = |args: &[&str], code: i32| {
+        spec(args)
+            .campaign(&file)
+            .redis(&server)
+            .columns(80)
+            .fails_with(code)
+            .stdout()
+    };
+    let fits = |what: &str, text: &str, tokens: &[&str]| {
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{what}: {line}\n{text}");
+        }
+        for token in tokens {
+            assert!(
+                text.lines().any(|l| l.contains(token)),
+                "{what}: {token} split:\n{text}"
+            );
+        }
+    };
+    let paid = at_80(&["pay", "--order", &orders[0].0], 0);
+    fits("pay", &paid, &[&orders[0].0, "paid"]);
+    let refused = at_80(
+        &["cancel", "--order", &orders[0].0],
+        seckill::exit_codes::ALREADY_PAID,
+    );
+    fits("cancel", &refused, &[&orders[0].0, "already_paid"]);
+    let expired = at_80(&["expire"], 0);
+    fits("expire", &expired, &["1001"]);
+    let rehearsal = RedisServer::start();
+    let raced = spec(&[
+        "loadtest",
+        "--reservations",
+        "--threads",
+        "2",
+        "--requests",
+        "40",
+        "--stock",
+        "10",
+        "--payment-timeout",
+        "200ms",
+    ])
+    .campaign(&file)
+    .redis(&rehearsal)
+    .columns(80)
+    .succeeds()
+    .stdout();
+    fits("loadtest --reservations", &raced, &["exact"]);
+}
