@@ -205,7 +205,7 @@ pub fn reconcile_item<C: ConnectionLike>(
     if report.reservations.any() {
         let r = &report.reservations;
         sides = format!(
-            "{} left + {} reserved + {} paid{} (held units: {sides} − {released} released)",
+            "{} left + {} reserved + {} paid{} (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
             report.remaining,
             r.reserved_units,
             r.paid_units,
@@ -213,7 +213,10 @@ pub fn reconcile_item<C: ConnectionLike>(
                 format!(" + {} confirmed", r.confirmed_units)
             } else {
                 String::new()
-            }
+            },
+            report.stored.units,
+            report.in_flight.units,
+            report.dead_lettered.units,
         );
     }
     report.equation = if accounted == report.initial_stock {

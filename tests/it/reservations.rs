@@ -1043,3 +1043,17 @@ fn reservation_tables_fit_80_columns_without_splitting_an_id() {
     .stdout();
     fits("loadtest --reservations", &raced, &["exact"]);
 }
+
+#[test]
+fn the_shipped_reservations_campaign_is_valid() {
+    let campaign =
+        Campaign::load(std::path::Path::new("campaigns/moutai-reservations.yaml")).unwrap();
+    assert_eq!(campaign.payment_timeout, Some(Duration::from_secs(30)));
+    assert!(campaign.rebuy_after_release);
+    assert!(
+        Campaign::load(std::path::Path::new("campaigns/moutai.yaml"))
+            .unwrap()
+            .payment_timeout
+            .is_none()
+    );
+}
