@@ -362,6 +362,7 @@ pub fn expire(
         .collect();
     let mut conn = ReconnectingConn::new(target, conn);
     loop {
+        let before: Vec<(u64, i64)> = totals.iter().map(|t| (t.released, t.units)).collect();
         for slot in &slots {
             let total = totals
                 .iter_mut()
@@ -410,6 +411,19 @@ pub fn expire(
         let Some(interval) = settings.repeat else {
             return Ok(totals);
         };
+        for (total, (released, units)) in totals.iter().zip(before) {
+            if total.released > released {
+                log(
+                    EXPIRE,
+                    format!(
+                        "item {}: released {} reservation(s), {} unit(s) back in stock",
+                        total.item,
+                        total.released - released,
+                        total.units - units
+                    ),
+                );
+            }
+        }
         crate::orders::pipeline::sleep_unless_stopped(interval, stop);
         if stop.load(Ordering::SeqCst) {
             return Ok(totals);
