@@ -19,6 +19,8 @@ use crate::error::usage;
 /// Largest stock one item may have. Past this a typo is likelier than a real
 /// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
 pub const MAX_STOCK: i64 = 100_000_000;
+/// Most buckets one item may be split into (see `docs/buckets.md`).
+pub const MAX_BUCKETS: i64 = 256;
 /// Largest `per_user_limit`; anything above is effectively "no limit" and a typo.
 pub const MAX_PER_USER_LIMIT: i64 = 10_000;
 
@@ -61,6 +63,8 @@ struct RawItem {
     name: String,
     price: Spanned<String>,
     stock: Spanned<i64>,
+    #[serde(default)]
+    buckets: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +118,8 @@ pub struct Item {
     pub name: String,
     pub price_cents: i64,
     pub stock: i64,
+    /// Stock buckets, 1..=[`MAX_BUCKETS`] (see `docs/buckets.md`); 1 = one slot, today's layout.
+    pub buckets: u32,
 }
 
 impl Campaign {
@@ -337,11 +343,36 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
                 ),
             ));
         }
+        let buckets = match &item.buckets {
+            Some(b) if !(1..=MAX_BUCKETS).contains(&b.value) => {
+                return Err(at(
+                    path,
+                    b,
+                    format!(
+                        "buckets of item {} must be between 1 and {MAX_BUCKETS}, got {}",
+                        id.value, b.value
+                    ),
+                ));
+            }
+            Some(b) if b.value > item.stock.value => {
+                return Err(at(
+                    path,
+                    b,
+                    format!(
+                        "item {} has {} buckets but only {} units: every bucket needs at least one unit",
+                        id.value, b.value, item.stock.value
+                    ),
+                ));
+            }
+            Some(b) => b.value as u32,
+            None => 1,
+        };
         items.push(Item {
             id: id.value.clone(),
             name: item.name.clone(),
             price_cents,
             stock: item.stock.value,
+            buckets,
         });
     }
     Ok(Campaign {

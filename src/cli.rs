@@ -75,6 +75,8 @@ pub enum Command {
     Cancel(cmd::cancel::Args),
     /// Release every reservation past its payment deadline (Redis clock), once or in a loop.
     Expire(cmd::expire::Args),
+    /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
+    Rebalance(cmd::rebalance::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     Loadtest(cmd::loadtest::Args),
 }
@@ -112,6 +114,7 @@ impl Command {
             Command::Pay(_) => "pay",
             Command::Cancel(_) => "cancel",
             Command::Expire(_) => "expire",
+            Command::Rebalance(_) => "rebalance",
         }
     }
 
@@ -125,6 +128,7 @@ impl Command {
             Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
+            Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
                 None if args.reservations => {

@@ -4,6 +4,7 @@
 //! runs one subcommand each with the `context` it gets from below and hands
 //! a named report to `report::emit`; the pieces below are shared.
 
+pub mod buckets;
 pub mod buy;
 pub mod campaign;
 pub mod cli;

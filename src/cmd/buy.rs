@@ -4,6 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::{self, Layout};
 use crate::buy::{self, BuyRequest, Outcome};
 use crate::context::Context;
 use crate::error::usage;
@@ -104,19 +105,21 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         None => buy::new_order_id(),
     };
     let mut conn = ctx.redis(&campaign)?.connect()?;
-    let keys = ItemKeys::live(&campaign.id, &item.id);
-    let reply = buy::reserve(
-        &mut conn,
-        &keys,
-        &BuyRequest {
-            campaign: &campaign.id,
-            item: &item.id,
-            user: &args.user,
-            qty: args.qty,
-            request_id: Some(&request_id),
-        },
-        campaign.payment_timeout_ms(),
-    )?;
+    let request = BuyRequest {
+        campaign: &campaign.id,
+        item: &item.id,
+        user: &args.user,
+        qty: args.qty,
+        request_id: Some(&request_id),
+    };
+    let payment_timeout_ms = campaign.payment_timeout_ms();
+    // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
+    let reply = if item.buckets > 1 {
+        buckets::buy::buy(&mut conn, &Layout::live(&campaign.id, item), &request)?.0
+    } else {
+        let keys = ItemKeys::live(&campaign.id, &item.id);
+        buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)?
+    };
     Ok(BuyReport {
         outcome: reply.outcome,
         order_id: reply.order_id,

@@ -112,7 +112,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
     let mut progress = Progress::new(
         std::io::stderr().is_terminal(),
         worker.items().to_vec(),
-        campaign.items.clone(),
+        worker.stream_items(),
     );
     let Consumed {
         items: counts,

@@ -9,6 +9,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::keys::ItemKeys;
@@ -79,7 +80,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     if !args.yes {
         let mut sold = Vec::new();
         for (item, keys) in campaign.items.iter().zip(&all_keys) {
-            let s = state::item_state(&mut conn, keys)?;
+            let layout = Layout::live(&campaign.id, item);
+            let s = if layout.is_bucketed() {
+                buckets::state::item_state(&mut conn, &layout)?
+            } else {
+                state::item_state(&mut conn, keys)?
+            };
             if s.has_sales() {
                 sold.push(format!(
                     "{} ({} buyers, {} orders)",
@@ -99,13 +105,23 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
     for (item, keys) in campaign.items.iter().zip(&all_keys) {
-        let deleted = state::delete_item(&mut conn, keys, scan_too)?;
-        let report =
-            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?;
+        // Both layouts go (docs/buckets.md): a file whose bucket count changed starts clean.
+        let layout = Layout::live(&campaign.id, item);
+        let mut deleted = state::delete_item(&mut conn, keys, scan_too)?;
+        deleted += buckets::state::delete_item(&mut conn, &layout, scan_too)?;
+        let stock = if layout.is_bucketed() {
+            let mode = PreheatMode::Load;
+            buckets::state::preheat_item(&mut conn, &layout, &campaign, item, mode, false)?
+                .summary
+                .redis_stock_after
+        } else {
+            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?
+                .redis_stock_after
+        };
         rows.push(InitRow {
             item: item.id.clone(),
             keys_deleted: deleted,
-            stock: report.redis_stock_after,
+            stock,
         });
     }
     Ok(InitReport {

@@ -11,6 +11,7 @@ use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
+use crate::buckets;
 use crate::campaign::{Campaign, MAX_STOCK};
 use crate::context::Context;
 use crate::error::usage;
@@ -27,7 +28,11 @@ Safety: every key a load test writes lives under `seckill-loadtest:{campaign:ite
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
 and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
 namespace holds keys no load test wrote, or when the campaign is preheated on the same \
-Redis (saturating it would starve the real sale).";
+Redis (saturating it would starve the real sale).
+
+Buckets (docs/buckets.md), on a local cluster from `scripts/cluster.sh up`:
+  seckill -c campaigns/moutai.yaml --redis redis://127.0.0.1:30001 --cluster \
+    loadtest --variant full --buckets 8 --hot-buckets 2 --format json";
 
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]
@@ -71,6 +76,17 @@ pub struct Args {
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
     pub keep: bool,
+
+    /// Split the stock into N buckets (docs/buckets.md) and run the bucket buy
+    /// path (`--variant full` only); reports round trips per buy, the transfer
+    /// share and per-bucket figures.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub buckets: u32,
+
+    /// With --buckets: skewed demand, every synthetic user's home is one of the
+    /// first K buckets (default: uniform).
+    #[arg(long, value_name = "K", requires = "buckets", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub hot_buckets: Option<u32>,
 
     /// Instead of the variants: buys with a payment timeout, then payments
     /// racing expiry (--pay-share of the reservations paid, half of them
@@ -136,14 +152,20 @@ impl clap::ValueEnum for VariantChoice {
 /// `seckill loadtest`'s report: one entry per variant run.
 #[derive(serde::Serialize)]
 pub struct LoadtestReport {
-    /// The variants in the order they ran.
+    /// The variants in the order they ran (none with `--buckets`).
     pub variants: Vec<VariantReport>,
+    /// `--buckets N`: the bucketed `full` run (docs/buckets.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<buckets::loadtest::BucketReport>,
     #[serde(skip)]
     heading: String,
 }
 
 impl Report for LoadtestReport {
     fn render(&self) -> String {
+        if let Some(bucketed) = &self.buckets {
+            return format!("{}\n{}\n", self.heading, bucket_tables(bucketed));
+        }
         format!("{}\n{}\n", self.heading, comparison_table(&self.variants))
     }
 }
@@ -187,6 +209,9 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
+    if args.buckets > 1 || args.hot_buckets.is_some() {
+        return run_buckets(args, &campaign, &item_id, &target, &mut control);
+    }
 
     let settings = Settings {
         threads: args.threads,
@@ -228,6 +253,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     Ok(LoadtestReport {
         heading: heading(&campaign, &plan, &target.display, args.keep),
         variants: reports,
+        buckets: None,
     })
 }
 
@@ -465,4 +491,132 @@ fn retries_text(report: &VariantReport) -> String {
         Variant::Lock => format!("{} waits", report.retries),
         _ => report.retries.to_string(),
     }
+}
+
+/// `--buckets N`: the bucket buy path, one run (see `buckets::loadtest`).
+fn run_buckets(
+    args: &Args,
+    campaign: &Campaign,
+    item_id: &str,
+    target: &RedisTarget,
+    control: &mut crate::redis_conn::Conn,
+) -> Result<LoadtestReport> {
+    if args.variant != VariantChoice(Some(Variant::Full)) {
+        return Err(usage(
+            "--buckets runs the real buy path: pass --variant full",
+        ));
+    }
+    if args.hot_buckets.is_some_and(|k| k > args.buckets) {
+        return Err(usage("--hot-buckets must not exceed --buckets"));
+    }
+    if i64::from(args.buckets) > args.stock {
+        return Err(usage(
+            "--buckets must not exceed --stock (every bucket needs a unit)",
+        ));
+    }
+    for item in campaign.items.iter().filter(|i| i.buckets > 1) {
+        let live = buckets::Layout::live(&campaign.id, item).marker();
+        let preheated: bool = redis::Commands::exists(control, &live)
+            .with_context(|| format!("cannot check {live}"))?;
+        if preheated {
+            return Err(usage(format!(
+                "refusing to load-test: campaign {} item {} is preheated on this Redis ({live}); \
+                 use a rehearsal Redis (--redis URL)",
+                campaign.id, item.id
+            )));
+        }
+    }
+    let run = buckets::loadtest::BucketRun {
+        threads: args.threads,
+        requests: args.requests,
+        users: args.users.unwrap_or(args.requests),
+        stock: args.stock,
+        buckets: args.buckets,
+        hot_buckets: args.hot_buckets,
+        rate_limit: args.rate_limit,
+    };
+    let report = buckets::loadtest::run(target, campaign, item_id, &run, args.keep)?;
+    let heading = format!(
+        "load test of campaign {} item {item_id} on {}: {} buckets, {} demand, {} threads, {} requests, stock {}, {} users",
+        campaign.id,
+        target.display,
+        report.buckets,
+        report.demand,
+        report.threads,
+        report.requests,
+        report.stock,
+        report.users
+    );
+    Ok(LoadtestReport {
+        heading,
+        variants: Vec::new(),
+        buckets: Some(report),
+    })
+}
+
+/// The bucketed run as people read it: the figures, then one row per bucket.
+fn bucket_tables(report: &buckets::loadtest::BucketReport) -> String {
+    let figures = output::fields(&[
+        (
+            "variant",
+            format!("{} ({} buckets)", report.variant, report.buckets),
+        ),
+        ("buys/s", format!("{:.0}", report.qps)),
+        ("succeeded", report.succeeded.to_string()),
+        ("sold out", report.sold_out.to_string()),
+        ("rejected", report.rejected.to_string()),
+        ("oversold", report.oversold.to_string()),
+        ("undersold", report.undersold.to_string()),
+        ("final stock", report.final_stock.to_string()),
+        ("orders in streams", report.stream_len.to_string()),
+        (
+            "p50 / p99 ms",
+            format!("{:.2} / {:.2}", report.p50_ms, report.p99_ms),
+        ),
+        (
+            "round trips per ok",
+            format!(
+                "mean {:.2}, p99 {}",
+                report.round_trips_per_ok_mean, report.round_trips_per_ok_p99
+            ),
+        ),
+        (
+            "transfer share",
+            format!(
+                "{:.1}% ({} transfers)",
+                report.transfer_share * 100.0,
+                report.transfers
+            ),
+        ),
+        ("verdict", report.verdict.clone()),
+    ]);
+    let rows = report
+        .per_bucket
+        .iter()
+        .map(|b| {
+            vec![
+                b.bucket.to_string(),
+                b.slot.to_string(),
+                b.initial_stock.to_string(),
+                b.final_stock.to_string(),
+                b.orders.to_string(),
+                b.transfers_out.to_string(),
+                b.transfers_in.to_string(),
+            ]
+        })
+        .collect();
+    let table = output::grid(
+        &[
+            "bucket",
+            "slot",
+            "initial",
+            "final stock",
+            "orders",
+            "transfers out",
+            "transfers in",
+        ],
+        rows,
+        &[],
+    );
+    format!("{figures}\n{table}")
 }

@@ -10,5 +10,6 @@ pub mod loadtest;
 pub mod pay;
 pub mod pending_claim;
 pub mod preheat;
+pub mod rebalance;
 pub mod reconcile;
 pub mod shutdown_switch;

@@ -5,6 +5,8 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::state::BucketPreheat;
+use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::exit_codes;
@@ -42,19 +44,34 @@ pub struct PreheatSummary {
     /// When the campaign's keys expire (ends_at + keep_after_end), RFC 3339; null without ends_at.
     pub expires_at: Option<String>,
     /// One entry per item preheated (or refused).
-    pub items: Vec<PreheatReport>,
+    pub items: Vec<ItemRow>,
     #[serde(skip)]
     campaign: String,
     #[serde(skip)]
     redis: String,
 }
 
+/// One item's preheat; a bucketed item (docs/buckets.md) adds its buckets.
+#[derive(Debug, Serialize)]
+pub struct ItemRow {
+    #[serde(flatten)]
+    pub report: PreheatReport,
+    /// The item's bucket count (1 = one slot, the plain layout).
+    pub buckets: u32,
+    /// Each bucket's share and status (bucketed items only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_bucket: Vec<BucketPreheat>,
+    /// Why the whole item was refused before any bucket was touched (a changed bucket count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_because: Option<String>,
+}
+
 impl PreheatSummary {
     fn refused(&self) -> Vec<&str> {
         self.items
             .iter()
-            .filter(|r| r.status.refused())
-            .map(|r| r.item.as_str())
+            .filter(|r| r.report.status.refused())
+            .map(|r| r.report.item.as_str())
             .collect()
     }
 }
@@ -87,15 +104,29 @@ impl Report for PreheatSummary {
             "stock\nin Redis",
             "status",
         ]);
-        for r in &self.items {
+        let stock = |s: Option<i64>| s.map_or_else(|| "-".into(), |s| s.to_string());
+        for row in &self.items {
+            let r = &row.report;
             table.add_row(vec![
                 r.item.clone(),
                 r.name.clone(),
                 r.file_stock.to_string(),
-                r.redis_stock_after
-                    .map_or_else(|| "-".into(), |s| s.to_string()),
-                describe(r.status, self.dry_run, r.redis_stock_before, r.file_stock),
+                stock(r.redis_stock_after),
+                match &row.refused_because {
+                    Some(why) => format!("REFUSED: {why}"),
+                    None => describe(r.status, self.dry_run, r.redis_stock_before, r.file_stock),
+                },
             ]);
+            for part in &row.per_bucket {
+                let p = &part.report;
+                table.add_row(vec![
+                    format!("  bucket {} (slot {})", part.bucket, part.slot),
+                    String::new(),
+                    p.file_stock.to_string(),
+                    stock(p.redis_stock_after),
+                    describe(p.status, self.dry_run, p.redis_stock_before, p.file_stock),
+                ]);
+            }
         }
         output::fit(&mut table, &[1, 4]);
         format!(
@@ -142,15 +173,38 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     };
     let mut reports = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
+        let layout = Layout::live(&campaign.id, item);
+        if layout.is_bucketed() {
+            let split = buckets::state::preheat_item(
+                &mut conn,
+                &layout,
+                &campaign,
+                item,
+                mode,
+                args.dry_run,
+            )?;
+            reports.push(ItemRow {
+                report: split.summary,
+                buckets: item.buckets,
+                per_bucket: split.buckets,
+                refused_because: split.refused_because,
+            });
+            continue;
+        }
+        // A plain item whose keys Redis holds bucketed is refused, nothing written.
         let keys = ItemKeys::live(&campaign.id, &item.id);
-        reports.push(state::preheat_item(
-            &mut conn,
-            &keys,
-            &campaign,
-            item,
-            mode,
-            args.dry_run,
-        )?);
+        let conflict = buckets::state::layout_conflict(&mut conn, &layout)?;
+        let dry_run = args.dry_run || conflict.is_some();
+        let mut report = state::preheat_item(&mut conn, &keys, &campaign, item, mode, dry_run)?;
+        if conflict.is_some() {
+            report.status = PreheatStatus::StockMissing;
+        }
+        reports.push(ItemRow {
+            report,
+            buckets: 1,
+            per_bucket: Vec::new(),
+            refused_because: conflict,
+        });
     }
     if !args.dry_run {
         for script in crate::scripts::sale_scripts() {

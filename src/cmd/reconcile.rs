@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::reconcile::TransferReport;
 use crate::context::{Context, Opened};
 use crate::error;
 use crate::exit_codes;
@@ -111,6 +112,9 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
                 let mut again = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
                 again.repaired = report.repaired;
                 again.reservations.states_repaired = report.reservations.states_repaired;
+                if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
+                    now.settled = first.settled;
+                }
                 Ok(again)
             });
         let report = checked.unwrap_or_else(|error| {
@@ -183,12 +187,17 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
                 r.item, r.repaired
             ));
         }
-        if r.sold_per_redis != r.initial_stock - r.remaining + r.reservations.buyers_keep {
+        if let Some(t) = &r.transfers {
+            transfer_lines(&r.item, t, &mut line);
+        }
+        let in_transit = r.transfers.as_ref().map_or(0, |t| t.in_transit_units);
+        let sold = r.initial_stock - r.remaining - in_transit + r.reservations.buyers_keep;
+        if r.sold_per_redis != sold {
             line(format!(
-                "{}: buyers hold {} units but {} were sold (initial - left{})",
+                "{}: buyers hold {} units but {} were sold (initial - left - in transit{})",
                 r.item,
                 r.sold_per_redis,
-                r.initial_stock - r.remaining + r.reservations.buyers_keep,
+                sold,
                 if r.reservations.buyers_keep > 0 {
                     " + released, kept against the limit"
                 } else {
@@ -231,4 +240,30 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
         }
     }
     text
+}
+
+/// The transfer lines of a bucketed item (docs/buckets.md).
+fn transfer_lines(item: &str, t: &TransferReport, line: &mut impl FnMut(String)) {
+    line(format!(
+        "{item}: {} buckets, {} transfer(s), {} unit(s) in transit",
+        t.buckets, t.transfers, t.in_transit_units
+    ));
+    if t.settled > 0 {
+        line(format!("{item}: settled {} transfer(s)", t.settled));
+    }
+    for (list, what) in [
+        (
+            &t.in_transit,
+            "in transit (`reconcile --repair` settles them)",
+        ),
+        (&t.unmatched_credits, "credited without a debit"),
+    ] {
+        if list.count > 0 {
+            line(format!(
+                "{item}: {} transfer(s) {what}: {}",
+                list.count,
+                list.ids.join(", ")
+            ));
+        }
+    }
 }

@@ -4,6 +4,8 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::buckets::state::BucketStatus;
+use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
 use crate::keys::ItemKeys;
 use crate::output;
@@ -23,6 +25,12 @@ pub enum Action {
 
 /// Flags of `seckill shutdown-switch`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "A bucketed item (docs/buckets.md) is closed in every bucket before `on` returns; \
+a bucket that cannot be written fails the command, naming it.\n\
+Examples:\n  seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"\n  \
+seckill -c campaigns/moutai-cluster.yaml --cluster shutdown-switch status --buckets"
+)]
 pub struct Args {
     /// on, off or status.
     #[arg(value_enum)]
@@ -35,6 +43,10 @@ pub struct Args {
     /// Why (kept with the switch, shown by status).
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+
+    /// Also show each bucket of a bucketed item (switch, slot, stock, pending transfers).
+    #[arg(long)]
+    pub buckets: bool,
 }
 
 /// `seckill shutdown-switch`'s report: the switch of each item after the action.
@@ -51,7 +63,15 @@ pub struct SwitchReport {
 pub struct SwitchRow {
     /// The item id.
     pub item: String,
-    /// The switch is on: every buy returns `closed`.
+    /// The item's bucket count (docs/buckets.md); 1 = one slot.
+    pub buckets: u32,
+    /// Bucketed items: how many buckets are closed (`closed` means all are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets_closed: Option<u32>,
+    /// With `--buckets`: each bucket's switch, slot, stock and pending transfers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_bucket: Option<Vec<BucketStatus>>,
+    /// The switch is on: every buy returns `closed` (in every bucket).
     pub closed: bool,
     /// The item's stock is in Redis.
     pub preheated: bool,
@@ -84,12 +104,13 @@ impl Report for SwitchReport {
             };
             table.add_row(vec![
                 row.item.clone(),
-                if row.closed {
-                    "ON (closed)"
-                } else {
-                    "off (open)"
-                }
-                .to_string(),
+                match row.buckets_closed {
+                    Some(k) if k > 0 && k < row.buckets => {
+                        format!("PARTLY ON ({k}/{} buckets closed)", row.buckets)
+                    }
+                    _ if row.closed => "ON (closed)".to_string(),
+                    _ => "off (open)".to_string(),
+                },
                 match (row.preheated, row.stock_left) {
                     (true, Some(s)) => s.to_string(),
                     _ => "not preheated".to_string(),
@@ -97,6 +118,23 @@ impl Report for SwitchReport {
                 row.reason.clone().unwrap_or_else(|| "-".into()),
                 switched,
             ]);
+            for part in row.per_bucket.iter().flatten() {
+                table.add_row(vec![
+                    format!("  bucket {} (slot {})", part.bucket, part.slot),
+                    if part.closed {
+                        "ON (closed)"
+                    } else {
+                        "off (open)"
+                    }
+                    .to_string(),
+                    match (part.preheated, part.stock_left) {
+                        (true, Some(s)) => s.to_string(),
+                        _ => "not preheated".to_string(),
+                    },
+                    format!("{} transfer(s) pending", part.transfers_pending),
+                    String::new(),
+                ]);
+            }
         }
         output::fit(&mut table, &[3, 4]);
         format!("kill switch of campaign {}\n{table}\n", self.campaign)
@@ -113,6 +151,20 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
         let now = state::redis_now_ms(&mut conn)?;
         let by = state::operator_name();
         for item in &items {
+            let layout = Layout::live(&campaign.id, item);
+            if layout.is_bucketed() {
+                // Every bucket, or an error naming the one that failed.
+                buckets::state::set_switch(
+                    &mut conn,
+                    &layout,
+                    args.action == Action::On,
+                    &args.reason,
+                    &by,
+                    now,
+                    campaign.expire_at_ms(),
+                )?;
+                continue;
+            }
             let keys = ItemKeys::live(&campaign.id, &item.id);
             state::set_switch(
                 &mut conn,
@@ -127,8 +179,24 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     }
     let mut rows = Vec::new();
     for item in &items {
-        let s = state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?;
+        let layout = Layout::live(&campaign.id, item);
+        let (s, per_bucket) = if layout.is_bucketed() {
+            let per_bucket = buckets::state::bucket_statuses(&mut conn, &layout)?;
+            (
+                buckets::state::item_state(&mut conn, &layout)?,
+                Some(per_bucket),
+            )
+        } else {
+            let keys = ItemKeys::live(&campaign.id, &item.id);
+            (state::item_state(&mut conn, &keys)?, None)
+        };
+        let buckets_closed = per_bucket
+            .as_ref()
+            .map(|parts| parts.iter().filter(|b| b.closed).count() as u32);
         rows.push(SwitchRow {
+            buckets: item.buckets,
+            buckets_closed,
+            per_bucket: per_bucket.filter(|_| args.buckets),
             item: item.id.clone(),
             closed: s.closed,
             preheated: s.preheated,

@@ -61,6 +61,16 @@ pub struct ItemClaims {
     pub deleted: u64,
 }
 
+impl ItemClaims {
+    /// Add another bucket's counts of the same item.
+    fn absorb(&mut self, other: &ItemClaims) {
+        self.claimed += other.claimed;
+        self.stored += other.stored;
+        self.dead_lettered += other.dead_lettered;
+        self.deleted += other.deleted;
+    }
+}
+
 /// One claimed page, sorted for settling.
 struct Claimed {
     /// XAUTOCLAIM cursor of the next page, `0-0` at the end.
@@ -103,9 +113,9 @@ impl<'a> Claimer<'a> {
     /// Every item in turn, page by page, until no idle pending entry is left
     /// or the stop flag is set (what is not settled then stays pending).
     pub fn run(&mut self) -> Result<Vec<ItemClaims>> {
-        let mut reports = Vec::new();
-        for item in &self.campaign.items {
-            let keys = ItemKeys::live(&self.campaign.id, &item.id);
+        let mut reports: Vec<ItemClaims> = Vec::new();
+        // One pass per order stream: a bucketed item has one per bucket.
+        for (item, keys) in crate::buckets::order_streams(self.campaign) {
             stream::ensure_group(self.conn.conn(), &keys)?;
             let mut report = ItemClaims {
                 item: item.id.clone(),
@@ -124,7 +134,10 @@ impl<'a> Claimer<'a> {
                 }
                 cursor = next;
             }
-            reports.push(report);
+            match reports.last_mut() {
+                Some(same) if same.item == report.item => same.absorb(&report),
+                _ => reports.push(report),
+            }
         }
         Ok(reports)
     }

@@ -92,6 +92,8 @@ pub trait Watcher {
 pub struct Consumer<'a> {
     campaign: &'a Campaign,
     items: Vec<ItemKeys>,
+    /// Position in `campaign.items` of the item of each stream in `items`.
+    owners: Vec<usize>,
     /// Stream key → position in `items`.
     index: HashMap<String, usize>,
     settings: ConsumerSettings,
@@ -115,11 +117,14 @@ impl<'a> Consumer<'a> {
         stop: &'a AtomicBool,
         settings: ConsumerSettings,
     ) -> Result<Consumer<'a>> {
-        let items: Vec<ItemKeys> = campaign
-            .items
-            .iter()
-            .map(|i| ItemKeys::live(&campaign.id, &i.id))
-            .collect();
+        // One stream per plain item, one per bucket of a bucketed item.
+        let (owners, items): (Vec<usize>, Vec<ItemKeys>) = crate::buckets::order_streams(campaign)
+            .into_iter()
+            .map(|(item, keys)| {
+                let owner = campaign.items.iter().position(|i| i.id == item.id);
+                (owner.unwrap_or(0), keys)
+            })
+            .unzip();
         let conn = ReconnectingConn::new(target, conn).with_groups(&items)?;
         let index = items
             .iter()
@@ -137,6 +142,7 @@ impl<'a> Consumer<'a> {
         Ok(Consumer {
             campaign,
             items,
+            owners,
             index,
             settings,
             conn,
@@ -152,6 +158,14 @@ impl<'a> Consumer<'a> {
     /// The item streams this consumer reads.
     pub fn items(&self) -> &[ItemKeys] {
         &self.items
+    }
+
+    /// The item of each stream of [`Consumer::items`], in the same order.
+    pub fn stream_items(&self) -> Vec<crate::campaign::Item> {
+        self.owners
+            .iter()
+            .map(|&i| self.campaign.items[i].clone())
+            .collect()
     }
 
     /// Run until drained (`drain`) or stopped by the stop flag.
@@ -252,7 +266,7 @@ impl<'a> Consumer<'a> {
             {
                 cursors[i].clone_from(&last.id);
             }
-            let item = &self.campaign.items[i];
+            let item = &self.campaign.items[self.owners[i]];
             let mut ids = Vec::with_capacity(entries.len());
             for entry in &entries {
                 match parse_entry(entry, &self.campaign.id, &item.id) {
@@ -266,7 +280,7 @@ impl<'a> Consumer<'a> {
                     }
                     Err(reason) => {
                         if self.not_orders.insert(format!("{key} {}", entry.id)) {
-                            self.counts[i].left_pending += 1;
+                            self.counts[self.owners[i]].left_pending += 1;
                             watcher.left_pending(format!(
                                 "entry {} of {key} is not an order ({reason}): left pending for `seckill pending-claim` to dead-letter",
                                 entry.id
@@ -275,7 +289,7 @@ impl<'a> Consumer<'a> {
                     }
                 }
             }
-            self.counts[i].acked += ids.len() as u64;
+            self.counts[self.owners[i]].acked += ids.len() as u64;
             if !ids.is_empty() {
                 batch.acks.push((key, ids));
             }

@@ -56,7 +56,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, order: Option<&Order>) {
+    pub(crate) fn add(&mut self, order: Option<&Order>) {
         self.entries += 1;
         match order {
             Some(order) => self.units += order.qty,
@@ -75,7 +75,7 @@ pub struct Named {
 }
 
 impl Named {
-    fn push(&mut self, id: String) {
+    pub(crate) fn push(&mut self, id: String) {
         self.count += 1;
         if self.ids.len() < MAX_NAMED {
             self.ids.push(id);
@@ -130,6 +130,9 @@ pub struct ItemReport {
     /// Reservations (`payment_timeout`): reserved / paid / released units and
     /// orders whose Redis and database states disagree.
     pub reservations: ReservationCheck,
+    /// Bucketed items only (`docs/buckets.md`): the transfers between buckets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<crate::buckets::reconcile::TransferReport>,
 }
 
 /// Check one item; with `repair`, insert stream orders missing from the database on the way.
@@ -140,6 +143,9 @@ pub fn reconcile_item<C: ConnectionLike>(
     item: &Item,
     repair: bool,
 ) -> Result<ItemReport> {
+    if item.buckets > 1 {
+        return crate::buckets::reconcile::reconcile_item(conn, store, campaign, item, repair);
+    }
     let keys = ItemKeys::live(&campaign.id, &item.id);
     let mut report = ItemReport {
         item: item.id.clone(),
@@ -264,7 +270,7 @@ fn snapshot<C: ConnectionLike>(
     ))
 }
 
-fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
+pub(crate) fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
     let mut cursor: u64 = 0;
     let mut total = 0i64;
     loop {
@@ -284,7 +290,7 @@ fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn walk_stream<C: ConnectionLike>(
+pub(crate) fn walk_stream<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     keys: &ItemKeys,

@@ -16,6 +16,10 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use redis::{ConnectionLike, Script, Value};
 
+pub mod bucket_buy;
+pub mod bucket_credit;
+pub mod bucket_snapshot;
+pub mod bucket_take;
 pub mod buy;
 pub mod dead_letter;
 pub mod item_state;
@@ -72,7 +76,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 10] = [
+pub static ALL: [&Spec; 14] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -81,6 +85,10 @@ pub static ALL: [&Spec; 10] = [
     &reconcile_snapshot::SPEC,
     &v3_decr::SPEC,
     &lock_release::SPEC,
+    &bucket_buy::SPEC,
+    &bucket_take::SPEC,
+    &bucket_credit::SPEC,
+    &bucket_snapshot::SPEC,
     &pay::SPEC,
     &release::SPEC,
 ];
@@ -304,6 +312,10 @@ mod tests {
                 "dead_letter",
                 "stream_order_ids",
                 "reconcile_snapshot",
+                "bucket_buy",
+                "bucket_take",
+                "bucket_credit",
+                "bucket_snapshot",
                 "pay",
                 "release"
             ]

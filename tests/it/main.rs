@@ -3,6 +3,7 @@
 
 mod support;
 
+mod buckets;
 mod buy;
 mod campaign_files;
 mod cli;

@@ -80,6 +80,17 @@ impl RedisCluster {
         urls.join(",")
     }
 
+    /// Kill the node listening on `port` (SIGKILL), as a crashed master.
+    pub fn kill_node(&mut self, port: u16) {
+        let i = self
+            .ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("a node's port");
+        let _ = self.nodes[i].kill();
+        let _ = self.nodes[i].wait();
+    }
+
     /// Number of keys stored on the node listening on `port`.
     pub fn keys_on(&self, port: u16) -> i64 {
         redis::cmd("DBSIZE")

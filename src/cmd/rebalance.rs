@@ -1,0 +1,153 @@
+//! `seckill rebalance`: move stock of bucketed items from full buckets to
+//! draining ones (and settle stale transfers), once or, with `--watch`, every
+//! interval until SIGINT/SIGTERM. Optional: buys sell out completely without
+//! it (docs/buckets.md).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::buckets::{Layout, rebalance};
+use crate::context::{Context, Opened};
+use crate::error::usage;
+use crate::output;
+use crate::redis_conn::parse_duration_arg;
+use crate::report::Report;
+
+/// Flags of `seckill rebalance`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+seckill -c campaigns/moutai-cluster.yaml --cluster rebalance\n  \
+seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms")]
+pub struct Args {
+    /// Only this item (default: every bucketed item of the campaign).
+    #[arg(long, value_name = "ID")]
+    pub item: Option<String>,
+
+    /// Keep going, one pass per interval, until SIGINT/SIGTERM.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// Pause between passes with --watch.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub interval: Duration,
+
+    /// A bucket holding less than this fraction of the mean is refilled up to the mean.
+    #[arg(long, default_value_t = 0.5, value_name = "FRACTION")]
+    pub low_water: f64,
+}
+
+/// `seckill rebalance`'s report: the last pass per item, and totals.
+#[derive(Debug, Serialize)]
+pub struct RebalanceReport {
+    /// Passes made (1 without --watch).
+    pub passes: u64,
+    /// Transfers made over all passes.
+    pub moves: u64,
+    /// Stale transfers of others settled over all passes.
+    pub settled: u64,
+    /// The last pass, per item.
+    pub items: Vec<rebalance::Pass>,
+}
+
+impl Report for RebalanceReport {
+    fn render(&self) -> String {
+        let list = |s: &[i64]| s.iter().map(i64::to_string).collect::<Vec<_>>().join(" ");
+        let rows = self
+            .items
+            .iter()
+            .map(|p| {
+                let moves: Vec<String> = p
+                    .moves
+                    .iter()
+                    .map(|m| format!("{}→{} {}", m.from, m.to, m.units))
+                    .collect();
+                vec![
+                    p.item.clone(),
+                    list(&p.stock_before),
+                    if moves.is_empty() {
+                        "-".into()
+                    } else {
+                        moves.join(", ")
+                    },
+                    list(&p.stock_after),
+                    p.settled.to_string(),
+                ]
+            })
+            .collect();
+        let table = output::grid(
+            &["item", "stock before", "moves", "stock after", "settled"],
+            rows,
+            &[1, 2, 3],
+        );
+        format!(
+            "{} pass(es), {} transfer(s), {} stale transfer(s) settled; last pass:\n{table}",
+            self.passes, self.moves, self.settled
+        )
+    }
+}
+
+/// One pass (or passes until SIGINT/SIGTERM with --watch).
+pub fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
+    if !(0.0..=1.0).contains(&args.low_water) {
+        return Err(usage("--low-water must be between 0 and 1"));
+    }
+    let Opened {
+        campaign, mut conn, ..
+    } = ctx.open()?;
+    let layouts: Vec<Layout> = campaign
+        .select_items(args.item.as_deref())?
+        .into_iter()
+        .map(|item| Layout::live(&campaign.id, item))
+        .filter(Layout::is_bucketed)
+        .collect();
+    if layouts.is_empty() {
+        return Err(usage(format!(
+            "campaign {} has no bucketed item to rebalance (items say `buckets: N` with N > 1)",
+            campaign.id
+        )));
+    }
+    let stop = ctx.stop_on_signals()?;
+    let mut report = RebalanceReport {
+        passes: 0,
+        moves: 0,
+        settled: 0,
+        items: Vec::new(),
+    };
+    loop {
+        report.items.clear();
+        for layout in &layouts {
+            let pass = rebalance::pass(&mut conn, layout, args.low_water)?;
+            report.moves += pass.moves.len() as u64;
+            report.settled += u64::from(pass.settled);
+            if args.watch && (!pass.moves.is_empty() || pass.settled > 0) {
+                let moves: Vec<String> = pass
+                    .moves
+                    .iter()
+                    .map(|m| format!("{} → {}: {} ({})", m.from, m.to, m.units, m.transfer_id))
+                    .collect();
+                crate::orders::log(
+                    "rebalance",
+                    format!(
+                        "{}: moved {}; settled {}",
+                        pass.item,
+                        if moves.is_empty() {
+                            "nothing".into()
+                        } else {
+                            moves.join(", ")
+                        },
+                        pass.settled
+                    ),
+                );
+            }
+            report.items.push(pass);
+        }
+        report.passes += 1;
+        if !args.watch || stop.load(Ordering::SeqCst) {
+            return Ok(report);
+        }
+        std::thread::sleep(args.interval);
+    }
+}

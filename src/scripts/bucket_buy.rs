@@ -1,0 +1,42 @@
+//! `lua/bucket_buy.lua`: a purchase in the buyer's home bucket of a bucketed
+//! item, optionally crediting a transfer first (docs/buckets.md). Its call and reply.
+
+use anyhow::Result;
+use redis::Value;
+
+use super::buy::{BuyReply, parse_reply as parse_buy};
+
+super::script_call! {
+    /// One attempt in the home bucket: KEYS then ARGV of `lua/bucket_buy.lua`.
+    BucketBuy = "bucket_buy.lua", Sale;
+    keys { meta, stock, buyers, buyer_orders, requests, orders, rate, xfer_in }
+    argv { user, qty, request_id, order_id, campaign, item, count_attempt, credit_id, credit_source, credit_units }
+}
+
+/// What the home bucket said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeReply {
+    /// `sold_out` means *this bucket* is short, unless `proven`.
+    pub reply: BuyReply,
+    /// Credits this bucket ever received.
+    pub in_count: i64,
+    /// A sweep proved the whole item sold out for good (`sold_out` in meta).
+    pub proven: bool,
+}
+
+/// Parse `{outcome, order_id, stock_left, in_count, proven}`.
+pub fn parse_reply(reply: Value) -> Result<HomeReply> {
+    let Value::Array(mut fields) = reply else {
+        anyhow::bail!("bucket buy script answered {reply:?}");
+    };
+    if fields.len() != 5 {
+        anyhow::bail!("bucket buy script answered {} fields", fields.len());
+    }
+    let proven: i64 = redis::from_redis_value(fields.pop().unwrap_or(Value::Nil))?;
+    let in_count: i64 = redis::from_redis_value(fields.pop().unwrap_or(Value::Nil))?;
+    Ok(HomeReply {
+        reply: parse_buy(Value::Array(fields))?,
+        in_count,
+        proven: proven == 1,
+    })
+}

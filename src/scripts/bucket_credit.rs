@@ -1,0 +1,31 @@
+//! `lua/bucket_credit.lua`: settle a transfer — credit its destination once
+//! (docs/buckets.md). Its call and reply.
+
+use anyhow::{Result, bail};
+use redis::Value;
+
+super::script_call! {
+    /// Credit one transfer: KEYS then ARGV of `lua/bucket_credit.lua`.
+    BucketCredit = "bucket_credit.lua", Sale;
+    keys { meta, stock, xfer_in }
+    argv { transfer_id, source, units }
+}
+
+/// How a settling credit went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credited {
+    Now,
+    Already,
+    NotPreheated,
+}
+
+/// Parse `{status, stock_after}`.
+pub fn parse_reply(reply: Value) -> Result<Credited> {
+    let (status, _stock): (String, i64) = redis::from_redis_value(reply)?;
+    match status.as_str() {
+        "credited" => Ok(Credited::Now),
+        "already_credited" => Ok(Credited::Already),
+        "not_preheated" => Ok(Credited::NotPreheated),
+        other => bail!("credit script returned unknown status {other:?}"),
+    }
+}
