@@ -21,6 +21,10 @@
 -- ARGV[8] credit_id transfer id to credit first ("" = none)
 -- ARGV[9] credit_source its source bucket
 -- ARGV[10] credit_units its units
+-- KEYS[9] reservations  hash   order id -> reservation record (lua/pay.lua has its format)
+-- KEYS[10] deadlines    zset   order id -> payment deadline ms, reserved orders only
+-- ARGV[11] payment_timeout_ms  "0" = an ok is final; else a reservation, as in buy.lua,
+--                              recorded in THIS bucket (where its units come from)
 --
 -- Returns {outcome, order_id, stock_left, in_count, proven}:
 --   outcome    as buy.lua's; sold_out means THIS BUCKET has fewer than qty
@@ -111,9 +115,25 @@ end
 -- As in buy.lua: buyer_orders read and the stream written first, so a type
 -- error still leaves nothing of the purchase half-done.
 redis.call('HEXISTS', KEYS[4], user)
-redis.call('XADD', KEYS[6], '*',
+local timeout = tonumber(ARGV[11]) or 0
+local deadline = ''
+if timeout > 0 then
+  -- Reservation (as in buy.lua): its keys read first, so a wrong type fails before any write.
+  redis.call('HEXISTS', KEYS[9], ARGV[4])
+  redis.call('ZSCORE', KEYS[10], ARGV[4])
+  deadline = string.format('%d', now + timeout)
+end
+local entry_id = redis.call('XADD', KEYS[6], '*',
   'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
-  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now, 'request_id', request_id)
+  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now, 'request_id', request_id,
+  'deadline_ms', deadline)
+if timeout > 0 then
+  redis.call('HSET', KEYS[9], ARGV[4], string.format('reserved %d %d %d %s %d %s %s',
+    qty, tonumber(meta[8] or '0'), now, deadline, now, entry_id, user))
+  redis.call('ZADD', KEYS[10], deadline, ARGV[4])
+  redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
+  redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
+end
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
@@ -125,6 +145,10 @@ if meta[9] and meta[9] ~= '' then
   redis.call('PEXPIREAT', KEYS[4], meta[9])
   if request_field then
     redis.call('PEXPIREAT', KEYS[5], meta[9])
+  end
+  if timeout > 0 then
+    redis.call('PEXPIREAT', KEYS[9], meta[9])
+    redis.call('PEXPIREAT', KEYS[10], meta[9])
   end
 end
 return {'ok', ARGV[4], left, in_count, 0}

@@ -5,7 +5,8 @@
 --
 -- KEYS[1] reservations  hash   order id -> reservation record (format in lua/pay.lua)
 -- KEYS[2] deadlines     zset   order id -> deadline ms, reserved orders only
--- KEYS[3] meta          hash   reservation counters (reserved_/expired_/cancelled_ orders, units)
+-- KEYS[3] meta          hash   reservation counters (reserved_/expired_/cancelled_ orders, units);
+--                              a bucket's `sold_out` proof is cleared by a release
 -- KEYS[4] stock         string units left: a released order's units come back here,
 --                              the stock of the slot (item or bucket) the order was sold from
 -- KEYS[5] buyers        hash   user -> units bought (decremented when ARGV rebuy = 1)
@@ -80,6 +81,9 @@ local function release(order_id, r, new_state, reason)
     'qty', r.qty, 'price_cents', r.price, 'bought_at_ms', r.bought_at, 'deadline_ms', r.deadline,
     'event', new_state, 'event_at_ms', now, 'reason', reason)
   redis.call('INCRBY', KEYS[4], qty)
+  -- A bucketed item's proven sell-out is no longer true (docs/buckets.md);
+  -- the caller clears it in the item's other buckets.
+  redis.call('HDEL', KEYS[3], 'sold_out')
   if rebuy then
     if bought <= qty then
       redis.call('HDEL', KEYS[5], r.user)

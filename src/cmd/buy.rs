@@ -115,7 +115,8 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
     let payment_timeout_ms = campaign.payment_timeout_ms();
     // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
     let reply = if item.buckets > 1 {
-        buckets::buy::buy(&mut conn, &Layout::live(&campaign.id, item), &request)?.0
+        let layout = Layout::live(&campaign.id, item);
+        buckets::buy::reserve(&mut conn, &layout, &request, payment_timeout_ms)?.0
     } else {
         let keys = ItemKeys::live(&campaign.id, &item.id);
         buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)?

@@ -98,6 +98,7 @@ pub fn run(
         .ok_or_else(|| anyhow!("the load-test campaign has no item"))?;
     let slot = Slot {
         item,
+        bucket: None,
         keys: keys.clone(),
     };
     let mut control = target.connect()?;

@@ -35,10 +35,11 @@ use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
+use crate::buckets::Layout;
 use crate::campaign::{Campaign, Item, is_valid_id};
 use crate::error::usage;
 use crate::exit_codes;
-use crate::keys::ItemKeys;
+use crate::keys::{ItemKeys, LIVE_PREFIX};
 use crate::orders::log;
 use crate::orders::reconnecting::ReconnectingConn;
 use crate::redis_conn::{Conn, RedisTarget};
@@ -107,23 +108,46 @@ pub fn exit_code(outcome: OrderOutcome) -> i32 {
     }
 }
 
-/// One slot that can hold reservations: an item (or one bucket of it).
+/// One slot that can hold reservations: an item, or one bucket of a
+/// bucketed item (`docs/buckets.md`).
 #[derive(Debug, Clone)]
 pub struct Slot<'a> {
     pub item: &'a Item,
+    /// The bucket, for a bucketed item.
+    pub bucket: Option<u32>,
     pub keys: ItemKeys,
 }
 
-/// Every slot of the selected items (`None`: all items of the campaign).
-pub fn slots<'a>(campaign: &'a Campaign, item: Option<&str>) -> Result<Vec<Slot<'a>>> {
-    Ok(campaign
-        .select_items(item)?
-        .into_iter()
-        .map(|item| Slot {
-            item,
-            keys: ItemKeys::live(&campaign.id, &item.id),
-        })
-        .collect())
+/// Every slot of the selected items (`None`: all items of the campaign). A
+/// bucketed item's buckets are those of the bucket count Redis recorded at
+/// preheat (`bucket_count`), not the file's: orders live in the buckets they
+/// were sold from, whatever the file says now.
+pub fn slots<'a, C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &'a Campaign,
+    item: Option<&str>,
+) -> Result<Vec<Slot<'a>>> {
+    let mut slots = Vec::new();
+    for item in campaign.select_items(item)? {
+        let from_file = Layout::live(&campaign.id, item);
+        let recorded: Option<u32> = conn
+            .get(from_file.marker())
+            .with_context(|| format!("cannot read {}", from_file.marker()))?;
+        let layout = Layout::new(
+            LIVE_PREFIX,
+            &campaign.id,
+            &item.id,
+            recorded.unwrap_or(item.buckets),
+        );
+        for bucket in layout.all() {
+            slots.push(Slot {
+                item,
+                bucket: layout.is_bucketed().then_some(bucket.bucket),
+                keys: bucket.keys,
+            });
+        }
+    }
+    Ok(slots)
 }
 
 /// Refuse an order id that cannot be one (it goes after a hash tag and into Lua).
@@ -164,15 +188,27 @@ pub struct OrderResult {
     pub order_id: String,
     /// The item holding the order (None when unknown).
     pub item: Option<String>,
+    /// The bucket holding it (bucketed items): its units return there.
+    pub bucket: Option<u32>,
     #[serde(flatten)]
     pub reply: OrderReply,
 }
 
 impl OrderResult {
+    fn of(order_id: &str, slot: &Slot, reply: OrderReply) -> OrderResult {
+        OrderResult {
+            order_id: order_id.to_string(),
+            item: Some(slot.item.id.clone()),
+            bucket: slot.bucket,
+            reply,
+        }
+    }
+
     fn unknown(order_id: &str) -> OrderResult {
         OrderResult {
             order_id: order_id.to_string(),
             item: None,
+            bucket: None,
             reply: OrderReply {
                 outcome: OrderOutcome::UnknownOrder,
                 state: None,
@@ -193,16 +229,12 @@ pub fn pay<C: ConnectionLike>(
     order_id: &str,
 ) -> Result<OrderResult> {
     check_order_id(order_id)?;
-    let slots = slots(campaign, item)?;
+    let slots = slots(conn, campaign, item)?;
     let Some(slot) = locate(conn, &slots, order_id)? else {
         return Ok(OrderResult::unknown(order_id));
     };
     let reply = pay_in(conn, campaign, slot, order_id)?;
-    Ok(OrderResult {
-        order_id: order_id.to_string(),
-        item: Some(slot.item.id.clone()),
-        reply,
-    })
+    Ok(OrderResult::of(order_id, slot, reply))
 }
 
 /// Run the pay script for `order_id` in `slot`.
@@ -245,7 +277,7 @@ pub fn cancel<C: ConnectionLike>(
             "--reason must be at most {MAX_REASON_BYTES} bytes without control characters"
         )));
     }
-    let slots = slots(campaign, item)?;
+    let slots = slots(conn, campaign, item)?;
     let Some(slot) = locate(conn, &slots, order_id)? else {
         return Ok(OrderResult::unknown(order_id));
     };
@@ -259,11 +291,28 @@ pub fn cancel<C: ConnectionLike>(
                 "release script failed for order {order_id} (outcome unknown: cancelling again is safe)"
             )
         })?;
-    Ok(OrderResult {
-        order_id: order_id.to_string(),
-        item: Some(slot.item.id.clone()),
-        reply,
-    })
+    if reply.outcome == OrderOutcome::Cancelled {
+        reopen(conn, &slots, slot)?;
+    }
+    Ok(OrderResult::of(order_id, slot, reply))
+}
+
+/// After units went back into `released`'s bucket: a bucketed item's proven
+/// sell-out (`sold_out` in every bucket's meta, `docs/buckets.md`) is no
+/// longer true, so it is cleared in every bucket of that item — the release
+/// script already cleared it in its own. Idempotent; `expire` repeats it
+/// every pass while the item has stock, so a crash between the two, or a
+/// prover marking the item meanwhile, is healed within one interval.
+fn reopen<C: ConnectionLike>(conn: &mut C, slots: &[Slot], released: &Slot) -> Result<()> {
+    if released.bucket.is_none() {
+        return Ok(());
+    }
+    for slot in slots.iter().filter(|s| s.item.id == released.item.id) {
+        let _: i64 = conn
+            .hdel(&slot.keys.meta, "sold_out")
+            .with_context(|| format!("cannot clear the sell-out proof in {}", slot.keys.meta))?;
+    }
+    Ok(())
 }
 
 fn release_call<'a>(
@@ -351,7 +400,8 @@ pub fn expire(
     settings: &ExpireSettings,
     stop: &AtomicBool,
 ) -> Result<Vec<ItemExpiry>> {
-    let slots = slots(campaign, None)?;
+    let mut conn = conn;
+    let slots = slots(&mut conn, campaign, None)?;
     let mut totals: Vec<ItemExpiry> = campaign
         .items
         .iter()
@@ -408,6 +458,7 @@ pub fn expire(
                 }
             }
         }
+        heal_sell_out_proofs(&mut conn, &slots, stop)?;
         let Some(interval) = settings.repeat else {
             return Ok(totals);
         };
@@ -429,6 +480,56 @@ pub fn expire(
             return Ok(totals);
         }
     }
+}
+
+/// A bucketed item with units in some bucket while a bucket's meta says it
+/// is proven sold out (a release raced the prover, or a `cancel` died before
+/// reopening every bucket): clear the proof, so every shopper sweeps again.
+fn heal_sell_out_proofs(
+    conn: &mut ReconnectingConn,
+    slots: &[Slot],
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut items: Vec<&str> = slots
+        .iter()
+        .filter(|s| s.bucket.is_some())
+        .map(|s| s.item.id.as_str())
+        .collect();
+    items.dedup();
+    for item in items {
+        let buckets: Vec<&Slot> = slots.iter().filter(|s| s.item.id == item).collect();
+        let what = format!("checking the sell-out proof of item {item}");
+        let (stock, proven) = conn.retry(EXPIRE, &what, stop, |conn| {
+            let mut stock = 0i64;
+            let mut proven = false;
+            for slot in &buckets {
+                let left: Option<i64> = conn
+                    .get(&slot.keys.stock)
+                    .with_context(|| format!("cannot read {}", slot.keys.stock))?;
+                let flag: Option<String> = conn
+                    .hget(&slot.keys.meta, "sold_out")
+                    .with_context(|| format!("cannot read {}", slot.keys.meta))?;
+                stock += left.unwrap_or(0);
+                proven |= flag.is_some();
+            }
+            Ok((stock, proven))
+        })?;
+        if stock > 0 && proven {
+            log(
+                EXPIRE,
+                format!("item {item}: {stock} unit(s) back in stock: clearing its proven sell-out"),
+            );
+            conn.retry(EXPIRE, &what, stop, |conn| {
+                for slot in &buckets {
+                    let _: i64 = conn
+                        .hdel(&slot.keys.meta, "sold_out")
+                        .with_context(|| format!("cannot write {}", slot.keys.meta))?;
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Reservation counters of one slot (from `…:meta`).

@@ -1057,3 +1057,103 @@ fn the_shipped_reservations_campaign_is_valid() {
             .is_none()
     );
 }
+
+/// Stock of every bucket of item 1001 of campaign `bk` under `n` buckets.
+fn bucket_stocks(server: &RedisServer, n: u32) -> Vec<i64> {
+    let layout = seckill::buckets::Layout::new(seckill::keys::LIVE_PREFIX, "bk", "1001", n);
+    let mut conn = server.conn();
+    layout
+        .all()
+        .iter()
+        .map(|b| {
+            conn.get::<_, Option<i64>>(&b.keys.stock)
+                .unwrap()
+                .unwrap_or(-1)
+        })
+        .collect()
+}
+
+#[test]
+fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
+    let server = RedisServer::start();
+    let yaml = |buckets: u32, timeout: &str| {
+        format!(
+            "campaign: bk\npayment_timeout: {timeout}\nitems:\n  - {{ id: \"1001\", name: hot, price: \"9.99\", stock: 8, buckets: {buckets} }}\norders:\n  store: sqlite://orders.db\n"
+        )
+    };
+    let file = campaign_file(&yaml(4, "15m"));
+    let rewrite =
+        |buckets: u32, timeout: &str| std::fs::write(&file.path, yaml(buckets, timeout)).unwrap();
+    preheat(&file, &server);
+    assert_eq!(bucket_stocks(&server, 4), [2, 2, 2, 2]);
+    let buy = |user: &str| -> (i32, serde_json::Value) {
+        let output = seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1001", "--user", user, "--format", "json"])
+            .output()
+            .unwrap();
+        (output.status.code().unwrap(), json(&output))
+    };
+    // Eight shoppers take every unit (transfers included); a ninth is told sold out,
+    // which proves the sell-out in every bucket.
+    let mut orders = Vec::new();
+    for n in 0..8 {
+        let user = format!("s{n}");
+        let (code, bought) = buy(&user);
+        assert_eq!(code, 0, "{bought:#}");
+        orders.push((user, bought["order_id"].as_str().unwrap().to_string()));
+    }
+    assert_eq!(buy("late").0, seckill::exit_codes::SOLD_OUT);
+    assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
+
+    // The file now says another bucket count: preheat refuses it, and the
+    // order still returns its unit to the bucket it was sold from.
+    rewrite(2, "15m");
+    let refused = seckill(&file.path, &server.url())
+        .arg("preheat")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let (user, order) = &orders[0];
+    let home = seckill::buckets::home_bucket(user, 4);
+    let output = seckill(&file.path, &server.url())
+        .args(["cancel", "--order", order, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let cancelled = json(&output);
+    assert_eq!(cancelled["bucket"], home, "{cancelled:#}");
+    let mut expected = [0, 0, 0, 0];
+    expected[home as usize] = 1;
+    assert_eq!(bucket_stocks(&server, 4), expected);
+
+    // The proof is gone: a shopper whose home is another bucket buys the unit.
+    rewrite(4, "15m");
+    let other = (0..)
+        .map(|n| format!("x{n}"))
+        .find(|u| seckill::buckets::home_bucket(u, 4) != home)
+        .unwrap();
+    let (code, resold) = buy(&other);
+    assert_eq!(code, 0, "the released unit is sold again: {resold:#}");
+    assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
+
+    // Expiry returns each unit to its own bucket too.
+    rewrite(4, "100ms");
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].1), 0);
+    let (code, short) = buy("short-lived");
+    assert_eq!(code, 0, "{short:#}");
+    let short_home = seckill::buckets::home_bucket("short-lived", 4);
+    std::thread::sleep(Duration::from_millis(150));
+    seckill(&file.path, &server.url())
+        .arg("expire")
+        .assert()
+        .success();
+    let stocks = bucket_stocks(&server, 4);
+    assert_eq!(stocks.iter().sum::<i64>(), 1, "{stocks:?}");
+    assert_eq!(stocks[short_home as usize], 1, "{stocks:?}");
+
+    drain(&file, &server, &[]);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let r = &report["items"][0]["reservations"];
+    assert_eq!(r["released_units"], 3, "{report:#}");
+}
