@@ -38,31 +38,77 @@
 -- each release re-checks the record's state (and, for expiry, its deadline)
 -- inside this script, so an order is released at most once and a paid order
 -- never. Key-expiry notifications play no part. Every key is read (type
--- checked) before the first write.
+-- checked) and every stored number validated before the first write; a
+-- wrong type or a malformed value is an error "CORRUPT <key>..." and nothing
+-- is written (in mode expire, a malformed buyer count fails the call after the
+-- orders before it were released, each of them whole).
+
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
+
+-- A stored number as strictly as INCRBY/HINCRBY take it (no sign but '-',
+-- no leading zero, |n| <= 2^53), or an error naming where it is; nil stays nil.
+local function integer(where, value)
+  if not value then return nil end
+  if not (value == '0' or string.match(value, '^-?[1-9]%d*$')) or #value > 17
+      or math.abs(tonumber(value)) > 9007199254740992 then
+    error({err = 'CORRUPT ' .. where .. ' is not an integer: ' .. string.format('%q', value)})
+  end
+  return tonumber(value)
+end
+
+-- A reservation record (format above), every number checked; nil when absent.
+local function parse(key, order_id, record)
+  if not record then return nil end
+  local r = {}
+  r.state, r.qty, r.price, r.bought_at, r.deadline, r.changed_at, r.event_id, r.user =
+    string.match(record, '^(%l+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) (.*)$')
+  local where = key .. ' field ' .. order_id
+  if not r.state then
+    error({err = 'CORRUPT ' .. where .. ' is not a reservation record'})
+  end
+  for _, name in ipairs({'qty', 'price', 'bought_at', 'deadline', 'changed_at'}) do
+    integer(where .. ' (' .. name .. ')', r[name])
+  end
+  if r.state ~= 'reserved' and r.state ~= 'paid' and r.state ~= 'expired' and r.state ~= 'cancelled' then
+    error({err = 'CORRUPT ' .. where .. ': unknown state ' .. r.state})
+  end
+  return r
+end
+
+-- The counters a state change moves, checked before the first write.
+local COUNTERS = {'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
+  'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units'}
+local function check_counters(meta)
+  local values = read(meta, 'HMGET', meta, unpack(COUNTERS))
+  for i, name in ipairs(COUNTERS) do
+    integer(meta .. ' field ' .. name, values[i])
+  end
+end
 
 local mode = ARGV[1]
 local rebuy = ARGV[5] == '1'
-local PATTERN = '^(%l+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) (.*)$'
 
-local stock = redis.call('GET', KEYS[4])
-if stock and not tonumber(stock) then
-  return redis.error_reply('CORRUPT ' .. KEYS[4] .. ' is not an integer')
+local stock = integer(KEYS[4], read(KEYS[4], 'GET', KEYS[4]))
+if not read(KEYS[3], 'HGET', KEYS[3], 'initial_stock') then
+  stock = nil -- meta gone (expired): the item is not preheated any more
 end
-if not redis.call('HGET', KEYS[3], 'initial_stock') then
-  stock = false -- meta gone (expired): the item is not preheated any more
-end
-redis.call('HLEN', KEYS[5])
-redis.call('HLEN', KEYS[6])
-redis.call('ZCARD', KEYS[2])
-redis.call('XLEN', KEYS[7])
+check_counters(KEYS[3])
+read(KEYS[1], 'HLEN', KEYS[1])
+read(KEYS[2], 'ZCARD', KEYS[2])
+read(KEYS[5], 'HLEN', KEYS[5])
+read(KEYS[6], 'HLEN', KEYS[6])
+read(KEYS[7], 'XLEN', KEYS[7])
 
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local now = string.format('%d', now_ms)
-
-local function corrupt(order_id, why)
-  return redis.error_reply('CORRUPT reservation record of order ' .. order_id .. ' in ' .. KEYS[1] .. ': ' .. why)
-end
 
 -- Release one reserved order (its record fields parsed): every read first,
 -- so a malformed value fails before this order's first write.
@@ -70,11 +116,7 @@ local function release(order_id, r, new_state, reason)
   local qty = tonumber(r.qty)
   local bought = 0
   if rebuy then
-    local raw = redis.call('HGET', KEYS[5], r.user)
-    bought = tonumber(raw or '0')
-    if not bought then
-      return redis.error_reply('CORRUPT ' .. KEYS[5] .. ' field ' .. r.user .. ' is not an integer')
-    end
+    bought = integer(KEYS[5] .. ' field ' .. r.user, redis.call('HGET', KEYS[5], r.user)) or 0
   end
   local event_id = redis.call('XADD', KEYS[7], '*',
     'order_id', order_id, 'campaign', ARGV[6], 'item_id', ARGV[7], 'user_id', r.user,
@@ -104,38 +146,26 @@ local function release(order_id, r, new_state, reason)
   r.state, r.changed_at = new_state, now
 end
 
-local function parse(record)
-  local r = {}
-  r.state, r.qty, r.price, r.bought_at, r.deadline, r.changed_at, r.event_id, r.user =
-    string.match(record, PATTERN)
-  if not r.state then return nil end
-  return r
-end
-
 if mode == 'cancel' then
   local order_id = ARGV[2]
-  local record = redis.call('HGET', KEYS[1], order_id)
-  if not record then
+  local r = parse(KEYS[1], order_id, redis.call('HGET', KEYS[1], order_id))
+  if not r then
     return {'unknown_order', '', 0, 0, 0, ''}
   end
-  local r = parse(record)
-  if not r then return corrupt(order_id, 'unparsable') end
   local function reply(outcome)
     return {outcome, r.state, tonumber(r.qty), tonumber(r.deadline), tonumber(r.changed_at), r.user}
   end
   if r.state == 'cancelled' then return reply('already_cancelled') end
   if r.state == 'expired' or r.state == 'paid' then return reply(r.state) end
-  if r.state ~= 'reserved' then return corrupt(order_id, 'state ' .. r.state) end
   if not stock then return reply('not_preheated') end
-  local failed = release(order_id, r, 'cancelled', ARGV[3])
-  if failed then return failed end
+  release(order_id, r, 'cancelled', ARGV[3])
   return reply('cancelled')
 elseif mode == 'expire' then
   local limit = tonumber(ARGV[4])
   if not limit or limit < 1 then
     return redis.error_reply('ERR release.lua: limit must be >= 1, got ' .. tostring(ARGV[4]))
   end
-  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
   if #due > 0 and not stock then
     -- No stock key: the sale's keys expired or were deleted. Releasing would
     -- create a stock key without expiry; leave the reservations as they are.
@@ -144,10 +174,10 @@ elseif mode == 'expire' then
   local released, units, unreadable = 0, 0, {}
   for _, order_id in ipairs(due) do
     local record = redis.call('HGET', KEYS[1], order_id)
-    local r = record and parse(record)
+    local ok, parsed = pcall(parse, KEYS[1], order_id, record)
+    local r = ok and parsed or nil
     if r and r.state == 'reserved' and tonumber(r.deadline) <= now_ms then
-      local failed = release(order_id, r, 'expired', '')
-      if failed then return failed end
+      release(order_id, r, 'expired', '')
       released = released + 1
       units = units + tonumber(r.qty)
     elseif r and r.state == 'reserved' then
@@ -161,7 +191,7 @@ elseif mode == 'expire' then
       redis.call('ZREM', KEYS[2], order_id)
     end
   end
-  return {released, units, redis.call('ZCOUNT', KEYS[2], '-inf', now_ms), unreadable}
+  return {released, units, redis.call('ZCOUNT', KEYS[2], '-inf', now), unreadable}
 else
   return redis.error_reply('ERR release.lua: mode must be cancel or expire, got ' .. tostring(mode))
 end

@@ -1159,3 +1159,125 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
     let r = &report["items"][0]["reservations"];
     assert_eq!(r["released_units"], 3, "{report:#}");
 }
+
+/// Every key of the item, canonical: "nothing written" means this is unchanged.
+fn everything(conn: &mut redis::Connection) -> BTreeMap<String, String> {
+    let keys: Vec<String> = conn.keys("*").unwrap();
+    keys.into_iter()
+        .map(|key| {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(conn).unwrap();
+            let value = match kind.as_str() {
+                "string" => format!("{:?}", conn.get::<_, String>(&key).unwrap()),
+                "hash" => format!(
+                    "{:?}",
+                    conn.hgetall::<_, BTreeMap<String, String>>(&key).unwrap()
+                ),
+                "zset" => format!(
+                    "{:?}",
+                    conn.zrange_withscores::<_, Vec<(String, f64)>>(&key, 0, -1)
+                        .unwrap()
+                ),
+                "list" => format!("{:?}", conn.lrange::<_, Vec<String>>(&key, 0, -1).unwrap()),
+                "stream" => format!("{}", conn.xlen::<_, i64>(&key).unwrap()),
+                other => other.to_string(),
+            };
+            (key, format!("{kind} {value}"))
+        })
+        .collect()
+}
+
+#[test]
+fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "50ms", "");
+    let k = keys();
+    let pay_keys = [&k.reservations, &k.deadlines, &k.meta, &k.orders];
+    let release_keys = [
+        &k.reservations,
+        &k.deadlines,
+        &k.meta,
+        &k.stock,
+        &k.buyers,
+        &k.buyer_orders,
+        &k.orders,
+    ];
+    let mut cases = 0;
+    for (script, keys, mode) in [
+        ("pay", &pay_keys[..], ""),
+        ("release", &release_keys[..], "cancel"),
+        ("release", &release_keys[..], "expire"),
+    ] {
+        let source = std::fs::read_to_string(format!("lua/{script}.lua")).unwrap();
+        for (index, key) in keys.iter().enumerate() {
+            let corruptions: Vec<(&str, &str)> = vec![
+                ("type", "string"),
+                ("type", "list"),
+                ("value", "1.5"),
+                ("value", "05"),
+                ("value", "99999999999999999999"),
+            ];
+            for (how, what) in corruptions {
+                let mut conn = server.conn();
+                let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+                preheat(&file, &server);
+                let order = reserve_many(&server, &file, "v", 1, |_| 1).remove(0).0;
+                std::thread::sleep(Duration::from_millis(60));
+                let kind: String = redis::cmd("TYPE").arg(*key).query(&mut conn).unwrap();
+                match (how, kind.as_str()) {
+                    ("type", _) => {
+                        let () = conn.del(*key).unwrap();
+                        if what == "string" {
+                            let () = conn.set(*key, "x").unwrap();
+                        } else {
+                            let _: i64 = conn.rpush(*key, "x").unwrap();
+                        }
+                    }
+                    (_, "string") => {
+                        let () = conn.set(*key, what).unwrap();
+                    }
+                    // buyer_orders holds order ids, not numbers.
+                    (_, "hash") if **key == k.buyer_orders => continue,
+                    (_, "hash") => {
+                        // A counter, a buyer's units, a record: each where the script reads it.
+                        let () = conn.hset(*key, "paid_units", what).unwrap();
+                        let () = conn.hset(*key, "v0", what).unwrap();
+                        if **key == k.reservations {
+                            let record = format!("reserved 1 1 1 {what} 1 1-0 v0");
+                            let () = conn.hset(*key, &order, record).unwrap();
+                        }
+                    }
+                    _ => continue,
+                }
+                let argv: Vec<&str> = if script == "pay" {
+                    vec![&order, "res", "1001"]
+                } else if mode == "cancel" {
+                    vec!["cancel", &order, "", "1", "1", "res", "1001"]
+                } else {
+                    vec!["expire", "", "", "10", "1", "res", "1001"]
+                };
+                let before = everything(&mut conn);
+                let result: redis::RedisResult<redis::Value> = redis::cmd("EVAL")
+                    .arg(&source)
+                    .arg(keys.len())
+                    .arg(keys)
+                    .arg(&argv)
+                    .query(&mut conn);
+                let after = everything(&mut conn);
+                let case = format!("{script} {mode} KEYS[{}] {key} {how} {what}", index + 1);
+                cases += 1;
+                match result {
+                    Err(e) => {
+                        assert_eq!(before, after, "{case}: failed half-way: {e}");
+                        assert!(e.to_string().contains(key.as_str()), "{case}: {e}");
+                    }
+                    // Expire takes an unreadable record off the deadline list (named in its reply).
+                    Ok(_) if mode == "expire" && **key == k.reservations => {}
+                    Ok(reply) => {
+                        assert_eq!(before, after, "{case}: wrote with a corrupt key: {reply:?}")
+                    }
+                }
+            }
+        }
+    }
+    assert!(cases >= 60, "{cases} cases");
+}
