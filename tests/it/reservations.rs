@@ -1189,7 +1189,9 @@ fn everything(conn: &mut redis::Connection) -> BTreeMap<String, String> {
 #[test]
 fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values() {
     let server = RedisServer::start();
-    let file = reservation_campaign(10, "50ms", "");
+    // Pay and cancel before the deadline, expire after it.
+    let long = reservation_campaign(10, "15m", "");
+    let short = reservation_campaign(10, "50ms", "");
     let k = keys();
     let pay_keys = [&k.reservations, &k.deadlines, &k.meta, &k.orders];
     let release_keys = [
@@ -1219,9 +1221,12 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
             for (how, what) in corruptions {
                 let mut conn = server.conn();
                 let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-                preheat(&file, &server);
-                let order = reserve_many(&server, &file, "v", 1, |_| 1).remove(0).0;
-                std::thread::sleep(Duration::from_millis(60));
+                let file = if mode == "expire" { &short } else { &long };
+                preheat(file, &server);
+                let order = reserve_many(&server, file, "v", 1, |_| 1).remove(0).0;
+                if mode == "expire" {
+                    std::thread::sleep(Duration::from_millis(60));
+                }
                 let kind: String = redis::cmd("TYPE").arg(*key).query(&mut conn).unwrap();
                 match (how, kind.as_str()) {
                     ("type", _) => {
