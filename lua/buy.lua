@@ -7,7 +7,8 @@
 -- KEYS[2] stock         string units left
 -- KEYS[3] buyers        hash   user -> units bought
 -- KEYS[4] buyer_orders  hash   user -> latest order id
--- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> order id of an ok attempt
+-- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> "<order id>:<qty>" of an ok
+--                              attempt (a bare "<order id>" written by older versions is read too)
 -- KEYS[6] orders        stream one entry per order
 -- KEYS[7] rate          string this user's attempts in the current rate-limit window
 -- ARGV[1] user          user id
@@ -23,55 +24,180 @@
 --                             counted in meta (reserved_orders, reserved_units)
 --
 -- Returns {outcome, order_id, stock_left}:
---   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended | not_preheated
---   order_id   the new order (ok), the remembered order (ok on a retried request id),
---              the user's existing order (duplicate), otherwise ""
---   stock_left units left after this attempt, -1 when not preheated
+--   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
+--              | not_preheated | corrupt_state | request_id_reused
+--   order_id   the new order (ok), the remembered order (ok on a retried request id;
+--              request_id_reused when that retry asks another qty: nothing is bought),
+--              the user's existing order (duplicate); for corrupt_state the problem,
+--              "<key>: <what is wrong>"; otherwise ""
+--   stock_left units left after this attempt, -1 when not preheated or corrupt
 --
 -- Every precondition is checked before the first state write: Redis has no
--- rollback, so a refusal (or a key of the wrong type) must leave stock,
--- buyers and the stream untouched.
+-- rollback, so a refusal must leave stock, buyers and the stream untouched.
+-- That includes the stored state itself: every value read is validated as
+-- strictly as the command that later writes it (a strict integer, no sign
+-- but '-', no leading zero, |n| <= 2^53 so a double holds it exactly and no
+-- increment can overflow; a key of the wrong type), so `1.5`, ` 5`, `5e0`,
+-- `0x10` never reach DECRBY/HINCRBY/PEXPIRE half-way: the outcome is then
+-- corrupt_state and nothing at all is written.
 -- The one write that may come earlier is the rate-limit counter: counting an
 -- attempt is the point of a rate limit, refused or not. The `#!lua` shebang
 -- makes Redis refuse the whole script up front under OOM instead of failing
 -- half-way. Only `ok` is remembered under the request id: a refused attempt
 -- changed nothing, so retrying it simply evaluates again.
 
+-- A corrupt value aborts the attempt through error(): `attempt` runs under
+-- pcall, and only this marker becomes the corrupt_state outcome.
+local CORRUPT = {}
+local function corrupt(key, what)
+  error({[CORRUPT] = key .. ': ' .. what})
+end
+
+local function shown(value)
+  if type(value) ~= 'string' then
+    return tostring(value)
+  end
+  if #value > 40 then
+    value = string.sub(value, 1, 40) .. '...'
+  end
+  return string.format('%q', value)
+end
+
+-- Redis's own integer syntax (string2ll), narrowed to what a double holds exactly.
+local TWO_TO_53 = '9007199254740992'
+local function strict_int(value)
+  if value == '0' then
+    return 0
+  end
+  -- string.find without a capture allocates nothing: this runs ~10 times per attempt.
+  if type(value) ~= 'string' or not string.find(value, '^%-?[1-9]%d*$') then
+    return nil
+  end
+  local digits = #value - (string.byte(value, 1) == 45 and 1 or 0)
+  if digits > 16 or (digits == 16 and string.sub(value, -16) > TWO_TO_53) then
+    return nil
+  end
+  return tonumber(value)
+end
+
+local function int_of(key, what, value)
+  local n = strict_int(value)
+  if not n then
+    corrupt(key, what .. ' holds ' .. shown(value) .. ', not an integer')
+  end
+  return n
+end
+
+-- '' (or absent) means "none" for optional fields.
+local function optional_int_of(key, what, value)
+  if not value or value == '' then
+    return nil
+  end
+  return int_of(key, what, value)
+end
+
+-- A read whose WRONGTYPE error names its key.
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    corrupt(key, reply.err)
+  end
+  return reply
+end
+
+local function attempt()
 local user = ARGV[1]
 local qty = tonumber(ARGV[2])
 local request_id = ARGV[3]
 
+-- Stock, validated wherever it is answered from.
+local function stock_or_nil()
+  local value = read(KEYS[2], 'GET', KEYS[2])
+  if not value then
+    return nil
+  end
+  return int_of(KEYS[2], 'stock', value)
+end
+
 local request_field = false
 if request_id ~= '' then
   request_field = string.len(user) .. ':' .. user .. ':' .. request_id
-  local remembered = redis.call('HGET', KEYS[5], request_field)
+  local remembered = read(KEYS[5], 'HGET', KEYS[5], request_field)
   if remembered then
-    return {'ok', remembered, tonumber(redis.call('GET', KEYS[2]) or '-1')}
+    local order_id, bought_qty = string.match(remembered, '^([^:]*):(%d+)$')
+    if not order_id then
+      order_id = remembered
+    elseif tonumber(bought_qty) ~= qty then
+      return {'request_id_reused', order_id, stock_or_nil() or -1}
+    end
+    return {'ok', order_id, stock_or_nil() or -1}
   end
 end
 
-local meta = redis.call('HMGET', KEYS[1], 'initial_stock', 'closed', 'starts_at_ms',
+local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'closed', 'starts_at_ms',
   'ends_at_ms', 'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms')
-local stock = tonumber(redis.call('GET', KEYS[2]))
+local stock = stock_or_nil()
 if not meta[1] or not stock then
   return {'not_preheated', '', -1}
 end
+-- Every meta field is checked now, whichever branch below would use it.
+int_of(KEYS[1], 'initial_stock', meta[1])
+if meta[2] and meta[2] ~= '0' and meta[2] ~= '1' then
+  corrupt(KEYS[1], 'closed holds ' .. shown(meta[2]) .. ', not 0 or 1')
+end
+local starts_at = optional_int_of(KEYS[1], 'starts_at_ms', meta[3])
+local ends_at = optional_int_of(KEYS[1], 'ends_at_ms', meta[4])
+local limit = meta[5] and int_of(KEYS[1], 'per_user_limit', meta[5]) or 1
+local rate_window = optional_int_of(KEYS[1], 'rate_window_ms', meta[6])
+local rate_max = meta[7] and int_of(KEYS[1], 'rate_max', meta[7]) or 0
+if meta[8] then
+  int_of(KEYS[1], 'price_cents', meta[8])
+end
+local expire_at = optional_int_of(KEYS[1], 'expire_at_ms', meta[9])
+if rate_max > 0 and not (rate_window and rate_window >= 1) then
+  corrupt(KEYS[1], 'rate_window_ms holds ' .. shown(meta[6]) .. ', not a positive integer')
+end
+if expire_at and expire_at < 1 then
+  corrupt(KEYS[1], 'expire_at_ms holds ' .. shown(meta[9]) .. ', not a positive integer')
+end
+-- The keys written after the checks: their types and values, read now.
+-- (The rate counter is checked by INCR itself, below: it refuses a malformed
+-- counter without writing, and it is the first write.)
+local bought_value = read(KEYS[3], 'HGET', KEYS[3], user) or '0'
+local bought = strict_int(bought_value)
+if not bought then
+  corrupt(KEYS[3], 'units of user ' .. shown(user) .. ' hold ' .. shown(bought_value)
+    .. ', not an integer')
+end
+local previous_order = read(KEYS[4], 'HGET', KEYS[4], user)
+read(KEYS[6], 'XLEN', KEYS[6])
+-- A reservation (payment_timeout_ms > 0): its keys and counters, read now too.
+local timeout = strict_int(ARGV[7] or '0') or 0
+if timeout > 0 then
+  read(KEYS[8], 'HEXISTS', KEYS[8], ARGV[4])
+  read(KEYS[9], 'ZSCORE', KEYS[9], ARGV[4])
+  local counters = read(KEYS[1], 'HMGET', KEYS[1], 'reserved_orders', 'reserved_units')
+  optional_int_of(KEYS[1], 'reserved_orders', counters[1])
+  optional_int_of(KEYS[1], 'reserved_units', counters[2])
+end
+
 if meta[2] == '1' then
   return {'closed', '', stock}
 end
 
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if meta[3] and meta[3] ~= '' and now_ms < tonumber(meta[3]) then
+if starts_at and now_ms < starts_at then
   return {'not_started', '', stock}
 end
-if meta[4] and meta[4] ~= '' and now_ms >= tonumber(meta[4]) then
+if ends_at and now_ms >= ends_at then
   return {'ended', '', stock}
 end
 
-local rate_max = tonumber(meta[7] or '0') or 0
+-- Nothing is written before this point. INCR refuses a counter that is not
+-- an integer (or of the wrong type) without writing: corrupt_state then.
 if rate_max > 0 then
-  local attempts = redis.call('INCR', KEYS[7])
+  local attempts = read(KEYS[7], 'INCR', KEYS[7])
   if attempts == 1 then
     redis.call('PEXPIRE', KEYS[7], meta[6])
   end
@@ -80,35 +206,24 @@ if rate_max > 0 then
   end
 end
 
-local limit = tonumber(meta[5] or '1') or 1
-local bought = tonumber(redis.call('HGET', KEYS[3], user) or '0')
 if bought + qty > limit then
-  return {'duplicate', redis.call('HGET', KEYS[4], user) or '', stock}
+  return {'duplicate', previous_order or '', stock}
 end
 if stock < qty then
   return {'sold_out', '', stock}
 end
 
--- All checks passed. Every key a write below touches has been read above
--- (a wrong type fails there, before any write) except buyer_orders and the
--- stream: read the one, and write the other first, so a type error still
--- leaves nothing half-done.
-redis.call('HEXISTS', KEYS[4], user)
-local timeout = tonumber(ARGV[7]) or 0
-local deadline = ''
-if timeout > 0 then
-  -- Reservation: read its keys first too (a wrong type fails before any write).
-  redis.call('HEXISTS', KEYS[8], ARGV[4])
-  redis.call('ZSCORE', KEYS[9], ARGV[4])
-  deadline = string.format('%d', now_ms + timeout)
-end
+-- All checks passed, every key and value written below was validated above.
+-- Validated fields are written as the strings read (a strict integer is
+-- already what the command expects), never re-rendered from a Lua number.
+local deadline = timeout > 0 and string.format('%d', now_ms + timeout) or ''
 local entry_id = redis.call('XADD', KEYS[6], '*',
   'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
   'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id,
   'deadline_ms', deadline)
 if timeout > 0 then
-  redis.call('HSET', KEYS[8], ARGV[4], string.format('reserved %d %d %d %s %d %s %s',
-    qty, tonumber(meta[8] or '0'), now_ms, deadline, now_ms, entry_id, user))
+  redis.call('HSET', KEYS[8], ARGV[4], string.format('reserved %d %s %d %s %d %s %s',
+    qty, meta[8] or '0', now_ms, deadline, now_ms, entry_id, user))
   redis.call('ZADD', KEYS[9], deadline, ARGV[4])
   redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
   redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
@@ -117,9 +232,9 @@ local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
 if request_field then
-  redis.call('HSET', KEYS[5], request_field, ARGV[4])
+  redis.call('HSET', KEYS[5], request_field, ARGV[4] .. ':' .. qty)
 end
-if meta[9] and meta[9] ~= '' then
+if expire_at then
   -- The order stream never expires: it holds promises not yet in the database.
   redis.call('PEXPIREAT', KEYS[3], meta[9])
   redis.call('PEXPIREAT', KEYS[4], meta[9])
@@ -132,3 +247,17 @@ if meta[9] and meta[9] ~= '' then
   end
 end
 return {'ok', ARGV[4], left}
+end
+
+local ok, result = pcall(attempt)
+if ok then
+  return result
+end
+if type(result) == 'table' and result[CORRUPT] then
+  return {'corrupt_state', result[CORRUPT], -1}
+end
+-- Any other error (a write refused after the checks: should not happen) is raised as is.
+if type(result) == 'table' then
+  return result
+end
+return redis.error_reply(tostring(result))

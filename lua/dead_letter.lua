@@ -19,8 +19,19 @@
 -- kept). An entry already deleted from the stream is dead-lettered with
 -- its id and reason only. Both writes happen in one script: the entry is
 -- never acked without being kept, nor kept without being acked.
+-- A key of the wrong type is an error "CORRUPT <key>: ..." before any write.
 
-local pending = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
+
+local pending = read(KEYS[1], 'XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+read(KEYS[2], 'XLEN', KEYS[2])
 if #pending == 0 then
   return 0
 end

@@ -10,8 +10,18 @@
 --
 -- Returns {initial_stock|false, closed|false, switch_reason|false,
 --          switched_at_ms|false, switched_by|false, stock|false, buyers, stream_len}
+-- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
 
-local meta = redis.call('HMGET', KEYS[1], 'initial_stock', 'closed', 'switch_reason',
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
+
+local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'closed', 'switch_reason',
   'switched_at_ms', 'switched_by')
-return {meta[1], meta[2], meta[3], meta[4], meta[5], redis.call('GET', KEYS[2]),
-  redis.call('HLEN', KEYS[3]), redis.call('XLEN', KEYS[4])}
+return {meta[1], meta[2], meta[3], meta[4], meta[5], read(KEYS[2], 'GET', KEYS[2]),
+  read(KEYS[3], 'HLEN', KEYS[3]), read(KEYS[4], 'XLEN', KEYS[4])}

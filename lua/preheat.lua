@@ -33,13 +33,44 @@
 --                  campaign id reused?): loading full stock again would sell it
 --                  twice, so nothing is written
 -- In mode "dry" the same status is returned and nothing is written.
--- Every read (and so every type error) comes before the first write.
+-- Every read (and so every type error) comes before the first write. A key
+-- of the wrong type, or a stock that is not a strict integer (Redis's own
+-- syntax: `1.5`, ` 5`, `5e0`, `0x10` are not), is an error
+-- "CORRUPT <key>: <what>" and nothing is written.
+
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
+
+-- Redis's own integer syntax (string2ll), narrowed to what a double holds
+-- exactly (|n| <= 2^53): the same rule as buy.lua.
+local TWO_TO_53 = '9007199254740992'
+local function strict_int(value)
+  if value == '0' then
+    return 0
+  end
+  local digits = type(value) == 'string' and string.match(value, '^%-?([1-9]%d*)$')
+  if not digits or #digits > #TWO_TO_53 or (#digits == #TWO_TO_53 and digits > TWO_TO_53) then
+    return nil
+  end
+  return tonumber(value)
+end
 
 local mode = ARGV[1]
 local stands_for = mode == 'dry' and ARGV[12] or mode
 local force = stands_for == 'force'
-local before = redis.call('GET', KEYS[2])
-local has_sales = redis.call('HLEN', KEYS[3]) > 0 or redis.call('XLEN', KEYS[4]) > 0
+local before = read(KEYS[2], 'GET', KEYS[2])
+if before and not strict_int(before) then
+  error({err = 'CORRUPT ' .. KEYS[2] .. ': stock holds ' .. string.format('%q', string.sub(before, 1, 40))
+    .. ', not an integer'})
+end
+read(KEYS[1], 'HLEN', KEYS[1])
+local has_sales = read(KEYS[3], 'HLEN', KEYS[3]) > 0 or read(KEYS[4], 'XLEN', KEYS[4]) > 0
 local status
 if before then
   if stands_for == 'meta' then
@@ -78,7 +109,7 @@ end
 
 local has_group = false
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[4])) do
+  for _, group in ipairs(read(KEYS[4], 'XINFO', 'GROUPS', KEYS[4])) do
     for i = 1, #group, 2 do
       if group[i] == 'name' and group[i + 1] == ARGV[11] then has_group = true end
     end

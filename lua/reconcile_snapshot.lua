@@ -13,9 +13,19 @@
 -- ARGV    none
 --
 -- Returns {initial_stock|false, stock|false, dead_len, last_order_stream_id ("" = empty)}
+-- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
 
-local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
+
+local last = read(KEYS[3], 'XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
 local last_id = ''
 if #last > 0 then last_id = last[1][1] end
-return {redis.call('HGET', KEYS[1], 'initial_stock'), redis.call('GET', KEYS[2]),
-  redis.call('XLEN', KEYS[4]), last_id}
+return {read(KEYS[1], 'HGET', KEYS[1], 'initial_stock'), read(KEYS[2], 'GET', KEYS[2]),
+  read(KEYS[4], 'XLEN', KEYS[4]), last_id}

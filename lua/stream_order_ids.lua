@@ -8,10 +8,20 @@
 --
 -- A script rather than a pipeline because a Redis Cluster connection does
 -- not pipeline; one key, so it runs in that item's slot. Read-only.
+-- A key of the wrong type is an error "CORRUPT <key>: ...".
+
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
 
 local found = {}
 for i, id in ipairs(ARGV) do
-  local entry = redis.call('XRANGE', KEYS[1], id, id)
+  local entry = read(KEYS[1], 'XRANGE', KEYS[1], id, id)
   local order_id = ''
   if #entry == 1 then
     local fields = entry[1][2]

@@ -23,6 +23,20 @@ pub fn new_order_id() -> String {
     ulid::Ulid::generate().to_string()
 }
 
+/// WAIT for `replicas` replicas to confirm every write this connection made
+/// (the buy just before it), at most `timeout`; returns how many did.
+pub fn wait_replicas<C: ConnectionLike>(
+    conn: &mut C,
+    replicas: u32,
+    timeout: std::time::Duration,
+) -> Result<i64> {
+    redis::cmd("WAIT")
+        .arg(replicas)
+        .arg(timeout.as_millis().max(1) as u64)
+        .query(conn)
+        .context("WAIT for replicas failed")
+}
+
 /// Run the buy script once; an `ok` is final (no `payment_timeout`).
 pub fn buy<C: ConnectionLike>(
     conn: &mut C,
@@ -59,13 +73,11 @@ pub fn reserve<C: ConnectionLike>(
         deadlines: keys.deadlines.clone(),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     };
-    let reply = call
-        .invoke(conn)
-        .with_context(|| {
-            format!(
-                "buy script failed for item {} user {} (outcome unknown: retry with the same --request-id)",
-                request.item, request.user
-            )
-        })?;
+    let reply = call.invoke(conn).with_context(|| {
+        format!(
+            "buy script failed for item {} user {}",
+            request.item, request.user
+        )
+    })?;
     parse_reply(reply)
 }

@@ -23,6 +23,9 @@ pub const MAX_STOCK: i64 = 100_000_000;
 pub const MAX_BUCKETS: i64 = 256;
 /// Largest `per_user_limit`; anything above is effectively "no limit" and a typo.
 pub const MAX_PER_USER_LIMIT: i64 = 10_000;
+/// Largest campaign file read, checked before reading: the largest shipped
+/// file is about 1 KB; a megabyte is thousands of items.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,9 +129,7 @@ impl Campaign {
     /// Read and validate a campaign file. Every problem is a usage error
     /// (exit 2) whose message starts with `file:line:column`.
     pub fn load(path: &Path) -> Result<Campaign> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read campaign file {}", path.display()))
-            .map_err(|e| usage(format!("{e:#}")))?;
+        let text = read_bounded(path).map_err(|e| usage(format!("{e:#}")))?;
         Campaign::parse(&text, path)
     }
 
@@ -143,17 +144,18 @@ impl Campaign {
                 path.display()
             )));
         }
-        let raw: RawCampaign = serde_saphyr::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((0, 0));
-            usage(format!(
-                "{}:{line}:{column}: {}",
-                path.display(),
-                plain_message(&e)
-            ))
-        })?;
+        let raw: RawCampaign =
+            serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
+                let (line, column) = e
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .unwrap_or((0, 0));
+                usage(format!(
+                    "{}:{line}:{column}: {}",
+                    path.display(),
+                    plain_message(&e)
+                ))
+            })?;
         validate(raw, path)
     }
 
@@ -195,9 +197,82 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         None => message,
     };
     let message = message.split(" at line ").next().unwrap_or(message);
+    if let Some(breach) = message.strip_prefix("budget breached: ") {
+        return format!(
+            "the YAML budget of a campaign file is exceeded ({breach}; at most {MAX_YAML_ALIASES} aliases, \
+             {MAX_YAML_NODES} nodes, nesting {MAX_YAML_DEPTH} deep, one document)"
+        );
+    }
     match message {
         "invalid i64" | "invalid u64" | "invalid i32" => "expected a whole number".to_string(),
         other => other.to_string(),
+    }
+}
+
+/// Read a campaign file without ever blocking or reading without end: the
+/// path must name a regular file (a FIFO would block the open, a device like
+/// `/dev/zero` never ends) of at most [`MAX_FILE_BYTES`], checked before
+/// reading, and the read itself stops one byte past the cap in case the file
+/// grew or was swapped in between.
+fn read_bounded(path: &Path) -> Result<String> {
+    let shown = path.display();
+    let cannot_read = || format!("cannot read campaign file {shown}");
+    let metadata = std::fs::metadata(path).with_context(cannot_read)?;
+    check_file_shape(path, &metadata)?;
+    let file = std::fs::File::open(path).with_context(cannot_read)?;
+    check_file_shape(path, &file.metadata().with_context(cannot_read)?)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
+        &mut bytes,
+    )
+    .with_context(cannot_read)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        anyhow::bail!(
+            "{shown} grew past the {MAX_FILE_BYTES}-byte limit of a campaign file while being read"
+        );
+    }
+    String::from_utf8(bytes).with_context(|| format!("{shown} is not UTF-8 text"))
+}
+
+fn check_file_shape(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
+    let shown = path.display();
+    if !metadata.is_file() {
+        anyhow::bail!("campaign file {shown} is not a regular file");
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        anyhow::bail!(
+            "campaign file {shown} is {} bytes, larger than the {MAX_FILE_BYTES}-byte limit of a campaign file",
+            metadata.len()
+        );
+    }
+    Ok(())
+}
+
+/// Parser limits for a campaign file: a real one has a few dozen nodes and
+/// no reason for more than a handful of aliases (`*name`), so an alias or
+/// nesting "bomb" is refused long before it costs time or memory.
+pub const MAX_YAML_ALIASES: usize = 100;
+/// Largest number of YAML nodes (scalars, sequences, mappings) in a campaign file.
+pub const MAX_YAML_NODES: usize = 100_000;
+/// Deepest nesting of a campaign file (it needs 4).
+pub const MAX_YAML_DEPTH: usize = 16;
+
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_aliases: MAX_YAML_ALIASES,
+            max_nodes: MAX_YAML_NODES,
+            max_events: 4 * MAX_YAML_NODES,
+            max_depth: MAX_YAML_DEPTH,
+            max_documents: 1,
+            max_inclusion_depth: 0,
+            max_total_scalar_bytes: MAX_FILE_BYTES as usize,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: MAX_YAML_NODES,
+            max_replay_stack_depth: MAX_YAML_DEPTH,
+        },
     }
 }
 
@@ -447,8 +522,13 @@ fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
         })
 }
 
+/// Longest duration a campaign may give (`keep_after_end`, `rate_limit.window`):
+/// ten years in milliseconds still fits an `i64` added to any `ends_at`, and
+/// a Lua number (a double) exactly.
+pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
+
 fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Duration> {
-    humantime::parse_duration(text.value.trim()).map_err(|e| {
+    let duration = humantime::parse_duration(text.value.trim()).map_err(|e| {
         at(
             path,
             text,
@@ -457,7 +537,19 @@ fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Du
                 text.value
             ),
         )
-    })
+    })?;
+    if duration > MAX_DURATION {
+        return Err(at(
+            path,
+            text,
+            format!(
+                "{field} {:?} is longer than the largest allowed duration, {} days",
+                text.value,
+                MAX_DURATION.as_secs() / 86_400
+            ),
+        ));
+    }
+    Ok(duration)
 }
 
 /// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.

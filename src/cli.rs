@@ -67,6 +67,8 @@ pub enum Command {
     Consume(cmd::consume::Args),
     /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
     PendingClaim(cmd::pending_claim::Args),
+    /// List dead-lettered entries with their reasons, or re-drive them into the order database.
+    DeadLetter(cmd::dead_letter::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     Reconcile(cmd::reconcile::Args),
     /// Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown.
@@ -109,6 +111,7 @@ impl Command {
             Command::Completions(_) => "completions",
             Command::Consume(_) => "consume",
             Command::PendingClaim(_) => "pending-claim",
+            Command::DeadLetter(_) => "dead-letter",
             Command::Reconcile(_) => "reconcile",
             Command::Loadtest(_) => "loadtest",
             Command::Pay(_) => "pay",
@@ -127,6 +130,7 @@ impl Command {
             Command::Completions(args) => cmd::completions::run(&args),
             Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
+            Command::DeadLetter(args) => emit(ctx, &cmd::dead_letter::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {

@@ -18,6 +18,19 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// A request was sent and its reply lost: it may or may not have run.
+/// Exit code [`crate::exit_codes::OUTCOME_UNKNOWN`].
+#[derive(Debug)]
+pub struct OutcomeUnknown(pub String);
+
+impl fmt::Display for OutcomeUnknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OutcomeUnknown {}
+
 /// Shorthand: `return Err(usage(format!(..)))`.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
@@ -30,6 +43,11 @@ pub fn exit_code_for(error: &anyhow::Error) -> i32 {
         .any(|cause| cause.downcast_ref::<UsageError>().is_some())
     {
         crate::exit_codes::USAGE_ERROR
+    } else if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<OutcomeUnknown>().is_some())
+    {
+        crate::exit_codes::OUTCOME_UNKNOWN
     } else {
         crate::exit_codes::RUNTIME_ERROR
     }

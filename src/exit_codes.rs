@@ -26,6 +26,18 @@ pub const NOT_STARTED: i32 = 14;
 pub const ENDED: i32 = 15;
 /// `buy`: the item was never preheated into Redis (or its keys expired).
 pub const NOT_PREHEATED: i32 = 16;
+/// `buy`: a stored value the script reads is malformed (not a strict integer,
+/// or a key of the wrong type); nothing was written, the message names the key.
+pub const CORRUPT_STATE: i32 = 17;
+/// `buy`: this request id already bought with other parameters (`--qty`); the
+/// original order is named and nothing more was bought.
+pub const REQUEST_ID_REUSED: i32 = 18;
+/// `buy`: the request was sent but its reply was lost (I/O error, timeout):
+/// the attempt may or may not have run. Retry with the same `--request-id`.
+pub const OUTCOME_UNKNOWN: i32 = 19;
+/// `buy --wait-replicas N`: bought, but fewer than N replicas confirmed it in
+/// time; a failover now could lose it (the order id is printed).
+pub const UNREPLICATED: i32 = 20;
 /// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
 pub const ALREADY_PAID: i32 = 30;
 /// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
@@ -91,6 +103,26 @@ pub const ALL: &[(i32, &str, &str)] = &[
         UNKNOWN_ORDER,
         "unknown_order",
         "pay/cancel: no such reservation in this campaign",
+    ),
+    (
+        CORRUPT_STATE,
+        "corrupt_state",
+        "buy: a stored value is malformed; nothing written, the key is named",
+    ),
+    (
+        REQUEST_ID_REUSED,
+        "request_id_reused",
+        "buy: the request id already bought other units; the original order is named",
+    ),
+    (
+        OUTCOME_UNKNOWN,
+        "outcome_unknown",
+        "buy: reply lost after sending; retry with the same --request-id",
+    ),
+    (
+        UNREPLICATED,
+        "unreplicated",
+        "buy: with --wait-replicas, bought, but fewer replicas confirmed it in time",
     ),
 ];
 

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use redis::cluster::{ClusterClientBuilder, ClusterConnection};
 use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
 
@@ -171,12 +171,7 @@ impl RedisTarget {
             .clone()
             .or_else(|| campaign.and_then(|c| c.redis_url.clone()))
             .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string());
-        let urls: Vec<String> = url
-            .split(',')
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(String::from)
-            .collect();
+        let urls = split_urls(&url);
         if urls.len() > 1 && !args.cluster {
             return Err(usage(
                 "several Redis URLs given: pass --cluster to use them as cluster seed nodes",
@@ -215,8 +210,15 @@ impl RedisTarget {
 
     /// Open one connection with both timeouts set.
     pub fn connect(&self) -> Result<Conn> {
-        self.try_connect()
-            .with_context(|| format!("cannot connect to Redis at {}", self.display))
+        self.try_connect().map_err(|error| {
+            // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
+            // client library renders it in its own words.
+            let code = crate::redis_failure::find(&error)
+                .and_then(|e| e.code())
+                .map(|code| format!(": {code}"))
+                .unwrap_or_default();
+            error.context(format!("cannot connect to Redis at {}{code}", self.display))
+        })
     }
 
     fn try_connect(&self) -> Result<Conn> {
@@ -236,9 +238,12 @@ impl RedisTarget {
             }
             None => redis::Client::open(self.urls[0].as_str())?,
         };
-        let connection = client.get_connection_with_timeout(self.connect_timeout)?;
+        let mut connection = client.get_connection_with_timeout(self.connect_timeout)?;
         connection.set_read_timeout(Some(self.response_timeout))?;
         connection.set_write_timeout(Some(self.response_timeout))?;
+        // Verified now: a missing password (NOAUTH) or a server that is not
+        // ready (LOADING) fails here, plainly, not as the first real request.
+        redis::cmd("PING").query::<()>(&mut connection)?;
         Ok(Conn::Single(connection))
     }
 
@@ -294,18 +299,54 @@ fn describe(info: &redis::ConnectionInfo) -> String {
     }
 }
 
-/// Replace the password of a URL with `***` for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_string(),
+/// Split a comma-separated URL list. A comma starts a new URL only when a
+/// scheme (`redis://`, `rediss://`, `unix://`, ...) follows it, so a password
+/// with a comma in it stays in its URL.
+pub fn split_urls(list: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for piece in list.split(',') {
+        match urls.last_mut() {
+            Some(last) if !starts_with_scheme(piece.trim_start()) => {
+                last.push(',');
+                last.push_str(piece);
             }
+            _ => urls.push(piece.to_string()),
         }
-        _ => url.to_string(),
     }
+    urls.iter()
+        // A URL never ends inside its password, so trailing commas are separators.
+        .map(|u| u.trim().trim_end_matches(',').trim().to_string())
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+fn starts_with_scheme(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+    })
+}
+
+/// A URL as messages may show it: the user name stays, the password, the
+/// query (`?password=...`) and fragment go. Text that is not `scheme://...`
+/// at all is not shown: it may be a password pasted in the wrong place.
+pub fn redact(url: &str) -> String {
+    let base = url.split(['?', '#']).next().unwrap_or_default();
+    let dropped_query = if base.len() < url.len() { "?***" } else { "" };
+    let Some(scheme_end) = base.find("://").map(|i| i + 3) else {
+        return "(not a scheme://host URL, not shown)".to_string();
+    };
+    let (scheme, rest) = base.split_at(scheme_end);
+    let rest = match rest.rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _)) => format!("{user}:***{}", &rest[at..]),
+            None => format!("***{}", &rest[at..]),
+        },
+        None => rest.to_string(),
+    };
+    format!("{scheme}{rest}{dropped_query}")
 }
 
 #[cfg(test)]
@@ -316,6 +357,17 @@ mod tests {
     fn passwords_never_show() {
         assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
         assert_eq!(redact("redis://h:1"), "redis://h:1");
+        assert_eq!(redact("redis://u:a@b:c@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://token@h:1/0"), "redis://***@h:1/0");
+        assert_eq!(redact("redis://h:1/0?password=x"), "redis://h:1/0?***");
+        assert_eq!(
+            redact("redis//u:x@h:1/0"),
+            "(not a scheme://host URL, not shown)"
+        );
+        assert_eq!(
+            split_urls("redis://u:a,b@h:1, rediss://h:2,,redis://:x,y@h:3"),
+            ["redis://u:a,b@h:1", "rediss://h:2", "redis://:x,y@h:3"]
+        );
         let args = ConnectionArgs {
             redis_url: Some("redis://u:secret@example:6390/3".into()),
             ..ConnectionArgs::default()

@@ -184,6 +184,7 @@ fn sweep<C: ConnectionLike>(
                 outcome: Outcome::SoldOut,
                 order_id: None,
                 stock_left: Some(home_stock),
+                problem: None,
             });
         }
         quiet_before = quiet.then_some(in_counts);

@@ -7,9 +7,10 @@ use serde::Serialize;
 use crate::buckets::{self, Layout};
 use crate::buy::{self, BuyRequest, Outcome};
 use crate::context::Context;
-use crate::error::usage;
+use crate::error::{OutcomeUnknown, usage};
 use crate::keys::ItemKeys;
 use crate::output;
+use crate::redis_failure::{self, Failure};
 use crate::report::Report;
 
 /// Flags of `seckill buy`.
@@ -19,13 +20,24 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub item: String,
 
-    /// Shopper's user id (1..128 printable characters).
+    /// Shopper's user id (1..128 bytes of UTF-8, no control characters).
     #[arg(long, value_name = "UID")]
     pub user: String,
 
     /// Units to buy in this attempt (at most the campaign's per_user_limit).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub qty: u32,
+
+    /// After an `ok`, WAIT until this many replicas confirmed it; fewer within
+    /// --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover
+    /// now could lose it. Standalone Redis only (on a cluster WAIT would not reach
+    /// the item's master).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub wait_replicas: Option<u32>,
+
+    /// Longest WAIT for --wait-replicas (the buy's reply waits this long at most).
+    #[arg(long, default_value = "1s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION")]
+    pub wait_timeout: std::time::Duration,
 
     /// Idempotency key: a retry with the same id returns the first `ok` and buys nothing more.
     /// Default: a fresh ULID, printed so you can retry with it.
@@ -37,9 +49,11 @@ pub struct Args {
 #[derive(Debug, Serialize)]
 pub struct BuyReport {
     /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
-    /// `ended` or `not_preheated`; the exit code says the same.
+    /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused` or
+    /// `unreplicated`; the exit code says the same.
     pub outcome: Outcome,
-    /// The order: new on `ok`, the user's existing one on `duplicate`; null otherwise.
+    /// The order: new on `ok` and `unreplicated`, the user's existing one on
+    /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
     pub order_id: Option<String>,
     /// Units left after this attempt; null when the item is not preheated.
     pub stock_left: Option<i64>,
@@ -51,6 +65,12 @@ pub struct BuyReport {
     pub qty: u32,
     /// The idempotency key: retry with it to get this answer again without buying twice.
     pub request_id: String,
+    /// `--wait-replicas` only: replicas that confirmed the buy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas_acked: Option<i64>,
+    /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl Report for BuyReport {
@@ -72,7 +92,15 @@ impl Report for BuyReport {
             ("user", self.user.clone()),
             ("qty", self.qty.to_string()),
             ("request id", self.request_id.clone()),
-        ])
+        ]) + &self
+            .problem
+            .as_ref()
+            .map(|p| format!("corrupt state, nothing written: {p}\n"))
+            .unwrap_or_default()
+            + &self
+                .replicas_acked
+                .map(|n| format!("replicas that confirmed it: {n}\n"))
+                .unwrap_or_default()
     }
 }
 
@@ -80,7 +108,8 @@ impl Report for BuyReport {
 pub fn check_user_id(user: &str) -> Result<()> {
     if user.is_empty() || user.len() > 128 || user.chars().any(char::is_control) {
         return Err(usage(format!(
-            "--user {user:?} must be 1..128 characters without control characters"
+            "--user {user:?} must be 1..128 bytes (UTF-8) without control characters, got {} bytes",
+            user.len()
         )));
     }
     Ok(())
@@ -99,12 +128,21 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
     }
     let request_id = match &args.request_id {
         Some(id) if id.is_empty() || id.len() > 128 => {
-            return Err(usage("--request-id must be 1..128 characters"));
+            return Err(usage(format!(
+                "--request-id must be 1..128 bytes (UTF-8), got {} bytes",
+                id.len()
+            )));
         }
         Some(id) => id.clone(),
         None => buy::new_order_id(),
     };
-    let mut conn = ctx.redis(&campaign)?.connect()?;
+    if args.wait_replicas.is_some() && ctx.connection.cluster {
+        return Err(usage(
+            "--wait-replicas works on a standalone Redis only: on a cluster WAIT would not reach the item's master",
+        ));
+    }
+    let target = ctx.redis(&campaign)?;
+    let mut conn = target.connect()?;
     let request = BuyRequest {
         campaign: &campaign.id,
         item: &item.id,
@@ -116,18 +154,67 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
     // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
     let reply = if item.buckets > 1 {
         let layout = Layout::live(&campaign.id, item);
-        buckets::buy::reserve(&mut conn, &layout, &request, payment_timeout_ms)?.0
+        buckets::buy::reserve(&mut conn, &layout, &request, payment_timeout_ms).map(|r| r.0)
     } else {
         let keys = ItemKeys::live(&campaign.id, &item.id);
-        buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)?
-    };
+        buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)
+    }
+    .map_err(|e| explain_failure(e, &target.display, &request_id))?;
+    let mut outcome = reply.outcome;
+    let mut replicas_acked = None;
+    if let (Some(wanted), Outcome::Ok) = (args.wait_replicas, reply.outcome) {
+        let acked = buy::wait_replicas(&mut conn, wanted, args.wait_timeout).map_err(|e| {
+            e.context(format!(
+                "bought order {} at {}, but could not wait for replicas",
+                reply.order_id.as_deref().unwrap_or("-"),
+                target.display
+            ))
+        })?;
+        replicas_acked = Some(acked);
+        if acked < i64::from(wanted) {
+            outcome = Outcome::Unreplicated;
+            crate::output::say(format!(
+                "seckill buy: order {} was bought on {} but only {acked} of {wanted} replica(s) \
+                 confirmed it within {:?}: a failover now could lose it (`reconcile` would name it)",
+                reply.order_id.as_deref().unwrap_or("-"),
+                target.display,
+                args.wait_timeout
+            ));
+        }
+    }
     Ok(BuyReport {
-        outcome: reply.outcome,
+        outcome,
         order_id: reply.order_id,
         stock_left: reply.stock_left,
         item: item.id.clone(),
         user: args.user.clone(),
         qty: args.qty,
         request_id,
+        replicas_acked,
+        problem: reply.problem,
     })
+}
+
+/// Say what a failed attempt means: refused before running (safe to retry),
+/// unknown (retry only with the same request id), or failed at the server.
+fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::Error {
+    let Some(redis_error) = redis_failure::find(&error) else {
+        return error;
+    };
+    match redis_failure::classify(redis_error) {
+        Failure::NotExecuted(code) => error.context(format!(
+            "Redis at {at} refused the attempt, it was not executed ({code}); nothing was bought, a new attempt is safe"
+        )),
+        Failure::Unknown => {
+            let message = format!(
+                "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
+                 retry with --request-id {request_id}, never a new one",
+                crate::error::render(&error)
+            );
+            anyhow::Error::new(OutcomeUnknown(message))
+        }
+        Failure::Failed => error.context(format!(
+            "Redis at {at} reported an error running the attempt; retry with --request-id {request_id}"
+        )),
+    }
 }

@@ -4,6 +4,7 @@ pub mod buy;
 pub mod cancel;
 pub mod completions;
 pub mod consume;
+pub mod dead_letter;
 pub mod expire;
 pub mod init;
 pub mod loadtest;

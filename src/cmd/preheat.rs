@@ -2,7 +2,7 @@
 //! metadata and sale window atomically, with TTL = ends_at + keep_after_end,
 //! and never overwrites stock already in Redis unless told to.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::buckets::state::BucketPreheat;
@@ -11,7 +11,10 @@ use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::exit_codes;
 use crate::keys::ItemKeys;
+use crate::orders::{OrderStore, StoreLocation};
 use crate::output;
+use crate::recovery::{self, Persistence, Recovered, StoredSales};
+use crate::redis_conn::Conn;
 use crate::report::Report;
 use crate::state::{self, PreheatMode, PreheatReport, PreheatStatus};
 
@@ -34,6 +37,20 @@ pub struct Args {
     /// Preheat only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
     pub item: Option<String>,
+
+    /// After Redis lost data: for an item whose orders are already in the order
+    /// database, load initial stock minus the units stored and restore its buyers
+    /// (without it such an item is refused: loading the full stock would sell those
+    /// units twice).
+    #[arg(long, conflicts_with = "update_meta")]
+    pub recover: bool,
+
+    /// Refuse when Redis persists nothing (no AOF, no snapshots) or will not say.
+    #[arg(long)]
+    pub require_durable: bool,
+
+    #[command(flatten)]
+    pub store: crate::orders::StoreArgs,
 }
 
 /// `seckill preheat`'s report.
@@ -45,6 +62,9 @@ pub struct PreheatSummary {
     pub expires_at: Option<String>,
     /// One entry per item preheated (or refused).
     pub items: Vec<ItemRow>,
+    /// Items `--recover` loaded after Redis lost data: what was loaded, what
+    /// was restored, and what cannot be known.
+    pub recovered: Vec<Recovered>,
     #[serde(skip)]
     campaign: String,
     #[serde(skip)]
@@ -129,8 +149,24 @@ impl Report for PreheatSummary {
             }
         }
         output::fit(&mut table, &[1, 4]);
+        let recovered: String = self
+            .recovered
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}: recovered after data loss: loaded {} of {} ({} unit(s) already in the \
+                     order database), {} buyer(s) restored. {}\n",
+                    r.item,
+                    r.stock_loaded,
+                    r.initial_stock,
+                    r.units_stored,
+                    r.buyers_restored,
+                    r.cannot_be_known
+                )
+            })
+            .collect();
         format!(
-            "{} campaign {} on {}{}\n{table}\n",
+            "{} campaign {} on {}{}\n{table}\n{recovered}",
             if self.dry_run {
                 "dry run:"
             } else {
@@ -149,6 +185,8 @@ impl Report for PreheatSummary {
 /// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
 /// (sales exist that a reload would double-sell).
 pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
+    // A bad order database URL is a usage error before Redis is contacted.
+    let location = StoreLocation::resolve(&args.store, &ctx.campaign()?)?;
     let Opened {
         campaign,
         target,
@@ -171,9 +209,26 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     } else {
         PreheatMode::Load
     };
+    let items = campaign.select_items(args.item.as_deref())?;
+    check_persistence(&mut conn, &target.display, args.require_durable)?;
+    let StoredCheck { stored, mut store } =
+        stored_sales(&mut conn, &location, &campaign, &items, args, mode)?;
+    let mut recovered = Vec::new();
     let mut reports = Vec::new();
-    for item in campaign.select_items(args.item.as_deref())? {
+    for item in items {
         let layout = Layout::live(&campaign.id, item);
+        if let (Some(sales), Some(store)) = (stored.iter().find(|s| s.item == item.id), &mut store)
+        {
+            recovered.push(recovery::recover_item(
+                &mut conn,
+                store.as_mut(),
+                &campaign,
+                item,
+                sales,
+                mode,
+            )?);
+            continue;
+        }
         if layout.is_bucketed() {
             let split = buckets::state::preheat_item(
                 &mut conn,
@@ -217,9 +272,80 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
             .expire_at_ms()
             .map(|ms| output::time_or_dash(Some(ms))),
         items: reports,
+        recovered,
         campaign: campaign.id,
         redis: target.display,
     })
+}
+
+/// Warn when Redis keeps nothing across a restart; `--require-durable` refuses then.
+fn check_persistence(conn: &mut Conn, at: &str, require_durable: bool) -> Result<()> {
+    let persistence = if conn.is_cluster() {
+        Persistence::Unknown("not checked on a cluster: check each master".into())
+    } else {
+        recovery::persistence(conn)
+    };
+    let Some(warning) = persistence.warning(at) else {
+        return Ok(());
+    };
+    if require_durable && !persistence.persists_something() {
+        bail!("{warning}; --require-durable refuses to preheat");
+    }
+    crate::output::say(format!("seckill preheat: warning: {warning}"));
+    Ok(())
+}
+
+/// What the order database holds of items Redis would load from scratch.
+struct StoredCheck {
+    stored: Vec<StoredSales>,
+    /// Open when `--recover` will need it.
+    store: Option<Box<dyn OrderStore>>,
+}
+
+/// Items the order database holds orders of although Redis would load them
+/// from scratch (it lost its data); refused unless `--recover`. A SQLite
+/// database that does not exist yet holds nothing and is not created.
+fn stored_sales(
+    conn: &mut Conn,
+    location: &StoreLocation,
+    campaign: &crate::campaign::Campaign,
+    items: &[&crate::campaign::Item],
+    args: &Args,
+    mode: PreheatMode,
+) -> Result<StoredCheck> {
+    if let StoreLocation::Sqlite(path) = location
+        && !path.exists()
+    {
+        return Ok(StoredCheck {
+            stored: Vec::new(),
+            store: None,
+        });
+    }
+    let mut store = location.open()?;
+    let stored = recovery::items_with_stored_orders(conn, store.as_mut(), campaign, items, mode)?;
+    if stored.is_empty() || (args.recover && !args.dry_run) {
+        return Ok(StoredCheck {
+            stored,
+            store: Some(store),
+        });
+    }
+    let lines: Vec<String> = stored
+        .iter()
+        .map(|s| {
+            let item = items.iter().find(|i| i.id == s.item).map_or(0, |i| i.stock);
+            format!(
+                "item {}: {} unit(s) in {} order(s) are stored in {} but Redis has no sales of it \
+                 (did Redis lose its data?): loading the file's stock ({item}) would sell them again; \
+                 `seckill preheat --recover` loads {} and restores the buyers",
+                s.item,
+                s.units,
+                s.rows,
+                location.display(),
+                (item - s.units).max(0)
+            )
+        })
+        .collect();
+    bail!("nothing was written: {}", lines.join("; "))
 }
 
 fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {

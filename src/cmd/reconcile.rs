@@ -187,6 +187,12 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
                 r.item, r.repaired
             ));
         }
+        if r.database_units_excess != 0 {
+            line(format!(
+                "{}: the database holds {} units, the orders it stores {}",
+                r.item, r.database.units, r.stored.units
+            ));
+        }
         if let Some(t) = &r.transfers {
             transfer_lines(&r.item, t, &mut line);
         }
@@ -222,6 +228,10 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
         for (list, what) in [
             (&r.missing_from_database, "in Redis but not in the database"),
             (&r.not_in_redis, "in the database but not in Redis"),
+            (
+                &r.content_mismatch,
+                "whose database row differs from the order (user, qty or price)",
+            ),
         ] {
             if list.count > 0 {
                 let more = list.count - list.ids.len() as u64;

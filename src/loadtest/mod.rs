@@ -276,7 +276,11 @@ impl WorkerConn {
         let Some(plain) = target.plain_tcp() else {
             return Ok(WorkerConn::Redis(target.connect()?));
         };
-        let conn = raw::RawConnection::connect(&plain, target.connect_timeout())?;
+        let conn = raw::RawConnection::connect(
+            &plain,
+            target.connect_timeout(),
+            target.response_timeout(),
+        )?;
         let handle = conn
             .socket_handle()
             .context("cannot clone a socket handle")?;

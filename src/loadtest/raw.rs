@@ -35,8 +35,14 @@ pub struct RawConnection {
 }
 
 impl RawConnection {
-    /// Connect, authenticate and select the database of `target`.
-    pub fn connect(target: &PlainTcp, connect_timeout: Duration) -> Result<RawConnection> {
+    /// Connect, authenticate and select the database of `target`. The setup
+    /// runs before the load-test watchdog starts, so it has socket timeouts of
+    /// its own (`response_timeout`), cleared once the connection is ready.
+    pub fn connect(
+        target: &PlainTcp,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> Result<RawConnection> {
         let address = (target.host.as_str(), target.port)
             .to_socket_addrs()
             .with_context(|| format!("cannot resolve {}", target.host))?
@@ -46,6 +52,10 @@ impl RawConnection {
             format!("cannot connect to Redis at {}:{}", target.host, target.port)
         })?;
         stream.set_nodelay(true).context("cannot set TCP_NODELAY")?;
+        stream
+            .set_read_timeout(Some(response_timeout))
+            .and_then(|()| stream.set_write_timeout(Some(response_timeout)))
+            .context("cannot set the socket timeouts")?;
         let mut connection = RawConnection {
             stream,
             buffer: vec![0; BUFFER_BYTES],
@@ -62,14 +72,24 @@ impl RawConnection {
             let () = auth
                 .arg(password)
                 .query(&mut connection)
-                .context("Redis refused AUTH")?;
+                .with_context(|| format!("AUTH at {}:{} failed", target.host, target.port))?;
         }
         if target.db != 0 {
             let () = redis::cmd("SELECT")
                 .arg(target.db)
                 .query(&mut connection)
-                .with_context(|| format!("cannot SELECT {}", target.db))?;
+                .with_context(|| {
+                    format!(
+                        "SELECT {} at {}:{} failed",
+                        target.db, target.host, target.port
+                    )
+                })?;
         }
+        connection
+            .stream
+            .set_read_timeout(None)
+            .and_then(|()| connection.stream.set_write_timeout(None))
+            .context("cannot clear the socket timeouts")?;
         Ok(connection)
     }
 
@@ -236,6 +256,40 @@ fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Setup (AUTH, SELECT) runs before the load test's watchdog: against a
+    /// server that accepts and never answers it must give up by itself.
+    #[test]
+    fn setup_gives_up_on_a_server_that_never_answers() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held =
+            std::thread::spawn(move || listener.incoming().take(2).flatten().collect::<Vec<_>>());
+        for (password, db) in [(Some("pw".to_string()), 0), (None, 3)] {
+            let target = PlainTcp {
+                host: "127.0.0.1".into(),
+                port,
+                username: None,
+                password,
+                db,
+            };
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let result = RawConnection::connect(
+                    &target,
+                    Duration::from_millis(300),
+                    Duration::from_millis(300),
+                );
+                let _ = tx.send(result.err().map(|e| format!("{e:#}")));
+            });
+            let error = rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("connection setup hung on a silent server")
+                .expect("setup against a silent server must fail");
+            assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
+        }
+        drop(held);
+    }
 
     #[test]
     fn replies_parse_whole_or_not_at_all() {

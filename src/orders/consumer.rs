@@ -66,6 +66,8 @@ pub struct ItemCounts {
     pub acked: u64,
     /// Entries that are not orders, left pending for `pending-claim`.
     pub left_pending: u64,
+    /// Orders the database refused while taking the rest of their batch, left pending.
+    pub refused: u64,
 }
 
 /// What a run did.
@@ -184,6 +186,12 @@ impl<'a> Consumer<'a> {
                     store_then_ack(COMMAND, &mut *self.store, &mut self.conn, &batch, self.stop)?;
                 self.inserted += stored.inserted;
                 self.acked += stored.acked;
+                for (key, _, _) in &stored.refused {
+                    if let Some(&i) = self.index.get(key.as_str()) {
+                        self.counts[i].acked -= 1;
+                        self.counts[i].refused += 1;
+                    }
+                }
             }
             phase = match phase {
                 // A failed `>` read may still have delivered entries to us,

@@ -22,6 +22,7 @@
 
 pub mod claimer;
 pub mod consumer;
+pub mod dead_letters;
 pub mod entry;
 pub mod mysql;
 pub mod pipeline;
@@ -149,6 +150,26 @@ pub struct StoredOrder {
     pub stream_id: String,
 }
 
+/// What a stored row says about its order: reconcile compares it with the
+/// order entry, so a row changed behind the pipeline's back is drift.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredContent {
+    pub campaign: String,
+    pub item_id: String,
+    pub user_id: String,
+    pub qty: i64,
+    pub price_cents: i64,
+}
+
+/// One user's stored purchases of one item (`preheat --recover` restores them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuyerTotal {
+    pub user_id: String,
+    pub units: i64,
+    /// The user's latest order (order ids sort by time).
+    pub latest_order_id: String,
+}
+
 /// An order database. Every method is one transaction or one query.
 pub trait OrderStore {
     /// Where it is, without password.
@@ -174,11 +195,23 @@ pub trait OrderStore {
 
     /// Which of `order_ids` are stored.
     fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
-        Ok(self.order_states(order_ids)?.into_keys().collect())
+        Ok(self.stored_contents(order_ids)?.into_keys().collect())
     }
+
+    /// The stored rows of `order_ids` (those that are stored), by order id.
+    fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>>;
 
     /// Rows and units of one campaign item.
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;
+
+    /// Up to `limit` buyers of one campaign item with user id > `after`, in user id order.
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>>;
 
     /// Up to `limit` orders of one campaign item with order id > `after`, in order id order.
     fn item_orders_after(

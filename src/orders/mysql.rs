@@ -14,8 +14,8 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
 use super::{
-    ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange, StoredOrder,
-    change_times,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
+    StoredContent, StoredOrder, change_times,
 };
 
 const SCHEMA: [&str; 2] = [
@@ -292,6 +292,34 @@ impl OrderStore for MysqlStore {
         })
     }
 
+    fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let mut found = HashMap::new();
+            for chunk in order_ids.chunks(LOOKUP_CHUNK) {
+                let sql = format!(
+                    "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                     WHERE order_id IN ({})",
+                    placeholders(chunk.len(), "?")
+                );
+                let rows: Vec<(String, String, String, String, i64, i64)> = conn
+                    .exec(sql, chunk.to_vec())
+                    .with_context(|| format!("cannot look up orders in {display}"))?;
+                for (order_id, campaign, item_id, user_id, qty, price_cents) in rows {
+                    let content = StoredContent {
+                        campaign,
+                        item_id,
+                        user_id,
+                        qty,
+                        price_cents,
+                    };
+                    found.insert(order_id, content);
+                }
+            }
+            Ok(found)
+        })
+    }
+
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
         let display = self.display.clone();
         self.with_conn(|conn| {
@@ -303,6 +331,34 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot count orders of {campaign}/{item} in {display}"))?;
             let (rows, units) = row.unwrap_or((0, 0));
             Ok(ItemTotals { rows, units })
+        })
+    }
+
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let rows: Vec<(String, i64, String)> = conn
+                .exec(
+                    "SELECT user_id, CAST(SUM(qty) AS SIGNED), MAX(order_id) FROM orders
+                     WHERE campaign = ? AND item_id = ? AND user_id > ?
+                     GROUP BY user_id ORDER BY user_id LIMIT ?",
+                    (campaign, item, after, limit as u64),
+                )
+                .with_context(|| format!("cannot page buyers of {campaign}/{item} in {display}"))?;
+            Ok(rows
+                .into_iter()
+                .map(|(user_id, units, latest_order_id)| BuyerTotal {
+                    user_id,
+                    units,
+                    latest_order_id,
+                })
+                .collect())
         })
     }
 

@@ -11,6 +11,14 @@
 //! once, as stored. The sum of the buyers hash must equal the units sold
 //! (initial − left): a Redis failover that lost writes shows up there.
 //!
+//! The rows' content is checked too: each stored row's campaign, item, user,
+//! qty and price must be those of its order entry (while the entry exists),
+//! and the database's units must equal the stored entries' units — a row
+//! changed behind the pipeline's back is drift (`content_mismatch`). With
+//! orders in flight during the check, a `consume` may commit some of them
+//! after the stream walk: then the database may hold up to that many more
+//! units, never fewer and never more.
+//!
 //! "Units in the database" are those of the stream's orders found there,
 //! each entry classified once, database last: an entry is looked up in the
 //! pending list first and in the database after, and a commit cannot be
@@ -32,7 +40,7 @@ use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use super::entry::{Order, StreamEntry, parse_entry, stream_id_key};
-use super::{ItemTotals, OrderStore, now_ms, stream};
+use super::{ItemTotals, OrderStore, StoredContent, now_ms, stream};
 use crate::campaign::{Campaign, Item};
 use crate::keys::ItemKeys;
 use crate::reservations::reconcile::{ReservationCheck, WalkPosition, compare_states};
@@ -122,6 +130,10 @@ pub struct ItemReport {
     pub missing_from_database: Named,
     /// Database orders whose stream entry does not exist (or is another order).
     pub not_in_redis: Named,
+    /// Database rows whose campaign, item, user, qty or price differ from their order entry.
+    pub content_mismatch: Named,
+    /// Database units minus the units of the stored entries (0 when the rows are intact).
+    pub database_units_excess: i64,
     /// The equation with numbers filled in.
     pub equation: String,
     /// Orders arrived while checking: the stock equation holds at one
@@ -237,11 +249,16 @@ pub fn reconcile_item<C: ConnectionLike>(
         released
     };
     let buyers_expected = report.initial_stock - report.remaining + report.reservations.buyers_keep;
+    report.database_units_excess = report.database.units - report.stored.units;
+    // Entries in flight during the walk may have been committed since.
+    let units_agree = (0..=report.in_flight.units).contains(&report.database_units_excess);
     report.balanced = accounted == report.initial_stock
         && (report.sale_in_progress || report.sold_per_redis == buyers_expected)
         && report.missing_from_database.count == 0
         && report.not_in_redis.count == 0
-        && report.reservations.state_mismatch_count == 0;
+        && report.reservations.state_mismatch_count == 0
+        && report.content_mismatch.count == 0
+        && units_agree;
     Ok(report)
 }
 
@@ -337,12 +354,18 @@ pub(crate) fn walk_stream<C: ConnectionLike>(
             .flatten()
             .map(|o| o.order_id.as_str())
             .collect();
-        let stored = store.existing_order_ids(&ids)?;
+        let stored = store.stored_contents(&ids)?;
         let mut to_repair = Vec::new();
         let mut stored_orders = Vec::new();
         for (entry, order) in entries.iter().zip(&orders) {
             report.stream_entries += 1;
-            let in_database = order.as_ref().is_some_and(|o| stored.contains(&o.order_id));
+            let row = order.as_ref().and_then(|o| stored.get(&o.order_id));
+            if let (Some(order), Some(row)) = (order, row)
+                && !row_matches(order, row)
+            {
+                report.content_mismatch.push(order.order_id.clone());
+            }
+            let in_database = row.is_some();
             if in_database {
                 report.stored.add(order.as_ref());
                 stored_orders.extend(order.as_ref());
@@ -393,6 +416,15 @@ pub(crate) fn walk_stream<C: ConnectionLike>(
         }
         after = last.id.clone();
     }
+}
+
+/// A row says what its order entry says.
+fn row_matches(order: &Order, row: &StoredContent) -> bool {
+    row.campaign == order.campaign
+        && row.item_id == order.item_id
+        && row.user_id == order.user_id
+        && row.qty == order.qty
+        && row.price_cents == order.price_cents
 }
 
 fn check_database_against_stream<C: ConnectionLike>(

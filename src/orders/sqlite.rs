@@ -15,8 +15,8 @@ use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, params, params_from_iter};
 
 use super::{
-    ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange, StoredOrder,
-    change_times,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
+    StoredContent, StoredOrder, change_times,
 };
 
 const SCHEMA: &str = "
@@ -277,6 +277,40 @@ impl OrderStore for SqliteStore {
         Ok(found)
     }
 
+    fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
+        let mut found = HashMap::new();
+        for chunk in order_ids.chunks(LOOKUP_CHUNK) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let sql = format!(
+                "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                 WHERE order_id IN ({placeholders})"
+            );
+            let mut statement = self
+                .connection
+                .prepare_cached(&sql)
+                .context("cannot prepare order state lookup")?;
+            let rows = statement
+                .query_map(params_from_iter(chunk.iter()), |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        StoredContent {
+                            campaign: row.get(1)?,
+                            item_id: row.get(2)?,
+                            user_id: row.get(3)?,
+                            qty: row.get(4)?,
+                            price_cents: row.get(5)?,
+                        },
+                    ))
+                })
+                .with_context(|| format!("cannot look up order states in {}", self.display))?;
+            for row in rows {
+                let (order_id, content) = row.context("cannot read an order row")?;
+                found.insert(order_id, content);
+            }
+        }
+        Ok(found)
+    }
+
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
         self.connection
             .query_row(
@@ -285,6 +319,39 @@ impl OrderStore for SqliteStore {
                 |row| Ok(ItemTotals { rows: row.get(0)?, units: row.get(1)? }),
             )
             .with_context(|| format!("cannot count orders of {campaign}/{item} in {}", self.display))
+    }
+
+    fn item_buyers_after(
+        &mut self,
+        campaign: &str,
+        item: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<BuyerTotal>> {
+        let mut statement = self
+            .connection
+            .prepare_cached(
+                "SELECT user_id, SUM(qty), MAX(order_id) FROM orders
+                 WHERE campaign = ?1 AND item_id = ?2 AND user_id > ?3
+                 GROUP BY user_id ORDER BY user_id LIMIT ?4",
+            )
+            .context("cannot prepare buyer page query")?;
+        let rows = statement
+            .query_map(params![campaign, item, after, limit as i64], |row| {
+                Ok(BuyerTotal {
+                    user_id: row.get(0)?,
+                    units: row.get(1)?,
+                    latest_order_id: row.get(2)?,
+                })
+            })
+            .with_context(|| {
+                format!(
+                    "cannot page buyers of {campaign}/{item} in {}",
+                    self.display
+                )
+            })?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .context("cannot read a buyer row")
     }
 
     fn item_orders_after(

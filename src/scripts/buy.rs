@@ -26,11 +26,18 @@ pub enum Outcome {
     NotStarted,
     Ended,
     NotPreheated,
+    /// A stored value the script reads is malformed; nothing was written.
+    CorruptState,
+    /// The request id already bought another qty; the original order is named.
+    RequestIdReused,
+    /// `--wait-replicas`: bought, but fewer replicas confirmed it in time
+    /// (decided after the script by WAIT; the script never returns it).
+    Unreplicated,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -39,6 +46,9 @@ impl Outcome {
         Outcome::NotStarted,
         Outcome::Ended,
         Outcome::NotPreheated,
+        Outcome::CorruptState,
+        Outcome::RequestIdReused,
+        Outcome::Unreplicated,
     ];
 
     /// The name used by the script and in JSON.
@@ -52,6 +62,9 @@ impl Outcome {
             Outcome::NotStarted => "not_started",
             Outcome::Ended => "ended",
             Outcome::NotPreheated => "not_preheated",
+            Outcome::CorruptState => "corrupt_state",
+            Outcome::RequestIdReused => "request_id_reused",
+            Outcome::Unreplicated => "unreplicated",
         }
     }
 
@@ -66,6 +79,9 @@ impl Outcome {
             Outcome::NotStarted => exit_codes::NOT_STARTED,
             Outcome::Ended => exit_codes::ENDED,
             Outcome::NotPreheated => exit_codes::NOT_PREHEATED,
+            Outcome::CorruptState => exit_codes::CORRUPT_STATE,
+            Outcome::RequestIdReused => exit_codes::REQUEST_ID_REUSED,
+            Outcome::Unreplicated => exit_codes::UNREPLICATED,
         }
     }
 
@@ -85,6 +101,8 @@ pub struct BuyReply {
     pub order_id: Option<String>,
     /// Units left after the attempt; `None` when the item is not preheated.
     pub stock_left: Option<i64>,
+    /// `corrupt_state` only: which key holds what malformed value.
+    pub problem: Option<String>,
 }
 
 /// The outcome of a reply (its first field) without reading the rest: the
@@ -109,9 +127,15 @@ pub fn outcome_of(reply: &Value) -> Result<Outcome> {
 pub fn parse_reply(reply: Value) -> Result<BuyReply> {
     let outcome = outcome_of(&reply)?;
     let (_, order_id, stock_left): (Value, String, i64) = redis::from_redis_value(reply)?;
+    // corrupt_state puts the problem ("<key>: <what>") where an order id would be.
+    let (order_id, problem) = match outcome {
+        Outcome::CorruptState => (String::new(), Some(order_id)),
+        _ => (order_id, None),
+    };
     Ok(BuyReply {
         outcome,
         order_id: (!order_id.is_empty()).then_some(order_id),
         stock_left: (stock_left >= 0).then_some(stock_left),
+        problem,
     })
 }

@@ -419,7 +419,7 @@ fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
 }
 
 #[test]
-fn a_key_of_the_wrong_type_fails_the_attempt_before_any_write() {
+fn a_key_of_the_wrong_type_is_corrupt_state_before_any_write() {
     let server = RedisServer::start();
     let campaign = preheated(&server, ONE_ITEM);
     let keys = ItemKeys::live(&campaign.id, "1001");
@@ -435,7 +435,9 @@ fn a_key_of_the_wrong_type_fails_the_attempt_before_any_write() {
             qty: 1,
             request_id: None,
         };
-        assert!(buy::buy(&mut conn, &keys, &request).is_err(), "{broken}");
+        let reply = buy::buy(&mut conn, &keys, &request).unwrap();
+        assert_eq!(reply.outcome, Outcome::CorruptState, "{broken}");
+        assert!(reply.problem.unwrap().contains(broken.as_str()), "{broken}");
         let stock: i64 = conn.get(&keys.stock).unwrap();
         let buyers: i64 = conn.hlen(&keys.buyers).unwrap();
         assert_eq!(

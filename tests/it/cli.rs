@@ -137,7 +137,7 @@ fn usage_errors_exit_2_with_a_reason() {
         ),
         (
             &["buy", "--item", "1001", "--user", ""],
-            "--user \"\" must be 1..128 characters",
+            "--user \"\" must be 1..128 bytes",
         ),
         (
             &["buy", "--item", "1001", "--user", "u", "--qty", "0"],

@@ -179,4 +179,60 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
         stderr.contains(&format!("localhost:{port} (TLS)")),
         "{stderr}"
     );
+
+    // A CA that did not sign the server's certificate: refused, never trusted.
+    openssl(
+        d,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=some-other-ca",
+            "-keyout",
+            "other.key",
+            "-out",
+            "other.crt",
+        ],
+    );
+    let output = seckill(&file.path, &url)
+        .arg("--tls-ca-cert")
+        .arg(d.join("other.crt"))
+        .args(["buy", "--item", "1", "--user", "v"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+
+    // No plaintext fallback: rediss:// to a server that speaks only plain
+    // RESP fails, although a plain connection would have worked.
+    let plain = RedisServer::start();
+    let output = seckill(&file.path, &format!("rediss://127.0.0.1:{}/0", plain.port))
+        .arg("--tls-ca-cert")
+        .arg(&ca)
+        .arg("preheat")
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    let keys: Vec<String> = redis::Commands::keys(&mut plain.conn(), "*").unwrap();
+    assert!(
+        keys.is_empty(),
+        "rediss:// fell back to plaintext: {keys:?}"
+    );
 }

@@ -16,8 +16,15 @@ pub struct RedisCluster {
 impl RedisCluster {
     /// Start three masters, create the cluster, wait until every node says `cluster_state:ok`.
     pub fn start() -> RedisCluster {
+        Self::start_with_replicas(0)
+    }
+
+    /// Three masters with `replicas` replicas each (failover drills).
+    pub fn start_with_replicas(replicas: usize) -> RedisCluster {
         let dir = tempfile::tempdir().expect("tempdir");
-        let ports: Vec<u16> = (0..3).map(|_| free_cluster_port()).collect();
+        let ports: Vec<u16> = (0..3 * (1 + replicas))
+            .map(|_| free_cluster_port())
+            .collect();
         let nodes = ports
             .iter()
             .map(|port| {
@@ -58,7 +65,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -78,6 +85,44 @@ impl RedisCluster {
             .map(|p| format!("redis://127.0.0.1:{p}"))
             .collect();
         urls.join(",")
+    }
+
+    /// (master port, replica ports) of the node serving `key`'s slot.
+    pub fn master_and_replicas_of(&self, key: &str) -> (u16, Vec<u16>) {
+        let mut conn = node(self.ports[0]).unwrap();
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut conn)
+            .unwrap();
+        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut conn).unwrap();
+        // <id> <ip:port@bus> <flags> <master id|-> ... <slot ranges>
+        let lines: Vec<Vec<&str>> = nodes
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        let port_of = |fields: &Vec<&str>| -> u16 {
+            fields[1].split(['@', ':']).nth(1).unwrap().parse().unwrap()
+        };
+        let master = lines
+            .iter()
+            .find(|f| {
+                f[2].contains("master")
+                    && f[8..].iter().any(|range| {
+                        let (a, b) = range.split_once('-').unwrap_or((range, range));
+                        match (a.parse::<u16>(), b.parse::<u16>()) {
+                            (Ok(a), Ok(b)) => (a..=b).contains(&slot),
+                            _ => false,
+                        }
+                    })
+            })
+            .expect("a master serves the slot");
+        let replicas = lines
+            .iter()
+            .filter(|f| f[3] == master[0])
+            .map(port_of)
+            .collect();
+        (port_of(master), replicas)
     }
 
     /// Kill the node listening on `port` (SIGKILL), as a crashed master.
@@ -111,7 +156,7 @@ fn free_cluster_port() -> u16 {
     panic!("no free port pair (p, p + 10000) below 55536 for a cluster node");
 }
 
-fn node(port: u16) -> redis::RedisResult<redis::Connection> {
+pub fn node(port: u16) -> redis::RedisResult<redis::Connection> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
     let conn = client.get_connection_with_timeout(Duration::from_millis(300))?;
     conn.set_read_timeout(Some(Duration::from_secs(2)))?;

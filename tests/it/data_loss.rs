@@ -1,0 +1,281 @@
+//! Never oversell after Redis loses data. `preheat` consults the order
+//! database: an item whose orders are stored there is not loaded with its
+//! whole stock again (that sold 30 units of a 20-unit item); `--recover`
+//! loads what is left and restores the buyers. `preheat` warns when Redis
+//! persists nothing (`--require-durable` refuses), and a SIGKILLed Redis
+//! with AOF and `appendfsync always` keeps every acknowledged buy.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::Commands;
+use seckill::buy::{self, BuyRequest, Outcome};
+use seckill::exit_codes;
+use seckill::keys::ItemKeys;
+use support::orders::{buy_many, sqlite_order_ids, sqlite_path};
+use support::{KillOnDrop, RedisServer, campaign_file, seckill};
+
+const CAMPAIGN: &str = r#"
+campaign: loss
+per_user_limit: 1
+items:
+  - { id: "1", name: x, price: "1.00", stock: 20 }
+orders:
+  store: sqlite://orders.db
+"#;
+
+fn keys() -> ItemKeys {
+    ItemKeys::live("loss", "1")
+}
+
+#[test]
+fn preheat_refuses_to_resell_stored_orders_and_recover_loads_only_what_is_left() {
+    let server = RedisServer::start();
+    let file = campaign_file(CAMPAIGN);
+    let url = server.url();
+    seckill(&file.path, &url).arg("preheat").assert().success();
+    // buy_many's campaign id comes from the file: 12 users buy one unit each.
+    let sold = buy_many(&server, &file, "1", "early", 12);
+    assert_eq!(sold.len(), 12);
+    seckill(&file.path, &url)
+        .args(["consume", "--drain"])
+        .current_dir(file.dir.path())
+        .assert()
+        .success();
+
+    // Redis restarts empty (no persistence, FLUSHALL, failover to an empty replica).
+    let mut conn = server.conn();
+    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+    seckill(&file.path, &url)
+        .args(["buy", "--item", "1", "--user", "early0"])
+        .assert()
+        .code(exit_codes::NOT_PREHEATED);
+
+    // The natural next step must not put the whole stock back.
+    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
+    assert!(stderr.contains("--recover"), "{stderr}");
+    let stock: Option<i64> = conn.get(&keys().stock).unwrap();
+    assert_eq!(stock, None, "a refused preheat wrote stock");
+
+    let output = seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("cannot be known"), "{stdout}");
+    let stock: i64 = conn.get(&keys().stock).unwrap();
+    assert_eq!(stock, 8, "initial 20 - 12 stored");
+    let buyers: i64 = conn.hlen(&keys().buyers).unwrap();
+    assert_eq!(buyers, 12, "the buyers were restored");
+    let closed: Option<String> = conn.hget(&keys().meta, "closed").unwrap();
+    assert_eq!(closed.as_deref(), Some("0"), "the item is open again");
+
+    // An early buyer is still a duplicate; 20 newcomers get only the 8 left.
+    seckill(&file.path, &url)
+        .args(["buy", "--item", "1", "--user", "early0"])
+        .assert()
+        .code(exit_codes::DUPLICATE);
+    let late = buy_many(&server, &file, "1", "late", 20);
+    assert_eq!(late.len(), 8);
+    seckill(&file.path, &url)
+        .args(["consume", "--drain"])
+        .current_dir(file.dir.path())
+        .assert()
+        .success();
+    assert_eq!(
+        sqlite_order_ids(&sqlite_path(&file)).len(),
+        20,
+        "exactly the stock was sold, never more"
+    );
+    // A second --recover changes nothing: the stock is there again.
+    seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .assert()
+        .success();
+    let stock: i64 = conn.get(&keys().stock).unwrap();
+    assert_eq!(stock, 0);
+}
+
+#[test]
+fn preheat_warns_when_redis_persists_nothing_and_require_durable_refuses() {
+    let volatile = RedisServer::start();
+    let file = campaign_file(CAMPAIGN);
+    let output = seckill(&file.path, &volatile.url())
+        .args(["preheat", "--require-durable"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    assert!(stderr.contains("persists nothing"), "{stderr}");
+    let stock: Option<i64> = volatile.conn().get(&keys().stock).unwrap();
+    assert_eq!(stock, None, "--require-durable wrote to a volatile Redis");
+    let output = seckill(&file.path, &volatile.url())
+        .arg("preheat")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("persists nothing"),
+        "{stderr}"
+    );
+
+    let durable = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let output = seckill(&file.path, &durable.url())
+        .args(["preheat", "--require-durable"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// A redis-server with AOF (`appendfsync always`) in `dir`, on `port`.
+fn aof_server(dir: &Path, port: u16) -> KillOnDrop {
+    let child = KillOnDrop(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ready = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
+            .ok()
+            .and_then(|c| {
+                c.get_connection_with_timeout(Duration::from_millis(200))
+                    .ok()
+            })
+            .is_some_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok());
+        if ready {
+            return child;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "redis-server with AOF did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = support::free_port();
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let file = campaign_file(&CAMPAIGN.replace("stock: 20", "stock: 100000"));
+    let mut server = aof_server(dir.path(), port);
+    seckill(&file.path, &url).arg("preheat").assert().success();
+
+    // Four shoppers' threads buy until Redis dies under them.
+    let killed = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let url = url.clone();
+            let killed = Arc::clone(&killed);
+            std::thread::spawn(move || {
+                let client = redis::Client::open(url).unwrap();
+                let mut conn = client.get_connection().unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                let mut acknowledged = Vec::new();
+                for n in 0.. {
+                    let user = format!("t{t}-{n}");
+                    let request = BuyRequest {
+                        campaign: "loss",
+                        item: "1",
+                        user: &user,
+                        qty: 1,
+                        request_id: None,
+                    };
+                    match buy::buy(&mut conn, &keys(), &request) {
+                        Ok(reply) if reply.outcome == Outcome::Ok => {
+                            acknowledged.push((user, reply.order_id.unwrap()));
+                        }
+                        Ok(reply) => panic!("{reply:?}"),
+                        Err(_) => break,
+                    }
+                    if killed.load(Ordering::SeqCst) && n > 100_000 {
+                        break;
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(700));
+    server.0.kill().unwrap(); // SIGKILL: no shutdown, no final fsync
+    let _ = server.0.wait();
+    killed.store(true, Ordering::SeqCst);
+    let acknowledged: Vec<(String, String)> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert!(
+        acknowledged.len() > 50,
+        "only {} buys before the kill",
+        acknowledged.len()
+    );
+
+    let _restarted = aof_server(dir.path(), port);
+    let mut conn = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let stream: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(&keys().orders)
+        .arg("-")
+        .arg("+")
+        .query(&mut conn)
+        .unwrap();
+    let in_stream: std::collections::HashSet<String> = stream
+        .ids
+        .iter()
+        .filter_map(|entry| entry.get::<String>("order_id"))
+        .collect();
+    for (user, order_id) in &acknowledged {
+        let units: Option<i64> = conn.hget(&keys().buyers, user).unwrap();
+        assert_eq!(units, Some(1), "acknowledged buy of {user} lost");
+        assert!(in_stream.contains(order_id), "order {order_id} lost");
+    }
+    let stock: i64 = conn.get(&keys().stock).unwrap();
+    let sold = 100_000 - stock;
+    assert_eq!(
+        sold as usize,
+        stream.ids.len(),
+        "stock and stream disagree after the restart"
+    );
+    assert!(stream.ids.len() >= acknowledged.len());
+}
