@@ -159,6 +159,8 @@ pub struct StoredContent {
     pub user_id: String,
     pub qty: i64,
     pub price_cents: i64,
+    /// The order's state (`confirmed` for orders final on `ok`).
+    pub state: OrderState,
 }
 
 /// One user's stored purchases of one item (`preheat --recover` restores them).
@@ -191,7 +193,13 @@ pub trait OrderStore {
     fn apply_changes(&mut self, changes: &[StateChange], consumed_at_ms: i64) -> Result<()>;
 
     /// The stored state of each of `order_ids` that is stored.
-    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>>;
+    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>> {
+        Ok(self
+            .stored_contents(order_ids)?
+            .into_iter()
+            .map(|(order_id, content)| (order_id, content.state))
+            .collect())
+    }
 
     /// Which of `order_ids` are stored.
     fn existing_order_ids(&mut self, order_ids: &[&str]) -> Result<HashSet<String>> {
@@ -221,6 +229,13 @@ pub trait OrderStore {
         after: &str,
         limit: usize,
     ) -> Result<Vec<StoredOrder>>;
+}
+
+/// A stored `state` column, or an error naming the order and the database.
+pub fn parse_state(order_id: &str, state: &str, database: &str) -> Result<OrderState> {
+    OrderState::parse(state).ok_or_else(|| {
+        anyhow::anyhow!("order {order_id} in {database} has an unknown state {state:?}")
+    })
 }
 
 /// (paid_at, released_at) of a state change: one of them is its time.

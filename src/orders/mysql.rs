@@ -14,8 +14,8 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
-    StoredContent, StoredOrder, change_times,
+    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StateChange, StoredContent,
+    StoredOrder, change_times, parse_state,
 };
 
 const SCHEMA: [&str; 2] = [
@@ -269,49 +269,29 @@ impl OrderStore for MysqlStore {
         })
     }
 
-    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>> {
-        let display = self.display.clone();
-        self.with_conn(|conn| {
-            let mut found = HashMap::new();
-            for chunk in order_ids.chunks(LOOKUP_CHUNK) {
-                let sql = format!(
-                    "SELECT order_id, state FROM orders WHERE order_id IN ({})",
-                    placeholders(chunk.len(), "?")
-                );
-                let rows: Vec<(String, String)> = conn
-                    .exec(sql, chunk.to_vec())
-                    .with_context(|| format!("cannot look up order states in {display}"))?;
-                for (order_id, state) in rows {
-                    let parsed = OrderState::parse(&state).with_context(|| {
-                        format!("order {order_id} in {display} has an unknown state {state:?}")
-                    })?;
-                    found.insert(order_id, parsed);
-                }
-            }
-            Ok(found)
-        })
-    }
-
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
         let display = self.display.clone();
         self.with_conn(|conn| {
             let mut found = HashMap::new();
             for chunk in order_ids.chunks(LOOKUP_CHUNK) {
                 let sql = format!(
-                    "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                    "SELECT order_id, campaign, item_id, user_id, qty, price_cents, state FROM orders
                      WHERE order_id IN ({})",
                     placeholders(chunk.len(), "?")
                 );
-                let rows: Vec<(String, String, String, String, i64, i64)> = conn
+                type Row = (String, String, String, String, i64, i64, String);
+                let rows: Vec<Row> = conn
                     .exec(sql, chunk.to_vec())
                     .with_context(|| format!("cannot look up orders in {display}"))?;
-                for (order_id, campaign, item_id, user_id, qty, price_cents) in rows {
+                for (order_id, campaign, item_id, user_id, qty, price_cents, state) in rows {
+                    let state = parse_state(&order_id, &state, &display)?;
                     let content = StoredContent {
                         campaign,
                         item_id,
                         user_id,
                         qty,
                         price_cents,
+                        state,
                     };
                     found.insert(order_id, content);
                 }

@@ -15,8 +15,8 @@ use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, params, params_from_iter};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
-    StoredContent, StoredOrder, change_times,
+    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StateChange, StoredContent,
+    StoredOrder, change_times, parse_state,
 };
 
 const SCHEMA: &str = "
@@ -248,63 +248,45 @@ impl OrderStore for SqliteStore {
         })
     }
 
-    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>> {
-        let mut found = HashMap::new();
-        for chunk in order_ids.chunks(LOOKUP_CHUNK) {
-            let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql =
-                format!("SELECT order_id, state FROM orders WHERE order_id IN ({placeholders})");
-            let mut statement = self
-                .connection
-                .prepare_cached(&sql)
-                .context("cannot prepare order state lookup")?;
-            let rows = statement
-                .query_map(params_from_iter(chunk.iter()), |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-                })
-                .with_context(|| format!("cannot look up order states in {}", self.display))?;
-            for row in rows {
-                let (order_id, state) = row.context("cannot read an order state")?;
-                let state = OrderState::parse(&state).with_context(|| {
-                    format!(
-                        "order {order_id} in {} has an unknown state {state:?}",
-                        self.display
-                    )
-                })?;
-                found.insert(order_id, state);
-            }
-        }
-        Ok(found)
-    }
-
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
         let mut found = HashMap::new();
         for chunk in order_ids.chunks(LOOKUP_CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
             let sql = format!(
-                "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                "SELECT order_id, campaign, item_id, user_id, qty, price_cents, state FROM orders
                  WHERE order_id IN ({placeholders})"
             );
             let mut statement = self
                 .connection
                 .prepare_cached(&sql)
-                .context("cannot prepare order state lookup")?;
+                .context("cannot prepare order lookup")?;
             let rows = statement
                 .query_map(params_from_iter(chunk.iter()), |row| {
                     Ok((
                         row.get::<_, String>(0)?,
-                        StoredContent {
-                            campaign: row.get(1)?,
-                            item_id: row.get(2)?,
-                            user_id: row.get(3)?,
-                            qty: row.get(4)?,
-                            price_cents: row.get(5)?,
-                        },
+                        (
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                            row.get(5)?,
+                        ),
+                        row.get::<_, String>(6)?,
                     ))
                 })
-                .with_context(|| format!("cannot look up order states in {}", self.display))?;
+                .with_context(|| format!("cannot look up orders in {}", self.display))?;
             for row in rows {
-                let (order_id, content) = row.context("cannot read an order row")?;
+                let (order_id, (campaign, item_id, user_id, qty, price_cents), state) =
+                    row.context("cannot read an order row")?;
+                let state = parse_state(&order_id, &state, &self.display)?;
+                let content = StoredContent {
+                    campaign,
+                    item_id,
+                    user_id,
+                    qty,
+                    price_cents,
+                    state,
+                };
                 found.insert(order_id, content);
             }
         }
