@@ -91,12 +91,12 @@ pub const ALL: &[(i32, &str, &str)] = &[
     ),
     (
         ORDER_EXPIRED,
-        "order_expired",
+        "expired",
         "pay/cancel: the payment deadline passed; released by expire",
     ),
     (
         ORDER_CANCELLED,
-        "order_cancelled",
+        "cancelled",
         "pay/cancel: the order was cancelled before (nothing changed)",
     ),
     (
