@@ -1286,3 +1286,57 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
     }
     assert!(cases >= 60, "{cases} cases");
 }
+
+#[test]
+fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(1000, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "cc", 300, |_| 1);
+    let campaign = Campaign::load(&file.path).unwrap();
+    let mut conn = server.conn();
+    for (n, (order, _)) in orders.iter().enumerate() {
+        match n % 3 {
+            0 => {
+                seckill::reservations::pay(&mut conn, &campaign, None, order).unwrap();
+            }
+            1 => {
+                seckill::reservations::cancel(&mut conn, &campaign, None, order, "").unwrap();
+            }
+            _ => {}
+        }
+    }
+    // Three consumers with small batches share the group: an order and its
+    // change often go to different consumers, in either commit order.
+    let mut consumers: Vec<_> = (0..3)
+        .map(|n| {
+            spawn_seckill(
+                &file,
+                &server.url(),
+                &[],
+                &[
+                    "consume",
+                    "--drain",
+                    "--batch",
+                    "7",
+                    "--consumer",
+                    &format!("c{n}"),
+                ],
+                &format!("consumer-{n}"),
+            )
+        })
+        .collect();
+    for consumer in &mut consumers {
+        let status = wait_exit(consumer);
+        assert!(status.success(), "{status:?}");
+    }
+    drain(&file, &server, &[]);
+    let states = sqlite_states(&file);
+    let records = records(&server);
+    assert_eq!(states.len(), 300);
+    for (id, record) in &records {
+        assert_eq!(states[id], record.state, "{id}");
+    }
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
