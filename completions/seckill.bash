@@ -128,7 +128,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -194,7 +194,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -248,7 +248,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -290,7 +290,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -344,7 +344,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -398,7 +398,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -448,7 +448,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -714,7 +714,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -741,7 +741,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -h -V --variant --item --threads --requests --users --stock --pipeline --rate-limit --keep --buckets --hot-buckets --reservations --payment-timeout --pay-share --print-command --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --print-command --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -755,11 +755,23 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --threads)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -772,6 +784,18 @@ _seckill() {
                     return 0
                     ;;
                 --pipeline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hdr-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-p99)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-qps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -804,7 +828,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -854,7 +878,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -916,7 +940,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -966,7 +990,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1020,7 +1044,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1070,7 +1094,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1120,7 +1144,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
                     ;;
                 --redis)

@@ -841,7 +841,7 @@ fn the_reservations_load_test_reports_final_states_and_the_identity() {
         .args([
             "loadtest",
             "--reservations",
-            "--threads",
+            "--connections",
             "8",
             "--requests",
             "600",
@@ -1029,7 +1029,7 @@ fn reservation_tables_fit_80_columns_without_splitting_an_id() {
     let raced = spec(&[
         "loadtest",
         "--reservations",
-        "--threads",
+        "--connections",
         "2",
         "--requests",
         "40",
