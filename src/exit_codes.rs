@@ -92,26 +92,6 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "buy/pay/cancel: item not preheated (or expired)",
     ),
     (
-        ALREADY_PAID,
-        "already_paid",
-        "pay/cancel: the order is paid (nothing changed)",
-    ),
-    (
-        ORDER_EXPIRED,
-        "expired",
-        "pay/cancel: the payment deadline passed; released by expire",
-    ),
-    (
-        ORDER_CANCELLED,
-        "cancelled",
-        "pay/cancel: the order was cancelled before (nothing changed)",
-    ),
-    (
-        UNKNOWN_ORDER,
-        "unknown_order",
-        "pay/cancel: no such reservation in this campaign",
-    ),
-    (
         CORRUPT_STATE,
         "corrupt_state",
         "buy: a stored value is malformed; nothing written, the key is named",
@@ -130,6 +110,26 @@ pub const ALL: &[(i32, &str, &str)] = &[
         UNREPLICATED,
         "unreplicated",
         "buy: with --wait-replicas, bought, but fewer replicas confirmed it in time",
+    ),
+    (
+        ALREADY_PAID,
+        "already_paid",
+        "pay/cancel: the order is paid (nothing changed)",
+    ),
+    (
+        ORDER_EXPIRED,
+        "expired",
+        "pay/cancel: the payment deadline passed; released by expire",
+    ),
+    (
+        ORDER_CANCELLED,
+        "cancelled",
+        "pay/cancel: the order was cancelled before (nothing changed)",
+    ),
+    (
+        UNKNOWN_ORDER,
+        "unknown_order",
+        "pay/cancel: no such reservation in this campaign",
     ),
 ];
 
@@ -184,8 +184,8 @@ mod tests {
         assert!(!reconcile.contains("sold_out"));
         assert_eq!(name_of(DRIFT_FOUND), "drift_found");
         let pay = help("pay");
-        assert!(pay.contains("\n  30  already_paid   the order is paid"));
-        assert!(pay.contains("\n  16  not_preheated"));
+        assert!(pay.contains(&line("30", "already_paid", "the order is paid")));
+        assert!(pay.contains(&line("16", "not_preheated", "item not preheated")));
         assert!(!help("buy").contains("already_paid"));
     }
 }
