@@ -18,6 +18,7 @@
 //! | `…:dead` | stream | entries `pending-claim` gave up on |
 //! | `…:reservations` | hash | order id → reservation record (`payment_timeout`, see `reservations`) |
 //! | `…:deadlines` | zset | order id → payment deadline (ms), reserved orders only |
+//! | `…:switch_log` | list | the last kill-switch flips (JSON), newest first |
 
 /// Key prefix of real campaigns.
 pub const LIVE_PREFIX: &str = "seckill";
@@ -40,6 +41,7 @@ pub struct ItemKeys {
     pub dead: String,
     pub reservations: String,
     pub deadlines: String,
+    pub switch_log: String,
 }
 
 impl ItemKeys {
@@ -56,6 +58,7 @@ impl ItemKeys {
             dead: format!("{base}dead"),
             reservations: format!("{base}reservations"),
             deadlines: format!("{base}deadlines"),
+            switch_log: format!("{base}switch_log"),
             base,
         }
     }
@@ -78,7 +81,7 @@ impl ItemKeys {
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub fn fixed(&self) -> [&str; 9] {
+    pub fn fixed(&self) -> [&str; 10] {
         [
             &self.meta,
             &self.stock,
@@ -89,6 +92,7 @@ impl ItemKeys {
             &self.dead,
             &self.reservations,
             &self.deadlines,
+            &self.switch_log,
         ]
     }
 }

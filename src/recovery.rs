@@ -166,7 +166,7 @@ pub fn recover_item<C: ConnectionLike>(
     mode: PreheatMode,
 ) -> Result<Recovered> {
     let keys = ItemKeys::live(&campaign.id, &item.id);
-    let by = state::operator_name();
+    let by = crate::kill_switch::operator(None)?;
     let now = state::redis_now_ms(conn)?;
     let expire_at = campaign.expire_at_ms();
     state::set_switch(

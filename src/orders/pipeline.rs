@@ -245,6 +245,7 @@ pub fn store_then_ack(
         );
         match retry(command, &what, stop, || {
             insert_isolating(store, &batch.orders)
+                .inspect_err(|_| crate::metrics::CONSUME.add_store_retry())
         })? {
             Insert::All(inserted) => stored.inserted = inserted,
             Insert::Some(inserted, refused) => {

@@ -23,11 +23,13 @@ pub mod bucket_take;
 pub mod buy;
 pub mod dead_letter;
 pub mod item_state;
+pub mod item_status;
 pub mod lock_release;
 pub mod pay;
 pub mod preheat;
 pub mod reconcile_snapshot;
 pub mod release;
+pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
 
@@ -76,10 +78,12 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 14] = [
+pub static ALL: [&Spec; 16] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
+    &item_status::SPEC,
+    &set_switch::SPEC,
     &dead_letter::SPEC,
     &stream_order_ids::SPEC,
     &reconcile_snapshot::SPEC,
@@ -309,6 +313,8 @@ mod tests {
                 "buy",
                 "preheat",
                 "item_state",
+                "item_status",
+                "set_switch",
                 "dead_letter",
                 "stream_order_ids",
                 "reconcile_snapshot",

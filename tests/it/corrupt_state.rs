@@ -301,6 +301,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["cancel", "01ORDERX", "why", "1", "1", "cs", "1"]),
             owned(&["expire", "", "", "10", "1", "cs", "1"]),
         ],
+        "item_status" => vec![owned(&["orders-db"])],
+        "set_switch" => vec![owned(&["1", "why", "alice", "1", "", "20"])],
         _ => vec![vec![]],
     }
 }
