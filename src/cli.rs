@@ -86,10 +86,13 @@ pub enum Command {
     #[command(after_long_help = cmd::help::long("reconcile"))]
     Reconcile(cmd::reconcile::Args),
     /// Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown.
+    #[command(after_long_help = cmd::help::long("pay"))]
     Pay(cmd::pay::Args),
     /// Cancel one reserved order: its units go back on sale; a paid order is never released.
+    #[command(after_long_help = cmd::help::long("cancel"))]
     Cancel(cmd::cancel::Args),
     /// Release every reservation past its payment deadline (Redis clock), once or in a loop.
+    #[command(after_long_help = cmd::help::long("expire"))]
     Expire(cmd::expire::Args),
     /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
     #[command(after_long_help = cmd::help::long("status"))]

@@ -6,16 +6,10 @@ use anyhow::Result;
 
 use super::pay::OrderReport;
 use crate::context::Context;
-use crate::exit_codes;
 use crate::reservations;
 
 /// Flags of `seckill cancel`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = format!(
-    "{}\n\nA runtime error (1) means the outcome is unknown: cancelling again is safe.\n\
-     Example: seckill -c campaigns/moutai.yaml cancel --order 01M8MVJK1WDE3K2GTCRWF2KE6V --reason \"user asked\"",
-    exit_codes::help("cancel")
-))]
 pub struct Args {
     /// The order id `buy` printed.
     #[arg(long, value_name = "ID")]

@@ -9,7 +9,6 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::exit_codes;
 use crate::orders::log;
 use crate::output;
 use crate::redis_conn::parse_duration_arg;
@@ -18,12 +17,6 @@ use crate::reservations::{self, ExpireSettings, ItemExpiry};
 
 /// Flags of `seckill expire`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = format!(
-    "{}\n\nRun it beside the sale (several are fine) or from cron; it catches up on everything due.\n\
-     Examples:\n  seckill -c campaigns/moutai.yaml expire                      # one pass\n  \
-     seckill -c campaigns/moutai.yaml expire --loop --interval 1s # until Ctrl-C",
-    exit_codes::help("expire")
-))]
 pub struct Args {
     /// Keep running: a pass every --interval until SIGINT/SIGTERM.
     #[arg(long = "loop")]

@@ -5,18 +5,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::exit_codes;
 use crate::output::{self, time_or_dash};
 use crate::report::Report;
 use crate::reservations::{self, OrderResult};
 
 /// Flags of `seckill pay`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = format!(
-    "{}\n\nA runtime error (1) means the outcome is unknown: paying again is safe.\n\
-     Example: seckill -c campaigns/moutai.yaml pay --order 01M8MVJK1WDE3K2GTCRWF2KE6V",
-    exit_codes::help("pay")
-))]
 pub struct Args {
     /// The order id `buy` printed.
     #[arg(long, value_name = "ID")]
