@@ -5,7 +5,8 @@
 # sold again at once; the unpaid ones miss their deadline, a payment after it
 # is refused, `expire` releases them and they are sold again (one to a shopper
 # whose reservation expired); the orders and their states go into SQLite and
-# `reconcile` proves initial = left + reserved + paid along the way.
+# `status` and `reconcile` show reserved, paid and released units along the
+# way (initial = left + reserved + paid).
 #
 #   scripts/rehearse-reservations.sh            # about 40 s (the 30 s timeout)
 #   TIMEOUT=5s scripts/rehearse-reservations.sh # the same, faster
@@ -40,6 +41,7 @@ run cancel --order "${order[cat]}" --reason "changed her mind"
 run buy --item 1001 --user fay
 run consume --drain
 run reconcile
+run status
 echo; echo "# waiting for the deadlines of dan's and eve's reservations (${TIMEOUT:-30s})"
 deadline=$(redis-cli -p "$REDIS_PORT" zrange 'seckill:{moutai-pay-1111:1001}:deadlines' 0 -1 withscores | sed -n 4p)
 while [ "$(redis-cli -p "$REDIS_PORT" eval 'local t = redis.call("TIME") return t[1] * 1000 + math.floor(t[2] / 1000)' 0)" -le "$deadline" ]; do sleep 0.2; done
@@ -49,6 +51,7 @@ run buy --item 1001 --user gus
 run buy --item 1001 --user dan
 run consume --drain
 run reconcile
+run status
 query="SELECT user_id, state, release_reason FROM orders ORDER BY bought_at"
 echo; echo "\$ sqlite3 orders.db '$query'"
 if command -v sqlite3 >/dev/null; then

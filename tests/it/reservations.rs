@@ -1340,3 +1340,47 @@ fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change
     let (code, report) = reconcile(&file, &server, &[]);
     assert_eq!(code, 0, "{report:#}");
 }
+
+#[test]
+fn status_shows_reserved_paid_and_released_counts() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "st", 4, |i| 1 + (i % 2) as u32);
+    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    let output = seckill(&file.path, &server.url())
+        .args(["status", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let r = &json(&output)["items"][0]["reservations"];
+    assert_eq!(
+        (
+            &r["reserved_orders"],
+            &r["reserved_units"],
+            &r["paid_units"],
+            &r["cancelled_units"]
+        ),
+        (&2.into(), &3.into(), &1.into(), &2.into()),
+        "{r:#}"
+    );
+    let table = seckill(&file.path, &server.url())
+        .arg("status")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("2 reserved (3 units) · 1 paid (1) · 1 released (2): 0 expired, 1 cancelled"),
+        "{text}"
+    );
+    let metrics = seckill(&file.path, &server.url())
+        .args(["status", "--format", "prometheus"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&metrics.stdout);
+    assert!(
+        text.contains(r#"seckill_reservation_units{campaign="res",item="1001",state="paid"} 1"#),
+        "{text}"
+    );
+}
