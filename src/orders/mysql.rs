@@ -14,8 +14,8 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StateChange, StoredContent,
-    StoredOrder, change_times, parse_state,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
+    StoredContent, StoredOrder, change_times, parse_state,
 };
 
 const SCHEMA: [&str; 2] = [
@@ -167,6 +167,23 @@ fn create_and_migrate(conn: &mut Conn, display: &str) -> Result<()> {
     Ok(())
 }
 
+/// An order row's first eleven columns, in INSERT order (see the schema).
+fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] {
+    [
+        o.order_id.as_str().into(),
+        o.campaign.as_str().into(),
+        o.item_id.as_str().into(),
+        o.user_id.as_str().into(),
+        o.qty.into(),
+        o.price_cents.into(),
+        o.bought_at_ms.into(),
+        o.stream_id.as_str().into(),
+        consumed_at_ms.into(),
+        state.as_str().into(),
+        o.deadline_ms.into(),
+    ]
+}
+
 fn placeholders(rows: usize, per_row: &str) -> String {
     vec![per_row; rows].join(",")
 }
@@ -193,19 +210,7 @@ impl OrderStore for MysqlStore {
                 );
                 let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 11);
                 for o in chunk {
-                    values.extend([
-                        o.order_id.as_str().into(),
-                        o.campaign.as_str().into(),
-                        o.item_id.as_str().into(),
-                        o.user_id.as_str().into(),
-                        o.qty.into(),
-                        o.price_cents.into(),
-                        o.bought_at_ms.into(),
-                        o.stream_id.as_str().into(),
-                        consumed_at_ms.into(),
-                        o.initial_state().as_str().into(),
-                        o.deadline_ms.into(),
-                    ]);
+                    values.extend(row_values(o, consumed_at_ms, o.initial_state()));
                 }
                 tx.exec_drop(sql, values)
                     .with_context(|| format!("cannot insert {} orders into {display}", chunk.len()))?;
@@ -242,18 +247,8 @@ impl OrderStore for MysqlStore {
                 for c in chunk {
                     let o = &c.order;
                     let (paid_at, released_at) = change_times(c);
+                    values.extend(row_values(o, consumed_at_ms, c.state));
                     values.extend([
-                        o.order_id.as_str().into(),
-                        o.campaign.as_str().into(),
-                        o.item_id.as_str().into(),
-                        o.user_id.as_str().into(),
-                        o.qty.into(),
-                        o.price_cents.into(),
-                        o.bought_at_ms.into(),
-                        o.stream_id.as_str().into(),
-                        consumed_at_ms.into(),
-                        c.state.as_str().into(),
-                        o.deadline_ms.into(),
                         paid_at.into(),
                         released_at.into(),
                         c.state.released().then_some(c.reason.as_str()).into(),

@@ -12,11 +12,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use rusqlite::types::Value;
 use rusqlite::{Connection, params, params_from_iter};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StateChange, StoredContent,
-    StoredOrder, change_times, parse_state,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
+    StoredContent, StoredOrder, change_times, parse_state,
 };
 
 const SCHEMA: &str = "
@@ -67,6 +68,23 @@ const INSERT: &str = "INSERT OR IGNORE INTO orders
     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
      state, deadline_at)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/// An order row's first eleven columns, in INSERT order (see the schema).
+fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] {
+    [
+        o.order_id.clone().into(),
+        o.campaign.clone().into(),
+        o.item_id.clone().into(),
+        o.user_id.clone().into(),
+        o.qty.into(),
+        o.price_cents.into(),
+        o.bought_at_ms.into(),
+        o.stream_id.clone().into(),
+        consumed_at_ms.into(),
+        state.as_str().to_string().into(),
+        o.deadline_ms.into(),
+    ]
+}
 
 /// Order ids looked up per query (well under SQLite's variable limit).
 const LOOKUP_CHUNK: usize = 500;
@@ -178,19 +196,11 @@ impl OrderStore for SqliteStore {
                 .context("cannot prepare the order insert")?;
             for o in orders {
                 inserted += statement
-                    .execute(params![
-                        o.order_id,
-                        o.campaign,
-                        o.item_id,
-                        o.user_id,
-                        o.qty,
-                        o.price_cents,
-                        o.bought_at_ms,
-                        o.stream_id,
+                    .execute(params_from_iter(row_values(
+                        o,
                         consumed_at_ms,
-                        o.initial_state().as_str(),
-                        o.deadline_ms
-                    ])
+                        o.initial_state(),
+                    )))
                     .with_context(|| format!("cannot insert order {}", o.order_id))?
                     as u64;
             }
@@ -214,22 +224,13 @@ impl OrderStore for SqliteStore {
                 let o = &c.order;
                 let (paid_at, released_at) = change_times(c);
                 statement
-                    .execute(params![
-                        o.order_id,
-                        o.campaign,
-                        o.item_id,
-                        o.user_id,
-                        o.qty,
-                        o.price_cents,
-                        o.bought_at_ms,
-                        o.stream_id,
-                        consumed_at_ms,
-                        c.state.as_str(),
-                        o.deadline_ms,
-                        paid_at,
-                        released_at,
-                        c.state.released().then_some(c.reason.as_str()),
-                    ])
+                    .execute(params_from_iter(
+                        row_values(o, consumed_at_ms, c.state).into_iter().chain([
+                            paid_at.into(),
+                            released_at.into(),
+                            c.state.released().then(|| c.reason.clone()).into(),
+                        ]),
+                    ))
                     .with_context(|| {
                         format!(
                             "cannot apply state {} to order {}",
