@@ -78,7 +78,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         PREHEAT_REFUSED,
         "preheat_refused",
-        "preheat: an item has sales or lost its stock key; nothing written for it",
+        "preheat: a reload would sell units again; nothing written",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (

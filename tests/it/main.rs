@@ -37,3 +37,4 @@ mod reservations;
 mod security;
 mod status;
 mod tls_auth;
+mod transient_store_errors;
