@@ -132,10 +132,7 @@ fn sweep<C: ConnectionLike>(
                 cost.round_trips += 2;
                 let reply =
                     scripts::home_buy(conn, home, request, order_id, false, Some(&transfer))?.reply;
-                if matches!(
-                    reply.outcome,
-                    Outcome::CorruptState | Outcome::NotPreheated
-                ) {
+                if matches!(reply.outcome, Outcome::CorruptState | Outcome::NotPreheated) {
                     // Not credited: the debit stays pending (in transit) for
                     // `reconcile --repair` once the home bucket is fixed.
                     return Ok(reply);

@@ -47,7 +47,7 @@ const NOT_INTEGERS: &[&str] = &[
 ];
 
 /// Every key, its type, DUMP and TTL: "nothing written" means this is unchanged.
-fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String, Vec<u8>, i64)> {
+pub(crate) fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String, Vec<u8>, i64)> {
     let keys: Vec<String> = conn.keys("*").unwrap();
     keys.into_iter()
         .map(|key| {
@@ -285,7 +285,13 @@ fn header_kinds(source: &str) -> Vec<String> {
 /// than their header says, and a malformed value they read (meta, stock, the
 /// user's units, the rate counter of a counted attempt, a stale transfer's
 /// record), must be refused — a plain answer would mean it went unnoticed.
-fn must_refuse(script: &str, key: &str, kind: &str, corruption: Corruption, argv: &[String]) -> bool {
+fn must_refuse(
+    script: &str,
+    key: &str,
+    kind: &str,
+    corruption: Corruption,
+    argv: &[String],
+) -> bool {
     if !script.starts_with("bucket_") {
         return false;
     }
@@ -331,14 +337,18 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "stream_order_ids" => vec![owned(&[pending, "1-1"])],
         "lock_release" => vec![owned(&["token"])],
         // A home buy counting the attempt; a credit then a buy; both at once.
-        "bucket_buy" => [["1", "", "0", "0"], ["0", "01XFER", "3", "2"], ["1", "01XFER", "3", "2"]]
-            .iter()
-            .map(|tail| {
-                let mut argv = owned(&["u", "1", "r1", "01ORDERX", "cs", "1"]);
-                argv.extend(owned(tail));
-                argv
-            })
-            .collect(),
+        "bucket_buy" => [
+            ["1", "", "0", "0"],
+            ["0", "01XFER", "3", "2"],
+            ["1", "01XFER", "3", "2"],
+        ]
+        .iter()
+        .map(|tail| {
+            let mut argv = owned(&["u", "1", "r1", "01ORDERX", "cs", "1"]);
+            argv.extend(owned(tail));
+            argv
+        })
+        .collect(),
         // The buyer's rule and the rebalancer's; stale_ms 0: the seeded pending transfer is stale.
         "bucket_take" => vec![
             owned(&["1", "01XFER", "3", "0", "16", "0"]),
