@@ -213,3 +213,154 @@ fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
     assert_eq!(retry.status.code(), Some(0), "{retry:?}");
     assert_eq!(stock_total(&mut conn), 3, "the retry bought again");
 }
+
+const LOSS: &str = r#"
+campaign: lossb
+per_user_limit: 1
+items:
+  - { id: "1", name: x, price: "1.00", stock: 20, buckets: 4 }
+orders:
+  store: sqlite://orders.db
+"#;
+
+/// One unit each for `users` distinct users `<prefix>0..` through the bucket
+/// buy path; the number of `ok`.
+fn buy_bucketed(server: &RedisServer, layout: &Layout, prefix: &str, users: usize) -> usize {
+    let mut conn = server.conn();
+    (0..users)
+        .filter(|n| {
+            let user = format!("{prefix}{n}");
+            let request = seckill::buy::BuyRequest {
+                campaign: &layout.campaign,
+                item: &layout.item,
+                user: &user,
+                qty: 1,
+                request_id: None,
+            };
+            let (reply, _) = seckill::buckets::buy::buy(&mut conn, layout, &request).unwrap();
+            reply.outcome == seckill::buy::Outcome::Ok
+        })
+        .count()
+}
+
+fn drain(file: &CampaignFile, server: &RedisServer) {
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .current_dir(file.dir.path())
+        .assert()
+        .success();
+}
+
+#[test]
+fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
+    let server = RedisServer::start();
+    let file = campaign_file(LOSS);
+    let url = server.url();
+    let layout = Layout::new("seckill", "lossb", "1", 4);
+    seckill(&file.path, &url).arg("preheat").assert().success();
+    assert_eq!(buy_bucketed(&server, &layout, "early", 12), 12);
+    drain(&file, &server);
+
+    // Redis loses everything; the natural next step must not put 20 back.
+    let mut conn = server.conn();
+    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
+    assert!(stderr.contains("--recover"), "{stderr}");
+    let keys: Vec<String> = conn.keys("*").unwrap();
+    assert!(keys.is_empty(), "a refused preheat wrote {keys:?}");
+
+    let output = seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{output:?}");
+    assert!(stdout.contains("cannot be known"), "{stdout}");
+    // 20 - 12 = 8 left, split evenly: 2 per bucket; every buyer in its home bucket.
+    for bucket in layout.all() {
+        let stock: i64 = conn.get(&bucket.keys.stock).unwrap();
+        assert_eq!(stock, 2, "bucket {}", bucket.bucket);
+        let closed: String = conn.hget(&bucket.keys.meta, "closed").unwrap();
+        assert_eq!(closed, "0", "bucket {} is open again", bucket.bucket);
+    }
+    for n in 0..12 {
+        let user = format!("early{n}");
+        let home = layout.home(&user);
+        let units: Option<i64> = conn.hget(&home.keys.buyers, &user).unwrap();
+        assert_eq!(units, Some(1), "{user} restored in bucket {}", home.bucket);
+    }
+    let restored: i64 = layout
+        .all()
+        .iter()
+        .map(|b| conn.hlen::<_, i64>(&b.keys.buyers).unwrap())
+        .sum();
+    assert_eq!(restored, 12, "each buyer once, in its home bucket only");
+
+    // An early buyer is still a duplicate; 20 newcomers get only the 8 left.
+    seckill(&file.path, &url)
+        .args(["buy", "--item", "1", "--user", "early0"])
+        .assert()
+        .code(exit_codes::DUPLICATE);
+    assert_eq!(buy_bucketed(&server, &layout, "late", 20), 8);
+    drain(&file, &server);
+    assert_eq!(
+        support::orders::sqlite_order_ids(&support::orders::sqlite_path(&file)).len(),
+        20,
+        "exactly the stock was sold, never more"
+    );
+    // A second --recover changes nothing: the stock is in Redis again.
+    seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .assert()
+        .success();
+    for bucket in layout.all() {
+        let stock: i64 = conn.get(&bucket.keys.stock).unwrap();
+        assert_eq!(stock, 0);
+    }
+}
+
+#[test]
+fn recover_refuses_a_bucketed_item_that_lost_only_some_buckets() {
+    let server = RedisServer::start();
+    let file = campaign_file(LOSS);
+    let url = server.url();
+    let layout = Layout::new("seckill", "lossb", "1", 4);
+    seckill(&file.path, &url).arg("preheat").assert().success();
+    assert_eq!(buy_bucketed(&server, &layout, "early", 6), 6);
+    drain(&file, &server);
+    // One master of a cluster came back empty: bucket 2's keys are gone.
+    let mut conn = server.conn();
+    let lost = layout.bucket(2);
+    let _: i64 = conn.del(lost.fixed()).unwrap();
+    let before = snapshot(&mut conn);
+    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{output:?}"
+    );
+    let output = seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{stderr}"
+    );
+    assert!(stderr.contains("still holds bucket(s) 0, 1, 3"), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(
+        before,
+        snapshot(&mut conn),
+        "a refused recovery wrote something"
+    );
+}
