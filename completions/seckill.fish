@@ -25,8 +25,9 @@ function __fish_seckill_using_subcommand
 end
 
 complete -c seckill -n "__fish_seckill_needs_command" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -47,8 +48,9 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "rebalance" -d 'Move
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -60,8 +62,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l item -d 'Preheat only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -81,8 +84,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -93,8 +97,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -s V -l version -d 
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l item -d 'Only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l reason -d 'Why (kept with the switch, shown by status)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -104,8 +109,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l clus
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -117,8 +123,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; each round is stored in one transaction' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -133,8 +140,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l batch 
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST-PID)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -146,8 +154,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l item -d 
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l id -d 'Only these dead letters: a dead-letter stream id, an original stream id or an order id (repeatable; default: all)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -158,8 +167,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s V -l ver
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l item -d 'Check only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -172,8 +182,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l item -d 'O
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l interval -d 'Pause between passes with --watch' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l low-water -d 'A bucket holding less than this fraction of the mean is refilled up to the mean' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -190,11 +201,17 @@ full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'
 all\t'Every variant in turn, one comparison table'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l item -d 'Item whose settings to use (default: the campaign\'s first item)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads, each with its own Redis connection' -r
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l requests -d 'Requests per variant, spread over the threads' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connections -d 'Connections to Redis, over all worker threads (redis-benchmark\'s -c); with --buckets, the bucket run\'s threads, one connection each' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads. On a plain-TCP standalone Redis each runs an event loop over its share of the connections [default: half the cores, at least 1, leaving the rest to a Redis on the same machine]; on TLS and Cluster targets each connection has its own thread and this is ignored' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l requests -d 'Attempts per variant (closed loop: spread over the connections; open loop: sent at --rate)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate -d 'Open loop: attempts per second over all connections, sent on schedule whatever Redis does; latency is measured from the planned send time' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l duration -d 'Open loop: run for this long at --rate (instead of --requests), e.g. 30s' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l users -d 'Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests, so stock, not the per-user limit, runs out)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l stock -d 'Units in stock at the start of each variant (the campaign file\'s stock is not used)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per thread (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per connection (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hdr-out -d 'Write one HdrHistogram percentile-distribution file per variant, PREFIX<variant>.hgrm (corrected latency; in open loop also PREFIX<variant>.service.hgrm), for HdrHistogram\'s plotter' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l max-p99 -d 'Fail (exit 4) when a variant\'s p99 latency (corrected) exceeds this, e.g. 5ms' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l min-qps -d 'Fail (exit 4) when a variant answers fewer attempts per second than this' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l buckets -d 'Split the stock into N buckets (docs/buckets.md) and run the bucket buy path (`--variant full` only); reports round trips per buy, the transfer share and per-bucket figures' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hot-buckets -d 'With --buckets: skewed demand, every synthetic user\'s home is one of the first K buckets (default: uniform)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l print-command -d 'Print the EVALSHA command line the v3 or full variant sends per request (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
@@ -204,14 +221,17 @@ v4\t'DECR, INCR back when the result is negative'
 full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts' -r -f -a "table\t'Human-readable table'
-json\t'One JSON document on stdout, for scripts'"
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate-limit -d 'Keep the campaign\'s rate limit in the `full` variant (default: off, so synthetic shoppers measure the stock path, not the throttle)'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l keep -d 'Leave the load-test keys in Redis afterwards (the last variant\'s state), for inspection'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Show every column (default: variant, qps, succeeded, oversold, p99, verdict)'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s V -l version -d 'Print version'

@@ -47,7 +47,7 @@ cpu_per_ok_8=""
 for run in "1 uniform" "4 uniform" "4 skewed" "8 uniform" "8 skewed"; do
   set -- $run
   buckets=$1 demand=$2
-  args=(--variant full --requests "$requests" --stock "$stock" --threads "$threads" --format json)
+  args=(--variant full --requests "$requests" --stock "$stock" --connections "$threads" --format json)
   [ "$buckets" -gt 1 ] && args+=(--buckets "$buckets")
   [ "$demand" = skewed ] && args+=(--hot-buckets 2)
   declare -A cpu_before=()

@@ -35,7 +35,7 @@ pub struct Cli {
     )]
     pub campaign: Option<PathBuf>,
 
-    /// Output format: a table for people or JSON for scripts.
+    /// Output format: a table for people or JSON for scripts (loadtest also: csv).
     #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 
@@ -113,6 +113,13 @@ impl Command {
     }
 
     fn run(self, ctx: &Context) -> Result<i32> {
+        // Refused before anything runs: a buy must not happen and then fail to print.
+        if ctx.format == Format::Csv && !matches!(self, Command::Loadtest(_)) {
+            return Err(crate::error::usage(format!(
+                "--format csv applies to loadtest only; use table or json for {}",
+                self.name()
+            )));
+        }
         match self {
             Command::Init(args) => emit(ctx, &cmd::init::run(ctx, &args)?),
             Command::Preheat(args) => emit(ctx, &cmd::preheat::run(ctx, &args)?),

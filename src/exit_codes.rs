@@ -12,6 +12,8 @@ pub const RUNTIME_ERROR: i32 = 1;
 pub const USAGE_ERROR: i32 = 2;
 /// `reconcile` found drift: the stock equation does not hold or the order sets differ.
 pub const DRIFT_FOUND: i32 = 3;
+/// `loadtest`: a threshold failed (--max-p99, --min-qps, oversold or undersold).
+pub const THRESHOLD_FAILED: i32 = 4;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -56,6 +58,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         DRIFT_FOUND,
         "drift_found",
         "reconcile: the stock equation does not hold",
+    ),
+    (
+        THRESHOLD_FAILED,
+        "threshold_failed",
+        "loadtest: a threshold failed (p99, qps, oversold, undersold)",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (
@@ -109,6 +116,7 @@ pub fn name_of(code: i32) -> &'static str {
 /// the codes every command shares, plus those whose meaning starts with `command:`.
 pub fn help(command: &str) -> String {
     let mut text = String::from("Exit codes:");
+    let width = ALL.iter().map(|(_, name, _)| name.len()).max().unwrap_or(0);
     for (code, name, meaning) in ALL {
         let owner = meaning
             .split_once(": ")
@@ -119,7 +127,7 @@ pub fn help(command: &str) -> String {
             Some(owner) if owner == command => &meaning[owner.len() + 2..],
             Some(_) => continue,
         };
-        text.push_str(&format!("\n  {code:>2}  {name:<14} {meaning}"));
+        text.push_str(&format!("\n  {code:>2}  {name:<width$} {meaning}"));
     }
     text
 }
@@ -130,12 +138,21 @@ mod tests {
 
     #[test]
     fn help_lists_the_shared_codes_and_only_the_commands_own() {
+        // Names are padded to the longest one, so the meanings line up.
+        let width = ALL.iter().map(|(_, name, _)| name.len()).max().unwrap();
+        let line = |code: &str, name: &str, meaning: &str| {
+            format!("\n  {code:>2}  {name:<width$} {meaning}")
+        };
         let buy = help("buy");
-        assert!(buy.contains("\n  10  sold_out       not enough stock left"));
-        assert!(buy.contains("\n   2  usage_error    bad flags"));
+        assert!(buy.contains(&line("10", "sold_out", "not enough stock left")));
+        assert!(buy.contains(&line("2", "usage_error", "bad flags")));
         assert!(!buy.contains("drift_found"));
         let reconcile = help("reconcile");
-        assert!(reconcile.contains("\n   3  drift_found    the stock equation does not hold"));
+        assert!(reconcile.contains(&line(
+            "3",
+            "drift_found",
+            "the stock equation does not hold"
+        )));
         assert!(!reconcile.contains("sold_out"));
         assert_eq!(name_of(DRIFT_FOUND), "drift_found");
     }

@@ -22,6 +22,8 @@ pub enum Format {
     Table,
     /// One JSON document on stdout, for scripts.
     Json,
+    /// Comma-separated values (loadtest: redis-benchmark's columns first).
+    Csv,
 }
 
 /// A table with the house style and these column headers, as wide as the

@@ -18,7 +18,7 @@
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::error;
+use crate::error::{self, usage};
 use crate::exit_codes;
 use crate::output::{self, Format};
 
@@ -30,6 +30,11 @@ pub const SCHEMA: u32 = 1;
 pub trait Report: Serialize {
     /// The table and the lines around it, ending in a newline.
     fn render(&self) -> String;
+
+    /// The report as CSV, for the commands that have one (`--format csv`).
+    fn csv(&self) -> Option<String> {
+        None
+    }
 
     /// The exit code of this outcome (see `exit_codes`).
     fn exit_code(&self) -> i32 {
@@ -79,6 +84,12 @@ pub fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
     let failure = report.failure();
     let text = match ctx.format {
         Format::Table => report.render(),
+        Format::Csv => report.csv().ok_or_else(|| {
+            usage(format!(
+                "--format csv: {} has no CSV output (loadtest has)",
+                ctx.command
+            ))
+        })?,
         Format::Json => envelope_json(
             ctx,
             code,

@@ -3,9 +3,10 @@
 //! Redis, driving it as hard as it goes, in a namespace of its own.
 //!
 //! The engine is `crate::loadtest`; this file turns flags into a plan, shows
-//! progress and prints the comparison.
+//! progress and hands the comparison to `report::emit` (table, JSON, CSV).
 
 use std::io::IsTerminal;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
@@ -15,28 +16,49 @@ use crate::buckets;
 use crate::campaign::{Campaign, MAX_STOCK};
 use crate::context::Context;
 use crate::error::usage;
+use crate::exit_codes;
+use crate::loadtest::export::csv;
+use crate::loadtest::export::hgrm;
 use crate::loadtest::namespace::{self, LoadtestKeys};
-use crate::loadtest::{self, Plan, Settings, Variant, VariantReport, variants};
+use crate::loadtest::report::{Thresholds, VariantReport};
+use crate::loadtest::schedule::Pace;
+use crate::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
 use crate::output;
-use crate::redis_conn::RedisTarget;
+use crate::redis_conn::{RedisTarget, parse_duration_arg};
 use crate::report::Report;
 use crate::scripts;
 
-/// What `--help` says about where the load test writes.
-const NAMESPACE_HELP: &str = "\
+/// What `--help` says after the flags: modes, examples, safety (the exit
+/// codes follow, generated from `exit_codes::ALL`).
+const LOADTEST_HELP: &str = "\
+Closed loop (the default): each connection sends its next attempt when the last one is \
+answered. Simple and the reference chapter's experiment, but it HIDES STALLS: when Redis \
+pauses, the clients pause with it, the attempts that shoppers would have made meanwhile \
+are never made, and the percentiles barely move (coordinated omission). To ask \"at 40,000 \
+attempts/s, what p99 do shoppers see?\", use open loop: --rate R with --duration D (or \
+--requests N) sends on schedule whatever Redis does, and reports latency from the planned \
+send time (corrected, what a shopper sees) next to the service time, plus late sends and \
+dropped attempts.
+
+Examples:
+  seckill loadtest -c campaigns/moutai.yaml --redis redis://127.0.0.1:6421 --variant all
+  seckill loadtest -c campaigns/moutai.yaml --variant full --rate 40000 --duration 10s
+  seckill loadtest -c campaigns/moutai.yaml --variant v3 --format csv --hdr-out runs/a-
+  seckill loadtest -c campaigns/moutai.yaml --variant full --max-p99 5ms --min-qps 20000
+
 Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
 and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
 namespace holds keys no load test wrote, or when the campaign is preheated on the same \
-Redis (saturating it would starve the real sale).
-
-Buckets (docs/buckets.md), on a local cluster from `scripts/cluster.sh up`:
-  seckill -c campaigns/moutai.yaml --redis redis://127.0.0.1:30001 --cluster \
-    loadtest --variant full --buckets 8 --hot-buckets 2 --format json";
+Redis (saturating it would starve the real sale).";
 
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = NAMESPACE_HELP)]
+#[command(after_help = format!(
+    "{LOADTEST_HELP}\n\n{}\n\nA threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
+     oversold, undersold or stock drift in a variant that promises exact books (all but v1).",
+    exit_codes::help("loadtest")
+))]
 pub struct Args {
     /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
     #[arg(long, value_enum, default_value_t = VariantChoice::ALL)]
@@ -46,13 +68,31 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub item: Option<String>,
 
-    /// Worker threads, each with its own Redis connection.
-    #[arg(long, default_value_t = 100, value_parser = RangedU64ValueParser::<usize>::new().range(1..=4096))]
-    pub threads: usize,
+    /// Connections to Redis, over all worker threads (redis-benchmark's -c);
+    /// with --buckets, the bucket run's threads, one connection each.
+    #[arg(long, default_value_t = 100, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub connections: usize,
 
-    /// Requests per variant, spread over the threads.
+    /// Worker threads. On a plain-TCP standalone Redis each runs an event loop
+    /// over its share of the connections [default: half the cores, at least 1,
+    /// leaving the rest to a Redis on the same machine]; on TLS and Cluster
+    /// targets each connection has its own thread and this is ignored.
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Option<usize>,
+
+    /// Attempts per variant (closed loop: spread over the connections; open
+    /// loop: sent at --rate).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub requests: u64,
+
+    /// Open loop: attempts per second over all connections, sent on schedule
+    /// whatever Redis does; latency is measured from the planned send time.
+    #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Open loop: run for this long at --rate (instead of --requests), e.g. 30s.
+    #[arg(long, requires = "rate", conflicts_with = "requests", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub duration: Option<Duration>,
 
     /// Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests,
     /// so stock, not the per-user limit, runs out).
@@ -63,7 +103,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(i64).range(1..=MAX_STOCK))]
     pub stock: i64,
 
-    /// Script calls per round trip per thread (v3 and full only; the others are
+    /// Script calls per round trip per connection (v3 and full only; the others are
     /// multi-step by design and always send one request at a time).
     #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub pipeline: usize,
@@ -76,6 +116,29 @@ pub struct Args {
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
     pub keep: bool,
+
+    /// Show every column (default: variant, qps, succeeded, oversold, p99, verdict).
+    #[arg(long)]
+    pub wide: bool,
+
+    /// Write one HdrHistogram percentile-distribution file per variant,
+    /// PREFIX<variant>.hgrm (corrected latency; in open loop also
+    /// PREFIX<variant>.service.hgrm), for HdrHistogram's plotter.
+    #[arg(long, value_name = "PREFIX")]
+    pub hdr_out: Option<String>,
+
+    /// Fail (exit 4) when a variant's p99 latency (corrected) exceeds this, e.g. 5ms.
+    #[arg(long, value_parser = parse_duration_arg, value_name = "DURATION", help_heading = "Thresholds (exit 4 when one fails)")]
+    pub max_p99: Option<Duration>,
+
+    /// Fail (exit 4) when a variant answers fewer attempts per second than this.
+    #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate, help_heading = "Thresholds (exit 4 when one fails)")]
+    pub min_qps: Option<f64>,
+
+    /// Fail (exit 4) on any oversold unit, v1's too. Oversold, undersold or
+    /// stock drift in any other variant always fails.
+    #[arg(long, help_heading = "Thresholds (exit 4 when one fails)")]
+    pub fail_on_oversell: bool,
 
     /// Split the stock into N buckets (docs/buckets.md) and run the bucket buy
     /// path (`--variant full` only); reports round trips per buy, the transfer
@@ -92,6 +155,14 @@ pub struct Args {
     /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
     #[arg(long, value_name = "VARIANT", hide = true)]
     pub print_command: Option<Variant>,
+}
+
+/// clap value parser for a positive rate.
+fn parse_rate(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("{text:?} is not a positive number")),
+    }
 }
 
 /// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
@@ -144,6 +215,9 @@ pub struct LoadtestReport {
     pub buckets: Option<buckets::loadtest::BucketReport>,
     #[serde(skip)]
     heading: String,
+    /// `--wide`: every column in the table.
+    #[serde(skip)]
+    wide: bool,
 }
 
 impl Report for LoadtestReport {
@@ -151,7 +225,42 @@ impl Report for LoadtestReport {
         if let Some(bucketed) = &self.buckets {
             return format!("{}\n{}\n", self.heading, bucket_tables(bucketed));
         }
-        format!("{}\n{}\n", self.heading, comparison_table(&self.variants))
+        render(&self.heading, &self.variants, self.wide)
+    }
+
+    fn csv(&self) -> Option<String> {
+        if self.buckets.is_some() {
+            return None;
+        }
+        let mut text = Vec::new();
+        csv::write(&mut text, &self.variants).ok()?;
+        String::from_utf8(text).ok()
+    }
+
+    fn exit_code(&self) -> i32 {
+        if self
+            .variants
+            .iter()
+            .any(|v| !v.thresholds_failed.is_empty())
+        {
+            exit_codes::THRESHOLD_FAILED
+        } else {
+            exit_codes::SUCCESS
+        }
+    }
+
+    /// Each failed threshold, named with its variant.
+    fn failure(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .variants
+            .iter()
+            .flat_map(|v| {
+                v.thresholds_failed
+                    .iter()
+                    .map(|f| format!("{}: {f}", v.variant.as_str()))
+            })
+            .collect();
+        (!failed.is_empty()).then(|| format!("threshold failed: {}", failed.join("; ")))
     }
 }
 
@@ -176,10 +285,11 @@ pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32
         )));
     };
     output::write_stdout(&format!("{line}\n"))?;
-    Ok(crate::exit_codes::SUCCESS)
+    Ok(exit_codes::SUCCESS)
 }
 
-/// Run the chosen variants and compare them; exit 0 unless Redis fails.
+/// Run the chosen variants and compare them; the exit code says whether a
+/// threshold failed (a Redis failure is an error).
 pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     let campaign = ctx.campaign()?;
     let item_id = chosen_item(&campaign, args)?;
@@ -190,22 +300,27 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
             variants[0].as_str()
         )));
     }
+    let settings = settings(args)?;
     let target = ctx.redis(&campaign)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
     let mut control = target.connect()?;
     namespace::ensure_free(&mut control, &keys, &campaign)?;
     if args.buckets > 1 || args.hot_buckets.is_some() {
+        let unbucketed_only = args.rate.is_some()
+            || args.hdr_out.is_some()
+            || args.max_p99.is_some()
+            || args.min_qps.is_some()
+            || args.fail_on_oversell
+            || ctx.format == crate::output::Format::Csv;
+        if unbucketed_only {
+            return Err(usage(
+                "--rate, --hdr-out, the thresholds and --format csv apply to the unbucketed \
+                 load test, not to --buckets",
+            ));
+        }
         return run_buckets(args, &campaign, &item_id, &target, &mut control);
     }
 
-    let settings = Settings {
-        threads: args.threads,
-        requests: args.requests,
-        users: args.users.unwrap_or(args.requests),
-        stock: args.stock,
-        pipeline: args.pipeline,
-        rate_limit: args.rate_limit,
-    };
     let plan = Plan {
         campaign: loadtest_campaign(&campaign, &item_id, &settings),
         keys,
@@ -218,41 +333,89 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
         lock_release_sha: scripts::lock_release::SPEC.load(&mut control)?,
         settings,
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(plan.settings.threads)
-        .thread_name(|i| format!("loadtest-{i}"))
-        .build()
-        .context("cannot start the worker threads")?;
 
-    let outcome = run_variants(&target, &pool, &plan, &variants);
-    let reports = if args.keep {
+    let outcome = run_variants(&target, &plan, &variants);
+    let mut runs = if args.keep {
         outcome?
     } else {
         // Clean up after a failed variant too; its error matters more than a cleanup error.
         let cleaned = namespace::remove(&mut control, &plan.keys);
-        let reports = outcome?;
+        let runs = outcome?;
         cleaned?;
-        reports
+        runs
     };
-
+    let thresholds = Thresholds {
+        max_p99: args.max_p99,
+        min_qps: args.min_qps,
+        fail_on_oversell: args.fail_on_oversell,
+    };
+    for run in &mut runs {
+        run.report.thresholds_failed = thresholds.check(&run.report);
+    }
+    if let Some(prefix) = &args.hdr_out {
+        write_hgrm_files(prefix, &runs)?;
+    }
     Ok(LoadtestReport {
         heading: heading(&campaign, &plan, &target.display, args.keep),
-        variants: reports,
+        variants: runs.into_iter().map(|run| run.report).collect(),
         buckets: None,
+        wide: args.wide,
     })
+}
+
+/// The run's settings from the flags: connections and threads, closed or open loop.
+fn settings(args: &Args) -> Result<Settings> {
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, |cores| (cores.get() / 2).max(1))
+    });
+    let (pace, requests) = match (args.rate, args.duration) {
+        (None, _) => (Pace::Closed, args.requests),
+        (Some(rate), None) => (Pace::Open { rate }, args.requests),
+        (Some(rate), Some(duration)) => {
+            let attempts = (rate * duration.as_secs_f64()).ceil();
+            if attempts < 1.0 {
+                return Err(usage(format!(
+                    "--rate {rate} for --duration {} makes no attempt at all",
+                    humantime::format_duration(duration)
+                )));
+            }
+            (Pace::Open { rate }, attempts as u64)
+        }
+    };
+    Ok(Settings {
+        connections: args.connections,
+        threads,
+        requests,
+        pace,
+        users: args.users.unwrap_or(requests),
+        stock: args.stock,
+        pipeline: args.pipeline,
+        rate_limit: args.rate_limit,
+    })
+}
+
+/// `--hdr-out`: one `.hgrm` per variant (and the service time's in open loop).
+fn write_hgrm_files(prefix: &str, runs: &[VariantRun]) -> Result<()> {
+    for run in runs {
+        let name = run.report.variant.as_str();
+        hgrm::write_file(&hgrm::path(prefix, name, ""), &run.corrected)?;
+        if run.report.mode == "open" {
+            hgrm::write_file(&hgrm::path(prefix, name, ".service"), &run.service)?;
+        }
+    }
+    Ok(())
 }
 
 /// Run `variants` in turn, each with its own progress bar; stop at the first failure.
 fn run_variants(
     target: &RedisTarget,
-    pool: &rayon::ThreadPool,
     plan: &Plan,
     variants: &[Variant],
-) -> Result<Vec<VariantReport>> {
+) -> Result<Vec<VariantRun>> {
     let mut reports = Vec::new();
     for &variant in variants {
         let progress = progress_bar(variant, plan.settings.requests);
-        let outcome = loadtest::run_variant(target, pool, plan, variant, &progress);
+        let outcome = loadtest::run_variant(target, plan, variant, &progress);
         progress.finish_and_clear();
         reports.push(outcome.with_context(|| format!("variant {} failed", variant.as_str()))?);
     }
@@ -293,17 +456,24 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     bar
 }
 
+/// The lines above the table; short, so they fit an 80-column terminal like the table.
 fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
     let settings = &plan.settings;
+    let pace = match settings.pace {
+        Pace::Closed => "closed loop".to_string(),
+        Pace::Open { rate } => format!("open loop at {rate} attempts/s"),
+    };
     format!(
-        "load test of campaign {} item {} on {redis}: {} threads, {} requests, stock {}, {} users, pipeline {}{}",
+        "load test of campaign {} item {} on {redis}\n\
+         {pace}, {} connections, pipeline {}\n\
+         {} requests, stock {}, {} users{}",
         campaign.id,
         plan.item_id,
-        settings.threads,
+        settings.connections,
+        settings.pipeline,
         settings.requests,
         settings.stock,
         settings.users,
-        settings.pipeline,
         if kept {
             format!(" (keys kept under {}*)", plan.keys.item.base)
         } else {
@@ -312,47 +482,149 @@ fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String 
     )
 }
 
-fn comparison_table(reports: &[VariantReport]) -> comfy_table::Table {
+/// The heading, the comparison table (narrow, or every column with `--wide`),
+/// in open loop the latency table, on a cluster each master's share.
+fn render(heading: &str, reports: &[VariantReport], wide: bool) -> String {
+    let mut text = format!("{heading}\n{}\n", comparison_table(reports, wide));
+    if reports.iter().any(|r| r.requested_rate.is_some()) {
+        text.push_str(&latency_table(reports));
+    }
+    for r in reports {
+        for master in r.masters.iter().flatten() {
+            text.push_str(&format!(
+                "{} on master {}: {:.1}% of the commands ({})\n",
+                r.variant.as_str(),
+                master.node,
+                100.0 * master.share,
+                master.commands
+            ));
+        }
+    }
+    text
+}
+
+fn comparison_table(reports: &[VariantReport], wide: bool) -> comfy_table::Table {
+    let ms = |value: f64| format!("{value:.2}");
+    let mut table = if wide {
+        output::table([
+            "variant",
+            "requests",
+            "elapsed s",
+            "qps",
+            "succeeded",
+            "sold out",
+            "rejected",
+            "oversold",
+            "undersold",
+            "final stock",
+            "stream",
+            "p50 ms",
+            "p90 ms",
+            "p95 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms",
+            "service p99 ms",
+            "late",
+            "dropped",
+            "retries",
+            "verdict",
+        ])
+    } else {
+        output::table([
+            "variant",
+            "qps",
+            "succeeded",
+            "oversold",
+            "p99 ms",
+            "verdict",
+        ])
+    };
+    for r in reports {
+        let row = if wide {
+            vec![
+                r.variant.as_str().to_string(),
+                r.requests.to_string(),
+                format!("{:.2}", r.elapsed_s),
+                format!("{:.0}", r.qps),
+                r.succeeded.to_string(),
+                r.sold_out.to_string(),
+                r.rejected.to_string(),
+                r.oversold.to_string(),
+                r.undersold.to_string(),
+                r.final_stock.to_string(),
+                r.stream_len.to_string(),
+                ms(r.p50_ms),
+                ms(r.p90_ms),
+                ms(r.p95_ms),
+                ms(r.p99_ms),
+                ms(r.p99_9_ms),
+                ms(r.max_ms),
+                ms(r.service.p99_ms),
+                r.late_sends.to_string(),
+                r.dropped.to_string(),
+                retries_text(r),
+                r.verdict.clone(),
+            ]
+        } else {
+            vec![
+                r.variant.as_str().to_string(),
+                format!("{:.0}", r.qps),
+                r.succeeded.to_string(),
+                r.oversold.to_string(),
+                ms(r.p99_ms),
+                r.verdict.clone(),
+            ]
+        };
+        table.add_row(row);
+    }
+    // Only the free-text columns wrap (between words): retries and verdict.
+    let free_text: &[usize] = if wide { &[20, 21] } else { &[5] };
+    output::fit(&mut table, free_text);
+    table
+}
+
+/// Open loop: corrected latency (from the planned send) beside service time
+/// (from the actual send), and whether the plan was kept.
+fn latency_table(reports: &[VariantReport]) -> String {
     let mut table = output::table([
-        "variant",
-        "requests",
-        "elapsed s",
-        "qps",
-        "succeeded",
-        "sold out",
-        "rejected",
-        "oversold",
-        "final stock",
-        "stream",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "max ms",
-        "retries",
-        "verdict",
+        "variant", "latency", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
     ]);
+    let ms = |value: f64| format!("{value:.2}");
     for r in reports {
         table.add_row(vec![
             r.variant.as_str().to_string(),
-            r.requests.to_string(),
-            format!("{:.2}", r.elapsed_s),
-            format!("{:.0}", r.qps),
-            r.succeeded.to_string(),
-            r.sold_out.to_string(),
-            r.rejected.to_string(),
-            r.oversold.to_string(),
-            r.final_stock.to_string(),
-            r.stream_len.to_string(),
-            format!("{:.2}", r.p50_ms),
-            format!("{:.2}", r.p95_ms),
-            format!("{:.2}", r.p99_ms),
-            format!("{:.2}", r.max_ms),
-            retries_text(r),
-            r.verdict.clone(),
+            "corrected".to_string(),
+            ms(r.p50_ms),
+            ms(r.p90_ms),
+            ms(r.p99_ms),
+            ms(r.p99_9_ms),
+            ms(r.max_ms),
+        ]);
+        let s = &r.service;
+        table.add_row(vec![
+            String::new(),
+            "service".to_string(),
+            ms(s.p50_ms),
+            ms(s.p90_ms),
+            ms(s.p99_ms),
+            ms(s.p99_9_ms),
+            ms(s.max_ms),
         ]);
     }
-    output::fit(&mut table, &[15]);
-    table
+    output::fit(&mut table, &[]);
+    let mut text = format!("{table}\n");
+    for r in reports {
+        text.push_str(&format!(
+            "{}: {:.0}/s requested, {:.0}/s achieved, {} sent late (> 2 ms), {} dropped\n",
+            r.variant.as_str(),
+            r.requested_rate.unwrap_or(0.0),
+            r.achieved_rate,
+            r.late_sends,
+            r.dropped
+        ));
+    }
+    text
 }
 
 /// What `retries` counts depends on the variant; say it in the cell.
@@ -402,7 +674,7 @@ fn run_buckets(
         }
     }
     let run = buckets::loadtest::BucketRun {
-        threads: args.threads,
+        threads: args.connections,
         requests: args.requests,
         users: args.users.unwrap_or(args.requests),
         stock: args.stock,
@@ -426,6 +698,7 @@ fn run_buckets(
         heading,
         variants: Vec::new(),
         buckets: Some(report),
+        wide: false,
     })
 }
 

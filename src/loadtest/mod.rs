@@ -3,33 +3,44 @@
 //! the toolkit's real buy script and a lock-based design, then tell how many
 //! units each one sold against the stock it had.
 //!
-//! Work is split over a rayon pool of exactly `threads` workers, each with its
-//! own connection, all released at once from a start line after connecting.
-//! Latencies go into one HDR histogram per worker, merged at the end, so
-//! memory stays constant whatever the request count.
+//! Work is split over a rayon pool (the unit of parallelism): on a
+//! standalone plain-TCP Redis each worker runs an event loop driving many
+//! non-blocking connections (`event_loop`); on TLS, Unix-socket and Cluster
+//! targets each worker drives one blocking redis-rs connection (`blocking`).
+//! Either way a variant's logic is its `conversation`, its pacing (closed or
+//! open loop) its `schedule`, and what it measured a `measure::Tally` per
+//! worker, merged at the end into a `report`. Presentation (table, JSON,
+//! CSV, `.hgrm`) is the caller's and `export`'s business.
 
+mod blocking;
+mod conversation;
+mod event_loop;
+pub mod export;
+mod measure;
 pub mod namespace;
 mod raw;
+pub mod report;
 mod resp;
+pub mod schedule;
+mod template;
 pub mod variants;
 
-use std::net::{Shutdown, TcpStream};
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
-use rayon::ThreadPool;
-use redis::ConnectionLike;
 use serde::Serialize;
 
 use crate::campaign::Campaign;
 use crate::redis_conn::{Conn, RedisTarget};
 use crate::state::{self, PreheatMode};
+use measure::Tally;
 use namespace::LoadtestKeys;
-use variants::{Counts, Shopper};
+use report::{Books, MasterShare, VariantReport};
+use schedule::Pace;
 
 /// One way of taking a unit of stock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -80,8 +91,13 @@ impl Variant {
 /// The knobs of a run, already validated.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Connections to Redis, over all workers.
+    pub connections: usize,
+    /// Event-loop workers (plain-TCP standalone Redis; otherwise one worker per connection).
     pub threads: usize,
+    /// Attempts per variant (open loop: rate × duration).
     pub requests: u64,
+    pub pace: Pace,
     /// Size of the synthetic shopper pool; request `n` is user `u<n % users>`.
     pub users: u64,
     pub stock: i64,
@@ -106,61 +122,37 @@ pub struct Plan {
     pub lock_release_sha: String,
 }
 
-/// One variant's figures: a row of the comparison table, an object of the JSON.
-#[derive(Debug, Clone, Serialize)]
-pub struct VariantReport {
-    /// v1, v2, v3, v4, full or lock.
+/// One variant's report and the histograms behind it (for `.hgrm` files).
+pub struct VariantRun {
+    pub report: VariantReport,
+    /// Corrected latency, µs.
+    pub corrected: Histogram<u64>,
+    /// Service time, µs.
+    pub service: Histogram<u64>,
+}
+
+/// Shared by the workers of one variant.
+pub struct Job<'a> {
+    pub plan: &'a Plan,
     pub variant: Variant,
-    /// Requests sent.
-    pub requests: u64,
-    /// Wall time of the variant, seconds.
-    pub elapsed_s: f64,
-    /// Requests per second (requests / elapsed_s).
-    pub qps: f64,
-    /// Purchases that succeeded.
-    pub succeeded: u64,
-    /// Attempts refused because the stock was gone.
-    pub sold_out: u64,
-    /// Duplicate or rate-limited (full), gave up waiting for the lock (lock).
-    pub rejected: u64,
-    /// Units sold beyond the stock: max(succeeded − stock, −final_stock, 0).
-    pub oversold: u64,
-    /// Stock left in Redis afterwards (negative: oversold).
-    pub final_stock: i64,
-    /// Entries in the order stream afterwards (full only; 0 for the others).
-    pub stream_len: i64,
-    /// Median latency of one request, milliseconds.
-    pub p50_ms: f64,
-    /// 95th percentile latency, milliseconds.
-    pub p95_ms: f64,
-    /// 99th percentile latency, milliseconds.
-    pub p99_ms: f64,
-    /// Slowest request, milliseconds.
-    pub max_ms: f64,
-    /// v2: aborted transactions; v4: stock seen below zero; lock: busy-lock waits.
-    pub retries: u64,
-    /// v4 only: the lowest stock any DECR saw.
-    pub lowest_stock_seen: Option<i64>,
-    /// `--stock`: units at the start.
-    pub stock: i64,
-    /// `--threads`.
-    pub threads: usize,
-    /// `--pipeline`.
-    pub pipeline: usize,
-    /// Distinct synthetic shoppers.
-    pub users: u64,
-    /// "exact", "OVERSOLD n", ...
-    pub verdict: String,
+    /// Requests per write (the pipeline, for the script variants).
+    pub batch_limit: usize,
+    pub workers: usize,
+    /// Closed loop: request numbers handed out so far.
+    pub issued: AtomicU64,
+    /// Requests answered so far (progress bar).
+    pub done: AtomicU64,
+    /// No reply for this long while requests are in flight ends the run.
+    pub stall_limit: Duration,
 }
 
 /// Reset the namespace, set it up for `variant`, run it and read the result.
 pub fn run_variant(
     target: &RedisTarget,
-    pool: &ThreadPool,
     plan: &Plan,
     variant: Variant,
     progress: &ProgressBar,
-) -> Result<VariantReport> {
+) -> Result<VariantRun> {
     let mut control = target.connect()?;
     namespace::reset(&mut control, &plan.keys, &plan.run_id)?;
     if variant == Variant::Full {
@@ -180,281 +172,139 @@ pub fn run_variant(
             .query(&mut control)
             .with_context(|| format!("cannot set {}", plan.keys.item.stock))?;
     }
-
-    let threads = pool.current_num_threads();
-    let start_line = Barrier::new(threads + 1);
-    let counters = Counters::default();
-    let done = &counters.done;
-    let sockets = Mutex::new(Vec::new());
-    let (outcomes, elapsed) = std::thread::scope(|scope| {
-        let workers = scope.spawn(|| {
-            pool.broadcast(|_| work(target, plan, variant, &start_line, &counters, &sockets))
-        });
-        start_line.wait();
-        let started = Instant::now();
-        let stalled = watch(
-            &workers,
-            done,
-            &sockets,
-            progress,
-            target.response_timeout(),
-        );
-        let outcomes = workers.join();
-        (outcomes.map(|o| (o, stalled)), started.elapsed())
-    });
-    progress.set_position(done.load(Ordering::Relaxed));
-    let (outcomes, stalled) = outcomes.map_err(|_| anyhow!("a load-test worker panicked"))?;
-    if stalled {
-        bail!(
-            "Redis at {} answered nothing for {:?}: the load test gave up",
-            target.display,
-            target.response_timeout()
-        );
-    }
-
-    let mut counts = Counts::default();
-    let mut latency = new_histogram()?;
-    for outcome in outcomes {
-        let (worker_counts, worker_latency) = outcome?;
-        counts.absorb(worker_counts);
-        latency
-            .add(&worker_latency)
-            .context("cannot merge latency histograms")?;
-    }
-    let after = state::item_state(&mut control, &plan.keys.item)?;
-    Ok(report(
-        variant,
-        plan,
-        counts,
-        &latency,
-        elapsed,
-        after.stock.unwrap_or(0),
-        after.stream_len,
-    ))
-}
-
-type WorkerOutcome = Result<(Counts, Histogram<u64>)>;
-
-/// Follow the workers until they finish: update the progress bar and, when
-/// no request completes for `stall_limit`, shut every raw socket down so the
-/// workers stop waiting (raw connections have no socket timeout). Returns
-/// whether it had to.
-fn watch<T>(
-    workers: &std::thread::ScopedJoinHandle<'_, T>,
-    done: &AtomicU64,
-    sockets: &Mutex<Vec<TcpStream>>,
-    progress: &ProgressBar,
-    stall_limit: Duration,
-) -> bool {
-    let mut last = (0, Instant::now());
-    while !workers.is_finished() {
-        let now_done = done.load(Ordering::Relaxed);
-        progress.set_position(now_done);
-        if now_done != last.0 {
-            last = (now_done, Instant::now());
-        } else if last.1.elapsed() > stall_limit {
-            for socket in sockets.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                let _ = socket.shutdown(Shutdown::Both);
-            }
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    progress.set_position(done.load(Ordering::Relaxed));
-    false
-}
-
-/// A worker's connection: the raw RESP connection on a standalone plain-TCP
-/// Redis (see `raw`), redis-rs for TLS and Cluster.
-enum WorkerConn {
-    Raw(raw::RawConnection),
-    Redis(Conn),
-}
-
-impl WorkerConn {
-    fn open(target: &RedisTarget, sockets: &Mutex<Vec<TcpStream>>) -> Result<WorkerConn> {
-        let Some(plain) = target.plain_tcp() else {
-            return Ok(WorkerConn::Redis(target.connect()?));
-        };
-        let conn = raw::RawConnection::connect(
-            &plain,
-            target.connect_timeout(),
-            target.response_timeout(),
-        )?;
-        let handle = conn
-            .socket_handle()
-            .context("cannot clone a socket handle")?;
-        sockets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(handle);
-        Ok(WorkerConn::Raw(conn))
-    }
-}
-
-/// Shared by the workers of one variant.
-#[derive(Default)]
-struct Counters {
-    /// Request numbers handed out so far.
-    issued: AtomicU64,
-    /// Requests answered so far (progress, stall detection).
-    done: AtomicU64,
-}
-
-/// One worker: connect, wait at the start line, make requests until none are left.
-fn work(
-    target: &RedisTarget,
-    plan: &Plan,
-    variant: Variant,
-    start_line: &Barrier,
-    counters: &Counters,
-    sockets: &Mutex<Vec<TcpStream>>,
-) -> WorkerOutcome {
-    let Counters { issued, done } = counters;
-    let connected = WorkerConn::open(target, sockets);
-    let mut shopper = Shopper::new(variant, plan);
-    let latency = new_histogram();
-    // Always reach the start line, even on failure, or the others would wait forever.
-    start_line.wait();
-    let latency = latency?;
-    match connected? {
-        WorkerConn::Raw(mut conn) => drive(&mut conn, plan, &mut shopper, latency, issued, done),
-        WorkerConn::Redis(mut conn) => drive(&mut conn, plan, &mut shopper, latency, issued, done),
-    }
-}
-
-/// The timed loop of one worker. Request numbers come from one shared
-/// counter, as redis-benchmark hands requests to whichever connection is free:
-/// a fixed share per thread would leave the slowest-scheduled threads running
-/// alone at the end, at a fraction of the concurrency asked for.
-fn drive<C: ConnectionLike>(
-    conn: &mut C,
-    plan: &Plan,
-    shopper: &mut Shopper,
-    mut latency: Histogram<u64>,
-    issued: &AtomicU64,
-    done: &AtomicU64,
-) -> WorkerOutcome {
-    let mut counts = Counts::default();
-    let total = plan.settings.requests;
-    let batch_limit = shopper.batch_limit(plan.settings.pipeline) as u64;
-    let mut batch: Vec<u64> = Vec::with_capacity(batch_limit as usize);
-    loop {
-        let first = issued.fetch_add(batch_limit, Ordering::Relaxed);
-        if first >= total {
-            break;
-        }
-        batch.clear();
-        batch.extend(first..(first + batch_limit).min(total));
-        let sent = Instant::now();
-        shopper.shop(conn, &batch, &mut counts)?;
-        let micros = (sent.elapsed().as_micros() as u64).clamp(1, HISTOGRAM_MAX_MICROS);
-        latency
-            .record_n(micros, batch.len() as u64)
-            .context("cannot record a latency")?;
-        done.fetch_add(batch.len() as u64, Ordering::Relaxed);
-    }
-    Ok((counts, latency))
-}
-
-/// Latencies are recorded in microseconds, up to an hour, 3 significant digits.
-const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
-
-fn new_histogram() -> Result<Histogram<u64>> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, 3)
-        .context("cannot create a latency histogram")
-}
-
-fn report(
-    variant: Variant,
-    plan: &Plan,
-    counts: Counts,
-    latency: &Histogram<u64>,
-    elapsed: Duration,
-    final_stock: i64,
-    stream_len: i64,
-) -> VariantReport {
     let settings = &plan.settings;
-    let stock = settings.stock;
-    let oversold = (counts.succeeded as i64 - stock).max(-final_stock).max(0) as u64;
-    let millis = |micros: u64| micros as f64 / 1000.0;
-    let elapsed_s = elapsed.as_secs_f64();
-    let verdict = verdict(
+    let plain = target.plain_tcp();
+    // The event loop multiplexes; a blocking worker holds one connection.
+    let workers = match plain {
+        Some(_) => settings.threads.min(settings.connections),
+        None => settings.connections,
+    };
+    let job = Job {
+        plan,
         variant,
-        stock,
-        counts.succeeded,
-        oversold,
-        final_stock,
-        stream_len,
-    );
-    VariantReport {
-        variant,
-        requests: settings.requests,
-        elapsed_s,
-        qps: settings.requests as f64 / elapsed_s.max(1e-9),
-        succeeded: counts.succeeded,
-        sold_out: counts.sold_out,
-        rejected: counts.rejected,
-        oversold,
-        final_stock,
-        stream_len,
-        p50_ms: millis(latency.value_at_quantile(0.50)),
-        p95_ms: millis(latency.value_at_quantile(0.95)),
-        p99_ms: millis(latency.value_at_quantile(0.99)),
-        max_ms: millis(latency.max()),
-        retries: counts.retries,
-        lowest_stock_seen: counts.lowest_stock_seen,
-        stock,
-        threads: settings.threads,
-        pipeline: if variant.pipelines() {
+        batch_limit: if variant.pipelines() {
             settings.pipeline
         } else {
             1
         },
-        users: settings.users,
-        verdict,
+        workers,
+        issued: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        stall_limit: target.response_timeout(),
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .thread_name(|i| format!("loadtest-{i}"))
+        .build()
+        .context("cannot start the worker threads")?;
+    let start_line = Barrier::new(workers + 1);
+    let (outcomes, started, commands_before) = std::thread::scope(|scope| {
+        let workers = scope.spawn(|| {
+            pool.broadcast(|context| {
+                let worker = context.index();
+                match &plain {
+                    Some(plain) => event_loop::work(
+                        plain,
+                        target.connect_timeout(),
+                        event_loop::share(settings.connections, workers, worker),
+                        worker,
+                        &job,
+                        &start_line,
+                    ),
+                    None => blocking::work(target, worker, &job, &start_line),
+                }
+            })
+        });
+        start_line.wait();
+        let started = Instant::now();
+        // Read after the workers connected: connecting costs a cluster node commands too.
+        let commands_before = master_commands(&mut control);
+        while !workers.is_finished() {
+            progress.set_position(job.done.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (workers.join(), started, commands_before)
+    });
+    progress.set_position(job.done.load(Ordering::Relaxed));
+    let outcomes = outcomes.map_err(|_| anyhow!("a load-test worker panicked"))?;
+
+    let mut tally = Tally::new()?;
+    for outcome in outcomes {
+        tally.absorb(outcome?)?;
     }
+    // The clock stops at the last answer, not when this thread noticed the
+    // workers were done (it looks every 50 ms).
+    let elapsed = tally.last_answer.map_or(Duration::ZERO, |last| {
+        last.saturating_duration_since(started)
+    });
+    let commands_before = commands_before?;
+    let commands_after = master_commands(&mut control)?;
+    let after = state::item_state(&mut control, &plan.keys.item)?;
+    let books = Books {
+        final_stock: after.stock.unwrap_or(0),
+        stream_len: after.stream_len,
+    };
+    let mut report = report::build(variant, plan, &tally, elapsed, books, workers);
+    report.masters = shares(commands_before, commands_after);
+    Ok(VariantRun {
+        report,
+        corrected: tally.corrected,
+        service: tally.service,
+    })
 }
 
-/// One line a person can act on: did the books balance?
-fn verdict(
-    variant: Variant,
-    stock: i64,
-    succeeded: u64,
-    oversold: u64,
-    final_stock: i64,
-    stream_len: i64,
-) -> String {
-    let expected_left = stock - succeeded as i64;
-    if oversold > 0 {
-        format!("OVERSOLD {oversold}")
-    } else if final_stock != expected_left {
-        format!("STOCK DRIFT: {final_stock} left, {expected_left} expected")
-    } else if variant == Variant::Full && stream_len != succeeded as i64 {
-        format!("STREAM DRIFT: {stream_len} orders for {succeeded} sales")
-    } else if final_stock > 0 {
-        format!("exact ({final_stock} unsold)")
-    } else {
-        "exact".to_string()
+/// Commands processed so far by each master (`INFO stats`), on a cluster only.
+fn master_commands(conn: &mut Conn) -> Result<Option<Vec<(String, u64)>>> {
+    let Conn::Cluster(cluster) = conn else {
+        return Ok(None);
+    };
+    let routing = redis::cluster_routing::RoutingInfo::MultiNode((
+        redis::cluster_routing::MultipleNodeRoutingInfo::AllMasters,
+        None,
+    ));
+    let reply = cluster
+        .route_command(redis::cmd("INFO").arg("stats"), routing)
+        .context("cannot read INFO stats from the cluster's masters")?;
+    let redis::Value::Map(nodes) = reply else {
+        return Err(anyhow!("INFO stats on every master answered {reply:?}"));
+    };
+    let mut counts = Vec::new();
+    for (node, info) in nodes {
+        let node: String = redis::from_redis_value(node).context("a node address")?;
+        let info: String = redis::from_redis_value(info).context("INFO stats text")?;
+        let processed = info
+            .lines()
+            .find_map(|line| line.strip_prefix("total_commands_processed:"))
+            .and_then(|n| n.trim().parse().ok())
+            .with_context(|| format!("no total_commands_processed in INFO stats of {node}"))?;
+        counts.push((node, processed));
     }
+    counts.sort();
+    Ok(Some(counts))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_name_the_problem() {
-        assert_eq!(verdict(Variant::V1, 10, 13, 3, -3, 0), "OVERSOLD 3");
-        assert_eq!(verdict(Variant::V3, 10, 10, 0, 0, 0), "exact");
-        assert_eq!(verdict(Variant::V3, 10, 4, 0, 6, 0), "exact (6 unsold)");
-        assert_eq!(
-            verdict(Variant::V4, 10, 9, 0, 0, 0),
-            "STOCK DRIFT: 0 left, 1 expected"
-        );
-        assert_eq!(
-            verdict(Variant::Full, 10, 10, 0, 0, 9),
-            "STREAM DRIFT: 9 orders for 10 sales"
-        );
-    }
+/// Each master's part of the commands processed between two readings.
+fn shares(
+    before: Option<Vec<(String, u64)>>,
+    after: Option<Vec<(String, u64)>>,
+) -> Option<Vec<MasterShare>> {
+    let (before, after) = (before?, after?);
+    let deltas: Vec<(String, u64)> = after
+        .into_iter()
+        .map(|(node, count)| {
+            let earlier = before.iter().find(|(n, _)| *n == node).map_or(0, |b| b.1);
+            (node, count.saturating_sub(earlier))
+        })
+        .collect();
+    let total: u64 = deltas.iter().map(|d| d.1).sum();
+    Some(
+        deltas
+            .into_iter()
+            .map(|(node, commands)| MasterShare {
+                node,
+                commands,
+                share: commands as f64 / total.max(1) as f64,
+            })
+            .collect(),
+    )
 }

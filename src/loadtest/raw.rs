@@ -1,15 +1,15 @@
-//! A bare blocking RESP2 connection for the load-test hot loop on a
-//! standalone, plain-TCP Redis.
+//! The load test's bare RESP2 layer for a standalone, plain-TCP Redis: open a
+//! connection (blocking, to AUTH and SELECT) and hand its socket to the event
+//! loop; parse replies straight from the event loop's read buffer into
+//! `redis::Value`.
 //!
 //! Why not redis-rs's sync `Connection` here: measured side by side against
 //! `redis-benchmark` on a 2-core machine where client and server share the
 //! cores, it cost the client 15–20% of the server's throughput. Every blocking
 //! read on a socket with `SO_RCVTIMEO` arms and cancels a kernel timer, and its
-//! reply reader zeroes a fresh buffer region per read. This connection has no
-//! socket timeout — a watchdog in the load-test loop shuts the sockets down
-//! when Redis stops answering, so nothing can hang — reuses one read buffer,
-//! and parses replies straight into `redis::Value`, so the variants run on it
-//! unchanged. TLS, Unix sockets and Cluster targets keep using redis-rs.
+//! reply reader zeroes a fresh buffer region per read. The sockets here have
+//! no socket timeout: the event loop gives up when Redis stops answering.
+//! TLS, Unix sockets and Cluster targets keep using redis-rs (`blocking`).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -93,9 +93,9 @@ impl RawConnection {
         Ok(connection)
     }
 
-    /// A second handle on the socket, for the watchdog to shut it down.
-    pub fn socket_handle(&self) -> io::Result<TcpStream> {
-        self.stream.try_clone()
+    /// The socket, authenticated and on the right database, for the event loop.
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
     }
 
     fn read_value(&mut self) -> RedisResult<Value> {
@@ -200,7 +200,7 @@ fn parse_int(digits: &[u8]) -> RedisResult<i64> {
 
 /// Parse one RESP2 reply from the front of `data`: `Ok(None)` when it is not
 /// complete yet, else the value and how many bytes it took.
-fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
+pub fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
     let Some(end) = line_end(data) else {
         return Ok(None);
     };

@@ -2,8 +2,9 @@
 //!
 //! `redis::Cmd` allocates a fresh argument list and output buffer per call.
 //! At tens of thousands of requests per second per core that shows up next to
-//! the syscalls, so the workers pack their commands once (or into one reused
-//! buffer) and hand the bytes to `ConnectionLike::req_packed_command(s)`.
+//! the syscalls, so the workers pack their commands once (`conversation`,
+//! `template`) and hand the bytes to the event loop's sockets or to
+//! `ConnectionLike::req_packed_command(s)`.
 
 /// Decimal digits of an integer, formatted on the stack.
 pub struct Digits {

@@ -23,22 +23,34 @@ items:
     stock: 3
 "#;
 
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 27] = [
     "variant",
+    "mode",
     "requests",
+    "completed",
     "elapsed_s",
     "qps",
+    "achieved_rate",
     "succeeded",
     "sold_out",
     "rejected",
     "oversold",
+    "undersold",
     "final_stock",
+    "books_balance",
     "stream_len",
     "p50_ms",
+    "p90_ms",
     "p95_ms",
     "p99_ms",
+    "p99_9_ms",
     "max_ms",
+    "service",
+    "late_sends",
+    "dropped",
     "retries",
+    "connections",
+    "thresholds_failed",
 ];
 
 const STOCK_KEY: &str = "seckill-loadtest:{lt-test:sku1}:stock";
@@ -74,6 +86,19 @@ fn int(report: &Value, field: &str) -> i64 {
         .unwrap_or_else(|| panic!("{field} is not an integer in {report}"))
 }
 
+/// Every variant's books: sold + left = initial; the exact ones never undersell.
+fn assert_books(report: &Value) {
+    assert_eq!(report["books_balance"], true, "{report}");
+    assert_eq!(
+        int(report, "succeeded") + int(report, "final_stock"),
+        int(report, "stock"),
+        "{report}"
+    );
+    if report["variant"] != "v1" {
+        assert_eq!(int(report, "undersold"), 0, "{report}");
+    }
+}
+
 fn loadtest_keys(server: &RedisServer) -> Vec<String> {
     server.conn().keys("seckill-loadtest:*").expect("KEYS")
 }
@@ -85,12 +110,13 @@ fn v1_oversells_under_contention() {
     for _run in 0..5 {
         let report = &loadtest_json(
             &server,
-            "--variant v1 --threads 32 --requests 3000 --stock 5",
+            "--variant v1 --connections 32 --requests 3000 --stock 5",
         )[0];
         assert_eq!(report["variant"], "v1");
         assert_eq!(int(report, "succeeded") + int(report, "sold_out"), 3000);
         // Every unit sold past the stock shows up as negative stock in Redis.
         assert_eq!(int(report, "final_stock"), 5 - int(report, "succeeded"));
+        assert_books(report);
         oversold_seen.push(int(report, "oversold"));
         if int(report, "oversold") > 0 {
             assert!(report["verdict"].as_str().unwrap().starts_with("OVERSOLD"));
@@ -105,13 +131,16 @@ fn safe_variants_sell_exactly_the_stock() {
     let server = RedisServer::start();
     let reports = loadtest_json(
         &server,
-        "--variant all --threads 16 --requests 600 --stock 25",
+        "--variant all --connections 16 --requests 600 --stock 25",
     );
     let names: Vec<&str> = reports
         .iter()
         .map(|r| r["variant"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["v1", "v2", "v3", "v4", "full", "lock"]);
+    for report in &reports {
+        assert_books(report);
+    }
     for report in reports.iter().filter(|r| r["variant"] != "v1") {
         assert_eq!(int(report, "oversold"), 0, "{report}");
         assert_eq!(int(report, "succeeded"), 25, "{report}");
@@ -137,13 +166,16 @@ fn pipelined_scripts_stay_exact() {
     for variant in ["v3", "full"] {
         let report = &loadtest_json(
             &server,
-            &format!("--variant {variant} --threads 8 --requests 1001 --stock 40 --pipeline 16"),
+            &format!(
+                "--variant {variant} --connections 8 --requests 1001 --stock 40 --pipeline 16"
+            ),
         )[0];
         assert_eq!(int(report, "succeeded"), 40, "{report}");
         assert_eq!(int(report, "sold_out"), 961, "{report}");
         assert_eq!(int(report, "final_stock"), 0, "{report}");
         assert_eq!(int(report, "oversold"), 0, "{report}");
         assert_eq!(int(report, "pipeline"), 16, "{report}");
+        assert_books(report);
     }
 }
 
@@ -152,16 +184,19 @@ fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
     let server = RedisServer::start();
     let dedupe = &loadtest_json(
         &server,
-        "--variant full --threads 4 --requests 200 --users 10 --stock 100",
+        "--variant full --connections 4 --requests 200 --users 10 --stock 100",
     )[0];
     assert_eq!(int(dedupe, "succeeded"), 10);
     assert_eq!(int(dedupe, "rejected"), 190);
     assert_eq!(int(dedupe, "final_stock"), 90);
     assert_eq!(int(dedupe, "stream_len"), 10);
+    // 90 units left, but nobody was told "sold out": rejected duplicates are not undersold.
+    assert_books(dedupe);
 
     let generous = CAMPAIGN.replace("per_user_limit: 1", "per_user_limit: 100");
     let run = |extra: &str| {
-        let args = "--format json --variant full --threads 4 --requests 100 --users 5 --stock 1000";
+        let args =
+            "--format json --variant full --connections 4 --requests 100 --users 5 --stock 1000";
         let output = loadtest(&server, &generous, &format!("{args} {extra}"));
         assert!(
             output.status.success(),
@@ -181,7 +216,10 @@ fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
 #[test]
 fn json_carries_every_field() {
     let server = RedisServer::start();
-    let reports = loadtest_json(&server, "--variant v3 --threads 2 --requests 50 --stock 10");
+    let reports = loadtest_json(
+        &server,
+        "--variant v3 --connections 2 --requests 50 --stock 10",
+    );
     assert_eq!(reports.len(), 1);
     for field in FIELDS {
         assert!(
@@ -201,7 +239,7 @@ fn table_shows_a_verdict_per_variant() {
     let output = loadtest(
         &server,
         CAMPAIGN,
-        "--variant v3 --threads 2 --requests 50 --stock 10",
+        "--variant v3 --connections 2 --requests 50 --stock 10",
     );
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -214,8 +252,12 @@ fn table_shows_a_verdict_per_variant() {
 #[test]
 fn bad_flags_are_usage_errors() {
     let server = RedisServer::start();
-    let cases: [(&str, &str); 7] = [
+    let cases: [(&str, &str); 11] = [
+        ("--connections 0", "--connections"),
         ("--threads 0", "--threads"),
+        ("--rate 0", "--rate"),
+        ("--duration 3s", "--rate"),
+        ("--rate 100 --duration 3s --requests 10", "--duration"),
         ("--stock 0", "--stock"),
         ("--requests 0", "--requests"),
         ("--users 0", "--users"),
@@ -240,7 +282,11 @@ fn refuses_a_namespace_it_did_not_create() {
     let server = RedisServer::start();
     let mut conn = server.conn();
     let () = conn.set(STOCK_KEY, 5).unwrap();
-    let output = loadtest(&server, CAMPAIGN, "--variant v3 --requests 10 --threads 1");
+    let output = loadtest(
+        &server,
+        CAMPAIGN,
+        "--variant v3 --requests 10 --connections 1",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not written by a load test"), "{stderr}");
@@ -256,7 +302,11 @@ fn refuses_a_redis_carrying_the_live_sale() {
         .arg("preheat")
         .assert()
         .success();
-    let output = loadtest(&server, CAMPAIGN, "--variant v3 --requests 10 --threads 1");
+    let output = loadtest(
+        &server,
+        CAMPAIGN,
+        "--variant v3 --requests 10 --connections 1",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("is preheated on this Redis"), "{stderr}");
@@ -270,13 +320,13 @@ fn namespace_is_removed_unless_kept() {
     let server = RedisServer::start();
     loadtest_json(
         &server,
-        "--variant full --threads 2 --requests 30 --stock 5 --rate-limit",
+        "--variant full --connections 2 --requests 30 --stock 5 --rate-limit",
     );
     assert!(loadtest_keys(&server).is_empty());
 
     let report = &loadtest_json(
         &server,
-        "--variant full --threads 2 --requests 30 --stock 5 --keep",
+        "--variant full --connections 2 --requests 30 --stock 5 --keep",
     )[0];
     assert!(!loadtest_keys(&server).is_empty());
     let mut conn = server.conn();
@@ -288,7 +338,7 @@ fn namespace_is_removed_unless_kept() {
     // A kept namespace carries the marker, so the next run may reset and remove it.
     loadtest_json(
         &server,
-        "--variant lock --threads 2 --requests 30 --stock 5",
+        "--variant lock --connections 2 --requests 30 --stock 5",
     );
     assert!(loadtest_keys(&server).is_empty());
 }
@@ -320,7 +370,7 @@ fn other_live_sales_are_untouched() {
     assert!(before.len() >= 4, "{before:?}");
     loadtest_json(
         &server,
-        "--variant all --threads 4 --requests 100 --stock 10",
+        "--variant all --connections 4 --requests 100 --stock 10",
     );
     assert_eq!(snapshot(&mut conn), before);
     assert!(loadtest_keys(&server).is_empty());
@@ -331,7 +381,7 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
     let cluster = support::cluster::RedisCluster::start();
     let campaign = campaign_file(CAMPAIGN);
     let output = seckill(&campaign.path, &cluster.urls())
-        .args("--cluster loadtest --format json --variant all --threads 8 --requests 400 --stock 20 --pipeline 4".split_whitespace())
+        .args("--cluster loadtest --format json --variant all --connections 8 --requests 400 --stock 20 --pipeline 4".split_whitespace())
         .output()
         .expect("run seckill loadtest");
     assert!(
@@ -347,14 +397,42 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
     {
         assert_eq!(int(report, "succeeded"), 20, "{report}");
         assert_eq!(int(report, "final_stock"), 0, "{report}");
+        assert_books(report);
+        // One hash tag, one slot: one master takes (nearly) every command;
+        // v2's keyless UNWATCH (sent when sold out) goes to any master.
+        let masters = report["masters"].as_array().expect("masters on a cluster");
+        assert_eq!(masters.len(), 3, "{report}");
+        let shares: Vec<f64> = masters
+            .iter()
+            .map(|m| m["share"].as_f64().unwrap())
+            .collect();
+        assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{report}");
+        let top = shares.iter().copied().fold(0.0, f64::max);
+        let expected = if report["variant"] == "v2" { 0.5 } else { 0.9 };
+        assert!(top > expected, "{report}");
     }
+    // Open loop on the blocking (redis-rs) workers a cluster gets.
+    let output = seckill(&campaign.path, &cluster.urls())
+        .args("--cluster loadtest --format json --variant full --connections 4 --rate 500 --duration 1s --stock 20".split_whitespace())
+        .output()
+        .expect("run seckill loadtest");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let open = &json(&output)["variants"][0];
+    assert_eq!(open["mode"], "open", "{open}");
+    assert_eq!(int(open, "completed"), 500, "{open}");
+    assert_eq!(int(open, "succeeded"), 20, "{open}");
+    assert_books(open);
     for port in &cluster.ports {
         assert_eq!(cluster.keys_on(*port), 0, "keys left on node {port}");
     }
 }
 
-/// The raw connections have no socket timeout: a watchdog must notice a
-/// Redis that stops answering and end the run with an error, not a hang.
+/// The event loop's sockets have no socket timeout: it must notice a Redis
+/// that stops answering and end the run with an error, not a hang.
 #[test]
 fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
     let server = RedisServer::start();
@@ -368,7 +446,7 @@ fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
                 "loadtest",
                 "--variant",
                 "v3",
-                "--threads",
+                "--connections",
                 "4",
                 "--requests",
                 "1000000000",

@@ -17,6 +17,7 @@ mod exit_codes;
 mod failover;
 mod hostile_input;
 mod loadtest;
+mod loadtest_engine;
 mod orders_cluster;
 mod orders_faults;
 mod orders_open;

@@ -1,0 +1,162 @@
+//! A script call packed once; per request only the digits that differ (user
+//! number, request number, lock token) are overwritten in place.
+//!
+//! The words come from the script's typed call (`variants::script_words`,
+//! `crate::scripts`) with placeholder fields: a run of one mark byte per
+//! kind of number, as wide as the largest number of the run. Numbers are
+//! written zero-padded to that width, so every request has the same length
+//! and no RESP length prefix ever changes — the way redis-benchmark fills
+//! its `__rand_int__` fields.
+
+use anyhow::Result;
+use redis::Value;
+
+use super::resp::{self, Digits};
+use super::variants::{self, Counts, Number};
+use super::{Plan, Variant};
+use crate::scripts::buy::{self, Outcome};
+use crate::scripts::v3_decr;
+
+/// One packed command and where its numbers go.
+#[derive(Debug, Clone)]
+pub struct Template {
+    packed: Vec<u8>,
+    /// (offset, width, which) of each number field.
+    fields: Vec<(usize, usize, Number)>,
+}
+
+/// A script variant's call (v3 or full) and how its replies count.
+#[derive(Debug, Clone)]
+pub struct ScriptTemplate {
+    variant: Variant,
+    template: Template,
+    users: u64,
+}
+
+impl ScriptTemplate {
+    /// The call `variant` (v3 or full) makes, with the settings of `plan`.
+    pub fn new(variant: Variant, plan: &Plan) -> ScriptTemplate {
+        let settings = &plan.settings;
+        let widths = |number| match number {
+            Number::User => digits(settings.users.saturating_sub(1)),
+            _ => digits(settings.requests.saturating_sub(1)),
+        };
+        let words = variants::script_words(variant, plan, &|n| vec![Template::mark(n); widths(n)]);
+        ScriptTemplate {
+            variant,
+            template: Template::from_words(&words),
+            users: settings.users.max(1),
+        }
+    }
+
+    /// Append request `request`'s call to `out`: user `request mod users`.
+    pub fn write(&self, request: u64, out: &mut Vec<u8>) {
+        self.template.write(
+            |number| match number {
+                Number::User => request % self.users,
+                _ => request,
+            },
+            out,
+        );
+    }
+
+    /// Count one reply of the script.
+    pub fn count(&self, reply: Value, counts: &mut Counts) -> Result<()> {
+        if self.variant == Variant::Full {
+            match buy::outcome_of(&reply)? {
+                Outcome::Ok => counts.succeeded += 1,
+                Outcome::SoldOut => counts.sold_out += 1,
+                Outcome::Duplicate | Outcome::RateLimited => counts.rejected += 1,
+                other => anyhow::bail!(
+                    "buy script answered {:?}: the load-test item is not open for sale",
+                    other.as_str()
+                ),
+            }
+        } else if v3_decr::parse_reply(reply)? {
+            counts.succeeded += 1;
+        } else {
+            counts.sold_out += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Template {
+    /// Placeholder byte of each kind of number (never in a key or an id).
+    pub fn mark(number: Number) -> u8 {
+        match number {
+            Number::User => 0x01,
+            Number::Request => 0x02,
+            Number::Token => 0x03,
+        }
+    }
+
+    /// Pack `words` (placeholder runs included) and find the number fields.
+    pub fn from_words(words: &[Vec<u8>]) -> Template {
+        let packed = resp::command(&words.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let mut fields = Vec::new();
+        let mut at = 0;
+        while at < packed.len() {
+            let Some(number) = [Number::User, Number::Request, Number::Token]
+                .into_iter()
+                .find(|&n| Template::mark(n) == packed[at])
+            else {
+                at += 1;
+                continue;
+            };
+            let width = packed[at..]
+                .iter()
+                .take_while(|&&b| b == packed[at])
+                .count();
+            fields.push((at, width, number));
+            at += width;
+        }
+        Template { packed, fields }
+    }
+
+    /// Append the command to `out`, `value` giving each field's number.
+    pub fn write(&self, value: impl Fn(Number) -> u64, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&self.packed);
+        for &(offset, width, number) in &self.fields {
+            let digits = Digits::new(value(number));
+            let digits = digits.as_bytes();
+            let slot = &mut out[start + offset..start + offset + width];
+            let pad = width.saturating_sub(digits.len());
+            slot[..pad].fill(b'0');
+            slot[pad..].copy_from_slice(&digits[digits.len() - (width - pad)..]);
+        }
+    }
+}
+
+/// Decimal digits of `number`.
+pub fn digits(number: u64) -> usize {
+    Digits::new(number).as_bytes().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_zero_padded_in_place() {
+        let words = [
+            b"EVALSHA".to_vec(),
+            b"sha".to_vec(),
+            [b"rate:u".as_slice(), &[Template::mark(Number::User); 3]].concat(),
+            [b"o-".as_slice(), &[Template::mark(Number::Request); 5]].concat(),
+        ];
+        let template = Template::from_words(&words);
+        let mut out = b"before".to_vec();
+        template.write(|n| if n == Number::User { 234 } else { 1234 }, &mut out);
+        let expected = redis::cmd("EVALSHA")
+            .arg("sha")
+            .arg("rate:u234")
+            .arg("o-01234")
+            .get_packed_command();
+        assert_eq!(&out[6..], expected.as_slice());
+        out.clear();
+        template.write(|_| 7, &mut out);
+        assert!(out.windows(9).any(|w| w == b"rate:u007"));
+    }
+}
