@@ -18,7 +18,7 @@
 -- or {'corrupt_state', "<key>: <what is wrong>"} when a key has the wrong type
 -- or initial_stock, stock or closed is malformed (validated as lua/buy.lua does).
 
--- A corrupt value aborts the attempt through error(): `attempt` runs under
+-- A corrupt value aborts the script through error(): its body runs under
 -- pcall, and only this marker becomes the corrupt_state outcome.
 local CORRUPT = {}
 local function corrupt(key, what)
@@ -57,14 +57,6 @@ local function int_of(key, what, value)
     corrupt(key, what .. ' holds ' .. shown(value) .. ', not an integer')
   end
   return n
-end
-
--- '' (or absent) means "none" for optional fields.
-local function optional_int_of(key, what, value)
-  if not value or value == '' then
-    return nil
-  end
-  return int_of(key, what, value)
 end
 
 local function flag_of(key, what, value)

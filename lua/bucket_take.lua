@@ -32,7 +32,7 @@
 -- strictly as lua/buy.lua does (strict integers within ±2^53, key types, the
 -- stale records' shape) before the debit.
 
--- A corrupt value aborts the attempt through error(): `attempt` runs under
+-- A corrupt value aborts the script through error(): its body runs under
 -- pcall, and only this marker becomes the corrupt_state outcome.
 local CORRUPT = {}
 local function corrupt(key, what)
@@ -79,13 +79,6 @@ local function optional_int_of(key, what, value)
     return nil
   end
   return int_of(key, what, value)
-end
-
-local function flag_of(key, what, value)
-  if value and value ~= '0' and value ~= '1' then
-    corrupt(key, what .. ' holds ' .. shown(value) .. ', not 0 or 1')
-  end
-  return value == '1'
 end
 
 -- A read whose WRONGTYPE error names its key.

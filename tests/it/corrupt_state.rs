@@ -3,7 +3,9 @@
 //! validates each value as strictly as the command that later writes it,
 //! before its first write; a corrupt value is its own outcome
 //! (`corrupt_state`, exit 17) naming the key, and nothing is written. The
-//! other scripts either name the problem or fail, but never write half.
+//! bucket scripts (`lua/bucket_*.lua`) must refuse every wrong type and every
+//! malformed value they read (`must_refuse`); the other scripts either name
+//! the problem or fail, but never write half.
 
 use crate::support;
 
