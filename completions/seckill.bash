@@ -37,6 +37,9 @@ _seckill() {
             seckill,loadtest)
                 cmd="seckill__subcmd__loadtest"
                 ;;
+            seckill,man)
+                cmd="seckill__subcmd__man"
+                ;;
             seckill,pending-claim)
                 cmd="seckill__subcmd__pending__subcmd__claim"
                 ;;
@@ -51,6 +54,9 @@ _seckill() {
                 ;;
             seckill,shutdown-switch)
                 cmd="seckill__subcmd__shutdown__subcmd__switch"
+                ;;
+            seckill,status)
+                cmd="seckill__subcmd__status"
                 ;;
             seckill__subcmd__help,buy)
                 cmd="seckill__subcmd__help__subcmd__buy"
@@ -73,6 +79,9 @@ _seckill() {
             seckill__subcmd__help,loadtest)
                 cmd="seckill__subcmd__help__subcmd__loadtest"
                 ;;
+            seckill__subcmd__help,man)
+                cmd="seckill__subcmd__help__subcmd__man"
+                ;;
             seckill__subcmd__help,pending-claim)
                 cmd="seckill__subcmd__help__subcmd__pending__subcmd__claim"
                 ;;
@@ -88,6 +97,9 @@ _seckill() {
             seckill__subcmd__help,shutdown-switch)
                 cmd="seckill__subcmd__help__subcmd__shutdown__subcmd__switch"
                 ;;
+            seckill__subcmd__help,status)
+                cmd="seckill__subcmd__help__subcmd__status"
+                ;;
             *)
                 ;;
         esac
@@ -95,7 +107,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help"
+            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -110,7 +122,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -137,7 +149,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -176,7 +188,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -203,7 +215,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__completions)
-            opts="-c -h -V --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
+            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -218,7 +230,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -245,7 +257,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__consume)
-            opts="-c -h -V --consumer --batch --drain --orders-db --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -256,6 +268,10 @@ _seckill() {
                     return 0
                     ;;
                 --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-listen)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -272,7 +288,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -299,7 +315,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__dead__subcmd__letter)
-            opts="-c -h -V --item --id --orders-db --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
+            opts="-c -q -h -V --item --id --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -326,7 +342,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -353,7 +369,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help"
+            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -464,6 +480,20 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__help__subcmd__pending__subcmd__claim)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -534,13 +564,35 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__init)
-            opts="-c -h -V --yes --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --yes --purge-orders --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --purge-orders)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --orders-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --campaign)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -550,7 +602,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -577,7 +629,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --print-command --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -656,7 +708,53 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__man)
+            opts="-c -q -h -V --out --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -683,7 +781,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pending__subcmd__claim)
-            opts="-c -h -V --min-idle --max-deliveries --batch --consumer --orders-db --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --min-idle --max-deliveries --batch --consumer --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -718,7 +816,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -745,7 +843,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -h -V --force --update-meta --dry-run --item --recover --require-durable --orders-db --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --force --update-meta --dry-run --item --recover --require-durable --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -768,7 +866,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -795,7 +893,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__rebalance)
-            opts="-c -h -V --item --watch --interval --low-water --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --item --watch --interval --low-water --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -822,7 +920,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -849,7 +947,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__reconcile)
-            opts="-c -h -V --repair --item --orders-db --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --repair --item --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -872,7 +970,7 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -899,7 +997,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -h -V --item --reason --buckets --campaign --format --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -q -h -V --item --reason --buckets --by --history --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -913,6 +1011,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --campaign)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -922,7 +1024,57 @@ _seckill() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__status)
+            opts="-c -q -h -V --item --watch --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --watch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --redis)

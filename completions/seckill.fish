@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -25,13 +25,15 @@ function __fish_seckill_using_subcommand
 end
 
 complete -c seckill -n "__fish_seckill_needs_command" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_needs_command" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_needs_command" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_needs_command" -s V -l version -d 'Print version'
@@ -40,31 +42,38 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "preheat" -d 'Load s
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "man" -d 'Print the manual page (roff), or write every page with --out DIR'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l purge-orders -d 'Also delete the campaign\'s rows from the order database. The value must be the campaign id: a confirmation of its own' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted)'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted) or a kill switch is ON (it is turned off)'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l item -d 'Preheat only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -74,6 +83,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l update-meta 
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d 'Show what would happen, write nothing'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l recover -d 'After Redis lost data: for an item whose orders are already in the order database, load initial stock minus the units stored and restore its buyers (without it such an item is refused: loading the full stock would sell those units twice)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when Redis persists nothing (no AOF, no snapshots) or will not say'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version -d 'Print version'
@@ -84,53 +94,78 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l item -d 'Only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l reason -d 'Why (kept with the switch, shown by status)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l by -d 'Who flips the switch, kept with it [default: the OS account, as user@host]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l buckets -d 'Also show each bucket of a bucketed item (switch, slot, stock, pending transfers)'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l history -d 'With `status`: also list the last flips of each item (newest first)'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l out -d 'Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR instead of printing seckill.1' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 'Consumer name in the group (default: HOST-PID). Reuse a name to take over that consumer\'s pending entries on start' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; each round is stored in one transaction' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l metrics-listen -d 'Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l drain -d 'Exit 0 once every stream is consumed (nothing new to read) instead of running until SIGINT/SIGTERM'
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s V -l version -d 'Print version'
@@ -140,13 +175,15 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l batch 
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST-PID)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s V -l version -d 'Print version'
@@ -154,42 +191,63 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l item -d 
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l id -d 'Only these dead letters: a dead-letter stream id, an original stream id or an order id (repeatable; default: all)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l item -d 'Check only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l repair -d 'Insert orders that are in the stream but missing from the database (idempotent), then check again'
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l item -d 'Only this item (default: every item of the campaign)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (in place on a terminal, one block per sample when piped)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l item -d 'Only this item (default: every bucketed item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l interval -d 'Pause between passes with --watch' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l low-water -d 'A bucket holding less than this fraction of the mean is refilled up to the mean' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l watch -d 'Keep going, one pass per interval, until SIGINT/SIGTERM'
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s V -l version -d 'Print version'
@@ -221,9 +279,10 @@ v4\t'DECR, INCR back when the result is negative'
 full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people or JSON for scripts (loadtest also: csv)' -r -f -a "table\t'Human-readable table'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
-csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'"
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
@@ -232,18 +291,21 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate-limit 
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l keep -d 'Leave the load-test keys in Redis afterwards (the last variant\'s state), for inspection'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Show every column (default: variant, qps, succeeded, oversold, p99, verdict)'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions consume pending-claim dead-letter reconcile rebalance loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "man" -d 'Print the manual page (roff), or write every page with --out DIR'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -82,7 +82,7 @@ lib_cargo() {
         . "$HOME/.cargo/env"
     fi
     command -v cargo >/dev/null 2>&1 || {
-        echo "cargo not found: install Rust 1.85+ with rustup" >&2
+        echo "cargo not found: install Rust 1.88+ with rustup" >&2
         exit 1
     }
 }

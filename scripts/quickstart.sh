@@ -27,14 +27,17 @@ run -c campaigns/iphone.yaml preheat --item max-1t-gold
 echo; echo "\$ for u in \$(seq 10); do seckill -c campaigns/iphone.yaml buy --item max-1t-gold --user fan-\$u --format json; done | grep -c '\"ok\"'"
 for u in $(seq 10); do "$seckill" -c campaigns/iphone.yaml buy --item max-1t-gold --user "fan-$u" --format json || true; done | grep -c '"outcome": "ok"'
 run -c campaigns/iphone.yaml buy --item max-1t-gold --user fan-11
-run -c campaigns/moutai.yaml shutdown-switch on --reason "payment gateway down"
+run -c campaigns/moutai.yaml shutdown-switch on --reason "payment gateway down" --by alice
 run -c campaigns/moutai.yaml buy --item 1001 --user bob
 run -c campaigns/moutai.yaml shutdown-switch status
 run -c campaigns/moutai.yaml shutdown-switch off
+run -c campaigns/moutai.yaml shutdown-switch status --history
+run -c campaigns/moutai.yaml status
 export SECKILL_ORDERS_DB="sqlite://$dir/orders.db"
 run -c campaigns/moutai.yaml consume --drain
 run -c campaigns/iphone.yaml consume --drain
 run -c campaigns/moutai.yaml reconcile
+run -c campaigns/moutai.yaml status --format prometheus
 # loadtest refuses a Redis that carries a live sale: rehearse on a second one.
 lib_start_redis rehearsal
 echo; echo "# a second throwaway Redis for the load test at $REDIS_URL"

@@ -7,7 +7,6 @@ use clap::{Parser, Subcommand};
 
 use crate::cmd;
 use crate::context::Context;
-use crate::exit_codes;
 use crate::output::Format;
 use crate::redis_conn::ConnectionArgs;
 use crate::report::{emit, emit_error};
@@ -20,8 +19,9 @@ use crate::report::{emit, emit_error};
 #[derive(Debug, Parser)]
 #[command(
     name = "seckill",
-    version,
+    version = env!("SECKILL_VERSION"),
     propagate_version = true,
+    after_long_help = cmd::help::root(),
     max_term_width = 100
 )]
 pub struct Cli {
@@ -35,9 +35,15 @@ pub struct Cli {
     )]
     pub campaign: Option<PathBuf>,
 
-    /// Output format: a table for people or JSON for scripts (loadtest also: csv).
-    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    /// Output format: a table for people, JSON for scripts; csv (loadtest only),
+    /// prometheus (status only) for monitoring.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
     pub format: Format,
+
+    /// Print nothing on success (for cron): only errors, drift and refused
+    /// outcomes reach the output. The exit code is the same either way.
+    #[arg(short, long, global = true, env = "SECKILL_QUIET")]
+    pub quiet: bool,
 
     #[command(flatten)]
     pub connection: ConnectionArgs,
@@ -50,30 +56,43 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Reset a campaign's Redis state to the file's values (rehearsals, load tests).
+    #[command(after_long_help = cmd::help::long("init"))]
     Init(cmd::init::Args),
     /// Load stock, item data and the sale window into Redis before launch; never clobbers a live sale.
+    #[command(after_long_help = cmd::help::long("preheat"))]
     Preheat(cmd::preheat::Args),
     /// One purchase attempt through the buy script; the exit code tells the outcome.
-    #[command(after_help = format!(
-        "{}\n\nExample: seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1",
-        exit_codes::help("buy")
-    ))]
+    #[command(after_long_help = cmd::help::long("buy"))]
     Buy(cmd::buy::Args),
     /// The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows.
+    #[command(after_long_help = cmd::help::long("shutdown-switch"))]
     ShutdownSwitch(cmd::shutdown_switch::Args),
     /// Print a shell completion script (bash, zsh, fish, ...).
+    #[command(after_long_help = cmd::help::long("completions"))]
     Completions(cmd::completions::Args),
+    /// Print the manual page (roff), or write every page with --out DIR.
+    #[command(after_long_help = cmd::help::long("man"))]
+    Man(cmd::man::Args),
     /// Carry orders from the item streams into the order database: commit, then ack.
+    #[command(after_long_help = cmd::help::long("consume"))]
     Consume(cmd::consume::Args),
     /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
+    #[command(after_long_help = cmd::help::long("pending-claim"))]
     PendingClaim(cmd::pending_claim::Args),
     /// List dead-lettered entries with their reasons, or re-drive them into the order database.
+    #[command(after_long_help = cmd::help::long("dead-letter"))]
     DeadLetter(cmd::dead_letter::Args),
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
+    #[command(after_long_help = cmd::help::long("reconcile"))]
     Reconcile(cmd::reconcile::Args),
+    /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
+    #[command(after_long_help = cmd::help::long("status"))]
+    Status(cmd::status::Args),
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
+    #[command(after_long_help = cmd::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
+    #[command(after_long_help = cmd::help::long("loadtest"))]
     Loadtest(cmd::loadtest::Args),
 }
 
@@ -81,6 +100,7 @@ impl Cli {
     /// Run the chosen subcommand and report its outcome (or error) once;
     /// returns the process exit code.
     pub fn run(self) -> i32 {
+        crate::output::set_quiet(self.quiet);
         let ctx = Context::new(
             self.command.name(),
             self.campaign,
@@ -103,10 +123,12 @@ impl Command {
             Command::Buy(_) => "buy",
             Command::ShutdownSwitch(_) => "shutdown-switch",
             Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
             Command::Consume(_) => "consume",
             Command::PendingClaim(_) => "pending-claim",
             Command::DeadLetter(_) => "dead-letter",
             Command::Reconcile(_) => "reconcile",
+            Command::Status(_) => "status",
             Command::Loadtest(_) => "loadtest",
             Command::Rebalance(_) => "rebalance",
         }
@@ -120,16 +142,29 @@ impl Command {
                 self.name()
             )));
         }
+        // Completion scripts and man pages have no format to choose.
+        let prints_a_report = !matches!(self, Command::Completions(_) | Command::Man(_));
+        if ctx.format == Format::Prometheus
+            && prints_a_report
+            && !matches!(self, Command::Status(_))
+        {
+            return Err(crate::error::usage(
+                "--format prometheus works only with `seckill status` \
+                 (a running `consume` serves the same metrics with --metrics-listen ADDR)",
+            ));
+        }
         match self {
             Command::Init(args) => emit(ctx, &cmd::init::run(ctx, &args)?),
             Command::Preheat(args) => emit(ctx, &cmd::preheat::run(ctx, &args)?),
             Command::Buy(args) => emit(ctx, &cmd::buy::run(ctx, &args)?),
             Command::ShutdownSwitch(args) => emit(ctx, &cmd::shutdown_switch::run(ctx, &args)?),
             Command::Completions(args) => cmd::completions::run(&args),
+            Command::Man(args) => cmd::man::run(&args),
             Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::DeadLetter(args) => emit(ctx, &cmd::dead_letter::run(ctx, &args)?),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
+            Command::Status(args) => cmd::status::run(ctx, &args),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),

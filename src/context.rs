@@ -36,6 +36,14 @@ pub struct Context {
     redis_display: OnceLock<String>,
 }
 
+/// Whether opening the order database may create it: only `consume` (and
+/// `pending-claim`, which stores orders too) may; a reader must find it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreAccess {
+    CreateIfMissing,
+    MustExist,
+}
+
 /// A campaign and a live connection to its Redis.
 pub struct Opened {
     pub campaign: Campaign,
@@ -103,10 +111,25 @@ impl Context {
         store: &StoreArgs,
         stop: &AtomicBool,
     ) -> Result<(Opened, Box<dyn OrderStore>)> {
+        self.open_with_store_as(store, stop, StoreAccess::CreateIfMissing)
+    }
+
+    /// [`Context::open_with_store`], for a command that must find the
+    /// database already there ([`StoreAccess::MustExist`]: `reconcile`).
+    pub fn open_with_store_as(
+        &self,
+        store: &StoreArgs,
+        stop: &AtomicBool,
+        access: StoreAccess,
+    ) -> Result<(Opened, Box<dyn OrderStore>)> {
         let campaign = self.campaign()?;
         let location = StoreLocation::resolve(store, &campaign)?;
         let target = self.redis(&campaign)?;
         let conn = target.connect()?;
+        if access == StoreAccess::MustExist {
+            // Permanent: checked once, before the patient retry below.
+            location.require_existing()?;
+        }
         let what = format!("opening {}", location.display());
         let deadline = Some(Instant::now() + OPEN_PATIENCE);
         let store = retry_transient_until(self.command, &what, stop, deadline, || location.open())?;

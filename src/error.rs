@@ -67,5 +67,9 @@ pub fn render(error: &anyhow::Error) -> String {
         }
         out.push_str(&text);
     }
+    if let Some(hint) = crate::redis_conn::timeout_hint(error) {
+        out.push_str(": ");
+        out.push_str(&hint);
+    }
     out
 }

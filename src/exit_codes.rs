@@ -14,6 +14,9 @@ pub const USAGE_ERROR: i32 = 2;
 pub const DRIFT_FOUND: i32 = 3;
 /// `loadtest`: a threshold failed (--max-p99, --min-qps, oversold or undersold).
 pub const THRESHOLD_FAILED: i32 = 4;
+/// `preheat` refused an item: it has sales (`--force`), or orders but no
+/// stock key; nothing was written for it. Distinct from 1: Redis answered.
+pub const PREHEAT_REFUSED: i32 = 5;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -63,6 +66,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         THRESHOLD_FAILED,
         "threshold_failed",
         "loadtest: a threshold failed (p99, qps, oversold, undersold)",
+    ),
+    (
+        PREHEAT_REFUSED,
+        "preheat_refused",
+        "preheat: an item has sales or lost its stock key; nothing written for it",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (

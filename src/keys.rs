@@ -16,6 +16,7 @@
 //! | `…:rate:<user>` | string | attempts in the current rate-limit window |
 //! | `…:orders` | stream | one entry per order, read by `consume` |
 //! | `…:dead` | stream | entries `pending-claim` gave up on |
+//! | `…:switch_log` | list | the last kill-switch flips (JSON), newest first |
 
 /// Key prefix of real campaigns.
 pub const LIVE_PREFIX: &str = "seckill";
@@ -36,6 +37,7 @@ pub struct ItemKeys {
     pub requests: String,
     pub orders: String,
     pub dead: String,
+    pub switch_log: String,
 }
 
 impl ItemKeys {
@@ -50,6 +52,7 @@ impl ItemKeys {
             requests: format!("{base}requests"),
             orders: format!("{base}orders"),
             dead: format!("{base}dead"),
+            switch_log: format!("{base}switch_log"),
             base,
         }
     }
@@ -72,7 +75,7 @@ impl ItemKeys {
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub fn fixed(&self) -> [&str; 7] {
+    pub fn fixed(&self) -> [&str; 8] {
         [
             &self.meta,
             &self.stock,
@@ -81,6 +84,7 @@ impl ItemKeys {
             &self.requests,
             &self.orders,
             &self.dead,
+            &self.switch_log,
         ]
     }
 }

@@ -32,12 +32,15 @@ fn first_paragraph(error: &clap::Error) -> String {
     head.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `--format json` (or `--format=json`) among the raw arguments clap refused.
+/// `--format json` (or `--format=json`, or `SECKILL_FORMAT=json` without a
+/// `--format`) among the raw arguments clap refused.
 fn wants_json() -> bool {
     let args: Vec<String> = std::env::args().collect();
     args.windows(2)
         .any(|pair| pair[0] == "--format" && pair[1] == "json")
         || args.iter().any(|arg| arg == "--format=json")
+        || (!args.iter().any(|arg| arg.starts_with("--format"))
+            && std::env::var("SECKILL_FORMAT").as_deref() == Ok("json"))
 }
 
 /// The first raw argument that names a subcommand.

@@ -14,6 +14,20 @@ use comfy_table::{
 };
 use serde::Serialize;
 
+/// `-q/--quiet`: a command that succeeded prints nothing on stdout (for
+/// cron, which mails whatever is printed). Set once by the command line.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn `-q/--quiet` on for this process.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-q/--quiet` is on.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
@@ -24,6 +38,20 @@ pub enum Format {
     Json,
     /// Comma-separated values (loadtest: redis-benchmark's columns first).
     Csv,
+    /// Prometheus text exposition format (`status` only: node_exporter's textfile collector).
+    Prometheus,
+}
+
+impl Format {
+    /// The `--format` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Prometheus => "prometheus",
+            Format::Csv => "csv",
+        }
+    }
 }
 
 /// A table with the house style and these column headers, as wide as the
@@ -99,17 +127,24 @@ pub fn fit(table: &mut Table, free_text: &[usize]) {
 /// `text` and a newline, wrapped between words to the table width (a word
 /// longer than the width, such as an id, gets a line of its own, whole).
 pub fn paragraph(text: &str) -> String {
-    let Some(width) = columns_from_env().or_else(terminal_width) else {
+    hanging(text, 0)
+}
+
+/// [`paragraph`] whose continuation lines are indented by `indent` columns
+/// (a label's text wrapped under itself). Spaces in `text` are kept as typed.
+pub fn hanging(text: &str, indent: u16) -> String {
+    let Some(width) = width() else {
         return format!("{text}\n");
     };
     let mut out = String::new();
     let mut line_width = 0u16;
-    for word in text.split(' ') {
+    for (i, word) in text.split(' ').enumerate() {
         let word_width = display_width(word);
-        if line_width > 0 && line_width + 1 + word_width > width {
+        if i > 0 && line_width > indent && line_width + 1 + word_width > width {
             out.push('\n');
-            line_width = 0;
-        } else if line_width > 0 {
+            out.push_str(&" ".repeat(usize::from(indent)));
+            line_width = indent;
+        } else if i > 0 {
             out.push(' ');
             line_width += 1;
         }
@@ -118,6 +153,12 @@ pub fn paragraph(text: &str) -> String {
     }
     out.push('\n');
     out
+}
+
+/// The width text should fit: `COLUMNS`, else the terminal's; `None` (no
+/// limit) when stdout is a pipe and `COLUMNS` is unset.
+pub fn width() -> Option<u16> {
+    columns_from_env().or_else(terminal_width)
 }
 
 /// The terminal's width when stdout is one.

@@ -170,7 +170,7 @@ pub fn recover_item<C: ConnectionLike>(
     if layout.is_bucketed() {
         refuse_partial_loss(conn, &layout, campaign, item, mode)?;
     }
-    let by = state::operator_name();
+    let by = crate::kill_switch::operator(None)?;
     let now = state::redis_now_ms(conn)?;
     let expire_at = campaign.expire_at_ms();
     // Every bucket (a plain item: its one bucket, its own keys) closed first.

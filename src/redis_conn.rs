@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use redis::cluster::{ClusterClientBuilder, ClusterConnection};
 use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
 
@@ -161,6 +161,83 @@ pub struct RedisTarget {
     response_timeout: Duration,
     /// `host:port[/db]` without credentials, for messages.
     pub display: String,
+    /// Where the URL came from, for connection errors.
+    pub source: UrlSource,
+}
+
+/// `--response-timeout` of this process, for [`timeout_hint`].
+static RESPONSE_TIMEOUT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// When a Redis reply timed out somewhere in `error`: what that means in
+/// terms of the flag the operator can change.
+pub fn timeout_hint(error: &anyhow::Error) -> Option<String> {
+    let timed_out = error
+        .chain()
+        .filter_map(|c| c.downcast_ref::<redis::RedisError>())
+        .any(redis::RedisError::is_timeout);
+    let timeout = RESPONSE_TIMEOUT.get()?;
+    timed_out.then(|| {
+        format!(
+            "no reply from Redis within --response-timeout {} (a busy or blocked server? raise the flag)",
+            humantime::format_duration(*timeout)
+        )
+    })
+}
+
+/// Where the Redis URL came from, so an error says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlSource {
+    Flag,
+    Env,
+    CampaignFile(std::path::PathBuf),
+    Default,
+}
+
+impl std::fmt::Display for UrlSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UrlSource::Flag => f.write_str("URL from --redis"),
+            UrlSource::Env => f.write_str("URL from SECKILL_REDIS_URL"),
+            UrlSource::CampaignFile(path) => write!(f, "URL from `redis:` in {}", path.display()),
+            UrlSource::Default => write!(
+                f,
+                "the default URL {DEFAULT_REDIS_URL}: pass --redis URL or set `redis:` in the campaign file"
+            ),
+        }
+    }
+}
+
+impl UrlSource {
+    /// Which of flag, environment, file or default gave the URL. clap folds
+    /// `--redis` and `SECKILL_REDIS_URL` into one value: it is the flag's when
+    /// the command line has `--redis`.
+    pub fn of(args: &ConnectionArgs, campaign: Option<&Campaign>) -> UrlSource {
+        if args.redis_url.is_some() {
+            let on_command_line = std::env::args_os()
+                .filter_map(|a| a.into_string().ok())
+                .any(|a| a == "--redis" || a.starts_with("--redis="));
+            if on_command_line || std::env::var_os("SECKILL_REDIS_URL").is_none() {
+                UrlSource::Flag
+            } else {
+                UrlSource::Env
+            }
+        } else if let Some(c) = campaign.filter(|c| c.redis_url.is_some()) {
+            UrlSource::CampaignFile(c.path.clone())
+        } else {
+            UrlSource::Default
+        }
+    }
+}
+
+/// `host:port` typed without a scheme: the URL it most likely means.
+fn bare_host_port(text: &str) -> Option<String> {
+    let (host, port) = text.rsplit_once(':')?;
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    (host_ok && !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()))
+        .then(|| format!("redis://{text}"))
 }
 
 impl RedisTarget {
@@ -179,6 +256,14 @@ impl RedisTarget {
         }
         let mut shown = Vec::new();
         for url in &urls {
+            if !url.contains("://")
+                && let Some(meant) = bare_host_port(url)
+            {
+                return Err(usage(format!(
+                    "Redis URL {url} has no scheme ({}): did you mean {meant}?",
+                    UrlSource::of(args, campaign)
+                )));
+            }
             let info = url
                 .as_str()
                 .into_connection_info()
@@ -205,20 +290,67 @@ impl RedisTarget {
             connect_timeout: args.connect_timeout,
             response_timeout: args.response_timeout,
             display: shown.join(","),
+            source: UrlSource::of(args, campaign),
+        })
+        .inspect(|target| {
+            let _ = RESPONSE_TIMEOUT.set(target.response_timeout);
         })
     }
 
-    /// Open one connection with both timeouts set.
+    /// Open one connection with both timeouts set, within `--connect-timeout`
+    /// in all: redis-rs applies the timeout to each step of its handshake
+    /// (TCP connect, then one read per setup command, the two CLIENT SETINFO
+    /// replies among them), so a server that accepts and never answers used
+    /// to cost twice the timeout. The attempt runs on a helper thread and is
+    /// abandoned at the deadline (it ends by its own timeouts soon after).
     pub fn connect(&self) -> Result<Conn> {
-        self.try_connect().map_err(|error| {
+        let attempt = self.clone();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("redis-connect".into())
+            .spawn(move || {
+                let _ = sender.send(attempt.try_connect());
+            })
+            .context("cannot start a connection thread")?;
+        let result = match receiver.recv_timeout(self.connect_timeout) {
+            Ok(result) => result.map_err(|e| self.explain_connect_error(e)),
+            Err(_) => Err(self.no_answer()),
+        };
+        result.map_err(|error| {
             // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
             // client library renders it in its own words.
             let code = crate::redis_failure::find(&error)
                 .and_then(|e| e.code())
                 .map(|code| format!(": {code}"))
                 .unwrap_or_default();
-            error.context(format!("cannot connect to Redis at {}{code}", self.display))
+            error.context(format!(
+                "cannot connect to Redis at {} ({}){code}",
+                self.display, self.source
+            ))
         })
+    }
+
+    fn no_answer(&self) -> anyhow::Error {
+        anyhow::anyhow!(
+            "no answer within --connect-timeout {}: is a Redis server listening there?",
+            humantime::format_duration(self.connect_timeout)
+        )
+    }
+
+    /// Say what a failed connect means: a timeout names the flag, a reply
+    /// that is not RESP means the port is not a Redis server.
+    fn explain_connect_error(&self, error: anyhow::Error) -> anyhow::Error {
+        let redis_error = error
+            .chain()
+            .find_map(|c| c.downcast_ref::<redis::RedisError>());
+        match redis_error {
+            Some(e) if e.is_timeout() => self.no_answer(),
+            Some(e) if e.kind() == redis::ErrorKind::Parse => anyhow::anyhow!(
+                "{} did not answer like a Redis server (is it the Redis port?)",
+                self.display
+            ),
+            _ => error,
+        }
     }
 
     fn try_connect(&self) -> Result<Conn> {

@@ -46,6 +46,12 @@ pub trait Report: Serialize {
     fn failure(&self) -> Option<String> {
         None
     }
+
+    /// The Prometheus text exposition of the report, for the commands that
+    /// have one (`status`); `--format prometheus` is refused for the others.
+    fn exposition(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The envelope's `error`.
@@ -82,8 +88,18 @@ struct Envelope<'a, R: Serialize> {
 pub fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
     let code = report.exit_code();
     let failure = report.failure();
+    if output::quiet() && code == exit_codes::SUCCESS && failure.is_none() {
+        // `-q`: success says nothing; drift, refusals and errors still print.
+        return Ok(code);
+    }
     let text = match ctx.format {
         Format::Table => report.render(),
+        Format::Prometheus => report.exposition().ok_or_else(|| {
+            usage(format!(
+                "--format prometheus does not go with `{}`",
+                ctx.command
+            ))
+        })?,
         Format::Csv => report.csv().ok_or_else(|| {
             usage(format!(
                 "--format csv: {} has no CSV output (loadtest has)",
@@ -145,6 +161,23 @@ pub fn emit_usage_error(command: Option<&str>, message: &str) {
         text.push('\n');
         let _ = output::write_stdout(&text);
     }
+}
+
+/// The envelope of `report` on one line (no pretty-printing), for commands
+/// that print one document per sample (`status --watch --format json`).
+pub fn envelope_line<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<String> {
+    let envelope = Envelope {
+        schema: SCHEMA,
+        command: ctx.command,
+        campaign: ctx.campaign_id(),
+        redis: ctx.redis_display(),
+        exit_code: report.exit_code(),
+        report: Some(report),
+        error: None,
+    };
+    let mut line = serde_json::to_string(&envelope)?;
+    line.push('\n');
+    Ok(line)
 }
 
 fn envelope_json<R: Serialize>(

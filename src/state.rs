@@ -111,9 +111,8 @@ pub fn item_state<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<It
         .with_context(|| format!("cannot read state of {}", keys.base))
 }
 
-/// Set the kill switch of one item. Takes effect on the buy script's next call.
-/// `expire_at_ms` (the campaign's) gives the meta hash an expiry when it has
-/// none, so a switch flipped on a never-preheated item does not stay forever.
+/// Set the kill switch of one item and record the flip in its history
+/// (see [`crate::kill_switch::set`]). Takes effect on the buy script's next call.
 pub fn set_switch<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
@@ -123,26 +122,13 @@ pub fn set_switch<C: ConnectionLike>(
     now_ms: i64,
     expire_at_ms: Option<i64>,
 ) -> Result<()> {
-    let () = conn
-        .hset_multiple(
-            &keys.meta,
-            &[
-                ("closed", if closed { "1" } else { "0" }),
-                ("switch_reason", reason),
-                ("switched_at_ms", &now_ms.to_string()),
-                ("switched_by", by),
-            ],
-        )
-        .with_context(|| format!("cannot set kill switch of {}", keys.base))?;
-    if let Some(at) = expire_at_ms {
-        let _: i64 = redis::cmd("PEXPIREAT")
-            .arg(&keys.meta)
-            .arg(at)
-            .arg("NX")
-            .query(conn)
-            .with_context(|| format!("cannot set the expiry of {}", keys.meta))?;
-    }
-    Ok(())
+    let flip = crate::kill_switch::Flip {
+        closed,
+        reason: reason.to_string(),
+        by: by.to_string(),
+        at_ms: now_ms,
+    };
+    crate::kill_switch::set(conn, keys, &flip, expire_at_ms)
 }
 
 /// Delete every key of one item: the fixed ones by name, per-user ones by SCAN
@@ -183,14 +169,6 @@ pub fn delete_item<C: ConnectionLike>(
 pub fn redis_now_ms<C: ConnectionLike>(conn: &mut C) -> Result<i64> {
     let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).context("TIME failed")?;
     Ok(secs * 1000 + micros / 1000)
-}
-
-/// `user@host` for the audit fields of the kill switch.
-pub fn operator_name() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
-    format!("{user}@{}", host_name())
 }
 
 /// This machine's host name, or "unknown".

@@ -65,6 +65,10 @@ pub struct BuyReport {
     pub qty: u32,
     /// The idempotency key: retry with it to get this answer again without buying twice.
     pub request_id: String,
+    /// What to do about a refusal that is not the shopper's doing (`not_preheated`:
+    /// the preheat command; `not_started`: when the sale opens; `closed`: where to
+    /// look); null otherwise.
+    pub next_step: Option<String>,
     /// `--wait-replicas` only: replicas that confirmed the buy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas_acked: Option<i64>,
@@ -100,6 +104,11 @@ impl Report for BuyReport {
             + &self
                 .replicas_acked
                 .map(|n| format!("replicas that confirmed it: {n}\n"))
+                .unwrap_or_default()
+            + &self
+                .next_step
+                .as_ref()
+                .map(|step| output::hanging(&format!("next: {step}"), 6))
                 .unwrap_or_default()
     }
 }
@@ -187,6 +196,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         user: args.user.clone(),
         qty: args.qty,
         request_id,
+        next_step: next_step(reply.outcome, &campaign, &item.id),
         replicas_acked,
         problem: reply.problem,
     })
@@ -213,5 +223,30 @@ fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::
         Failure::Failed => error.context(format!(
             "Redis at {at} reported an error running the attempt; retry with --request-id {request_id}"
         )),
+    }
+}
+
+/// What to do about a refusal that is not the shopper's doing.
+fn next_step(outcome: Outcome, campaign: &crate::campaign::Campaign, item: &str) -> Option<String> {
+    let file = campaign.path.display();
+    let now = chrono::Utc::now().timestamp_millis();
+    match outcome {
+        Outcome::NotPreheated => Some(format!(
+            "item {item} is not in Redis (never preheated, or its keys expired): run `seckill -c {file} preheat`"
+        )),
+        Outcome::NotStarted => Some(match campaign.starts_at_ms {
+            Some(at) => format!(
+                "the sale opens at {} (in {}, by this machine's clock; starts_at in {file})",
+                output::time_or_dash(Some(at)),
+                crate::status::human_duration_ms(at - now)
+            ),
+            None => format!(
+                "the sale has not started per Redis, but {file} has no starts_at: re-run `seckill -c {file} preheat --update-meta`"
+            ),
+        }),
+        Outcome::Closed => Some(format!(
+            "the kill switch is ON: `seckill -c {file} shutdown-switch status` says why and who"
+        )),
+        _ => None,
     }
 }

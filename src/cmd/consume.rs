@@ -35,6 +35,10 @@ pub struct Args {
     #[arg(long)]
     pub drain: bool,
 
+    /// Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
     /// The order database (`--orders-db`).
     #[command(flatten)]
     pub store: StoreArgs,
@@ -89,6 +93,10 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         },
         mut store,
     ) = ctx.open_with_store(&args.store, &stop)?;
+    if let Some(listen) = args.metrics_listen {
+        let bound = crate::metrics::serve_consume(listen, campaign.clone(), target.clone())?;
+        log(COMMAND, format!("metrics at http://{bound}/metrics"));
+    }
     let consumer = args
         .consumer
         .clone()

@@ -15,9 +15,7 @@ use crate::report::Report;
 /// Flags of `seckill dead-letter`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  seckill -c campaigns/moutai.yaml dead-letter list\n  \
-seckill -c campaigns/moutai.yaml dead-letter redrive --id 1764460800000-0\n\
-redrive exits 0 when every selected dead letter is stored, 1 when one is still refused."
+    after_help = "redrive exits 0 when every selected dead letter is stored, 1 when one is still refused."
 )]
 pub struct Args {
     #[arg(value_enum)]

@@ -3,8 +3,11 @@
 //! streams, request ids, the kill switch and rate-limit keys, then loads the
 //! file's stock as `preheat` would.
 //!
-//! The order database is not touched: clear it yourself between rehearsals,
-//! or `reconcile` will report the old rows as drift.
+//! Refuses without `--yes` when the campaign has sales or a kill switch is
+//! ON (a reset would silently reopen a stopped sale). The order database is
+//! only read — `init` says how many rows of the campaign it still holds
+//! (`reconcile` would report them as drift) — unless `--purge-orders ID`
+//! names the campaign again, as its own confirmation.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -13,6 +16,7 @@ use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
 use crate::error::usage;
 use crate::keys::ItemKeys;
+use crate::orders::{StoreArgs, StoreLocation};
 use crate::output;
 use crate::report::Report;
 use crate::state::{self, PreheatMode};
@@ -20,18 +24,40 @@ use crate::state::{self, PreheatMode};
 /// Flags of `seckill init`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Reset even when the campaign already has sales (their Redis record is deleted).
+    /// Reset even when the campaign already has sales (their Redis record is
+    /// deleted) or a kill switch is ON (it is turned off).
     #[arg(long)]
     pub yes: bool,
+
+    /// Also delete the campaign's rows from the order database. The value must
+    /// be the campaign id: a confirmation of its own.
+    #[arg(long, value_name = "CAMPAIGN_ID", requires = "yes")]
+    pub purge_orders: Option<String>,
+
+    /// The order database (`--orders-db`), counted (and purged) after the reset.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
-/// `seckill init`'s report: what was reset.
+/// `seckill init`'s report: what was reset, and what the order database still holds.
 #[derive(Debug, Serialize)]
 pub struct InitReport {
     /// One entry per item of the campaign.
     pub items: Vec<InitRow>,
+    /// The order database (password hidden).
+    pub database: String,
+    /// Rows of this campaign the order database still holds (reconcile will
+    /// call them drift); null when there is no database or it could not be read.
+    pub order_rows_in_database: Option<i64>,
+    /// Rows deleted by `--purge-orders`; null without it.
+    pub order_rows_purged: Option<u64>,
+    /// Why the rows could not be counted (the database unreachable, ...); the
+    /// Redis reset happened all the same.
+    pub order_database_problem: Option<String>,
     #[serde(skip)]
     campaign: String,
+    #[serde(skip)]
+    campaign_file: String,
     #[serde(skip)]
     redis: String,
 }
@@ -45,6 +71,10 @@ pub struct InitRow {
     pub keys_deleted: u64,
     /// Stock loaded afterwards, from the file.
     pub stock: Option<i64>,
+    /// The kill switch was ON before the reset (it is off now).
+    pub kill_switch_was_on: bool,
+    #[serde(skip)]
+    switch_reason: Option<String>,
 }
 
 impl Report for InitReport {
@@ -54,19 +84,70 @@ impl Report for InitReport {
                 row.item.clone(),
                 row.keys_deleted.to_string(),
                 row.stock.map_or_else(|| "-".into(), |s| s.to_string()),
+                match (row.kill_switch_was_on, &row.switch_reason) {
+                    (true, Some(reason)) => format!("was ON ({reason}), now off"),
+                    (true, None) => "was ON, now off".to_string(),
+                    (false, _) => "off".to_string(),
+                },
             ]
         });
-        format!(
+        let mut text = format!(
             "reset campaign {} on {}\n{}",
             self.campaign,
             self.redis,
-            output::grid(&["item", "keys deleted", "stock"], rows.collect(), &[])
-        )
+            output::grid(
+                &["item", "keys deleted", "stock", "kill switch"],
+                rows.collect(),
+                &[3]
+            )
+        );
+        if let Some(n) = self.order_rows_purged {
+            text.push_str(&output::paragraph(&format!(
+                "deleted {n} order row(s) of campaign {} from {}",
+                self.campaign, self.database
+            )));
+        }
+        if let Some(problem) = &self.order_database_problem {
+            text.push_str(&output::paragraph(&format!(
+                "could not count the order rows of campaign {} in {}: {problem}",
+                self.campaign, self.database
+            )));
+        }
+        if let Some(n) = self.order_rows_in_database.filter(|n| *n > 0) {
+            text.push_str(&output::paragraph(&format!(
+                "the order database {} still holds {n} order row(s) of campaign {}: reconcile \
+                 will report them as drift; delete them with `seckill -c {} init --yes --purge-orders {}`",
+                self.database, self.campaign, self.campaign_file, self.campaign
+            )));
+        }
+        text
     }
 }
 
 /// Reset every item of the campaign.
 pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
+    let campaign = ctx.campaign()?;
+    if let Some(id) = &args.purge_orders
+        && *id != campaign.id
+    {
+        return Err(usage(format!(
+            "--purge-orders {id} does not name campaign {}: repeat the campaign id to confirm",
+            campaign.id
+        )));
+    }
+    let location = StoreLocation::resolve(&args.store, &campaign)?;
+    // Purging needs the database before anything is reset; counting is advice only.
+    // A missing SQLite file holds no rows: nothing to say. Any other failure
+    // to read the database is said, since the count is what init promises.
+    let mut problem = None;
+    let mut store = match &args.purge_orders {
+        Some(_) => Some(location.open_existing()?),
+        None if location.require_existing().is_err() => None,
+        None => location
+            .open_existing()
+            .inspect_err(|e| problem = Some(crate::error::render(e)))
+            .ok(),
+    };
     let Opened {
         campaign,
         target,
@@ -77,34 +158,57 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         .iter()
         .map(|item| ItemKeys::live(&campaign.id, &item.id))
         .collect();
+    // Each item's state before the reset, summed over its buckets when it has some.
+    let mut before = Vec::new();
+    for (item, keys) in campaign.items.iter().zip(&all_keys) {
+        let layout = Layout::live(&campaign.id, item);
+        before.push(if layout.is_bucketed() {
+            buckets::state::item_state(&mut conn, &layout)?
+        } else {
+            state::item_state(&mut conn, keys)?
+        });
+    }
     if !args.yes {
-        let mut sold = Vec::new();
-        for (item, keys) in campaign.items.iter().zip(&all_keys) {
-            let layout = Layout::live(&campaign.id, item);
-            let s = if layout.is_bucketed() {
-                buckets::state::item_state(&mut conn, &layout)?
-            } else {
-                state::item_state(&mut conn, keys)?
-            };
-            if s.has_sales() {
-                sold.push(format!(
-                    "{} ({} buyers, {} orders)",
-                    item.id, s.buyers, s.stream_len
-                ));
-            }
-        }
+        let mut refusals = Vec::new();
+        let sold: Vec<String> = campaign
+            .items
+            .iter()
+            .zip(&before)
+            .filter(|(_, s)| s.has_sales())
+            .map(|(item, s)| format!("{} ({} buyers, {} orders)", item.id, s.buyers, s.stream_len))
+            .collect();
         if !sold.is_empty() {
-            return Err(usage(format!(
+            refusals.push(format!(
                 "campaign {} already has sales on {}: pass --yes to delete them from Redis",
                 campaign.id,
                 sold.join(", ")
-            )));
+            ));
+        }
+        let switched: Vec<String> = campaign
+            .items
+            .iter()
+            .zip(&before)
+            .filter(|(_, s)| s.closed)
+            .map(|(item, s)| match &s.switch_reason {
+                Some(reason) => format!("{} ({reason})", item.id),
+                None => item.id.clone(),
+            })
+            .collect();
+        if !switched.is_empty() {
+            refusals.push(format!(
+                "the kill switch is ON for item {}: a reset turns it off and reopens the sale; \
+                 pass --yes to reset anyway",
+                switched.join(", ")
+            ));
+        }
+        if !refusals.is_empty() {
+            return Err(usage(refusals.join("; ")));
         }
     }
     // SCAN visits one node; on a cluster the per-user rate keys expire by themselves within one window.
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
-    for (item, keys) in campaign.items.iter().zip(&all_keys) {
+    for ((item, keys), was) in campaign.items.iter().zip(&all_keys).zip(before) {
         // Both layouts go (docs/buckets.md): a file whose bucket count changed starts clean.
         let layout = Layout::live(&campaign.id, item);
         let mut deleted = state::delete_item(&mut conn, keys, scan_too)?;
@@ -122,11 +226,33 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
             item: item.id.clone(),
             keys_deleted: deleted,
             stock,
+            kill_switch_was_on: was.closed,
+            switch_reason: was.switch_reason,
         });
     }
+    let purged = match (&mut store, &args.purge_orders) {
+        (Some(store), Some(_)) => Some(store.delete_campaign(&campaign.id)?),
+        _ => None,
+    };
+    let order_rows = match store
+        .as_mut()
+        .map(|store| store.campaign_rows(&campaign.id))
+    {
+        Some(Ok(rows)) => Some(rows),
+        Some(Err(e)) => {
+            problem = Some(crate::error::render(&e));
+            None
+        }
+        None => None,
+    };
     Ok(InitReport {
         items: rows,
+        database: location.display(),
+        order_rows_in_database: order_rows,
+        order_rows_purged: purged,
+        order_database_problem: problem,
         campaign: campaign.id,
+        campaign_file: campaign.path.display().to_string(),
         redis: target.display,
     })
 }

@@ -30,7 +30,7 @@ use crate::scripts;
 
 /// What `--help` says after the flags: modes, examples, safety (the exit
 /// codes follow, generated from `exit_codes::ALL`).
-const LOADTEST_HELP: &str = "\
+pub const LOADTEST_HELP: &str = "\
 Closed loop (the default): each connection sends its next attempt when the last one is \
 answered. Simple and the reference chapter's experiment, but it HIDES STALLS: when Redis \
 pauses, the clients pause with it, the attempts that shoppers would have made meanwhile \
@@ -52,11 +52,14 @@ and deleted afterwards (unless --keep). The load test refuses to run (exit 2) wh
 namespace holds keys no load test wrote, or when the campaign is preheated on the same \
 Redis (saturating it would starve the real sale).";
 
+/// What exit 4 means, under the generated exit-code table.
+pub const THRESHOLD_NOTE: &str = "A threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
+     oversold, undersold or stock drift in a variant that promises exact books (all but v1).";
+
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = format!(
-    "{LOADTEST_HELP}\n\n{}\n\nA threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
-     oversold, undersold or stock drift in a variant that promises exact books (all but v1).",
+    "{LOADTEST_HELP}\n\n{}\n\n{THRESHOLD_NOTE}",
     exit_codes::help("loadtest")
 ))]
 pub struct Args {

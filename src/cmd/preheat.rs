@@ -60,8 +60,14 @@ pub struct PreheatSummary {
     pub dry_run: bool,
     /// When the campaign's keys expire (ends_at + keep_after_end), RFC 3339; null without ends_at.
     pub expires_at: Option<String>,
+    /// Something was written (stock loaded or overwritten, or metadata updated);
+    /// false when every item was kept or refused, or in a dry run.
+    pub written: bool,
     /// One entry per item preheated (or refused).
     pub items: Vec<ItemRow>,
+    /// Items kept with sales: `--force` would be refused there, so it is not offered.
+    #[serde(skip)]
+    sold: Vec<String>,
     /// Items `--recover` loaded after Redis lost data: what was loaded, what
     /// was restored, and what cannot be known.
     pub recovered: Vec<Recovered>,
@@ -97,12 +103,13 @@ impl PreheatSummary {
 }
 
 impl Report for PreheatSummary {
-    /// 0, or 1 when an item was refused (sales exist that a reload would double-sell).
+    /// 0, or 5 (`preheat_refused`) when an item was refused (sales exist that
+    /// a reload would double-sell): Redis answered, unlike a runtime error (1).
     fn exit_code(&self) -> i32 {
         if self.refused().is_empty() {
             exit_codes::SUCCESS
         } else {
-            exit_codes::RUNTIME_ERROR
+            exit_codes::PREHEAT_REFUSED
         }
     }
 
@@ -134,7 +141,7 @@ impl Report for PreheatSummary {
                 stock(r.redis_stock_after),
                 match &row.refused_because {
                     Some(why) => format!("REFUSED: {why}"),
-                    None => describe(r.status, self.dry_run, r.redis_stock_before, r.file_stock),
+                    None => describe(r, self.dry_run, self.sold.contains(&r.item)),
                 },
             ]);
             for part in &row.per_bucket {
@@ -144,7 +151,7 @@ impl Report for PreheatSummary {
                     String::new(),
                     p.file_stock.to_string(),
                     stock(p.redis_stock_after),
-                    describe(p.status, self.dry_run, p.redis_stock_before, p.file_stock),
+                    describe(p, self.dry_run, self.sold.contains(&r.item)),
                 ]);
             }
         }
@@ -169,8 +176,10 @@ impl Report for PreheatSummary {
             "{} campaign {} on {}{}\n{table}\n{recovered}",
             if self.dry_run {
                 "dry run:"
-            } else {
+            } else if self.written {
                 "preheated"
+            } else {
+                "nothing written:"
             },
             self.campaign,
             self.redis,
@@ -182,8 +191,8 @@ impl Report for PreheatSummary {
     }
 }
 
-/// Preheat the campaign; exit 0, or 1 when Redis fails or an item was refused
-/// (sales exist that a reload would double-sell).
+/// Preheat the campaign; exit 0, 5 (`preheat_refused`) when an item was
+/// refused (sales exist that a reload would double-sell), 1 when Redis fails.
 pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     // A bad order database URL is a usage error before Redis is contacted.
     let location = StoreLocation::resolve(&args.store, &ctx.campaign()?)?;
@@ -266,8 +275,30 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
             script.load(&mut conn)?;
         }
     }
+    let mut sold = Vec::new();
+    for row in &reports {
+        let kept = |r: &PreheatReport| r.status == PreheatStatus::Kept;
+        if !kept(&row.report) && !row.per_bucket.iter().any(|b| kept(&b.report)) {
+            continue;
+        }
+        let item = campaign.item(&row.report.item)?;
+        let layout = Layout::live(&campaign.id, item);
+        let state = if layout.is_bucketed() {
+            buckets::state::item_state(&mut conn, &layout)?
+        } else {
+            state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?
+        };
+        if state.has_sales() {
+            sold.push(item.id.clone());
+        }
+    }
     Ok(PreheatSummary {
         dry_run: args.dry_run,
+        written: !args.dry_run
+            && reports.iter().any(|r| {
+                r.report.status.writes() || r.per_bucket.iter().any(|b| b.report.status.writes())
+            }),
+        sold,
         expires_at: campaign
             .expire_at_ms()
             .map(|ms| output::time_or_dash(Some(ms))),
@@ -348,9 +379,15 @@ fn stored_sales(
     bail!("nothing was written: {}", lines.join("; "))
 }
 
-fn describe(status: PreheatStatus, dry_run: bool, before: Option<i64>, file_stock: i64) -> String {
-    let text = match status {
+fn describe(report: &PreheatReport, dry_run: bool, has_sales: bool) -> String {
+    let (before, file_stock) = (report.redis_stock_before, report.file_stock);
+    let text = match report.status {
         PreheatStatus::Loaded => "loaded".to_string(),
+        PreheatStatus::Kept if has_sales => format!(
+            "kept (Redis has {}, file says {file_stock}; the item has sales: `init --yes` \
+             resets it, --update-meta changes window and limits)",
+            before.unwrap_or(0)
+        ),
         PreheatStatus::Kept => format!(
             "kept (Redis has {}, file says {file_stock}; --force to overwrite)",
             before.unwrap_or(0)

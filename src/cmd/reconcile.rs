@@ -12,7 +12,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::buckets::reconcile::TransferReport;
-use crate::context::{Context, Opened};
+use crate::context::{Context, Opened, StoreAccess};
 use crate::error;
 use crate::exit_codes;
 use crate::orders::StoreArgs;
@@ -20,13 +20,13 @@ use crate::orders::reconcile::{ItemReport, reconcile_item};
 use crate::output;
 use crate::report::Report;
 
+/// What 1 and 3 mean for cron, under the generated exit-code table.
+pub const CRON_NOTE: &str = "1 also means an item could not be checked (not preheated, or its keys \
+     expired); drift (3) wins when both happen. The JSON names the offending order ids.";
+
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = format!(
-    "{}\n\n1 also means an item could not be checked (not preheated, or its keys expired); \
-     drift (3) wins when both happen. The JSON names the offending order ids.",
-    exit_codes::help("reconcile")
-))]
+#[command(after_help = format!("{}\n\n{CRON_NOTE}", exit_codes::help("reconcile")))]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]
@@ -99,7 +99,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
             mut conn,
         },
         mut store,
-    ) = ctx.open_with_store(&args.store, &never)?;
+    ) = ctx.open_with_store_as(&args.store, &never, StoreAccess::MustExist)?;
     let mut reports = Vec::new();
     for item in campaign.select_items(args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift

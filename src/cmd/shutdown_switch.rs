@@ -1,5 +1,7 @@
 //! `seckill shutdown-switch`: the kill switch. The buy script reads it on
-//! every call, so `on` refuses the very next attempt with `closed`.
+//! every call, so `on` refuses the very next attempt with `closed`. Each flip
+//! records who (`--by`, `SECKILL_OPERATOR`, else the OS account) and is kept
+//! in a capped history per item (`status --history`).
 
 use anyhow::Result;
 use serde::Serialize;
@@ -7,10 +9,13 @@ use serde::Serialize;
 use crate::buckets::state::BucketStatus;
 use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
+use crate::error::usage;
 use crate::keys::ItemKeys;
+use crate::kill_switch::{self, Flip};
 use crate::output;
 use crate::report::Report;
 use crate::state;
+use crate::status::{StatusReader, Window};
 
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -19,7 +24,7 @@ pub enum Action {
     On,
     /// Reopen the sale.
     Off,
-    /// Show switch state, when and why it was set, and stock left, per item.
+    /// Show switch state, sale window, when, why and by whom it was set, and stock left, per item.
     Status,
 }
 
@@ -27,9 +32,7 @@ pub enum Action {
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "A bucketed item (docs/buckets.md) is closed in every bucket before `on` returns; \
-a bucket that cannot be written fails the command, naming it.\n\
-Examples:\n  seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"\n  \
-seckill -c campaigns/moutai-cluster.yaml --cluster shutdown-switch status --buckets"
+a bucket that cannot be written fails the command, naming it."
 )]
 pub struct Args {
     /// on, off or status.
@@ -47,6 +50,14 @@ pub struct Args {
     /// Also show each bucket of a bucketed item (switch, slot, stock, pending transfers).
     #[arg(long)]
     pub buckets: bool,
+
+    /// Who flips the switch, kept with it [default: the OS account, as user@host].
+    #[arg(long, value_name = "NAME", env = "SECKILL_OPERATOR")]
+    pub by: Option<String>,
+
+    /// With `status`: also list the last flips of each item (newest first).
+    #[arg(long)]
+    pub history: bool,
 }
 
 /// `seckill shutdown-switch`'s report: the switch of each item after the action.
@@ -75,19 +86,40 @@ pub struct SwitchRow {
     pub closed: bool,
     /// The item's stock is in Redis.
     pub preheated: bool,
+    /// The sale window on the Redis clock (`state`: not_preheated, not_started,
+    /// open, ended): whether buys go through depends on it as much as on the switch.
+    pub window: Window,
     /// Units left; null when not preheated.
     pub stock_left: Option<i64>,
     /// `--reason` of the last switch, if any.
     pub reason: Option<String>,
     /// When the switch was last set, RFC 3339.
     pub switched_at: Option<String>,
-    /// Who set it (`user@host`).
+    /// Who set it (`--by`, `SECKILL_OPERATOR`, else `user@host`).
     pub switched_by: Option<String>,
+    /// The last flips, newest first (`--history` only; of bucket 0 for a
+    /// bucketed item: every flip goes to every bucket).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Flip>>,
+}
+
+/// RFC 3339 to the second: precise enough for people, and narrower.
+fn to_seconds(at: &str) -> String {
+    match at.split_once('.') {
+        Some((seconds, _)) => format!("{seconds}Z"),
+        None => at.to_string(),
+    }
 }
 
 impl Report for SwitchReport {
     fn render(&self) -> String {
-        let mut table = output::table(["item", "switch", "stock\nleft", "reason", "switched"]);
+        let mut table = output::table([
+            "item",
+            "switch\nsale window",
+            "stock\nleft",
+            "reason",
+            "switched",
+        ]);
         for row in &self.items {
             // Seconds are precise enough for people, and 4 columns narrower.
             let at = row
@@ -104,13 +136,18 @@ impl Report for SwitchReport {
             };
             table.add_row(vec![
                 row.item.clone(),
-                match row.buckets_closed {
-                    Some(k) if k > 0 && k < row.buckets => {
-                        format!("PARTLY ON ({k}/{} buckets closed)", row.buckets)
-                    }
-                    _ if row.closed => "ON (closed)".to_string(),
-                    _ => "off (open)".to_string(),
-                },
+                // "off" alone never says "open": the window under it does, on the Redis clock.
+                format!(
+                    "{}\n{}",
+                    match row.buckets_closed {
+                        Some(k) if k > 0 && k < row.buckets => {
+                            format!("PARTLY ON ({k}/{} buckets closed)", row.buckets)
+                        }
+                        _ if row.closed => "ON (closed)".to_string(),
+                        _ => "off".to_string(),
+                    },
+                    row.window.describe()
+                ),
                 match (row.preheated, row.stock_left) {
                     (true, Some(s)) => s.to_string(),
                     _ => "not preheated".to_string(),
@@ -121,12 +158,7 @@ impl Report for SwitchReport {
             for part in row.per_bucket.iter().flatten() {
                 table.add_row(vec![
                     format!("  bucket {} (slot {})", part.bucket, part.slot),
-                    if part.closed {
-                        "ON (closed)"
-                    } else {
-                        "off (open)"
-                    }
-                    .to_string(),
+                    if part.closed { "ON (closed)" } else { "off" }.to_string(),
                     match (part.preheated, part.stock_left) {
                         (true, Some(s)) => s.to_string(),
                         _ => "not preheated".to_string(),
@@ -136,20 +168,51 @@ impl Report for SwitchReport {
                 ]);
             }
         }
-        output::fit(&mut table, &[3, 4]);
-        format!("kill switch of campaign {}\n{table}\n", self.campaign)
+        output::fit(&mut table, &[1, 3, 4]);
+        let mut text = format!("kill switch of campaign {}\n{table}\n", self.campaign);
+        for row in &self.items {
+            let Some(history) = &row.history else {
+                continue;
+            };
+            text.push_str(&format!(
+                "last {} flip(s) of item {}, newest first\n",
+                history.len(),
+                row.item
+            ));
+            let rows = history.iter().map(|flip| {
+                vec![
+                    to_seconds(&output::time_or_dash(Some(flip.at_ms))),
+                    if flip.closed { "ON" } else { "off" }.to_string(),
+                    flip.by.clone(),
+                    if flip.reason.is_empty() {
+                        "-".to_string()
+                    } else {
+                        flip.reason.clone()
+                    },
+                ]
+            });
+            text.push_str(&output::grid(
+                &["at", "switch", "by", "reason"],
+                rows.collect(),
+                &[2, 3],
+            ));
+        }
+        text
     }
 }
 
 /// Flip or show the switch; the report is the per-item status afterwards.
 pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
+    if args.history && args.action != Action::Status {
+        return Err(usage("--history goes with `shutdown-switch status`"));
+    }
+    let by = kill_switch::operator(args.by.as_deref())?;
     let Opened {
         campaign, mut conn, ..
     } = ctx.open()?;
     let items = campaign.select_items(args.item.as_deref())?;
     if args.action != Action::Status {
         let now = state::redis_now_ms(&mut conn)?;
-        let by = state::operator_name();
         for item in &items {
             let layout = Layout::live(&campaign.id, item);
             if layout.is_bucketed() {
@@ -178,8 +241,19 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
         }
     }
     let mut rows = Vec::new();
+    let mut reader = StatusReader::default();
     for item in &items {
         let layout = Layout::live(&campaign.id, item);
+        let window = reader.read_item(&mut conn, &campaign, item)?.window;
+        let history = if args.history {
+            let keys = match layout.is_bucketed() {
+                true => layout.bucket(0).keys,
+                false => ItemKeys::live(&campaign.id, &item.id),
+            };
+            Some(kill_switch::history(&mut conn, &keys)?)
+        } else {
+            None
+        };
         let (s, per_bucket) = if layout.is_bucketed() {
             let per_bucket = buckets::state::bucket_statuses(&mut conn, &layout)?;
             (
@@ -200,10 +274,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             item: item.id.clone(),
             closed: s.closed,
             preheated: s.preheated,
+            window,
             stock_left: s.stock,
             reason: s.switch_reason,
             switched_at: s.switched_at_ms.map(|ms| output::time_or_dash(Some(ms))),
             switched_by: s.switched_by,
+            history,
         });
     }
     Ok(SwitchReport {

@@ -186,10 +186,20 @@ impl<'a> Consumer<'a> {
                     store_then_ack(COMMAND, &mut *self.store, &mut self.conn, &batch, self.stop)?;
                 self.inserted += stored.inserted;
                 self.acked += stored.acked;
+                for (key, ids) in &batch.acks {
+                    if let Some(&i) = self.index.get(key.as_str()) {
+                        // Stream i belongs to item owners[i] (one stream per bucket);
+                        // entries the database refused stay pending, not stored.
+                        let refused = stored.refused.iter().filter(|(k, _, _)| k == key).count();
+                        let item = &self.campaign.items[self.owners[i]].id;
+                        crate::metrics::CONSUME.add_stored(item, (ids.len() - refused) as u64);
+                    }
+                }
                 for (key, _, _) in &stored.refused {
                     if let Some(&i) = self.index.get(key.as_str()) {
-                        self.counts[i].acked -= 1;
-                        self.counts[i].refused += 1;
+                        // counts are per item; i is the stream (one per bucket).
+                        self.counts[self.owners[i]].acked -= 1;
+                        self.counts[self.owners[i]].refused += 1;
                     }
                 }
             }

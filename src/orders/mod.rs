@@ -125,7 +125,29 @@ impl StoreLocation {
         }
     }
 
-    /// Connect, creating the schema when missing.
+    /// Connect to a database that must already exist: a mistyped SQLite path
+    /// is "no such database", never a fresh empty file (only `consume`
+    /// creates the database; everything else reads what it wrote).
+    pub fn open_existing(&self) -> Result<Box<dyn OrderStore>> {
+        self.require_existing()?;
+        self.open()
+    }
+
+    /// Fail with "no such database" when a SQLite file is missing.
+    pub fn require_existing(&self) -> Result<()> {
+        if let StoreLocation::Sqlite(path) = self
+            && !path.is_file()
+        {
+            anyhow::bail!(
+                "no such database: {} (only `seckill consume` creates it; check --orders-db, \
+                 SECKILL_ORDERS_DB or the campaign file's orders.store)",
+                self.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Connect, creating the database file (SQLite) and the schema when missing.
     pub fn open(&self) -> Result<Box<dyn OrderStore>> {
         Ok(match self {
             StoreLocation::Sqlite(path) => Box::new(sqlite::SqliteStore::open(path)?),
@@ -195,6 +217,11 @@ pub trait OrderStore {
     /// Rows and units of one campaign item.
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;
 
+    /// Rows of one campaign, every item (also items no longer in the file).
+    fn campaign_rows(&mut self, campaign: &str) -> Result<i64>;
+
+    /// Delete every row of one campaign in one transaction; returns how many.
+    fn delete_campaign(&mut self, campaign: &str) -> Result<u64>;
     /// Up to `limit` buyers of one campaign item with user id > `after`, in user id order.
     fn item_buyers_after(
         &mut self,

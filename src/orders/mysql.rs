@@ -219,6 +219,28 @@ impl OrderStore for MysqlStore {
         })
     }
 
+    fn campaign_rows(&mut self, campaign: &str) -> Result<i64> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let rows: Option<i64> = conn
+                .exec_first(
+                    "SELECT COUNT(*) FROM orders WHERE campaign = ?",
+                    (campaign,),
+                )
+                .with_context(|| format!("cannot count orders of {campaign} in {display}"))?;
+            Ok(rows.unwrap_or(0))
+        })
+    }
+
+    fn delete_campaign(&mut self, campaign: &str) -> Result<u64> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            conn.exec_drop("DELETE FROM orders WHERE campaign = ?", (campaign,))
+                .with_context(|| format!("cannot delete orders of {campaign} from {display}"))?;
+            Ok(conn.affected_rows())
+        })
+    }
+
     fn item_buyers_after(
         &mut self,
         campaign: &str,

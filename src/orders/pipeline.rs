@@ -187,13 +187,21 @@ enum Insert {
 fn insert_isolating(store: &mut dyn OrderStore, orders: &[Order]) -> Result<Insert> {
     match store.insert_orders(orders, now_ms()) {
         Ok(inserted) => Ok(Insert::All(inserted)),
-        Err(error) if store.accepts_writes() => {
+        Err(error) if refused_while_writable(store, &error) => {
             let mut refused = Vec::new();
             let inserted = bisect(store, orders, 0, error, &mut refused)?;
             Ok(Insert::Some(inserted, refused))
         }
         Err(error) => Err(error),
     }
+}
+
+/// A failure is the orders' own (isolate them) only when it is not a passing
+/// one and the database still takes an empty transaction: a lost connection,
+/// a lock wait or a deadlock retries the whole batch instead, so a valid order
+/// is never set aside because the database hiccuped.
+fn refused_while_writable(store: &mut dyn OrderStore, error: &anyhow::Error) -> bool {
+    !is_transient(error) && store.accepts_writes()
 }
 
 /// `orders` (at `offset` in the batch) failed with `error` although the
@@ -215,7 +223,7 @@ fn bisect(
     for (half, at) in [(left, offset), (right, offset + left.len())] {
         match store.insert_orders(half, now_ms()) {
             Ok(n) => inserted += n,
-            Err(error) if store.accepts_writes() => {
+            Err(error) if refused_while_writable(store, &error) => {
                 inserted += bisect(store, half, at, error, refused)?;
             }
             Err(error) => return Err(error),
@@ -242,6 +250,7 @@ pub fn store_then_ack(
         );
         match retry(command, &what, stop, || {
             insert_isolating(store, &batch.orders)
+                .inspect_err(|_| crate::metrics::CONSUME.add_store_retry())
         })? {
             Insert::All(inserted) => stored.inserted = inserted,
             Insert::Some(inserted, refused) => {

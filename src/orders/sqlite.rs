@@ -199,6 +199,24 @@ impl OrderStore for SqliteStore {
             .with_context(|| format!("cannot count orders of {campaign}/{item} in {}", self.display))
     }
 
+    fn campaign_rows(&mut self, campaign: &str) -> Result<i64> {
+        self.connection
+            .query_row(
+                "SELECT COUNT(*) FROM orders WHERE campaign = ?1",
+                [campaign],
+                |row| row.get(0),
+            )
+            .with_context(|| format!("cannot count orders of {campaign} in {}", self.display))
+    }
+
+    fn delete_campaign(&mut self, campaign: &str) -> Result<u64> {
+        let deleted = self
+            .connection
+            .execute("DELETE FROM orders WHERE campaign = ?1", [campaign])
+            .with_context(|| format!("cannot delete orders of {campaign} from {}", self.display))?;
+        Ok(deleted as u64)
+    }
+
     fn item_buyers_after(
         &mut self,
         campaign: &str,

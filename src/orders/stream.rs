@@ -104,11 +104,11 @@ pub fn read_items(
             each_block,
         )?);
     }
-    if let (Some(pause), true) = (block, streams.len() > 1) {
-        if all.iter().all(|(_, entries)| entries.is_empty()) {
-            // Nothing anywhere: wait once here instead of spinning on non-blocking reads.
-            std::thread::sleep(pause);
-        }
+    if let (Some(pause), true) = (block, streams.len() > 1)
+        && all.iter().all(|(_, entries)| entries.is_empty())
+    {
+        // Nothing anywhere: wait once here instead of spinning on non-blocking reads.
+        std::thread::sleep(pause);
     }
     Ok(all)
 }

@@ -49,7 +49,7 @@ pub fn parse_log_record(record: &str) -> Result<(u32, i64)> {
 pub fn parse_reply(reply: Value, source: u32) -> Result<Take> {
     super::refuse_corrupt(&reply)?;
     let reply: Vec<Value> = redis::from_redis_value(reply)?;
-    if reply.len() < 5 || (reply.len() - 5) % 2 != 0 {
+    if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
         bail!("take script returned {} values", reply.len());
     }
     let text = |v: &Value| -> Result<String> { Ok(redis::from_redis_value_ref(v)?) };

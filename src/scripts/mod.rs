@@ -23,9 +23,11 @@ pub mod bucket_take;
 pub mod buy;
 pub mod dead_letter;
 pub mod item_state;
+pub mod item_status;
 pub mod lock_release;
 pub mod preheat;
 pub mod reconcile_snapshot;
+pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
 
@@ -74,10 +76,12 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 12] = [
+pub static ALL: [&Spec; 14] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
+    &item_status::SPEC,
+    &set_switch::SPEC,
     &dead_letter::SPEC,
     &stream_order_ids::SPEC,
     &reconcile_snapshot::SPEC,
@@ -330,6 +334,8 @@ mod tests {
                 "buy",
                 "preheat",
                 "item_state",
+                "item_status",
+                "set_switch",
                 "dead_letter",
                 "stream_order_ids",
                 "reconcile_snapshot",

@@ -53,6 +53,14 @@ impl PreheatStatus {
         PreheatStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
+    /// True when preheat wrote stock or metadata for the item.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            PreheatStatus::Loaded | PreheatStatus::Overwritten | PreheatStatus::MetaUpdated
+        )
+    }
+
     /// True when preheat refused to write (the item needs a human).
     pub fn refused(self) -> bool {
         matches!(self, PreheatStatus::HasSales | PreheatStatus::StockMissing)

@@ -217,7 +217,7 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     cli(&changed, &cluster)
         .arg("preheat")
         .assert()
-        .code(exit_codes::RUNTIME_ERROR)
+        .code(exit_codes::PREHEAT_REFUSED)
         .stdout(predicates::str::contains("in 8 bucket(s), the file says 4"));
 
     // The kill switch closes every bucket; status shows them.
@@ -268,6 +268,10 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     // reconcile balances (orders still in flight), names the transfers.
     let db = file.dir.path().join("orders.db");
     let db_url = format!("sqlite://{}", db.display());
+    // An empty order database, as `consume` would have created (reconcile never creates one).
+    seckill::orders::StoreLocation::Sqlite(db.clone())
+        .open()
+        .unwrap();
     let out = cli(&file, &cluster)
         .args(["reconcile", "--format", "json", "--orders-db", &db_url])
         .output()
@@ -346,6 +350,9 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
         "sqlite://{}",
         file.dir.path().join("after-init.db").display()
     );
+    seckill::orders::StoreLocation::Sqlite(file.dir.path().join("after-init.db"))
+        .open()
+        .unwrap();
     let reconcile = |repair: bool| {
         let mut cmd = cli(&file, &cluster);
         cmd.args([
@@ -701,6 +708,10 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
     eprintln!("{killed} buyers killed, {kills_leaving_pending} mid-transfer");
 
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
+    // An empty order database, as `consume` would have created (reconcile never creates one).
+    seckill::orders::StoreLocation::Sqlite(file.dir.path().join("o.db"))
+        .open()
+        .unwrap();
     let reconcile = |repair: bool| {
         let mut cmd = cli(&file, &cluster);
         cmd.args(["reconcile", "--format", "json", "--orders-db", &db]);
@@ -822,6 +833,10 @@ fn the_rebalancer_refills_draining_buckets_and_survives_sigkill() {
     assert!(moved > 1, "nothing moved between buckets");
 
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
+    // An empty order database, as `consume` would have created (reconcile never creates one).
+    seckill::orders::StoreLocation::Sqlite(file.dir.path().join("o.db"))
+        .open()
+        .unwrap();
     let reconcile = |repair: bool| {
         let mut cmd = cli(&file, &cluster);
         cmd.args(["reconcile", "--format", "json", "--orders-db", &db]);

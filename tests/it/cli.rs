@@ -214,8 +214,9 @@ fn preheat_never_clobbers_and_twice_changes_nothing() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
+    // The item has sales: --force would be refused, so it is not offered.
     assert!(
-        table.contains("kept (Redis has 1, file says 50; --force to overwrite)"),
+        table.contains("kept (Redis has 1, file says 50; the item has sales: `init --yes`"),
         "{table}"
     );
 
@@ -299,8 +300,11 @@ fn shutdown_switch_status_shows_state_reason_and_stock() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
+    // "off" never claims the sale is open: the window says that, on the Redis clock.
     assert!(
-        table.contains("ON (closed)") && table.contains("off (open)"),
+        table.contains("ON (closed)")
+            && table.contains("┆ off ")
+            && table.contains("open (no end)"),
         "{table}"
     );
 }
@@ -429,7 +433,7 @@ fn preheat_refuses_to_reload_stock_that_has_already_been_sold() {
         .args(["preheat", "--format", "json"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::RUNTIME_ERROR));
+    assert_eq!(output.status.code(), Some(exit_codes::PREHEAT_REFUSED));
     let report = json(&output);
     assert_eq!(report["items"][0]["status"], "stock_missing");
     assert_eq!(report["items"][1]["status"], "kept");

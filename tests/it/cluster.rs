@@ -61,6 +61,16 @@ fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
             .iter()
             .all(|i| i["closed"] == true && i["stock_left"] == 0)
     );
+    // status reads each item on its own node (one script per item, one slot each).
+    let output = cli().args(["status", "--format", "json"]).output().unwrap();
+    let status = json(&output);
+    let items = status["items"].as_array().unwrap();
+    assert_eq!(items.len(), 12);
+    assert!(
+        items
+            .iter()
+            .all(|i| i["sold"] == 2 && i["stream"]["length"] == 2)
+    );
     cli().args(["init", "--yes"]).assert().success();
     cli()
         .args(["buy", "--item", "sku-3", "--user", "a"])

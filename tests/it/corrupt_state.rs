@@ -357,6 +357,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["2", "01XFER", "3", "0", "16", "1"]),
         ],
         "bucket_credit" => vec![owned(&["01XFER", "3", "2"])],
+        "item_status" => vec![owned(&["orders-db"])],
+        "set_switch" => vec![owned(&["1", "why", "alice", "1", "", "20"])],
         _ => vec![vec![]],
     }
 }

@@ -10,9 +10,9 @@ use mysql::prelude::Queryable;
 use rand::Rng;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, group_state, log_of, orders_key, preheat, reconcile, sorted, spawn_seckill,
-    sqlite_order_ids, sqlite_path, stop_when_caught_up, terminate, two_item_campaign, wait_exit,
-    wait_until,
+    buy_many, failed_stores, group_state, log_of, orders_key, pending_ids, preheat, reconcile,
+    sorted, spawn_seckill, sqlite_order_ids, sqlite_path, stop_when_caught_up, stream_ids,
+    terminate, two_item_campaign, wait_exit, wait_until,
 };
 use support::{RedisServer, seckill};
 
@@ -73,9 +73,9 @@ fn a_locked_sqlite_database_gets_nothing_acked_until_it_lets_go() {
     let other_writer = rusqlite::Connection::open(&path).unwrap();
     other_writer.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let mut consumer = spawn_seckill(&file, &server.url(), &[], &["consume"], "locked");
-    wait_until("the consumer holds a batch and retries", || {
+    wait_until("the consumer holds a batch and failed to store it", || {
         group_state(&server, &orders_key("1001")).0 > 0
-            && log_of(&file, "locked").contains("retrying")
+            && failed_stores(&log_of(&file, "locked")) > 0
     });
     let rows: i64 = other_writer
         .query_row("SELECT COUNT(*) FROM orders", [], |r| r.get(0))
@@ -118,21 +118,36 @@ fn mariadb_down_for_a_while_then_full_catch_up() {
             .flatten()
             .unwrap_or(-1)
     };
-    wait_until("the first 100 orders are stored", || count_rows(&db) == 100);
+    // Rows appear when the commit lands, the ack follows once the consumer
+    // has the commit's reply. Wait for the acks: stopping the database in
+    // between may lose that reply, and the consumer rightly keeps those
+    // entries pending and stores them again later (a no-op). Waiting here
+    // makes what the consumer holds during the outage exactly what it read
+    // during the outage.
+    wait_until("the first 100 orders are committed and acked", || {
+        group_state(&server, &orders_key("1001")) == (0, 100, 0)
+    });
+    assert_eq!(count_rows(&db), 100, "every acked order is committed");
+    let before = stream_ids(&server, &orders_key("1001"));
 
+    let failed_before_outage = failed_stores(&log_of(&file, "outage"));
     db.stop();
     ok.extend(buy_many(&server, &file, "1001", "during", 100));
-    wait_until("the consumer holds a batch and retries", || {
-        group_state(&server, &orders_key("1001")).0 > 0
-            && log_of(&file, "outage").contains("retrying")
+    // Two failed attempts on the batch in hand: had a failure led to an
+    // ack, the first one would have.
+    wait_until("the consumer failed twice to store a batch", || {
+        failed_stores(&log_of(&file, "outage")) >= failed_before_outage + 2
     });
-    std::thread::sleep(Duration::from_millis(500));
     let (pending, delivered, _) = group_state(&server, &orders_key("1001"));
-    assert!(pending > 0);
+    let held = pending_ids(&server, &orders_key("1001"));
+    assert!(pending > 0, "the consumer holds a batch");
+    assert_eq!(held.len() as i64, pending);
+    let read = &stream_ids(&server, &orders_key("1001"))[..delivered as usize];
+    let acked: Vec<&String> = read.iter().filter(|id| !held.contains(id)).collect();
     assert_eq!(
-        delivered - pending,
-        100,
-        "nothing acked while the database is down"
+        acked,
+        before.iter().collect::<Vec<_>>(),
+        "nothing acked while the database is down: acked are exactly the orders committed before"
     );
 
     db.restart();

@@ -361,6 +361,11 @@ fn a_deleted_row_is_named_as_drift_and_repaired() {
 fn reconcile_cannot_check_an_item_that_was_never_preheated() {
     let server = RedisServer::start();
     let file = two_item_campaign(5, 5);
+    // The database exists (only consume creates it); the items were never preheated.
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .assert()
+        .success();
     let output = seckill(&file.path, &server.url())
         .arg("reconcile")
         .output()
@@ -424,6 +429,10 @@ fn the_dead_letter_script_moves_an_entry_once_and_only_while_pending() {
     assert!(
         !seckill::orders::stream::dead_letter(&mut conn, &keys, undelivered, "x", 0, "c1").unwrap()
     );
+    // An empty order database, as `consume` would have created (reconcile never creates one).
+    seckill::orders::StoreLocation::Sqlite(sqlite_path(&file))
+        .open()
+        .unwrap();
     let (code, report) = reconcile(&file, &server, &[]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);

@@ -231,6 +231,8 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
     fit("pending-claim", claimed, &["max-1t-gold-2026"]);
     let reconciled = at_80(&["reconcile", "--orders-db", &db], 0);
     fit("reconcile", reconciled, &["max-1t-gold-2026", "balanced"]);
+    let watched = at_80(&["status"], 0);
+    fit("status", watched, &["max-1t-gold-2026", "orders-db:"]);
     let reset = at_80(&["init", "--yes"], 0);
     fit("init", reset, &["max-1t-gold-2026"]);
 }

@@ -48,9 +48,13 @@ impl MariaDb {
                 panic!("mariadb-install-db not found: apt-get install -y mariadb-server")
             });
         let dir = tempfile::tempdir().expect("tempdir for MariaDB");
+        // Its own temp dir: with the default /tmp, a temp table of the
+        // bootstrap once vanished on this shared machine and the install failed.
+        std::fs::create_dir(dir.path().join("tmp")).expect("MariaDB temp dir");
         let output = Command::new(&install)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!("--tmpdir={}", dir.path().join("tmp").display()))
             .args([
                 "--auth-root-authentication-method=normal",
                 "--user=root",
@@ -88,6 +92,10 @@ impl MariaDb {
         let child = Command::new(&self.server_binary)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!(
+                "--tmpdir={}",
+                self.dir.path().join("tmp").display()
+            ))
             .arg(format!("--port={}", self.port))
             .arg(format!(
                 "--socket={}",

@@ -258,3 +258,34 @@ pub fn reconcile(
         super::json(&output),
     )
 }
+
+/// Every entry id of `stream`, oldest first.
+pub fn stream_ids(server: &RedisServer, stream: &str) -> Vec<String> {
+    let reply: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(stream)
+        .arg("-")
+        .arg("+")
+        .query(&mut server.conn())
+        .expect("XRANGE");
+    reply.ids.into_iter().map(|entry| entry.id).collect()
+}
+
+/// The ids pending in the `orders-db` group of `stream` (any consumer), oldest first.
+pub fn pending_ids(server: &RedisServer, stream: &str) -> Vec<String> {
+    let reply: redis::streams::StreamPendingCountReply = redis::cmd("XPENDING")
+        .arg(stream)
+        .arg("orders-db")
+        .arg("-")
+        .arg("+")
+        .arg(100_000)
+        .query(&mut server.conn())
+        .expect("XPENDING");
+    reply.ids.into_iter().map(|pending| pending.id).collect()
+}
+
+/// The log lines of a consumer that failed to store a batch and will retry it.
+pub fn failed_stores(log: &str) -> usize {
+    log.lines()
+        .filter(|line| line.contains("storing ") && line.contains("retrying"))
+        .count()
+}

@@ -1,0 +1,66 @@
+#!lua flags=no-writes
+-- item_status.lua — everything `seckill status` shows about one item, read in
+-- one round trip and at one instant (Redis runs a script atomically), so stock,
+-- stream and group counts agree with each other and with the Redis time returned.
+-- Reads only: safe to run every second during a live sale.
+--
+-- KEYS[1] meta    hash   (initial_stock, name, window, kill switch fields)
+-- KEYS[2] stock   string
+-- KEYS[3] buyers  hash   (only its length)
+-- KEYS[4] orders  stream (length, entries added, consumer group, recent ids)
+-- KEYS[5] dead    stream (only its length)
+-- ARGV[1] group  consumer group name of the order stream
+--
+-- Returns a flat array:
+--  [1] now_ms (Redis TIME)
+--  [2] initial_stock|false  [3] name|false  [4] starts_at_ms|false  [5] ends_at_ms|false
+--  [6] closed|false  [7] switch_reason|false  [8] switched_at_ms|false  [9] switched_by|false
+--  [10] stock|false  [11] buyers (HLEN)
+--  [12] order stream length  [13] entries ever added to it (0 when absent)
+--  [14] group exists (1/0)  [15] group pending  [16] group lag (-1 = Redis cannot tell)
+--  [17] group last-delivered-id ("" when no group)
+--  [18] dead-letter stream length
+--  [19] PTTL of stock  [20] PTTL of meta (-1 no expiry, -2 no key)
+--
+-- Constant work whatever the stream's size (no entry is read): the caller
+-- gets the sales rate from two samples of entries-added.
+-- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
+
+-- A read whose WRONGTYPE error names its key (error code CORRUPT).
+local function read(key, ...)
+  local reply = redis.pcall(...)
+  if type(reply) == 'table' and reply.err then
+    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
+  end
+  return reply
+end
+
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms',
+  'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by')
+
+local length, added = 0, 0
+local group_exists, pending, lag, last_delivered = 0, 0, -1, ''
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  local info = read(KEYS[4], 'XINFO', 'STREAM', KEYS[4])
+  for i = 1, #info, 2 do
+    if info[i] == 'length' then length = info[i + 1] end
+    if info[i] == 'entries-added' then added = info[i + 1] end
+  end
+  for _, group in ipairs(read(KEYS[4], 'XINFO', 'GROUPS', KEYS[4])) do
+    local fields = {}
+    for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end
+    if fields['name'] == ARGV[1] then
+      group_exists = 1
+      pending = fields['pending']
+      if type(fields['lag']) == 'number' then lag = fields['lag'] end
+      last_delivered = fields['last-delivered-id']
+    end
+  end
+end
+
+return {now_ms, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], meta[8],
+  read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
+  length, added, group_exists, pending, lag, last_delivered,
+  read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1])}

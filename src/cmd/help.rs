@@ -1,0 +1,128 @@
+//! The EXAMPLES and EXIT CODES of every subcommand's long help (`--help`,
+//! and so the man pages). Examples are written once here and
+//! `tests/it/help.rs` parses each with the real command line, so an example
+//! cannot drift from the flags; exit codes come from `exit_codes::ALL`.
+
+/// Examples of `command` (as typed, e.g. `shutdown-switch`), one command line each.
+pub fn examples(command: &str) -> &'static [&'static str] {
+    match command {
+        "init" => &[
+            "seckill -c campaigns/moutai.yaml init",
+            "seckill -c campaigns/moutai.yaml init --yes",
+            "seckill -c campaigns/moutai.yaml init --yes --purge-orders moutai-1111",
+        ],
+        "preheat" => &[
+            "seckill -c campaigns/moutai.yaml preheat --dry-run",
+            "seckill -c campaigns/moutai.yaml preheat",
+            "seckill -c campaigns/concert.yaml preheat --update-meta",
+        ],
+        "buy" => &[
+            "seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id r-1",
+            "seckill -c campaigns/moutai.yaml buy --item 1001 --user alice --format json",
+        ],
+        "shutdown-switch" => &[
+            "seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\" --by alice",
+            "seckill -c campaigns/moutai.yaml shutdown-switch status --history",
+            "seckill -c campaigns/moutai.yaml shutdown-switch off --item 1001",
+            "seckill -c campaigns/moutai-cluster.yaml --cluster shutdown-switch status --buckets",
+        ],
+        "status" => &[
+            "seckill -c campaigns/moutai.yaml status",
+            "seckill -c campaigns/moutai.yaml status --watch 1s",
+            "seckill -c campaigns/moutai.yaml status --format json --item 1001",
+            "seckill -c campaigns/moutai.yaml status --format prometheus",
+        ],
+        "consume" => &[
+            "seckill -c campaigns/moutai.yaml consume --drain",
+            "seckill -c campaigns/moutai.yaml consume --consumer worker-1 --metrics-listen 127.0.0.1:9464",
+        ],
+        "pending-claim" => &[
+            "seckill -c campaigns/moutai.yaml pending-claim",
+            "seckill -c campaigns/moutai.yaml pending-claim --min-idle 0s --max-deliveries 3",
+        ],
+        "reconcile" => &[
+            "seckill -c campaigns/moutai.yaml reconcile",
+            "seckill -c campaigns/moutai.yaml reconcile --format json --quiet",
+            "seckill -c campaigns/moutai.yaml reconcile --repair --item 1001",
+        ],
+        "loadtest" => &[
+            "seckill -c campaigns/moutai.yaml loadtest --redis redis://127.0.0.1:6431/0 --variant all",
+            "seckill -c campaigns/moutai.yaml loadtest --variant v1 --threads 50",
+        ],
+        "completions" => &[
+            "seckill completions bash > ~/.local/share/bash-completion/completions/seckill",
+            "seckill completions zsh > /usr/local/share/zsh/site-functions/_seckill",
+        ],
+        "man" => &["seckill man", "seckill man --out /usr/local/share/man/man1"],
+        "dead-letter" => &[
+            "seckill -c campaigns/moutai.yaml dead-letter list",
+            "seckill -c campaigns/moutai.yaml dead-letter redrive --id 1764460800000-0",
+        ],
+        "rebalance" => &[
+            "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
+            "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",
+        ],
+        // `seckill` itself: a launch day.
+        "" => &[
+            "seckill -c campaigns/moutai.yaml preheat",
+            "seckill -c campaigns/moutai.yaml status --watch 1s",
+            "seckill -c campaigns/moutai.yaml consume --metrics-listen 127.0.0.1:9464",
+            "seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"",
+            "seckill -c campaigns/moutai.yaml reconcile --quiet",
+        ],
+        _ => &[],
+    }
+}
+
+/// The "Examples:" paragraph of `command`'s long help.
+pub fn examples_paragraph(command: &str) -> String {
+    let mut text = String::from("Examples:");
+    for example in examples(command) {
+        text.push_str("\n  ");
+        text.push_str(example);
+    }
+    text
+}
+
+/// The long help's closing sections of `command`: examples, then its exit codes.
+pub fn long(command: &str) -> String {
+    if command == "loadtest" {
+        // Its own text already has modes, examples and safety, in that order.
+        return format!(
+            "{}\n\n{}\n\n{}",
+            super::loadtest::LOADTEST_HELP.trim_end(),
+            crate::exit_codes::help(command),
+            super::loadtest::THRESHOLD_NOTE
+        );
+    }
+    let before = String::new();
+    let after = match command {
+        "reconcile" => format!("\n\n{}", super::reconcile::CRON_NOTE),
+        "dead-letter" => {
+            "\n\nredrive exits 0 when every selected dead letter is stored, 1 when one \
+                          is still refused."
+                .to_string()
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{before}{}\n\n{}{after}",
+        examples_paragraph(command),
+        crate::exit_codes::help(command)
+    )
+}
+
+/// The long help's closing sections of `seckill` itself: a launch day, then
+/// every exit code.
+pub fn root() -> String {
+    let mut codes = String::from("Exit codes:");
+    let width = crate::exit_codes::ALL
+        .iter()
+        .map(|(_, name, _)| name.len())
+        .max()
+        .unwrap_or(0);
+    for (code, name, meaning) in crate::exit_codes::ALL {
+        codes.push_str(&format!("\n  {code:>2}  {name:<width$} {meaning}"));
+    }
+    format!("{}\n\n{codes}", examples_paragraph(""))
+}
