@@ -20,7 +20,7 @@ stock=${2:-50000}
 threads=${3:-50}
 cargo build --release --quiet
 bin=target/release/seckill
-base=${SECKILL_CLUSTER_PORT:-30001}
+base=${SECKILL_CLUSTER_PORT:-21001}
 export SECKILL_CLUSTER_PORT=$base
 started_here=0
 if ! redis-cli -p "$base" cluster info 2>/dev/null | grep -q cluster_state:ok; then

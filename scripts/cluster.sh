@@ -6,12 +6,15 @@
 #   scripts/cluster.sh status   CLUSTER INFO summary and which node owns which slots
 #   scripts/cluster.sh down     stop the six servers it started and delete their data
 #
-# Ports: SECKILL_CLUSTER_PORT (default 30001) .. +5; each node's bus is port+10000,
-# so ports must stay below 55536. Data and pid files: SECKILL_CLUSTER_DIR
+# Ports: SECKILL_CLUSTER_PORT (default 21001) .. +5; each node's bus is port+10000,
+# so ports must stay below 55536. The default keeps both the ports and their buses
+# (31001..31006) below Linux's ephemeral range (32768..60999): an outgoing
+# connection of any other program can hold a port in that range and make a
+# node fail to bind its bus. Data and pid files: SECKILL_CLUSTER_DIR
 # (default /tmp/seckill-cluster). `down` stops only the pids it recorded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${SECKILL_CLUSTER_PORT:-30001}
+base=${SECKILL_CLUSTER_PORT:-21001}
 dir=${SECKILL_CLUSTER_DIR:-/tmp/seckill-cluster}
 ports=$(seq "$base" $((base + 5)))
 if [ $((base + 5)) -gt 55535 ]; then
@@ -32,7 +35,11 @@ up() {
   done
   for p in $ports; do
     for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
-    redis-cli -p "$p" ping >/dev/null || { echo "node $p did not start (see $dir/$p/redis.log)" >&2; exit 1; }
+    redis-cli -p "$p" ping >/dev/null || {
+      echo "node $p did not start: $(tail -1 "$dir/$p/redis.log" 2>/dev/null)" >&2
+      down >/dev/null
+      exit 1
+    }
   done
   if ! redis-cli -p "$base" cluster info | grep -q cluster_state:ok; then
     # shellcheck disable=SC2046

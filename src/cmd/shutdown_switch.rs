@@ -163,7 +163,12 @@ impl Report for SwitchReport {
                         (true, Some(s)) => s.to_string(),
                         _ => "not preheated".to_string(),
                     },
-                    format!("{} transfer(s) pending", part.transfers_pending),
+                    // A bucket has no reason of its own; what it can add is
+                    // stock on its way out (units in transit still count).
+                    match part.transfers_pending {
+                        0 => "-".to_string(),
+                        n => format!("{n} transfers in transit"),
+                    },
                     String::new(),
                 ]);
             }
