@@ -31,6 +31,26 @@ impl fmt::Display for OutcomeUnknown {
 
 impl std::error::Error for OutcomeUnknown {}
 
+/// `preheat` refused to write an item because loading it would sell units
+/// again (sales in the order database, a Redis that persists nothing under
+/// `--require-durable`). Exit code [`crate::exit_codes::PREHEAT_REFUSED`],
+/// distinct from a Redis that cannot be reached.
+#[derive(Debug)]
+pub struct PreheatRefused(pub String);
+
+impl fmt::Display for PreheatRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PreheatRefused {}
+
+/// Shorthand: `return Err(preheat_refused(format!(..)))`.
+pub fn preheat_refused(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(PreheatRefused(message.into()))
+}
+
 /// Shorthand: `return Err(usage(format!(..)))`.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
@@ -48,6 +68,11 @@ pub fn exit_code_for(error: &anyhow::Error) -> i32 {
         .any(|cause| cause.downcast_ref::<OutcomeUnknown>().is_some())
     {
         crate::exit_codes::OUTCOME_UNKNOWN
+    } else if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<PreheatRefused>().is_some())
+    {
+        crate::exit_codes::PREHEAT_REFUSED
     } else {
         crate::exit_codes::RUNTIME_ERROR
     }

@@ -2,13 +2,13 @@
 //! metadata and sale window atomically, with TTL = ends_at + keep_after_end,
 //! and never overwrites stock already in Redis unless told to.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::buckets::state::BucketPreheat;
 use crate::buckets::{self, Layout};
 use crate::context::{Context, Opened};
-use crate::error::usage;
+use crate::error::{preheat_refused, usage};
 use crate::exit_codes;
 use crate::keys::ItemKeys;
 use crate::orders::{OrderStore, StoreLocation};
@@ -320,7 +320,9 @@ fn check_persistence(conn: &mut Conn, at: &str, require_durable: bool) -> Result
         return Ok(());
     };
     if require_durable && !persistence.persists_something() {
-        bail!("{warning}; --require-durable refuses to preheat");
+        return Err(preheat_refused(format!(
+            "{warning}; --require-durable refuses to preheat"
+        )));
     }
     crate::output::say(format!("seckill preheat: warning: {warning}"));
     Ok(())
@@ -376,7 +378,10 @@ fn stored_sales(
             )
         })
         .collect();
-    bail!("nothing was written: {}", lines.join("; "))
+    Err(preheat_refused(format!(
+        "nothing was written: {}",
+        lines.join("; ")
+    )))
 }
 
 fn describe(report: &PreheatReport, dry_run: bool, has_sales: bool) -> String {

@@ -61,7 +61,7 @@ fn preheat_refuses_to_resell_stored_orders_and_recover_loads_only_what_is_left()
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
+        Some(exit_codes::PREHEAT_REFUSED),
         "{stderr}"
     );
     assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
@@ -125,7 +125,7 @@ fn preheat_warns_when_redis_persists_nothing_and_require_durable_refuses() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
+        Some(exit_codes::PREHEAT_REFUSED),
         "{stderr}"
     );
     assert!(stderr.contains("persists nothing"), "{stderr}");

@@ -37,3 +37,4 @@ mod replicas;
 mod security;
 mod status;
 mod tls_auth;
+mod transient_store_errors;

@@ -186,6 +186,11 @@ impl MariaDb {
             .expect("connect to MariaDB")
     }
 
+    /// A connection as root (server-wide settings such as `SET GLOBAL`).
+    pub fn root_conn(&self) -> mysql::Conn {
+        mysql::Conn::new(self.root_opts()).expect("connect to MariaDB as root")
+    }
+
     /// Stop the server (an outage); the data stays for `restart`.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
