@@ -264,13 +264,17 @@ fn refuse_partial_loss<C: ConnectionLike>(
     if survived.is_empty() {
         return Ok(());
     }
-    bail!(
-        "item {}: Redis still holds bucket(s) {} of its {} buckets but lost the others;          `--recover` cannot compute what the lost buckets held (units moved between buckets)          and would overwrite the surviving buyers: nothing was written. Close the item          (`seckill shutdown-switch on --item {}`), let `consume` store what the surviving          buckets' streams hold, and run `seckill reconcile` (docs/buckets.md, \"Recovery after data loss\")",
+    Err(crate::error::preheat_refused(format!(
+        "item {}: Redis still holds bucket(s) {} of its {} buckets but lost the others; \
+         `--recover` cannot compute what the lost buckets held (units moved between buckets) \
+         and would overwrite the surviving buyers: nothing was written. Close the item \
+         (`seckill shutdown-switch on --item {}`), let `consume` store what the surviving \
+         buckets' streams hold, and run `seckill reconcile` (docs/buckets.md, \"Recovery after data loss\")",
         item.id,
         survived.join(", "),
         layout.buckets,
         item.id
-    )
+    )))
 }
 
 /// Copy the item's buyers (units, latest order) from the database into Redis,

@@ -268,7 +268,7 @@ fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
+        Some(exit_codes::PREHEAT_REFUSED),
         "{stderr}"
     );
     assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
@@ -343,7 +343,7 @@ fn recover_refuses_a_bucketed_item_that_lost_only_some_buckets() {
     let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
     assert_eq!(
         output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
+        Some(exit_codes::PREHEAT_REFUSED),
         "{output:?}"
     );
     let output = seckill(&file.path, &url)
@@ -353,7 +353,7 @@ fn recover_refuses_a_bucketed_item_that_lost_only_some_buckets() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
+        Some(exit_codes::PREHEAT_REFUSED),
         "{stderr}"
     );
     assert!(stderr.contains("still holds bucket(s) 0, 1, 3"), "{stderr}");
