@@ -70,7 +70,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         PREHEAT_REFUSED,
         "preheat_refused",
-        "preheat: reloading an item would sell units again (sales in Redis or the order database, or --require-durable on a volatile Redis); nothing written for it",
+        "preheat: a reload would sell units again; nothing written",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (
