@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::scripts::{self, Credited, Transfer};
 use super::{BucketKeys, Layout};
 use crate::buy::{BuyReply, BuyRequest, Outcome, new_order_id};
+use crate::scripts::CorruptState;
 
 /// A pending transfer older than this is taken for dead and settled by the
 /// sweep that meets it (settling a live one is harmless: credits are idempotent).
@@ -72,13 +73,27 @@ pub fn reserve<C: ConnectionLike>(
         return Ok((first.reply, cost));
     }
     let buckets = layout.all();
-    let reply = sweep(
+    let reply = match sweep(
         conn,
         &buckets,
         (&home, &order_id, payment_timeout_ms),
         request,
         &mut cost,
-    )?;
+    ) {
+        // A bucket visited on the way holds a malformed value: the buy
+        // script's own outcome (that bucket wrote nothing; units already
+        // moved stay accounted for, in the home bucket or in transit).
+        Err(error) if error.downcast_ref::<CorruptState>().is_some() => {
+            let problem = error.downcast_ref::<CorruptState>().map(|c| c.0.clone());
+            BuyReply {
+                outcome: Outcome::CorruptState,
+                order_id: None,
+                stock_left: None,
+                problem,
+            }
+        }
+        other => other?,
+    };
     Ok((reply, cost))
 }
 
@@ -160,6 +175,11 @@ fn sweep<C: ConnectionLike>(
                     payment_timeout_ms,
                 )?
                 .reply;
+                if matches!(reply.outcome, Outcome::CorruptState | Outcome::NotPreheated) {
+                    // Not credited: the debit stays pending (in transit) for
+                    // `reconcile --repair` once the home bucket is fixed.
+                    return Ok(reply);
+                }
                 scripts::ack(conn, bucket, &transfer.id)?;
                 home_stock = reply.stock_left.unwrap_or(0);
                 reply

@@ -64,10 +64,14 @@ const APPLY_CHANGE: &str = "INSERT INTO orders
         released_at = excluded.released_at, release_reason = excluded.release_reason
     WHERE orders.state = 'reserved'";
 
-const INSERT: &str = "INSERT OR IGNORE INTO orders
+/// Idempotent for a repeated order id only: `INSERT OR IGNORE` would also
+/// swallow a refusal by a unique index or a CHECK a DBA added, and the order
+/// would be acked as stored but never stored (`tests/it/refused_orders.rs`).
+const INSERT: &str = "INSERT INTO orders
     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
      state, deadline_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+    ON CONFLICT (order_id) DO NOTHING";
 
 /// An order row's first eleven columns, in INSERT order (see the schema).
 fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] {
