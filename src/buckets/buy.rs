@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::scripts::{self, Credited, Transfer};
 use super::{BucketKeys, Layout};
 use crate::buy::{BuyReply, BuyRequest, Outcome, new_order_id};
+use crate::scripts::CorruptState;
 
 /// A pending transfer older than this is taken for dead and settled by the
 /// sweep that meets it (settling a live one is harmless: credits are idempotent).
@@ -53,7 +54,21 @@ pub fn buy<C: ConnectionLike>(
         return Ok((first.reply, cost));
     }
     let buckets = layout.all();
-    let reply = sweep(conn, &buckets, &home, request, &order_id, &mut cost)?;
+    let reply = match sweep(conn, &buckets, &home, request, &order_id, &mut cost) {
+        // A bucket visited on the way holds a malformed value: the buy
+        // script's own outcome (that bucket wrote nothing; units already
+        // moved stay accounted for, in the home bucket or in transit).
+        Err(error) if error.downcast_ref::<CorruptState>().is_some() => {
+            let problem = error.downcast_ref::<CorruptState>().map(|c| c.0.clone());
+            BuyReply {
+                outcome: Outcome::CorruptState,
+                order_id: None,
+                stock_left: None,
+                problem,
+            }
+        }
+        other => other?,
+    };
     Ok((reply, cost))
 }
 
@@ -117,6 +132,11 @@ fn sweep<C: ConnectionLike>(
                 cost.round_trips += 2;
                 let reply =
                     scripts::home_buy(conn, home, request, order_id, false, Some(&transfer))?.reply;
+                if matches!(reply.outcome, Outcome::CorruptState | Outcome::NotPreheated) {
+                    // Not credited: the debit stays pending (in transit) for
+                    // `reconcile --repair` once the home bucket is fixed.
+                    return Ok(reply);
+                }
                 scripts::ack(conn, bucket, &transfer.id)?;
                 home_stock = reply.stock_left.unwrap_or(0);
                 reply

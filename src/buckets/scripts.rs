@@ -52,7 +52,7 @@ pub fn home_buy<C: ConnectionLike>(
         .and_then(bucket_buy::parse_reply)
         .with_context(|| {
             format!(
-                "buy script failed in bucket {} of item {} for user {} (outcome unknown: retry with the same --request-id)",
+                "buy script failed in bucket {} of item {} for user {}",
                 home.bucket, request.item, request.user
             )
         })

@@ -2,11 +2,16 @@
 //!
 //! One connection, dropped after any error and opened again on the next
 //! call, so a restarted database is picked up without restarting `consume`.
-//! A batch is one multi-row `INSERT IGNORE` inside one transaction: one
-//! round trip and one commit per batch. Columns are `utf8mb4_bin` so order
+//! A batch is one lookup of the order ids already stored and one multi-row
+//! `INSERT` of the others inside one transaction: two round trips and one
+//! commit per batch. Not `INSERT IGNORE`: it would also swallow a refusal by
+//! a unique index or a constraint a DBA added — the order acked as stored but
+//! never stored (`tests/it/refused_orders.rs`). Only a repeated order id is
+//! idempotent; anything else the database refuses fails the batch, and the
+//! pipeline isolates it (`orders::pipeline`). Columns are `utf8mb4_bin` so order
 //! ids compare byte for byte, as they do in Redis.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -124,14 +129,32 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot begin a transaction on {display}"))?;
             let mut inserted = 0;
             for chunk in orders.chunks(ROWS_PER_INSERT) {
+                let lookup = format!(
+                    "SELECT order_id FROM orders WHERE order_id IN ({})",
+                    placeholders(chunk.len(), "?")
+                );
+                let ids: Vec<&str> = chunk.iter().map(|o| o.order_id.as_str()).collect();
+                let mut stored: HashSet<String> = tx
+                    .exec(lookup, ids)
+                    .with_context(|| format!("cannot look up orders in {display}"))?
+                    .into_iter()
+                    .collect();
+                // New ones only, each once (a repeated order id is the one idempotent case).
+                let chunk: Vec<&Order> = chunk
+                    .iter()
+                    .filter(|o| stored.insert(o.order_id.clone()))
+                    .collect();
+                if chunk.is_empty() {
+                    continue;
+                }
                 let sql = format!(
-                    "INSERT IGNORE INTO orders
+                    "INSERT INTO orders
                      (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at)
                      VALUES {}",
                     placeholders(chunk.len(), "(?,?,?,?,?,?,?,?,?)")
                 );
                 let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 9);
-                for o in chunk {
+                for o in &chunk {
                     values.extend([
                         o.order_id.as_str().into(),
                         o.campaign.as_str().into(),

@@ -34,9 +34,13 @@ CREATE TABLE IF NOT EXISTS orders (
 CREATE INDEX IF NOT EXISTS orders_by_item ON orders (campaign, item_id, order_id);
 ";
 
-const INSERT: &str = "INSERT OR IGNORE INTO orders
+/// Idempotent for a repeated order id only: `INSERT OR IGNORE` would also
+/// swallow a refusal by a unique index or a CHECK a DBA added, and the order
+/// would be acked as stored but never stored (`tests/it/refused_orders.rs`).
+const INSERT: &str = "INSERT INTO orders
     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+    ON CONFLICT (order_id) DO NOTHING";
 
 /// Order ids looked up per query (well under SQLite's variable limit).
 const LOOKUP_CHUNK: usize = 500;

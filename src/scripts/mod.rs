@@ -192,6 +192,31 @@ macro_rules! script_call {
 }
 pub(crate) use script_call;
 
+/// A script found a stored value malformed and wrote nothing: the
+/// `{'corrupt_state', "<key>: <what is wrong>"}` reply of the bucket scripts
+/// (`lua/buy.lua` and `lua/bucket_buy.lua` answer it as a buy outcome instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptState(pub String);
+
+impl std::fmt::Display for CorruptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "corrupt state, nothing written: {}", self.0)
+    }
+}
+
+impl std::error::Error for CorruptState {}
+
+/// `Err(CorruptState)` when `reply` is a `corrupt_state` reply.
+pub(crate) fn refuse_corrupt(reply: &Value) -> Result<(), CorruptState> {
+    if let Value::Array(fields) = reply
+        && let [Value::BulkString(status), Value::BulkString(problem)] = fields.as_slice()
+        && status == b"corrupt_state"
+    {
+        return Err(CorruptState(String::from_utf8_lossy(problem).into_owned()));
+    }
+    Ok(())
+}
+
 /// An integer reply, named for errors.
 pub(crate) fn int_reply(reply: Value, what: &str) -> Result<i64> {
     redis::from_redis_value(reply).with_context(|| format!("the {what} script answered oddly"))

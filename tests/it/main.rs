@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bucket_failures;
 mod buckets;
 mod buy;
 mod campaign_files;
