@@ -22,6 +22,7 @@ mod kill_switch_audit;
 mod loadtest;
 mod loadtest_engine;
 mod man;
+mod man_out;
 mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
