@@ -23,6 +23,7 @@ pub mod redis_conn;
 pub mod redis_failure;
 pub mod replicas;
 pub mod report;
+pub mod reservations;
 pub mod scripts;
 pub mod state;
 pub mod status;

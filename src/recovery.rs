@@ -22,6 +22,7 @@ use anyhow::{Context, Result, bail};
 use redis::ConnectionLike;
 use serde::Serialize;
 
+use crate::buckets::{self, Layout, home_bucket};
 use crate::campaign::{Campaign, Item};
 use crate::keys::ItemKeys;
 use crate::orders::{ItemTotals, OrderStore};
@@ -117,16 +118,16 @@ pub fn items_with_stored_orders<C: ConnectionLike>(
 ) -> Result<Vec<StoredSales>> {
     let mut found = Vec::new();
     for item in items {
-        // Bucketed items keep their stock elsewhere (docs/buckets.md): not checked here.
-        if item.buckets > 1 {
-            continue;
-        }
-        let keys = ItemKeys::live(&campaign.id, &item.id);
-        let plan = state::preheat_item(conn, &keys, campaign, item, mode, true)?;
-        if !matches!(
-            plan.status,
-            PreheatStatus::Loaded | PreheatStatus::Overwritten
-        ) {
+        let layout = Layout::live(&campaign.id, item);
+        let status = if layout.is_bucketed() {
+            buckets::state::preheat_item(conn, &layout, campaign, item, mode, true)?
+                .summary
+                .status
+        } else {
+            let keys = ItemKeys::live(&campaign.id, &item.id);
+            state::preheat_item(conn, &keys, campaign, item, mode, true)?.status
+        };
+        if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
             continue;
         }
         let ItemTotals { rows, units } = store.item_totals(&campaign.id, &item.id)?;
@@ -165,13 +166,17 @@ pub fn recover_item<C: ConnectionLike>(
     stored: &StoredSales,
     mode: PreheatMode,
 ) -> Result<Recovered> {
-    let keys = ItemKeys::live(&campaign.id, &item.id);
+    let layout = Layout::live(&campaign.id, item);
+    if layout.is_bucketed() {
+        refuse_partial_loss(conn, &layout, campaign, item, mode)?;
+    }
     let by = crate::kill_switch::operator(None)?;
     let now = state::redis_now_ms(conn)?;
     let expire_at = campaign.expire_at_ms();
-    state::set_switch(
+    // Every bucket (a plain item: its one bucket, its own keys) closed first.
+    buckets::state::set_switch(
         conn,
-        &keys,
+        &layout,
         true,
         "preheat --recover: restoring after Redis lost data",
         &by,
@@ -183,23 +188,28 @@ pub fn recover_item<C: ConnectionLike>(
         stock: left,
         ..item.clone()
     };
-    let loaded = state::preheat_item(conn, &keys, campaign, &reduced, mode, false)?;
-    if !matches!(
-        loaded.status,
-        PreheatStatus::Loaded | PreheatStatus::Overwritten
-    ) {
+    // A bucketed item: what is left split evenly over the buckets, as a first preheat splits.
+    let status = if layout.is_bucketed() {
+        buckets::state::preheat_item(conn, &layout, campaign, &reduced, mode, false)?
+            .summary
+            .status
+    } else {
+        let keys = ItemKeys::live(&campaign.id, &item.id);
+        state::preheat_item(conn, &keys, campaign, &reduced, mode, false)?.status
+    };
+    if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
         bail!(
             "item {}: Redis changed while recovering ({}); it stays closed: check it, then \
              `shutdown-switch off`",
             item.id,
-            loaded.status.as_str()
+            status.as_str()
         );
     }
-    let buyers_restored = restore_buyers(conn, store, campaign, item, &keys, expire_at)?;
+    let buyers_restored = restore_buyers(conn, store, campaign, item, &layout, expire_at)?;
     let now = state::redis_now_ms(conn)?;
-    state::set_switch(
+    buckets::state::set_switch(
         conn,
-        &keys,
+        &layout,
         false,
         "preheat --recover: restored",
         &by,
@@ -232,15 +242,52 @@ pub fn recover_item<C: ConnectionLike>(
     })
 }
 
-/// Copy the item's buyers (units, latest order) from the database into Redis.
+/// A bucketed item is recovered only when every bucket lost its stock: when
+/// some survived (one master of a cluster lost its data), the lost buckets'
+/// units cannot be computed from the database — transfers moved units between
+/// buckets, and orders not stored yet are still in the surviving streams —
+/// and restoring buyers would overwrite the surviving buckets' records.
+fn refuse_partial_loss<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    campaign: &Campaign,
+    item: &Item,
+    mode: PreheatMode,
+) -> Result<()> {
+    let plan = buckets::state::preheat_item(conn, layout, campaign, item, mode, true)?;
+    let survived: Vec<String> = plan
+        .buckets
+        .iter()
+        .filter(|b| b.report.redis_stock_before.is_some())
+        .map(|b| b.bucket.to_string())
+        .collect();
+    if survived.is_empty() {
+        return Ok(());
+    }
+    Err(crate::error::preheat_refused(format!(
+        "item {}: Redis still holds bucket(s) {} of its {} buckets but lost the others; \
+         `--recover` cannot compute what the lost buckets held (units moved between buckets) \
+         and would overwrite the surviving buyers: nothing was written. Close the item \
+         (`seckill shutdown-switch on --item {}`), let `consume` store what the surviving \
+         buckets' streams hold, and run `seckill reconcile` (docs/buckets.md, \"Recovery after data loss\")",
+        item.id,
+        survived.join(", "),
+        layout.buckets,
+        item.id
+    )))
+}
+
+/// Copy the item's buyers (units, latest order) from the database into Redis,
+/// each into its home bucket (a plain item has one).
 fn restore_buyers<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     campaign: &Campaign,
     item: &Item,
-    keys: &ItemKeys,
+    layout: &Layout,
     expire_at: Option<i64>,
 ) -> Result<u64> {
+    let buckets = layout.all();
     let mut after = String::new();
     let mut restored = 0u64;
     loop {
@@ -249,29 +296,41 @@ fn restore_buyers<C: ConnectionLike>(
             break;
         };
         after = last.user_id.clone();
-        let mut units = redis::cmd("HSET");
-        units.arg(&keys.buyers);
-        let mut orders = redis::cmd("HSET");
-        orders.arg(&keys.buyer_orders);
-        for buyer in &page {
-            units.arg(&buyer.user_id).arg(buyer.units);
-            orders.arg(&buyer.user_id).arg(&buyer.latest_order_id);
+        for bucket in &buckets {
+            let homed: Vec<_> = page
+                .iter()
+                .filter(|buyer| home_bucket(&buyer.user_id, layout.buckets) == bucket.bucket)
+                .collect();
+            if homed.is_empty() {
+                continue;
+            }
+            let keys = &bucket.keys;
+            let mut units = redis::cmd("HSET");
+            units.arg(&keys.buyers);
+            let mut orders = redis::cmd("HSET");
+            orders.arg(&keys.buyer_orders);
+            for buyer in homed {
+                units.arg(&buyer.user_id).arg(buyer.units);
+                orders.arg(&buyer.user_id).arg(&buyer.latest_order_id);
+            }
+            let _: i64 = units
+                .query(conn)
+                .with_context(|| format!("cannot restore buyers into {}", keys.buyers))?;
+            let _: i64 = orders
+                .query(conn)
+                .with_context(|| format!("cannot restore orders into {}", keys.buyer_orders))?;
         }
-        let _: i64 = units
-            .query(conn)
-            .with_context(|| format!("cannot restore buyers into {}", keys.buyers))?;
-        let _: i64 = orders
-            .query(conn)
-            .with_context(|| format!("cannot restore orders into {}", keys.buyer_orders))?;
         restored += page.len() as u64;
     }
     if let Some(at) = expire_at {
-        for key in [&keys.buyers, &keys.buyer_orders] {
-            let _: i64 = redis::cmd("PEXPIREAT")
-                .arg(key)
-                .arg(at)
-                .query(conn)
-                .with_context(|| format!("cannot set the expiry of {key}"))?;
+        for bucket in &buckets {
+            for key in [&bucket.keys.buyers, &bucket.keys.buyer_orders] {
+                let _: i64 = redis::cmd("PEXPIREAT")
+                    .arg(key)
+                    .arg(at)
+                    .query(conn)
+                    .with_context(|| format!("cannot set the expiry of {key}"))?;
+            }
         }
     }
     Ok(restored)

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::scripts::{self, Credited, Transfer};
 use super::{BucketKeys, Layout};
 use crate::buy::{BuyReply, BuyRequest, Outcome, new_order_id};
+use crate::scripts::CorruptState;
 
 /// A pending transfer older than this is taken for dead and settled by the
 /// sweep that meets it (settling a live one is harmless: credits are idempotent).
@@ -42,27 +43,66 @@ pub fn buy<C: ConnectionLike>(
     layout: &Layout,
     request: &BuyRequest,
 ) -> Result<(BuyReply, BuyCost)> {
+    reserve(conn, layout, request, 0)
+}
+
+/// [`buy`]; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
+/// in the home bucket, whose stock the units came from (`reservations`).
+pub fn reserve<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    request: &BuyRequest,
+    payment_timeout_ms: u64,
+) -> Result<(BuyReply, BuyCost)> {
     let home = layout.home(request.user);
     let order_id = new_order_id();
     let mut cost = BuyCost {
         round_trips: 1,
         ..BuyCost::default()
     };
-    let first = scripts::home_buy(conn, &home, request, &order_id, true, None)?;
+    let first = scripts::home_buy(
+        conn,
+        &home,
+        request,
+        &order_id,
+        true,
+        None,
+        payment_timeout_ms,
+    )?;
     if first.reply.outcome != Outcome::SoldOut || first.proven || !layout.is_bucketed() {
         return Ok((first.reply, cost));
     }
     let buckets = layout.all();
-    let reply = sweep(conn, &buckets, &home, request, &order_id, &mut cost)?;
+    let reply = match sweep(
+        conn,
+        &buckets,
+        (&home, &order_id, payment_timeout_ms),
+        request,
+        &mut cost,
+    ) {
+        // A bucket visited on the way holds a malformed value: the buy
+        // script's own outcome (that bucket wrote nothing; units already
+        // moved stay accounted for, in the home bucket or in transit).
+        Err(error) if error.downcast_ref::<CorruptState>().is_some() => {
+            let problem = error.downcast_ref::<CorruptState>().map(|c| c.0.clone());
+            BuyReply {
+                outcome: Outcome::CorruptState,
+                order_id: None,
+                stock_left: None,
+                problem,
+            }
+        }
+        other => other?,
+    };
     Ok((reply, cost))
 }
 
+/// `target`: the home bucket, the order id and the payment timeout of the attempt.
 fn sweep<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
-    home: &BucketKeys,
+    (home, order_id, payment_timeout_ms): (&BucketKeys, &str, u64),
     request: &BuyRequest,
-    order_id: &str,
     cost: &mut BuyCost,
 ) -> Result<BuyReply> {
     let n = buckets.len() as u32;
@@ -105,7 +145,16 @@ fn sweep<C: ConnectionLike>(
                     continue;
                 }
                 cost.round_trips += 1;
-                scripts::home_buy(conn, home, request, order_id, false, None)?.reply
+                let home_buy = scripts::home_buy(
+                    conn,
+                    home,
+                    request,
+                    order_id,
+                    false,
+                    None,
+                    payment_timeout_ms,
+                );
+                home_buy?.reply
             } else if seen.taken > 0 {
                 let transfer = Transfer {
                     id: transfer_id,
@@ -115,8 +164,22 @@ fn sweep<C: ConnectionLike>(
                 };
                 cost.transfers += 1;
                 cost.round_trips += 2;
-                let reply =
-                    scripts::home_buy(conn, home, request, order_id, false, Some(&transfer))?.reply;
+                let credit = Some(&transfer);
+                let reply = scripts::home_buy(
+                    conn,
+                    home,
+                    request,
+                    order_id,
+                    false,
+                    credit,
+                    payment_timeout_ms,
+                )?
+                .reply;
+                if matches!(reply.outcome, Outcome::CorruptState | Outcome::NotPreheated) {
+                    // Not credited: the debit stays pending (in transit) for
+                    // `reconcile --repair` once the home bucket is fixed.
+                    return Ok(reply);
+                }
                 scripts::ack(conn, bucket, &transfer.id)?;
                 home_stock = reply.stock_left.unwrap_or(0);
                 reply

@@ -159,24 +159,28 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         qty: args.qty,
         request_id: Some(&request_id),
     };
+    let payment_timeout_ms = campaign.payment_timeout_ms();
     // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
     // `written` names one key per slot the attempt may have written to, for WAIT.
     let (reply, written) = if item.buckets > 1 {
         let layout = Layout::live(&campaign.id, item);
-        buckets::buy::buy(&mut conn, &layout, &request).map(|(reply, cost)| {
-            let home = layout.home(&args.user).keys.stock;
-            // One round trip: only the home bucket was written to. A sweep may
-            // have debited, settled or marked any bucket.
-            let written = if cost.round_trips > 1 {
-                layout.all().into_iter().map(|b| b.keys.stock).collect()
-            } else {
-                vec![home]
-            };
-            (reply, written)
-        })
+        buckets::buy::reserve(&mut conn, &layout, &request, payment_timeout_ms).map(
+            |(reply, cost)| {
+                let home = layout.home(&args.user).keys.stock;
+                // One round trip: only the home bucket was written to. A sweep may
+                // have debited, settled or marked any bucket.
+                let written = if cost.round_trips > 1 {
+                    layout.all().into_iter().map(|b| b.keys.stock).collect()
+                } else {
+                    vec![home]
+                };
+                (reply, written)
+            },
+        )
     } else {
         let keys = ItemKeys::live(&campaign.id, &item.id);
-        buy::buy(&mut conn, &keys, &request).map(|reply| (reply, vec![keys.stock]))
+        buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)
+            .map(|reply| (reply, vec![keys.stock]))
     }
     .map_err(|e| explain_failure(e, &target.display, &request_id))?;
     let mut outcome = reply.outcome;

@@ -27,8 +27,9 @@ pub struct Snapshot {
     pub buyers: u64,
 }
 
-/// Parse the ten fields of the reply.
+/// Parse the ten fields of the reply; a corrupt bucket is the error [`super::CorruptState`].
 pub fn parse_reply(reply: Value) -> Result<Snapshot> {
+    super::refuse_corrupt(&reply)?;
     type Reply = (
         (Option<i64>, Option<i64>, u64, String, u64),
         (u64, u64, Option<String>, u64, u64),

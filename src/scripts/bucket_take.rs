@@ -45,8 +45,9 @@ pub fn parse_log_record(record: &str) -> Result<(u32, i64)> {
 }
 
 /// Parse `{status, taken, stock_after, in_count, pending, stale id, stale record, ...}`
-/// of a visit to bucket `source`.
+/// of a visit to bucket `source`; a corrupt bucket is the error [`super::CorruptState`].
 pub fn parse_reply(reply: Value, source: u32) -> Result<Take> {
+    super::refuse_corrupt(&reply)?;
     let reply: Vec<Value> = redis::from_redis_value(reply)?;
     if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {
         bail!("take script returned {} values", reply.len());

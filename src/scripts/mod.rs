@@ -25,8 +25,10 @@ pub mod dead_letter;
 pub mod item_state;
 pub mod item_status;
 pub mod lock_release;
+pub mod pay;
 pub mod preheat;
 pub mod reconcile_snapshot;
+pub mod release;
 pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
@@ -76,7 +78,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 14] = [
+pub static ALL: [&Spec; 16] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -91,6 +93,8 @@ pub static ALL: [&Spec; 14] = [
     &bucket_take::SPEC,
     &bucket_credit::SPEC,
     &bucket_snapshot::SPEC,
+    &pay::SPEC,
+    &release::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -191,6 +195,31 @@ macro_rules! script_call {
     };
 }
 pub(crate) use script_call;
+
+/// A script found a stored value malformed and wrote nothing: the
+/// `{'corrupt_state', "<key>: <what is wrong>"}` reply of the bucket scripts
+/// (`lua/buy.lua` and `lua/bucket_buy.lua` answer it as a buy outcome instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptState(pub String);
+
+impl std::fmt::Display for CorruptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "corrupt state, nothing written: {}", self.0)
+    }
+}
+
+impl std::error::Error for CorruptState {}
+
+/// `Err(CorruptState)` when `reply` is a `corrupt_state` reply.
+pub(crate) fn refuse_corrupt(reply: &Value) -> Result<(), CorruptState> {
+    if let Value::Array(fields) = reply
+        && let [Value::BulkString(status), Value::BulkString(problem)] = fields.as_slice()
+        && status == b"corrupt_state"
+    {
+        return Err(CorruptState(String::from_utf8_lossy(problem).into_owned()));
+    }
+    Ok(())
+}
 
 /// An integer reply, named for errors.
 pub(crate) fn int_reply(reply: Value, what: &str) -> Result<i64> {
@@ -317,7 +346,9 @@ mod tests {
                 "bucket_buy",
                 "bucket_take",
                 "bucket_credit",
-                "bucket_snapshot"
+                "bucket_snapshot",
+                "pay",
+                "release"
             ]
         );
     }

@@ -3,7 +3,9 @@
 //! validates each value as strictly as the command that later writes it,
 //! before its first write; a corrupt value is its own outcome
 //! (`corrupt_state`, exit 17) naming the key, and nothing is written. The
-//! other scripts either name the problem or fail, but never write half.
+//! bucket scripts (`lua/bucket_*.lua`) must refuse every wrong type and every
+//! malformed value they read (`must_refuse`); the other scripts either name
+//! the problem or fail, but never write half.
 
 use crate::support;
 
@@ -47,7 +49,7 @@ const NOT_INTEGERS: &[&str] = &[
 ];
 
 /// Every key, its type, DUMP and TTL: "nothing written" means this is unchanged.
-fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String, Vec<u8>, i64)> {
+pub(crate) fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String, Vec<u8>, i64)> {
     let keys: Vec<String> = conn.keys("*").unwrap();
     keys.into_iter()
         .map(|key| {
@@ -269,6 +271,46 @@ fn header_keys(source: &str) -> Vec<String> {
         .collect()
 }
 
+/// The type column of each `-- KEYS[n] name type` header line.
+fn header_kinds(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .filter_map(|line| line.strip_prefix("-- KEYS["))
+        .map(|rest| {
+            let words: Vec<&str> = rest.split(']').nth(1).unwrap().split_whitespace().collect();
+            words.get(1).map_or(String::new(), |w| w.to_string())
+        })
+        .collect()
+}
+
+/// The bucket scripts validate before anything else: a key of another type
+/// than their header says, and a malformed value they read (meta, stock, the
+/// user's units, the rate counter of a counted attempt, a stale transfer's
+/// record), must be refused — a plain answer would mean it went unnoticed.
+fn must_refuse(
+    script: &str,
+    key: &str,
+    kind: &str,
+    corruption: Corruption,
+    argv: &[String],
+) -> bool {
+    if !script.starts_with("bucket_") {
+        return false;
+    }
+    let counted = script == "bucket_buy" && argv[6] == "1";
+    let is_rate = key.ends_with(":rate:u");
+    match corruption {
+        Corruption::WrongType(wrong) => wrong != kind && (!is_rate || counted),
+        Corruption::Value(_) => {
+            key.ends_with(":meta")
+                || key.ends_with(":stock")
+                || (script == "bucket_buy" && key.ends_with(":buyers"))
+                || (is_rate && counted)
+                || (script == "bucket_take" && key.ends_with(":xfer_out"))
+        }
+    }
+}
+
 /// Valid ARGV lists for each script (`pending` is a pending order entry's id).
 fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -296,10 +338,42 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "dead_letter" => vec![owned(&["orders-db", pending, "reason", "1", "c"])],
         "stream_order_ids" => vec![owned(&[pending, "1-1"])],
         "lock_release" => vec![owned(&["token"])],
+        "pay" => vec![owned(&["01ORDERX", "cs", "1"])],
+        "release" => vec![
+            owned(&["cancel", "01ORDERX", "why", "1", "1", "cs", "1"]),
+            owned(&["expire", "", "", "10", "1", "cs", "1"]),
+        ],
+        // A home buy counting the attempt; a credit then a buy; both at once.
+        "bucket_buy" => [
+            ["1", "", "0", "0"],
+            ["0", "01XFER", "3", "2"],
+            ["1", "01XFER", "3", "2"],
+        ]
+        .iter()
+        .map(|tail| {
+            let mut argv = owned(&["u", "1", "r1", "01ORDERX", "cs", "1"]);
+            argv.extend(owned(tail));
+            argv
+        })
+        .collect(),
+        // The buyer's rule and the rebalancer's; stale_ms 0: the seeded pending transfer is stale.
+        "bucket_take" => vec![
+            owned(&["1", "01XFER", "3", "0", "16", "0"]),
+            owned(&["2", "01XFER", "3", "0", "16", "1"]),
+        ],
+        "bucket_credit" => vec![owned(&["01XFER", "3", "2"])],
         "item_status" => vec![owned(&["orders-db"])],
         "set_switch" => vec![owned(&["1", "why", "alice", "1", "", "20"])],
         _ => vec![vec![]],
     }
+}
+
+/// A transfer log for the bucket scripts: a pending debit whose id is `u`
+/// (so a malformed value in a hash lands on the record a sweep reads) and a credit.
+fn seed_transfers(conn: &mut redis::Connection) {
+    let () = conn.hset(format!("{BASE}:xfer_out"), "u", "3 1 1").unwrap();
+    let _: i64 = conn.zadd(format!("{BASE}:xfer_pending"), "u", 1).unwrap();
+    let () = conn.hset(format!("{BASE}:xfer_in"), "t0", "3 1 1").unwrap();
 }
 
 fn eval(
@@ -317,26 +391,18 @@ fn eval(
 fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_values() {
     let server = RedisServer::start();
     let file = campaign_file(CAMPAIGN);
-    // Not yet: the bucket scripts (lua/bucket_*.lua, landed with buckets) do
-    // not name a wrong-typed key nor validate strictly yet (issue 11, open).
     let mut scripts: Vec<_> = std::fs::read_dir("lua")
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| {
-            !p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("bucket_")
-        })
         .collect();
     scripts.sort();
-    assert!(scripts.len() >= 8, "the lua/ directory shrank");
+    assert!(scripts.len() >= 12, "the lua/ directory shrank");
     let mut cases = 0;
     for path in scripts {
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
         let source = std::fs::read_to_string(&path).unwrap();
         let keys = header_keys(&source);
+        let kinds = header_kinds(&source);
         assert!(!keys.is_empty(), "{name} has no KEYS header");
         for (index, key) in keys.iter().enumerate() {
             let corruptions = ["string", "hash", "list"]
@@ -361,6 +427,7 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                     .find(|s| s.contains('-') && s.chars().next().unwrap().is_ascii_digit())
                     .map(String::from)
                     .unwrap_or_else(|| "1-1".into());
+                seed_transfers(&mut conn);
                 corruption.apply(&mut conn, key);
                 let what = format!("{corruption:?}");
                 for argv in argv_variants(&name, &pending) {
@@ -395,7 +462,10 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                                 "{case}: wrote over a malformed stock: {result:?}"
                             );
                         }
-                        Ok(_) => {}
+                        Ok(_) => assert!(
+                            !must_refuse(&name, key, kinds[index].as_str(), corruption, &argv),
+                            "{case}: a corrupt value was not refused: {result:?}"
+                        ),
                     }
                 }
             }

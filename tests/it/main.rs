@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bucket_failures;
 mod buckets;
 mod buy;
 mod campaign_files;
@@ -21,6 +22,7 @@ mod kill_switch_audit;
 mod loadtest;
 mod loadtest_engine;
 mod man;
+mod man_out;
 mod nothing_misleads;
 mod orders_cluster;
 mod orders_faults;
@@ -35,6 +37,7 @@ mod refused_orders;
 mod replicas;
 mod replicas_cluster;
 mod replicas_loadtest;
+mod reservations;
 mod security;
 mod status;
 mod tls_auth;

@@ -47,7 +47,7 @@ fn preheated(server: &RedisServer) -> support::CampaignFile {
 }
 
 /// Exit 1, the server's address, the cause, "not executed", never "unknown".
-fn assert_not_executed(output: &std::process::Output, port: u16, cause: &str) {
+pub(crate) fn assert_not_executed(output: &std::process::Output, port: u16, cause: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
@@ -160,7 +160,7 @@ fn a_replica_answers_readonly_or_masterdown_not_unknown() {
 
 /// Forwards one client to Redis, but once `swallow` is set, drops every
 /// reply after the client's next request: the request runs, its reply is lost.
-fn reply_eating_proxy(redis_port: u16, swallow: Arc<AtomicBool>) -> u16 {
+pub(crate) fn reply_eating_proxy(redis_port: u16, swallow: Arc<AtomicBool>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {

@@ -9,6 +9,7 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
+use support::mariadb::MariaDb;
 use support::orders::{
     buy_many, orders_key, preheat, reconcile, sqlite_order_ids, sqlite_path, two_item_campaign,
 };
@@ -18,37 +19,87 @@ use support::{RedisServer, seckill};
 fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() {
     let server = RedisServer::start();
     let file = two_item_campaign(100, 100);
-    preheat(&file, &server);
+    let db = std::cell::OnceCell::new();
+    let sqlite = || rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    let rule = |on: bool| {
+        let db = db.get_or_init(sqlite);
+        db.execute_batch(if on {
+            "CREATE TRIGGER no_banned BEFORE INSERT ON orders WHEN NEW.user_id = 'banned0'
+             BEGIN SELECT RAISE(ABORT, 'user banned by the fraud team'); END;"
+        } else {
+            "DROP TRIGGER no_banned"
+        })
+        .unwrap();
+    };
+    let rows = || sqlite_order_ids(&sqlite_path(&file)).len();
+    refused_order_never_stalls(&server, &file, &[], rule, rows);
+}
+
+/// The same on MariaDB: a trigger a DBA added refuses one user's order with SIGNAL.
+#[test]
+fn a_refused_order_is_isolated_and_dead_lettered_on_mariadb() {
+    use mysql::prelude::Queryable;
+    let server = RedisServer::start();
+    let db = MariaDb::start();
+    let url = db.url();
+    let file = two_item_campaign(100, 100);
+    let conn = std::cell::RefCell::new(db.conn());
+    let rule = |on: bool| {
+        conn.borrow_mut()
+            .query_drop(if on {
+                "CREATE TRIGGER no_banned BEFORE INSERT ON orders FOR EACH ROW
+                 IF NEW.user_id = 'banned0' THEN
+                   SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'user banned by the fraud team';
+                 END IF"
+            } else {
+                "DROP TRIGGER no_banned"
+            })
+            .unwrap();
+    };
+    let rows = || {
+        let count: Option<i64> = conn
+            .borrow_mut()
+            .query_first("SELECT COUNT(*) FROM orders")
+            .unwrap();
+        count.unwrap_or(0) as usize
+    };
+    refused_order_never_stalls(&server, &file, &["--orders-db", &url], rule, rows);
+}
+
+/// One refused order (`rule(true)` adds the refusal, `rule(false)` lifts it):
+/// the rest is stored, only it stays pending, `pending-claim` terminates and
+/// dead-letters it, `reconcile` counts it, and it is re-driven once lifted.
+fn refused_order_never_stalls(
+    server: &RedisServer,
+    file: &support::CampaignFile,
+    extra: &[&str],
+    rule: impl Fn(bool),
+    rows: impl Fn() -> usize,
+) {
+    preheat(file, server);
     // Create the schema, then a rule the pipeline does not know about.
-    buy_many(&server, &file, "1001", "first", 1);
+    buy_many(server, file, "1001", "first", 1);
     seckill(&file.path, &server.url())
         .args(["consume", "--drain"])
+        .args(extra)
         .assert()
         .success();
-    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
-    db.execute_batch(
-        "CREATE TRIGGER no_banned BEFORE INSERT ON orders WHEN NEW.user_id = 'banned0'
-         BEGIN SELECT RAISE(ABORT, 'user banned by the fraud team'); END;",
-    )
-    .unwrap();
-    buy_many(&server, &file, "1001", "a", 5);
-    buy_many(&server, &file, "1001", "banned", 1);
-    buy_many(&server, &file, "1001", "b", 5);
-    buy_many(&server, &file, "1002", "c", 3);
+    rule(true);
+    buy_many(server, file, "1001", "a", 5);
+    buy_many(server, file, "1001", "banned", 1);
+    buy_many(server, file, "1001", "b", 5);
+    buy_many(server, file, "1002", "c", 3);
 
     let output = seckill(&file.path, &server.url())
         .args(["consume", "--drain", "--batch", "100"])
+        .args(extra)
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("user banned by the fraud team"), "{stderr}");
-    assert_eq!(
-        sqlite_order_ids(&sqlite_path(&file)).len(),
-        1 + 5 + 5 + 3,
-        "the rest of the batch is stored"
-    );
+    assert_eq!(rows(), 1 + 5 + 5 + 3, "the rest of the batch is stored");
     let pending: redis::streams::StreamPendingReply = server
         .conn()
         .xpending(orders_key("1001"), "orders-db")
@@ -60,6 +111,7 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
     for _ in 0..6 {
         let output = seckill(&file.path, &server.url())
             .args(["pending-claim", "--min-idle", "0s", "--max-deliveries", "3"])
+            .args(extra)
             .timeout(Duration::from_secs(60))
             .output()
             .unwrap();
@@ -79,12 +131,12 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
         }
     }
     assert!(dead_lettered, "the refused order was never dead-lettered");
-    let (code, report) = reconcile(&file, &server, &[]);
+    let (code, report) = reconcile(file, server, extra);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
 
     // The way back: list with the reason; re-drive is refused while the cause stays.
-    let listed = dead_letter(&file, &server, &["list"]);
+    let listed = dead_letter(file, server, &["list"], extra);
     assert_eq!(listed.0, 0);
     let letters = listed.1["letters"].as_array().unwrap().clone();
     assert_eq!(letters.len(), 1, "{letters:?}");
@@ -96,7 +148,7 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
         "{letters:?}"
     );
     let order_id = letters[0]["order_id"].as_str().unwrap().to_string();
-    let (code, results) = dead_letter(&file, &server, &["redrive"]);
+    let (code, results) = dead_letter(file, server, &["redrive"], extra);
     assert_eq!(code, 1, "{results:#}");
     assert_eq!(results["redriven"][0]["stored"], false);
     let dead: i64 = server
@@ -106,9 +158,9 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
     assert_eq!(dead, 1, "a refused re-drive must keep the dead letter");
 
     // The fraud team lifts the ban: re-drive by order id stores it, once.
-    db.execute_batch("DROP TRIGGER no_banned").unwrap();
+    rule(false);
     for _ in 0..2 {
-        let (code, results) = dead_letter(&file, &server, &["redrive", "--id", &order_id]);
+        let (code, results) = dead_letter(file, server, &["redrive", "--id", &order_id], extra);
         assert_eq!(code, 0, "{results:#}");
     }
     let dead: i64 = server
@@ -116,11 +168,8 @@ fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() 
         .xlen(support::orders::dead_key("1001"))
         .unwrap();
     assert_eq!(dead, 0);
-    assert_eq!(
-        sqlite_order_ids(&sqlite_path(&file)).len(),
-        1 + 5 + 1 + 5 + 3
-    );
-    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(rows(), 1 + 5 + 1 + 5 + 3);
+    let (code, report) = reconcile(file, server, extra);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 0);
     assert_eq!(report["items"][0]["stored"]["units"], 12);
@@ -130,11 +179,89 @@ fn dead_letter(
     file: &support::CampaignFile,
     server: &RedisServer,
     args: &[&str],
+    extra: &[&str],
 ) -> (i32, serde_json::Value) {
     let output = seckill(&file.path, &server.url())
         .args(["dead-letter", "--format", "json"])
         .args(args)
+        .args(extra)
         .output()
         .unwrap();
     (output.status.code().unwrap(), support::json(&output))
+}
+
+/// A unique index a DBA added (one order per user) refuses a valid order of a
+/// user who bought another item: the order must stay pending, never be acked
+/// as stored (the store's idempotent insert ignores only a repeated order id).
+fn a_unique_index_refusal_stays_pending(
+    server: &RedisServer,
+    file: &support::CampaignFile,
+    extra: &[&str],
+    add_index: impl Fn(),
+    rows: impl Fn() -> usize,
+) {
+    preheat(file, server);
+    buy_many(server, file, "1001", "dup", 1);
+    let consume = || {
+        seckill(&file.path, &server.url())
+            .args(["consume", "--drain", "--batch", "100"])
+            .args(extra)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    assert_eq!(consume().status.code(), Some(0));
+    add_index();
+    buy_many(server, file, "1001", "a", 5);
+    buy_many(server, file, "1002", "dup", 1);
+    buy_many(server, file, "1001", "b", 5);
+    let output = consume();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(rows(), 1 + 5 + 5, "the rest of the batch is stored");
+    let pending: redis::streams::StreamPendingReply = server
+        .conn()
+        .xpending(orders_key("1002"), "orders-db")
+        .unwrap();
+    assert_eq!(
+        pending.count(),
+        1,
+        "the refused order was acked without being stored"
+    );
+}
+
+#[test]
+fn a_unique_index_refusal_is_not_acked_on_sqlite() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(100, 100);
+    let path = sqlite_path(&file);
+    let add_index = || {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE UNIQUE INDEX one_order_per_user ON orders (user_id)")
+            .unwrap();
+    };
+    let rows = || sqlite_order_ids(&path).len();
+    a_unique_index_refusal_stays_pending(&server, &file, &[], add_index, rows);
+}
+
+#[test]
+fn a_unique_index_refusal_is_not_acked_on_mariadb() {
+    use mysql::prelude::Queryable;
+    let server = RedisServer::start();
+    let db = MariaDb::start();
+    let url = db.url();
+    let file = two_item_campaign(100, 100);
+    let add_index = || {
+        db.conn()
+            .query_drop("CREATE UNIQUE INDEX one_order_per_user ON orders (user_id)")
+            .unwrap();
+    };
+    let rows = || {
+        let count: Option<i64> = db
+            .conn()
+            .query_first("SELECT COUNT(*) FROM orders")
+            .unwrap();
+        count.unwrap_or(0) as usize
+    };
+    a_unique_index_refusal_stays_pending(&server, &file, &["--orders-db", &url], add_index, rows);
 }

@@ -1,0 +1,366 @@
+//! Issue 11's failure tests on a bucketed item (`buckets: 2`, docs/buckets.md),
+//! on a standalone Redis (the buckets' tags differ; one server holds them all):
+//! a corrupt value in the home bucket or in a bucket the sweep visits is the
+//! `corrupt_state` outcome naming the key, nothing written; a request id
+//! replayed with another `--qty` is `request_id_reused` whether the original
+//! was served from the home bucket or through a transfer; NOAUTH, NOPERM and a
+//! lost reply are named as on a plain item.
+
+use crate::corrupt_state::snapshot;
+use crate::outcomes::{assert_not_executed, reply_eating_proxy};
+use crate::support;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use redis::Commands;
+use seckill::buckets::{Layout, home_bucket};
+use seckill::exit_codes;
+use support::{CampaignFile, RedisServer, campaign_file, json, seckill};
+
+const CAMPAIGN: &str = r#"
+campaign: bf
+per_user_limit: 2
+items:
+  - { id: "1", name: x, price: "1.00", stock: 4, buckets: 2 }
+"#;
+
+fn layout() -> Layout {
+    Layout::new("seckill", "bf", "1", 2)
+}
+
+/// The `i`-th user id whose home is `bucket` (of 2).
+fn homed_in(bucket: u32, i: usize) -> String {
+    (0..)
+        .map(|n| format!("user-{n}"))
+        .filter(|u| home_bucket(u, 2) == bucket)
+        .nth(i)
+        .unwrap()
+}
+
+fn preheated(server: &RedisServer) -> CampaignFile {
+    let file = campaign_file(CAMPAIGN);
+    let mut conn = server.conn();
+    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+    file
+}
+
+fn buy(file: &CampaignFile, url: &str, user: &str, extra: &[&str]) -> std::process::Output {
+    seckill(&file.path, url)
+        .args(["buy", "--item", "1", "--user", user, "--format", "json"])
+        .args(["--connect-timeout", "1s", "--response-timeout", "1s"])
+        .args(extra)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap()
+}
+
+/// Units left in every bucket, summed.
+fn stock_total(conn: &mut redis::Connection) -> i64 {
+    layout()
+        .all()
+        .iter()
+        .map(|b| conn.get::<_, i64>(&b.keys.stock).unwrap())
+        .sum()
+}
+
+fn assert_corrupt(server: &RedisServer, file: &CampaignFile, user: &str, key: &str) {
+    let mut conn = server.conn();
+    let before = snapshot(&mut conn);
+    let output = buy(file, &server.url(), user, &["--request-id", "r1"]);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::CORRUPT_STATE),
+        "{output:?}"
+    );
+    let reply = json(&output);
+    assert_eq!(reply["outcome"], "corrupt_state", "{reply}");
+    let problem = reply["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains(key), "{problem} does not name {key}");
+    assert_eq!(before, snapshot(&mut conn), "the buy wrote something");
+}
+
+#[test]
+fn a_corrupt_home_or_swept_bucket_is_corrupt_state_naming_its_key() {
+    let server = RedisServer::start();
+    let user = homed_in(0, 0);
+    let (home, other) = (layout().bucket(0), layout().bucket(1));
+
+    let file = preheated(&server);
+    let mut conn = server.conn();
+    let () = conn.set(&home.keys.stock, "1.5").unwrap();
+    assert_corrupt(&server, &file, &user, &home.keys.stock);
+
+    let file = preheated(&server);
+    let () = conn.hset(&home.keys.buyers, &user, "0x1").unwrap();
+    assert_corrupt(&server, &file, &user, &home.keys.buyers);
+
+    // The home bucket is empty (valid), the sweep meets a corrupt bucket 1.
+    for (key, corrupt) in [
+        (&other.keys.meta, "initial_stock"),
+        (&other.keys.stock, ""),
+        (&other.xfer_pending, "type"),
+    ] {
+        let file = preheated(&server);
+        let () = conn.set(&home.keys.stock, 0).unwrap();
+        match corrupt {
+            "" => conn.set::<_, _, ()>(key, "5e0").unwrap(),
+            "type" => conn.set::<_, _, ()>(key, "x").unwrap(),
+            field => conn.hset::<_, _, _, ()>(key, field, " 2").unwrap(),
+        }
+        assert_corrupt(&server, &file, &user, key);
+    }
+}
+
+#[test]
+fn a_request_id_replayed_with_another_qty_is_refused_on_a_bucketed_item() {
+    let server = RedisServer::start();
+    let file = preheated(&server);
+    let mut conn = server.conn();
+    let url = server.url();
+    let check = |output: &std::process::Output, code: i32| {
+        assert_eq!(output.status.code(), Some(code), "{output:?}");
+        json(output)
+    };
+
+    // Served from the home bucket.
+    let first = check(
+        &buy(&file, &url, &homed_in(1, 0), &["--request-id", "h"]),
+        0,
+    );
+    let replay = buy(
+        &file,
+        &url,
+        &homed_in(1, 0),
+        &["--request-id", "h", "--qty", "2"],
+    );
+    let replay = check(&replay, exit_codes::REQUEST_ID_REUSED);
+    assert_eq!(replay["outcome"], "request_id_reused");
+    assert_eq!(replay["order_id"], first["order_id"]);
+    assert_eq!(stock_total(&mut conn), 3);
+
+    // Bucket 0 drained by its own buyer; the next buyer homed there is served by a transfer.
+    check(&buy(&file, &url, &homed_in(0, 0), &["--qty", "2"]), 0);
+    let user = homed_in(0, 1);
+    let first = check(&buy(&file, &url, &user, &["--request-id", "t"]), 0);
+    let credits: i64 = conn.hlen(&layout().bucket(0).xfer_in).unwrap();
+    assert_eq!(credits, 1, "the order was served through a transfer");
+    let left = stock_total(&mut conn);
+    let replay = check(
+        &buy(&file, &url, &user, &["--request-id", "t", "--qty", "2"]),
+        exit_codes::REQUEST_ID_REUSED,
+    );
+    assert_eq!(
+        replay["order_id"], first["order_id"],
+        "the original order is named"
+    );
+    let same = check(&buy(&file, &url, &user, &["--request-id", "t"]), 0);
+    assert_eq!(same["order_id"], first["order_id"]);
+    assert_eq!(stock_total(&mut conn), left, "a replay bought something");
+    let bought: i64 = conn.hget(&layout().bucket(0).keys.buyers, &user).unwrap();
+    assert_eq!(bought, 1);
+}
+
+#[test]
+fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
+    let protected = RedisServer::start_with(&["--requirepass", "pw"]);
+    let file = campaign_file(CAMPAIGN);
+    let output = buy(&file, &protected.url(), &homed_in(0, 0), &[]);
+    assert_not_executed(&output, protected.port, "NOAUTH");
+
+    let server = RedisServer::start();
+    let file = preheated(&server);
+    let mut conn = server.conn();
+    let () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER", "noscript", "on", ">pw", "~*", "+@all", "-evalsha", "-eval",
+        ])
+        .query(&mut conn)
+        .unwrap();
+    let url = format!("redis://noscript:pw@127.0.0.1:{}/0", server.port);
+    assert_not_executed(
+        &buy(&file, &url, &homed_in(0, 0), &[]),
+        server.port,
+        "NOPERM",
+    );
+    assert_eq!(
+        stock_total(&mut conn),
+        4,
+        "a refused attempt bought something"
+    );
+
+    // The script runs, its reply is lost: unknown, with the request id; the
+    // retry with that id answers the same order and buys nothing more.
+    let proxy = reply_eating_proxy(server.port, Arc::new(AtomicBool::new(true)));
+    let proxied = format!("redis://127.0.0.1:{proxy}/0");
+    let user = homed_in(0, 0);
+    let output = buy(&file, &proxied, &user, &["--request-id", "lost"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::OUTCOME_UNKNOWN),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--request-id lost"), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{proxy}")), "{stderr}");
+    assert_eq!(stock_total(&mut conn), 3, "the lost attempt ran");
+    let retry = buy(&file, &server.url(), &user, &["--request-id", "lost"]);
+    assert_eq!(retry.status.code(), Some(0), "{retry:?}");
+    assert_eq!(stock_total(&mut conn), 3, "the retry bought again");
+}
+
+const LOSS: &str = r#"
+campaign: lossb
+per_user_limit: 1
+items:
+  - { id: "1", name: x, price: "1.00", stock: 20, buckets: 4 }
+orders:
+  store: sqlite://orders.db
+"#;
+
+/// One unit each for `users` distinct users `<prefix>0..` through the bucket
+/// buy path; the number of `ok`.
+fn buy_bucketed(server: &RedisServer, layout: &Layout, prefix: &str, users: usize) -> usize {
+    let mut conn = server.conn();
+    (0..users)
+        .filter(|n| {
+            let user = format!("{prefix}{n}");
+            let request = seckill::buy::BuyRequest {
+                campaign: &layout.campaign,
+                item: &layout.item,
+                user: &user,
+                qty: 1,
+                request_id: None,
+            };
+            let (reply, _) = seckill::buckets::buy::buy(&mut conn, layout, &request).unwrap();
+            reply.outcome == seckill::buy::Outcome::Ok
+        })
+        .count()
+}
+
+fn drain(file: &CampaignFile, server: &RedisServer) {
+    seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .current_dir(file.dir.path())
+        .assert()
+        .success();
+}
+
+#[test]
+fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
+    let server = RedisServer::start();
+    let file = campaign_file(LOSS);
+    let url = server.url();
+    let layout = Layout::new("seckill", "lossb", "1", 4);
+    seckill(&file.path, &url).arg("preheat").assert().success();
+    assert_eq!(buy_bucketed(&server, &layout, "early", 12), 12);
+    drain(&file, &server);
+
+    // Redis loses everything; the natural next step must not put 20 back.
+    let mut conn = server.conn();
+    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::PREHEAT_REFUSED),
+        "{stderr}"
+    );
+    assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
+    assert!(stderr.contains("--recover"), "{stderr}");
+    let keys: Vec<String> = conn.keys("*").unwrap();
+    assert!(keys.is_empty(), "a refused preheat wrote {keys:?}");
+
+    let output = seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{output:?}");
+    assert!(stdout.contains("cannot be known"), "{stdout}");
+    // 20 - 12 = 8 left, split evenly: 2 per bucket; every buyer in its home bucket.
+    for bucket in layout.all() {
+        let stock: i64 = conn.get(&bucket.keys.stock).unwrap();
+        assert_eq!(stock, 2, "bucket {}", bucket.bucket);
+        let closed: String = conn.hget(&bucket.keys.meta, "closed").unwrap();
+        assert_eq!(closed, "0", "bucket {} is open again", bucket.bucket);
+    }
+    for n in 0..12 {
+        let user = format!("early{n}");
+        let home = layout.home(&user);
+        let units: Option<i64> = conn.hget(&home.keys.buyers, &user).unwrap();
+        assert_eq!(units, Some(1), "{user} restored in bucket {}", home.bucket);
+    }
+    let restored: i64 = layout
+        .all()
+        .iter()
+        .map(|b| conn.hlen::<_, i64>(&b.keys.buyers).unwrap())
+        .sum();
+    assert_eq!(restored, 12, "each buyer once, in its home bucket only");
+
+    // An early buyer is still a duplicate; 20 newcomers get only the 8 left.
+    seckill(&file.path, &url)
+        .args(["buy", "--item", "1", "--user", "early0"])
+        .assert()
+        .code(exit_codes::DUPLICATE);
+    assert_eq!(buy_bucketed(&server, &layout, "late", 20), 8);
+    drain(&file, &server);
+    assert_eq!(
+        support::orders::sqlite_order_ids(&support::orders::sqlite_path(&file)).len(),
+        20,
+        "exactly the stock was sold, never more"
+    );
+    // A second --recover changes nothing: the stock is in Redis again.
+    seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .assert()
+        .success();
+    for bucket in layout.all() {
+        let stock: i64 = conn.get(&bucket.keys.stock).unwrap();
+        assert_eq!(stock, 0);
+    }
+}
+
+#[test]
+fn recover_refuses_a_bucketed_item_that_lost_only_some_buckets() {
+    let server = RedisServer::start();
+    let file = campaign_file(LOSS);
+    let url = server.url();
+    let layout = Layout::new("seckill", "lossb", "1", 4);
+    seckill(&file.path, &url).arg("preheat").assert().success();
+    assert_eq!(buy_bucketed(&server, &layout, "early", 6), 6);
+    drain(&file, &server);
+    // One master of a cluster came back empty: bucket 2's keys are gone.
+    let mut conn = server.conn();
+    let lost = layout.bucket(2);
+    let _: i64 = conn.del(lost.fixed()).unwrap();
+    let before = snapshot(&mut conn);
+    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::PREHEAT_REFUSED),
+        "{output:?}"
+    );
+    let output = seckill(&file.path, &url)
+        .args(["preheat", "--recover"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::PREHEAT_REFUSED),
+        "{stderr}"
+    );
+    assert!(stderr.contains("still holds bucket(s) 0, 1, 3"), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(
+        before,
+        snapshot(&mut conn),
+        "a refused recovery wrote something"
+    );
+}
