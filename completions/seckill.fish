@@ -93,8 +93,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l item -d 'Item to buy (an `id` from the campaign\'s `items`)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l user -d 'Shopper\'s user id (1..128 bytes of UTF-8, no control characters)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l qty -d 'Units to buy in this attempt (at most the campaign\'s per_user_limit)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it; fewer within --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover now could lose it. Standalone Redis only (on a cluster WAIT would not reach the item\'s master)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it; fewer within --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover now could lose it. On a cluster WAIT goes to the item\'s master (and, for a bucketed item, every master the attempt wrote to)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most; must be shorter than --response-timeout)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -317,6 +317,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l duration -d
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l users -d 'Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests, so stock, not the per-user limit, runs out)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l stock -d 'Units in stock at the start of each variant (the campaign file\'s stock is not used)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pipeline -d 'Script calls per round trip per connection (v3 and full only; the others are multi-step by design and always send one request at a time)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wait-replicas -d '`full` only: after every buy, WAIT on the same connection until N replicas confirmed it; a buy fewer confirmed within --wait-timeout counts as `unreplicated` (sold all the same). Costs one more command per buy' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wait-timeout -d 'Longest WAIT for --wait-replicas (shorter than --response-timeout)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hdr-out -d 'Write one HdrHistogram percentile-distribution file per variant, PREFIX<variant>.hgrm (corrected latency; in open loop also PREFIX<variant>.service.hgrm), for HdrHistogram\'s plotter' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l max-p99 -d 'Fail (exit 4) when a variant\'s p99 latency (corrected) exceeds this, e.g. 5ms' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l min-qps -d 'Fail (exit 4) when a variant answers fewer attempts per second than this' -r

@@ -45,6 +45,7 @@ Examples:
   seckill loadtest -c campaigns/moutai.yaml --variant full --rate 40000 --duration 10s
   seckill loadtest -c campaigns/moutai.yaml --variant v3 --format csv --hdr-out runs/a-
   seckill loadtest -c campaigns/moutai.yaml --variant full --max-p99 5ms --min-qps 20000
+  seckill loadtest -c campaigns/moutai.yaml --variant full --wait-replicas 1 --wide
 
 Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
 never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
@@ -464,6 +465,11 @@ impl Report for ReservationsReport {
 
 /// `--reservations`: buys with a payment timeout, payments racing expiry, the proof.
 pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport> {
+    if args.wait_replicas.is_some() {
+        return Err(usage(
+            "--wait-replicas applies to --variant full, not to --reservations",
+        ));
+    }
     let campaign = ctx.campaign()?;
     let item_id = chosen_item(&campaign, args)?;
     let target = ctx.redis(&campaign)?;
