@@ -16,6 +16,16 @@
 //! them too, so every node the attempt may have written to is waited on and
 //! the smallest count decides. A node this connection wrote nothing to
 //! answers at once (nothing of ours to wait for).
+//!
+//! Limits. The masters are waited on one after the other, so a bucketed buy
+//! that swept may wait up to `--wait-timeout` per master. redis-rs's cluster
+//! client retries a command whose connection dropped on a fresh connection
+//! to the same address; a WAIT retried that way counts that connection's
+//! writes (none) and answers with the replicas connected there. That needs
+//! the master's connection to break between the buy and its WAIT and the
+//! same address to answer again within the client's retries; `reconcile`
+//! remains the proof. A WAIT that outlasts the reply timeout is refused up
+//! front ([`check_timeout`]), so a slow WAIT is never retried that way.
 
 use std::time::Duration;
 
