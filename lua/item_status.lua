@@ -29,6 +29,11 @@
 -- A read whose WRONGTYPE error names its key (error code CORRUPT).
 local function read(key, ...)
   local reply = redis.pcall(...)
+  -- Only a key of the wrong type is corrupt state: any other error (a command
+  -- the caller's ACL does not allow) is raised as itself, before any write.
+  if type(reply) == 'table' and reply.err and not string.find(reply.err, '^WRONGTYPE') then
+    error(reply)
+  end
   if type(reply) == 'table' and reply.err then
     error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
   end

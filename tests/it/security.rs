@@ -69,29 +69,7 @@ fn create_roles(server: &RedisServer) -> impl Fn(&str) -> String {
     let mut conn = server.conn();
     let mut urls = Vec::new();
     for (user, password, args) in documented_roles() {
-        // Selectors are written `(... ...)` in the doc: one argument each.
-        let mut joined: Vec<String> = Vec::new();
-        let mut open: Option<String> = None;
-        for arg in args {
-            match open.take() {
-                Some(mut s) => {
-                    s.push(' ');
-                    s.push_str(&arg);
-                    if arg.ends_with(')') {
-                        joined.push(s);
-                    } else {
-                        open = Some(s);
-                    }
-                }
-                None if arg.starts_with('(') && !arg.ends_with(')') => open = Some(arg),
-                None => joined.push(arg),
-            }
-        }
-        let () = redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg(&joined)
-            .query(&mut conn)
-            .unwrap_or_else(|e| panic!("ACL SETUSER {user}: {e}"));
+        set_user(&mut conn, &args);
         urls.push((
             user.trim_start_matches("seckill-").to_string(),
             format!("redis://{user}:{password}@127.0.0.1:{}/0", server.port),
@@ -104,6 +82,33 @@ fn create_roles(server: &RedisServer) -> impl Fn(&str) -> String {
             .1
             .clone()
     }
+}
+
+/// `ACL SETUSER` with the words of a doc line (selectors, written `(... ...)`
+/// in the doc, become one argument each).
+fn set_user(conn: &mut redis::Connection, args: &[String]) {
+    let mut joined: Vec<String> = Vec::new();
+    let mut open: Option<String> = None;
+    for arg in args.iter().cloned() {
+        match open.take() {
+            Some(mut s) => {
+                s.push(' ');
+                s.push_str(&arg);
+                if arg.ends_with(')') {
+                    joined.push(s);
+                } else {
+                    open = Some(s);
+                }
+            }
+            None if arg.starts_with('(') && !arg.ends_with(')') => open = Some(arg),
+            None => joined.push(arg),
+        }
+    }
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&joined)
+        .query(conn)
+        .unwrap_or_else(|e| panic!("ACL SETUSER {}: {e}", args[0]));
 }
 
 fn as_role(file: &support::CampaignFile, url: &str, args: &[&str]) -> std::process::Output {
@@ -562,4 +567,35 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
     );
 
     assert_allowed(&file, &operator, &["init", "--yes"]);
+}
+
+/// A role one read short (a misconfigured ACL): the script's read is refused
+/// inside the script, and the buy says so — NOPERM, nothing ran — instead of
+/// reporting the key as corrupt state (exit 17), which would send the
+/// operator looking for damaged data.
+#[test]
+fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
+    let server = RedisServer::start();
+    let url = create_roles(&server);
+    let file = campaign_file(BUCKETED);
+    assert_allowed(&file, &url("operator"), &["preheat"]);
+    let (_, password, mut args) = documented_roles()
+        .into_iter()
+        .find(|(user, _, _)| user == "seckill-buyer")
+        .unwrap();
+    args[0] = "seckill-buyer-short".to_string();
+    args.retain(|arg| arg != "+hlen" && arg != "+xlen");
+    set_user(&mut server.conn(), &args);
+    let short = format!(
+        "redis://seckill-buyer-short:{password}@127.0.0.1:{}/0",
+        server.port
+    );
+    for item in ["1001", "2002"] {
+        assert_denied(
+            &file,
+            &server,
+            &short,
+            &["buy", "--item", item, "--user", "u"],
+        );
+    }
 }
