@@ -13,9 +13,10 @@
 -- A read whose WRONGTYPE error names its key (error code CORRUPT).
 local function read(key, ...)
   local reply = redis.pcall(...)
-  -- Only a key of the wrong type is corrupt state: any other error (a command
-  -- the caller's ACL does not allow) is raised as itself, before any write.
-  if type(reply) == 'table' and reply.err and not string.find(reply.err, '^WRONGTYPE') then
+  -- A command or key the caller's ACL refuses is no damaged key: raised as
+  -- itself (NOPERM; reads come before the first write).
+  if type(reply) == 'table' and reply.err
+      and string.find(reply.err, "The user executing the script can't", 1, true) then
     error(reply)
   end
   if type(reply) == 'table' and reply.err then

@@ -570,9 +570,9 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
 }
 
 /// A role one read short (a misconfigured ACL): the script's read is refused
-/// inside the script, and the buy says so — NOPERM, nothing ran — instead of
-/// reporting the key as corrupt state (exit 17), which would send the
-/// operator looking for damaged data.
+/// inside the script, and the buy says so (Redis's "can't run this command",
+/// exit 1, nothing changed) instead of reporting the key as corrupt state
+/// (exit 17), which would send the operator looking for damaged data.
 #[test]
 fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
     let server = RedisServer::start();
