@@ -19,6 +19,9 @@ _seckill() {
             seckill,buy)
                 cmd="seckill__subcmd__buy"
                 ;;
+            seckill,cancel)
+                cmd="seckill__subcmd__cancel"
+                ;;
             seckill,completions)
                 cmd="seckill__subcmd__completions"
                 ;;
@@ -27,6 +30,9 @@ _seckill() {
                 ;;
             seckill,dead-letter)
                 cmd="seckill__subcmd__dead__subcmd__letter"
+                ;;
+            seckill,expire)
+                cmd="seckill__subcmd__expire"
                 ;;
             seckill,help)
                 cmd="seckill__subcmd__help"
@@ -39,6 +45,9 @@ _seckill() {
                 ;;
             seckill,man)
                 cmd="seckill__subcmd__man"
+                ;;
+            seckill,pay)
+                cmd="seckill__subcmd__pay"
                 ;;
             seckill,pending-claim)
                 cmd="seckill__subcmd__pending__subcmd__claim"
@@ -61,6 +70,9 @@ _seckill() {
             seckill__subcmd__help,buy)
                 cmd="seckill__subcmd__help__subcmd__buy"
                 ;;
+            seckill__subcmd__help,cancel)
+                cmd="seckill__subcmd__help__subcmd__cancel"
+                ;;
             seckill__subcmd__help,completions)
                 cmd="seckill__subcmd__help__subcmd__completions"
                 ;;
@@ -69,6 +81,9 @@ _seckill() {
                 ;;
             seckill__subcmd__help,dead-letter)
                 cmd="seckill__subcmd__help__subcmd__dead__subcmd__letter"
+                ;;
+            seckill__subcmd__help,expire)
+                cmd="seckill__subcmd__help__subcmd__expire"
                 ;;
             seckill__subcmd__help,help)
                 cmd="seckill__subcmd__help__subcmd__help"
@@ -81,6 +96,9 @@ _seckill() {
                 ;;
             seckill__subcmd__help,man)
                 cmd="seckill__subcmd__help__subcmd__man"
+                ;;
+            seckill__subcmd__help,pay)
+                cmd="seckill__subcmd__help__subcmd__pay"
                 ;;
             seckill__subcmd__help,pending-claim)
                 cmd="seckill__subcmd__help__subcmd__pending__subcmd__claim"
@@ -107,7 +125,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help"
+            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -176,6 +194,60 @@ _seckill() {
                     return 0
                     ;;
                 --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__cancel)
+            opts="-c -q -h -V --order --item --reason --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -368,8 +440,58 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__expire)
+            opts="-c -q -h -V --loop --interval --batch --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help"
+            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -383,6 +505,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__buy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__cancel)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -425,6 +561,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__dead__subcmd__letter)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__expire)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -481,6 +631,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__pay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -629,7 +793,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,6 +859,14 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --payment-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pay-share)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --print-command)
                     COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock" -- "${cur}"))
                     return 0
@@ -742,6 +914,56 @@ _seckill() {
             fi
             case "${prev}" in
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__pay)
+            opts="-c -q -h -V --order --item --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --item)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

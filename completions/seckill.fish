@@ -47,6 +47,9 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "consume" -d 'Carry 
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "pay" -d 'Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "cancel" -d 'Cancel one reserved order: its units go back on sale; a paid order is never released'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "expire" -d 'Release every reservation past its payment deadline (Redis clock), once or in a loop'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
@@ -137,7 +140,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand completions" -s q -l qui
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand man" -l out -d 'Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR instead of printing seckill.1' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l out -d 'Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR (created if missing) instead of printing seckill.1' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
@@ -219,6 +222,53 @@ complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s q -l quiet
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l order -d 'The order id `buy` printed' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l item -d 'Look the order up in this item only (default: every item of the campaign)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l order -d 'The order id `buy` printed' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l item -d 'Look the order up in this item only (default: every item of the campaign)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l reason -d 'Why, kept in the order\'s `cancelled` event and the database row (at most 255 bytes)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l interval -d 'Pause between passes with --loop (e.g. 500ms, 1s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l batch -d 'Orders released per script call (bounds how long Redis is busy per call)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l loop -d 'Keep running: a pass every --interval until SIGINT/SIGTERM'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l item -d 'Only this item (default: every item of the campaign)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (in place on a terminal, one block per sample when piped)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
@@ -272,6 +322,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l max-p99 -d 
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l min-qps -d 'Fail (exit 4) when a variant answers fewer attempts per second than this' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l buckets -d 'Split the stock into N buckets (docs/buckets.md) and run the bucket buy path (`--variant full` only); reports round trips per buy, the transfer share and per-bucket figures' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hot-buckets -d 'With --buckets: skewed demand, every synthetic user\'s home is one of the first K buckets (default: uniform)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l payment-timeout -d '--reservations: the payment timeout of every reservation (each of --connections is a thread with its own connection; closed loop only)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pay-share -d '--reservations: share of the reservations paid (0..=1), half of them at the deadline' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l print-command -d 'Print the EVALSHA command line the v3 or full variant sends per request (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
 v2\t'WATCH / GET / MULTI / DECR / EXEC, retried on abort'
 v3\t'A minimal Lua script: check stock, DECR'
@@ -291,21 +343,25 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rate-limit 
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l keep -d 'Leave the load-test keys in Redis afterwards (the last variant\'s state), for inspection'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Show every column (default: variant, qps, succeeded, oversold, p99, verdict)'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l reservations -d 'Instead of the variants: buys with a payment timeout, then payments racing expiry (--pay-share of the reservations paid, half of them right at the deadline) while two expirers run; reports the final states and whether initial = left + reserved + paid holds'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "man" -d 'Print the manual page (roff), or write every page with --out DIR'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile status rebalance loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "man" -d 'Print the manual page (roff), or write every page with --out DIR'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "pay" -d 'Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "cancel" -d 'Cancel one reserved order: its units go back on sale; a paid order is never released'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "expire" -d 'Release every reservation past its payment deadline (Redis clock), once or in a loop'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -22,6 +22,10 @@
 -- ARGV[8] credit_id transfer id to credit first ("" = none)
 -- ARGV[9] credit_source its source bucket
 -- ARGV[10] credit_units its units
+-- KEYS[9] reservations  hash   order id -> reservation record (lua/pay.lua has its format)
+-- KEYS[10] deadlines    zset   order id -> payment deadline ms, reserved orders only
+-- ARGV[11] payment_timeout_ms  "0" = an ok is final; else a reservation, as in buy.lua,
+--                              recorded in THIS bucket (where its units come from)
 --
 -- Returns {outcome, order_id, stock_left, in_count, proven}:
 --   outcome    as buy.lua's; sold_out means THIS BUCKET has fewer than qty
@@ -181,6 +185,16 @@ if not bought then
 end
 local previous_order = read(KEYS[4], 'HGET', KEYS[4], user)
 read(KEYS[6], 'XLEN', KEYS[6])
+-- A reservation (payment_timeout_ms > 0, as in buy.lua): its keys and counters, read now too.
+-- (Their types are checked on every call, like every key of this script.)
+local timeout = strict_int(ARGV[11] or '0') or 0
+read(KEYS[9], 'HLEN', KEYS[9])
+read(KEYS[10], 'ZCARD', KEYS[10])
+if timeout > 0 then
+  local counters = read(KEYS[1], 'HMGET', KEYS[1], 'reserved_orders', 'reserved_units')
+  optional_int_of(KEYS[1], 'reserved_orders', counters[1])
+  optional_int_of(KEYS[1], 'reserved_units', counters[2])
+end
 if crediting and not strict_int(ARGV[10]) then
   return redis.error_reply('ERR credit_units ' .. shown(ARGV[10]) .. ' is not an integer')
 end
@@ -237,9 +251,18 @@ if stock < qty then
 end
 
 -- All checks passed, every key and value written below was validated above.
-redis.call('XADD', KEYS[6], '*',
+local deadline = timeout > 0 and string.format('%d', now + timeout) or ''
+local entry_id = redis.call('XADD', KEYS[6], '*',
   'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
-  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now, 'request_id', request_id)
+  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now, 'request_id', request_id,
+  'deadline_ms', deadline)
+if timeout > 0 then
+  redis.call('HSET', KEYS[9], ARGV[4], string.format('reserved %d %s %d %s %d %s %s',
+    qty, meta[8] or '0', now, deadline, now, entry_id, user))
+  redis.call('ZADD', KEYS[10], deadline, ARGV[4])
+  redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
+  redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
+end
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
@@ -251,6 +274,10 @@ if expire_at then
   redis.call('PEXPIREAT', KEYS[4], meta[9])
   if request_field then
     redis.call('PEXPIREAT', KEYS[5], meta[9])
+  end
+  if timeout > 0 then
+    redis.call('PEXPIREAT', KEYS[9], meta[9])
+    redis.call('PEXPIREAT', KEYS[10], meta[9])
   end
 end
 return {'ok', ARGV[4], left, in_count, 0}

@@ -17,6 +17,11 @@
 -- ARGV[4] order_id      order id to use if this attempt succeeds
 -- ARGV[5] campaign      campaign id (copied into the order entry)
 -- ARGV[6] item          item id     (copied into the order entry)
+-- KEYS[8] reservations  hash   order id -> reservation record (lua/pay.lua has its format)
+-- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
+-- ARGV[7] payment_timeout_ms  "0" = an ok is final; else the ok is a reservation
+--                             due at now + this (Redis time), recorded in KEYS[8]/KEYS[9],
+--                             counted in meta (reserved_orders, reserved_units)
 --
 -- Returns {outcome, order_id, stock_left}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
@@ -172,6 +177,15 @@ if not bought then
 end
 local previous_order = read(KEYS[4], 'HGET', KEYS[4], user)
 read(KEYS[6], 'XLEN', KEYS[6])
+-- A reservation (payment_timeout_ms > 0): its keys and counters, read now too.
+local timeout = strict_int(ARGV[7] or '0') or 0
+if timeout > 0 then
+  read(KEYS[8], 'HEXISTS', KEYS[8], ARGV[4])
+  read(KEYS[9], 'ZSCORE', KEYS[9], ARGV[4])
+  local counters = read(KEYS[1], 'HMGET', KEYS[1], 'reserved_orders', 'reserved_units')
+  optional_int_of(KEYS[1], 'reserved_orders', counters[1])
+  optional_int_of(KEYS[1], 'reserved_units', counters[2])
+end
 
 if meta[2] == '1' then
   return {'closed', '', stock}
@@ -208,9 +222,18 @@ end
 -- All checks passed, every key and value written below was validated above.
 -- Validated fields are written as the strings read (a strict integer is
 -- already what the command expects), never re-rendered from a Lua number.
-redis.call('XADD', KEYS[6], '*',
+local deadline = timeout > 0 and string.format('%d', now_ms + timeout) or ''
+local entry_id = redis.call('XADD', KEYS[6], '*',
   'order_id', ARGV[4], 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
-  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id)
+  'qty', qty, 'price_cents', meta[8] or '0', 'bought_at_ms', now_ms, 'request_id', request_id,
+  'deadline_ms', deadline)
+if timeout > 0 then
+  redis.call('HSET', KEYS[8], ARGV[4], string.format('reserved %d %s %d %s %d %s %s',
+    qty, meta[8] or '0', now_ms, deadline, now_ms, entry_id, user))
+  redis.call('ZADD', KEYS[9], deadline, ARGV[4])
+  redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
+  redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
+end
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
 redis.call('HSET', KEYS[4], user, ARGV[4])
@@ -223,6 +246,10 @@ if expire_at then
   redis.call('PEXPIREAT', KEYS[4], meta[9])
   if request_field then
     redis.call('PEXPIREAT', KEYS[5], meta[9])
+  end
+  if timeout > 0 then
+    redis.call('PEXPIREAT', KEYS[8], meta[9])
+    redis.call('PEXPIREAT', KEYS[9], meta[9])
   end
 end
 return {'ok', ARGV[4], left}

@@ -21,6 +21,9 @@
 --  [17] group last-delivered-id ("" when no group)
 --  [18] dead-letter stream length
 --  [19] PTTL of stock  [20] PTTL of meta (-1 no expiry, -2 no key)
+--  [21..28] reservation counters of meta (false when absent): reserved_orders,
+--           reserved_units, paid_orders, paid_units, expired_orders, expired_units,
+--           cancelled_orders, cancelled_units
 --
 -- Constant work whatever the stream's size (no entry is read): the caller
 -- gets the sales rate from two samples of entries-added.
@@ -44,7 +47,9 @@ end
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms',
-  'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by')
+  'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by',
+  'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
+  'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units')
 
 local length, added = 0, 0
 local group_exists, pending, lag, last_delivered = 0, 0, -1, ''
@@ -69,4 +74,5 @@ end
 return {now_ms, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], meta[8],
   read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
   length, added, group_exists, pending, lag, last_delivered,
-  read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1])}
+  read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1]),
+  meta[9], meta[10], meta[11], meta[12], meta[13], meta[14], meta[15], meta[16]}

@@ -17,7 +17,15 @@ lib_start_redis sale
 export SECKILL_REDIS_URL="$REDIS_URL"
 echo "# throwaway Redis at $SECKILL_REDIS_URL"
 
-run() { echo; echo "\$ seckill $*"; "$seckill" "$@" || echo "(exit code $?)"; }
+# Shows each command as it can be pasted: an argument with a space is quoted.
+run() {
+    local shown="" arg
+    for arg in "$@"; do
+        case "$arg" in *" "*) shown+=" \"$arg\"" ;; *) shown+=" $arg" ;; esac
+    done
+    echo; echo "\$ seckill$shown"
+    "$seckill" "$@" || echo "(exit code $?)"
+}
 run -c campaigns/moutai.yaml preheat
 run -c campaigns/moutai.yaml preheat
 run -c campaigns/moutai.yaml buy --item 1001 --user alice --request-id req-alice-1

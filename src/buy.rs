@@ -37,11 +37,22 @@ pub fn wait_replicas<C: ConnectionLike>(
         .context("WAIT for replicas failed")
 }
 
-/// Run the buy script once.
+/// Run the buy script once; an `ok` is final (no `payment_timeout`).
 pub fn buy<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
     request: &BuyRequest,
+) -> Result<BuyReply> {
+    reserve(conn, keys, request, 0)
+}
+
+/// Run the buy script once; with `payment_timeout_ms` > 0 an `ok` is a
+/// reservation due that long after the purchase (Redis time), see `reservations`.
+pub fn reserve<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    request: &BuyRequest,
+    payment_timeout_ms: u64,
 ) -> Result<BuyReply> {
     let order_id = new_order_id();
     let call = crate::scripts::buy::Buy {
@@ -58,6 +69,9 @@ pub fn buy<C: ConnectionLike>(
         order_id,
         campaign: request.campaign.to_string(),
         item: request.item.to_string(),
+        reservations: keys.reservations.clone(),
+        deadlines: keys.deadlines.clone(),
+        payment_timeout_ms: payment_timeout_ms.to_string(),
     };
     let reply = call.invoke(conn).with_context(|| {
         format!(

@@ -46,6 +46,10 @@ struct RawCampaign {
     items: Spanned<Vec<RawItem>>,
     #[serde(default)]
     orders: Option<RawOrders>,
+    #[serde(default)]
+    payment_timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    rebuy_after_release: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,6 +99,12 @@ pub struct Campaign {
     pub items: Vec<Item>,
     /// `orders.store` from the file, if any.
     pub orders_store: Option<String>,
+    /// `payment_timeout`: an `ok` is a reservation to be paid within this
+    /// long (Redis time), else released. `None` = an `ok` is final.
+    pub payment_timeout: Option<Duration>,
+    /// `rebuy_after_release` (default true): a released order gives its
+    /// units back to the user's per-user limit, so they may buy again.
+    pub rebuy_after_release: bool,
 }
 
 /// At most `max_requests` buy attempts per user per item within `window`.
@@ -354,6 +364,15 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         }
         None => None,
     };
+    let payment_timeout = match &raw.payment_timeout {
+        Some(text) => Some(check_payment_timeout(
+            path,
+            text,
+            ends_at_ms.is_some(),
+            keep_after_end,
+        )?),
+        None => None,
+    };
     if raw.items.value.is_empty() {
         return Err(at(path, &raw.items, "items must list at least one item"));
     }
@@ -442,7 +461,50 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         rate_limit,
         items,
         orders_store: raw.orders.map(|o| o.store),
+        payment_timeout,
+        rebuy_after_release: raw.rebuy_after_release.unwrap_or(true),
     })
+}
+
+/// Longest `payment_timeout`: a reservation is a short promise, not storage.
+pub const MAX_PAYMENT_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `payment_timeout` is 1ms..=7 days and, with an `ends_at`, shorter than
+/// `keep_after_end`: a reservation made at the last moment must still be
+/// payable or releasable before the item's keys expire.
+fn check_payment_timeout(
+    path: &Path,
+    text: &Spanned<String>,
+    has_end: bool,
+    keep_after_end: Duration,
+) -> Result<Duration> {
+    let timeout = parse_duration(path, text, "payment_timeout")?;
+    if timeout.as_millis() < 1 || timeout > MAX_PAYMENT_TIMEOUT {
+        return Err(at(
+            path,
+            text,
+            "payment_timeout must be between 1ms and 7 days",
+        ));
+    }
+    if has_end && timeout >= keep_after_end {
+        return Err(at(
+            path,
+            text,
+            format!(
+                "payment_timeout {:?} must be shorter than keep_after_end ({}): reservations made just before ends_at must be paid or released before the keys expire",
+                text.value,
+                humantime::format_duration(keep_after_end)
+            ),
+        ));
+    }
+    Ok(timeout)
+}
+
+impl Campaign {
+    /// `payment_timeout` in ms, 0 when an `ok` is final (what the buy script takes).
+    pub fn payment_timeout_ms(&self) -> u64 {
+        self.payment_timeout.map_or(0, |t| t.as_millis() as u64)
+    }
 }
 
 fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {

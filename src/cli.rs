@@ -85,6 +85,15 @@ pub enum Command {
     /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
     #[command(after_long_help = cmd::help::long("reconcile"))]
     Reconcile(cmd::reconcile::Args),
+    /// Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown.
+    #[command(after_long_help = cmd::help::long("pay"))]
+    Pay(cmd::pay::Args),
+    /// Cancel one reserved order: its units go back on sale; a paid order is never released.
+    #[command(after_long_help = cmd::help::long("cancel"))]
+    Cancel(cmd::cancel::Args),
+    /// Release every reservation past its payment deadline (Redis clock), once or in a loop.
+    #[command(after_long_help = cmd::help::long("expire"))]
+    Expire(cmd::expire::Args),
     /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
     #[command(after_long_help = cmd::help::long("status"))]
     Status(cmd::status::Args),
@@ -130,6 +139,9 @@ impl Command {
             Command::Reconcile(_) => "reconcile",
             Command::Status(_) => "status",
             Command::Loadtest(_) => "loadtest",
+            Command::Pay(_) => "pay",
+            Command::Cancel(_) => "cancel",
+            Command::Expire(_) => "expire",
             Command::Rebalance(_) => "rebalance",
         }
     }
@@ -168,8 +180,14 @@ impl Command {
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
+                None if args.reservations => {
+                    emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
+                }
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
             },
+            Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),
+            Command::Cancel(args) => emit(ctx, &cmd::cancel::run(ctx, &args)?),
+            Command::Expire(args) => emit(ctx, &cmd::expire::run(ctx, &args)?),
         }
     }
 }

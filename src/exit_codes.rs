@@ -43,6 +43,14 @@ pub const OUTCOME_UNKNOWN: i32 = 19;
 /// `buy --wait-replicas N`: bought, but fewer than N replicas confirmed it in
 /// time; a failover now could lose it (the order id is printed).
 pub const UNREPLICATED: i32 = 20;
+/// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
+pub const ALREADY_PAID: i32 = 30;
+/// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
+pub const ORDER_EXPIRED: i32 = 31;
+/// `pay`/`cancel`: the order was cancelled before (nothing changed).
+pub const ORDER_CANCELLED: i32 = 32;
+/// `pay`/`cancel`: no reservation with this order id in this campaign (or in `--item`).
+pub const UNKNOWN_ORDER: i32 = 33;
 
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
@@ -89,7 +97,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         NOT_PREHEATED,
         "not_preheated",
-        "buy: item not preheated (or expired)",
+        "buy/pay/cancel: item not preheated (or expired)",
     ),
     (
         CORRUPT_STATE,
@@ -110,6 +118,26 @@ pub const ALL: &[(i32, &str, &str)] = &[
         UNREPLICATED,
         "unreplicated",
         "buy: with --wait-replicas, bought, but fewer replicas confirmed it in time",
+    ),
+    (
+        ALREADY_PAID,
+        "already_paid",
+        "pay/cancel: the order is paid (nothing changed)",
+    ),
+    (
+        ORDER_EXPIRED,
+        "expired",
+        "pay/cancel: the payment deadline passed; released by expire",
+    ),
+    (
+        ORDER_CANCELLED,
+        "cancelled",
+        "pay/cancel: the order was cancelled before (nothing changed)",
+    ),
+    (
+        UNKNOWN_ORDER,
+        "unknown_order",
+        "pay/cancel: no such reservation in this campaign",
     ),
 ];
 
@@ -132,7 +160,7 @@ pub fn help(command: &str) -> String {
             .filter(|head| !head.contains([' ', ';']));
         let meaning = match owner {
             None => meaning,
-            Some(owner) if owner == command => &meaning[owner.len() + 2..],
+            Some(owner) if owner.split('/').any(|o| o == command) => &meaning[owner.len() + 2..],
             Some(_) => continue,
         };
         text.push_str(&format!("\n  {code:>2}  {name:<width$} {meaning}"));
@@ -163,5 +191,9 @@ mod tests {
         )));
         assert!(!reconcile.contains("sold_out"));
         assert_eq!(name_of(DRIFT_FOUND), "drift_found");
+        let pay = help("pay");
+        assert!(pay.contains(&line("30", "already_paid", "the order is paid")));
+        assert!(pay.contains(&line("16", "not_preheated", "item not preheated")));
+        assert!(!help("buy").contains("already_paid"));
     }
 }

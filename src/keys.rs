@@ -16,6 +16,8 @@
 //! | `…:rate:<user>` | string | attempts in the current rate-limit window |
 //! | `…:orders` | stream | one entry per order, read by `consume` |
 //! | `…:dead` | stream | entries `pending-claim` gave up on |
+//! | `…:reservations` | hash | order id → reservation record (`payment_timeout`, see `reservations`) |
+//! | `…:deadlines` | zset | order id → payment deadline (ms), reserved orders only |
 //! | `…:switch_log` | list | the last kill-switch flips (JSON), newest first |
 
 /// Key prefix of real campaigns.
@@ -37,6 +39,8 @@ pub struct ItemKeys {
     pub requests: String,
     pub orders: String,
     pub dead: String,
+    pub reservations: String,
+    pub deadlines: String,
     pub switch_log: String,
 }
 
@@ -52,6 +56,8 @@ impl ItemKeys {
             requests: format!("{base}requests"),
             orders: format!("{base}orders"),
             dead: format!("{base}dead"),
+            reservations: format!("{base}reservations"),
+            deadlines: format!("{base}deadlines"),
             switch_log: format!("{base}switch_log"),
             base,
         }
@@ -75,7 +81,7 @@ impl ItemKeys {
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub fn fixed(&self) -> [&str; 8] {
+    pub fn fixed(&self) -> [&str; 10] {
         [
             &self.meta,
             &self.stock,
@@ -84,6 +90,8 @@ impl ItemKeys {
             &self.requests,
             &self.orders,
             &self.dead,
+            &self.reservations,
+            &self.deadlines,
             &self.switch_log,
         ]
     }

@@ -22,6 +22,7 @@ pub mod recovery;
 pub mod redis_conn;
 pub mod redis_failure;
 pub mod report;
+pub mod reservations;
 pub mod scripts;
 pub mod state;
 pub mod status;

@@ -90,6 +90,10 @@ pub const KEYS_EXPIRY: Metric = gauge(
     "seckill_keys_expiry_timestamp_seconds",
     "When the item's keys expire (Unix time); reconcile must run before.",
 );
+pub const RESERVATION_UNITS: Metric = gauge(
+    "seckill_reservation_units",
+    "Units of reservations by state (reserved, paid, expired, cancelled); payment_timeout campaigns.",
+);
 pub const ORDERS_STORED: Metric = counter(
     "seckill_orders_stored_total",
     "Order entries this consume process stored in the database and acknowledged.",
@@ -172,6 +176,18 @@ impl Exposition {
             if let Some(ms) = s.expires_in_ms {
                 let at = (s.redis_time_ms + ms) as f64 / 1000.0;
                 self.add(KEYS_EXPIRY, &labels, at);
+            }
+            let r = &s.reservations;
+            if r != &crate::reservations::Totals::default() {
+                for (state, units) in [
+                    ("reserved", r.reserved_units),
+                    ("paid", r.paid_units),
+                    ("expired", r.expired_units),
+                    ("cancelled", r.cancelled_units),
+                ] {
+                    let labels = [labels[0], labels[1], ("state", state)];
+                    self.add(RESERVATION_UNITS, &labels, units as f64);
+                }
             }
         }
     }

@@ -23,6 +23,7 @@ use serde::Serialize;
 use crate::buckets::Layout;
 use crate::campaign::{Campaign, Item};
 use crate::keys::{ItemKeys, ORDER_GROUP};
+use crate::reservations::Totals;
 use crate::scripts::ScriptCall;
 use crate::scripts::item_status::ReadItemStatus;
 
@@ -150,6 +151,9 @@ pub struct ItemStatus {
     /// Milliseconds until the item's keys expire (`None`: no expiry or no keys).
     /// The nightly `reconcile` must run before that.
     pub expires_in_ms: Option<i64>,
+    /// Reservations (`payment_timeout`): orders and units reserved, paid,
+    /// expired and cancelled, from the counters the scripts keep in meta.
+    pub reservations: Totals,
     /// A bucketed item: each bucket's own status, in bucket order (the fields
     /// above are their sum; window and switch text come from bucket 0, `on`
     /// only when every bucket is closed).
@@ -194,6 +198,10 @@ impl ItemStatus {
             },
             dead_letter: parts.iter().map(|p| p.dead_letter).sum(),
             expires_in_ms: parts.iter().filter_map(|p| p.expires_in_ms).min(),
+            reservations: parts.iter().fold(Totals::default(), |mut sum, p| {
+                sum.add(&p.reservations);
+                sum
+            }),
             buckets: parts,
             ..first
         }
@@ -302,11 +310,12 @@ struct RawStatus {
     dead: i64,
     stock_ttl_ms: i64,
     meta_ttl_ms: i64,
+    reservations: Totals,
 }
 
 impl RawStatus {
     fn parse(reply: &[redis::Value]) -> Result<RawStatus> {
-        anyhow::ensure!(reply.len() == 20, "{} fields instead of 20", reply.len());
+        anyhow::ensure!(reply.len() == 28, "{} fields instead of 28", reply.len());
         let text = |i: usize| -> Result<Option<String>> {
             Ok(match &reply[i] {
                 redis::Value::Nil => None,
@@ -345,6 +354,16 @@ impl RawStatus {
             dead: int(17)?,
             stock_ttl_ms: int(18)?,
             meta_ttl_ms: int(19)?,
+            reservations: Totals {
+                reserved_orders: number(20)?.unwrap_or(0),
+                reserved_units: number(21)?.unwrap_or(0),
+                paid_orders: number(22)?.unwrap_or(0),
+                paid_units: number(23)?.unwrap_or(0),
+                expired_orders: number(24)?.unwrap_or(0),
+                expired_units: number(25)?.unwrap_or(0),
+                cancelled_orders: number(26)?.unwrap_or(0),
+                cancelled_units: number(27)?.unwrap_or(0),
+            },
         })
     }
 
@@ -409,6 +428,7 @@ impl RawStatus {
             },
             dead_letter: self.dead,
             expires_in_ms,
+            reservations: self.reservations,
             buckets: Vec::new(),
         }
     }

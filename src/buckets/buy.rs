@@ -43,18 +43,43 @@ pub fn buy<C: ConnectionLike>(
     layout: &Layout,
     request: &BuyRequest,
 ) -> Result<(BuyReply, BuyCost)> {
+    reserve(conn, layout, request, 0)
+}
+
+/// [`buy`]; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
+/// in the home bucket, whose stock the units came from (`reservations`).
+pub fn reserve<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    request: &BuyRequest,
+    payment_timeout_ms: u64,
+) -> Result<(BuyReply, BuyCost)> {
     let home = layout.home(request.user);
     let order_id = new_order_id();
     let mut cost = BuyCost {
         round_trips: 1,
         ..BuyCost::default()
     };
-    let first = scripts::home_buy(conn, &home, request, &order_id, true, None)?;
+    let first = scripts::home_buy(
+        conn,
+        &home,
+        request,
+        &order_id,
+        true,
+        None,
+        payment_timeout_ms,
+    )?;
     if first.reply.outcome != Outcome::SoldOut || first.proven || !layout.is_bucketed() {
         return Ok((first.reply, cost));
     }
     let buckets = layout.all();
-    let reply = match sweep(conn, &buckets, &home, request, &order_id, &mut cost) {
+    let reply = match sweep(
+        conn,
+        &buckets,
+        (&home, &order_id, payment_timeout_ms),
+        request,
+        &mut cost,
+    ) {
         // A bucket visited on the way holds a malformed value: the buy
         // script's own outcome (that bucket wrote nothing; units already
         // moved stay accounted for, in the home bucket or in transit).
@@ -72,12 +97,12 @@ pub fn buy<C: ConnectionLike>(
     Ok((reply, cost))
 }
 
+/// `target`: the home bucket, the order id and the payment timeout of the attempt.
 fn sweep<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
-    home: &BucketKeys,
+    (home, order_id, payment_timeout_ms): (&BucketKeys, &str, u64),
     request: &BuyRequest,
-    order_id: &str,
     cost: &mut BuyCost,
 ) -> Result<BuyReply> {
     let n = buckets.len() as u32;
@@ -120,7 +145,16 @@ fn sweep<C: ConnectionLike>(
                     continue;
                 }
                 cost.round_trips += 1;
-                scripts::home_buy(conn, home, request, order_id, false, None)?.reply
+                let home_buy = scripts::home_buy(
+                    conn,
+                    home,
+                    request,
+                    order_id,
+                    false,
+                    None,
+                    payment_timeout_ms,
+                );
+                home_buy?.reply
             } else if seen.taken > 0 {
                 let transfer = Transfer {
                     id: transfer_id,
@@ -130,8 +164,17 @@ fn sweep<C: ConnectionLike>(
                 };
                 cost.transfers += 1;
                 cost.round_trips += 2;
-                let reply =
-                    scripts::home_buy(conn, home, request, order_id, false, Some(&transfer))?.reply;
+                let credit = Some(&transfer);
+                let reply = scripts::home_buy(
+                    conn,
+                    home,
+                    request,
+                    order_id,
+                    false,
+                    credit,
+                    payment_timeout_ms,
+                )?
+                .reply;
                 if matches!(reply.outcome, Outcome::CorruptState | Outcome::NotPreheated) {
                     // Not credited: the debit stays pending (in transit) for
                     // `reconcile --repair` once the home bucket is fixed.

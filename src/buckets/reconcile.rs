@@ -184,12 +184,22 @@ pub fn reconcile_item<C: ConnectionLike>(
     check_database_against_streams(conn, store, &buckets, campaign, item, &mut report)?;
 
     let transit = transfers.in_transit_units;
+    // Reservations (`reservations::reconcile`): released units are back in
+    // `left` of the bucket they came from and still in their order entries.
+    let released = report.reservations.released_units;
+    report.reservations.finish();
+    report.reservations.buyers_keep = if campaign.rebuy_after_release {
+        0
+    } else {
+        released
+    };
     let accounted = report.stored.units
         + report.in_flight.units
         + report.dead_lettered.units
         + report.remaining
-        + transit;
-    let sides = format!(
+        + transit
+        - released;
+    let mut sides = format!(
         "{} database + {} in flight + {} dead-lettered + {} left in {} buckets + {transit} in transit",
         report.stored.units,
         report.in_flight.units,
@@ -197,6 +207,19 @@ pub fn reconcile_item<C: ConnectionLike>(
         report.remaining,
         layout.buckets
     );
+    if report.reservations.any() {
+        let r = &report.reservations;
+        sides = format!(
+            "{} left in {} buckets + {transit} in transit + {} reserved + {} paid (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
+            report.remaining,
+            layout.buckets,
+            r.reserved_units,
+            r.paid_units,
+            report.stored.units,
+            report.in_flight.units,
+            report.dead_lettered.units
+        );
+    }
     report.equation = if accounted == report.initial_stock {
         format!("{} = {sides}", report.initial_stock)
     } else {
@@ -204,9 +227,12 @@ pub fn reconcile_item<C: ConnectionLike>(
     };
     report.balanced = accounted == report.initial_stock
         && (report.sale_in_progress
-            || report.sold_per_redis == report.initial_stock - report.remaining - transit)
+            || report.sold_per_redis
+                == report.initial_stock - report.remaining - transit
+                    + report.reservations.buyers_keep)
         && report.missing_from_database.count == 0
         && report.not_in_redis.count == 0
+        && report.reservations.state_mismatch_count == 0
         && transfers.unmatched_credits.count == 0;
     report.transfers = Some(transfers);
     Ok(report)

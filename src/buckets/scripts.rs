@@ -26,6 +26,7 @@ pub fn home_buy<C: ConnectionLike>(
     order_id: &str,
     count_attempt: bool,
     credit: Option<&Transfer>,
+    payment_timeout_ms: u64,
 ) -> Result<HomeReply> {
     let call = BucketBuy {
         meta: home.keys.meta.clone(),
@@ -46,6 +47,9 @@ pub fn home_buy<C: ConnectionLike>(
         credit_id: credit.map_or(String::new(), |t| t.id.clone()),
         credit_source: credit.map_or(0, |t| t.source).to_string(),
         credit_units: credit.map_or(0, |t| t.units).to_string(),
+        reservations: home.keys.reservations.clone(),
+        deadlines: home.keys.deadlines.clone(),
+        payment_timeout_ms: payment_timeout_ms.to_string(),
     };
     call.invoke(conn)
         .map_err(anyhow::Error::from)

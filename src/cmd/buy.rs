@@ -159,11 +159,14 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         qty: args.qty,
         request_id: Some(&request_id),
     };
+    let payment_timeout_ms = campaign.payment_timeout_ms();
     // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
     let reply = if item.buckets > 1 {
-        buckets::buy::buy(&mut conn, &Layout::live(&campaign.id, item), &request).map(|r| r.0)
+        let layout = Layout::live(&campaign.id, item);
+        buckets::buy::reserve(&mut conn, &layout, &request, payment_timeout_ms).map(|r| r.0)
     } else {
-        buy::buy(&mut conn, &ItemKeys::live(&campaign.id, &item.id), &request)
+        let keys = ItemKeys::live(&campaign.id, &item.id);
+        buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)
     }
     .map_err(|e| explain_failure(e, &target.display, &request_id))?;
     let mut outcome = reply.outcome;

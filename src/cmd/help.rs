@@ -58,6 +58,17 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai.yaml dead-letter list",
             "seckill -c campaigns/moutai.yaml dead-letter redrive --id 1764460800000-0",
         ],
+        "pay" => &[
+            "seckill -c campaigns/moutai-reservations.yaml pay --order 01M8P4NS5EX06GCT2VHVMNX9BY",
+            "seckill -c campaigns/moutai-reservations.yaml pay --order 01M8P4NS5EX06GCT2VHVMNX9BY --item 1001 --format json",
+        ],
+        "cancel" => &[
+            "seckill -c campaigns/moutai-reservations.yaml cancel --order 01M8P4NS5R15TCQ7WW9F98MDXS --reason \"changed her mind\"",
+        ],
+        "expire" => &[
+            "seckill -c campaigns/moutai-reservations.yaml expire",
+            "seckill -c campaigns/moutai-reservations.yaml expire --loop --interval 1s --batch 100",
+        ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",
@@ -98,6 +109,19 @@ pub fn long(command: &str) -> String {
     let before = String::new();
     let after = match command {
         "reconcile" => format!("\n\n{}", super::reconcile::CRON_NOTE),
+        "pay" | "cancel" => format!(
+            "\n\nA runtime error (1) means the outcome is unknown: {} again with the same order is safe.",
+            if command == "pay" {
+                "paying"
+            } else {
+                "cancelling"
+            }
+        ),
+        "expire" => {
+            "\n\nRun it beside the sale (several at once are fine, any may be killed) or from \
+                     cron: each pass releases everything due, in calls of at most --batch orders."
+                .to_string()
+        }
         "dead-letter" => {
             "\n\nredrive exits 0 when every selected dead letter is stored, 1 when one \
                           is still refused."

@@ -154,6 +154,22 @@ pub struct Args {
     #[arg(long, value_name = "K", requires = "buckets", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub hot_buckets: Option<u32>,
 
+    /// Instead of the variants: buys with a payment timeout, then payments
+    /// racing expiry (--pay-share of the reservations paid, half of them
+    /// right at the deadline) while two expirers run; reports the final
+    /// states and whether initial = left + reserved + paid holds.
+    #[arg(long, conflicts_with_all = ["rate", "buckets", "variant"])]
+    pub reservations: bool,
+
+    /// --reservations: the payment timeout of every reservation (each of
+    /// --connections is a thread with its own connection; closed loop only).
+    #[arg(long, default_value = "2s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION", requires = "reservations")]
+    pub payment_timeout: std::time::Duration,
+
+    /// --reservations: share of the reservations paid (0..=1), half of them at the deadline.
+    #[arg(long, default_value_t = 0.5, value_parser = parse_share, value_name = "SHARE", requires = "reservations")]
+    pub pay_share: f64,
+
     /// Print the EVALSHA command line the v3 or full variant sends per request
     /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
     #[arg(long, value_name = "VARIANT", hide = true)]
@@ -363,6 +379,109 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
         variants: runs.into_iter().map(|run| run.report).collect(),
         buckets: None,
         wide: args.wide,
+    })
+}
+
+/// `--pay-share`: a fraction from 0 to 1.
+fn parse_share(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!(
+            "{text:?} is not a share between 0 and 1 (e.g. 0.5)"
+        )),
+    }
+}
+
+/// `seckill loadtest --reservations`'s report: the race and its proof.
+#[derive(serde::Serialize)]
+pub struct ReservationsReport {
+    #[serde(flatten)]
+    pub race: crate::reservations::loadtest::RaceReport,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for ReservationsReport {
+    /// 0 when every order ended once and the identity holds, else 3.
+    fn exit_code(&self) -> i32 {
+        if self.race.verdict == "exact" {
+            crate::exit_codes::SUCCESS
+        } else {
+            crate::exit_codes::DRIFT_FOUND
+        }
+    }
+
+    /// One figure per line: fits any terminal.
+    fn render(&self) -> String {
+        let r = &self.race;
+        let fields = output::fields(&[
+            ("reserved (buy ok)", r.reserved.to_string()),
+            (
+                "sold out / refused",
+                format!("{} / {}", r.sold_out, r.rejected),
+            ),
+            ("payments sent", r.pay_attempts.to_string()),
+            (
+                "  aimed at the deadline",
+                r.paid_at_deadline_attempts.to_string(),
+            ),
+            ("  answered paid", r.paid.to_string()),
+            ("  refused: expired", r.pay_refused_expired.to_string()),
+            ("final: paid", r.final_paid.to_string()),
+            ("final: expired", r.final_expired.to_string()),
+            ("final: still reserved", r.final_reserved.to_string()),
+            ("final stock", r.final_stock.to_string()),
+            (
+                "buy + race",
+                format!("{:.2} s + {:.2} s", r.buy_elapsed_s, r.race_elapsed_s),
+            ),
+            ("identity", r.identity.clone()),
+            ("verdict", r.verdict.clone()),
+        ]);
+        format!("{}{fields}", output::paragraph(&self.heading))
+    }
+}
+
+/// `--reservations`: buys with a payment timeout, payments racing expiry, the proof.
+pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let target = ctx.redis(&campaign)?;
+    let keys = LoadtestKeys::new(&campaign.id, &item_id);
+    let mut control = target.connect()?;
+    namespace::ensure_free(&mut control, &keys, &campaign)?;
+    let settings = settings(args)?;
+    let mut copy = loadtest_campaign(&campaign, &item_id, &settings);
+    copy.payment_timeout = Some(args.payment_timeout);
+    let race = crate::reservations::loadtest::RaceSettings {
+        threads: args.connections,
+        requests: args.requests,
+        users: settings.users,
+        payment_timeout: args.payment_timeout,
+        pay_share: args.pay_share,
+    };
+    namespace::reset(&mut control, &keys, &ulid::Ulid::generate().to_string())?;
+    let outcome = crate::reservations::loadtest::run(&target, &copy, &keys.item, &race);
+    let race_report = if args.keep {
+        outcome?
+    } else {
+        let cleaned = namespace::remove(&mut control, &keys);
+        let report = outcome?;
+        cleaned?;
+        report
+    };
+    Ok(ReservationsReport {
+        heading: format!(
+            "reservations load test of campaign {} item {item_id} on {}: {} connections (a thread each), {} requests, stock {}, payment timeout {:?}, pay share {}",
+            campaign.id,
+            target.display,
+            args.connections,
+            args.requests,
+            args.stock,
+            args.payment_timeout,
+            args.pay_share
+        ),
+        race: race_report,
     })
 }
 

@@ -14,7 +14,7 @@ use crate::cli::Cli;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR
-    /// instead of printing seckill.1.
+    /// (created if missing) instead of printing seckill.1.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -23,6 +23,9 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<i32> {
     match &args.out {
         Some(dir) => {
+            // `/usr/local/share/man/man1` (the README's target) may not exist yet.
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
             for (name, page) in pages()? {
                 let path = dir.join(&name);
                 std::fs::write(&path, page)

@@ -111,6 +111,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
                 }
                 let mut again = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
                 again.repaired = report.repaired;
+                again.reservations.states_repaired = report.reservations.states_repaired;
                 if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
                     now.settled = first.settled;
                 }
@@ -196,12 +197,32 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
             transfer_lines(&r.item, t, &mut line);
         }
         let in_transit = r.transfers.as_ref().map_or(0, |t| t.in_transit_units);
-        if r.sold_per_redis != r.initial_stock - r.remaining - in_transit {
+        let sold = r.initial_stock - r.remaining - in_transit + r.reservations.buyers_keep;
+        if r.sold_per_redis != sold {
             line(format!(
-                "{}: buyers hold {} units but {} were sold (initial - left - in transit)",
+                "{}: buyers hold {} units but {} were sold (initial - left - in transit{})",
                 r.item,
                 r.sold_per_redis,
-                r.initial_stock - r.remaining - in_transit
+                sold,
+                if r.reservations.buyers_keep > 0 {
+                    " + released, kept against the limit"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if r.reservations.states_repaired > 0 {
+            line(format!(
+                "{}: repaired {} order state(s) the database had not caught up with",
+                r.item, r.reservations.states_repaired
+            ));
+        }
+        if r.reservations.state_mismatch_count > 0 {
+            line(format!(
+                "{}: {} order(s) whose Redis and database states differ: {}",
+                r.item,
+                r.reservations.state_mismatch_count,
+                r.reservations.state_mismatch.join(", ")
             ));
         }
         for (list, what) in [

@@ -22,6 +22,7 @@ use crate::metrics::Exposition;
 use crate::output::{self, Format};
 use crate::redis_conn::{Conn, RedisTarget, parse_duration_arg};
 use crate::report::{Report, emit, envelope_line};
+use crate::reservations::Totals;
 use crate::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
 
 /// Flags of `seckill status`.
@@ -225,6 +226,23 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
             "stock",
             format!("not preheated: run `seckill -c {campaign_file} preheat`"),
         ),
+    }
+    let r = &s.reservations;
+    if r != &Totals::default() {
+        line(
+            "orders",
+            format!(
+                "{} reserved ({} units) · {} paid ({}) · {} released ({}): {} expired, {} cancelled",
+                r.reserved_orders,
+                r.reserved_units,
+                r.paid_orders,
+                r.paid_units,
+                r.released_orders(),
+                r.released_units(),
+                r.expired_orders,
+                r.cancelled_orders
+            ),
+        );
     }
     line("window", s.window.describe());
     let switch = &s.kill_switch;

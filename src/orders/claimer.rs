@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::entry::{Order, parse_order};
+use super::entry::{Order, StreamEntry, parse_entry};
 use super::pipeline::{Batch, store_then_ack};
 use super::reconnecting::ReconnectingConn;
 use super::{OrderStore, log, now_ms, stream};
@@ -195,18 +195,26 @@ impl<'a> Claimer<'a> {
         let mut ids = Vec::new();
         for entry in &entries {
             let delivered = deliveries.get(&entry.id).copied().unwrap_or(0);
-            match parse_order(entry, &self.campaign.id, &item.id) {
+            match parse_entry(entry, &self.campaign.id, &item.id) {
                 Err(reason) => claimed.doomed.push((
                     entry.id.clone(),
                     format!("not an order: {reason}"),
                     delivered,
                 )),
-                Ok(order) if delivered >= self.settings.max_deliveries => {
+                Ok(StreamEntry::Order(order)) if delivered >= self.settings.max_deliveries => {
                     claimed.suspects.push((entry.id.clone(), order, delivered));
                 }
-                Ok(order) => {
+                Ok(StreamEntry::Order(order)) => {
                     ids.push(entry.id.clone());
                     claimed.batch.orders.push(order);
+                }
+                // A state change is applied whatever its delivery count: a
+                // database that takes it never refuses it for its content
+                // (the parser checked every field), and one that is down
+                // leaves it pending.
+                Ok(StreamEntry::Change(change)) => {
+                    ids.push(entry.id.clone());
+                    claimed.batch.changes.push(change);
                 }
             }
         }

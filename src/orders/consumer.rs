@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::entry::{RawEntry, parse_order};
+use super::entry::{RawEntry, StreamEntry, parse_entry};
 use super::pipeline::{Batch, store_then_ack};
 use super::reconnecting::ReconnectingConn;
 use super::{OrderStore, stream};
@@ -287,10 +287,14 @@ impl<'a> Consumer<'a> {
             let item = &self.campaign.items[self.owners[i]];
             let mut ids = Vec::with_capacity(entries.len());
             for entry in &entries {
-                match parse_order(entry, &self.campaign.id, &item.id) {
-                    Ok(order) => {
+                match parse_entry(entry, &self.campaign.id, &item.id) {
+                    Ok(StreamEntry::Order(order)) => {
                         ids.push(entry.id.clone());
                         batch.orders.push(order);
+                    }
+                    Ok(StreamEntry::Change(change)) => {
+                        ids.push(entry.id.clone());
+                        batch.changes.push(change);
                     }
                     Err(reason) => {
                         if self.not_orders.insert(format!("{key} {}", entry.id)) {

@@ -49,13 +49,161 @@ pub struct Order {
     pub bought_at_ms: i64,
     /// The stream entry that carried it.
     pub stream_id: String,
+    /// Payment deadline (Unix ms, Redis clock) when the order is a
+    /// reservation (`payment_timeout`); `None` = final on `ok`.
+    pub deadline_ms: Option<i64>,
 }
+
+impl Order {
+    /// The state a new row of this order starts in.
+    pub fn initial_state(&self) -> OrderState {
+        if self.deadline_ms.is_some() {
+            OrderState::Reserved
+        } else {
+            OrderState::Confirmed
+        }
+    }
+}
+
+/// An order's state, in Redis's reservation record and the database's `state` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderState {
+    /// Final on `ok`: the campaign has no `payment_timeout`.
+    Confirmed,
+    /// Holding its units until paid, cancelled or past its deadline.
+    Reserved,
+    Paid,
+    /// Released: the deadline passed unpaid.
+    Expired,
+    /// Released: cancelled before payment.
+    Cancelled,
+}
+
+impl OrderState {
+    pub const ALL: [OrderState; 5] = [
+        OrderState::Confirmed,
+        OrderState::Reserved,
+        OrderState::Paid,
+        OrderState::Expired,
+        OrderState::Cancelled,
+    ];
+
+    /// The name in Redis, the stream and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderState::Confirmed => "confirmed",
+            OrderState::Reserved => "reserved",
+            OrderState::Paid => "paid",
+            OrderState::Expired => "expired",
+            OrderState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parse a state name.
+    pub fn parse(name: &str) -> Option<OrderState> {
+        OrderState::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Released: its units went back to stock.
+    pub fn released(self) -> bool {
+        matches!(self, OrderState::Expired | OrderState::Cancelled)
+    }
+}
+
+/// A reservation's final state change, as `lua/pay.lua` / `lua/release.lua`
+/// append it to the order stream: the whole order (so the database can
+/// create the row if the order entry has not arrived yet) plus what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateChange {
+    /// The order as the change carries it; `stream_id` is the change's entry.
+    pub order: Order,
+    /// `Paid`, `Expired` or `Cancelled`.
+    pub state: OrderState,
+    /// When it happened (Unix ms, Redis clock).
+    pub at_ms: i64,
+    /// Why (cancel's `--reason`), "" when none.
+    pub reason: String,
+}
+
+/// One entry of an order stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEntry {
+    Order(Order),
+    Change(StateChange),
+}
+
+/// Parse an order entry or a state-change entry of `campaign`/`item`.
+pub fn parse_entry(
+    entry: &RawEntry,
+    campaign: &str,
+    item: &str,
+) -> std::result::Result<StreamEntry, String> {
+    let Some(event) = entry.field("event") else {
+        return parse_order(entry, campaign, item).map(StreamEntry::Order);
+    };
+    let state = std::str::from_utf8(event)
+        .ok()
+        .and_then(OrderState::parse)
+        .filter(|s| {
+            matches!(
+                s,
+                OrderState::Paid | OrderState::Expired | OrderState::Cancelled
+            )
+        })
+        .ok_or_else(|| {
+            format!(
+                "event {:?} is not paid, expired or cancelled",
+                String::from_utf8_lossy(event)
+            )
+        })?;
+    let order = parse_order_fields(entry, campaign, item)?;
+    if order.deadline_ms.is_none() {
+        return Err("state change without deadline_ms".into());
+    }
+    let at_ms = std::str::from_utf8(entry.field("event_at_ms").unwrap_or_default())
+        .ok()
+        .and_then(|t| t.parse::<i64>().ok())
+        .filter(|t| *t > 0)
+        .ok_or("field event_at_ms is not a positive integer")?;
+    let reason = String::from_utf8(entry.field("reason").unwrap_or_default().to_vec())
+        .map_err(|_| "field reason is not UTF-8".to_string())?;
+    if reason.len() > MAX_REASON_BYTES || reason.chars().any(char::is_control) {
+        return Err(format!(
+            "reason {reason:?} is too long or has control characters"
+        ));
+    }
+    Ok(StreamEntry::Change(StateChange {
+        order,
+        state,
+        at_ms,
+        reason,
+    }))
+}
+
+/// Longest cancellation reason the database column takes.
+pub const MAX_REASON_BYTES: usize = 255;
 
 /// Parse an order entry of `campaign`/`item`. The error says why it is not
 /// one (it becomes the dead-letter reason). Everything the database could
 /// refuse is refused here, so a stored batch can only fail for database
 /// reasons, never because of one entry's content.
 pub fn parse_order(
+    entry: &RawEntry,
+    campaign: &str,
+    item: &str,
+) -> std::result::Result<Order, String> {
+    if let Some(event) = entry.field("event") {
+        return Err(format!(
+            "entry is a state change ({}), not an order",
+            String::from_utf8_lossy(event)
+        ));
+    }
+    parse_order_fields(entry, campaign, item)
+}
+
+/// The order fields of an order or state-change entry.
+fn parse_order_fields(
     entry: &RawEntry,
     campaign: &str,
     item: &str,
@@ -109,6 +257,10 @@ pub fn parse_order(
         price_cents: number("price_cents", 0, i64::MAX / MAX_PER_USER_LIMIT)?,
         bought_at_ms: number("bought_at_ms", 1, i64::MAX)?,
         stream_id: entry.id.clone(),
+        deadline_ms: match entry.field("deadline_ms") {
+            None | Some(b"") => None,
+            Some(_) => Some(number("deadline_ms", 1, i64::MAX)?),
+        },
     })
 }
 
@@ -281,6 +433,51 @@ mod tests {
         let mut deleted = entry(&[]);
         deleted.deleted = true;
         assert!(parse_order(&deleted, "c1", "i1").is_err());
+    }
+
+    #[test]
+    fn state_changes_parse_apart_from_orders() {
+        let mut fields = GOOD.to_vec();
+        fields.extend([
+            ("deadline_ms", "1700000900000"),
+            ("event", "cancelled"),
+            ("event_at_ms", "1700000100000"),
+            ("reason", "asked"),
+        ]);
+        let Ok(StreamEntry::Change(change)) = parse_entry(&entry(&fields), "c1", "i1") else {
+            panic!("a state change");
+        };
+        assert_eq!(change.state, OrderState::Cancelled);
+        assert_eq!(change.order.deadline_ms, Some(1_700_000_900_000));
+        assert_eq!(
+            (change.at_ms, change.reason.as_str()),
+            (1_700_000_100_000, "asked")
+        );
+        assert!(
+            parse_order(&entry(&fields), "c1", "i1")
+                .unwrap_err()
+                .contains("state change")
+        );
+        fields[9] = ("event", "reserved");
+        assert!(parse_entry(&entry(&fields), "c1", "i1").is_err());
+        fields[9] = ("event", "paid");
+        fields[10] = ("event_at_ms", "soon");
+        assert!(parse_entry(&entry(&fields), "c1", "i1").is_err());
+        let Ok(StreamEntry::Order(order)) = parse_entry(&entry(&GOOD), "c1", "i1") else {
+            panic!("an order");
+        };
+        assert_eq!(order.initial_state(), OrderState::Confirmed);
+        let mut reserving = GOOD.to_vec();
+        reserving.push(("deadline_ms", "1700000900000"));
+        let order = parse_order(&entry(&reserving), "c1", "i1").unwrap();
+        assert_eq!(order.initial_state(), OrderState::Reserved);
+        reserving[8] = ("deadline_ms", "");
+        assert_eq!(
+            parse_order(&entry(&reserving), "c1", "i1")
+                .unwrap()
+                .deadline_ms,
+            None
+        );
     }
 
     #[test]

@@ -41,10 +41,10 @@ use crate::campaign::Campaign;
 use crate::error::usage;
 use crate::redis_conn::redact;
 
-pub use entry::Order;
+pub use entry::{Order, OrderState, StateChange};
 
 /// Version of the schema this build writes (table `seckill_schema`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The order database when neither flag, environment nor file names one.
 pub const DEFAULT_STORE: &str = "sqlite://orders.db";
@@ -181,6 +181,8 @@ pub struct StoredContent {
     pub user_id: String,
     pub qty: i64,
     pub price_cents: i64,
+    /// The order's state (`confirmed` for orders final on `ok`).
+    pub state: OrderState,
 }
 
 /// One user's stored purchases of one item (`preheat --recover` restores them).
@@ -204,6 +206,21 @@ pub trait OrderStore {
     /// Whether the database takes writes right now: an empty write transaction commits.
     fn accepts_writes(&mut self) -> bool {
         self.insert_orders(&[], 0).is_ok()
+    }
+
+    /// Apply reservations' final state changes in ONE transaction: a missing
+    /// row is created in the new state, a `reserved` row moves to it, any
+    /// other row is left as it is (idempotent; a paid row never becomes
+    /// cancelled). When this returns `Ok` the changes are committed.
+    fn apply_changes(&mut self, changes: &[StateChange], consumed_at_ms: i64) -> Result<()>;
+
+    /// The stored state of each of `order_ids` that is stored.
+    fn order_states(&mut self, order_ids: &[&str]) -> Result<HashMap<String, OrderState>> {
+        Ok(self
+            .stored_contents(order_ids)?
+            .into_iter()
+            .map(|(order_id, content)| (order_id, content.state))
+            .collect())
     }
 
     /// Which of `order_ids` are stored.
@@ -239,6 +256,21 @@ pub trait OrderStore {
         after: &str,
         limit: usize,
     ) -> Result<Vec<StoredOrder>>;
+}
+
+/// A stored `state` column, or an error naming the order and the database.
+pub fn parse_state(order_id: &str, state: &str, database: &str) -> Result<OrderState> {
+    OrderState::parse(state).ok_or_else(|| {
+        anyhow::anyhow!("order {order_id} in {database} has an unknown state {state:?}")
+    })
+}
+
+/// (paid_at, released_at) of a state change: one of them is its time.
+pub fn change_times(change: &StateChange) -> (Option<i64>, Option<i64>) {
+    match change.state {
+        OrderState::Paid => (Some(change.at_ms), None),
+        _ => (None, Some(change.at_ms)),
+    }
 }
 
 /// A log line on stderr: `<UTC time> seckill <command>: <message>`.

@@ -19,7 +19,8 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderStore, SCHEMA_VERSION, StoredContent, StoredOrder,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
+    StoredContent, StoredOrder, change_times, parse_state,
 };
 
 const SCHEMA: [&str; 2] = [
@@ -34,11 +35,41 @@ const SCHEMA: [&str; 2] = [
         bought_at   BIGINT       NOT NULL COMMENT 'Unix ms, Redis clock',
         stream_id   VARCHAR(64)  NOT NULL,
         consumed_at BIGINT       NOT NULL COMMENT 'Unix ms, consumer clock',
+        state       VARCHAR(16)  NOT NULL DEFAULT 'confirmed',
+        deadline_at BIGINT       NULL COMMENT 'Unix ms, Redis clock; NULL = final on ok',
+        paid_at     BIGINT       NULL COMMENT 'Unix ms, Redis clock',
+        released_at BIGINT       NULL COMMENT 'Unix ms, Redis clock (expired or cancelled)',
+        release_reason VARCHAR(255) NULL,
         KEY orders_by_item (campaign, item_id, order_id)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
 ];
 
-/// Rows per INSERT statement (9 placeholders each, far below the 65,535 limit).
+/// Schema 1 → 2: the order state and its times (`payment_timeout`), added
+/// to an existing table (an instant ADD COLUMN on MariaDB 10.3+); rows
+/// stored before are `confirmed` (final on ok), as they were. DDL is not
+/// transactional here: the migration runs under a named lock and re-reads
+/// the columns, so two processes starting at once add each column once.
+const STATE_COLUMNS: [(&str, &str); 5] = [
+    ("state", "VARCHAR(16) NOT NULL DEFAULT 'confirmed'"),
+    (
+        "deadline_at",
+        "BIGINT NULL COMMENT 'Unix ms, Redis clock; NULL = final on ok'",
+    ),
+    ("paid_at", "BIGINT NULL COMMENT 'Unix ms, Redis clock'"),
+    (
+        "released_at",
+        "BIGINT NULL COMMENT 'Unix ms, Redis clock (expired or cancelled)'",
+    ),
+    ("release_reason", "VARCHAR(255) NULL"),
+];
+
+/// Named lock held while the schema is created or migrated.
+const SCHEMA_LOCK: &str = "seckill_schema_migration";
+
+/// Columns of one state change row (see `apply_changes`).
+const CHANGE_COLUMNS: usize = 14;
+
+/// Rows per INSERT statement (at most 14 placeholders each: 14,000, below the 65,535 limit).
 const ROWS_PER_INSERT: usize = 1000;
 /// Order ids per lookup query.
 const LOOKUP_CHUNK: usize = 1000;
@@ -90,16 +121,21 @@ impl MysqlStore {
     fn create_schema(&mut self) -> Result<()> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            for statement in SCHEMA {
-                conn.query_drop(statement)
-                    .with_context(|| format!("cannot create the schema in {display}"))?;
+            let locked: Option<Option<i64>> = conn
+                .exec_first("SELECT GET_LOCK(?, 30)", (SCHEMA_LOCK,))
+                .context("cannot take the schema lock")?;
+            if locked.flatten() != Some(1) {
+                bail!("{display}: another process held the schema lock for 30 s");
             }
+            let created = create_and_migrate(conn, &display);
+            let _ = conn.exec_drop("SELECT RELEASE_LOCK(?)", (SCHEMA_LOCK,));
+            created?;
             let mut tx = conn.start_transaction(TxOpts::default()).context("cannot begin a transaction")?;
             let version: Option<Option<i64>> = tx
                 .query_first("SELECT MAX(version) FROM seckill_schema FOR UPDATE")
                 .context("cannot read seckill_schema")?;
             match version.flatten() {
-                None => tx
+                None | Some(1) => tx
                     .exec_drop("INSERT INTO seckill_schema (version) VALUES (?)", (SCHEMA_VERSION,))
                     .context("cannot record the schema version")?,
                 Some(v) if v > SCHEMA_VERSION => bail!(
@@ -110,6 +146,47 @@ impl MysqlStore {
             tx.commit().context("cannot commit the schema")
         })
     }
+}
+
+/// Create the tables when missing and add the state columns an older table lacks.
+fn create_and_migrate(conn: &mut Conn, display: &str) -> Result<()> {
+    for statement in SCHEMA {
+        conn.query_drop(statement)
+            .with_context(|| format!("cannot create the schema in {display}"))?;
+    }
+    let existing: Vec<String> = conn
+        .query(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'orders'",
+        )
+        .with_context(|| format!("cannot read the columns of orders in {display}"))?;
+    let missing: Vec<String> = STATE_COLUMNS
+        .iter()
+        .filter(|(column, _)| !existing.iter().any(|e| e.eq_ignore_ascii_case(column)))
+        .map(|(column, definition)| format!("ADD COLUMN {column} {definition}"))
+        .collect();
+    if !missing.is_empty() {
+        conn.query_drop(format!("ALTER TABLE orders {}", missing.join(", ")))
+            .with_context(|| format!("cannot add the state columns to orders in {display}"))?;
+    }
+    Ok(())
+}
+
+/// An order row's first eleven columns, in INSERT order (see the schema).
+fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] {
+    [
+        o.order_id.as_str().into(),
+        o.campaign.as_str().into(),
+        o.item_id.as_str().into(),
+        o.user_id.as_str().into(),
+        o.qty.into(),
+        o.price_cents.into(),
+        o.bought_at_ms.into(),
+        o.stream_id.as_str().into(),
+        consumed_at_ms.into(),
+        state.as_str().into(),
+        o.deadline_ms.into(),
+    ]
 }
 
 fn placeholders(rows: usize, per_row: &str) -> String {
@@ -149,23 +226,14 @@ impl OrderStore for MysqlStore {
                 }
                 let sql = format!(
                     "INSERT INTO orders
-                     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at)
+                     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+                      state, deadline_at)
                      VALUES {}",
-                    placeholders(chunk.len(), "(?,?,?,?,?,?,?,?,?)")
+                    placeholders(chunk.len(), "(?,?,?,?,?,?,?,?,?,?,?)")
                 );
-                let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 9);
+                let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 11);
                 for o in &chunk {
-                    values.extend([
-                        o.order_id.as_str().into(),
-                        o.campaign.as_str().into(),
-                        o.item_id.as_str().into(),
-                        o.user_id.as_str().into(),
-                        o.qty.into(),
-                        o.price_cents.into(),
-                        o.bought_at_ms.into(),
-                        o.stream_id.as_str().into(),
-                        consumed_at_ms.into(),
-                    ]);
+                    values.extend(row_values(o, consumed_at_ms, o.initial_state()));
                 }
                 tx.exec_drop(sql, values)
                     .with_context(|| format!("cannot insert {} orders into {display}", chunk.len()))?;
@@ -177,26 +245,71 @@ impl OrderStore for MysqlStore {
         })
     }
 
+    fn apply_changes(&mut self, changes: &[StateChange], consumed_at_ms: i64) -> Result<()> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let mut tx = conn
+                .start_transaction(TxOpts::default())
+                .with_context(|| format!("cannot begin a transaction on {display}"))?;
+            for chunk in changes.chunks(ROWS_PER_INSERT) {
+                // Assignments run left to right and see the columns already
+                // assigned: `state` goes last so the others test the old one.
+                let sql = format!(
+                    "INSERT INTO orders
+                     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+                      state, deadline_at, paid_at, released_at, release_reason)
+                     VALUES {}
+                     ON DUPLICATE KEY UPDATE
+                       paid_at = IF(state = 'reserved', VALUES(paid_at), paid_at),
+                       released_at = IF(state = 'reserved', VALUES(released_at), released_at),
+                       release_reason = IF(state = 'reserved', VALUES(release_reason), release_reason),
+                       state = IF(state = 'reserved', VALUES(state), state)",
+                    placeholders(chunk.len(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                );
+                let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * CHANGE_COLUMNS);
+                for c in chunk {
+                    let o = &c.order;
+                    let (paid_at, released_at) = change_times(c);
+                    values.extend(row_values(o, consumed_at_ms, c.state));
+                    values.extend([
+                        paid_at.into(),
+                        released_at.into(),
+                        c.state.released().then_some(c.reason.as_str()).into(),
+                    ]);
+                }
+                tx.exec_drop(sql, values).with_context(|| {
+                    format!("cannot apply {} state changes in {display}", chunk.len())
+                })?;
+            }
+            tx.commit().with_context(|| {
+                format!("cannot commit {} state changes to {display}", changes.len())
+            })
+        })
+    }
+
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
         let display = self.display.clone();
         self.with_conn(|conn| {
             let mut found = HashMap::new();
             for chunk in order_ids.chunks(LOOKUP_CHUNK) {
                 let sql = format!(
-                    "SELECT order_id, campaign, item_id, user_id, qty, price_cents FROM orders
+                    "SELECT order_id, campaign, item_id, user_id, qty, price_cents, state FROM orders
                      WHERE order_id IN ({})",
                     placeholders(chunk.len(), "?")
                 );
-                let rows: Vec<(String, String, String, String, i64, i64)> = conn
+                type Row = (String, String, String, String, i64, i64, String);
+                let rows: Vec<Row> = conn
                     .exec(sql, chunk.to_vec())
                     .with_context(|| format!("cannot look up orders in {display}"))?;
-                for (order_id, campaign, item_id, user_id, qty, price_cents) in rows {
+                for (order_id, campaign, item_id, user_id, qty, price_cents, state) in rows {
+                    let state = parse_state(&order_id, &state, &display)?;
                     let content = StoredContent {
                         campaign,
                         item_id,
                         user_id,
                         qty,
                         price_cents,
+                        state,
                     };
                     found.insert(order_id, content);
                 }

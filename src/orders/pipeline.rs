@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::entry::Order;
+use super::entry::{Order, StateChange};
 use super::reconnecting::ReconnectingConn;
 use super::transient::is_transient;
 use super::{OrderStore, log, now_ms, stream};
@@ -150,6 +150,9 @@ pub fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
 #[derive(Debug, Default)]
 pub struct Batch {
     pub orders: Vec<Order>,
+    /// Reservations' state changes, applied after the orders (their own
+    /// transaction: a change and its order may arrive in either order).
+    pub changes: Vec<StateChange>,
     /// (stream key, ids) — acked stream by stream, in the order read.
     pub acks: Vec<(String, Vec<String>)>,
 }
@@ -274,6 +277,16 @@ pub fn store_then_ack(
                 }
             }
         }
+    }
+    if !batch.changes.is_empty() {
+        let what = format!(
+            "applying {} state changes in {}",
+            batch.changes.len(),
+            store.display()
+        );
+        retry(command, &what, stop, || {
+            store.apply_changes(&batch.changes, now_ms())
+        })?;
     }
     for (stream_key, ids) in &batch.acks {
         let ids: Vec<String> = ids

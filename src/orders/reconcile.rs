@@ -39,10 +39,11 @@ use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
-use super::entry::{Order, parse_order, stream_id_key};
+use super::entry::{Order, StreamEntry, parse_entry, stream_id_key};
 use super::{ItemTotals, OrderStore, StoredContent, now_ms, stream};
 use crate::campaign::{Campaign, Item};
 use crate::keys::ItemKeys;
+use crate::reservations::reconcile::{ReservationCheck, WalkPosition, compare_states};
 use crate::scripts::ScriptCall;
 use crate::scripts::reconcile_snapshot::{self, ReconcileSnapshot};
 
@@ -138,6 +139,9 @@ pub struct ItemReport {
     /// Orders arrived while checking: the stock equation holds at one
     /// snapshot, but the buyers sum could not be compared.
     pub sale_in_progress: bool,
+    /// Reservations (`payment_timeout`): reserved / paid / released units and
+    /// orders whose Redis and database states disagree.
+    pub reservations: ReservationCheck,
     /// Bucketed items only (`docs/buckets.md`): the transfers between buckets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfers: Option<crate::buckets::reconcile::TransferReport>,
@@ -204,27 +208,55 @@ pub fn reconcile_item<C: ConnectionLike>(
     report.database = store.item_totals(&campaign.id, &item.id)?;
     check_database_against_stream(conn, store, &keys, campaign, item, &mut report)?;
 
+    // Released units are back in `left` and still in their order entries.
+    let released = report.reservations.released_units;
+    report.reservations.finish();
     let accounted = report.stored.units
         + report.in_flight.units
         + report.dead_lettered.units
-        + report.remaining;
-    let sides = format!(
+        + report.remaining
+        - released;
+    let mut sides = format!(
         "{} database + {} in flight + {} dead-lettered + {} left",
         report.stored.units, report.in_flight.units, report.dead_lettered.units, report.remaining
     );
+    if report.reservations.any() {
+        let r = &report.reservations;
+        sides = format!(
+            "{} left + {} reserved + {} paid{} (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
+            report.remaining,
+            r.reserved_units,
+            r.paid_units,
+            if r.confirmed_units > 0 {
+                format!(" + {} confirmed", r.confirmed_units)
+            } else {
+                String::new()
+            },
+            report.stored.units,
+            report.in_flight.units,
+            report.dead_lettered.units,
+        );
+    }
     report.equation = if accounted == report.initial_stock {
         format!("{} = {sides}", report.initial_stock)
     } else {
         format!("{} ≠ {accounted} = {sides}", report.initial_stock)
     };
+    // The buyers hash holds released units too when users may not buy again.
+    report.reservations.buyers_keep = if campaign.rebuy_after_release {
+        0
+    } else {
+        released
+    };
+    let buyers_expected = report.initial_stock - report.remaining + report.reservations.buyers_keep;
     report.database_units_excess = report.database.units - report.stored.units;
     // Entries in flight during the walk may have been committed since.
     let units_agree = (0..=report.in_flight.units).contains(&report.database_units_excess);
     report.balanced = accounted == report.initial_stock
-        && (report.sale_in_progress
-            || report.sold_per_redis == report.initial_stock - report.remaining)
+        && (report.sale_in_progress || report.sold_per_redis == buyers_expected)
         && report.missing_from_database.count == 0
         && report.not_in_redis.count == 0
+        && report.reservations.state_mismatch_count == 0
         && report.content_mismatch.count == 0
         && units_agree;
     Ok(report)
@@ -293,10 +325,30 @@ pub(crate) fn walk_stream<C: ConnectionLike>(
             return Ok(());
         };
         let pending = stream::pending_ids_between(conn, &keys.orders, &first.id, &last.id)?;
-        let orders: Vec<Option<Order>> = page
-            .iter()
-            .map(|entry| parse_order(entry, &campaign.id, &item.id).ok())
-            .collect();
+        let undelivered = |id: &str| stream_id_key(id).is_some_and(|id| id > last_delivered);
+        // State changes are counted apart: their units are not sold again.
+        let mut orders: Vec<Option<Order>> = Vec::with_capacity(page.len());
+        let mut entries = Vec::with_capacity(page.len());
+        for entry in &page {
+            match parse_entry(entry, &campaign.id, &item.id) {
+                Ok(StreamEntry::Change(change)) => {
+                    let in_flight = undelivered(&entry.id) || pending.contains(&entry.id);
+                    report.reservations.add_change(&change, in_flight);
+                    report.stream_entries += 1;
+                }
+                parsed => {
+                    let order = match parsed {
+                        Ok(StreamEntry::Order(order)) => Some(order),
+                        _ => None,
+                    };
+                    if let Some(order) = &order {
+                        report.reservations.add_order(order);
+                    }
+                    orders.push(order);
+                    entries.push(entry);
+                }
+            }
+        }
         let ids: Vec<&str> = orders
             .iter()
             .flatten()
@@ -304,7 +356,8 @@ pub(crate) fn walk_stream<C: ConnectionLike>(
             .collect();
         let stored = store.stored_contents(&ids)?;
         let mut to_repair = Vec::new();
-        for (entry, order) in page.iter().zip(&orders) {
+        let mut stored_orders = Vec::new();
+        for (entry, order) in entries.iter().zip(&orders) {
             report.stream_entries += 1;
             let row = order.as_ref().and_then(|o| stored.get(&o.order_id));
             if let (Some(order), Some(row)) = (order, row)
@@ -313,10 +366,10 @@ pub(crate) fn walk_stream<C: ConnectionLike>(
                 report.content_mismatch.push(order.order_id.clone());
             }
             let in_database = row.is_some();
-            let undelivered = stream_id_key(&entry.id).is_some_and(|id| id > last_delivered);
             if in_database {
                 report.stored.add(order.as_ref());
-            } else if undelivered || pending.contains(&entry.id) {
+                stored_orders.extend(order.as_ref());
+            } else if undelivered(&entry.id) || pending.contains(&entry.id) {
                 report.in_flight.add(order.as_ref());
             } else if dead_ids.contains(&entry.id) {
                 report.dead_lettered.add(order.as_ref());
@@ -330,11 +383,36 @@ pub(crate) fn walk_stream<C: ConnectionLike>(
                 report.missing_from_database.push(name);
             }
         }
+        let position = WalkPosition {
+            last_delivered,
+            snapshot_end,
+            dead_ids,
+        };
+        compare_states(
+            conn,
+            store,
+            keys,
+            &stored_orders,
+            &position,
+            repair,
+            &mut report.reservations,
+        )?;
         if !to_repair.is_empty() {
             report.repaired += store.insert_orders(&to_repair, now_ms())?;
             for order in &to_repair {
                 report.stored.add(Some(order));
             }
+            // A repaired reservation starts `reserved`: bring it to Redis's state.
+            let repaired: Vec<&Order> = to_repair.iter().collect();
+            compare_states(
+                conn,
+                store,
+                keys,
+                &repaired,
+                &position,
+                true,
+                &mut report.reservations,
+            )?;
         }
         after = last.id.clone();
     }

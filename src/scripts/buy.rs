@@ -10,8 +10,8 @@ use crate::exit_codes;
 super::script_call! {
     /// One purchase attempt: KEYS then ARGV of `lua/buy.lua`.
     Buy = "buy.lua", Sale;
-    keys { meta, stock, buyers, buyer_orders, requests, orders, rate }
-    argv { user, qty, request_id, order_id, campaign, item }
+    keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines }
+    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms }
 }
 
 /// What the buy script decided.

@@ -25,8 +25,10 @@ pub mod dead_letter;
 pub mod item_state;
 pub mod item_status;
 pub mod lock_release;
+pub mod pay;
 pub mod preheat;
 pub mod reconcile_snapshot;
+pub mod release;
 pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
@@ -76,7 +78,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 14] = [
+pub static ALL: [&Spec; 16] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -91,6 +93,8 @@ pub static ALL: [&Spec; 14] = [
     &bucket_take::SPEC,
     &bucket_credit::SPEC,
     &bucket_snapshot::SPEC,
+    &pay::SPEC,
+    &release::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -342,7 +346,9 @@ mod tests {
                 "bucket_buy",
                 "bucket_take",
                 "bucket_credit",
-                "bucket_snapshot"
+                "bucket_snapshot",
+                "pay",
+                "release"
             ]
         );
     }

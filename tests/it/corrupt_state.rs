@@ -338,6 +338,11 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "dead_letter" => vec![owned(&["orders-db", pending, "reason", "1", "c"])],
         "stream_order_ids" => vec![owned(&[pending, "1-1"])],
         "lock_release" => vec![owned(&["token"])],
+        "pay" => vec![owned(&["01ORDERX", "cs", "1"])],
+        "release" => vec![
+            owned(&["cancel", "01ORDERX", "why", "1", "1", "cs", "1"]),
+            owned(&["expire", "", "", "10", "1", "cs", "1"]),
+        ],
         // A home buy counting the attempt; a credit then a buy; both at once.
         "bucket_buy" => [
             ["1", "", "0", "0"],

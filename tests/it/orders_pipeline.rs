@@ -97,7 +97,7 @@ fn buys_drain_into_mariadb_exactly_once_and_reconcile_balances() {
     let version: Option<i64> = conn
         .query_first("SELECT MAX(version) FROM seckill_schema")
         .unwrap();
-    assert_eq!(version, Some(1));
+    assert_eq!(version, Some(seckill::orders::SCHEMA_VERSION));
 
     let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
     assert_eq!(code, 0, "{report:#}");
@@ -321,7 +321,7 @@ fn a_deleted_row_is_named_as_drift_and_repaired() {
         1
     );
     db.execute(
-        "INSERT INTO orders VALUES ('GHOST-ORDER', 'flash', '1002', 'ghost', 1, 499900, 1, '1-1', 1)",
+        "INSERT INTO orders (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at) VALUES ('GHOST-ORDER', 'flash', '1002', 'ghost', 1, 499900, 1, '1-1', 1)",
         [],
     )
     .unwrap();

@@ -1,0 +1,64 @@
+//! `seckill pay`: mark one reserved order paid (campaigns with
+//! `payment_timeout`). The exit code is the outcome; paying twice is safe.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::output::{self, time_or_dash};
+use crate::report::Report;
+use crate::reservations::{self, OrderResult};
+
+/// Flags of `seckill pay`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The order id `buy` printed.
+    #[arg(long, value_name = "ID")]
+    pub order: String,
+
+    /// Look the order up in this item only (default: every item of the campaign).
+    #[arg(long, value_name = "ID")]
+    pub item: Option<String>,
+}
+
+/// `seckill pay`'s and `seckill cancel`'s report: one order and what became of it.
+#[derive(Debug, Serialize)]
+pub struct OrderReport {
+    #[serde(flatten)]
+    pub result: OrderResult,
+}
+
+impl Report for OrderReport {
+    fn exit_code(&self) -> i32 {
+        reservations::exit_code(self.result.reply.outcome)
+    }
+
+    /// One field per line: the order id a shopper must copy is never cut.
+    fn render(&self) -> String {
+        let reply = &self.result.reply;
+        let known = reply.state.is_some();
+        let dash = || "-".to_string();
+        output::fields(&[
+            ("outcome", reply.outcome.as_str().to_string()),
+            ("order id", self.result.order_id.clone()),
+            ("item", self.result.item.clone().unwrap_or_else(dash)),
+            ("state", reply.state.clone().unwrap_or_else(dash)),
+            ("qty", if known { reply.qty.to_string() } else { dash() }),
+            ("deadline", time_or_dash(known.then_some(reply.deadline_ms))),
+            ("since", time_or_dash(known.then_some(reply.changed_at_ms))),
+            ("user", reply.user.clone().unwrap_or_else(dash)),
+        ])
+    }
+}
+
+/// Pay one order; the exit code is the outcome's.
+pub fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
+    let mut opened = ctx.open()?;
+    let result = reservations::pay(
+        &mut opened.conn,
+        &opened.campaign,
+        args.item.as_deref(),
+        &args.order,
+    )?;
+    Ok(OrderReport { result })
+}

@@ -1,0 +1,98 @@
+//! `lua/pay.lua`: mark one reserved order paid before its deadline. Its call,
+//! outcomes and reply (shared with `lua/release.lua`'s cancel mode).
+
+use anyhow::{Result, bail};
+use redis::Value;
+use serde::Serialize;
+
+super::script_call! {
+    /// Pay one order: KEYS then ARGV of `lua/pay.lua`.
+    Pay = "pay.lua", Sale;
+    keys { reservations, deadlines, meta, orders }
+    argv { order_id, campaign, item }
+}
+
+/// What `pay` or `cancel` decided about one order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderOutcome {
+    /// pay: the reservation is now paid.
+    Paid,
+    /// pay: it was paid before (nothing changed); cancel: it is paid, never released.
+    AlreadyPaid,
+    /// cancel: the reservation is now cancelled, its units back in stock.
+    Cancelled,
+    /// cancel: it was cancelled before (nothing changed).
+    AlreadyCancelled,
+    /// The deadline passed: released by `expire`, or about to be.
+    Expired,
+    /// pay: the order was cancelled (nothing changed).
+    WasCancelled,
+    /// No reservation with this id in the campaign (or the item given).
+    UnknownOrder,
+    /// The item's keys are gone (expired): nothing changed.
+    NotPreheated,
+}
+
+impl OrderOutcome {
+    /// The name in JSON and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderOutcome::Paid => "paid",
+            OrderOutcome::AlreadyPaid => "already_paid",
+            OrderOutcome::Cancelled => "cancelled",
+            OrderOutcome::AlreadyCancelled => "already_cancelled",
+            OrderOutcome::Expired => "expired",
+            OrderOutcome::WasCancelled => "was_cancelled",
+            OrderOutcome::UnknownOrder => "unknown_order",
+            OrderOutcome::NotPreheated => "not_preheated",
+        }
+    }
+}
+
+/// The record of one reservation after a pay or cancel call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrderReply {
+    pub outcome: OrderOutcome,
+    /// `reserved`, `paid`, `expired` or `cancelled`; None for an unknown order.
+    pub state: Option<String>,
+    pub qty: i64,
+    /// Payment deadline, Unix ms (Redis clock).
+    pub deadline_ms: i64,
+    /// When the order got its state, Unix ms (Redis clock).
+    pub changed_at_ms: i64,
+    pub user: Option<String>,
+}
+
+/// Parse `{outcome, state, qty, deadline_ms, changed_at_ms, user}`; `pay`
+/// says `cancelled` for an order cancelled before, which is
+/// [`OrderOutcome::WasCancelled`] here.
+pub fn parse_reply(reply: Value, paying: bool) -> Result<OrderReply> {
+    let (outcome, state, qty, deadline_ms, changed_at_ms, user): (
+        String,
+        String,
+        i64,
+        i64,
+        i64,
+        String,
+    ) = redis::from_redis_value(reply)?;
+    let outcome = match (outcome.as_str(), paying) {
+        ("paid", true) => OrderOutcome::Paid,
+        ("already_paid", true) | ("paid", false) => OrderOutcome::AlreadyPaid,
+        ("cancelled", true) => OrderOutcome::WasCancelled,
+        ("cancelled", false) => OrderOutcome::Cancelled,
+        ("already_cancelled", false) => OrderOutcome::AlreadyCancelled,
+        ("expired", _) => OrderOutcome::Expired,
+        ("unknown_order", _) => OrderOutcome::UnknownOrder,
+        ("not_preheated", _) => OrderOutcome::NotPreheated,
+        (other, _) => bail!("the order script answered an unknown outcome {other:?}"),
+    };
+    Ok(OrderReply {
+        outcome,
+        state: (!state.is_empty()).then_some(state),
+        qty,
+        deadline_ms,
+        changed_at_ms,
+        user: (!user.is_empty()).then_some(user),
+    })
+}

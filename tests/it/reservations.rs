@@ -1,0 +1,1386 @@
+//! Reservations (`payment_timeout`): each order ends paid or released,
+//! exactly once — pay racing expiry at the deadline from several processes,
+//! expirers killed at random moments, released units sold again, bad input
+//! refused without a change, and the states carried into SQLite and MariaDB.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use redis::Commands;
+use seckill::buy::{self, BuyRequest, Outcome};
+use seckill::campaign::Campaign;
+use seckill::keys::ItemKeys;
+use seckill::orders::{Order, OrderState, StateChange, StoreLocation};
+use seckill::reservations::Record;
+
+use crate::support::mariadb::MariaDb;
+use crate::support::orders::{
+    Background, log_of, reconcile, spawn_seckill, sqlite_path, terminate, wait_exit, wait_until,
+};
+use crate::support::{CampaignFile, RedisServer, campaign_file, json, seckill};
+
+/// One-item campaign `res` with a payment timeout, orders in `orders.db`.
+fn reservation_campaign(stock: i64, timeout: &str, extra: &str) -> CampaignFile {
+    campaign_file(&format!(
+        "campaign: res\nper_user_limit: 3\npayment_timeout: {timeout}\n{extra}items:\n  - id: \"1001\"\n    name: Moutai\n    price: \"1499.00\"\n    stock: {stock}\norders:\n  store: sqlite://orders.db\n"
+    ))
+}
+
+fn keys() -> ItemKeys {
+    ItemKeys::live("res", "1001")
+}
+
+fn preheat(file: &CampaignFile, server: &RedisServer) {
+    seckill(&file.path, &server.url())
+        .arg("preheat")
+        .assert()
+        .success();
+}
+
+/// `n` reservations of users `<prefix>0..` through the real buy script, with
+/// `qty(i)` units each; returns (order id, qty) of each `ok`.
+fn reserve_many(
+    server: &RedisServer,
+    file: &CampaignFile,
+    prefix: &str,
+    n: usize,
+    qty: impl Fn(usize) -> u32,
+) -> Vec<(String, i64)> {
+    let campaign = Campaign::load(&file.path).unwrap();
+    let mut conn = server.conn();
+    let mut ok = Vec::new();
+    for i in 0..n {
+        let user = format!("{prefix}{i}");
+        let units = qty(i);
+        let reply = buy::reserve(
+            &mut conn,
+            &keys(),
+            &BuyRequest {
+                campaign: &campaign.id,
+                item: "1001",
+                user: &user,
+                qty: units,
+                request_id: None,
+            },
+            campaign.payment_timeout_ms(),
+        )
+        .unwrap();
+        assert_eq!(reply.outcome, Outcome::Ok, "reservation {i}");
+        ok.push((reply.order_id.unwrap(), i64::from(units)));
+    }
+    ok
+}
+
+/// SIGTERM every expirer once it is running (its signal handler is
+/// installed before it logs its first line); each must exit 0.
+fn stop_expirers(file: &CampaignFile, expirers: &mut [(Background, String)]) {
+    for (expirer, name) in expirers {
+        wait_until("the expirer started", || {
+            log_of(file, name).contains("releasing due reservations")
+        });
+        terminate(expirer);
+        let status = wait_exit(expirer);
+        assert!(
+            status.success(),
+            "{name}: {status:?}\n{}",
+            log_of(file, name)
+        );
+    }
+}
+
+/// Every reservation record of the item.
+fn records(server: &RedisServer) -> HashMap<String, Record> {
+    let raw: HashMap<String, String> = server.conn().hgetall(keys().reservations).unwrap();
+    raw.into_iter()
+        .map(|(id, text)| {
+            let record = Record::parse(&text).unwrap_or_else(|| panic!("bad record {text:?}"));
+            (id, record)
+        })
+        .collect()
+}
+
+/// The final state events of each order in the item's stream: order id → [event].
+fn events(server: &RedisServer) -> HashMap<String, Vec<(String, i64)>> {
+    let entries: redis::streams::StreamRangeReply =
+        server.conn().xrange_all(keys().orders).unwrap();
+    let mut found: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+    for entry in entries.ids {
+        let field = |name: &str| -> Option<String> {
+            entry
+                .map
+                .get(name)
+                .map(|v| redis::from_redis_value_ref(v).unwrap())
+        };
+        if let Some(event) = field("event") {
+            let qty: i64 = field("qty").unwrap().parse().unwrap();
+            found
+                .entry(field("order_id").unwrap())
+                .or_default()
+                .push((event, qty));
+        }
+    }
+    found
+}
+
+fn stock(server: &RedisServer) -> i64 {
+    server.conn().get(keys().stock).unwrap()
+}
+
+/// `seckill pay|cancel --order ID --format json` → exit code.
+fn order_command(file: &CampaignFile, server: &RedisServer, command: &str, order: &str) -> i32 {
+    let output = seckill(&file.path, &server.url())
+        .args([command, "--order", order, "--format", "json"])
+        .output()
+        .unwrap();
+    let code = output.status.code().unwrap();
+    if code != 1 && code != 2 {
+        let report = json(&output);
+        assert_eq!(report["exit_code"], code, "{report:#}");
+    }
+    code
+}
+
+/// `seckill consume --drain` must succeed.
+fn drain(file: &CampaignFile, server: &RedisServer, extra: &[&str]) {
+    let output = seckill(&file.path, &server.url())
+        .args(["consume", "--drain"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// order id → state in the SQLite order database.
+fn sqlite_states(file: &CampaignFile) -> BTreeMap<String, String> {
+    let db = rusqlite::Connection::open(sqlite_path(file)).unwrap();
+    let mut statement = db.prepare("SELECT order_id, state FROM orders").unwrap();
+    statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Every order has exactly one final event, the one its record names, and
+/// the units add up: stock = initial − paid − still reserved.
+fn assert_each_order_ends_once(
+    server: &RedisServer,
+    orders: &[(String, i64)],
+    initial: i64,
+) -> (i64, i64) {
+    let records = records(server);
+    let events = events(server);
+    let (mut paid, mut released, mut reserved) = (0, 0, 0);
+    for (order, qty) in orders {
+        let record = &records[order];
+        let finals = events.get(order).cloned().unwrap_or_default();
+        match record.state.as_str() {
+            "reserved" => {
+                assert!(finals.is_empty(), "{order} reserved yet {finals:?}");
+                reserved += qty;
+            }
+            state => {
+                assert_eq!(finals, vec![(state.to_string(), *qty)], "{order}");
+                if state == "paid" {
+                    paid += qty;
+                } else {
+                    released += qty;
+                }
+            }
+        }
+    }
+    assert_eq!(stock(server), initial - paid - reserved);
+    let meta: HashMap<String, String> = server.conn().hgetall(keys().meta).unwrap();
+    let counter = |name: &str| meta.get(name).map_or(0, |v| v.parse::<i64>().unwrap());
+    assert_eq!(counter("paid_units"), paid);
+    assert_eq!(counter("reserved_units"), reserved);
+    assert_eq!(
+        counter("expired_units") + counter("cancelled_units"),
+        released
+    );
+    (paid, released)
+}
+
+#[test]
+fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(1200, "3s", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "u", 1000, |_| 1);
+    let first_deadline = records(&server)
+        .values()
+        .map(|r| r.deadline_ms)
+        .min()
+        .unwrap();
+
+    // 4 expirers polling every 150 ms, and 4 payers paying every other order
+    // from shortly before the first deadline: many payments land on either
+    // side of their order's deadline, some after it and before an expirer
+    // came by (the deadline alone must decide), while the expirers release.
+    let mut expirers: Vec<_> = (0..4)
+        .map(|n| {
+            let name = format!("expirer-{n}");
+            let args = ["expire", "--loop", "--interval", "150ms", "--batch", "20"];
+            (spawn_seckill(&file, &server.url(), &[], &args, &name), name)
+        })
+        .collect();
+    let now_ms = || chrono::Utc::now().timestamp_millis();
+    let start_at = first_deadline - 1500;
+    while now_ms() < start_at {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let to_pay: Vec<&String> = orders.iter().step_by(2).map(|(id, _)| id).collect();
+    let outcomes: Vec<(String, i32)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let mine: Vec<&String> = to_pay.iter().skip(w).step_by(4).copied().collect();
+                let (file, server) = (&file, &server);
+                scope.spawn(move || {
+                    mine.into_iter()
+                        .map(|id| (id.clone(), order_command(file, server, "pay", id)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let last_deadline = records(&server)
+        .values()
+        .map(|r| r.deadline_ms)
+        .max()
+        .unwrap();
+    while now_ms() <= last_deadline + 50 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seckill(&file.path, &server.url())
+        .arg("expire")
+        .assert()
+        .success();
+    stop_expirers(&file, &mut expirers);
+
+    let records = records(&server);
+    let paid_by_command: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, code)| *code == 0)
+        .map(|(id, _)| id)
+        .collect();
+    let refused: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, code)| *code == seckill::exit_codes::ORDER_EXPIRED)
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(
+        paid_by_command.len() + refused.len(),
+        to_pay.len(),
+        "{outcomes:?}"
+    );
+    assert!(
+        !paid_by_command.is_empty() && !refused.is_empty(),
+        "the payments did not straddle the deadlines: {} paid, {} refused",
+        paid_by_command.len(),
+        refused.len()
+    );
+    for id in &paid_by_command {
+        assert_eq!(records[*id].state, "paid", "{id}");
+        assert!(records[*id].changed_at_ms < records[*id].deadline_ms);
+    }
+    for id in &refused {
+        assert_eq!(records[*id].state, "expired", "{id}");
+    }
+    let (paid, released) = assert_each_order_ends_once(&server, &orders, 1200);
+    assert_eq!(paid, paid_by_command.len() as i64);
+    assert_eq!(paid + released, 1000);
+    assert_eq!(stock(&server), 1200 - paid);
+
+    drain(&file, &server, &[]);
+    let states = sqlite_states(&file);
+    assert_eq!(states.len(), 1000);
+    for (id, record) in &records {
+        assert_eq!(states[id], record.state, "{id}");
+    }
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let item = &report["items"][0];
+    assert_eq!(item["reservations"]["paid_units"], paid);
+    assert_eq!(item["reservations"]["released_units"], released);
+    assert_eq!(item["reservations"]["reserved_units"], 0);
+    assert_eq!(item["remaining"], 1200 - paid);
+    eprintln!(
+        "race: {paid} paid, {released} released ({} payments refused at the deadline)",
+        refused.len()
+    );
+}
+
+#[test]
+fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(20_000, "1s", "");
+    preheat(&file, &server);
+    let spawn = |n: usize| {
+        let name = format!("expirer-{n}");
+        let args = ["expire", "--loop", "--interval", "5ms", "--batch", "3"];
+        (spawn_seckill(&file, &server.url(), &[], &args, &name), name)
+    };
+    let mut expirers: Vec<_> = (0..4).map(spawn).collect();
+    let mut spawned = 4;
+    // Reservations come due while the expirers run and get killed.
+    let orders = std::thread::scope(|scope| {
+        let maker = scope.spawn(|| reserve_many(&server, &file, "k", 3000, |i| 1 + (i % 3) as u32));
+        let mut rng = rand::rng();
+        std::thread::sleep(Duration::from_millis(1000));
+        for _kill in 0..10 {
+            std::thread::sleep(Duration::from_millis(rng.random_range(20..150)));
+            let victim = rng.random_range(0..expirers.len());
+            expirers[victim].0.kill().unwrap();
+            expirers[victim].0.wait().unwrap();
+            expirers[victim] = spawn(spawned);
+            spawned += 1;
+        }
+        maker.join().unwrap()
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let due: u64 = server.conn().zcard(keys().deadlines).unwrap();
+        if due == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{due} reservations never released"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop_expirers(&file, &mut expirers);
+
+    let total: i64 = orders.iter().map(|(_, qty)| qty).sum();
+    let (paid, released) = assert_each_order_ends_once(&server, &orders, 20_000);
+    assert_eq!(paid, 0);
+    assert_eq!(
+        released, total,
+        "Σ units returned = Σ units of expired orders"
+    );
+    assert_eq!(stock(&server), 20_000);
+    assert!(records(&server).values().all(|r| r.state == "expired"));
+    let buyers: u64 = server.conn().hlen(keys().buyers).unwrap();
+    assert_eq!(buyers, 0, "every released user's units were given back");
+
+    drain(&file, &server, &[]);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(2, "15m", "");
+    preheat(&file, &server);
+    let buy = |user: &str| -> (i32, serde_json::Value) {
+        let output = seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1001", "--user", user, "--format", "json"])
+            .output()
+            .unwrap();
+        (output.status.code().unwrap(), json(&output))
+    };
+    let (_, alice) = buy("alice");
+    let (_, carol) = buy("carol");
+    assert_eq!(buy("bob").0, seckill::exit_codes::SOLD_OUT);
+    let alice_order = alice["order_id"].as_str().unwrap().to_string();
+    let carol_order = carol["order_id"].as_str().unwrap().to_string();
+
+    let output = seckill(&file.path, &server.url())
+        .args([
+            "cancel",
+            "--order",
+            &alice_order,
+            "--reason",
+            "changed her mind",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(json(&output)["outcome"], "cancelled");
+    assert_eq!(stock(&server), 1);
+    let (code, bob) = buy("bob");
+    assert_eq!(code, 0, "the released unit is sold to bob: {bob:#}");
+    assert_eq!(stock(&server), 0);
+
+    assert_eq!(order_command(&file, &server, "cancel", &carol_order), 0);
+    let (code, again) = buy("alice");
+    assert_eq!(code, 0, "alice may buy again: {again:#}");
+    assert_ne!(again["order_id"], alice["order_id"]);
+
+    drain(&file, &server, &[]);
+    let states = sqlite_states(&file);
+    assert_eq!(states[&alice_order], "cancelled");
+    assert_eq!(states[&carol_order], "cancelled");
+    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    let reason: String = db
+        .query_row(
+            "SELECT release_reason FROM orders WHERE order_id = ?1",
+            [&alice_order],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(reason, "changed her mind");
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(5, "15m", "rebuy_after_release: false\n");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "p", 1, |_| 3);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[0].0), 0);
+    assert_eq!(stock(&server), 5);
+    let output = seckill(&file.path, &server.url())
+        .args(["buy", "--item", "1001", "--user", "p0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(seckill::exit_codes::DUPLICATE));
+    let bought: i64 = server.conn().hget(keys().buyers, "p0").unwrap();
+    assert_eq!(
+        bought, 3,
+        "the buyer keeps the released units against the limit"
+    );
+    drain(&file, &server, &[]);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// Everything of the item that a refused pay/cancel must leave as it was,
+/// in a canonical form (DUMP of a hash is in table order, which a mere read
+/// may change by rehashing).
+fn item_snapshot(server: &RedisServer) -> Vec<String> {
+    let mut conn = server.conn();
+    let k = keys();
+    let mut snapshot = Vec::new();
+    for key in [&k.meta, &k.buyers, &k.buyer_orders, &k.reservations] {
+        let map: BTreeMap<String, String> = conn.hgetall(key).unwrap();
+        snapshot.push(format!("{key} {map:?}"));
+    }
+    let stock: Option<String> = conn.get(&k.stock).unwrap();
+    let deadlines: Vec<(String, i64)> = conn.zrange_withscores(&k.deadlines, 0, -1).unwrap();
+    let entries: Vec<String> = conn
+        .xrange_all::<_, redis::streams::StreamRangeReply>(&k.orders)
+        .unwrap()
+        .ids
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let ttls: Vec<i64> = [&k.meta, &k.stock, &k.reservations, &k.deadlines]
+        .into_iter()
+        .map(|key| conn.pttl::<_, i64>(key).unwrap().signum())
+        .collect();
+    snapshot.push(format!("{stock:?} {deadlines:?} {entries:?} {ttls:?}"));
+    snapshot
+}
+
+#[test]
+fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
+    use seckill::exit_codes::{
+        ALREADY_PAID, ORDER_CANCELLED, ORDER_EXPIRED, UNKNOWN_ORDER, USAGE_ERROR,
+    };
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "15m", "");
+    let other = campaign_file(
+        "campaign: other\npayment_timeout: 15m\nitems:\n  - id: \"1001\"\n    name: X\n    price: \"1.00\"\n    stock: 5\n",
+    );
+    preheat(&file, &server);
+    preheat(&other, &server);
+    let orders = reserve_many(&server, &file, "b", 3, |_| 1);
+    let (paid, cancelled, reserved) = (&orders[0].0, &orders[1].0, &orders[2].0);
+    assert_eq!(order_command(&file, &server, "pay", paid), 0);
+    assert_eq!(order_command(&file, &server, "cancel", cancelled), 0);
+
+    let before = item_snapshot(&server);
+    let cases: [(&str, &str, i32); 7] = [
+        ("pay", paid, ALREADY_PAID),
+        ("cancel", paid, ALREADY_PAID),
+        ("pay", cancelled, ORDER_CANCELLED),
+        ("cancel", cancelled, ORDER_CANCELLED),
+        ("pay", "01NOSUCHORDER0000000000000", UNKNOWN_ORDER),
+        ("cancel", "01NOSUCHORDER0000000000000", UNKNOWN_ORDER),
+        // An order of this campaign is unknown to another campaign.
+        ("pay-other", reserved, UNKNOWN_ORDER),
+    ];
+    for (command, order, expected) in cases {
+        let (file, command) = match command {
+            "pay-other" => (&other, "pay"),
+            c => (&file, c),
+        };
+        assert_eq!(
+            order_command(file, &server, command, order),
+            expected,
+            "{command} {order}"
+        );
+    }
+    let output = seckill(&file.path, &server.url())
+        .args(["pay", "--order", "x{y}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--order \"x{y}\" is not an order id")
+    );
+    let output = seckill(&file.path, &server.url())
+        .args(["pay", "--order", reserved, "--item", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    let output = seckill(&file.path, &server.url())
+        .args(["cancel", "--order", reserved, "--reason", "a\nb"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    assert_eq!(
+        item_snapshot(&server),
+        before,
+        "a refused request changed Redis"
+    );
+
+    // The reserved one is still payable; an expired one is not.
+    assert_eq!(order_command(&file, &server, "pay", reserved), 0);
+    let short = reservation_campaign(10, "50ms", "");
+    preheat(&short, &server);
+    let late = reserve_many(&server, &short, "late", 1, |_| 1);
+    std::thread::sleep(Duration::from_millis(80));
+    let late_before = item_snapshot(&server);
+    assert_eq!(
+        order_command(&short, &server, "pay", &late[0].0),
+        ORDER_EXPIRED
+    );
+    assert_eq!(
+        item_snapshot(&server),
+        late_before,
+        "a late payment changed Redis"
+    );
+
+    // The item's meta expired (or was deleted): nothing is written into a
+    // key without expiry, by pay, cancel or expire.
+    let pending = reserve_many(&server, &file, "gone", 1, |_| 1);
+    let () = server.conn().del(keys().meta).unwrap();
+    let gone = item_snapshot(&server);
+    let not_preheated = seckill::exit_codes::NOT_PREHEATED;
+    assert_eq!(
+        order_command(&file, &server, "pay", &pending[0].0),
+        not_preheated
+    );
+    assert_eq!(
+        order_command(&file, &server, "cancel", &pending[0].0),
+        not_preheated
+    );
+    seckill(&file.path, &server.url())
+        .arg("expire")
+        .assert()
+        .success();
+    assert_eq!(
+        item_snapshot(&server),
+        gone,
+        "a request on a gone item changed Redis"
+    );
+}
+
+/// A v1 table (before reservations) gains the state columns on open; its
+/// rows become `confirmed`; state changes then apply conditionally.
+fn migrate_then_apply(
+    store_url: &str,
+    v1: &mut dyn FnMut(),
+    read_state: &mut dyn FnMut(&str) -> Option<String>,
+) {
+    v1();
+    let location = StoreLocation::parse(store_url, std::path::Path::new(".")).unwrap();
+    let mut store = location.open().unwrap();
+    assert_eq!(read_state("OLD-1").as_deref(), Some("confirmed"));
+    let order = |id: &str, deadline: Option<i64>| Order {
+        order_id: id.into(),
+        campaign: "res".into(),
+        item_id: "1001".into(),
+        user_id: format!("user {id}"),
+        qty: 1,
+        price_cents: 149_900,
+        bought_at_ms: 1_000,
+        stream_id: "5-0".into(),
+        deadline_ms: deadline,
+    };
+    let change = |id: &str, state: OrderState| StateChange {
+        order: Order {
+            stream_id: "9-0".into(),
+            ..order(id, Some(2_000))
+        },
+        state,
+        at_ms: 1_500,
+        reason: "why".into(),
+    };
+    store
+        .insert_orders(&[order("R-1", Some(2_000)), order("R-2", Some(2_000))], 1)
+        .unwrap();
+    assert_eq!(read_state("R-1").as_deref(), Some("reserved"));
+    // Paid, then a (bogus) cancel of the same order: a paid row stays paid.
+    store
+        .apply_changes(&[change("R-1", OrderState::Paid)], 2)
+        .unwrap();
+    store
+        .apply_changes(&[change("R-1", OrderState::Cancelled)], 3)
+        .unwrap();
+    assert_eq!(read_state("R-1").as_deref(), Some("paid"));
+    // A change whose order entry has not arrived yet creates the row; the
+    // order entry arriving later leaves it released.
+    store
+        .apply_changes(&[change("R-3", OrderState::Expired)], 4)
+        .unwrap();
+    store
+        .insert_orders(&[order("R-3", Some(2_000))], 5)
+        .unwrap();
+    assert_eq!(read_state("R-3").as_deref(), Some("expired"));
+    // Applying twice changes nothing.
+    store
+        .apply_changes(&[change("R-2", OrderState::Cancelled)], 6)
+        .unwrap();
+    store
+        .apply_changes(&[change("R-2", OrderState::Cancelled)], 7)
+        .unwrap();
+    assert_eq!(read_state("R-2").as_deref(), Some("cancelled"));
+    let states = store
+        .order_states(&["R-1", "R-2", "R-3", "OLD-1", "NONE"])
+        .unwrap();
+    assert_eq!(states.len(), 4);
+    assert_eq!(states["R-2"], OrderState::Cancelled);
+    // Opening again (already version 2) changes nothing.
+    drop(store);
+    let _again = location.open().unwrap();
+    assert_eq!(read_state("R-1").as_deref(), Some("paid"));
+}
+
+const V1_SQLITE: &str = "
+CREATE TABLE seckill_schema (version INTEGER NOT NULL);
+INSERT INTO seckill_schema VALUES (1);
+CREATE TABLE orders (
+    order_id TEXT NOT NULL PRIMARY KEY, campaign TEXT NOT NULL, item_id TEXT NOT NULL,
+    user_id TEXT NOT NULL, qty INTEGER NOT NULL, price_cents INTEGER NOT NULL,
+    bought_at INTEGER NOT NULL, stream_id TEXT NOT NULL, consumed_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX orders_by_item ON orders (campaign, item_id, order_id);
+INSERT INTO orders VALUES ('OLD-1', 'res', '1001', 'old', 1, 100, 1, '1-0', 1);
+";
+
+#[test]
+fn sqlite_schema_1_migrates_and_state_changes_apply_conditionally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.db");
+    let url = format!("sqlite://{}", path.display());
+    migrate_then_apply(
+        &url,
+        &mut || {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .execute_batch(V1_SQLITE)
+                .unwrap()
+        },
+        &mut |id| {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .query_row("SELECT state FROM orders WHERE order_id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .ok()
+        },
+    );
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT MAX(version) FROM seckill_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+}
+
+#[test]
+fn mariadb_schema_1_migrates_and_state_changes_apply_conditionally() {
+    use mysql::prelude::Queryable;
+    let db = MariaDb::start();
+    let url = db.url();
+    migrate_then_apply(
+        &url,
+        &mut || {
+            let mut conn = db.conn();
+            for statement in [
+                "CREATE TABLE seckill_schema (version INT NOT NULL) ENGINE=InnoDB",
+                "INSERT INTO seckill_schema VALUES (1)",
+                "CREATE TABLE orders (order_id VARCHAR(64) NOT NULL PRIMARY KEY, campaign VARCHAR(64) NOT NULL,
+                 item_id VARCHAR(64) NOT NULL, user_id VARCHAR(255) NOT NULL, qty INT NOT NULL,
+                 price_cents BIGINT NOT NULL, bought_at BIGINT NOT NULL, stream_id VARCHAR(64) NOT NULL,
+                 consumed_at BIGINT NOT NULL, KEY orders_by_item (campaign, item_id, order_id))
+                 ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                "INSERT INTO orders VALUES ('OLD-1', 'res', '1001', 'old', 1, 100, 1, '1-0', 1)",
+            ] {
+                conn.query_drop(statement).unwrap();
+            }
+        },
+        &mut |id| {
+            db.conn()
+                .exec_first("SELECT state FROM orders WHERE order_id = ?", (id,))
+                .unwrap()
+        },
+    );
+    let version: Option<i64> = db
+        .conn()
+        .query_first("SELECT MAX(version) FROM seckill_schema")
+        .unwrap();
+    assert_eq!(version, Some(2));
+}
+
+#[test]
+fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
+    use mysql::prelude::Queryable;
+    let server = RedisServer::start();
+    let db = MariaDb::start();
+    let url = db.url();
+    let file = reservation_campaign(50, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "m", 6, |i| 1 + (i % 2) as u32);
+    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    drain(&file, &server, &["--orders-db", &url]);
+    // A payment after the order rows are stored: only its event flows.
+    assert_eq!(order_command(&file, &server, "pay", &orders[2].0), 0);
+    drain(&file, &server, &["--orders-db", &url]);
+    let states: Vec<(String, String)> = db
+        .conn()
+        .query("SELECT order_id, state FROM orders")
+        .unwrap();
+    let states: HashMap<String, String> = states.into_iter().collect();
+    let records = records(&server);
+    assert_eq!(states.len(), 6);
+    for (id, record) in &records {
+        assert_eq!(states[id], record.state, "{id}");
+    }
+    let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
+    assert_eq!(code, 0, "{report:#}");
+    let r = &report["items"][0]["reservations"];
+    assert_eq!(r["paid_units"], 1 + 1);
+    assert_eq!(r["released_units"], 2);
+    assert_eq!(r["reserved_units"], 2 + 1 + 2);
+    assert_eq!(report["items"][0]["remaining"], 50 - 9 + 2);
+
+    db.conn()
+        .exec_drop(
+            "UPDATE orders SET state = 'cancelled' WHERE order_id = ?",
+            (&orders[0].0,),
+        )
+        .unwrap();
+    let output = seckill(&file.path, &server.url())
+        .args(["reconcile", "--orders-db", &url])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(seckill::exit_codes::DRIFT_FOUND),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(&format!("{} (redis paid, database cancelled)", orders[0].0)),
+        "{printed}"
+    );
+}
+
+#[test]
+fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "r", 3, |_| 1);
+    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    drain(&file, &server, &[]);
+    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    // A lost row (paid in Redis) and a state update that never landed.
+    db.execute("DELETE FROM orders WHERE order_id = ?1", [&orders[0].0])
+        .unwrap();
+    db.execute(
+        "UPDATE orders SET state = 'reserved' WHERE order_id = ?1",
+        [&orders[1].0],
+    )
+    .unwrap();
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, seckill::exit_codes::DRIFT_FOUND, "{report:#}");
+    let named = report["items"][0]["reservations"]["state_mismatch"].to_string();
+    assert!(
+        named.contains(&format!(
+            "{} (redis cancelled, database reserved)",
+            orders[1].0
+        )),
+        "{named}"
+    );
+
+    let (code, report) = reconcile(&file, &server, &["--repair"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["items"][0]["repaired"], 1);
+    assert_eq!(report["items"][0]["reservations"]["states_repaired"], 2);
+    let states = sqlite_states(&file);
+    assert_eq!(states[&orders[0].0], "paid");
+    assert_eq!(states[&orders[1].0], "cancelled");
+    assert_eq!(states[&orders[2].0], "reserved");
+}
+
+#[test]
+fn the_reservations_load_test_reports_final_states_and_the_identity() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(100, "15m", "");
+    let output = seckill(&file.path, &server.url())
+        .args([
+            "loadtest",
+            "--reservations",
+            "--connections",
+            "8",
+            "--requests",
+            "600",
+            "--stock",
+            "300",
+            "--payment-timeout",
+            "700ms",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = json(&output);
+    assert_eq!(report["verdict"], "exact", "{report:#}");
+    assert_eq!(report["reserved"], 300);
+    assert_eq!(report["sold_out"], 300);
+    let paid = report["final_paid"].as_i64().unwrap();
+    assert_eq!(report["paid"], paid);
+    assert_eq!(paid + report["final_expired"].as_i64().unwrap(), 300);
+    assert_eq!(report["final_stock"], 300 - paid);
+    assert_eq!(
+        report["pay_attempts"].as_i64().unwrap(),
+        paid + report["pay_refused_expired"].as_i64().unwrap()
+    );
+    let keys: Vec<String> = server.conn().keys("seckill-loadtest:*").unwrap();
+    assert!(keys.is_empty(), "the load test left {keys:?}");
+}
+
+#[test]
+fn expire_catches_up_on_a_backlog_in_bounded_batches() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(100, "50ms", "");
+    preheat(&file, &server);
+    // An expirer that was down while 50 reservations came due.
+    let orders = reserve_many(&server, &file, "c", 50, |i| 1 + (i % 2) as u32);
+    std::thread::sleep(Duration::from_millis(100));
+    let output = seckill(&file.path, &server.url())
+        .args(["expire", "--batch", "7", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let report = json(&output);
+    let item = &report["items"][0];
+    assert_eq!(item["released"], 50, "{report:#}");
+    assert_eq!(item["units"], 75);
+    assert_eq!(item["calls"], 8, "50 due orders in calls of at most 7");
+    let (paid, released) = assert_each_order_ends_once(&server, &orders, 100);
+    assert_eq!((paid, released), (0, 75));
+}
+
+#[test]
+fn reservations_work_unchanged_on_a_three_master_cluster() {
+    use crate::support::cluster::RedisCluster;
+    let cluster = RedisCluster::start();
+    let items: String = (0..6)
+        .map(|i| format!("  - {{ id: sku-{i}, name: sku {i}, price: \"9.99\", stock: 2 }}\n"))
+        .collect();
+    let file = campaign_file(&format!(
+        "campaign: clustered\npayment_timeout: 2s\nitems:\n{items}"
+    ));
+    let cli = || {
+        let mut cmd = seckill(&file.path, &cluster.urls());
+        cmd.arg("--cluster");
+        cmd
+    };
+    cli().arg("preheat").assert().success();
+    // Per item: a and b reserve; a's is paid (even items) or cancelled (odd)
+    // at once, found without --item on whichever master holds it.
+    let mut orders = Vec::new();
+    for i in 0..6 {
+        for user in ["a", "b"] {
+            let output = cli()
+                .args([
+                    "buy",
+                    "--item",
+                    &format!("sku-{i}"),
+                    "--user",
+                    user,
+                    "--format",
+                    "json",
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(0));
+            orders.push(json(&output)["order_id"].as_str().unwrap().to_string());
+        }
+        let command = if i % 2 == 0 { "pay" } else { "cancel" };
+        cli()
+            .args([command, "--order", &orders[2 * i]])
+            .assert()
+            .code(0);
+    }
+    std::thread::sleep(Duration::from_millis(2100));
+    let output = cli().args(["expire", "--format", "json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let report = json(&output);
+    let released: i64 = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["released"].as_i64().unwrap())
+        .sum();
+    assert_eq!(released, 6, "{report:#}");
+    for order in &orders[1..] {
+        let code = cli()
+            .args(["pay", "--order", order])
+            .output()
+            .unwrap()
+            .status
+            .code();
+        assert!(
+            [
+                Some(seckill::exit_codes::ALREADY_PAID),
+                Some(seckill::exit_codes::ORDER_EXPIRED),
+                Some(seckill::exit_codes::ORDER_CANCELLED)
+            ]
+            .contains(&code),
+            "{order}: {code:?}"
+        );
+    }
+    // Paid units stay sold; the rest are back on sale.
+    for i in 0..6 {
+        let expected_left = if i % 2 == 0 { 1 } else { 2 };
+        let output = cli()
+            .args([
+                "shutdown-switch",
+                "status",
+                "--item",
+                &format!("sku-{i}"),
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            json(&output)["items"][0]["stock_left"],
+            expected_left,
+            "sku-{i}"
+        );
+    }
+}
+
+#[test]
+fn reservation_tables_fit_80_columns_without_splitting_an_id() {
+    use crate::support::spec::seckill as spec;
+    let server = RedisServer::start();
+    let file = reservation_campaign(20, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "w", 2, |_| 1);
+    let at_80 = |args: &[&str], code: i32| {
+        spec(args)
+            .campaign(&file)
+            .redis(&server)
+            .columns(80)
+            .fails_with(code)
+            .stdout()
+    };
+    let fits = |what: &str, text: &str, tokens: &[&str]| {
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{what}: {line}\n{text}");
+        }
+        for token in tokens {
+            assert!(
+                text.lines().any(|l| l.contains(token)),
+                "{what}: {token} split:\n{text}"
+            );
+        }
+    };
+    let paid = at_80(&["pay", "--order", &orders[0].0], 0);
+    fits("pay", &paid, &[&orders[0].0, "paid"]);
+    let refused = at_80(
+        &["cancel", "--order", &orders[0].0],
+        seckill::exit_codes::ALREADY_PAID,
+    );
+    fits("cancel", &refused, &[&orders[0].0, "already_paid"]);
+    let expired = at_80(&["expire"], 0);
+    fits("expire", &expired, &["1001"]);
+    let rehearsal = RedisServer::start();
+    let raced = spec(&[
+        "loadtest",
+        "--reservations",
+        "--connections",
+        "2",
+        "--requests",
+        "40",
+        "--stock",
+        "10",
+        "--payment-timeout",
+        "200ms",
+    ])
+    .campaign(&file)
+    .redis(&rehearsal)
+    .columns(80)
+    .succeeds()
+    .stdout();
+    fits("loadtest --reservations", &raced, &["exact"]);
+}
+
+#[test]
+fn the_shipped_reservations_campaign_is_valid() {
+    let campaign =
+        Campaign::load(std::path::Path::new("campaigns/moutai-reservations.yaml")).unwrap();
+    assert_eq!(campaign.payment_timeout, Some(Duration::from_secs(30)));
+    assert!(campaign.rebuy_after_release);
+    assert!(
+        Campaign::load(std::path::Path::new("campaigns/moutai.yaml"))
+            .unwrap()
+            .payment_timeout
+            .is_none()
+    );
+}
+
+/// Stock of every bucket of item 1001 of campaign `bk` under `n` buckets.
+fn bucket_stocks(server: &RedisServer, n: u32) -> Vec<i64> {
+    let layout = seckill::buckets::Layout::new(seckill::keys::LIVE_PREFIX, "bk", "1001", n);
+    let mut conn = server.conn();
+    layout
+        .all()
+        .iter()
+        .map(|b| {
+            conn.get::<_, Option<i64>>(&b.keys.stock)
+                .unwrap()
+                .unwrap_or(-1)
+        })
+        .collect()
+}
+
+#[test]
+fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
+    let server = RedisServer::start();
+    let yaml = |buckets: u32, timeout: &str| {
+        format!(
+            "campaign: bk\npayment_timeout: {timeout}\nitems:\n  - {{ id: \"1001\", name: hot, price: \"9.99\", stock: 8, buckets: {buckets} }}\norders:\n  store: sqlite://orders.db\n"
+        )
+    };
+    let file = campaign_file(&yaml(4, "15m"));
+    let rewrite =
+        |buckets: u32, timeout: &str| std::fs::write(&file.path, yaml(buckets, timeout)).unwrap();
+    preheat(&file, &server);
+    assert_eq!(bucket_stocks(&server, 4), [2, 2, 2, 2]);
+    let buy = |user: &str| -> (i32, serde_json::Value) {
+        let output = seckill(&file.path, &server.url())
+            .args(["buy", "--item", "1001", "--user", user, "--format", "json"])
+            .output()
+            .unwrap();
+        (output.status.code().unwrap(), json(&output))
+    };
+    // Eight shoppers take every unit (transfers included); a ninth is told sold out,
+    // which proves the sell-out in every bucket.
+    let mut orders = Vec::new();
+    for n in 0..8 {
+        let user = format!("s{n}");
+        let (code, bought) = buy(&user);
+        assert_eq!(code, 0, "{bought:#}");
+        orders.push((user, bought["order_id"].as_str().unwrap().to_string()));
+    }
+    assert_eq!(buy("late").0, seckill::exit_codes::SOLD_OUT);
+    assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
+
+    // The file now says another bucket count: preheat refuses it, and the
+    // order still returns its unit to the bucket it was sold from.
+    rewrite(2, "15m");
+    let refused = seckill(&file.path, &server.url())
+        .arg("preheat")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let (user, order) = &orders[0];
+    let home = seckill::buckets::home_bucket(user, 4);
+    let output = seckill(&file.path, &server.url())
+        .args(["cancel", "--order", order, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let cancelled = json(&output);
+    assert_eq!(cancelled["bucket"], home, "{cancelled:#}");
+    let mut expected = [0, 0, 0, 0];
+    expected[home as usize] = 1;
+    assert_eq!(bucket_stocks(&server, 4), expected);
+
+    // The proof is gone: a shopper whose home is another bucket buys the unit.
+    rewrite(4, "15m");
+    let other = (0..)
+        .map(|n| format!("x{n}"))
+        .find(|u| seckill::buckets::home_bucket(u, 4) != home)
+        .unwrap();
+    let (code, resold) = buy(&other);
+    assert_eq!(code, 0, "the released unit is sold again: {resold:#}");
+    assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
+
+    // Expiry returns each unit to its own bucket too.
+    rewrite(4, "100ms");
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].1), 0);
+    let (code, short) = buy("short-lived");
+    assert_eq!(code, 0, "{short:#}");
+    let short_home = seckill::buckets::home_bucket("short-lived", 4);
+    std::thread::sleep(Duration::from_millis(150));
+    seckill(&file.path, &server.url())
+        .arg("expire")
+        .assert()
+        .success();
+    let stocks = bucket_stocks(&server, 4);
+    assert_eq!(stocks.iter().sum::<i64>(), 1, "{stocks:?}");
+    assert_eq!(stocks[short_home as usize], 1, "{stocks:?}");
+
+    drain(&file, &server, &[]);
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let r = &report["items"][0]["reservations"];
+    assert_eq!(r["released_units"], 3, "{report:#}");
+}
+
+/// Every key of the item, canonical: "nothing written" means this is unchanged.
+fn everything(conn: &mut redis::Connection) -> BTreeMap<String, String> {
+    let keys: Vec<String> = conn.keys("*").unwrap();
+    keys.into_iter()
+        .map(|key| {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(conn).unwrap();
+            let value = match kind.as_str() {
+                "string" => format!("{:?}", conn.get::<_, String>(&key).unwrap()),
+                "hash" => format!(
+                    "{:?}",
+                    conn.hgetall::<_, BTreeMap<String, String>>(&key).unwrap()
+                ),
+                "zset" => format!(
+                    "{:?}",
+                    conn.zrange_withscores::<_, Vec<(String, f64)>>(&key, 0, -1)
+                        .unwrap()
+                ),
+                "list" => format!("{:?}", conn.lrange::<_, Vec<String>>(&key, 0, -1).unwrap()),
+                "stream" => format!("{}", conn.xlen::<_, i64>(&key).unwrap()),
+                other => other.to_string(),
+            };
+            (key, format!("{kind} {value}"))
+        })
+        .collect()
+}
+
+#[test]
+fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values() {
+    let server = RedisServer::start();
+    // Pay and cancel before the deadline, expire after it.
+    let long = reservation_campaign(10, "15m", "");
+    let short = reservation_campaign(10, "50ms", "");
+    let k = keys();
+    let pay_keys = [&k.reservations, &k.deadlines, &k.meta, &k.orders];
+    let release_keys = [
+        &k.reservations,
+        &k.deadlines,
+        &k.meta,
+        &k.stock,
+        &k.buyers,
+        &k.buyer_orders,
+        &k.orders,
+    ];
+    let mut cases = 0;
+    for (script, keys, mode) in [
+        ("pay", &pay_keys[..], ""),
+        ("release", &release_keys[..], "cancel"),
+        ("release", &release_keys[..], "expire"),
+    ] {
+        let source = std::fs::read_to_string(format!("lua/{script}.lua")).unwrap();
+        for (index, key) in keys.iter().enumerate() {
+            let corruptions: Vec<(&str, &str)> = vec![
+                ("type", "string"),
+                ("type", "list"),
+                ("value", "1.5"),
+                ("value", "05"),
+                ("value", "99999999999999999999"),
+            ];
+            for (how, what) in corruptions {
+                let mut conn = server.conn();
+                let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
+                let file = if mode == "expire" { &short } else { &long };
+                preheat(file, &server);
+                let order = reserve_many(&server, file, "v", 1, |_| 1).remove(0).0;
+                if mode == "expire" {
+                    std::thread::sleep(Duration::from_millis(60));
+                }
+                let kind: String = redis::cmd("TYPE").arg(*key).query(&mut conn).unwrap();
+                match (how, kind.as_str()) {
+                    ("type", _) => {
+                        let () = conn.del(*key).unwrap();
+                        if what == "string" {
+                            let () = conn.set(*key, "x").unwrap();
+                        } else {
+                            let _: i64 = conn.rpush(*key, "x").unwrap();
+                        }
+                    }
+                    (_, "string") => {
+                        let () = conn.set(*key, what).unwrap();
+                    }
+                    // buyer_orders holds order ids, not numbers.
+                    (_, "hash") if **key == k.buyer_orders => continue,
+                    (_, "hash") => {
+                        // A counter, a buyer's units, a record: each where the script reads it.
+                        let () = conn.hset(*key, "paid_units", what).unwrap();
+                        let () = conn.hset(*key, "v0", what).unwrap();
+                        if **key == k.reservations {
+                            let record = format!("reserved 1 1 1 {what} 1 1-0 v0");
+                            let () = conn.hset(*key, &order, record).unwrap();
+                        }
+                    }
+                    _ => continue,
+                }
+                let argv: Vec<&str> = if script == "pay" {
+                    vec![&order, "res", "1001"]
+                } else if mode == "cancel" {
+                    vec!["cancel", &order, "", "1", "1", "res", "1001"]
+                } else {
+                    vec!["expire", "", "", "10", "1", "res", "1001"]
+                };
+                let before = everything(&mut conn);
+                let result: redis::RedisResult<redis::Value> = redis::cmd("EVAL")
+                    .arg(&source)
+                    .arg(keys.len())
+                    .arg(keys)
+                    .arg(&argv)
+                    .query(&mut conn);
+                let after = everything(&mut conn);
+                let case = format!("{script} {mode} KEYS[{}] {key} {how} {what}", index + 1);
+                cases += 1;
+                match result {
+                    Err(e) => {
+                        assert_eq!(before, after, "{case}: failed half-way: {e}");
+                        assert!(e.to_string().contains(key.as_str()), "{case}: {e}");
+                    }
+                    // Expire takes an unreadable record off the deadline list (named in its reply).
+                    Ok(_) if mode == "expire" && **key == k.reservations => {}
+                    Ok(reply) => {
+                        assert_eq!(before, after, "{case}: wrote with a corrupt key: {reply:?}")
+                    }
+                }
+            }
+        }
+    }
+    assert!(cases >= 60, "{cases} cases");
+}
+
+#[test]
+fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(1000, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "cc", 300, |_| 1);
+    let campaign = Campaign::load(&file.path).unwrap();
+    let mut conn = server.conn();
+    for (n, (order, _)) in orders.iter().enumerate() {
+        match n % 3 {
+            0 => {
+                seckill::reservations::pay(&mut conn, &campaign, None, order).unwrap();
+            }
+            1 => {
+                seckill::reservations::cancel(&mut conn, &campaign, None, order, "").unwrap();
+            }
+            _ => {}
+        }
+    }
+    // Three consumers with small batches share the group: an order and its
+    // change often go to different consumers, in either commit order.
+    let mut consumers: Vec<_> = (0..3)
+        .map(|n| {
+            spawn_seckill(
+                &file,
+                &server.url(),
+                &[],
+                &[
+                    "consume",
+                    "--drain",
+                    "--batch",
+                    "7",
+                    "--consumer",
+                    &format!("c{n}"),
+                ],
+                &format!("consumer-{n}"),
+            )
+        })
+        .collect();
+    for consumer in &mut consumers {
+        let status = wait_exit(consumer);
+        assert!(status.success(), "{status:?}");
+    }
+    drain(&file, &server, &[]);
+    let states = sqlite_states(&file);
+    let records = records(&server);
+    assert_eq!(states.len(), 300);
+    for (id, record) in &records {
+        assert_eq!(states[id], record.state, "{id}");
+    }
+    let (code, report) = reconcile(&file, &server, &[]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn status_shows_reserved_paid_and_released_counts() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(10, "15m", "");
+    preheat(&file, &server);
+    let orders = reserve_many(&server, &file, "st", 4, |i| 1 + (i % 2) as u32);
+    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
+    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    let output = seckill(&file.path, &server.url())
+        .args(["status", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let r = &json(&output)["items"][0]["reservations"];
+    assert_eq!(
+        (
+            &r["reserved_orders"],
+            &r["reserved_units"],
+            &r["paid_units"],
+            &r["cancelled_units"]
+        ),
+        (&2.into(), &3.into(), &1.into(), &2.into()),
+        "{r:#}"
+    );
+    let table = seckill(&file.path, &server.url())
+        .arg("status")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("2 reserved (3 units) · 1 paid (1) · 1 released (2): 0 expired, 1 cancelled"),
+        "{text}"
+    );
+    let metrics = seckill(&file.path, &server.url())
+        .args(["status", "--format", "prometheus"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&metrics.stdout);
+    assert!(
+        text.contains(r#"seckill_reservation_units{campaign="res",item="1001",state="paid"} 1"#),
+        "{text}"
+    );
+}
