@@ -13,6 +13,12 @@
 -- A read whose WRONGTYPE error names its key (error code CORRUPT).
 local function read(key, ...)
   local reply = redis.pcall(...)
+  -- A command or key the caller's ACL refuses is no damaged key: raised as
+  -- itself (NOPERM; reads come before the first write).
+  if type(reply) == 'table' and reply.err
+      and string.find(reply.err, "The user executing the script can't", 1, true) then
+    error(reply)
+  end
   if type(reply) == 'table' and reply.err then
     error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
   end

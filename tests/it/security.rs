@@ -6,7 +6,9 @@
 use crate::support;
 
 use redis::Commands;
+use seckill::buckets::{BucketKeys, Layout, home_bucket};
 use seckill::exit_codes;
+use seckill::keys::LIVE_PREFIX;
 use support::{RedisServer, campaign_file, seckill};
 
 const CAMPAIGN: &str = r#"
@@ -18,6 +20,29 @@ orders:
 "#;
 
 const BASE: &str = "seckill:{moutai-1111:1001}";
+
+/// The same campaign with a bucketed item: 6 units in 2 buckets (3 each).
+const BUCKETED: &str = r#"
+campaign: moutai-1111
+items:
+  - { id: "1001", name: x, price: "1.00", stock: 100 }
+  - { id: "2002", name: y, price: "1.00", stock: 6, buckets: 2 }
+orders:
+  store: sqlite://orders.db
+"#;
+
+fn bucketed_layout() -> Layout {
+    Layout::new(LIVE_PREFIX, "moutai-1111", "2002", 2)
+}
+
+/// `count` user ids whose home is bucket `home` of 2.
+fn users_at_home(home: u32, count: usize) -> Vec<String> {
+    (0..)
+        .map(|i| format!("user{i}"))
+        .filter(|user| home_bucket(user, 2) == home)
+        .take(count)
+        .collect()
+}
 
 /// The `ACL SETUSER` lines of docs/security.md: (user, password, arguments).
 fn documented_roles() -> Vec<(String, String, Vec<String>)> {
@@ -44,29 +69,7 @@ fn create_roles(server: &RedisServer) -> impl Fn(&str) -> String {
     let mut conn = server.conn();
     let mut urls = Vec::new();
     for (user, password, args) in documented_roles() {
-        // Selectors are written `(... ...)` in the doc: one argument each.
-        let mut joined: Vec<String> = Vec::new();
-        let mut open: Option<String> = None;
-        for arg in args {
-            match open.take() {
-                Some(mut s) => {
-                    s.push(' ');
-                    s.push_str(&arg);
-                    if arg.ends_with(')') {
-                        joined.push(s);
-                    } else {
-                        open = Some(s);
-                    }
-                }
-                None if arg.starts_with('(') && !arg.ends_with(')') => open = Some(arg),
-                None => joined.push(arg),
-            }
-        }
-        let () = redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg(&joined)
-            .query(&mut conn)
-            .unwrap_or_else(|e| panic!("ACL SETUSER {user}: {e}"));
+        set_user(&mut conn, &args);
         urls.push((
             user.trim_start_matches("seckill-").to_string(),
             format!("redis://{user}:{password}@127.0.0.1:{}/0", server.port),
@@ -79,6 +82,33 @@ fn create_roles(server: &RedisServer) -> impl Fn(&str) -> String {
             .1
             .clone()
     }
+}
+
+/// `ACL SETUSER` with the words of a doc line (selectors, written `(... ...)`
+/// in the doc, become one argument each).
+fn set_user(conn: &mut redis::Connection, args: &[String]) {
+    let mut joined: Vec<String> = Vec::new();
+    let mut open: Option<String> = None;
+    for arg in args.iter().cloned() {
+        match open.take() {
+            Some(mut s) => {
+                s.push(' ');
+                s.push_str(&arg);
+                if arg.ends_with(')') {
+                    joined.push(s);
+                } else {
+                    open = Some(s);
+                }
+            }
+            None if arg.starts_with('(') && !arg.ends_with(')') => open = Some(arg),
+            None => joined.push(arg),
+        }
+    }
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&joined)
+        .query(conn)
+        .unwrap_or_else(|e| panic!("ACL SETUSER {}: {e}", args[0]));
 }
 
 fn as_role(file: &support::CampaignFile, url: &str, args: &[&str]) -> std::process::Output {
@@ -116,15 +146,30 @@ fn assert_denied(file: &support::CampaignFile, server: &RedisServer, url: &str, 
     assert_eq!(before, state(server), "{args:?} changed something");
 }
 
-/// Stock, buyers, stream length, meta: what a denied command must not change.
-fn state(server: &RedisServer) -> (Option<i64>, i64, i64, Vec<String>) {
+/// Stock, buyers, stream length, meta (and each bucket's transfer logs) of
+/// the plain item and of every bucket of the bucketed one: what a denied
+/// command must not change.
+fn state(server: &RedisServer) -> Vec<String> {
     let mut conn = server.conn();
-    let stock: Option<i64> = conn.get(format!("{BASE}:stock")).unwrap();
-    let buyers: i64 = conn.hlen(format!("{BASE}:buyers")).unwrap();
-    let stream: i64 = conn.xlen(format!("{BASE}:orders")).unwrap();
-    let mut meta: Vec<String> = conn.hkeys(format!("{BASE}:meta")).unwrap();
-    meta.sort();
-    (stock, buyers, stream, meta)
+    let buckets = bucketed_layout().all();
+    let bases = std::iter::once(format!("{BASE}:"))
+        .chain(buckets.iter().map(|bucket| bucket.keys.base.clone()));
+    bases
+        .map(|base| {
+            let stock: Option<i64> = conn.get(format!("{base}stock")).unwrap();
+            let buyers: i64 = conn.hlen(format!("{base}buyers")).unwrap();
+            let stream: i64 = conn.xlen(format!("{base}orders")).unwrap();
+            let mut meta: Vec<(String, String)> = conn.hgetall(format!("{base}meta")).unwrap();
+            meta.sort();
+            let debits: i64 = conn.hlen(format!("{base}xfer_out")).unwrap();
+            let pending: i64 = conn.zcard(format!("{base}xfer_pending")).unwrap();
+            let credits: i64 = conn.hlen(format!("{base}xfer_in")).unwrap();
+            format!(
+                "{base} stock {stock:?} buyers {buyers} stream {stream} meta {meta:?} \
+                 out {debits} pending {pending} in {credits}"
+            )
+        })
+        .collect()
 }
 
 fn direct(url: &str, cmd: &mut redis::Cmd) -> redis::RedisResult<redis::Value> {
@@ -306,4 +351,251 @@ fn the_operator_role_runs_the_load_test() {
             "5",
         ],
     );
+}
+
+fn buy_bucketed(file: &support::CampaignFile, url: &str, user: &str) -> Option<i32> {
+    as_role(file, url, &["buy", "--item", "2002", "--user", user])
+        .status
+        .code()
+}
+
+fn stock_of(server: &RedisServer, bucket: &BucketKeys) -> i64 {
+    server.conn().get(&bucket.keys.stock).unwrap()
+}
+
+/// A debit from `source` to `dest` whose taker died (a second ago and more):
+/// the next sweep, rebalance or `reconcile --repair` that meets it settles it.
+fn forge_stale_debit(operator: &str, source: &BucketKeys, dest: u32, id: &str) {
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("DECRBY")
+        .arg(&source.keys.stock)
+        .arg(1)
+        .cmd("HSET")
+        .arg(&source.xfer_out)
+        .arg(id)
+        .arg(format!("{dest} 1 1000"))
+        .cmd("ZADD")
+        .arg(&source.xfer_pending)
+        .arg(1000)
+        .arg(id);
+    let mut conn = redis::Client::open(operator)
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let () = pipe.query(&mut conn).unwrap();
+}
+
+/// The documented roles on a bucketed item (standalone Redis): the buyer buys
+/// through the home bucket, a sweep, a transfer and the settling of a stale
+/// transfer, and proves the sell-out; the consumer drains every bucket's
+/// stream; the operator preheats, repairs, rebalances and reports per bucket.
+#[test]
+fn each_role_runs_its_subcommands_on_a_bucketed_item() {
+    let server = RedisServer::start();
+    let url = create_roles(&server);
+    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
+    let file = campaign_file(BUCKETED);
+    let layout = bucketed_layout();
+    let (b0, b1) = (layout.bucket(0), layout.bucket(1));
+    let home0 = users_at_home(0, 4);
+    let home1 = users_at_home(1, 3);
+
+    assert_denied(&file, &server, &buyer, &["preheat"]);
+    assert_denied(&file, &server, &consumer, &["preheat"]);
+    assert_allowed(&file, &operator, &["preheat"]);
+    assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (3, 3));
+
+    // A stale transfer 1 -> 0 for the buyer's sweep to settle (bucket_credit).
+    forge_stale_debit(&operator, &b1, 0, "01STALEBUYERSETTLES000000");
+    for user in &home0[..3] {
+        assert_eq!(buy_bucketed(&file, &buyer, user), Some(0), "{user}");
+    }
+    assert_eq!(stock_of(&server, &b0), 0);
+    // Home bucket empty: the sweep takes a unit from bucket 1 by transfer,
+    // settles the stale one on the way, credits, buys and acks.
+    assert_eq!(buy_bucketed(&file, &buyer, &home0[3]), Some(0));
+    let pending: i64 = server.conn().zcard(&b1.xfer_pending).unwrap();
+    let credits: i64 = server.conn().hlen(&b0.xfer_in).unwrap();
+    assert_eq!((pending, credits), (0, 2), "transfers not settled/acked");
+    assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (1, 1));
+
+    // The buyer cannot reset, repair, drain or audit. (`rebalance` runs the
+    // buyer's own sweep scripts, so the buyer role can run it: see the doc.)
+    for args in [
+        &["shutdown-switch", "on"][..],
+        &["init", "--yes"],
+        &["consume", "--drain"],
+        &["reconcile"],
+        &["reconcile", "--repair"],
+    ] {
+        assert_denied(&file, &server, &buyer, args);
+    }
+    assert_denied(
+        &file,
+        &server,
+        &consumer,
+        &["buy", "--item", "2002", "--user", "c"],
+    );
+    assert_denied(&file, &server, &consumer, &["rebalance"]);
+    assert_denied(&file, &server, &consumer, &["reconcile", "--repair"]);
+
+    // The consumer stores every bucket's orders.
+    assert_allowed(&file, &consumer, &["consume", "--drain"]);
+
+    // The operator repairs a transfer left in transit, then rebalances.
+    forge_stale_debit(&operator, &b1, 0, "01STALEREPAIRSETTLES00000");
+    assert_allowed(&file, &operator, &["reconcile", "--repair"]);
+    assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (2, 0));
+    assert_allowed(&file, &operator, &["rebalance", "--low-water", "1"]);
+    assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (1, 1));
+
+    // Bucket 1's users: one plain home buy, one by transfer, then the
+    // sweep proves the sell-out and marks every bucket.
+    assert_eq!(buy_bucketed(&file, &buyer, &home1[0]), Some(0));
+    assert_eq!(buy_bucketed(&file, &buyer, &home1[1]), Some(0));
+    assert_eq!(
+        buy_bucketed(&file, &buyer, &home1[2]),
+        Some(exit_codes::SOLD_OUT)
+    );
+    for bucket in [&b0, &b1] {
+        let proven: Option<String> = server.conn().hget(&bucket.keys.meta, "sold_out").unwrap();
+        assert_eq!(proven.as_deref(), Some("1"), "{}", bucket.keys.meta);
+    }
+
+    // The consumer drains and claims on every bucket's stream, dead-lettering
+    // an entry only the operator could have written.
+    let poison = direct(
+        &operator,
+        redis::cmd("XADD")
+            .arg(&b1.keys.orders)
+            .arg("*")
+            .arg("junk")
+            .arg("1"),
+    );
+    assert!(poison.is_ok(), "{poison:?}");
+    assert_allowed(&file, &consumer, &["consume", "--drain"]);
+    assert_allowed(&file, &consumer, &["pending-claim", "--min-idle", "0s"]);
+    let dead: i64 = server.conn().xlen(&b1.keys.dead).unwrap();
+    assert_eq!(dead, 1, "the consumer could not dead-letter");
+    let () = server.conn().del(&b1.keys.dead).unwrap();
+    let _: i64 = server
+        .conn()
+        .xdel(&b1.keys.orders, &[poison_id(&poison)])
+        .unwrap();
+
+    assert_allowed(&file, &operator, &["reconcile"]);
+    assert_allowed(
+        &file,
+        &operator,
+        &["shutdown-switch", "status", "--buckets"],
+    );
+    assert_allowed(
+        &file,
+        &operator,
+        &["shutdown-switch", "on", "--reason", "t"],
+    );
+    assert_allowed(&file, &operator, &["shutdown-switch", "off"]);
+
+    // Direct commands outside the buyer's role, on a bucket's keys.
+    let bucket_key = |key: &str| format!("{}{key}", b0.keys.base);
+    assert_noperm(
+        &buyer,
+        "buyer DEL bucket stock",
+        redis::cmd("DEL").arg(&b0.keys.stock),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer SET bucket stock",
+        redis::cmd("SET").arg(&b0.keys.stock).arg(999),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer XADD a bucket's dead letters",
+        redis::cmd("XADD")
+            .arg(&b0.keys.dead)
+            .arg("*")
+            .arg("f")
+            .arg("v"),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer DEL a transfer log",
+        redis::cmd("DEL").arg(&b0.xfer_in),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer HDEL a transfer record",
+        redis::cmd("HDEL").arg(&b0.xfer_out).arg("x"),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer SET the bucket count",
+        redis::cmd("SET").arg(layout.marker()).arg(3),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer INCRBY a plain item's stock",
+        redis::cmd("INCRBY").arg(format!("{BASE}:stock")).arg(5),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer writes a transfer log of a plain item's tag",
+        redis::cmd("HSET")
+            .arg(format!("{BASE}:xfer_in"))
+            .arg("t")
+            .arg("0 5 1"),
+    );
+    assert_noperm(
+        &consumer,
+        "consumer XADD an order to a bucket",
+        redis::cmd("XADD")
+            .arg(&b0.keys.orders)
+            .arg("*")
+            .arg("f")
+            .arg("v"),
+    );
+    assert_noperm(
+        &consumer,
+        "consumer INCRBY bucket stock",
+        redis::cmd("INCRBY").arg(bucket_key("stock")).arg(1),
+    );
+    assert_noperm(
+        &consumer,
+        "consumer writes a transfer log",
+        redis::cmd("ZADD").arg(&b0.xfer_pending).arg(1).arg("t"),
+    );
+
+    assert_allowed(&file, &operator, &["init", "--yes"]);
+}
+
+/// A role one read short (a misconfigured ACL): the script's read is refused
+/// inside the script, and the buy says so (Redis's "can't run this command",
+/// exit 1, nothing changed) instead of reporting the key as corrupt state
+/// (exit 17), which would send the operator looking for damaged data.
+#[test]
+fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
+    let server = RedisServer::start();
+    let url = create_roles(&server);
+    let file = campaign_file(BUCKETED);
+    assert_allowed(&file, &url("operator"), &["preheat"]);
+    let (_, password, mut args) = documented_roles()
+        .into_iter()
+        .find(|(user, _, _)| user == "seckill-buyer")
+        .unwrap();
+    args[0] = "seckill-buyer-short".to_string();
+    args.retain(|arg| arg != "+hlen" && arg != "+xlen");
+    set_user(&mut server.conn(), &args);
+    let short = format!(
+        "redis://seckill-buyer-short:{password}@127.0.0.1:{}/0",
+        server.port
+    );
+    for item in ["1001", "2002"] {
+        assert_denied(
+            &file,
+            &server,
+            &short,
+            &["buy", "--item", item, "--user", "u"],
+        );
+    }
 }
