@@ -26,6 +26,7 @@
 -- KEYS[10] deadlines    zset   order id -> payment deadline ms, reserved orders only
 -- ARGV[11] payment_timeout_ms  "0" = an ok is final; else a reservation, as in buy.lua,
 --                              recorded in THIS bucket (where its units come from)
+-- KEYS[11] reservation_counts hash  reservation counters of this bucket (not in meta)
 --
 -- Returns {outcome, order_id, stock_left, in_count, proven}:
 --   outcome    as buy.lua's; sold_out means THIS BUCKET has fewer than qty
@@ -190,10 +191,11 @@ read(KEYS[6], 'XLEN', KEYS[6])
 local timeout = strict_int(ARGV[11] or '0') or 0
 read(KEYS[9], 'HLEN', KEYS[9])
 read(KEYS[10], 'ZCARD', KEYS[10])
+read(KEYS[11], 'HLEN', KEYS[11])
 if timeout > 0 then
-  local counters = read(KEYS[1], 'HMGET', KEYS[1], 'reserved_orders', 'reserved_units')
-  optional_int_of(KEYS[1], 'reserved_orders', counters[1])
-  optional_int_of(KEYS[1], 'reserved_units', counters[2])
+  local counters = read(KEYS[11], 'HMGET', KEYS[11], 'reserved_orders', 'reserved_units')
+  optional_int_of(KEYS[11], 'reserved_orders', counters[1])
+  optional_int_of(KEYS[11], 'reserved_units', counters[2])
 end
 if crediting and not strict_int(ARGV[10]) then
   return redis.error_reply('ERR credit_units ' .. shown(ARGV[10]) .. ' is not an integer')
@@ -260,8 +262,8 @@ if timeout > 0 then
   redis.call('HSET', KEYS[9], ARGV[4], string.format('reserved %d %s %d %s %d %s %s',
     qty, meta[8] or '0', now, deadline, now, entry_id, user))
   redis.call('ZADD', KEYS[10], deadline, ARGV[4])
-  redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
-  redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
+  redis.call('HINCRBY', KEYS[11], 'reserved_orders', 1)
+  redis.call('HINCRBY', KEYS[11], 'reserved_units', qty)
 end
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
@@ -278,6 +280,7 @@ if expire_at then
   if timeout > 0 then
     redis.call('PEXPIREAT', KEYS[9], meta[9])
     redis.call('PEXPIREAT', KEYS[10], meta[9])
+    redis.call('PEXPIREAT', KEYS[11], meta[9])
   end
 end
 return {'ok', ARGV[4], left, in_count, 0}

@@ -21,7 +21,9 @@
 -- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
 -- ARGV[7] payment_timeout_ms  "0" = an ok is final; else the ok is a reservation
 --                             due at now + this (Redis time), recorded in KEYS[8]/KEYS[9],
---                             counted in meta (reserved_orders, reserved_units)
+--                             counted in KEYS[10] (reserved_orders, reserved_units)
+-- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
+--                             role never needs a write on meta (docs/security.md)
 --
 -- Returns {outcome, order_id, stock_left}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
@@ -182,9 +184,9 @@ local timeout = strict_int(ARGV[7] or '0') or 0
 if timeout > 0 then
   read(KEYS[8], 'HEXISTS', KEYS[8], ARGV[4])
   read(KEYS[9], 'ZSCORE', KEYS[9], ARGV[4])
-  local counters = read(KEYS[1], 'HMGET', KEYS[1], 'reserved_orders', 'reserved_units')
-  optional_int_of(KEYS[1], 'reserved_orders', counters[1])
-  optional_int_of(KEYS[1], 'reserved_units', counters[2])
+  local counters = read(KEYS[10], 'HMGET', KEYS[10], 'reserved_orders', 'reserved_units')
+  optional_int_of(KEYS[10], 'reserved_orders', counters[1])
+  optional_int_of(KEYS[10], 'reserved_units', counters[2])
 end
 
 if meta[2] == '1' then
@@ -231,8 +233,8 @@ if timeout > 0 then
   redis.call('HSET', KEYS[8], ARGV[4], string.format('reserved %d %s %d %s %d %s %s',
     qty, meta[8] or '0', now_ms, deadline, now_ms, entry_id, user))
   redis.call('ZADD', KEYS[9], deadline, ARGV[4])
-  redis.call('HINCRBY', KEYS[1], 'reserved_orders', 1)
-  redis.call('HINCRBY', KEYS[1], 'reserved_units', qty)
+  redis.call('HINCRBY', KEYS[10], 'reserved_orders', 1)
+  redis.call('HINCRBY', KEYS[10], 'reserved_units', qty)
 end
 local left = redis.call('DECRBY', KEYS[2], qty)
 redis.call('HINCRBY', KEYS[3], user, qty)
@@ -250,6 +252,7 @@ if expire_at then
   if timeout > 0 then
     redis.call('PEXPIREAT', KEYS[8], meta[9])
     redis.call('PEXPIREAT', KEYS[9], meta[9])
+    redis.call('PEXPIREAT', KEYS[10], meta[9])
   end
 end
 return {'ok', ARGV[4], left}

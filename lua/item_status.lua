@@ -9,6 +9,7 @@
 -- KEYS[3] buyers  hash   (only its length)
 -- KEYS[4] orders  stream (length, entries added, consumer group, recent ids)
 -- KEYS[5] dead    stream (only its length)
+-- KEYS[6] reservation_counts hash (the reservation counters)
 -- ARGV[1] group  consumer group name of the order stream
 --
 -- Returns a flat array:
@@ -21,7 +22,7 @@
 --  [17] group last-delivered-id ("" when no group)
 --  [18] dead-letter stream length
 --  [19] PTTL of stock  [20] PTTL of meta (-1 no expiry, -2 no key)
---  [21..28] reservation counters of meta (false when absent): reserved_orders,
+--  [21..28] reservation counters of KEYS[6] (false when absent): reserved_orders,
 --           reserved_units, paid_orders, paid_units, expired_orders, expired_units,
 --           cancelled_orders, cancelled_units
 --
@@ -47,7 +48,8 @@ end
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms',
-  'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by',
+  'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by')
+local counts = read(KEYS[6], 'HMGET', KEYS[6],
   'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
   'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units')
 
@@ -75,4 +77,4 @@ return {now_ms, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], m
   read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
   length, added, group_exists, pending, lag, last_delivered,
   read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1]),
-  meta[9], meta[10], meta[11], meta[12], meta[13], meta[14], meta[15], meta[16]}
+  counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7], counts[8]}

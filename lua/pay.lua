@@ -4,8 +4,9 @@
 --
 -- KEYS[1] reservations  hash   order id -> reservation record (below)
 -- KEYS[2] deadlines     zset   order id -> deadline ms, reserved orders only
--- KEYS[3] meta          hash   reservation counters: reserved_/paid_ orders and units
+-- KEYS[3] meta          hash   read only: initial_stock says the item is preheated
 -- KEYS[4] orders        stream the order's `paid` event goes here, for the database
+-- KEYS[5] reservation_counts hash reservation counters: reserved_/paid_ orders and units
 -- ARGV[1] order_id      the order to pay
 -- ARGV[2] campaign      campaign id (copied into the event)
 -- ARGV[3] item          item id     (copied into the event)
@@ -88,11 +89,12 @@ local function check_counters(meta)
   end
 end
 
+
 local r = parse(KEYS[1], ARGV[1], read(KEYS[1], 'HGET', KEYS[1], ARGV[1]))
 -- Every other key read (type checked) before any answer or write.
 read(KEYS[2], 'ZSCORE', KEYS[2], ARGV[1])
 local preheated = read(KEYS[3], 'HGET', KEYS[3], 'initial_stock')
-check_counters(KEYS[3])
+check_counters(KEYS[5])
 read(KEYS[4], 'XLEN', KEYS[4])
 if not r then
   return {'unknown_order', '', 0, 0, 0, ''}
@@ -113,7 +115,8 @@ if now_ms >= tonumber(deadline) then
   return reply('expired')
 end
 
--- Without meta (expired) the counters would be written into a key with no expiry.
+-- Without meta (expired) the counters (which expire with it) would be
+-- written into a key with no expiry.
 if not preheated then
   return reply('not_preheated')
 end
@@ -126,8 +129,8 @@ state, changed_at = 'paid', now
 redis.call('HSET', KEYS[1], ARGV[1], table.concat(
   {state, qty, price, bought_at, deadline, changed_at, event_id, user}, ' '))
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HINCRBY', KEYS[3], 'reserved_orders', -1)
-redis.call('HINCRBY', KEYS[3], 'reserved_units', -tonumber(qty))
-redis.call('HINCRBY', KEYS[3], 'paid_orders', 1)
-redis.call('HINCRBY', KEYS[3], 'paid_units', tonumber(qty))
+redis.call('HINCRBY', KEYS[5], 'reserved_orders', -1)
+redis.call('HINCRBY', KEYS[5], 'reserved_units', -tonumber(qty))
+redis.call('HINCRBY', KEYS[5], 'paid_orders', 1)
+redis.call('HINCRBY', KEYS[5], 'paid_units', tonumber(qty))
 return reply('paid')

@@ -5,13 +5,15 @@
 --
 -- KEYS[1] reservations  hash   order id -> reservation record (format in lua/pay.lua)
 -- KEYS[2] deadlines     zset   order id -> deadline ms, reserved orders only
--- KEYS[3] meta          hash   reservation counters (reserved_/expired_/cancelled_ orders, units);
---                              a bucket's `sold_out` proof is cleared by a release
+-- KEYS[3] meta          hash   initial_stock (preheated?); a bucket's `sold_out` proof
+--                              is cleared by a release
 -- KEYS[4] stock         string units left: a released order's units come back here,
 --                              the stock of the slot (item or bucket) the order was sold from
 -- KEYS[5] buyers        hash   user -> units bought (decremented when ARGV rebuy = 1)
 -- KEYS[6] buyer_orders  hash   user -> latest order id (dropped with the user's last unit)
 -- KEYS[7] orders        stream one `expired`/`cancelled` event per released order
+-- KEYS[8] reservation_counts hash reservation counters (reserved_/expired_/cancelled_
+--                              orders, units)
 -- ARGV[1] mode          "cancel" (ARGV order_id) or "expire" (due orders, up to ARGV limit)
 -- ARGV[2] order_id      cancel: the order; expire: ""
 -- ARGV[3] reason        cancel: why (copied into the event); expire: ""
@@ -98,6 +100,7 @@ local function check_counters(meta)
   end
 end
 
+
 local mode = ARGV[1]
 local rebuy = ARGV[5] == '1'
 
@@ -105,7 +108,7 @@ local stock = integer(KEYS[4], read(KEYS[4], 'GET', KEYS[4]))
 if not read(KEYS[3], 'HGET', KEYS[3], 'initial_stock') then
   stock = nil -- meta gone (expired): the item is not preheated any more
 end
-check_counters(KEYS[3])
+check_counters(KEYS[8])
 read(KEYS[1], 'HLEN', KEYS[1])
 read(KEYS[2], 'ZCARD', KEYS[2])
 read(KEYS[5], 'HLEN', KEYS[5])
@@ -145,10 +148,10 @@ local function release(order_id, r, new_state, reason)
   redis.call('HSET', KEYS[1], order_id, table.concat(
     {new_state, r.qty, r.price, r.bought_at, r.deadline, now, event_id, r.user}, ' '))
   redis.call('ZREM', KEYS[2], order_id)
-  redis.call('HINCRBY', KEYS[3], 'reserved_orders', -1)
-  redis.call('HINCRBY', KEYS[3], 'reserved_units', -qty)
-  redis.call('HINCRBY', KEYS[3], new_state .. '_orders', 1)
-  redis.call('HINCRBY', KEYS[3], new_state .. '_units', qty)
+  redis.call('HINCRBY', KEYS[8], 'reserved_orders', -1)
+  redis.call('HINCRBY', KEYS[8], 'reserved_units', -qty)
+  redis.call('HINCRBY', KEYS[8], new_state .. '_orders', 1)
+  redis.call('HINCRBY', KEYS[8], new_state .. '_units', qty)
   r.state, r.changed_at = new_state, now
 end
 

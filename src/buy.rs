@@ -57,6 +57,7 @@ pub fn reserve<C: ConnectionLike>(
         item: request.item.to_string(),
         reservations: keys.reservations.clone(),
         deadlines: keys.deadlines.clone(),
+        reservation_counts: keys.reservation_counts.clone(),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     };
     let reply = call.invoke(conn).with_context(|| {

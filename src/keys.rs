@@ -18,6 +18,7 @@
 //! | `…:dead` | stream | entries `pending-claim` gave up on |
 //! | `…:reservations` | hash | order id → reservation record (`payment_timeout`, see `reservations`) |
 //! | `…:deadlines` | zset | order id → payment deadline (ms), reserved orders only |
+//! | `…:reservation_counts` | hash | reservation counters (`reserved_orders`, `paid_units`, …): not in `meta`, so the buyer role that counts a reservation cannot write `meta` (docs/security.md) |
 //! | `…:switch_log` | list | the last kill-switch flips (JSON), newest first |
 
 /// Key prefix of real campaigns.
@@ -41,6 +42,7 @@ pub struct ItemKeys {
     pub dead: String,
     pub reservations: String,
     pub deadlines: String,
+    pub reservation_counts: String,
     pub switch_log: String,
 }
 
@@ -58,6 +60,7 @@ impl ItemKeys {
             dead: format!("{base}dead"),
             reservations: format!("{base}reservations"),
             deadlines: format!("{base}deadlines"),
+            reservation_counts: format!("{base}reservation_counts"),
             switch_log: format!("{base}switch_log"),
             base,
         }
@@ -81,7 +84,7 @@ impl ItemKeys {
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub fn fixed(&self) -> [&str; 10] {
+    pub fn fixed(&self) -> [&str; 11] {
         [
             &self.meta,
             &self.stock,
@@ -92,6 +95,7 @@ impl ItemKeys {
             &self.dead,
             &self.reservations,
             &self.deadlines,
+            &self.reservation_counts,
             &self.switch_log,
         ]
     }

@@ -152,7 +152,7 @@ pub struct ItemStatus {
     /// The nightly `reconcile` must run before that.
     pub expires_in_ms: Option<i64>,
     /// Reservations (`payment_timeout`): orders and units reserved, paid,
-    /// expired and cancelled, from the counters the scripts keep in meta.
+    /// expired and cancelled, from the counters the scripts keep in `reservation_counts`.
     pub reservations: Totals,
     /// A bucketed item: each bucket's own status, in bucket order (the fields
     /// above are their sum; window and switch text come from bucket 0, `on`
@@ -264,6 +264,7 @@ impl StatusReader {
             buyers: keys.buyers.as_str(),
             orders: keys.orders.as_str(),
             dead: keys.dead.as_str(),
+            reservation_counts: keys.reservation_counts.as_str(),
             group: ORDER_GROUP,
         };
         let reply: Vec<redis::Value> = call

@@ -49,6 +49,7 @@ pub fn home_buy<C: ConnectionLike>(
         credit_units: credit.map_or(0, |t| t.units).to_string(),
         reservations: home.keys.reservations.clone(),
         deadlines: home.keys.deadlines.clone(),
+        reservation_counts: home.keys.reservation_counts.clone(),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     };
     call.invoke(conn)

@@ -88,6 +88,7 @@ fn buy_call(
         item: fixed(item_id),
         reservations: fixed(&keys.reservations),
         deadlines: fixed(&keys.deadlines),
+        reservation_counts: fixed(&keys.reservation_counts),
         payment_timeout_ms: fixed("0"),
     }
 }
@@ -225,11 +226,11 @@ mod tests {
         let call = buy_call(&keys, "camp", "item", "run-");
         let words = words_of(&call, None, &|_| b"42".to_vec());
         assert_eq!(words[1], crate::scripts::buy::SPEC.sha().as_bytes());
-        assert_eq!(words[2], b"9");
+        assert_eq!(words[2], b"10");
         assert_eq!(words[3], keys.item.meta.as_bytes());
         assert_eq!(words[9], keys.item.rate("u42").as_bytes());
-        assert_eq!(words[12], b"u42");
-        assert_eq!(words[15], b"run-42");
+        assert_eq!(words[13], b"u42");
+        assert_eq!(words[16], b"run-42");
     }
 
     #[test]
@@ -238,7 +239,7 @@ mod tests {
         let line = print_command(Variant::Full, &keys, "camp", "item").unwrap();
         assert!(
             line.starts_with(&format!(
-                "EVALSHA {} 9 'seckill-loadtest:{{camp:item}}:meta'",
+                "EVALSHA {} 10 'seckill-loadtest:{{camp:item}}:meta'",
                 crate::scripts::buy::SPEC.sha()
             )),
             "{line}"

@@ -10,7 +10,8 @@
 //!   (written by `lua/buy.lua`, changed only by `lua/pay.lua` and
 //!   `lua/release.lua`);
 //! * `…:deadlines` zset: order id → deadline (ms), reserved orders only;
-//! * counters in `…:meta`: `reserved_`, `paid_`, `expired_`, `cancelled_`
+//! * counters in `…:reservation_counts` (not `meta`: the buyer role must not write
+//!   `meta`, see docs/security.md): `reserved_`, `paid_`, `expired_`, `cancelled_`
 //!   `orders` / `units`.
 //!
 //! Every state change is one script that re-checks the record (and, for
@@ -249,6 +250,7 @@ pub fn pay_in<C: ConnectionLike>(
         deadlines: slot.keys.deadlines.as_str(),
         meta: slot.keys.meta.as_str(),
         orders: slot.keys.orders.as_str(),
+        reservation_counts: slot.keys.reservation_counts.as_str(),
         order_id,
         campaign: campaign.id.as_str(),
         item: slot.item.id.as_str(),
@@ -331,6 +333,7 @@ fn release_call<'a>(
         buyers: slot.keys.buyers.clone(),
         buyer_orders: slot.keys.buyer_orders.clone(),
         orders: slot.keys.orders.clone(),
+        reservation_counts: slot.keys.reservation_counts.clone(),
         mode: mode.to_string(),
         order_id: order_id.to_string(),
         reason: reason.to_string(),
@@ -532,7 +535,7 @@ fn heal_sell_out_proofs(
     Ok(())
 }
 
-/// Reservation counters of one slot (from `…:meta`).
+/// Reservation counters of one slot (from `…:reservation_counts`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
     pub reserved_orders: i64,
@@ -572,7 +575,7 @@ impl Totals {
 /// Read one slot's reservation counters.
 pub fn totals<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Totals> {
     let values: Vec<Option<i64>> = redis::cmd("HMGET")
-        .arg(&keys.meta)
+        .arg(&keys.reservation_counts)
         .arg(&[
             "reserved_orders",
             "reserved_units",
@@ -584,7 +587,12 @@ pub fn totals<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Totals
             "cancelled_units",
         ])
         .query(conn)
-        .with_context(|| format!("cannot read the reservation counters in {}", keys.meta))?;
+        .with_context(|| {
+            format!(
+                "cannot read the reservation counters in {}",
+                keys.reservation_counts
+            )
+        })?;
     let v = |i: usize| values.get(i).copied().flatten().unwrap_or(0);
     Ok(Totals {
         reserved_orders: v(0),

@@ -9,7 +9,7 @@ use super::buy::{BuyReply, parse_reply as parse_buy};
 super::script_call! {
     /// One attempt in the home bucket: KEYS then ARGV of `lua/bucket_buy.lua`.
     BucketBuy = "bucket_buy.lua", Sale;
-    keys { meta, stock, buyers, buyer_orders, requests, orders, rate, xfer_in, reservations, deadlines }
+    keys { meta, stock, buyers, buyer_orders, requests, orders, rate, xfer_in, reservations, deadlines, reservation_counts }
     argv { user, qty, request_id, order_id, campaign, item, count_attempt, credit_id, credit_source, credit_units, payment_timeout_ms }
 }
 

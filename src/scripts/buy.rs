@@ -10,7 +10,7 @@ use crate::exit_codes;
 super::script_call! {
     /// One purchase attempt: KEYS then ARGV of `lua/buy.lua`.
     Buy = "buy.lua", Sale;
-    keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines }
+    keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts }
     argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms }
 }
 

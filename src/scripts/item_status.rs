@@ -5,6 +5,6 @@
 super::script_call! {
     /// Read one item's status: KEYS and ARGV of `lua/item_status.lua`.
     ReadItemStatus = "item_status.lua", Sale;
-    keys { meta, stock, buyers, orders, dead }
+    keys { meta, stock, buyers, orders, dead, reservation_counts }
     argv { group }
 }

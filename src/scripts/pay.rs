@@ -8,7 +8,7 @@ use serde::Serialize;
 super::script_call! {
     /// Pay one order: KEYS then ARGV of `lua/pay.lua`.
     Pay = "pay.lua", Sale;
-    keys { reservations, deadlines, meta, orders }
+    keys { reservations, deadlines, meta, orders, reservation_counts }
     argv { order_id, campaign, item }
 }
 

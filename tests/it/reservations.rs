@@ -195,8 +195,8 @@ fn assert_each_order_ends_once(
         }
     }
     assert_eq!(stock(server), initial - paid - reserved);
-    let meta: HashMap<String, String> = server.conn().hgetall(keys().meta).unwrap();
-    let counter = |name: &str| meta.get(name).map_or(0, |v| v.parse::<i64>().unwrap());
+    let counts: HashMap<String, String> = server.conn().hgetall(keys().reservation_counts).unwrap();
+    let counter = |name: &str| counts.get(name).map_or(0, |v| v.parse::<i64>().unwrap());
     assert_eq!(counter("paid_units"), paid);
     assert_eq!(counter("reserved_units"), reserved);
     assert_eq!(
@@ -1193,7 +1193,13 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
     let long = reservation_campaign(10, "15m", "");
     let short = reservation_campaign(10, "50ms", "");
     let k = keys();
-    let pay_keys = [&k.reservations, &k.deadlines, &k.meta, &k.orders];
+    let pay_keys = [
+        &k.reservations,
+        &k.deadlines,
+        &k.meta,
+        &k.orders,
+        &k.reservation_counts,
+    ];
     let release_keys = [
         &k.reservations,
         &k.deadlines,
@@ -1202,6 +1208,7 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
         &k.buyers,
         &k.buyer_orders,
         &k.orders,
+        &k.reservation_counts,
     ];
     let mut cases = 0;
     for (script, keys, mode) in [
@@ -1242,6 +1249,9 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
                     }
                     // buyer_orders holds order ids, not numbers.
                     (_, "hash") if **key == k.buyer_orders => continue,
+                    // meta holds no number these scripts read (the counters are in
+                    // reservation_counts): only its presence and type matter.
+                    (_, "hash") if **key == k.meta => continue,
                     (_, "hash") => {
                         // A counter, a buyer's units, a record: each where the script reads it.
                         let () = conn.hset(*key, "paid_units", what).unwrap();

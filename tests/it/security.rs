@@ -5,6 +5,8 @@
 
 use crate::support;
 
+use std::time::Duration;
+
 use redis::Commands;
 use seckill::buckets::{BucketKeys, Layout, home_bucket};
 use seckill::exit_codes;
@@ -598,4 +600,122 @@ fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
             &["buy", "--item", item, "--user", "u"],
         );
     }
+}
+
+/// A campaign whose `ok` is a reservation (`payment_timeout`).
+const RESERVING: &str = r#"
+campaign: moutai-1111
+payment_timeout: 3s
+items:
+  - { id: "1001", name: x, price: "1.00", stock: 100 }
+orders:
+  store: sqlite://orders.db
+"#;
+
+#[test]
+fn the_documented_roles_run_a_reservation_campaign() {
+    let server = RedisServer::start();
+    let url = create_roles(&server);
+    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
+    let file = campaign_file(RESERVING);
+    assert_allowed(&file, &operator, &["preheat"]);
+
+    // The buyer's buy writes the reservation (record, deadline, counts).
+    let buy = |user: &str| -> String {
+        let output = as_role(
+            &file,
+            &buyer,
+            &["buy", "--item", "1001", "--user", user, "--format", "json"],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "buyer buy {user}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let reply: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        reply["order_id"].as_str().unwrap().to_string()
+    };
+    let (paid, cancelled, expired) = (buy("p1"), buy("c1"), buy("e1"));
+    let bought_at = std::time::Instant::now();
+    let mut conn = server.conn();
+    for order in [&paid, &cancelled, &expired] {
+        let record: String = conn.hget(format!("{BASE}:reservations"), order).unwrap();
+        assert!(record.starts_with("reserved 1 "), "{record}");
+        let deadline: Option<i64> = conn.zscore(format!("{BASE}:deadlines"), order).unwrap();
+        assert!(deadline.is_some(), "{order} has no deadline");
+    }
+
+    // ...and nothing else: not meta, not stock, not a deadline.
+    assert_noperm(
+        &buyer,
+        "buyer reopens the sale",
+        redis::cmd("HSET")
+            .arg(format!("{BASE}:meta"))
+            .arg("closed")
+            .arg("0"),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer HINCRBY meta",
+        redis::cmd("HINCRBY")
+            .arg(format!("{BASE}:meta"))
+            .arg("initial_stock")
+            .arg(1),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer DEL stock",
+        redis::cmd("DEL").arg(format!("{BASE}:stock")),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer ZREM a deadline",
+        redis::cmd("ZREM")
+            .arg(format!("{BASE}:deadlines"))
+            .arg(&expired),
+    );
+    assert_noperm(
+        &buyer,
+        "buyer HDEL a reservation",
+        redis::cmd("HDEL")
+            .arg(format!("{BASE}:reservations"))
+            .arg(&expired),
+    );
+
+    // The operator pays, cancels and (after the deadline) expires.
+    assert_allowed(&file, &operator, &["pay", "--order", &paid]);
+    assert_allowed(&file, &operator, &["cancel", "--order", &cancelled]);
+    std::thread::sleep(Duration::from_millis(3300).saturating_sub(bought_at.elapsed()));
+    assert_allowed(&file, &operator, &["expire"]);
+    let state_of = |conn: &mut redis::Connection, order: &str| -> String {
+        let record: String = conn.hget(format!("{BASE}:reservations"), order).unwrap();
+        record.split(' ').next().unwrap().to_string()
+    };
+    assert_eq!(state_of(&mut conn, &paid), "paid");
+    assert_eq!(state_of(&mut conn, &cancelled), "cancelled");
+    assert_eq!(state_of(&mut conn, &expired), "expired");
+    let stock: i64 = conn.get(format!("{BASE}:stock")).unwrap();
+    assert_eq!(stock, 99, "the cancelled and the expired unit are back");
+
+    // The consumer stores the orders and their state changes.
+    assert_allowed(&file, &consumer, &["consume", "--drain"]);
+    let db = rusqlite::Connection::open(file.dir.path().join("orders.db")).unwrap();
+    let mut states: Vec<(String, String)> = db
+        .prepare("SELECT order_id, state FROM orders")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    states.sort();
+    let mut expected = vec![
+        (paid.clone(), "paid".to_string()),
+        (cancelled.clone(), "cancelled".to_string()),
+        (expired.clone(), "expired".to_string()),
+    ];
+    expected.sort();
+    assert_eq!(states, expected);
+    assert_allowed(&file, &operator, &["reconcile"]);
+    assert_allowed(&file, &operator, &["status"]);
 }
