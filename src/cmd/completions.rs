@@ -25,5 +25,12 @@ pub fn run(args: &Args) -> Result<i32> {
 
 /// Generate the completion script for `shell` into `out`.
 pub fn write(shell: Shell, out: &mut dyn std::io::Write) {
-    clap_complete::generate(shell, &mut Cli::command(), "seckill", out);
+    clap_complete::generate(shell, &mut cli_definition(), "seckill", out);
+}
+
+/// The whole command line as clap sees it: the one door from the commands
+/// up to `src/cli.rs`, for the two commands generated from it (completions
+/// here, man pages in `cmd::man`).
+pub fn cli_definition() -> clap::Command {
+    Cli::command()
 }

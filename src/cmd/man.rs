@@ -5,10 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::completions::cli_definition;
 use anyhow::{Context, Result};
-use clap::CommandFactory;
-
-use crate::cli::Cli;
 
 /// Flags of `seckill man`.
 #[derive(Debug, clap::Args)]
@@ -44,7 +42,7 @@ pub fn run(args: &Args) -> Result<i32> {
 /// package version only (not the commit), so the committed files stay
 /// current across commits.
 pub fn pages() -> Result<Vec<(String, Vec<u8>)>> {
-    let mut command = Cli::command().version(env!("CARGO_PKG_VERSION"));
+    let mut command = cli_definition().version(env!("CARGO_PKG_VERSION"));
     command.build();
     let mut pages = vec![("seckill.1".to_string(), render(command.clone())?)];
     for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
