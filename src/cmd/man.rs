@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::completions::cli_definition;
 use anyhow::{Context, Result};
+
+use super::completions::cli_definition;
 
 /// Flags of `seckill man`.
 #[derive(Debug, clap::Args)]
