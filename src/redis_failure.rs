@@ -52,6 +52,18 @@ pub fn classify(error: &RedisError) -> Failure {
     }
 }
 
+/// True when Redis refused for who is asking (no or wrong password, an ACL
+/// without the command or key): waiting and reconnecting cannot fix that, so
+/// loops that wait out a restarting server (consume, expire, pending-claim)
+/// must end at once instead of retrying until they are killed. A script that
+/// meets an ACL refusal inside raises Redis's own "can't run this command".
+pub fn refused_for_credentials(error: &anyhow::Error) -> bool {
+    find(error).is_some_and(|redis| {
+        matches!(classify(redis), Failure::NotExecuted(code) if matches!(code.as_str(), "NOAUTH" | "WRONGPASS" | "NOPERM"))
+            || redis.to_string().contains("can't run this command")
+    })
+}
+
 /// The first redis-rs error in an error chain, if any.
 pub fn find(error: &anyhow::Error) -> Option<&RedisError> {
     error

@@ -49,7 +49,8 @@ pub fn retry<T>(
     retry_until(command, what, stop, None, attempt)
 }
 
-/// [`retry`], giving up as well once `deadline` has passed.
+/// [`retry`], giving up as well once `deadline` has passed, and at once on a
+/// refusal no wait can fix (credentials, ACL: [`crate::redis_failure::refused_for_credentials`]).
 pub fn retry_until<T>(
     command: &str,
     what: &str,
@@ -57,7 +58,14 @@ pub fn retry_until<T>(
     deadline: Option<Instant>,
     attempt: impl FnMut() -> Result<T>,
 ) -> Result<T> {
-    retry_core(command, what, stop, deadline, |_| true, attempt)
+    retry_core(
+        command,
+        what,
+        stop,
+        deadline,
+        |error| !crate::redis_failure::refused_for_credentials(error),
+        attempt,
+    )
 }
 
 /// [`retry_until`] for transient errors only ([`is_transient`]): any other

@@ -1394,3 +1394,35 @@ fn status_shows_reserved_paid_and_released_counts() {
         "{text}"
     );
 }
+
+#[test]
+fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
+    let server = RedisServer::start();
+    let file = reservation_campaign(5, "1s", "");
+    preheat(&file, &server);
+    let mut conn = server.conn();
+    // Reads and PING, but no EVALSHA: the release script is refused before it runs.
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "reader",
+            "on",
+            ">pw",
+            "~*",
+            "+@read",
+            "+@connection",
+            "+time",
+        ])
+        .query(&mut conn)
+        .unwrap();
+    let url = format!("redis://reader:pw@127.0.0.1:{}", server.port);
+    let output = seckill(&file.path, &url)
+        .args(["expire", "--loop", "--interval", "100ms"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.to_lowercase().contains("noperm"), "{stderr}");
+    assert!(!stderr.contains("retrying"), "{stderr}");
+}
