@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use seckill::{cli::Cli, exit_codes, report};
+use seckill::cli::Cli;
+use seckill::invocation::report;
+use seckill::model::exit_codes;
 
 fn main() -> ExitCode {
     let code = match Cli::try_parse() {

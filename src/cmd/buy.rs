@@ -4,15 +4,15 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::buckets::{self, Layout};
-use crate::buy::{self, BuyRequest, Outcome};
-use crate::context::Context;
-use crate::error::{OutcomeUnknown, usage};
-use crate::keys::ItemKeys;
-use crate::output;
-use crate::redis_failure::{self, Failure};
-use crate::replicas;
-use crate::report::Report;
+use crate::domain::buckets::{self, Layout};
+use crate::domain::buy::{self, BuyRequest, Outcome};
+use crate::invocation::context::Context;
+use crate::invocation::report::Report;
+use crate::model::error::{OutcomeUnknown, usage};
+use crate::model::keys::ItemKeys;
+use crate::redis_client::failure::{self, Failure};
+use crate::redis_client::replicas;
+use crate::util::output;
 
 /// Flags of `seckill buy`.
 #[derive(Debug, clap::Args)]
@@ -38,7 +38,7 @@ pub struct Args {
 
     /// Longest WAIT for --wait-replicas (the buy's reply waits this long at most;
     /// must be shorter than --response-timeout).
-    #[arg(long, default_value = "1s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION")]
+    #[arg(long, default_value = "1s", value_parser = crate::redis_client::conn::parse_duration_arg, value_name = "DURATION")]
     pub wait_timeout: std::time::Duration,
 
     /// Idempotency key: a retry with the same id returns the first `ok` and buys nothing more.
@@ -198,7 +198,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         replicas_acked = Some(acked);
         if acked < i64::from(wanted) {
             outcome = Outcome::Unreplicated;
-            crate::output::say(format!(
+            crate::util::output::say(format!(
                 "seckill buy: order {} was bought on {} but only {acked} of {wanted} replica(s) \
                  confirmed it within {:?}: a failover now could lose it (`reconcile` would name it)",
                 reply.order_id.as_deref().unwrap_or("-"),
@@ -224,10 +224,10 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
 /// Say what a failed attempt means: refused before running (safe to retry),
 /// unknown (retry only with the same request id), or failed at the server.
 fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::Error {
-    let Some(redis_error) = redis_failure::find(&error) else {
+    let Some(redis_error) = failure::find(&error) else {
         return error;
     };
-    match redis_failure::classify(redis_error) {
+    match failure::classify(redis_error) {
         Failure::NotExecuted(code) => error.context(format!(
             "Redis at {at} refused the attempt, it was not executed ({code}); nothing was bought, a new attempt is safe"
         )),
@@ -235,7 +235,7 @@ fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::
             let message = format!(
                 "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
                  retry with --request-id {request_id}, never a new one",
-                crate::error::render(&error)
+                crate::model::error::render(&error)
             );
             anyhow::Error::new(OutcomeUnknown(message))
         }
@@ -246,7 +246,11 @@ fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::
 }
 
 /// What to do about a refusal that is not the shopper's doing.
-fn next_step(outcome: Outcome, campaign: &crate::campaign::Campaign, item: &str) -> Option<String> {
+fn next_step(
+    outcome: Outcome,
+    campaign: &crate::model::campaign::Campaign,
+    item: &str,
+) -> Option<String> {
     let file = campaign.path.display();
     let now = chrono::Utc::now().timestamp_millis();
     match outcome {
@@ -257,7 +261,7 @@ fn next_step(outcome: Outcome, campaign: &crate::campaign::Campaign, item: &str)
             Some(at) => format!(
                 "the sale opens at {} (in {}, by this machine's clock; starts_at in {file})",
                 output::time_or_dash(Some(at)),
-                crate::status::human_duration_ms(at - now)
+                crate::features::monitor::status::human_duration_ms(at - now)
             ),
             None => format!(
                 "the sale has not started per Redis, but {file} has no starts_at: re-run `seckill -c {file} preheat --update-meta`"

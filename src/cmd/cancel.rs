@@ -5,8 +5,8 @@
 use anyhow::Result;
 
 use super::pay::OrderReport;
-use crate::context::Context;
-use crate::reservations;
+use crate::domain::reservations;
+use crate::invocation::context::Context;
 
 /// Flags of `seckill cancel`.
 #[derive(Debug, clap::Args)]

@@ -1,10 +1,10 @@
-//! `seckill completions SHELL`: print a completion script generated from the clap definition.
+//! `seckill completions SHELL`: print a completion script generated from the
+//! clap definition, which the command line hands down in the context.
 
 use anyhow::Result;
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use crate::invocation::context::Context;
 
 /// Flags of `seckill completions`.
 #[derive(Debug, clap::Args)]
@@ -16,21 +16,15 @@ pub struct Args {
 
 /// Write the completion script for `shell` to stdout (not a report: the
 /// script itself is the output, in either `--format`).
-pub fn run(args: &Args) -> Result<i32> {
+pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
     let mut script = Vec::new();
-    write(args.shell, &mut script);
-    crate::output::write_stdout(&String::from_utf8_lossy(&script))?;
-    Ok(crate::exit_codes::SUCCESS)
+    write(args.shell, ctx.cli_definition(), &mut script);
+    crate::util::output::write_stdout(&String::from_utf8_lossy(&script))?;
+    Ok(crate::model::exit_codes::SUCCESS)
 }
 
-/// Generate the completion script for `shell` into `out`.
-pub fn write(shell: Shell, out: &mut dyn std::io::Write) {
-    clap_complete::generate(shell, &mut cli_definition(), "seckill", out);
-}
-
-/// The whole command line as clap sees it: the one door from the commands
-/// up to `src/cli.rs`, for the two commands generated from it (completions
-/// here, man pages in `cmd::man`).
-pub fn cli_definition() -> clap::Command {
-    Cli::command()
+/// Generate the completion script for `shell` from the command line's
+/// definition into `out`.
+pub fn write(shell: Shell, mut definition: clap::Command, out: &mut dyn std::io::Write) {
+    clap_complete::generate(shell, &mut definition, "seckill", out);
 }

@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::campaign::Item;
-use crate::context::{Context, Opened};
-use crate::keys::{ItemKeys, ORDER_GROUP};
-use crate::orders::consumer::{Consumed, Consumer, ConsumerSettings, ItemCounts, Watcher};
-use crate::orders::{StoreArgs, default_consumer_name, log, stream};
-use crate::output;
-use crate::redis_conn::Conn;
-use crate::report::Report;
+use crate::domain::orders::consumer::{Consumed, Consumer, ConsumerSettings, ItemCounts, Watcher};
+use crate::domain::orders::{StoreArgs, default_consumer_name, stream};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::model::campaign::Item;
+use crate::model::keys::{ItemKeys, ORDER_GROUP};
+use crate::redis_client::conn::Conn;
+use crate::util::log;
+use crate::util::output;
 
 /// Flags of `seckill consume`.
 #[derive(Debug, clap::Args)]
@@ -94,8 +95,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         mut store,
     ) = ctx.open_with_store(&args.store, &stop)?;
     if let Some(listen) = args.metrics_listen {
-        let bound = crate::metrics::serve_consume(listen, campaign.clone(), target.clone())?;
-        log(COMMAND, format!("metrics at http://{bound}/metrics"));
+        let bound = crate::features::monitor::metrics::serve_consume(
+            listen,
+            campaign.clone(),
+            target.clone(),
+        )?;
+        log::line(COMMAND, format!("metrics at http://{bound}/metrics"));
     }
     let consumer = args
         .consumer
@@ -109,7 +114,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         block: MAX_BLOCK.min(target.response_timeout() / 4),
     };
     let worker = Consumer::new(&campaign, &target, conn, store.as_mut(), &stop, settings)?;
-    log(
+    log::line(
         COMMAND,
         format!(
             "consumer {consumer} of group {ORDER_GROUP}: {} item stream(s) on {} into {database}",
@@ -130,7 +135,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
     } = worker.run(&mut progress)?;
     let seconds = progress.finish();
     let left_pending: u64 = counts.iter().map(|c| c.left_pending).sum();
-    log(
+    log::line(
         COMMAND,
         format!(
             "{} after {acked} entries stored and acked in {seconds:.2}s ({:.0}/s; {inserted} new rows, {} already stored){}",
@@ -200,8 +205,8 @@ impl Progress {
 impl Watcher for Progress {
     fn left_pending(&mut self, message: String) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| log(COMMAND, &message)),
-            None => log(COMMAND, message),
+            Some(bar) => bar.suspend(|| log::line(COMMAND, &message)),
+            None => log::line(COMMAND, message),
         }
     }
 
@@ -234,7 +239,7 @@ impl Watcher for Progress {
         match &self.bar {
             Some(bar) => bar.set_message(message),
             None => {
-                log(COMMAND, message);
+                log::line(COMMAND, message);
                 self.logged_count = acked;
             }
         }

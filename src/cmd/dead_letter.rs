@@ -5,12 +5,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Context;
-use crate::exit_codes;
-use crate::orders::dead_letters::{self, DeadLetter, Redriven};
-use crate::orders::{StoreArgs, StoreLocation};
-use crate::output;
-use crate::report::Report;
+use crate::domain::orders::dead_letters::{self, DeadLetter, Redriven};
+use crate::domain::orders::{StoreArgs, StoreLocation};
+use crate::invocation::context::Context;
+use crate::invocation::report::Report;
+use crate::model::exit_codes;
+use crate::util::output;
 
 /// Flags of `seckill dead-letter`.
 #[derive(Debug, clap::Args)]

@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Context;
-use crate::orders::log;
-use crate::output;
-use crate::redis_conn::parse_duration_arg;
-use crate::report::Report;
-use crate::reservations::{self, ExpireSettings, ItemExpiry};
+use crate::domain::reservations::{self, ExpireSettings, ItemExpiry};
+use crate::invocation::context::Context;
+use crate::invocation::report::Report;
+use crate::redis_client::conn::parse_duration_arg;
+use crate::util::log;
+use crate::util::output;
 
 /// Flags of `seckill expire`.
 #[derive(Debug, clap::Args)]
@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
     let opened = ctx.open()?;
     let campaign = &opened.campaign;
     if campaign.payment_timeout.is_none() {
-        log(
+        log::line(
             ctx.command,
             format!(
                 "campaign {} has no payment_timeout: nothing new is ever due (releasing reservations left from an earlier file, if any)",
@@ -85,7 +85,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
         repeat: args.repeat.then_some(args.interval),
     };
     if args.repeat {
-        log(
+        log::line(
             ctx.command,
             format!(
                 "releasing due reservations of campaign {} on {} every {:?} until stopped",

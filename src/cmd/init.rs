@@ -12,14 +12,14 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::buckets::{self, Layout};
-use crate::context::{Context, Opened};
-use crate::error::usage;
-use crate::keys::ItemKeys;
-use crate::orders::{StoreArgs, StoreLocation};
-use crate::output;
-use crate::report::Report;
-use crate::state::{self, PreheatMode};
+use crate::domain::buckets::{self, Layout};
+use crate::domain::orders::{StoreArgs, StoreLocation};
+use crate::domain::slot::{self, PreheatMode};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::model::error::usage;
+use crate::model::keys::ItemKeys;
+use crate::util::output;
 
 /// Flags of `seckill init`.
 #[derive(Debug, clap::Args)]
@@ -145,7 +145,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         None if location.require_existing().is_err() => None,
         None => location
             .open_existing()
-            .inspect_err(|e| problem = Some(crate::error::render(e)))
+            .inspect_err(|e| problem = Some(crate::model::error::render(e)))
             .ok(),
     };
     let Opened {
@@ -165,7 +165,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         before.push(if layout.is_bucketed() {
             buckets::state::item_state(&mut conn, &layout)?
         } else {
-            state::item_state(&mut conn, keys)?
+            slot::item_state(&mut conn, keys)?
         });
     }
     if !args.yes {
@@ -211,7 +211,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     for ((item, keys), was) in campaign.items.iter().zip(&all_keys).zip(before) {
         // Both layouts go (docs/buckets.md): a file whose bucket count changed starts clean.
         let layout = Layout::live(&campaign.id, item);
-        let mut deleted = state::delete_item(&mut conn, keys, scan_too)?;
+        let mut deleted = slot::delete_item(&mut conn, keys, scan_too)?;
         deleted += buckets::state::delete_item(&mut conn, &layout, scan_too)?;
         let stock = if layout.is_bucketed() {
             let mode = PreheatMode::Load;
@@ -219,7 +219,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
                 .summary
                 .redis_stock_after
         } else {
-            state::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?
+            slot::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?
                 .redis_stock_after
         };
         rows.push(InitRow {
@@ -240,7 +240,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     {
         Some(Ok(rows)) => Some(rows),
         Some(Err(e)) => {
-            problem = Some(crate::error::render(&e));
+            problem = Some(crate::model::error::render(&e));
             None
         }
         None => None,

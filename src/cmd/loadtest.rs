@@ -2,7 +2,7 @@
 //! the toolkit's real buy script and a lock-based design) against a real
 //! Redis, driving it as hard as it goes, in a namespace of its own.
 //!
-//! The engine is `crate::loadtest`; this file turns flags into a plan, shows
+//! The engine is `crate::features::loadtest`; this file turns flags into a plan, shows
 //! progress and hands the comparison to `report::emit` (table, JSON, CSV).
 
 use std::io::IsTerminal;
@@ -12,56 +12,30 @@ use anyhow::{Context as _, Result};
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
-use crate::buckets;
-use crate::campaign::{Campaign, MAX_STOCK};
-use crate::context::Context;
-use crate::error::usage;
-use crate::exit_codes;
-use crate::loadtest::export::csv;
-use crate::loadtest::export::hgrm;
-use crate::loadtest::namespace::{self, LoadtestKeys};
-use crate::loadtest::report::{Thresholds, VariantReport};
-use crate::loadtest::schedule::Pace;
-use crate::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
-use crate::output;
-use crate::redis_conn::{RedisTarget, parse_duration_arg};
-use crate::report::Report;
-use crate::scripts;
-
-/// What `--help` says after the flags: modes, examples, safety (the exit
-/// codes follow, generated from `exit_codes::ALL`).
-pub const LOADTEST_HELP: &str = "\
-Closed loop (the default): each connection sends its next attempt when the last one is \
-answered. Simple and the reference chapter's experiment, but it HIDES STALLS: when Redis \
-pauses, the clients pause with it, the attempts that shoppers would have made meanwhile \
-are never made, and the percentiles barely move (coordinated omission). To ask \"at 40,000 \
-attempts/s, what p99 do shoppers see?\", use open loop: --rate R with --duration D (or \
---requests N) sends on schedule whatever Redis does, and reports latency from the planned \
-send time (corrected, what a shopper sees) next to the service time, plus late sends and \
-dropped attempts.
-
-Examples:
-  seckill loadtest -c campaigns/moutai.yaml --redis redis://127.0.0.1:6421 --variant all
-  seckill loadtest -c campaigns/moutai.yaml --variant full --rate 40000 --duration 10s
-  seckill loadtest -c campaigns/moutai.yaml --variant v3 --format csv --hdr-out runs/a-
-  seckill loadtest -c campaigns/moutai.yaml --variant full --max-p99 5ms --min-qps 20000
-  seckill loadtest -c campaigns/moutai.yaml --variant full --wait-replicas 1 --wide
-
-Safety: every key a load test writes lives under `seckill-loadtest:{campaign:item}:`, \
-never under a live sale's `seckill:` prefix. The namespace is reset before each variant \
-and deleted afterwards (unless --keep). The load test refuses to run (exit 2) when that \
-namespace holds keys no load test wrote, or when the campaign is preheated on the same \
-Redis (saturating it would starve the real sale).";
-
-/// What exit 4 means, under the generated exit-code table.
-pub const THRESHOLD_NOTE: &str = "A threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
-     oversold, undersold or stock drift in a variant that promises exact books (all but v1).";
+use crate::domain::buckets;
+use crate::features::loadtest::export::csv;
+use crate::features::loadtest::export::hgrm;
+use crate::features::loadtest::namespace::{self, LoadtestKeys};
+use crate::features::loadtest::report::{Thresholds, VariantReport};
+use crate::features::loadtest::schedule::Pace;
+use crate::features::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
+use crate::invocation::context::Context;
+use crate::invocation::help;
+use crate::invocation::report::Report;
+use crate::model::campaign::{Campaign, MAX_STOCK};
+use crate::model::error::usage;
+use crate::model::exit_codes;
+use crate::redis_client::conn::{RedisTarget, parse_duration_arg};
+use crate::redis_client::scripts;
+use crate::util::output;
 
 /// Flags of `seckill loadtest`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = format!(
-    "{LOADTEST_HELP}\n\n{}\n\n{THRESHOLD_NOTE}",
-    exit_codes::help("loadtest")
+    "{}\n\n{}\n\n{}",
+    help::LOADTEST_HELP,
+    exit_codes::help("loadtest"),
+    help::THRESHOLD_NOTE
 ))]
 pub struct Args {
     /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
@@ -174,7 +148,7 @@ pub struct Args {
 
     /// --reservations: the payment timeout of every reservation (each of
     /// --connections is a thread with its own connection; closed loop only).
-    #[arg(long, default_value = "2s", value_parser = crate::redis_conn::parse_duration_arg, value_name = "DURATION", requires = "reservations")]
+    #[arg(long, default_value = "2s", value_parser = crate::redis_client::conn::parse_duration_arg, value_name = "DURATION", requires = "reservations")]
     pub payment_timeout: std::time::Duration,
 
     /// --reservations: share of the reservations paid (0..=1), half of them at the deadline.
@@ -242,7 +216,7 @@ pub struct LoadtestReport {
     pub variants: Vec<VariantReport>,
     /// `--buckets N`: the bucketed `full` run (docs/buckets.md).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub buckets: Option<buckets::loadtest::BucketReport>,
+    pub buckets: Option<crate::features::loadtest::buckets::BucketReport>,
     #[serde(skip)]
     heading: String,
     /// `--wide`: every column in the table.
@@ -337,7 +311,10 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
                 variants[0].as_str()
             )));
         }
-        crate::replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
+        crate::redis_client::replicas::check_timeout(
+            args.wait_timeout,
+            ctx.connection.response_timeout,
+        )?;
     }
     let settings = settings(args)?;
     let target = ctx.redis(&campaign)?;
@@ -351,7 +328,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
             || args.min_qps.is_some()
             || args.fail_on_oversell
             || args.wait_replicas.is_some()
-            || ctx.format == crate::output::Format::Csv;
+            || ctx.format == crate::util::output::Format::Csv;
         if unbucketed_only {
             return Err(usage(
                 "--rate, --hdr-out, the thresholds, --wait-replicas and --format csv apply to \
@@ -417,7 +394,7 @@ fn parse_share(text: &str) -> std::result::Result<f64, String> {
 #[derive(serde::Serialize)]
 pub struct ReservationsReport {
     #[serde(flatten)]
-    pub race: crate::reservations::loadtest::RaceReport,
+    pub race: crate::features::loadtest::reservations::RaceReport,
     #[serde(skip)]
     heading: String,
 }
@@ -426,9 +403,9 @@ impl Report for ReservationsReport {
     /// 0 when every order ended once and the identity holds, else 3.
     fn exit_code(&self) -> i32 {
         if self.race.verdict == "exact" {
-            crate::exit_codes::SUCCESS
+            crate::model::exit_codes::SUCCESS
         } else {
-            crate::exit_codes::DRIFT_FOUND
+            crate::model::exit_codes::DRIFT_FOUND
         }
     }
 
@@ -479,7 +456,7 @@ pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport
     let settings = settings(args)?;
     let mut copy = loadtest_campaign(&campaign, &item_id, &settings);
     copy.payment_timeout = Some(args.payment_timeout);
-    let race = crate::reservations::loadtest::RaceSettings {
+    let race = crate::features::loadtest::reservations::RaceSettings {
         threads: args.connections,
         requests: args.requests,
         users: settings.users,
@@ -487,7 +464,7 @@ pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport
         pay_share: args.pay_share,
     };
     namespace::reset(&mut control, &keys, &ulid::Ulid::generate().to_string())?;
-    let outcome = crate::reservations::loadtest::run(&target, &copy, &keys.item, &race);
+    let outcome = crate::features::loadtest::reservations::run(&target, &copy, &keys.item, &race);
     let race_report = if args.keep {
         outcome?
     } else {
@@ -805,7 +782,7 @@ fn run_buckets(
     campaign: &Campaign,
     item_id: &str,
     target: &RedisTarget,
-    control: &mut crate::redis_conn::Conn,
+    control: &mut crate::redis_client::conn::Conn,
 ) -> Result<LoadtestReport> {
     if args.variant != VariantChoice(Some(Variant::Full)) {
         return Err(usage(
@@ -832,7 +809,7 @@ fn run_buckets(
             )));
         }
     }
-    let run = buckets::loadtest::BucketRun {
+    let run = crate::features::loadtest::buckets::BucketRun {
         threads: args.connections,
         requests: args.requests,
         users: args.users.unwrap_or(args.requests),
@@ -841,7 +818,8 @@ fn run_buckets(
         hot_buckets: args.hot_buckets,
         rate_limit: args.rate_limit,
     };
-    let report = buckets::loadtest::run(target, campaign, item_id, &run, args.keep)?;
+    let report =
+        crate::features::loadtest::buckets::run(target, campaign, item_id, &run, args.keep)?;
     let heading = format!(
         "load test of campaign {} item {item_id} on {}: {} buckets, {} demand, {} threads, {} requests, stock {}, {} users",
         campaign.id,
@@ -862,7 +840,7 @@ fn run_buckets(
 }
 
 /// The bucketed run as people read it: the figures, then one row per bucket.
-fn bucket_tables(report: &buckets::loadtest::BucketReport) -> String {
+fn bucket_tables(report: &crate::features::loadtest::buckets::BucketReport) -> String {
     let figures = output::fields(&[
         (
             "variant",

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 
-use super::completions::cli_definition;
+use crate::invocation::context::Context;
 
 /// Flags of `seckill man`.
 #[derive(Debug, clap::Args)]
@@ -19,31 +19,34 @@ pub struct Args {
 }
 
 /// Print the main page, or write every page into `--out`.
-pub fn run(args: &Args) -> Result<i32> {
+pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
     match &args.out {
         Some(dir) => {
             // `/usr/local/share/man/man1` (the README's target) may not exist yet.
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            for (name, page) in pages()? {
+            for (name, page) in pages(ctx.cli_definition())? {
                 let path = dir.join(&name);
                 std::fs::write(&path, page)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
         }
         None => {
-            let (_, page) = pages()?.into_iter().next().context("no man page")?;
+            let (_, page) = pages(ctx.cli_definition())?
+                .into_iter()
+                .next()
+                .context("no man page")?;
             std::io::Write::write_all(&mut std::io::stdout(), &page)?;
         }
     }
-    Ok(crate::exit_codes::SUCCESS)
+    Ok(crate::model::exit_codes::SUCCESS)
 }
 
-/// Every page as (file name, roff), the main page first. Stamped with the
+/// Every page of `definition` (the command line's) as (file name, roff), the main page first. Stamped with the
 /// package version only (not the commit), so the committed files stay
 /// current across commits.
-pub fn pages() -> Result<Vec<(String, Vec<u8>)>> {
-    let mut command = cli_definition().version(env!("CARGO_PKG_VERSION"));
+pub fn pages(definition: clap::Command) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut command = definition.version(env!("CARGO_PKG_VERSION"));
     command.build();
     let mut pages = vec![("seckill.1".to_string(), render(command.clone())?)];
     for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {

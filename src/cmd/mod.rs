@@ -6,7 +6,6 @@ pub mod completions;
 pub mod consume;
 pub mod dead_letter;
 pub mod expire;
-pub mod help;
 pub mod init;
 pub mod loadtest;
 pub mod man;

@@ -4,10 +4,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Context;
-use crate::output::{self, time_or_dash};
-use crate::report::Report;
-use crate::reservations::{self, OrderResult};
+use crate::domain::reservations::{self, OrderResult};
+use crate::invocation::context::Context;
+use crate::invocation::report::Report;
+use crate::util::output::{self, time_or_dash};
 
 /// Flags of `seckill pay`.
 #[derive(Debug, clap::Args)]

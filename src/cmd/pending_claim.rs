@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::context::{Context, Opened};
-use crate::orders::claimer::{ClaimSettings, Claimer, ItemClaims};
-use crate::orders::{StoreArgs, default_consumer_name};
-use crate::output;
-use crate::redis_conn::parse_duration_arg;
-use crate::report::Report;
+use crate::domain::orders::claimer::{ClaimSettings, Claimer, ItemClaims};
+use crate::domain::orders::{StoreArgs, default_consumer_name};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::redis_client::conn::parse_duration_arg;
+use crate::util::output;
 
 /// Flags of `seckill pending-claim`.
 #[derive(Debug, clap::Args)]

@@ -5,18 +5,18 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::buckets::state::BucketPreheat;
-use crate::buckets::{self, Layout};
-use crate::context::{Context, Opened};
-use crate::error::{preheat_refused, usage};
-use crate::exit_codes;
-use crate::keys::ItemKeys;
-use crate::orders::{OrderStore, StoreLocation};
-use crate::output;
-use crate::recovery::{self, Persistence, Recovered, StoredSales};
-use crate::redis_conn::Conn;
-use crate::report::Report;
-use crate::state::{self, PreheatMode, PreheatReport, PreheatStatus};
+use crate::domain::buckets::state::BucketPreheat;
+use crate::domain::buckets::{self, Layout};
+use crate::domain::orders::{OrderStore, StoreLocation};
+use crate::domain::recovery::{self, Persistence, Recovered, StoredSales};
+use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::model::error::{preheat_refused, usage};
+use crate::model::exit_codes;
+use crate::model::keys::ItemKeys;
+use crate::redis_client::conn::Conn;
+use crate::util::output;
 
 /// Flags of `seckill preheat`.
 #[derive(Debug, clap::Args)]
@@ -50,7 +50,7 @@ pub struct Args {
     pub require_durable: bool,
 
     #[command(flatten)]
-    pub store: crate::orders::StoreArgs,
+    pub store: crate::domain::orders::StoreArgs,
 }
 
 /// `seckill preheat`'s report.
@@ -201,7 +201,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         target,
         mut conn,
     } = ctx.open()?;
-    let now = state::redis_now_ms(&mut conn)?;
+    let now = slot::redis_now_ms(&mut conn)?;
     if let Some(expire_at) = campaign.expire_at_ms()
         && expire_at <= now
     {
@@ -259,7 +259,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         let keys = ItemKeys::live(&campaign.id, &item.id);
         let conflict = buckets::state::layout_conflict(&mut conn, &layout)?;
         let dry_run = args.dry_run || conflict.is_some();
-        let mut report = state::preheat_item(&mut conn, &keys, &campaign, item, mode, dry_run)?;
+        let mut report = slot::preheat_item(&mut conn, &keys, &campaign, item, mode, dry_run)?;
         if conflict.is_some() {
             report.status = PreheatStatus::StockMissing;
         }
@@ -271,7 +271,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         });
     }
     if !args.dry_run {
-        for script in crate::scripts::sale_scripts() {
+        for script in crate::redis_client::scripts::sale_scripts() {
             script.load(&mut conn)?;
         }
     }
@@ -286,7 +286,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         let state = if layout.is_bucketed() {
             buckets::state::item_state(&mut conn, &layout)?
         } else {
-            state::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?
+            slot::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?
         };
         if state.has_sales() {
             sold.push(item.id.clone());
@@ -324,7 +324,7 @@ fn check_persistence(conn: &mut Conn, at: &str, require_durable: bool) -> Result
             "{warning}; --require-durable refuses to preheat"
         )));
     }
-    crate::output::say(format!("seckill preheat: warning: {warning}"));
+    crate::util::output::say(format!("seckill preheat: warning: {warning}"));
     Ok(())
 }
 
@@ -341,8 +341,8 @@ struct StoredCheck {
 fn stored_sales(
     conn: &mut Conn,
     location: &StoreLocation,
-    campaign: &crate::campaign::Campaign,
-    items: &[&crate::campaign::Item],
+    campaign: &crate::model::campaign::Campaign,
+    items: &[&crate::model::campaign::Item],
     args: &Args,
     mode: PreheatMode,
 ) -> Result<StoredCheck> {

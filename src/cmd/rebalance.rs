@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::buckets::{Layout, rebalance};
-use crate::context::{Context, Opened};
-use crate::error::usage;
-use crate::output;
-use crate::redis_conn::parse_duration_arg;
-use crate::report::Report;
+use crate::domain::buckets::{Layout, rebalance};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::model::error::usage;
+use crate::redis_client::conn::parse_duration_arg;
+use crate::util::output;
 
 /// Flags of `seckill rebalance`.
 #[derive(Debug, clap::Args)]
@@ -128,7 +128,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
                     .iter()
                     .map(|m| format!("{} → {}: {} ({})", m.from, m.to, m.units, m.transfer_id))
                     .collect();
-                crate::orders::log(
+                crate::util::log::line(
                     "rebalance",
                     format!(
                         "{}: moved {}; settled {}",

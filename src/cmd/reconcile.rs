@@ -11,22 +11,19 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::buckets::reconcile::TransferReport;
-use crate::context::{Context, Opened, StoreAccess};
-use crate::error;
-use crate::exit_codes;
-use crate::orders::StoreArgs;
-use crate::orders::reconcile::{ItemReport, reconcile_item};
-use crate::output;
-use crate::report::Report;
-
-/// What 1 and 3 mean for cron, under the generated exit-code table.
-pub const CRON_NOTE: &str = "1 also means an item could not be checked (not preheated, or its keys \
-     expired); drift (3) wins when both happen. The JSON names the offending order ids.";
+use crate::domain::orders::StoreArgs;
+use crate::features::reconcile::transfers::TransferReport;
+use crate::features::reconcile::{ItemReport, reconcile_item};
+use crate::invocation::context::{Context, Opened, StoreAccess};
+use crate::invocation::help;
+use crate::invocation::report::Report;
+use crate::model::error;
+use crate::model::exit_codes;
+use crate::util::output;
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = format!("{}\n\n{CRON_NOTE}", exit_codes::help("reconcile")))]
+#[command(after_help = format!("{}\n\n{}", exit_codes::help("reconcile"), help::CRON_NOTE))]
 pub struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]

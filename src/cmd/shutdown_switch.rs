@@ -6,16 +6,16 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::buckets::state::BucketStatus;
-use crate::buckets::{self, Layout};
-use crate::context::{Context, Opened};
-use crate::error::usage;
-use crate::keys::ItemKeys;
-use crate::kill_switch::{self, Flip};
-use crate::output;
-use crate::report::Report;
-use crate::state;
-use crate::status::{StatusReader, Window};
+use crate::domain::buckets::state::BucketStatus;
+use crate::domain::buckets::{self, Layout};
+use crate::domain::kill_switch::{self, Flip};
+use crate::domain::slot;
+use crate::features::monitor::status::{StatusReader, Window};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::model::error::usage;
+use crate::model::keys::ItemKeys;
+use crate::util::output;
 
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -217,7 +217,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     } = ctx.open()?;
     let items = campaign.select_items(args.item.as_deref())?;
     if args.action != Action::Status {
-        let now = state::redis_now_ms(&mut conn)?;
+        let now = slot::redis_now_ms(&mut conn)?;
         for item in &items {
             let layout = Layout::live(&campaign.id, item);
             if layout.is_bucketed() {
@@ -234,7 +234,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
                 continue;
             }
             let keys = ItemKeys::live(&campaign.id, &item.id);
-            state::set_switch(
+            slot::set_switch(
                 &mut conn,
                 &keys,
                 args.action == Action::On,
@@ -267,7 +267,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             )
         } else {
             let keys = ItemKeys::live(&campaign.id, &item.id);
-            (state::item_state(&mut conn, &keys)?, None)
+            (slot::item_state(&mut conn, &keys)?, None)
         };
         let buckets_closed = per_bucket
             .as_ref()

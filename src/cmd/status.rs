@@ -1,7 +1,7 @@
 //! `seckill status`: the operator's view of a live sale, per item — stock,
 //! sales rate, window, kill switch, order stream and consumer group, dead
 //! letters, key expiry — read only, one round trip per item (see
-//! `crate::status`). `--watch 1s` refreshes it in place on a terminal and
+//! `crate::features::monitor::status`). `--watch 1s` refreshes it in place on a terminal and
 //! prints one block (or one JSON line) per sample when piped;
 //! `--format prometheus` writes the metrics for node_exporter's textfile
 //! collector.
@@ -14,16 +14,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::campaign::{Campaign, Item};
-use crate::context::{Context, Opened};
-use crate::error::usage;
-use crate::exit_codes;
-use crate::metrics::Exposition;
-use crate::output::{self, Format};
-use crate::redis_conn::{Conn, RedisTarget, parse_duration_arg};
-use crate::report::{Report, emit, envelope_line};
-use crate::reservations::Totals;
-use crate::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
+use crate::domain::reservations::Totals;
+use crate::features::monitor::metrics::Exposition;
+use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::{Report, emit, envelope_line};
+use crate::model::campaign::{Campaign, Item};
+use crate::model::error::usage;
+use crate::model::exit_codes;
+use crate::redis_client::conn::{Conn, RedisTarget, parse_duration_arg};
+use crate::util::output::{self, Format};
 
 /// Flags of `seckill status`.
 #[derive(Debug, clap::Args)]
@@ -165,7 +165,7 @@ fn watch(
                 conn = None;
                 output::say(format!(
                     "seckill: status: {} (retrying every {})",
-                    crate::error::render(&error),
+                    crate::model::error::render(&error),
                     humantime::format_duration(every)
                 ));
                 String::new()
@@ -175,10 +175,7 @@ fn watch(
             // The reader went away (`| head`): nothing more to show.
             break;
         }
-        crate::orders::pipeline::sleep_unless_stopped(
-            every.saturating_sub(started.elapsed()),
-            &stop,
-        );
+        crate::util::retry::sleep_unless_stopped(every.saturating_sub(started.elapsed()), &stop);
     }
     Ok(exit_codes::SUCCESS)
 }
@@ -279,7 +276,7 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
         if stream.group_exists {
             format!(
                 "{}: {} pending, lag {}",
-                crate::keys::ORDER_GROUP,
+                crate::model::keys::ORDER_GROUP,
                 stream.pending,
                 stream
                     .lag

@@ -15,8 +15,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::buckets::{Layout, home_bucket};
-use seckill::exit_codes;
+use seckill::domain::buckets::{Layout, home_bucket};
+use seckill::model::exit_codes;
 use support::{CampaignFile, RedisServer, campaign_file, json, seckill};
 
 const CAMPAIGN: &str = r#"
@@ -230,15 +230,16 @@ fn buy_bucketed(server: &RedisServer, layout: &Layout, prefix: &str, users: usiz
     (0..users)
         .filter(|n| {
             let user = format!("{prefix}{n}");
-            let request = seckill::buy::BuyRequest {
+            let request = seckill::domain::buy::BuyRequest {
                 campaign: &layout.campaign,
                 item: &layout.item,
                 user: &user,
                 qty: 1,
                 request_id: None,
             };
-            let (reply, _) = seckill::buckets::buy::buy(&mut conn, layout, &request).unwrap();
-            reply.outcome == seckill::buy::Outcome::Ok
+            let (reply, _) =
+                seckill::domain::buckets::buy::buy(&mut conn, layout, &request).unwrap();
+            reply.outcome == seckill::domain::buy::Outcome::Ok
         })
         .count()
 }

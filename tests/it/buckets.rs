@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::{Commands, Value};
-use seckill::buckets::buy::buy;
-use seckill::buckets::{Layout, home_bucket, key_slot, scripts};
-use seckill::buy::{BuyRequest, Outcome};
-use seckill::exit_codes;
-use seckill::redis_conn::{Conn, ConnectionArgs, RedisTarget};
+use seckill::domain::buckets::buy::buy;
+use seckill::domain::buckets::{Layout, home_bucket, key_slot, scripts};
+use seckill::domain::buy::{BuyRequest, Outcome};
+use seckill::model::exit_codes;
+use seckill::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
 use support::cluster::RedisCluster;
 use support::{CampaignFile, KillOnDrop, campaign_file, json, seckill};
 
@@ -269,7 +269,7 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     let db = file.dir.path().join("orders.db");
     let db_url = format!("sqlite://{}", db.display());
     // An empty order database, as `consume` would have created (reconcile never creates one).
-    seckill::orders::StoreLocation::Sqlite(db.clone())
+    seckill::domain::orders::StoreLocation::Sqlite(db.clone())
         .open()
         .unwrap();
     let out = cli(&file, &cluster)
@@ -287,7 +287,7 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
     // A consumer that died holding every bucket's orders: pending-claim takes
     // them over from each bucket's stream; reconcile finds them stored.
     for bucket in layout.all() {
-        seckill::orders::stream::read_group(
+        seckill::domain::orders::stream::read_group(
             &mut conn,
             "dead-consumer",
             &[(bucket.keys.orders.as_str(), ">")],
@@ -350,7 +350,7 @@ fn eight_buckets_land_on_every_master_and_the_binary_runs_a_bucketed_sale() {
         "sqlite://{}",
         file.dir.path().join("after-init.db").display()
     );
-    seckill::orders::StoreLocation::Sqlite(file.dir.path().join("after-init.db"))
+    seckill::domain::orders::StoreLocation::Sqlite(file.dir.path().join("after-init.db"))
         .open()
         .unwrap();
     let reconcile = |repair: bool| {
@@ -709,7 +709,7 @@ fn buyers_sigkilled_mid_transfer_lose_and_double_nothing() {
 
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
     // An empty order database, as `consume` would have created (reconcile never creates one).
-    seckill::orders::StoreLocation::Sqlite(file.dir.path().join("o.db"))
+    seckill::domain::orders::StoreLocation::Sqlite(file.dir.path().join("o.db"))
         .open()
         .unwrap();
     let reconcile = |repair: bool| {
@@ -834,7 +834,7 @@ fn the_rebalancer_refills_draining_buckets_and_survives_sigkill() {
 
     let db = format!("sqlite://{}", file.dir.path().join("o.db").display());
     // An empty order database, as `consume` would have created (reconcile never creates one).
-    seckill::orders::StoreLocation::Sqlite(file.dir.path().join("o.db"))
+    seckill::domain::orders::StoreLocation::Sqlite(file.dir.path().join("o.db"))
         .open()
         .unwrap();
     let reconcile = |repair: bool| {

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis::Commands;
-use seckill::buy::{self, BuyRequest, Outcome};
-use seckill::campaign::Campaign;
-use seckill::keys::ItemKeys;
-use seckill::state::{self, PreheatMode};
+use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::domain::slot::{self, PreheatMode};
+use seckill::model::campaign::Campaign;
+use seckill::model::keys::ItemKeys;
 use support::RedisServer;
 
 /// Parse `yaml`, preheat every item into `server`, return the campaign.
@@ -20,7 +20,7 @@ fn preheated(server: &RedisServer, yaml: &str) -> Campaign {
     let mut conn = server.conn();
     for item in &campaign.items {
         let keys = ItemKeys::live(&campaign.id, &item.id);
-        state::preheat_item(&mut conn, &keys, &campaign, item, PreheatMode::Load, false).unwrap();
+        slot::preheat_item(&mut conn, &keys, &campaign, item, PreheatMode::Load, false).unwrap();
     }
     campaign
 }
@@ -282,7 +282,7 @@ fn the_kill_switch_takes_effect_on_the_next_call() {
     let mut conn = server.conn();
     let first = attempt(&mut conn, &campaign, "a", 1, Some("r-a"));
     assert_eq!(first.outcome, Outcome::Ok);
-    state::set_switch(&mut conn, &keys, true, "bots", "test", 1, None).unwrap();
+    slot::set_switch(&mut conn, &keys, true, "bots", "test", 1, None).unwrap();
     let refused = attempt(&mut conn, &campaign, "b", 1, None);
     assert_eq!(
         (refused.outcome, refused.stock_left),
@@ -294,12 +294,12 @@ fn the_kill_switch_takes_effect_on_the_next_call() {
         (retry.outcome, retry.order_id),
         (Outcome::Ok, first.order_id)
     );
-    state::set_switch(&mut conn, &keys, false, "", "test", 2, None).unwrap();
+    slot::set_switch(&mut conn, &keys, false, "", "test", 2, None).unwrap();
     assert_eq!(
         attempt(&mut conn, &campaign, "b", 1, None).outcome,
         Outcome::Ok
     );
-    let s = state::item_state(&mut conn, &keys).unwrap();
+    let s = slot::item_state(&mut conn, &keys).unwrap();
     assert_eq!((s.closed, s.stock, s.stream_len), (false, Some(98), 2));
 }
 
@@ -410,7 +410,7 @@ fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
         .arg("0")
         .query(&mut conn)
         .unwrap();
-    let s = state::item_state(&mut conn, &keys).unwrap();
+    let s = slot::item_state(&mut conn, &keys).unwrap();
     assert_eq!((s.stock, s.buyers, s.stream_len), (Some(100), 0, 0));
     assert_eq!(
         attempt(&mut conn, &campaign, "oom", 1, None).outcome,

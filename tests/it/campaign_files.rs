@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use seckill::campaign::Campaign;
+use seckill::model::campaign::Campaign;
 
 #[test]
 fn shipped_campaigns_are_valid() {

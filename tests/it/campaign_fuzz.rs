@@ -11,8 +11,8 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
-use seckill::campaign::{Campaign, MAX_DURATION, MAX_PER_USER_LIMIT, MAX_STOCK};
-use seckill::{error, exit_codes};
+use seckill::model::campaign::{Campaign, MAX_DURATION, MAX_PER_USER_LIMIT, MAX_STOCK};
+use seckill::{model::error, model::exit_codes};
 use support::RedisServer;
 
 const SHIPPED: [&str; 3] = [

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::{RedisServer, campaign_file, json, seckill};
 
 const MOUTAI: &str = r#"

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::cluster::RedisCluster;
 use support::{campaign_file, json, seckill};
 

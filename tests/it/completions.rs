@@ -11,7 +11,7 @@ fn completion_files_are_current() {
         (Shell::Fish, "completions/seckill.fish"),
     ] {
         let mut generated = Vec::new();
-        seckill::cmd::completions::write(shell, &mut generated);
+        seckill::cmd::completions::write(shell, seckill::cli::definition(), &mut generated);
         let committed = std::fs::read(file).unwrap_or_default();
         assert!(
             committed == generated,

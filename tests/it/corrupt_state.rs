@@ -12,7 +12,7 @@ use crate::support;
 use std::collections::BTreeMap;
 
 use redis::Commands;
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::{RedisServer, campaign_file, json, seckill};
 
 /// A rate limit, so the buy script's earliest write (the rate counter) is in play.

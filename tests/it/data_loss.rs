@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::buy::{self, BuyRequest, Outcome};
-use seckill::exit_codes;
-use seckill::keys::ItemKeys;
+use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::model::exit_codes;
+use seckill::model::keys::ItemKeys;
 use support::orders::{buy_many, sqlite_order_ids, sqlite_path};
 use support::{KillOnDrop, RedisServer, campaign_file, seckill};
 

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 
 use crate::support::{RedisServer, campaign_file, seckill};
 

@@ -1,8 +1,8 @@
 //! Exit codes are an interface: written once in `exit_codes`, documented in
 //! the README table, and matched by every buy outcome.
 
-use seckill::buy::Outcome;
-use seckill::exit_codes;
+use seckill::domain::buy::Outcome;
+use seckill::model::exit_codes;
 
 #[test]
 fn the_readme_documents_every_exit_code() {

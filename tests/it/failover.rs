@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::buy::{self, BuyRequest, Outcome};
-use seckill::keys::ItemKeys;
+use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::model::keys::ItemKeys;
 use support::cluster::{RedisCluster, node};
 use support::{campaign_file, seckill};
 

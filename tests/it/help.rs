@@ -45,7 +45,7 @@ fn every_subcommand_has_examples_that_parse_and_its_exit_codes() {
         .collect();
     assert!(names.len() >= 11, "{names:?}");
     for name in &names {
-        let examples = seckill::cmd::help::examples(name);
+        let examples = seckill::invocation::help::examples(name);
         assert!(!examples.is_empty(), "{name} has no examples");
         for example in examples {
             let args = words(example);
@@ -62,22 +62,22 @@ fn every_subcommand_has_examples_that_parse_and_its_exit_codes() {
         let help = sub.render_long_help().to_string();
         assert!(help.contains("Examples:\n  seckill"), "{name}:\n{help}");
         assert!(
-            help.contains(&seckill::exit_codes::help(name)),
+            help.contains(&seckill::model::exit_codes::help(name)),
             "{name}:\n{help}"
         );
     }
     // `seckill --help`: a launch day and every code.
-    for example in seckill::cmd::help::examples("") {
+    for example in seckill::invocation::help::examples("") {
         if let Err(error) = Cli::try_parse_from(words(example)) {
             panic!("example `{example}` does not parse:\n{error}");
         }
     }
     let root = command.render_long_help().to_string();
-    for (code, name, _) in seckill::exit_codes::ALL {
+    for (code, name, _) in seckill::model::exit_codes::ALL {
         assert!(root.contains(&format!("{code:>2}  {name}")), "{root}");
     }
     // A command's own codes are listed, and only under it.
-    let preheat = seckill::exit_codes::help("preheat");
+    let preheat = seckill::model::exit_codes::help("preheat");
     assert!(preheat.contains("preheat_refused"));
-    assert!(!seckill::exit_codes::help("buy").contains("preheat_refused"));
+    assert!(!seckill::model::exit_codes::help("buy").contains("preheat_refused"));
 }

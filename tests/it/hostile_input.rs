@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::{RedisServer, campaign_file, seckill};
 
 const CAMPAIGN: &str = r#"
@@ -64,7 +64,7 @@ fn a_campaign_path_that_is_not_a_regular_file_is_refused_at_once() {
 
 #[test]
 fn a_campaign_file_over_the_size_cap_is_refused_before_it_is_read() {
-    let cap = seckill::campaign::MAX_FILE_BYTES;
+    let cap = seckill::model::campaign::MAX_FILE_BYTES;
     let file = campaign_file(&format!("{CAMPAIGN}\n# {}\n", "x".repeat(cap as usize)));
     assert_refused(
         &run_preheat(&file.path),
@@ -76,7 +76,7 @@ fn a_campaign_file_over_the_size_cap_is_refused_before_it_is_read() {
         "x".repeat(cap as usize - CAMPAIGN.len() - 3)
     ));
     assert_eq!(std::fs::metadata(&fits.path).unwrap().len(), cap);
-    seckill::campaign::Campaign::load(&fits.path).unwrap();
+    seckill::model::campaign::Campaign::load(&fits.path).unwrap();
 }
 
 #[test]

@@ -80,12 +80,15 @@ fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
             .success();
     }
     let flips = history(&file.path, &server);
-    assert_eq!(flips.len(), seckill::kill_switch::HISTORY_CAP as usize);
+    assert_eq!(
+        flips.len(),
+        seckill::domain::kill_switch::HISTORY_CAP as usize
+    );
     assert_eq!(flips[0]["reason"], "flip 21");
     assert_eq!(flips[19]["reason"], "flip 2");
     // Capped in Redis, not only when read.
     let kept: i64 = redis::cmd("LLEN")
-        .arg(seckill::keys::ItemKeys::live("audit", "1").switch_log)
+        .arg(seckill::model::keys::ItemKeys::live("audit", "1").switch_log)
         .query(&mut server.conn())
         .unwrap();
     assert_eq!(kept, 20);
@@ -104,5 +107,5 @@ fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
     seckill(&file.path, &server.url())
         .args(["shutdown-switch", "on", "--history"])
         .assert()
-        .code(seckill::exit_codes::USAGE_ERROR);
+        .code(seckill::model::exit_codes::USAGE_ERROR);
 }

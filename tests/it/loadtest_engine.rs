@@ -278,12 +278,15 @@ fn an_impossible_p99_fails_with_the_threshold_code() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
-        Some(seckill::exit_codes::THRESHOLD_FAILED),
+        Some(seckill::model::exit_codes::THRESHOLD_FAILED),
         "{stderr}"
     );
     assert!(stderr.contains("threshold failed: v3: p99"), "{stderr}");
     let envelope = json(&output);
-    assert_eq!(envelope["exit_code"], seckill::exit_codes::THRESHOLD_FAILED);
+    assert_eq!(
+        envelope["exit_code"],
+        seckill::model::exit_codes::THRESHOLD_FAILED
+    );
     assert_eq!(envelope["error"]["kind"], "threshold_failed", "{envelope}");
     let report = &envelope["variants"][0];
     assert_eq!(report["thresholds_failed"].as_array().unwrap().len(), 1);
@@ -308,7 +311,7 @@ fn v1_oversold_fails_only_with_fail_on_oversell() {
         if report["oversold"].as_u64().unwrap() > 0 {
             assert_eq!(
                 output.status.code(),
-                Some(seckill::exit_codes::THRESHOLD_FAILED),
+                Some(seckill::model::exit_codes::THRESHOLD_FAILED),
                 "{report}"
             );
             assert!(

@@ -4,7 +4,7 @@
 
 #[test]
 fn man_pages_are_current_and_cover_every_subcommand() {
-    let pages = seckill::cmd::man::pages().unwrap();
+    let pages = seckill::cmd::man::pages(seckill::cli::definition()).unwrap();
     let dir = seckill::cmd::man::committed_dir();
     for (name, generated) in &pages {
         let committed = std::fs::read(dir.join(name)).unwrap_or_default();

@@ -18,7 +18,7 @@ fn man_out_creates_the_directory_and_writes_every_page() {
         "stderr: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    for (name, page) in seckill::cmd::man::pages().unwrap() {
+    for (name, page) in seckill::cmd::man::pages(seckill::cli::definition()).unwrap() {
         assert_eq!(std::fs::read(dir.join(&name)).unwrap(), page, "{name}");
     }
 }

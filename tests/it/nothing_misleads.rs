@@ -33,7 +33,7 @@ fn init_does_not_silently_turn_a_kill_switch_off() {
     seckill(&file.path, &server.url())
         .arg("init")
         .assert()
-        .code(seckill::exit_codes::USAGE_ERROR)
+        .code(seckill::model::exit_codes::USAGE_ERROR)
         .stderr(predicates::str::contains(
             "kill switch is ON for item 1 (fraud)",
         ));
@@ -94,7 +94,7 @@ fn init_says_how_many_order_rows_remain_and_purges_them_only_when_told_which_cam
     seckill(&file.path, &server.url())
         .args(["init", "--yes", "--purge-orders", "other"])
         .assert()
-        .code(seckill::exit_codes::USAGE_ERROR)
+        .code(seckill::model::exit_codes::USAGE_ERROR)
         .stderr(predicates::str::contains(
             "--purge-orders other does not name campaign c",
         ));
@@ -131,7 +131,7 @@ fn reconcile_never_creates_an_order_database() {
             &format!("sqlite://{}", typo.display()),
         ])
         .assert()
-        .code(seckill::exit_codes::RUNTIME_ERROR)
+        .code(seckill::model::exit_codes::RUNTIME_ERROR)
         .stderr(predicates::str::contains("no such database"));
     assert!(!typo.exists(), "reconcile created {}", typo.display());
 }
@@ -176,12 +176,12 @@ fn preheat_says_what_it_wrote_and_never_offers_a_refused_force() {
         .unwrap();
     assert_eq!(
         output.status.code(),
-        Some(seckill::exit_codes::PREHEAT_REFUSED),
+        Some(seckill::model::exit_codes::PREHEAT_REFUSED),
         "{output:?}"
     );
     assert_ne!(
-        seckill::exit_codes::PREHEAT_REFUSED,
-        seckill::exit_codes::RUNTIME_ERROR
+        seckill::model::exit_codes::PREHEAT_REFUSED,
+        seckill::model::exit_codes::RUNTIME_ERROR
     );
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(!text.contains("preheated"), "{text}");

@@ -67,7 +67,7 @@ fn a_locked_sqlite_database_gets_nothing_acked_until_it_lets_go() {
     let file = two_item_campaign(500, 500);
     preheat(&file, &server);
     let path = sqlite_path(&file);
-    drop(seckill::orders::sqlite::SqliteStore::open(&path).expect("create the schema"));
+    drop(seckill::domain::orders::sqlite::SqliteStore::open(&path).expect("create the schema"));
     let ok = buy_many(&server, &file, "1001", "a", 200);
 
     let other_writer = rusqlite::Connection::open(&path).unwrap();

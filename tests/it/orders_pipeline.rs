@@ -97,7 +97,7 @@ fn buys_drain_into_mariadb_exactly_once_and_reconcile_balances() {
     let version: Option<i64> = conn
         .query_first("SELECT MAX(version) FROM seckill_schema")
         .unwrap();
-    assert_eq!(version, Some(seckill::orders::SCHEMA_VERSION));
+    assert_eq!(version, Some(seckill::domain::orders::SCHEMA_VERSION));
 
     let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
     assert_eq!(code, 0, "{report:#}");
@@ -401,14 +401,23 @@ fn the_dead_letter_script_moves_an_entry_once_and_only_while_pending() {
     preheat(&file, &server);
     let ok = buy_many(&server, &file, "1001", "a", 1);
     let mut conn = server.conn();
-    let keys = seckill::keys::ItemKeys::live("flash", "1001");
-    let entries =
-        seckill::orders::stream::read_group(&mut conn, "c1", &[(&keys.orders, ">")], 10, None)
-            .unwrap();
+    let keys = seckill::model::keys::ItemKeys::live("flash", "1001");
+    let entries = seckill::domain::orders::stream::read_group(
+        &mut conn,
+        "c1",
+        &[(&keys.orders, ">")],
+        10,
+        None,
+    )
+    .unwrap();
     let id = entries[0].1[0].id.clone();
-    assert!(seckill::orders::stream::dead_letter(&mut conn, &keys, &id, "test", 1, "c1").unwrap());
     assert!(
-        !seckill::orders::stream::dead_letter(&mut conn, &keys, &id, "again", 1, "c1").unwrap()
+        seckill::domain::orders::stream::dead_letter(&mut conn, &keys, &id, "test", 1, "c1")
+            .unwrap()
+    );
+    assert!(
+        !seckill::domain::orders::stream::dead_letter(&mut conn, &keys, &id, "again", 1, "c1")
+            .unwrap()
     );
     let dead: redis::streams::StreamRangeReply = conn.xrange_all(&keys.dead).unwrap();
     assert_eq!(dead.ids.len(), 1, "dead-lettered exactly once");
@@ -427,10 +436,11 @@ fn the_dead_letter_script_moves_an_entry_once_and_only_while_pending() {
     let undelivered = &fresh.ids.last().unwrap().id;
     assert_eq!(more.len(), 1);
     assert!(
-        !seckill::orders::stream::dead_letter(&mut conn, &keys, undelivered, "x", 0, "c1").unwrap()
+        !seckill::domain::orders::stream::dead_letter(&mut conn, &keys, undelivered, "x", 0, "c1")
+            .unwrap()
     );
     // An empty order database, as `consume` would have created (reconcile never creates one).
-    seckill::orders::StoreLocation::Sqlite(sqlite_path(&file))
+    seckill::domain::orders::StoreLocation::Sqlite(sqlite_path(&file))
         .open()
         .unwrap();
     let (code, report) = reconcile(&file, &server, &[]);
@@ -454,21 +464,21 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
         let (selling, server_url) = (selling.clone(), server.url());
         let path = file.path.clone();
         std::thread::spawn(move || {
-            let campaign = seckill::campaign::Campaign::load(&path).unwrap();
-            let keys = seckill::keys::ItemKeys::live(&campaign.id, "1001");
+            let campaign = seckill::model::campaign::Campaign::load(&path).unwrap();
+            let keys = seckill::model::keys::ItemKeys::live(&campaign.id, "1001");
             let client = redis::Client::open(server_url).unwrap();
             let mut conn = client.get_connection().unwrap();
             let mut sold = 0;
             while selling.load(std::sync::atomic::Ordering::Relaxed) {
                 let user = format!("live{sold}");
-                let request = seckill::buy::BuyRequest {
+                let request = seckill::domain::buy::BuyRequest {
                     campaign: &campaign.id,
                     item: "1001",
                     user: &user,
                     qty: 1,
                     request_id: None,
                 };
-                seckill::buy::buy(&mut conn, &keys, &request).unwrap();
+                seckill::domain::buy::buy(&mut conn, &keys, &request).unwrap();
                 sold += 1;
             }
             sold

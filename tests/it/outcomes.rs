@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::{RedisServer, campaign_file, json, seckill};
 
 const CAMPAIGN: &str = r#"

@@ -5,7 +5,7 @@
 use crate::support::spec::seckill;
 use crate::support::{RedisServer, campaign_file, free_port};
 
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 
 /// Long names and a long reason, so every table has something to wrap.
 const SALE: &str = r#"

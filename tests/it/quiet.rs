@@ -25,15 +25,15 @@ fn quiet_success_is_silent_and_drift_still_speaks() {
     assert_eq!(run(&["reconcile", "-q"]), (0, String::new()));
     // A refused outcome is not a success: it prints, quiet or not.
     let (code, text) = run(&["buy", "--item", "1", "--user", "a", "-q"]);
-    assert_eq!(code, seckill::exit_codes::DUPLICATE);
+    assert_eq!(code, seckill::model::exit_codes::DUPLICATE);
     assert!(text.contains("duplicate"), "{text}");
     // Drift prints the order ids, quiet or not.
     let () = redis::cmd("SET")
-        .arg(seckill::keys::ItemKeys::live("q", "1").stock)
+        .arg(seckill::model::keys::ItemKeys::live("q", "1").stock)
         .arg(1)
         .query(&mut server.conn())
         .unwrap();
     let (code, text) = run(&["reconcile", "-q"]);
-    assert_eq!(code, seckill::exit_codes::DRIFT_FOUND);
+    assert_eq!(code, seckill::model::exit_codes::DRIFT_FOUND);
     assert!(!text.is_empty());
 }

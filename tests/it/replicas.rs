@@ -8,7 +8,7 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::{RedisServer, campaign_file, json, seckill};
 
 const CAMPAIGN: &str = r#"

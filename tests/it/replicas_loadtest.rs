@@ -82,6 +82,9 @@ fn wait_replicas_needs_the_full_variant() {
         .args(["loadtest", "--variant", "v3", "--wait-replicas", "1"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(seckill::exit_codes::USAGE_ERROR));
+    assert_eq!(
+        output.status.code(),
+        Some(seckill::model::exit_codes::USAGE_ERROR)
+    );
     assert!(String::from_utf8_lossy(&output.stderr).contains("full variant only"));
 }

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use redis::Commands;
-use seckill::buy::{self, BuyRequest, Outcome};
-use seckill::campaign::Campaign;
-use seckill::keys::ItemKeys;
-use seckill::orders::{Order, OrderState, StateChange, StoreLocation};
-use seckill::reservations::Record;
+use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::domain::orders::{Order, OrderState, StateChange, StoreLocation};
+use seckill::domain::reservations::Record;
+use seckill::model::campaign::Campaign;
+use seckill::model::keys::ItemKeys;
 
 use crate::support::mariadb::MariaDb;
 use crate::support::orders::{
@@ -274,7 +274,7 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
         .collect();
     let refused: Vec<&String> = outcomes
         .iter()
-        .filter(|(_, code)| *code == seckill::exit_codes::ORDER_EXPIRED)
+        .filter(|(_, code)| *code == seckill::model::exit_codes::ORDER_EXPIRED)
         .map(|(id, _)| id)
         .collect();
     assert_eq!(
@@ -391,7 +391,7 @@ fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
     };
     let (_, alice) = buy("alice");
     let (_, carol) = buy("carol");
-    assert_eq!(buy("bob").0, seckill::exit_codes::SOLD_OUT);
+    assert_eq!(buy("bob").0, seckill::model::exit_codes::SOLD_OUT);
     let alice_order = alice["order_id"].as_str().unwrap().to_string();
     let carol_order = carol["order_id"].as_str().unwrap().to_string();
 
@@ -448,7 +448,10 @@ fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
         .args(["buy", "--item", "1001", "--user", "p0"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(seckill::exit_codes::DUPLICATE));
+    assert_eq!(
+        output.status.code(),
+        Some(seckill::model::exit_codes::DUPLICATE)
+    );
     let bought: i64 = server.conn().hget(keys().buyers, "p0").unwrap();
     assert_eq!(
         bought, 3,
@@ -489,7 +492,7 @@ fn item_snapshot(server: &RedisServer) -> Vec<String> {
 
 #[test]
 fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
-    use seckill::exit_codes::{
+    use seckill::model::exit_codes::{
         ALREADY_PAID, ORDER_CANCELLED, ORDER_EXPIRED, UNKNOWN_ORDER, USAGE_ERROR,
     };
     let server = RedisServer::start();
@@ -572,7 +575,7 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
     let pending = reserve_many(&server, &file, "gone", 1, |_| 1);
     let () = server.conn().del(keys().meta).unwrap();
     let gone = item_snapshot(&server);
-    let not_preheated = seckill::exit_codes::NOT_PREHEATED;
+    let not_preheated = seckill::model::exit_codes::NOT_PREHEATED;
     assert_eq!(
         order_command(&file, &server, "pay", &pending[0].0),
         not_preheated
@@ -785,7 +788,7 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
     let printed = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),
-        Some(seckill::exit_codes::DRIFT_FOUND),
+        Some(seckill::model::exit_codes::DRIFT_FOUND),
         "{printed}"
     );
     assert!(
@@ -813,7 +816,7 @@ fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
     )
     .unwrap();
     let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, seckill::exit_codes::DRIFT_FOUND, "{report:#}");
+    assert_eq!(code, seckill::model::exit_codes::DRIFT_FOUND, "{report:#}");
     let named = report["items"][0]["reservations"]["state_mismatch"].to_string();
     assert!(
         named.contains(&format!(
@@ -960,9 +963,9 @@ fn reservations_work_unchanged_on_a_three_master_cluster() {
             .code();
         assert!(
             [
-                Some(seckill::exit_codes::ALREADY_PAID),
-                Some(seckill::exit_codes::ORDER_EXPIRED),
-                Some(seckill::exit_codes::ORDER_CANCELLED)
+                Some(seckill::model::exit_codes::ALREADY_PAID),
+                Some(seckill::model::exit_codes::ORDER_EXPIRED),
+                Some(seckill::model::exit_codes::ORDER_CANCELLED)
             ]
             .contains(&code),
             "{order}: {code:?}"
@@ -1020,7 +1023,7 @@ fn reservation_tables_fit_80_columns_without_splitting_an_id() {
     fits("pay", &paid, &[&orders[0].0, "paid"]);
     let refused = at_80(
         &["cancel", "--order", &orders[0].0],
-        seckill::exit_codes::ALREADY_PAID,
+        seckill::model::exit_codes::ALREADY_PAID,
     );
     fits("cancel", &refused, &[&orders[0].0, "already_paid"]);
     let expired = at_80(&["expire"], 0);
@@ -1062,7 +1065,8 @@ fn the_shipped_reservations_campaign_is_valid() {
 
 /// Stock of every bucket of item 1001 of campaign `bk` under `n` buckets.
 fn bucket_stocks(server: &RedisServer, n: u32) -> Vec<i64> {
-    let layout = seckill::buckets::Layout::new(seckill::keys::LIVE_PREFIX, "bk", "1001", n);
+    let layout =
+        seckill::domain::buckets::Layout::new(seckill::model::keys::LIVE_PREFIX, "bk", "1001", n);
     let mut conn = server.conn();
     layout
         .all()
@@ -1104,7 +1108,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
         assert_eq!(code, 0, "{bought:#}");
         orders.push((user, bought["order_id"].as_str().unwrap().to_string()));
     }
-    assert_eq!(buy("late").0, seckill::exit_codes::SOLD_OUT);
+    assert_eq!(buy("late").0, seckill::model::exit_codes::SOLD_OUT);
     assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
 
     // The file now says another bucket count: preheat refuses it, and the
@@ -1116,7 +1120,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
         .unwrap();
     assert!(!refused.status.success());
     let (user, order) = &orders[0];
-    let home = seckill::buckets::home_bucket(user, 4);
+    let home = seckill::domain::buckets::home_bucket(user, 4);
     let output = seckill(&file.path, &server.url())
         .args(["cancel", "--order", order, "--format", "json"])
         .output()
@@ -1132,7 +1136,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
     rewrite(4, "15m");
     let other = (0..)
         .map(|n| format!("x{n}"))
-        .find(|u| seckill::buckets::home_bucket(u, 4) != home)
+        .find(|u| seckill::domain::buckets::home_bucket(u, 4) != home)
         .unwrap();
     let (code, resold) = buy(&other);
     assert_eq!(code, 0, "the released unit is sold again: {resold:#}");
@@ -1143,7 +1147,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
     assert_eq!(order_command(&file, &server, "cancel", &orders[1].1), 0);
     let (code, short) = buy("short-lived");
     assert_eq!(code, 0, "{short:#}");
-    let short_home = seckill::buckets::home_bucket("short-lived", 4);
+    let short_home = seckill::domain::buckets::home_bucket("short-lived", 4);
     std::thread::sleep(Duration::from_millis(150));
     seckill(&file.path, &server.url())
         .arg("expire")
@@ -1308,10 +1312,11 @@ fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change
     for (n, (order, _)) in orders.iter().enumerate() {
         match n % 3 {
             0 => {
-                seckill::reservations::pay(&mut conn, &campaign, None, order).unwrap();
+                seckill::domain::reservations::pay(&mut conn, &campaign, None, order).unwrap();
             }
             1 => {
-                seckill::reservations::cancel(&mut conn, &campaign, None, order, "").unwrap();
+                seckill::domain::reservations::cancel(&mut conn, &campaign, None, order, "")
+                    .unwrap();
             }
             _ => {}
         }

@@ -107,8 +107,9 @@ fn status_shows_every_field_of_a_live_sale() {
 
     // Delivered but not acked: pending moves, lag shrinks.
     let mut conn = server.conn();
-    let keys = seckill::keys::ItemKeys::live("c", "1");
-    seckill::orders::stream::read_group(&mut conn, "w1", &[(&keys.orders, ">")], 3, None).unwrap();
+    let keys = seckill::model::keys::ItemKeys::live("c", "1");
+    seckill::domain::orders::stream::read_group(&mut conn, "w1", &[(&keys.orders, ">")], 3, None)
+        .unwrap();
     let s = status_json(&file, &server);
     assert_eq!(s["stream"]["pending"], 3);
     assert_eq!(s["stream"]["lag"], 4);
@@ -142,19 +143,19 @@ fn the_rate_is_the_order_streams_growth_between_two_samples() {
     let shopper = {
         let (selling, url) = (selling.clone(), server.url());
         std::thread::spawn(move || {
-            let keys = seckill::keys::ItemKeys::live("c", "1");
+            let keys = seckill::model::keys::ItemKeys::live("c", "1");
             let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
             let mut n = 0u32;
             while selling.load(std::sync::atomic::Ordering::Relaxed) {
                 let user = format!("r{n}");
-                let request = seckill::buy::BuyRequest {
+                let request = seckill::domain::buy::BuyRequest {
                     campaign: "c",
                     item: "1",
                     user: &user,
                     qty: 1,
                     request_id: None,
                 };
-                seckill::buy::buy(&mut conn, &keys, &request).unwrap();
+                seckill::domain::buy::buy(&mut conn, &keys, &request).unwrap();
                 n += 1;
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -291,7 +292,7 @@ fn status_writes_prometheus_text_that_promtool_accepts() {
     seckill(&file.path, &server.url())
         .args(["--format", "prometheus", "shutdown-switch", "status"])
         .assert()
-        .code(seckill::exit_codes::USAGE_ERROR)
+        .code(seckill::model::exit_codes::USAGE_ERROR)
         .stderr(predicates::str::contains("only with `seckill status`"));
     // SECKILL_FORMAT chooses the format too.
     let output = seckill(&file.path, &server.url())

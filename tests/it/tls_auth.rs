@@ -6,7 +6,7 @@ use crate::support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seckill::exit_codes;
+use seckill::model::exit_codes;
 use support::{RedisServer, campaign_file, seckill};
 
 const CAMPAIGN: &str = r#"

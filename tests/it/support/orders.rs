@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use seckill::buy::{self, BuyRequest, Outcome};
-use seckill::campaign::Campaign;
-use seckill::keys::ItemKeys;
+use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::model::campaign::Campaign;
+use seckill::model::keys::ItemKeys;
 
 use super::{CampaignFile, RedisServer, campaign_file, seckill};
 

@@ -1,0 +1,200 @@
+//! The command line: global flags and one subcommand per file in `cmd/`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::cmd;
+use crate::invocation::context::Context;
+use crate::invocation::report::{emit, emit_error};
+use crate::redis_client::conn::ConnectionArgs;
+use crate::util::output::Format;
+
+/// Run a flash sale (秒杀) on Redis without ever selling one item too many.
+///
+/// Typical launch day: `seckill preheat -c campaigns/moutai.yaml` an hour
+/// before, `seckill consume` running beside the sale, `seckill shutdown-switch on`
+/// if anything goes wrong, `seckill reconcile` at night.
+#[derive(Debug, Parser)]
+#[command(
+    name = "seckill",
+    version = env!("SECKILL_VERSION"),
+    propagate_version = true,
+    after_long_help = crate::invocation::help::root(),
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Campaign file (YAML) to work on.
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "SECKILL_CAMPAIGN",
+        value_name = "FILE"
+    )]
+    pub campaign: Option<PathBuf>,
+
+    /// Output format: a table for people, JSON for scripts; csv (loadtest only),
+    /// prometheus (status only) for monitoring.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
+    pub format: Format,
+
+    /// Print nothing on success (for cron): only errors, drift and refused
+    /// outcomes reach the output. The exit code is the same either way.
+    #[arg(short, long, global = true, env = "SECKILL_QUIET")]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Reset a campaign's Redis state to the file's values (rehearsals, load tests).
+    #[command(after_long_help = crate::invocation::help::long("init"))]
+    Init(cmd::init::Args),
+    /// Load stock, item data and the sale window into Redis before launch; never clobbers a live sale.
+    #[command(after_long_help = crate::invocation::help::long("preheat"))]
+    Preheat(cmd::preheat::Args),
+    /// One purchase attempt through the buy script; the exit code tells the outcome.
+    #[command(after_long_help = crate::invocation::help::long("buy"))]
+    Buy(cmd::buy::Args),
+    /// The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows.
+    #[command(after_long_help = crate::invocation::help::long("shutdown-switch"))]
+    ShutdownSwitch(cmd::shutdown_switch::Args),
+    /// Print a shell completion script (bash, zsh, fish, ...).
+    #[command(after_long_help = crate::invocation::help::long("completions"))]
+    Completions(cmd::completions::Args),
+    /// Print the manual page (roff), or write every page with --out DIR.
+    #[command(after_long_help = crate::invocation::help::long("man"))]
+    Man(cmd::man::Args),
+    /// Carry orders from the item streams into the order database: commit, then ack.
+    #[command(after_long_help = crate::invocation::help::long("consume"))]
+    Consume(cmd::consume::Args),
+    /// Recover idle pending orders (store them, or dead-letter the ones that cannot be stored).
+    #[command(after_long_help = crate::invocation::help::long("pending-claim"))]
+    PendingClaim(cmd::pending_claim::Args),
+    /// List dead-lettered entries with their reasons, or re-drive them into the order database.
+    #[command(after_long_help = crate::invocation::help::long("dead-letter"))]
+    DeadLetter(cmd::dead_letter::Args),
+    /// Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked.
+    #[command(after_long_help = crate::invocation::help::long("reconcile"))]
+    Reconcile(cmd::reconcile::Args),
+    /// Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown.
+    #[command(after_long_help = crate::invocation::help::long("pay"))]
+    Pay(cmd::pay::Args),
+    /// Cancel one reserved order: its units go back on sale; a paid order is never released.
+    #[command(after_long_help = crate::invocation::help::long("cancel"))]
+    Cancel(cmd::cancel::Args),
+    /// Release every reservation past its payment deadline (Redis clock), once or in a loop.
+    #[command(after_long_help = crate::invocation::help::long("expire"))]
+    Expire(cmd::expire::Args),
+    /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
+    #[command(after_long_help = crate::invocation::help::long("status"))]
+    Status(cmd::status::Args),
+    /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
+    #[command(after_long_help = crate::invocation::help::long("rebalance"))]
+    Rebalance(cmd::rebalance::Args),
+    /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
+    #[command(after_long_help = crate::invocation::help::long("loadtest"))]
+    Loadtest(cmd::loadtest::Args),
+}
+
+/// The whole command line as clap sees it: handed down in the context to the
+/// commands generated from it (completions, man pages).
+pub fn definition() -> clap::Command {
+    Cli::command()
+}
+
+impl Cli {
+    /// Run the chosen subcommand and report its outcome (or error) once;
+    /// returns the process exit code.
+    pub fn run(self) -> i32 {
+        crate::util::output::set_quiet(self.quiet);
+        let ctx = Context::new(
+            definition,
+            self.command.name(),
+            self.campaign,
+            self.format,
+            self.connection,
+        );
+        match self.command.run(&ctx) {
+            Ok(code) => code,
+            Err(error) => emit_error(&ctx, &error),
+        }
+    }
+}
+
+impl Command {
+    /// The subcommand as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Init(_) => "init",
+            Command::Preheat(_) => "preheat",
+            Command::Buy(_) => "buy",
+            Command::ShutdownSwitch(_) => "shutdown-switch",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+            Command::Consume(_) => "consume",
+            Command::PendingClaim(_) => "pending-claim",
+            Command::DeadLetter(_) => "dead-letter",
+            Command::Reconcile(_) => "reconcile",
+            Command::Status(_) => "status",
+            Command::Loadtest(_) => "loadtest",
+            Command::Pay(_) => "pay",
+            Command::Cancel(_) => "cancel",
+            Command::Expire(_) => "expire",
+            Command::Rebalance(_) => "rebalance",
+        }
+    }
+
+    fn run(self, ctx: &Context) -> Result<i32> {
+        // Refused before anything runs: a buy must not happen and then fail to print.
+        if ctx.format == Format::Csv && !matches!(self, Command::Loadtest(_)) {
+            return Err(crate::model::error::usage(format!(
+                "--format csv applies to loadtest only; use table or json for {}",
+                self.name()
+            )));
+        }
+        // Completion scripts and man pages have no format to choose.
+        let prints_a_report = !matches!(self, Command::Completions(_) | Command::Man(_));
+        if ctx.format == Format::Prometheus
+            && prints_a_report
+            && !matches!(self, Command::Status(_))
+        {
+            return Err(crate::model::error::usage(
+                "--format prometheus works only with `seckill status` \
+                 (a running `consume` serves the same metrics with --metrics-listen ADDR)",
+            ));
+        }
+        match self {
+            Command::Init(args) => emit(ctx, &cmd::init::run(ctx, &args)?),
+            Command::Preheat(args) => emit(ctx, &cmd::preheat::run(ctx, &args)?),
+            Command::Buy(args) => emit(ctx, &cmd::buy::run(ctx, &args)?),
+            Command::ShutdownSwitch(args) => emit(ctx, &cmd::shutdown_switch::run(ctx, &args)?),
+            Command::Completions(args) => cmd::completions::run(ctx, &args),
+            Command::Man(args) => cmd::man::run(ctx, &args),
+            Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
+            Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
+            Command::DeadLetter(args) => emit(ctx, &cmd::dead_letter::run(ctx, &args)?),
+            Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
+            Command::Status(args) => cmd::status::run(ctx, &args),
+            Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
+            Command::Loadtest(args) => match args.print_command {
+                Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
+                None if args.reservations => {
+                    emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
+                }
+                None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
+            },
+            Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),
+            Command::Cancel(args) => emit(ctx, &cmd::cancel::run(ctx, &args)?),
+            Command::Expire(args) => emit(ctx, &cmd::expire::run(ctx, &args)?),
+        }
+    }
+}

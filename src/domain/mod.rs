@@ -1,0 +1,9 @@
+//! The sale's domain.
+
+pub mod buckets;
+pub mod buy;
+pub mod kill_switch;
+pub mod orders;
+pub mod recovery;
+pub mod reservations;
+pub mod slot;

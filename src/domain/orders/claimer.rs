@@ -1,0 +1,288 @@
+//! `pending-claim` as two steps per page of idle pending entries:
+//!
+//! * **claim** ([`Claimer::claim`]): XAUTOCLAIM one page to our consumer name,
+//!   read each entry's delivery count, and sort the entries into orders to
+//!   store, suspects (valid orders delivered `max_deliveries` times already)
+//!   and doomed entries (not orders);
+//! * **settle** ([`Claimer::settle`]): store the orders and ack them (commit,
+//!   then ack), try each suspect alone, and dead-letter what can never be
+//!   stored.
+//!
+//! A valid order is a customer's: while the database takes it, it is stored
+//! however often it was delivered; it is dead-lettered only when the
+//! database refuses *it* while accepting others, and while the database is
+//! down it stays pending. Dead-lettering moves the entry to the item's
+//! dead-letter stream and acks it in one Lua script, so it never blocks the
+//! group and is never dropped without a trace. Streams are never trimmed here.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::entry::{Order, StreamEntry, parse_entry};
+use super::pipeline::{Batch, store_then_ack};
+use super::reconnecting::ReconnectingConn;
+use super::{OrderStore, now_ms, stream};
+use crate::model::campaign::{Campaign, Item};
+use crate::model::keys::ItemKeys;
+use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::util::log;
+
+/// The command name in log lines.
+const COMMAND: &str = "pending-claim";
+
+/// How entries are claimed and judged.
+#[derive(Debug, Clone)]
+pub struct ClaimSettings {
+    /// Consumer name the entries are claimed to.
+    pub consumer: String,
+    /// Claim entries pending at least this long.
+    pub min_idle: Duration,
+    /// Deliveries after which a valid order the database refuses is dead-lettered.
+    pub max_deliveries: u64,
+    /// Entries per XAUTOCLAIM page and per transaction.
+    pub batch: u64,
+}
+
+/// What happened to one item's pending entries.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ItemClaims {
+    /// The item id.
+    pub item: String,
+    /// Entries claimed (idle long enough).
+    pub claimed: u64,
+    /// Claimed entries committed to the database and acked.
+    pub stored: u64,
+    /// Claimed entries moved to the dead-letter stream and acked.
+    pub dead_lettered: u64,
+    /// Pending ids whose entry was already deleted from the stream (Redis drops them from the pending list).
+    pub deleted: u64,
+}
+
+impl ItemClaims {
+    /// Add another bucket's counts of the same item.
+    fn absorb(&mut self, other: &ItemClaims) {
+        self.claimed += other.claimed;
+        self.stored += other.stored;
+        self.dead_lettered += other.dead_lettered;
+        self.deleted += other.deleted;
+    }
+}
+
+/// One claimed page, sorted for settling.
+struct Claimed {
+    /// XAUTOCLAIM cursor of the next page, `0-0` at the end.
+    next: String,
+    /// Orders to store and ack together.
+    batch: Batch,
+    /// (stream id, order, deliveries) of valid orders delivered too often.
+    suspects: Vec<(String, Order, u64)>,
+    /// (stream id, reason, deliveries) of entries to dead-letter.
+    doomed: Vec<(String, String, u64)>,
+}
+
+/// Claims, stores and dead-letters the idle pending entries of a campaign.
+pub struct Claimer<'a> {
+    campaign: &'a Campaign,
+    conn: ReconnectingConn<'a>,
+    store: &'a mut dyn OrderStore,
+    stop: &'a AtomicBool,
+    settings: ClaimSettings,
+}
+
+impl<'a> Claimer<'a> {
+    pub fn new(
+        campaign: &'a Campaign,
+        target: &'a RedisTarget,
+        conn: Conn,
+        store: &'a mut dyn OrderStore,
+        stop: &'a AtomicBool,
+        settings: ClaimSettings,
+    ) -> Claimer<'a> {
+        Claimer {
+            campaign,
+            conn: ReconnectingConn::new(target, conn),
+            store,
+            stop,
+            settings,
+        }
+    }
+
+    /// Every item in turn, page by page, until no idle pending entry is left
+    /// or the stop flag is set (what is not settled then stays pending).
+    pub fn run(&mut self) -> Result<Vec<ItemClaims>> {
+        let mut reports: Vec<ItemClaims> = Vec::new();
+        // One pass per order stream: a bucketed item has one per bucket.
+        for (item, keys) in crate::domain::buckets::order_streams(self.campaign) {
+            stream::ensure_group(self.conn.conn(), &keys)?;
+            let mut report = ItemClaims {
+                item: item.id.clone(),
+                ..ItemClaims::default()
+            };
+            let mut cursor = "0-0".to_string();
+            loop {
+                if self.stop.load(Ordering::SeqCst) {
+                    log::line(COMMAND, "stop requested: the rest stays pending");
+                    break;
+                }
+                let claimed = self.claim(&keys, item, &cursor, &mut report)?;
+                let next = self.settle(&keys, claimed, &mut report)?;
+                if next == "0-0" {
+                    break;
+                }
+                cursor = next;
+            }
+            match reports.last_mut() {
+                Some(same) if same.item == report.item => same.absorb(&report),
+                _ => reports.push(report),
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Claim one page from `cursor` and sort its entries.
+    fn claim(
+        &mut self,
+        keys: &ItemKeys,
+        item: &Item,
+        cursor: &str,
+        report: &mut ItemClaims,
+    ) -> Result<Claimed> {
+        let consumer = self.settings.consumer.as_str();
+        let conn = self.conn.conn();
+        let (next, entries, deleted) = stream::autoclaim(
+            conn,
+            &keys.orders,
+            consumer,
+            self.settings.min_idle,
+            cursor,
+            self.settings.batch as usize,
+        )?;
+        if !deleted.is_empty() {
+            log::line(
+                COMMAND,
+                format!(
+                    "{}: {} pending id(s) no longer in the stream (deleted or trimmed by someone): {}",
+                    keys.orders,
+                    deleted.len(),
+                    deleted.join(", ")
+                ),
+            );
+        }
+        report.deleted += deleted.len() as u64;
+        report.claimed += entries.len() as u64;
+        let mut claimed = Claimed {
+            next,
+            batch: Batch::default(),
+            suspects: Vec::new(),
+            doomed: Vec::new(),
+        };
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            return Ok(claimed);
+        };
+        let deliveries: HashMap<String, u64> = stream::pending_deliveries(
+            conn,
+            &keys.orders,
+            &first.id,
+            &last.id,
+            entries.len(),
+            Some(consumer),
+        )?
+        .into_iter()
+        .collect();
+        let mut ids = Vec::new();
+        for entry in &entries {
+            let delivered = deliveries.get(&entry.id).copied().unwrap_or(0);
+            match parse_entry(entry, &self.campaign.id, &item.id) {
+                Err(reason) => claimed.doomed.push((
+                    entry.id.clone(),
+                    format!("not an order: {reason}"),
+                    delivered,
+                )),
+                Ok(StreamEntry::Order(order)) if delivered >= self.settings.max_deliveries => {
+                    claimed.suspects.push((entry.id.clone(), order, delivered));
+                }
+                Ok(StreamEntry::Order(order)) => {
+                    ids.push(entry.id.clone());
+                    claimed.batch.orders.push(order);
+                }
+                // A state change is applied whatever its delivery count: a
+                // database that takes it never refuses it for its content
+                // (the parser checked every field), and one that is down
+                // leaves it pending.
+                Ok(StreamEntry::Change(change)) => {
+                    ids.push(entry.id.clone());
+                    claimed.batch.changes.push(change);
+                }
+            }
+        }
+        if !ids.is_empty() {
+            claimed.batch.acks.push((keys.orders.clone(), ids));
+        }
+        Ok(claimed)
+    }
+
+    /// Store and ack the page's orders, try each suspect alone, dead-letter
+    /// the doomed; returns the cursor of the next page.
+    fn settle(
+        &mut self,
+        keys: &ItemKeys,
+        claimed: Claimed,
+        report: &mut ItemClaims,
+    ) -> Result<String> {
+        let Claimed {
+            next,
+            batch,
+            suspects,
+            mut doomed,
+        } = claimed;
+        if batch.ack_count() > 0 {
+            report.stored +=
+                store_then_ack(COMMAND, &mut *self.store, &mut self.conn, &batch, self.stop)?.acked;
+        }
+        for (id, order, delivered) in suspects {
+            match self
+                .store
+                .insert_orders(std::slice::from_ref(&order), now_ms())
+            {
+                Ok(_) => {
+                    stream::ack(self.conn.conn(), &keys.orders, std::slice::from_ref(&id))?;
+                    report.stored += 1;
+                }
+                Err(error) if self.store.accepts_writes() => {
+                    doomed.push((
+                        id,
+                        format!(
+                            "delivered {delivered} times, and the database refuses it: {}",
+                            crate::model::error::render(&error)
+                        ),
+                        delivered,
+                    ));
+                }
+                Err(error) => {
+                    return Err(error.context(format!(
+                        "cannot store order entry {id} of {}: left pending",
+                        keys.orders
+                    )));
+                }
+            }
+        }
+        let consumer = self.settings.consumer.as_str();
+        for (id, reason, delivered) in doomed {
+            if stream::dead_letter(self.conn.conn(), keys, &id, &reason, delivered, consumer)? {
+                log::line(
+                    COMMAND,
+                    format!(
+                        "dead-lettered entry {id} of {} to {}: {reason}",
+                        keys.orders, keys.dead
+                    ),
+                );
+                report.dead_lettered += 1;
+            }
+        }
+        Ok(next)
+    }
+}

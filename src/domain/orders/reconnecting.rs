@@ -1,0 +1,89 @@
+//! A Redis connection that owns one rule: after an error, open a fresh
+//! connection before the next call.
+//!
+//! A call that failed (a timeout, a reset, a signal interrupting the read)
+//! may leave its reply still on the way: the next command on the same
+//! connection would read that stale reply as its own. So every call here
+//! goes through [`ReconnectingConn::attempt`], which replaces the connection
+//! after a failure, and re-creates the consumer groups it is told about (a
+//! stream deleted meanwhile, by `init --yes`, lost its group with it).
+
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+
+use super::stream;
+use crate::model::keys::ItemKeys;
+use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::redis_client::failure;
+
+/// A connection to `target` that is replaced after any failed call.
+pub struct ReconnectingConn<'t> {
+    target: &'t RedisTarget,
+    conn: Conn,
+    /// The last call failed (or a fresh start was asked for): reconnect first.
+    stale: bool,
+    /// Items whose consumer group is re-created after reconnecting.
+    groups: Vec<ItemKeys>,
+}
+
+impl<'t> ReconnectingConn<'t> {
+    /// Wrap `conn`, a working connection to `target`.
+    pub fn new(target: &'t RedisTarget, conn: Conn) -> ReconnectingConn<'t> {
+        ReconnectingConn {
+            target,
+            conn,
+            stale: false,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Create the consumer group of each of `items` now and after every reconnect.
+    pub fn with_groups(mut self, items: &[ItemKeys]) -> Result<ReconnectingConn<'t>> {
+        self.groups = items.to_vec();
+        for keys in &self.groups {
+            stream::ensure_group(&mut self.conn, keys)?;
+        }
+        Ok(self)
+    }
+
+    /// Run one call; a failure marks the connection stale, so the next
+    /// attempt starts on a fresh one.
+    pub fn attempt<T>(&mut self, call: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        if self.stale {
+            let mut fresh = self.target.connect()?;
+            for keys in &self.groups {
+                stream::ensure_group(&mut fresh, keys)?;
+            }
+            self.conn = fresh;
+            self.stale = false;
+        }
+        let result = call(&mut self.conn);
+        self.stale = result.is_err();
+        result
+    }
+
+    /// [`attempt`](Self::attempt) until it succeeds, with the pipeline's
+    /// backoff and stop rules ([`retry`]).
+    pub fn retry<T>(
+        &mut self,
+        command: &str,
+        what: &str,
+        stop: &AtomicBool,
+        mut call: impl FnMut(&mut Conn) -> Result<T>,
+    ) -> Result<T> {
+        failure::retry(command, what, stop, None, || self.attempt(&mut call))
+    }
+
+    /// Open a fresh connection before the next call even though nothing
+    /// failed (a signal may have cut a read short without an error).
+    pub fn start_afresh(&mut self) {
+        self.stale = true;
+    }
+
+    /// The connection as it is, for calls that are not retried (their error
+    /// ends the command).
+    pub fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+}

@@ -1,0 +1,337 @@
+//! Never oversell after Redis lost data.
+//!
+//! Redis restarted without persistence (or FLUSHALL, or a failover to an
+//! empty replica) forgets stock, buyers and the order stream, but the order
+//! database still holds every order `consume` stored. Loading the campaign
+//! file's stock again would sell those units a second time, so `preheat`
+//! asks the database first: an item with stored orders is only loaded by
+//! `preheat --recover`, with what is left (initial − units stored) and with
+//! its buyers restored (so the per-user limit still holds).
+//!
+//! What cannot be known is said plainly: orders acknowledged but not yet
+//! stored when Redis lost its data are gone with it (AOF with
+//! `appendfsync always` prevents that); request ids of stored orders are
+//! not in the database, so a retry of an old request id is judged by the
+//! per-user limit instead; the kill switch's state before the loss is gone.
+//!
+//! `persistence` tells whether the Redis server keeps anything across a
+//! restart, so `preheat` can warn (and `--require-durable` refuse) before the
+//! sale rather than after the loss.
+
+use anyhow::{Context, Result, bail};
+use redis::ConnectionLike;
+use serde::Serialize;
+
+use crate::domain::buckets::{self, Layout, home_bucket};
+use crate::domain::orders::{ItemTotals, OrderStore};
+use crate::domain::slot::{self, PreheatMode, PreheatStatus};
+use crate::model::campaign::{Campaign, Item};
+use crate::model::keys::ItemKeys;
+
+/// Buyers restored per round trip.
+const PAGE: usize = 1000;
+
+/// What a Redis server keeps across a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Persistence {
+    /// No AOF, no RDB snapshots: a restart loses everything.
+    Nothing,
+    /// RDB snapshots only: a crash loses every write since the last one.
+    SnapshotsOnly,
+    /// AOF, fsync once a second (or by the OS): a crash loses up to about a second.
+    AofRelaxed(String),
+    /// AOF with `appendfsync always`: an acknowledged write survives a crash.
+    AofAlways,
+    /// The server would not say (CONFIG refused, e.g. by an ACL).
+    Unknown(String),
+}
+
+impl Persistence {
+    /// Whether a restart keeps anything at all (false for `Unknown`).
+    pub fn persists_something(&self) -> bool {
+        !matches!(self, Persistence::Nothing | Persistence::Unknown(_))
+    }
+
+    /// A warning for the operator, `None` when acknowledged buys survive a crash.
+    pub fn warning(&self, at: &str) -> Option<String> {
+        match self {
+            Persistence::AofAlways => None,
+            Persistence::Nothing => Some(format!(
+                "Redis at {at} persists nothing (no AOF, no snapshots): a restart loses every \
+                 acknowledged buy not yet in the order database; set appendonly yes and \
+                 appendfsync always"
+            )),
+            Persistence::SnapshotsOnly => Some(format!(
+                "Redis at {at} keeps only RDB snapshots: a crash loses every buy since the last \
+                 snapshot; set appendonly yes and appendfsync always"
+            )),
+            Persistence::AofRelaxed(fsync) => Some(format!(
+                "Redis at {at} uses AOF with appendfsync {fsync}: a crash can lose about the last \
+                 second of acknowledged buys; appendfsync always loses none"
+            )),
+            Persistence::Unknown(why) => Some(format!(
+                "cannot tell whether Redis at {at} persists anything ({why})"
+            )),
+        }
+    }
+}
+
+/// Ask the server (CONFIG GET) what it persists.
+pub fn persistence<C: ConnectionLike>(conn: &mut C) -> Persistence {
+    let mut get = |name: &str| -> std::result::Result<String, String> {
+        let pair: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query(conn)
+            .map_err(|e| format!("CONFIG GET {name}: {e}"))?;
+        pair.get(1)
+            .cloned()
+            .ok_or_else(|| format!("CONFIG GET {name} answered nothing"))
+    };
+    let settings = (get("appendonly"), get("appendfsync"), get("save"));
+    match settings {
+        (Ok(aof), Ok(fsync), _) if aof == "yes" && fsync == "always" => Persistence::AofAlways,
+        (Ok(aof), Ok(fsync), _) if aof == "yes" => Persistence::AofRelaxed(fsync),
+        (Ok(_), Ok(_), Ok(save)) if save.trim().is_empty() => Persistence::Nothing,
+        (Ok(_), Ok(_), Ok(_)) => Persistence::SnapshotsOnly,
+        (Err(why), _, _) | (_, Err(why), _) | (_, _, Err(why)) => Persistence::Unknown(why),
+    }
+}
+
+/// The order database's view of one item, when preheat would load it from scratch.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredSales {
+    pub item: String,
+    pub rows: i64,
+    pub units: i64,
+}
+
+/// Items `preheat` would load from scratch (status `loaded` or `overwritten`
+/// in a dry run) although the order database holds orders of them.
+pub fn items_with_stored_orders<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    campaign: &Campaign,
+    items: &[&Item],
+    mode: PreheatMode,
+) -> Result<Vec<StoredSales>> {
+    let mut found = Vec::new();
+    for item in items {
+        let layout = Layout::live(&campaign.id, item);
+        let status = if layout.is_bucketed() {
+            buckets::state::preheat_item(conn, &layout, campaign, item, mode, true)?
+                .summary
+                .status
+        } else {
+            let keys = ItemKeys::live(&campaign.id, &item.id);
+            slot::preheat_item(conn, &keys, campaign, item, mode, true)?.status
+        };
+        if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
+            continue;
+        }
+        let ItemTotals { rows, units } = store.item_totals(&campaign.id, &item.id)?;
+        if rows > 0 {
+            found.push(StoredSales {
+                item: item.id.clone(),
+                rows,
+                units,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// What `--recover` did to one item.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recovered {
+    pub item: String,
+    pub initial_stock: i64,
+    pub units_stored: i64,
+    pub stock_loaded: i64,
+    pub buyers_restored: u64,
+    /// What recovery cannot know, in words.
+    pub cannot_be_known: String,
+}
+
+/// Load one item with what is left after the stored orders, and restore its
+/// buyers. The item is closed (kill switch) from before the stock appears
+/// until every buyer is back, so no one buys against a half-restored limit;
+/// if this stops half-way, the item stays closed.
+pub fn recover_item<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    campaign: &Campaign,
+    item: &Item,
+    stored: &StoredSales,
+    mode: PreheatMode,
+) -> Result<Recovered> {
+    let layout = Layout::live(&campaign.id, item);
+    if layout.is_bucketed() {
+        refuse_partial_loss(conn, &layout, campaign, item, mode)?;
+    }
+    let by = crate::domain::kill_switch::operator(None)?;
+    let now = slot::redis_now_ms(conn)?;
+    let expire_at = campaign.expire_at_ms();
+    // Every bucket (a plain item: its one bucket, its own keys) closed first.
+    buckets::state::set_switch(
+        conn,
+        &layout,
+        true,
+        "preheat --recover: restoring after Redis lost data",
+        &by,
+        now,
+        expire_at,
+    )?;
+    let left = (item.stock - stored.units).max(0);
+    let reduced = Item {
+        stock: left,
+        ..item.clone()
+    };
+    // A bucketed item: what is left split evenly over the buckets, as a first preheat splits.
+    let status = if layout.is_bucketed() {
+        buckets::state::preheat_item(conn, &layout, campaign, &reduced, mode, false)?
+            .summary
+            .status
+    } else {
+        let keys = ItemKeys::live(&campaign.id, &item.id);
+        slot::preheat_item(conn, &keys, campaign, &reduced, mode, false)?.status
+    };
+    if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
+        bail!(
+            "item {}: Redis changed while recovering ({}); it stays closed: check it, then \
+             `shutdown-switch off`",
+            item.id,
+            status.as_str()
+        );
+    }
+    let buyers_restored = restore_buyers(conn, store, campaign, item, &layout, expire_at)?;
+    let now = slot::redis_now_ms(conn)?;
+    buckets::state::set_switch(
+        conn,
+        &layout,
+        false,
+        "preheat --recover: restored",
+        &by,
+        now,
+        expire_at,
+    )?;
+    let oversold = if stored.units > item.stock {
+        format!(
+            " The database already holds {} units more than the stock: they were sold twice.",
+            stored.units - item.stock
+        )
+    } else {
+        String::new()
+    };
+    Ok(Recovered {
+        item: item.id.clone(),
+        initial_stock: item.stock,
+        units_stored: stored.units,
+        stock_loaded: left,
+        buyers_restored,
+        cannot_be_known: format!(
+            "Orders acknowledged but not yet in the order database when Redis lost its data \
+             cannot be known: they were lost with Redis (AOF with appendfsync always prevents \
+             that), and their units are on sale again. Request ids of stored orders are not \
+             stored, so a retry of one is judged by the per-user limit. The kill switch's \
+             state before the loss is gone: the item is open. `reconcile` names the {} stored \
+             order(s) as not in Redis: their stream entries were lost.{oversold}",
+            stored.rows
+        ),
+    })
+}
+
+/// A bucketed item is recovered only when every bucket lost its stock: when
+/// some survived (one master of a cluster lost its data), the lost buckets'
+/// units cannot be computed from the database — transfers moved units between
+/// buckets, and orders not stored yet are still in the surviving streams —
+/// and restoring buyers would overwrite the surviving buckets' records.
+fn refuse_partial_loss<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    campaign: &Campaign,
+    item: &Item,
+    mode: PreheatMode,
+) -> Result<()> {
+    let plan = buckets::state::preheat_item(conn, layout, campaign, item, mode, true)?;
+    let survived: Vec<String> = plan
+        .buckets
+        .iter()
+        .filter(|b| b.report.redis_stock_before.is_some())
+        .map(|b| b.bucket.to_string())
+        .collect();
+    if survived.is_empty() {
+        return Ok(());
+    }
+    Err(crate::model::error::preheat_refused(format!(
+        "item {}: Redis still holds bucket(s) {} of its {} buckets but lost the others; \
+         `--recover` cannot compute what the lost buckets held (units moved between buckets) \
+         and would overwrite the surviving buyers: nothing was written. Close the item \
+         (`seckill shutdown-switch on --item {}`), let `consume` store what the surviving \
+         buckets' streams hold, and run `seckill reconcile` (docs/buckets.md, \"Recovery after data loss\")",
+        item.id,
+        survived.join(", "),
+        layout.buckets,
+        item.id
+    )))
+}
+
+/// Copy the item's buyers (units, latest order) from the database into Redis,
+/// each into its home bucket (a plain item has one).
+fn restore_buyers<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    campaign: &Campaign,
+    item: &Item,
+    layout: &Layout,
+    expire_at: Option<i64>,
+) -> Result<u64> {
+    let buckets = layout.all();
+    let mut after = String::new();
+    let mut restored = 0u64;
+    loop {
+        let page = store.item_buyers_after(&campaign.id, &item.id, &after, PAGE)?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after = last.user_id.clone();
+        for bucket in &buckets {
+            let homed: Vec<_> = page
+                .iter()
+                .filter(|buyer| home_bucket(&buyer.user_id, layout.buckets) == bucket.bucket)
+                .collect();
+            if homed.is_empty() {
+                continue;
+            }
+            let keys = &bucket.keys;
+            let mut units = redis::cmd("HSET");
+            units.arg(&keys.buyers);
+            let mut orders = redis::cmd("HSET");
+            orders.arg(&keys.buyer_orders);
+            for buyer in homed {
+                units.arg(&buyer.user_id).arg(buyer.units);
+                orders.arg(&buyer.user_id).arg(&buyer.latest_order_id);
+            }
+            let _: i64 = units
+                .query(conn)
+                .with_context(|| format!("cannot restore buyers into {}", keys.buyers))?;
+            let _: i64 = orders
+                .query(conn)
+                .with_context(|| format!("cannot restore orders into {}", keys.buyer_orders))?;
+        }
+        restored += page.len() as u64;
+    }
+    if let Some(at) = expire_at {
+        for bucket in &buckets {
+            for key in [&bucket.keys.buyers, &bucket.keys.buyer_orders] {
+                let _: i64 = redis::cmd("PEXPIREAT")
+                    .arg(key)
+                    .arg(at)
+                    .query(conn)
+                    .with_context(|| format!("cannot set the expiry of {key}"))?;
+            }
+        }
+    }
+    Ok(restored)
+}

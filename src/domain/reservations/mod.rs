@@ -1,0 +1,643 @@
+//! Reservations (`payment_timeout` in the campaign): an `ok` holds the units
+//! until the order is paid, or releases them when it is cancelled or its
+//! deadline passes — each order ends `paid` or released, exactly once.
+//!
+//! Where the state lives: in the slot the order was sold from (the item's
+//! hash tag; a bucket's once items are bucketed), next to the stock its units
+//! came from:
+//! * `…:reservations` hash: order id → record `"<state> <qty> <price_cents>
+//!   <bought_at_ms> <deadline_ms> <changed_at_ms> <event_stream_id> <user>"`
+//!   (written by `lua/buy.lua`, changed only by `lua/pay.lua` and
+//!   `lua/release.lua`);
+//! * `…:deadlines` zset: order id → deadline (ms), reserved orders only;
+//! * counters in `…:reservation_counts` (not `meta`: the buyer role must not write
+//!   `meta`, see docs/security.md): `reserved_`, `paid_`, `expired_`, `cancelled_`
+//!   `orders` / `units`.
+//!
+//! Every state change is one script that re-checks the record (and, for
+//! expiry, the deadline against Redis `TIME`) before writing, and appends an
+//! event to the item's order stream in the same step, so the database learns
+//! of it through `consume` like any order. Released units return to the
+//! stock key of the slot holding the record — the slot the order was sold
+//! from, never recomputed. Key-expiry notifications play no part: the
+//! deadline list is read by `seckill expire` on the Redis clock.
+//!
+//! Which slot holds an order: order ids are unique, so `pay`/`cancel` look
+//! the id up (HEXISTS) in the slots of `--item`, or of every item when none
+//! is given, and run the script in the one slot that has it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use redis::{Commands, ConnectionLike};
+use serde::Serialize;
+
+use crate::domain::buckets::Layout;
+use crate::domain::orders::reconnecting::ReconnectingConn;
+use crate::model::campaign::{Campaign, Item, is_valid_id};
+use crate::model::error::usage;
+use crate::model::exit_codes;
+use crate::model::keys::{ItemKeys, LIVE_PREFIX};
+use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::redis_client::scripts::ScriptCall;
+use crate::redis_client::scripts::pay::{self, Pay};
+use crate::redis_client::scripts::release::{self, ExpireBatch, Release};
+use crate::util::log;
+
+pub use crate::redis_client::scripts::pay::{OrderOutcome, OrderReply};
+
+/// Longest `--reason` kept with a cancellation.
+pub const MAX_REASON_BYTES: usize = 255;
+
+/// A reservation record as `lua/buy.lua` writes it (format in the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub state: String,
+    pub qty: i64,
+    pub price_cents: i64,
+    pub bought_at_ms: i64,
+    pub deadline_ms: i64,
+    pub changed_at_ms: i64,
+    /// The order stream entry that announced `state`.
+    pub event_stream_id: String,
+    pub user: String,
+}
+
+impl Record {
+    /// Parse a record; `None` when it is not one.
+    pub fn parse(text: &str) -> Option<Record> {
+        let mut parts = text.splitn(8, ' ');
+        let mut next = || parts.next();
+        let state = next()?.to_string();
+        let number = |part: Option<&str>| part?.parse::<i64>().ok();
+        let record = Record {
+            state,
+            qty: number(next())?,
+            price_cents: number(next())?,
+            bought_at_ms: number(next())?,
+            deadline_ms: number(next())?,
+            changed_at_ms: number(next())?,
+            event_stream_id: next()?.to_string(),
+            user: next()?.to_string(),
+        };
+        matches!(
+            record.state.as_str(),
+            "reserved" | "paid" | "expired" | "cancelled"
+        )
+        .then_some(record)
+    }
+
+    /// Released: the units went back to stock.
+    pub fn released(&self) -> bool {
+        matches!(self.state.as_str(), "expired" | "cancelled")
+    }
+}
+
+/// The exit code of `pay` / `cancel` for an outcome.
+pub fn exit_code(outcome: OrderOutcome) -> i32 {
+    match outcome {
+        OrderOutcome::Paid | OrderOutcome::Cancelled => exit_codes::SUCCESS,
+        OrderOutcome::AlreadyPaid => exit_codes::ALREADY_PAID,
+        OrderOutcome::Expired => exit_codes::ORDER_EXPIRED,
+        OrderOutcome::AlreadyCancelled | OrderOutcome::WasCancelled => exit_codes::ORDER_CANCELLED,
+        OrderOutcome::UnknownOrder => exit_codes::UNKNOWN_ORDER,
+        OrderOutcome::NotPreheated => exit_codes::NOT_PREHEATED,
+    }
+}
+
+/// One slot that can hold reservations: an item, or one bucket of a
+/// bucketed item (`docs/buckets.md`).
+#[derive(Debug, Clone)]
+pub struct Slot<'a> {
+    pub item: &'a Item,
+    /// The bucket, for a bucketed item.
+    pub bucket: Option<u32>,
+    pub keys: ItemKeys,
+}
+
+/// Every slot of the selected items (`None`: all items of the campaign). A
+/// bucketed item's buckets are those of the bucket count Redis recorded at
+/// preheat (`bucket_count`), not the file's: orders live in the buckets they
+/// were sold from, whatever the file says now.
+pub fn slots<'a, C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &'a Campaign,
+    item: Option<&str>,
+) -> Result<Vec<Slot<'a>>> {
+    let mut slots = Vec::new();
+    for item in campaign.select_items(item)? {
+        let from_file = Layout::live(&campaign.id, item);
+        let recorded: Option<u32> = conn
+            .get(from_file.marker())
+            .with_context(|| format!("cannot read {}", from_file.marker()))?;
+        let layout = Layout::new(
+            LIVE_PREFIX,
+            &campaign.id,
+            &item.id,
+            recorded.unwrap_or(item.buckets),
+        );
+        for bucket in layout.all() {
+            slots.push(Slot {
+                item,
+                bucket: layout.is_bucketed().then_some(bucket.bucket),
+                keys: bucket.keys,
+            });
+        }
+    }
+    Ok(slots)
+}
+
+/// Refuse an order id that cannot be one (it goes after a hash tag and into Lua).
+pub fn check_order_id(order_id: &str) -> Result<()> {
+    if !is_valid_id(order_id) {
+        return Err(usage(format!(
+            "--order {order_id:?} is not an order id (1..64 letters, digits, '-' or '_')"
+        )));
+    }
+    Ok(())
+}
+
+/// The slot whose reservations hash has `order_id`, if any.
+pub fn locate<'a, C: ConnectionLike>(
+    conn: &mut C,
+    slots: &'a [Slot<'a>],
+    order_id: &str,
+) -> Result<Option<&'a Slot<'a>>> {
+    for slot in slots {
+        let found: bool = conn
+            .hexists(&slot.keys.reservations, order_id)
+            .with_context(|| {
+                format!(
+                    "cannot look order {order_id} up in {}",
+                    slot.keys.reservations
+                )
+            })?;
+        if found {
+            return Ok(Some(slot));
+        }
+    }
+    Ok(None)
+}
+
+/// What `pay` or `cancel` did, and where.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderResult {
+    pub order_id: String,
+    /// The item holding the order (None when unknown).
+    pub item: Option<String>,
+    /// The bucket holding it (bucketed items): its units return there.
+    pub bucket: Option<u32>,
+    #[serde(flatten)]
+    pub reply: OrderReply,
+}
+
+impl OrderResult {
+    fn of(order_id: &str, slot: &Slot, reply: OrderReply) -> OrderResult {
+        OrderResult {
+            order_id: order_id.to_string(),
+            item: Some(slot.item.id.clone()),
+            bucket: slot.bucket,
+            reply,
+        }
+    }
+
+    fn unknown(order_id: &str) -> OrderResult {
+        OrderResult {
+            order_id: order_id.to_string(),
+            item: None,
+            bucket: None,
+            reply: OrderReply {
+                outcome: OrderOutcome::UnknownOrder,
+                state: None,
+                qty: 0,
+                deadline_ms: 0,
+                changed_at_ms: 0,
+                user: None,
+            },
+        }
+    }
+}
+
+/// Pay `order_id` (looked up in `item`'s slots, or every item's).
+pub fn pay<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    item: Option<&str>,
+    order_id: &str,
+) -> Result<OrderResult> {
+    check_order_id(order_id)?;
+    let slots = slots(conn, campaign, item)?;
+    let Some(slot) = locate(conn, &slots, order_id)? else {
+        return Ok(OrderResult::unknown(order_id));
+    };
+    let reply = pay_in(conn, campaign, slot, order_id)?;
+    Ok(OrderResult::of(order_id, slot, reply))
+}
+
+/// Run the pay script for `order_id` in `slot`.
+pub fn pay_in<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    slot: &Slot,
+    order_id: &str,
+) -> Result<OrderReply> {
+    let call = Pay {
+        reservations: slot.keys.reservations.as_str(),
+        deadlines: slot.keys.deadlines.as_str(),
+        meta: slot.keys.meta.as_str(),
+        orders: slot.keys.orders.as_str(),
+        reservation_counts: slot.keys.reservation_counts.as_str(),
+        order_id,
+        campaign: campaign.id.as_str(),
+        item: slot.item.id.as_str(),
+    };
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(|reply| pay::parse_reply(reply, true))
+        .with_context(|| {
+            format!(
+                "pay script failed for order {order_id} (outcome unknown: paying again is safe)"
+            )
+        })
+}
+
+/// Cancel `order_id`: release its units if it is still reserved.
+pub fn cancel<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    item: Option<&str>,
+    order_id: &str,
+    reason: &str,
+) -> Result<OrderResult> {
+    check_order_id(order_id)?;
+    if reason.len() > MAX_REASON_BYTES || reason.chars().any(char::is_control) {
+        return Err(usage(format!(
+            "--reason must be at most {MAX_REASON_BYTES} bytes without control characters"
+        )));
+    }
+    let slots = slots(conn, campaign, item)?;
+    let Some(slot) = locate(conn, &slots, order_id)? else {
+        return Ok(OrderResult::unknown(order_id));
+    };
+    let call = release_call(campaign, slot, "cancel", order_id, reason, 1);
+    let reply = call
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(|reply| pay::parse_reply(reply, false))
+        .with_context(|| {
+            format!(
+                "release script failed for order {order_id} (outcome unknown: cancelling again is safe)"
+            )
+        })?;
+    if reply.outcome == OrderOutcome::Cancelled {
+        reopen(conn, &slots, slot)?;
+    }
+    Ok(OrderResult::of(order_id, slot, reply))
+}
+
+/// After units went back into `released`'s bucket: a bucketed item's proven
+/// sell-out (`sold_out` in every bucket's meta, `docs/buckets.md`) is no
+/// longer true, so it is cleared in every bucket of that item — the release
+/// script already cleared it in its own. Idempotent; `expire` repeats it
+/// every pass while the item has stock, so a crash between the two, or a
+/// prover marking the item meanwhile, is healed within one interval.
+fn reopen<C: ConnectionLike>(conn: &mut C, slots: &[Slot], released: &Slot) -> Result<()> {
+    if released.bucket.is_none() {
+        return Ok(());
+    }
+    for slot in slots.iter().filter(|s| s.item.id == released.item.id) {
+        let _: i64 = conn
+            .hdel(&slot.keys.meta, "sold_out")
+            .with_context(|| format!("cannot clear the sell-out proof in {}", slot.keys.meta))?;
+    }
+    Ok(())
+}
+
+fn release_call<'a>(
+    campaign: &'a Campaign,
+    slot: &'a Slot,
+    mode: &'a str,
+    order_id: &'a str,
+    reason: &'a str,
+    limit: u64,
+) -> Release<String> {
+    Release {
+        reservations: slot.keys.reservations.clone(),
+        deadlines: slot.keys.deadlines.clone(),
+        meta: slot.keys.meta.clone(),
+        stock: slot.keys.stock.clone(),
+        buyers: slot.keys.buyers.clone(),
+        buyer_orders: slot.keys.buyer_orders.clone(),
+        orders: slot.keys.orders.clone(),
+        reservation_counts: slot.keys.reservation_counts.clone(),
+        mode: mode.to_string(),
+        order_id: order_id.to_string(),
+        reason: reason.to_string(),
+        limit: limit.to_string(),
+        rebuy: if campaign.rebuy_after_release {
+            "1"
+        } else {
+            "0"
+        }
+        .to_string(),
+        campaign: campaign.id.clone(),
+        item: slot.item.id.clone(),
+    }
+}
+
+/// One expire call in one slot: up to `limit` due orders released.
+pub fn expire_batch<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    slot: &Slot,
+    limit: u64,
+) -> Result<ExpireBatch> {
+    let call = release_call(campaign, slot, "expire", "", "", limit);
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(release::parse_expire_reply)
+        .with_context(|| format!("release script (expire) failed on {}", slot.keys.base))
+}
+
+/// What one `expire` pass did to one item.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ItemExpiry {
+    pub item: String,
+    /// Orders released.
+    pub released: u64,
+    /// Their units, back in stock.
+    pub units: i64,
+    /// Script calls made (each releases at most `--batch` orders).
+    pub calls: u64,
+    /// Orders due but not released because the item's stock key is gone.
+    pub stuck: u64,
+    /// Due orders whose record does not parse (named in the log).
+    pub unreadable: Vec<String>,
+}
+
+/// How `expire` runs.
+#[derive(Debug, Clone)]
+pub struct ExpireSettings {
+    /// Orders released per script call.
+    pub batch: u64,
+    /// Keep going, one pass every `interval`, until stopped.
+    pub repeat: Option<Duration>,
+}
+
+/// The command name in log lines.
+const EXPIRE: &str = "expire";
+
+/// Release every due reservation of the campaign: each slot in bounded
+/// batches until none is due. With `settings.repeat`, pass after pass until
+/// `stop`; returns the totals of all passes. Redis errors are retried on a
+/// fresh connection (a lost reply is harmless: the script re-checks
+/// everything, so a call repeated changes nothing twice).
+pub fn expire(
+    target: &RedisTarget,
+    conn: Conn,
+    campaign: &Campaign,
+    settings: &ExpireSettings,
+    stop: &AtomicBool,
+) -> Result<Vec<ItemExpiry>> {
+    let mut conn = conn;
+    let slots = slots(&mut conn, campaign, None)?;
+    let mut totals: Vec<ItemExpiry> = campaign
+        .items
+        .iter()
+        .map(|item| ItemExpiry {
+            item: item.id.clone(),
+            ..ItemExpiry::default()
+        })
+        .collect();
+    let mut conn = ReconnectingConn::new(target, conn);
+    loop {
+        let before: Vec<(u64, i64)> = totals.iter().map(|t| (t.released, t.units)).collect();
+        for slot in &slots {
+            let total = totals
+                .iter_mut()
+                .find(|t| t.item == slot.item.id)
+                .expect("every slot's item has a total");
+            loop {
+                if stop.load(Ordering::SeqCst) {
+                    return Ok(totals);
+                }
+                let what = format!("releasing due reservations of {}", slot.keys.base);
+                let batch = conn.retry(EXPIRE, &what, stop, |conn| {
+                    expire_batch(conn, campaign, slot, settings.batch)
+                })?;
+                total.calls += 1;
+                total.released += batch.released;
+                total.units += batch.units;
+                if !batch.unreadable.is_empty() {
+                    log::line(
+                        EXPIRE,
+                        format!(
+                            "{}: {} due reservation(s) whose record does not parse, taken off the deadline list (inspect them): {}",
+                            slot.keys.reservations,
+                            batch.unreadable.len(),
+                            batch.unreadable.join(" ")
+                        ),
+                    );
+                    total.unreadable.extend(batch.unreadable);
+                }
+                if batch.due_left == 0 {
+                    break;
+                }
+                if batch.released == 0 {
+                    // Due orders left but none released: the stock key is gone.
+                    total.stuck = batch.due_left;
+                    log::line(
+                        EXPIRE,
+                        format!(
+                            "{}: {} due reservation(s) not released: no stock key {} (keys expired or deleted)",
+                            slot.keys.base, batch.due_left, slot.keys.stock
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+        heal_sell_out_proofs(&mut conn, &slots, stop)?;
+        let Some(interval) = settings.repeat else {
+            return Ok(totals);
+        };
+        for (total, (released, units)) in totals.iter().zip(before) {
+            if total.released > released {
+                log::line(
+                    EXPIRE,
+                    format!(
+                        "item {}: released {} reservation(s), {} unit(s) back in stock",
+                        total.item,
+                        total.released - released,
+                        total.units - units
+                    ),
+                );
+            }
+        }
+        crate::util::retry::sleep_unless_stopped(interval, stop);
+        if stop.load(Ordering::SeqCst) {
+            return Ok(totals);
+        }
+    }
+}
+
+/// A bucketed item with units in some bucket while a bucket's meta says it
+/// is proven sold out (a release raced the prover, or a `cancel` died before
+/// reopening every bucket): clear the proof, so every shopper sweeps again.
+fn heal_sell_out_proofs(
+    conn: &mut ReconnectingConn,
+    slots: &[Slot],
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut items: Vec<&str> = slots
+        .iter()
+        .filter(|s| s.bucket.is_some())
+        .map(|s| s.item.id.as_str())
+        .collect();
+    items.dedup();
+    for item in items {
+        let buckets: Vec<&Slot> = slots.iter().filter(|s| s.item.id == item).collect();
+        let what = format!("checking the sell-out proof of item {item}");
+        let (stock, proven) = conn.retry(EXPIRE, &what, stop, |conn| {
+            let mut stock = 0i64;
+            let mut proven = false;
+            for slot in &buckets {
+                let left: Option<i64> = conn
+                    .get(&slot.keys.stock)
+                    .with_context(|| format!("cannot read {}", slot.keys.stock))?;
+                let flag: Option<String> = conn
+                    .hget(&slot.keys.meta, "sold_out")
+                    .with_context(|| format!("cannot read {}", slot.keys.meta))?;
+                stock += left.unwrap_or(0);
+                proven |= flag.is_some();
+            }
+            Ok((stock, proven))
+        })?;
+        if stock > 0 && proven {
+            log::line(
+                EXPIRE,
+                format!("item {item}: {stock} unit(s) back in stock: clearing its proven sell-out"),
+            );
+            conn.retry(EXPIRE, &what, stop, |conn| {
+                for slot in &buckets {
+                    let _: i64 = conn
+                        .hdel(&slot.keys.meta, "sold_out")
+                        .with_context(|| format!("cannot write {}", slot.keys.meta))?;
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reservation counters of one slot (from `…:reservation_counts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub reserved_orders: i64,
+    pub reserved_units: i64,
+    pub paid_orders: i64,
+    pub paid_units: i64,
+    pub expired_orders: i64,
+    pub expired_units: i64,
+    pub cancelled_orders: i64,
+    pub cancelled_units: i64,
+}
+
+impl Totals {
+    /// Units given back to stock (expired + cancelled).
+    pub fn released_units(&self) -> i64 {
+        self.expired_units + self.cancelled_units
+    }
+
+    /// Orders released (expired + cancelled).
+    pub fn released_orders(&self) -> i64 {
+        self.expired_orders + self.cancelled_orders
+    }
+
+    /// Add another slot's counters.
+    pub fn add(&mut self, other: &Totals) {
+        self.reserved_orders += other.reserved_orders;
+        self.reserved_units += other.reserved_units;
+        self.paid_orders += other.paid_orders;
+        self.paid_units += other.paid_units;
+        self.expired_orders += other.expired_orders;
+        self.expired_units += other.expired_units;
+        self.cancelled_orders += other.cancelled_orders;
+        self.cancelled_units += other.cancelled_units;
+    }
+}
+
+/// Read one slot's reservation counters.
+pub fn totals<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Totals> {
+    let values: Vec<Option<i64>> = redis::cmd("HMGET")
+        .arg(&keys.reservation_counts)
+        .arg(&[
+            "reserved_orders",
+            "reserved_units",
+            "paid_orders",
+            "paid_units",
+            "expired_orders",
+            "expired_units",
+            "cancelled_orders",
+            "cancelled_units",
+        ])
+        .query(conn)
+        .with_context(|| {
+            format!(
+                "cannot read the reservation counters in {}",
+                keys.reservation_counts
+            )
+        })?;
+    let v = |i: usize| values.get(i).copied().flatten().unwrap_or(0);
+    Ok(Totals {
+        reserved_orders: v(0),
+        reserved_units: v(1),
+        paid_orders: v(2),
+        paid_units: v(3),
+        expired_orders: v(4),
+        expired_units: v(5),
+        cancelled_orders: v(6),
+        cancelled_units: v(7),
+    })
+}
+
+/// The records of `order_ids` in one slot (None: no record, or not one).
+pub fn records<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    order_ids: &[&str],
+) -> Result<Vec<Option<Record>>> {
+    if order_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let raw: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg(&keys.reservations)
+        .arg(order_ids)
+        .query(conn)
+        .with_context(|| format!("cannot read reservation records in {}", keys.reservations))?;
+    Ok(raw
+        .into_iter()
+        .map(|r| r.as_deref().and_then(Record::parse))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_parse_with_spaces_in_the_user() {
+        let record =
+            Record::parse("paid 2 149900 1700000000000 1700000900000 1700000100000 17-0 a b c")
+                .unwrap();
+        assert_eq!(record.state, "paid");
+        assert_eq!(record.qty, 2);
+        assert_eq!(record.user, "a b c");
+        assert_eq!(record.event_stream_id, "17-0");
+        assert!(!record.released());
+        assert!(Record::parse("odd 1 1 1 1 1 1-0 u").is_none());
+        assert!(Record::parse("reserved x 1 1 1 1 1-0 u").is_none());
+    }
+}

@@ -1,0 +1,172 @@
+//! Reading and writing one campaign's state in Redis: preheat, reset, status.
+//!
+//! Shared by `init`, `preheat`, `shutdown-switch`, `reconcile` and `loadtest`,
+//! so every command sees the same key layout and the same meta fields.
+
+use anyhow::{Context, Result};
+use redis::{Commands, ConnectionLike};
+use serde::Serialize;
+
+use crate::model::campaign::{Campaign, Item};
+use crate::model::keys::{ItemKeys, ORDER_GROUP};
+use crate::redis_client::scripts::ScriptCall;
+pub use crate::redis_client::scripts::item_state::ItemState;
+use crate::redis_client::scripts::item_state::{self, ReadItemState};
+pub use crate::redis_client::scripts::preheat::PreheatStatus;
+use crate::redis_client::scripts::preheat::{self, Preheat};
+
+/// How `preheat_item` treats stock already in Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreheatMode {
+    /// Keep existing stock (the launch-day default).
+    Load,
+    /// Overwrite existing stock, unless the item already has sales.
+    Force,
+    /// Keep existing stock; update name, price, window, limits and expiry.
+    UpdateMeta,
+}
+
+/// Result of preheating one item.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreheatReport {
+    /// The item id.
+    pub item: String,
+    /// The item's display name.
+    pub name: String,
+    /// What happened: loaded, kept, meta_updated, overwritten, or refused (has_sales, stock_missing).
+    pub status: PreheatStatus,
+    /// Stock in the file.
+    pub file_stock: i64,
+    /// Stock in Redis before, `None` when there was none.
+    pub redis_stock_before: Option<i64>,
+    /// Stock in Redis after (equal to before in a dry run).
+    pub redis_stock_after: Option<i64>,
+}
+
+/// Load (or, with `dry_run`, only decide) one item's stock and metadata.
+pub fn preheat_item<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    campaign: &Campaign,
+    item: &Item,
+    mode: PreheatMode,
+    dry_run: bool,
+) -> Result<PreheatReport> {
+    let mode_name = match mode {
+        PreheatMode::Load => "load",
+        PreheatMode::Force => "force",
+        PreheatMode::UpdateMeta => "meta",
+    };
+    let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let call = Preheat {
+        meta: keys.meta.clone(),
+        stock: keys.stock.clone(),
+        buyers: keys.buyers.clone(),
+        orders: keys.orders.clone(),
+        buyer_orders: keys.buyer_orders.clone(),
+        requests: keys.requests.clone(),
+        mode: (if dry_run { "dry" } else { mode_name }).to_string(),
+        initial_stock: item.stock.to_string(),
+        name: item.name.clone(),
+        price_cents: item.price_cents.to_string(),
+        starts_at_ms: opt(campaign.starts_at_ms),
+        ends_at_ms: opt(campaign.ends_at_ms),
+        per_user_limit: campaign.per_user_limit.to_string(),
+        rate_window_ms: opt(campaign.rate_limit.map(|r| r.window.as_millis() as i64)),
+        rate_max: campaign
+            .rate_limit
+            .map(|r| r.max_requests)
+            .unwrap_or(0)
+            .to_string(),
+        expire_at_ms: opt(campaign.expire_at_ms()),
+        group: ORDER_GROUP.to_string(),
+        dry_mode: mode_name.to_string(),
+    };
+    let reply = call
+        .invoke(conn)
+        .with_context(|| format!("preheat script failed for item {}", item.id))?;
+    let reply = preheat::parse_reply(reply)
+        .with_context(|| format!("preheat script failed for item {}", item.id))?;
+    Ok(PreheatReport {
+        item: item.id.clone(),
+        name: item.name.clone(),
+        status: reply.status,
+        file_stock: item.stock,
+        redis_stock_before: reply.before,
+        redis_stock_after: reply.after,
+    })
+}
+
+/// Read one item's state in one round trip.
+pub fn item_state<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<ItemState> {
+    let call = ReadItemState {
+        meta: keys.meta.as_str(),
+        stock: keys.stock.as_str(),
+        buyers: keys.buyers.as_str(),
+        orders: keys.orders.as_str(),
+    };
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(item_state::parse_reply)
+        .with_context(|| format!("cannot read state of {}", keys.base))
+}
+
+/// Set the kill switch of one item and record the flip in its history
+/// (see [`crate::domain::kill_switch::set`]). Takes effect on the buy script's next call.
+pub fn set_switch<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    closed: bool,
+    reason: &str,
+    by: &str,
+    now_ms: i64,
+    expire_at_ms: Option<i64>,
+) -> Result<()> {
+    let flip = crate::domain::kill_switch::Flip {
+        closed,
+        reason: reason.to_string(),
+        by: by.to_string(),
+        at_ms: now_ms,
+    };
+    crate::domain::kill_switch::set(conn, keys, &flip, expire_at_ms)
+}
+
+/// Delete every key of one item: the fixed ones by name, per-user ones by SCAN
+/// (never KEYS, which blocks Redis). Returns how many keys were deleted.
+pub fn delete_item<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    scan_too: bool,
+) -> Result<u64> {
+    let mut deleted: u64 = conn
+        .del(&keys.fixed()[..])
+        .with_context(|| format!("cannot delete keys of {}", keys.base))?;
+    if scan_too {
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(keys.scan_pattern())
+                .arg("COUNT")
+                .arg(1000)
+                .query(conn)
+                .with_context(|| format!("cannot SCAN keys of {}", keys.base))?;
+            if !batch.is_empty() {
+                let n: u64 = conn.del(&batch).context("cannot delete scanned keys")?;
+                deleted += n;
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Redis server time in Unix milliseconds (one clock for every client).
+pub fn redis_now_ms<C: ConnectionLike>(conn: &mut C) -> Result<i64> {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).context("TIME failed")?;
+    Ok(secs * 1000 + micros / 1000)
+}

@@ -1,0 +1,324 @@
+//! `seckill loadtest --buckets N` (N ≥ 2): the real bucket buy path
+//! ([`crate::domain::buckets::buy::buy`]) driven by many threads against one bucketed item in
+//! the load test's own namespace (`seckill-loadtest:`), standalone or on a
+//! cluster. Besides the usual figures it reports what buckets cost and buy:
+//! round trips per successful buy (mean, p99), the share of successful buys
+//! that needed a transfer, "undersold" (units left while someone was told
+//! `sold_out`: must be 0) and per-bucket stock, orders and transfers.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+use hdrhistogram::Histogram;
+use redis::{Commands, ConnectionLike};
+use serde::Serialize;
+
+use crate::domain::buckets::scripts;
+use crate::domain::buckets::state::{delete_item, preheat_item};
+use crate::domain::buckets::{Layout, home_bucket, key_slot};
+use crate::domain::buy::{BuyRequest, Outcome};
+use crate::domain::slot::PreheatMode;
+use crate::features::loadtest::namespace::MARKER_FIELD;
+use crate::model::campaign::Campaign;
+use crate::model::error::usage;
+use crate::model::keys::LOADTEST_PREFIX;
+use crate::redis_client::conn::RedisTarget;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BucketRun {
+    pub threads: usize,
+    pub requests: u64,
+    pub users: u64,
+    pub stock: i64,
+    pub buckets: u32,
+    /// Skewed demand: every synthetic user's home is one of the first K buckets.
+    pub hot_buckets: Option<u32>,
+    /// Keep the campaign's rate limit (`--rate-limit`).
+    pub rate_limit: bool,
+}
+
+/// One bucket after the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct BucketFigures {
+    pub bucket: u32,
+    pub slot: u16,
+    pub initial_stock: i64,
+    pub final_stock: i64,
+    /// Orders sold from this bucket (its stream's length).
+    pub orders: u64,
+    pub transfers_out: u64,
+    pub transfers_in: u64,
+}
+
+/// The run's figures (one JSON object).
+#[derive(Debug, Clone, Serialize)]
+pub struct BucketReport {
+    pub variant: &'static str,
+    pub buckets: u32,
+    /// `uniform`, or `skewed: homes in K of N buckets`.
+    pub demand: String,
+    pub requests: u64,
+    pub threads: usize,
+    pub users: u64,
+    pub stock: i64,
+    pub elapsed_s: f64,
+    pub qps: f64,
+    pub succeeded: u64,
+    pub sold_out: u64,
+    pub rejected: u64,
+    pub oversold: u64,
+    /// Units left at the end although some attempt was told `sold_out`.
+    pub undersold: u64,
+    pub final_stock: i64,
+    pub stream_len: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub round_trips_per_ok_mean: f64,
+    pub round_trips_per_ok_p99: u64,
+    pub round_trips_per_sold_out_mean: f64,
+    /// Share of successful buys that needed a transfer.
+    pub transfer_share: f64,
+    pub transfers: u64,
+    pub per_bucket: Vec<BucketFigures>,
+    pub verdict: String,
+}
+
+#[derive(Default)]
+struct Tally {
+    succeeded: u64,
+    sold_out: u64,
+    rejected: u64,
+    ok_with_transfer: u64,
+    ok_round_trips: u64,
+    sold_out_round_trips: u64,
+}
+
+/// Run the bucketed `full` variant once: set the namespace up, drive it, read
+/// the result, delete the namespace (unless `keep`).
+pub fn run(
+    target: &RedisTarget,
+    campaign: &Campaign,
+    item_id: &str,
+    run: &BucketRun,
+    keep: bool,
+) -> Result<BucketReport> {
+    let layout = Layout::new(LOADTEST_PREFIX, &campaign.id, item_id, run.buckets);
+    let mut control = target.connect()?;
+    ensure_ours(&mut control, &layout)?;
+    let scan_too = !control.is_cluster();
+    delete_item(&mut control, &layout, scan_too)?;
+    for bucket in layout.all() {
+        let () = control
+            .hset(&bucket.keys.meta, MARKER_FIELD, "buckets")
+            .with_context(|| format!("cannot mark {}", bucket.keys.base))?;
+    }
+    // As the plain `full` variant: no sale window, the rate limit only on request.
+    let mut copy = campaign.clone();
+    copy.starts_at_ms = None;
+    copy.ends_at_ms = None;
+    if !run.rate_limit {
+        copy.rate_limit = None;
+    }
+    copy.items.retain(|i| i.id == item_id);
+    copy.items[0].stock = run.stock;
+    copy.items[0].buckets = run.buckets;
+    let split = preheat_item(
+        &mut control,
+        &layout,
+        &copy,
+        &copy.items[0],
+        PreheatMode::Force,
+        false,
+    )?;
+    if split.summary.status.refused() {
+        return Err(anyhow!(
+            "cannot set up the load-test buckets: {:?}",
+            split.summary.status
+        ));
+    }
+    let users = synthetic_users(run);
+
+    let issued = AtomicU64::new(0);
+    let latency = Mutex::new(histogram()?);
+    let ok_trips = Mutex::new(histogram()?);
+    let tallies = Mutex::new(Vec::new());
+    let started = Instant::now();
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = (0..run.threads)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    let mut conn = target.connect()?;
+                    let (mut mine, mut lat, mut trips) =
+                        (Tally::default(), histogram()?, histogram()?);
+                    loop {
+                        let n = issued.fetch_add(1, Ordering::Relaxed);
+                        if n >= run.requests {
+                            break;
+                        }
+                        let user = &users[(n % users.len() as u64) as usize];
+                        let request = BuyRequest {
+                            campaign: &campaign.id,
+                            item: item_id,
+                            user,
+                            qty: 1,
+                            request_id: None,
+                        };
+                        let sent = Instant::now();
+                        let (reply, cost) =
+                            crate::domain::buckets::buy::buy(&mut conn, &layout, &request)?;
+                        lat.record((sent.elapsed().as_micros() as u64).max(1))?;
+                        match reply.outcome {
+                            Outcome::Ok => {
+                                mine.succeeded += 1;
+                                mine.ok_round_trips += u64::from(cost.round_trips);
+                                mine.ok_with_transfer += u64::from(cost.transfers > 0);
+                                trips.record(u64::from(cost.round_trips))?;
+                            }
+                            Outcome::SoldOut => {
+                                mine.sold_out += 1;
+                                mine.sold_out_round_trips += u64::from(cost.round_trips);
+                            }
+                            _ => mine.rejected += 1,
+                        }
+                    }
+                    latency
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(&lat)?;
+                    ok_trips
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(&trips)?;
+                    tallies.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
+                    Ok(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| anyhow!("a load-test worker panicked"))??;
+        }
+        Ok(())
+    })?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut total = Tally::default();
+    for t in tallies.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        total.succeeded += t.succeeded;
+        total.sold_out += t.sold_out;
+        total.rejected += t.rejected;
+        total.ok_with_transfer += t.ok_with_transfer;
+        total.ok_round_trips += t.ok_round_trips;
+        total.sold_out_round_trips += t.sold_out_round_trips;
+    }
+    let mut per_bucket = Vec::new();
+    for (bucket, part) in layout.all().iter().zip(&split.buckets) {
+        let snap = scripts::snapshot(&mut control, bucket)?;
+        per_bucket.push(BucketFigures {
+            bucket: bucket.bucket,
+            slot: key_slot(&bucket.keys.stock),
+            initial_stock: part.report.redis_stock_after.unwrap_or(0),
+            final_stock: snap.stock.unwrap_or(0),
+            orders: snap.stream_len,
+            transfers_out: snap.out_count,
+            transfers_in: snap.in_count,
+        });
+    }
+    if !keep {
+        delete_item(&mut control, &layout, scan_too)?;
+    }
+    let final_stock: i64 = per_bucket.iter().map(|b| b.final_stock).sum();
+    let stream_len: u64 = per_bucket.iter().map(|b| b.orders).sum();
+    let transfers: u64 = per_bucket.iter().map(|b| b.transfers_out).sum();
+    let oversold = (total.succeeded as i64 - run.stock)
+        .max(-final_stock)
+        .max(0) as u64;
+    let undersold = if total.sold_out > 0 {
+        final_stock.max(0) as u64
+    } else {
+        0
+    };
+    let verdict = if oversold > 0 {
+        format!("OVERSOLD {oversold}")
+    } else if undersold > 0 {
+        format!("UNDERSOLD {undersold}")
+    } else if final_stock != run.stock - total.succeeded as i64 {
+        format!("STOCK DRIFT: {final_stock} left (or in transit)")
+    } else if stream_len != total.succeeded {
+        format!(
+            "STREAM DRIFT: {stream_len} orders for {} sales",
+            total.succeeded
+        )
+    } else {
+        "exact".into()
+    };
+    let latency = latency.into_inner().unwrap_or_else(|e| e.into_inner());
+    let ok_trips = ok_trips.into_inner().unwrap_or_else(|e| e.into_inner());
+    let per = |sum: u64, n: u64| if n == 0 { 0.0 } else { sum as f64 / n as f64 };
+    Ok(BucketReport {
+        variant: "full",
+        buckets: run.buckets,
+        demand: match run.hot_buckets {
+            Some(k) => format!("skewed: homes in {k} of {} buckets", run.buckets),
+            None => "uniform".into(),
+        },
+        requests: run.requests,
+        threads: run.threads,
+        users: users.len() as u64,
+        stock: run.stock,
+        elapsed_s: elapsed,
+        qps: run.requests as f64 / elapsed.max(1e-9),
+        succeeded: total.succeeded,
+        sold_out: total.sold_out,
+        rejected: total.rejected,
+        oversold,
+        undersold,
+        final_stock,
+        stream_len,
+        p50_ms: latency.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_ms: latency.value_at_quantile(0.99) as f64 / 1000.0,
+        round_trips_per_ok_mean: per(total.ok_round_trips, total.succeeded),
+        round_trips_per_ok_p99: ok_trips.value_at_quantile(0.99),
+        round_trips_per_sold_out_mean: per(total.sold_out_round_trips, total.sold_out),
+        transfer_share: per(total.ok_with_transfer, total.succeeded),
+        transfers,
+        per_bucket,
+        verdict,
+    })
+}
+
+/// Refuse to touch bucket keys under the load-test prefix that no load test wrote.
+fn ensure_ours<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<()> {
+    for bucket in layout.all() {
+        let existing: u64 = conn
+            .exists(&bucket.fixed()[..])
+            .with_context(|| format!("cannot check {}", bucket.keys.base))?;
+        let marked: bool = conn
+            .hexists(&bucket.keys.meta, MARKER_FIELD)
+            .with_context(|| format!("cannot read {}", bucket.keys.meta))?;
+        if existing > 0 && !marked {
+            return Err(usage(format!(
+                "refusing to load-test: keys under {}* exist but were not written by a load test",
+                bucket.keys.base
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `u<n>` ids; for skewed demand only those whose home is among the first K buckets.
+fn synthetic_users(run: &BucketRun) -> Vec<String> {
+    let hot = run.hot_buckets.unwrap_or(run.buckets);
+    (0..)
+        .map(|n| format!("u{n}"))
+        .filter(|u| home_bucket(u, run.buckets) < hot)
+        .take(run.users as usize)
+        .collect()
+}
+
+fn histogram() -> Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).context("cannot create a histogram")
+}

@@ -1,0 +1,359 @@
+//! Metrics for Prometheus: the text exposition format, the counters `consume`
+//! keeps, and the tiny HTTP responder behind `consume --metrics-listen`.
+//!
+//! `seckill status --format prometheus` writes the same families for
+//! node_exporter's textfile collector. Every sample carries `campaign` and
+//! `item` labels (the store retries only `campaign`: one database transaction
+//! spans several items).
+//!
+//! The format is written here rather than with the `prometheus-client` crate:
+//! that crate emits OpenMetrics (`# TYPE x counter` over `x_total` samples,
+//! `# EOF`), which the classic text parsers of node_exporter's textfile
+//! collector and `promtool check metrics` read as a metric without help text.
+//! The classic format is a few lines of escaping; `tests/it/status.rs` checks
+//! our output with `promtool`.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::domain::orders::counters::{CONSUME, ConsumeCounters};
+use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
+use crate::model::campaign::Campaign;
+use crate::redis_client::conn::{Conn, RedisTarget};
+
+/// Content type of the classic text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// A metric family: name, type, help.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub help: &'static str,
+}
+
+const fn gauge(name: &'static str, help: &'static str) -> Metric {
+    Metric {
+        name,
+        kind: "gauge",
+        help,
+    }
+}
+
+const fn counter(name: &'static str, help: &'static str) -> Metric {
+    Metric {
+        name,
+        kind: "counter",
+        help,
+    }
+}
+
+pub const STOCK_LEFT: Metric = gauge("seckill_stock_left", "Units left in Redis.");
+pub const STOCK_INITIAL: Metric = gauge("seckill_stock_initial", "Units preheated.");
+pub const SOLD: Metric = counter(
+    "seckill_sold_total",
+    "Units sold: initial stock minus stock left (starts over after init).",
+);
+pub const BUYERS: Metric = gauge("seckill_buyers", "Distinct users who bought.");
+pub const PREHEATED: Metric = gauge(
+    "seckill_preheated",
+    "1 when the item is preheated in Redis, 0 when never preheated or expired.",
+);
+pub const WINDOW_OPEN: Metric = gauge(
+    "seckill_window_open",
+    "1 while the sale window is open on the Redis clock, 0 before, after, or not preheated.",
+);
+pub const KILL_SWITCH: Metric = gauge(
+    "seckill_kill_switch",
+    "1 while the kill switch refuses every buy, else 0.",
+);
+pub const STREAM_LENGTH: Metric = gauge("seckill_stream_length", "Entries in the order stream.");
+pub const STREAM_PENDING: Metric = gauge(
+    "seckill_stream_pending",
+    "Order entries delivered to a consumer and not yet stored and acknowledged.",
+);
+pub const STREAM_LAG: Metric = gauge(
+    "seckill_stream_lag",
+    "Order entries not yet delivered to any consumer.",
+);
+pub const DEAD_LETTER: Metric = counter(
+    "seckill_dead_letter_total",
+    "Entries moved to the dead-letter stream by pending-claim.",
+);
+pub const KEYS_EXPIRY: Metric = gauge(
+    "seckill_keys_expiry_timestamp_seconds",
+    "When the item's keys expire (Unix time); reconcile must run before.",
+);
+pub const RESERVATION_UNITS: Metric = gauge(
+    "seckill_reservation_units",
+    "Units of reservations by state (reserved, paid, expired, cancelled); payment_timeout campaigns.",
+);
+pub const ORDERS_STORED: Metric = counter(
+    "seckill_orders_stored_total",
+    "Order entries this consume process stored in the database and acknowledged.",
+);
+pub const STORE_RETRIES: Metric = counter(
+    "seckill_store_retries_total",
+    "Failed attempts of this consume process to store a batch in the order database.",
+);
+pub const REDIS_UP: Metric = gauge(
+    "seckill_redis_up",
+    "1 when this scrape read the item state from Redis, 0 when Redis failed.",
+);
+
+/// Samples grouped by family, written in the classic text format.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    families: Vec<(Metric, Vec<(String, f64)>)>,
+}
+
+impl Exposition {
+    /// Add one sample of `metric` with these labels.
+    pub fn add(&mut self, metric: Metric, labels: &[(&str, &str)], value: f64) {
+        let mut rendered = String::new();
+        for (i, (name, value)) in labels.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(rendered, "{sep}{name}=\"{}\"", escape_label(value));
+        }
+        match self
+            .families
+            .iter_mut()
+            .find(|(m, _)| m.name == metric.name)
+        {
+            Some((_, samples)) => samples.push((rendered, value)),
+            None => self.families.push((metric, vec![(rendered, value)])),
+        }
+    }
+
+    /// The exposition text: `# HELP`, `# TYPE`, then the samples of each family.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (metric, samples) in &self.families {
+            let help = metric.help.replace('\\', "\\\\").replace('\n', "\\n");
+            let _ = writeln!(out, "# HELP {} {help}", metric.name);
+            let _ = writeln!(out, "# TYPE {} {}", metric.name, metric.kind);
+            for (labels, value) in samples {
+                let _ = writeln!(out, "{}{{{labels}}} {}", metric.name, number(*value));
+            }
+        }
+        out
+    }
+
+    /// The families of [`ItemStatus`]: stock, sales, window, switch, stream, expiry.
+    pub fn add_statuses(&mut self, campaign: &str, statuses: &[ItemStatus]) {
+        for s in statuses {
+            let labels = [("campaign", campaign), ("item", s.item.as_str())];
+            let flag = |b: bool| if b { 1.0 } else { 0.0 };
+            self.add(PREHEATED, &labels, flag(s.preheated));
+            if let Some(stock) = s.stock_left {
+                self.add(STOCK_LEFT, &labels, stock as f64);
+            }
+            if let Some(initial) = s.initial_stock {
+                self.add(STOCK_INITIAL, &labels, initial as f64);
+            }
+            if let Some(sold) = s.sold {
+                self.add(SOLD, &labels, sold as f64);
+            }
+            self.add(BUYERS, &labels, s.buyers as f64);
+            self.add(
+                WINDOW_OPEN,
+                &labels,
+                flag(s.window.state == WindowState::Open),
+            );
+            self.add(KILL_SWITCH, &labels, flag(s.kill_switch.on));
+            self.add(STREAM_LENGTH, &labels, s.stream.length as f64);
+            self.add(STREAM_PENDING, &labels, s.stream.pending as f64);
+            if let Some(lag) = s.stream.lag {
+                self.add(STREAM_LAG, &labels, lag as f64);
+            }
+            self.add(DEAD_LETTER, &labels, s.dead_letter as f64);
+            if let Some(ms) = s.expires_in_ms {
+                let at = (s.redis_time_ms + ms) as f64 / 1000.0;
+                self.add(KEYS_EXPIRY, &labels, at);
+            }
+            let r = &s.reservations;
+            if r != &crate::domain::reservations::Totals::default() {
+                for (state, units) in [
+                    ("reserved", r.reserved_units),
+                    ("paid", r.paid_units),
+                    ("expired", r.expired_units),
+                    ("cancelled", r.cancelled_units),
+                ] {
+                    let labels = [labels[0], labels[1], ("state", state)];
+                    self.add(RESERVATION_UNITS, &labels, units as f64);
+                }
+            }
+        }
+    }
+}
+
+/// Label values escape `\`, `"` and newlines.
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Integers without a fraction; the format's spellings of NaN and infinities.
+fn number(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Add this process' consume counters; every item of the campaign gets a series from 0.
+pub fn add_consume_counters(
+    exposition: &mut Exposition,
+    counters: &ConsumeCounters,
+    campaign: &Campaign,
+) {
+    let stored = counters.stored();
+    for item in &campaign.items {
+        let n = stored.get(&item.id).copied().unwrap_or(0);
+        exposition.add(
+            ORDERS_STORED,
+            &[("campaign", &campaign.id), ("item", &item.id)],
+            n as f64,
+        );
+    }
+    exposition.add(
+        STORE_RETRIES,
+        &[("campaign", &campaign.id)],
+        counters.store_retries() as f64,
+    );
+}
+
+/// Serve `/metrics` for a running `consume` on `listen` from a thread of its
+/// own: each scrape reads every item from Redis on its own connection (one
+/// script call per item) and adds this process' counters. Returns the bound
+/// address (port 0 picks a free one).
+pub fn serve_consume(
+    listen: SocketAddr,
+    campaign: Campaign,
+    target: RedisTarget,
+) -> Result<SocketAddr> {
+    let mut conn: Option<Conn> = None;
+    let mut reader = StatusReader::default();
+    serve(listen, move || {
+        let mut exposition = Exposition::default();
+        let items: Vec<_> = campaign.items.iter().collect();
+        let read = (|| -> Result<Vec<ItemStatus>> {
+            let conn = match &mut conn {
+                Some(conn) => conn,
+                None => conn.insert(target.connect()?),
+            };
+            reader.read_campaign(conn, &campaign, &items)
+        })();
+        let up = match read {
+            Ok(statuses) => {
+                exposition.add_statuses(&campaign.id, &statuses);
+                1.0
+            }
+            Err(_) => {
+                // The old connection may still owe a reply: the next scrape opens a fresh one.
+                conn = None;
+                0.0
+            }
+        };
+        exposition.add(REDIS_UP, &[("campaign", &campaign.id)], up);
+        add_consume_counters(&mut exposition, &CONSUME, &campaign);
+        exposition.render()
+    })
+}
+
+/// A minimal HTTP/1.1 responder: `GET /metrics` answers `render()`, anything
+/// else 404 (405 for other methods). One connection at a time, closed after
+/// each answer: a scraper every few seconds needs no more.
+pub fn serve(
+    listen: SocketAddr,
+    mut render: impl FnMut() -> String + Send + 'static,
+) -> Result<SocketAddr> {
+    let listener = TcpListener::bind(listen)
+        .with_context(|| format!("cannot listen for metrics on {listen}"))?;
+    let bound = listener.local_addr().context("metrics listener address")?;
+    std::thread::Builder::new()
+        .name("metrics-http".into())
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                // A broken client must not stop the responder.
+                let _ = answer(stream, &mut render);
+            }
+        })
+        .context("cannot start the metrics thread")?;
+    Ok(bound)
+}
+
+/// Read one request head and answer it.
+fn answer(mut stream: TcpStream, render: &mut impl FnMut() -> String) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, content_type, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => ("200 OK", CONTENT_TYPE, render()),
+        ("GET" | "HEAD", _) => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "seckill consume serves metrics at /metrics\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "only GET\n".to_string(),
+        ),
+    };
+    let mut response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if method != "HEAD" {
+        response.push_str(&body);
+    }
+    stream.write_all(response.as_bytes())?;
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_numbers_are_escaped_and_spelled_as_the_format_wants() {
+        let mut e = Exposition::default();
+        e.add(
+            STOCK_LEFT,
+            &[("campaign", "a\"b\\c\nd"), ("item", "1")],
+            3.0,
+        );
+        e.add(STOCK_LEFT, &[("campaign", "x"), ("item", "2")], 0.5);
+        e.add(KEYS_EXPIRY, &[("campaign", "x"), ("item", "2")], f64::NAN);
+        let text = e.render();
+        assert!(text.contains("seckill_stock_left{campaign=\"a\\\"b\\\\c\\nd\",item=\"1\"} 3\n"));
+        assert!(text.contains("seckill_stock_left{campaign=\"x\",item=\"2\"} 0.5\n"));
+        assert!(text.contains("} NaN\n"));
+        assert_eq!(text.matches("# TYPE seckill_stock_left gauge").count(), 1);
+    }
+}

@@ -1,0 +1,4 @@
+//! Watching a live sale.
+
+pub mod metrics;
+pub mod status;

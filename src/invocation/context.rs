@@ -1,0 +1,196 @@
+//! What every command gets from below the command line: which command it is,
+//! the campaign file, the Redis target, the output format; and the one way
+//! to open them (plus the order database for the commands that need it).
+//!
+//! The command layer (`cli`, `cmd`) builds a [`Context`]; nothing below the
+//! command line imports that layer. The context also remembers the campaign
+//! id and Redis target once they are known, so the JSON envelope of a command
+//! that fails halfway still names them.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+
+use crate::domain::orders::transient::{self, OPEN_PATIENCE};
+use crate::domain::orders::{OrderStore, StoreArgs, StoreLocation};
+use crate::model::campaign::Campaign;
+use crate::model::error::usage;
+use crate::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
+use crate::util::output::Format;
+
+/// What every subcommand gets besides its own flags.
+#[derive(Debug)]
+pub struct Context {
+    /// The command line's clap definition, from the parser above (for
+    /// `completions` and `man`, which are generated from it).
+    definition: fn() -> clap::Command,
+    /// The subcommand's name, e.g. `reconcile` (the envelope's `command`, log lines).
+    pub command: &'static str,
+    /// `-c FILE`.
+    pub campaign_file: Option<PathBuf>,
+    /// `--format`.
+    pub format: Format,
+    /// `--redis`, `--cluster`, TLS and timeouts.
+    pub connection: ConnectionArgs,
+    campaign_id: OnceLock<String>,
+    redis_display: OnceLock<String>,
+}
+
+/// Whether opening the order database may create it: only `consume` (and
+/// `pending-claim`, which stores orders too) may; a reader must find it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreAccess {
+    CreateIfMissing,
+    MustExist,
+}
+
+/// A campaign and a live connection to its Redis.
+pub struct Opened {
+    pub campaign: Campaign,
+    pub target: RedisTarget,
+    pub conn: Conn,
+}
+
+impl Context {
+    /// The context of `command` with the global flags.
+    pub fn new(
+        definition: fn() -> clap::Command,
+        command: &'static str,
+        campaign_file: Option<PathBuf>,
+        format: Format,
+        connection: ConnectionArgs,
+    ) -> Context {
+        Context {
+            definition,
+            command,
+            campaign_file,
+            format,
+            connection,
+            campaign_id: OnceLock::new(),
+            redis_display: OnceLock::new(),
+        }
+    }
+
+    /// Load the campaign file named by `-c`, or explain how to name one.
+    pub fn campaign(&self) -> Result<Campaign> {
+        let path = self.campaign_file.as_ref().ok_or_else(|| {
+            usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
+        })?;
+        let campaign = Campaign::load(path)?;
+        let _ = self.campaign_id.set(campaign.id.clone());
+        Ok(campaign)
+    }
+
+    /// The Redis target for this campaign (flag/env > file > default).
+    pub fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
+        let target = RedisTarget::resolve(&self.connection, Some(campaign))?;
+        let _ = self.redis_display.set(target.display.clone());
+        Ok(target)
+    }
+
+    /// Load the campaign and connect to its Redis: how every command but
+    /// `completions` starts.
+    pub fn open(&self) -> Result<Opened> {
+        let campaign = self.campaign()?;
+        let target = self.redis(&campaign)?;
+        let conn = target.connect()?;
+        Ok(Opened {
+            campaign,
+            target,
+            conn,
+        })
+    }
+
+    /// [`Context::open`], then the order database (`--orders-db`): what
+    /// `consume`, `pending-claim` and `reconcile` share. A database still
+    /// starting (refused, reset, timeout) is retried for up to `OPEN_PATIENCE`
+    /// unless `stop` is set; a wrong password, an unknown database or a bad
+    /// path fails at once.
+    /// The store's location is checked before Redis is contacted, so a bad URL
+    /// is a usage error whatever state Redis is in.
+    pub fn open_with_store(
+        &self,
+        store: &StoreArgs,
+        stop: &AtomicBool,
+    ) -> Result<(Opened, Box<dyn OrderStore>)> {
+        self.open_with_store_as(store, stop, StoreAccess::CreateIfMissing)
+    }
+
+    /// [`Context::open_with_store`], for a command that must find the
+    /// database already there ([`StoreAccess::MustExist`]: `reconcile`).
+    pub fn open_with_store_as(
+        &self,
+        store: &StoreArgs,
+        stop: &AtomicBool,
+        access: StoreAccess,
+    ) -> Result<(Opened, Box<dyn OrderStore>)> {
+        let campaign = self.campaign()?;
+        let location = StoreLocation::resolve(store, &campaign)?;
+        let target = self.redis(&campaign)?;
+        let conn = target.connect()?;
+        if access == StoreAccess::MustExist {
+            // Permanent: checked once, before the patient retry below.
+            location.require_existing()?;
+        }
+        let what = format!("opening {}", location.display());
+        let deadline = Some(Instant::now() + OPEN_PATIENCE);
+        let store =
+            transient::retry_until(self.command, &what, stop, deadline, || location.open())?;
+        Ok((
+            Opened {
+                campaign,
+                target,
+                conn,
+            },
+            store,
+        ))
+    }
+
+    /// A flag SIGINT and SIGTERM set instead of killing the process, for the
+    /// long-running commands that finish the batch in hand before exiting.
+    pub fn stop_on_signals(&self) -> Result<Arc<AtomicBool>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))
+                .context("cannot install signal handler")?;
+        }
+        Ok(stop)
+    }
+
+    /// The whole command line's clap definition.
+    pub fn cli_definition(&self) -> clap::Command {
+        (self.definition)()
+    }
+
+    /// The campaign id, once [`Context::campaign`] loaded it.
+    pub fn campaign_id(&self) -> Option<&str> {
+        self.campaign_id.get().map(String::as_str)
+    }
+
+    /// The Redis target (password hidden), once [`Context::redis`] resolved it.
+    pub fn redis_display(&self) -> Option<&str> {
+        self.redis_display.get().map(String::as_str)
+    }
+
+    /// A context with no campaign and default flags, for unit tests.
+    #[cfg(test)]
+    pub fn for_test(command: &'static str) -> Context {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            connection: ConnectionArgs,
+        }
+        let flags = Flags::parse_from(["seckill"]);
+        Context::new(
+            || clap::Command::new("seckill"),
+            command,
+            None,
+            Format::Json,
+            flags.connection,
+        )
+    }
+}

@@ -1,0 +1,601 @@
+//! The campaign file: what an operator writes, parsed and validated.
+//!
+//! YAML is read with `serde-saphyr` (a maintained, pure-Rust successor to the
+//! archived `serde_yaml`). Every field that can be wrong on its own is read as
+//! [`Spanned`] so validation errors point at `file:line:column` just like
+//! syntax errors do. Money is parsed from text to integer cents; a float never
+//! touches a price.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::model::error::usage;
+
+/// Largest stock one item may have. Past this a typo is likelier than a real
+/// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
+pub const MAX_STOCK: i64 = 100_000_000;
+/// Most buckets one item may be split into (see `docs/buckets.md`).
+pub const MAX_BUCKETS: i64 = 256;
+/// Largest `per_user_limit`; anything above is effectively "no limit" and a typo.
+pub const MAX_PER_USER_LIMIT: i64 = 10_000;
+/// Largest campaign file read, checked before reading: the largest shipped
+/// file is about 1 KB; a megabyte is thousands of items.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCampaign {
+    campaign: Spanned<String>,
+    #[serde(default)]
+    redis: Option<String>,
+    #[serde(default)]
+    starts_at: Option<Spanned<String>>,
+    #[serde(default)]
+    ends_at: Option<Spanned<String>>,
+    #[serde(default)]
+    keep_after_end: Option<Spanned<String>>,
+    #[serde(default)]
+    per_user_limit: Option<Spanned<i64>>,
+    #[serde(default)]
+    rate_limit: Option<RawRateLimit>,
+    items: Spanned<Vec<RawItem>>,
+    #[serde(default)]
+    orders: Option<RawOrders>,
+    #[serde(default)]
+    payment_timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    rebuy_after_release: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRateLimit {
+    window: Spanned<String>,
+    max_requests: Spanned<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawItem {
+    id: Spanned<String>,
+    name: String,
+    price: Spanned<String>,
+    stock: Spanned<i64>,
+    #[serde(default)]
+    buckets: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOrders {
+    store: String,
+}
+
+/// A validated campaign.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    /// The file it came from (for messages).
+    pub path: PathBuf,
+    /// Campaign id: `[A-Za-z0-9_-]{1,64}`; part of every Redis key.
+    pub id: String,
+    /// `redis:` from the file, if any (lowest precedence).
+    pub redis_url: Option<String>,
+    /// Sale opens at this Unix time in milliseconds; `None` = open now.
+    pub starts_at_ms: Option<i64>,
+    /// Sale closes at this Unix time in milliseconds; `None` = no end.
+    pub ends_at_ms: Option<i64>,
+    /// Keys expire this long after `ends_at`.
+    pub keep_after_end: Duration,
+    /// Units one user may buy of one item.
+    pub per_user_limit: u32,
+    /// Per user, per item attempt limit.
+    pub rate_limit: Option<RateLimit>,
+    /// The items on sale, in file order.
+    pub items: Vec<Item>,
+    /// `orders.store` from the file, if any.
+    pub orders_store: Option<String>,
+    /// `payment_timeout`: an `ok` is a reservation to be paid within this
+    /// long (Redis time), else released. `None` = an `ok` is final.
+    pub payment_timeout: Option<Duration>,
+    /// `rebuy_after_release` (default true): a released order gives its
+    /// units back to the user's per-user limit, so they may buy again.
+    pub rebuy_after_release: bool,
+}
+
+/// At most `max_requests` buy attempts per user per item within `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub window: Duration,
+    pub max_requests: u32,
+}
+
+/// One item on sale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub id: String,
+    pub name: String,
+    pub price_cents: i64,
+    pub stock: i64,
+    /// Stock buckets, 1..=[`MAX_BUCKETS`] (see `docs/buckets.md`); 1 = one slot, today's layout.
+    pub buckets: u32,
+}
+
+impl Campaign {
+    /// Read and validate a campaign file. Every problem is a usage error
+    /// (exit 2) whose message starts with `file:line:column`.
+    pub fn load(path: &Path) -> Result<Campaign> {
+        let text = read_bounded(path).map_err(|e| usage(format!("{e:#}")))?;
+        Campaign::parse(&text, path)
+    }
+
+    /// Parse campaign YAML `text`; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Campaign> {
+        let only_comments = text
+            .lines()
+            .all(|line| line.trim().is_empty() || line.trim_start().starts_with('#'));
+        if only_comments {
+            return Err(usage(format!(
+                "{}:1:1: the file is empty; a campaign needs at least `campaign:` and `items:`",
+                path.display()
+            )));
+        }
+        let raw: RawCampaign =
+            serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
+                let (line, column) = e
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .unwrap_or((0, 0));
+                usage(format!(
+                    "{}:{line}:{column}: {}",
+                    path.display(),
+                    plain_message(&e)
+                ))
+            })?;
+        validate(raw, path)
+    }
+
+    /// Unix ms after which every key of this campaign may expire; `None` = never.
+    pub fn expire_at_ms(&self) -> Option<i64> {
+        self.ends_at_ms
+            .map(|end| end.saturating_add(self.keep_after_end.as_millis() as i64))
+    }
+
+    /// The item with this id, or a usage error listing the ids there are.
+    pub fn item(&self, id: &str) -> Result<&Item> {
+        self.items.iter().find(|item| item.id == id).ok_or_else(|| {
+            let ids: Vec<&str> = self.items.iter().map(|i| i.id.as_str()).collect();
+            usage(format!(
+                "campaign {} has no item {id:?} (items: {})",
+                self.id,
+                ids.join(", ")
+            ))
+        })
+    }
+
+    /// `Some(id)` selects one item, `None` all of them.
+    pub fn select_items(&self, id: Option<&str>) -> Result<Vec<&Item>> {
+        match id {
+            Some(id) => Ok(vec![self.item(id)?]),
+            None => Ok(self.items.iter().collect()),
+        }
+    }
+}
+
+/// serde-saphyr renders "error: line L column C: message" plus a source
+/// snippet; we say the location once, as `file:line:column`, so keep only the message.
+fn plain_message(error: &serde_saphyr::Error) -> String {
+    let rendered = error.to_string();
+    let first = rendered.lines().next().unwrap_or("invalid YAML").trim();
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    let message = match message.strip_prefix("line ") {
+        Some(rest) => rest.split_once(": ").map_or(rest, |(_, m)| m),
+        None => message,
+    };
+    let message = message.split(" at line ").next().unwrap_or(message);
+    if let Some(breach) = message.strip_prefix("budget breached: ") {
+        return format!(
+            "the YAML budget of a campaign file is exceeded ({breach}; at most {MAX_YAML_ALIASES} aliases, \
+             {MAX_YAML_NODES} nodes, nesting {MAX_YAML_DEPTH} deep, one document)"
+        );
+    }
+    match message {
+        "invalid i64" | "invalid u64" | "invalid i32" => "expected a whole number".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Read a campaign file without ever blocking or reading without end: the
+/// path must name a regular file (a FIFO would block the open, a device like
+/// `/dev/zero` never ends) of at most [`MAX_FILE_BYTES`], checked before
+/// reading, and the read itself stops one byte past the cap in case the file
+/// grew or was swapped in between.
+fn read_bounded(path: &Path) -> Result<String> {
+    let shown = path.display();
+    let cannot_read = || format!("cannot read campaign file {shown}");
+    let metadata = std::fs::metadata(path).with_context(cannot_read)?;
+    check_file_shape(path, &metadata)?;
+    let file = std::fs::File::open(path).with_context(cannot_read)?;
+    check_file_shape(path, &file.metadata().with_context(cannot_read)?)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
+        &mut bytes,
+    )
+    .with_context(cannot_read)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        anyhow::bail!(
+            "{shown} grew past the {MAX_FILE_BYTES}-byte limit of a campaign file while being read"
+        );
+    }
+    String::from_utf8(bytes).with_context(|| format!("{shown} is not UTF-8 text"))
+}
+
+fn check_file_shape(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
+    let shown = path.display();
+    if !metadata.is_file() {
+        anyhow::bail!("campaign file {shown} is not a regular file");
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        anyhow::bail!(
+            "campaign file {shown} is {} bytes, larger than the {MAX_FILE_BYTES}-byte limit of a campaign file",
+            metadata.len()
+        );
+    }
+    Ok(())
+}
+
+/// Parser limits for a campaign file: a real one has a few dozen nodes and
+/// no reason for more than a handful of aliases (`*name`), so an alias or
+/// nesting "bomb" is refused long before it costs time or memory.
+pub const MAX_YAML_ALIASES: usize = 100;
+/// Largest number of YAML nodes (scalars, sequences, mappings) in a campaign file.
+pub const MAX_YAML_NODES: usize = 100_000;
+/// Deepest nesting of a campaign file (it needs 4).
+pub const MAX_YAML_DEPTH: usize = 16;
+
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_aliases: MAX_YAML_ALIASES,
+            max_nodes: MAX_YAML_NODES,
+            max_events: 4 * MAX_YAML_NODES,
+            max_depth: MAX_YAML_DEPTH,
+            max_documents: 1,
+            max_inclusion_depth: 0,
+            max_total_scalar_bytes: MAX_FILE_BYTES as usize,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: MAX_YAML_NODES,
+            max_replay_stack_depth: MAX_YAML_DEPTH,
+        },
+    }
+}
+
+fn at<T>(path: &Path, spanned: &Spanned<T>, message: impl std::fmt::Display) -> anyhow::Error {
+    usage(format!(
+        "{}:{}:{}: {message}",
+        path.display(),
+        spanned.referenced.line(),
+        spanned.referenced.column()
+    ))
+}
+
+/// Ids go into Redis keys and database rows: keep them to a safe alphabet.
+pub fn is_valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
+    if !is_valid_id(&raw.campaign.value) {
+        return Err(at(
+            path,
+            &raw.campaign,
+            format!(
+                "campaign id {:?} must be 1..64 characters of letters, digits, '-' or '_'",
+                raw.campaign.value
+            ),
+        ));
+    }
+    let starts_at_ms = raw
+        .starts_at
+        .as_ref()
+        .map(|s| parse_time(path, s, "starts_at"))
+        .transpose()?;
+    let ends_at_ms = raw
+        .ends_at
+        .as_ref()
+        .map(|s| parse_time(path, s, "ends_at"))
+        .transpose()?;
+    if let (Some(start), Some(end), Some(end_span)) = (starts_at_ms, ends_at_ms, &raw.ends_at)
+        && end <= start
+    {
+        return Err(at(path, end_span, "ends_at must be after starts_at"));
+    }
+    let keep_after_end = match &raw.keep_after_end {
+        Some(text) => parse_duration(path, text, "keep_after_end")?,
+        None => Duration::from_secs(3600),
+    };
+    let per_user_limit = match &raw.per_user_limit {
+        Some(limit) if !(1..=MAX_PER_USER_LIMIT).contains(&limit.value) => {
+            return Err(at(
+                path,
+                limit,
+                format!(
+                    "per_user_limit must be between 1 and {MAX_PER_USER_LIMIT}, got {}",
+                    limit.value
+                ),
+            ));
+        }
+        Some(limit) => limit.value as u32,
+        None => 1,
+    };
+    let rate_limit = match &raw.rate_limit {
+        Some(rate) => {
+            let window = parse_duration(path, &rate.window, "rate_limit.window")?;
+            if window.as_millis() < 1 {
+                return Err(at(
+                    path,
+                    &rate.window,
+                    "rate_limit.window must be at least 1ms",
+                ));
+            }
+            if !(1..=1_000_000).contains(&rate.max_requests.value) {
+                return Err(at(
+                    path,
+                    &rate.max_requests,
+                    format!(
+                        "rate_limit.max_requests must be between 1 and 1000000, got {}",
+                        rate.max_requests.value
+                    ),
+                ));
+            }
+            Some(RateLimit {
+                window,
+                max_requests: rate.max_requests.value as u32,
+            })
+        }
+        None => None,
+    };
+    let payment_timeout = match &raw.payment_timeout {
+        Some(text) => Some(check_payment_timeout(
+            path,
+            text,
+            ends_at_ms.is_some(),
+            keep_after_end,
+        )?),
+        None => None,
+    };
+    if raw.items.value.is_empty() {
+        return Err(at(path, &raw.items, "items must list at least one item"));
+    }
+    let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut items = Vec::with_capacity(raw.items.value.len());
+    for item in &raw.items.value {
+        let id = &item.id;
+        if !is_valid_id(&id.value) {
+            return Err(at(
+                path,
+                id,
+                format!(
+                    "item id {:?} must be 1..64 characters of letters, digits, '-' or '_'",
+                    id.value
+                ),
+            ));
+        }
+        let here = (id.referenced.line(), id.referenced.column());
+        if let Some((line, column)) = seen.insert(id.value.clone(), here) {
+            return Err(at(
+                path,
+                id,
+                format!(
+                    "duplicate item id {:?} (first defined at line {line}, column {column})",
+                    id.value
+                ),
+            ));
+        }
+        let price_cents = parse_price(&item.price.value).map_err(|why| {
+            at(
+                path,
+                &item.price,
+                format!("price {:?} of item {}: {why}", item.price.value, id.value),
+            )
+        })?;
+        if !(1..=MAX_STOCK).contains(&item.stock.value) {
+            return Err(at(
+                path,
+                &item.stock,
+                format!(
+                    "stock of item {} must be between 1 and {MAX_STOCK}, got {}",
+                    id.value, item.stock.value
+                ),
+            ));
+        }
+        let buckets = match &item.buckets {
+            Some(b) if !(1..=MAX_BUCKETS).contains(&b.value) => {
+                return Err(at(
+                    path,
+                    b,
+                    format!(
+                        "buckets of item {} must be between 1 and {MAX_BUCKETS}, got {}",
+                        id.value, b.value
+                    ),
+                ));
+            }
+            Some(b) if b.value > item.stock.value => {
+                return Err(at(
+                    path,
+                    b,
+                    format!(
+                        "item {} has {} buckets but only {} units: every bucket needs at least one unit",
+                        id.value, b.value, item.stock.value
+                    ),
+                ));
+            }
+            Some(b) => b.value as u32,
+            None => 1,
+        };
+        items.push(Item {
+            id: id.value.clone(),
+            name: item.name.clone(),
+            price_cents,
+            stock: item.stock.value,
+            buckets,
+        });
+    }
+    Ok(Campaign {
+        path: path.to_path_buf(),
+        id: raw.campaign.value,
+        redis_url: raw.redis,
+        starts_at_ms,
+        ends_at_ms,
+        keep_after_end,
+        per_user_limit,
+        rate_limit,
+        items,
+        orders_store: raw.orders.map(|o| o.store),
+        payment_timeout,
+        rebuy_after_release: raw.rebuy_after_release.unwrap_or(true),
+    })
+}
+
+/// Longest `payment_timeout`: a reservation is a short promise, not storage.
+pub const MAX_PAYMENT_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `payment_timeout` is 1ms..=7 days and, with an `ends_at`, shorter than
+/// `keep_after_end`: a reservation made at the last moment must still be
+/// payable or releasable before the item's keys expire.
+fn check_payment_timeout(
+    path: &Path,
+    text: &Spanned<String>,
+    has_end: bool,
+    keep_after_end: Duration,
+) -> Result<Duration> {
+    let timeout = parse_duration(path, text, "payment_timeout")?;
+    if timeout.as_millis() < 1 || timeout > MAX_PAYMENT_TIMEOUT {
+        return Err(at(
+            path,
+            text,
+            "payment_timeout must be between 1ms and 7 days",
+        ));
+    }
+    if has_end && timeout >= keep_after_end {
+        return Err(at(
+            path,
+            text,
+            format!(
+                "payment_timeout {:?} must be shorter than keep_after_end ({}): reservations made just before ends_at must be paid or released before the keys expire",
+                text.value,
+                humantime::format_duration(keep_after_end)
+            ),
+        ));
+    }
+    Ok(timeout)
+}
+
+impl Campaign {
+    /// `payment_timeout` in ms, 0 when an `ok` is final (what the buy script takes).
+    pub fn payment_timeout_ms(&self) -> u64 {
+        self.payment_timeout.map_or(0, |t| t.as_millis() as u64)
+    }
+}
+
+fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
+    chrono::DateTime::parse_from_rfc3339(text.value.trim())
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| {
+            at(
+                path,
+                text,
+                format!(
+                    "{field} {:?} is not an RFC 3339 time like 2026-11-11T10:00:00+08:00 ({e})",
+                    text.value
+                ),
+            )
+        })
+}
+
+/// Longest duration a campaign may give (`keep_after_end`, `rate_limit.window`):
+/// ten years in milliseconds still fits an `i64` added to any `ends_at`, and
+/// a Lua number (a double) exactly.
+pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
+
+fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Duration> {
+    let duration = humantime::parse_duration(text.value.trim()).map_err(|e| {
+        at(
+            path,
+            text,
+            format!(
+                "{field} {:?} is not a duration like 1s, 30m or 1h ({e})",
+                text.value
+            ),
+        )
+    })?;
+    if duration > MAX_DURATION {
+        return Err(at(
+            path,
+            text,
+            format!(
+                "{field} {:?} is longer than the largest allowed duration, {} days",
+                text.value,
+                MAX_DURATION.as_secs() / 86_400
+            ),
+        ));
+    }
+    Ok(duration)
+}
+
+/// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.
+pub fn parse_price(text: &str) -> std::result::Result<i64, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) => (whole, fraction),
+        None => (text, ""),
+    };
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must be a decimal amount like 1499.00".into());
+    }
+    if fraction.len() > 2 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must have at most two decimal places".into());
+    }
+    let whole: i64 = whole
+        .parse()
+        .ok()
+        .filter(|w| *w <= 1_000_000_000_000)
+        .ok_or("is too large")?;
+    let cents: i64 = format!("{fraction:0<2}").parse().unwrap_or(0);
+    Ok(whole * 100 + cents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_parse_to_cents_without_floats() {
+        assert_eq!(parse_price("1499.00"), Ok(149_900));
+        assert_eq!(parse_price("0.1"), Ok(10));
+        assert_eq!(parse_price("7"), Ok(700));
+        assert!(parse_price("-1").is_err());
+        assert!(parse_price("1.234").is_err());
+        assert!(parse_price("abc").is_err());
+    }
+
+    #[test]
+    fn ids_are_restricted() {
+        assert!(is_valid_id("moutai-1111"));
+        assert!(!is_valid_id(""));
+        assert!(!is_valid_id("a{b}"));
+        assert!(!is_valid_id(&"x".repeat(65)));
+    }
+}

@@ -1,0 +1,126 @@
+//! Error kinds that decide the exit code.
+//!
+//! Everything is an `anyhow::Error` with context; the only distinction `main`
+//! needs is "the user asked for something wrong" (exit 2) versus "something
+//! failed at run time" (exit 1). A [`UsageError`] anywhere in the chain means 2.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A mistake in the command line or the campaign file: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A request was sent and its reply lost: it may or may not have run.
+/// Exit code [`crate::model::exit_codes::OUTCOME_UNKNOWN`].
+#[derive(Debug)]
+pub struct OutcomeUnknown(pub String);
+
+impl fmt::Display for OutcomeUnknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OutcomeUnknown {}
+
+/// `preheat` refused to write an item because loading it would sell units
+/// again (sales in the order database, a Redis that persists nothing under
+/// `--require-durable`). Exit code [`crate::model::exit_codes::PREHEAT_REFUSED`],
+/// distinct from a Redis that cannot be reached.
+#[derive(Debug)]
+pub struct PreheatRefused(pub String);
+
+impl fmt::Display for PreheatRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PreheatRefused {}
+
+/// Shorthand: `return Err(preheat_refused(format!(..)))`.
+pub fn preheat_refused(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(PreheatRefused(message.into()))
+}
+
+/// Shorthand: `return Err(usage(format!(..)))`.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// The exit code an error maps to.
+pub fn exit_code_for(error: &anyhow::Error) -> i32 {
+    if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<UsageError>().is_some())
+    {
+        crate::model::exit_codes::USAGE_ERROR
+    } else if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<OutcomeUnknown>().is_some())
+    {
+        crate::model::exit_codes::OUTCOME_UNKNOWN
+    } else if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<PreheatRefused>().is_some())
+    {
+        crate::model::exit_codes::PREHEAT_REFUSED
+    } else {
+        crate::model::exit_codes::RUNTIME_ERROR
+    }
+}
+
+/// The error and its causes on one line, `a: b: c`, skipping a cause that
+/// only repeats the text before it (I/O errors wrapped by redis-rs do).
+pub fn render(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    if let Some(hint) = timeout_hint(error) {
+        out.push_str(": ");
+        out.push_str(&hint);
+    }
+    out
+}
+
+/// `--response-timeout` of this process, for [`timeout_hint`] (set once the
+/// Redis target is resolved).
+static RESPONSE_TIMEOUT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// When a Redis reply timed out somewhere in `error`: what that means in
+/// terms of the flag the operator can change.
+fn timeout_hint(error: &anyhow::Error) -> Option<String> {
+    let timed_out = error
+        .chain()
+        .filter_map(|c| c.downcast_ref::<redis::RedisError>())
+        .any(redis::RedisError::is_timeout);
+    let timeout = RESPONSE_TIMEOUT.get()?;
+    timed_out.then(|| {
+        format!(
+            "no reply from Redis within --response-timeout {} (a busy or blocked server? raise the flag)",
+            humantime::format_duration(*timeout)
+        )
+    })
+}
+
+/// Remember `--response-timeout`, so a timed-out reply names the flag to raise.
+pub fn remember_response_timeout(timeout: Duration) {
+    let _ = RESPONSE_TIMEOUT.set(timeout);
+}

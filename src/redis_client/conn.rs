@@ -1,0 +1,491 @@
+//! The one connection layer every subcommand uses.
+//!
+//! URL precedence: `--redis` > `SECKILL_REDIS_URL` > the campaign file's
+//! `redis:` > `redis://127.0.0.1:6379/0`. `rediss://` is TLS (rustls).
+//! Connect and response timeouts are always set, so nothing hangs on a dead
+//! server. Errors name the host and port, never the password.
+//!
+//! `--cluster` treats the URL (or a comma-separated list of URLs) as seed
+//! nodes of a Redis Cluster; all commands then route by the item's hash tag.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use redis::cluster::{ClusterClientBuilder, ClusterConnection};
+use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
+
+use crate::model::campaign::Campaign;
+use crate::model::error::usage;
+
+/// Where Redis is when nothing says otherwise.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
+
+/// Connection flags shared by every subcommand.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Redis connection")]
+pub struct ConnectionArgs {
+    /// Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS.
+    /// Overrides the campaign file's `redis:`. [default: redis://127.0.0.1:6379/0]
+    #[arg(
+        long = "redis",
+        global = true,
+        env = "SECKILL_REDIS_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub redis_url: Option<String>,
+
+    /// Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster.
+    #[arg(long, global = true, env = "SECKILL_REDIS_CLUSTER")]
+    pub cluster: bool,
+
+    /// PEM file of the CA that signed the server's certificate (rediss:// only;
+    /// default: the system trust store).
+    #[arg(long, global = true, env = "SECKILL_REDIS_TLS_CA", value_name = "FILE")]
+    pub tls_ca_cert: Option<std::path::PathBuf>,
+
+    /// Give up connecting to Redis after this long (e.g. 500ms, 2s).
+    #[arg(long, global = true, default_value = "2s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub connect_timeout: Duration,
+
+    /// Give up waiting for one Redis reply after this long.
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    pub response_timeout: Duration,
+}
+
+impl Default for ConnectionArgs {
+    fn default() -> Self {
+        ConnectionArgs {
+            redis_url: None,
+            cluster: false,
+            tls_ca_cert: None,
+            connect_timeout: Duration::from_secs(2),
+            response_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// clap value parser for durations such as `30s`, `500ms`, `1h`.
+pub fn parse_duration_arg(text: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 500ms, 2s, 1m)"))
+}
+
+/// A standalone or cluster connection; both speak [`ConnectionLike`].
+/// The cluster connection is boxed: it is much larger, and rare.
+pub enum Conn {
+    Single(redis::Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_command(cmd),
+            Conn::Cluster(c) => c.req_command(cmd),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+
+    fn supports_pipelining(&self) -> bool {
+        match self {
+            Conn::Single(c) => c.supports_pipelining(),
+            Conn::Cluster(c) => c.supports_pipelining(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        match self {
+            Conn::Single(c) => c.check_connection(),
+            Conn::Cluster(c) => c.check_connection(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            Conn::Single(c) => c.is_open(),
+            Conn::Cluster(c) => c.is_open(),
+        }
+    }
+}
+
+impl Conn {
+    /// True on a Redis Cluster connection (multi-key commands must stay in one slot).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Conn::Cluster(_))
+    }
+}
+
+/// A standalone Redis over plain TCP: what the load test's raw connection needs.
+#[derive(Debug, Clone)]
+pub struct PlainTcp {
+    pub host: String,
+    pub port: u16,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub db: i64,
+}
+
+/// A resolved Redis target that can hand out connections (one per thread).
+#[derive(Debug, Clone)]
+pub struct RedisTarget {
+    urls: Vec<String>,
+    cluster: bool,
+    /// PEM of a private CA to trust for rediss://.
+    tls_ca: Option<Vec<u8>>,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+    /// `host:port[/db]` without credentials, for messages.
+    pub display: String,
+    /// Where the URL came from, for connection errors.
+    pub source: UrlSource,
+}
+
+/// Where the Redis URL came from, so an error says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlSource {
+    Flag,
+    Env,
+    CampaignFile(std::path::PathBuf),
+    Default,
+}
+
+impl std::fmt::Display for UrlSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UrlSource::Flag => f.write_str("URL from --redis"),
+            UrlSource::Env => f.write_str("URL from SECKILL_REDIS_URL"),
+            UrlSource::CampaignFile(path) => write!(f, "URL from `redis:` in {}", path.display()),
+            UrlSource::Default => write!(
+                f,
+                "the default URL {DEFAULT_REDIS_URL}: pass --redis URL or set `redis:` in the campaign file"
+            ),
+        }
+    }
+}
+
+impl UrlSource {
+    /// Which of flag, environment, file or default gave the URL. clap folds
+    /// `--redis` and `SECKILL_REDIS_URL` into one value: it is the flag's when
+    /// the command line has `--redis`.
+    pub fn of(args: &ConnectionArgs, campaign: Option<&Campaign>) -> UrlSource {
+        if args.redis_url.is_some() {
+            let on_command_line = std::env::args_os()
+                .filter_map(|a| a.into_string().ok())
+                .any(|a| a == "--redis" || a.starts_with("--redis="));
+            if on_command_line || std::env::var_os("SECKILL_REDIS_URL").is_none() {
+                UrlSource::Flag
+            } else {
+                UrlSource::Env
+            }
+        } else if let Some(c) = campaign.filter(|c| c.redis_url.is_some()) {
+            UrlSource::CampaignFile(c.path.clone())
+        } else {
+            UrlSource::Default
+        }
+    }
+}
+
+/// `host:port` typed without a scheme: the URL it most likely means.
+fn bare_host_port(text: &str) -> Option<String> {
+    let (host, port) = text.rsplit_once(':')?;
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    (host_ok && !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()))
+        .then(|| format!("redis://{text}"))
+}
+
+impl RedisTarget {
+    /// Resolve the URL by precedence (flag/env, campaign file, default).
+    pub fn resolve(args: &ConnectionArgs, campaign: Option<&Campaign>) -> Result<RedisTarget> {
+        let url = args
+            .redis_url
+            .clone()
+            .or_else(|| campaign.and_then(|c| c.redis_url.clone()))
+            .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string());
+        let urls = split_urls(&url);
+        if urls.len() > 1 && !args.cluster {
+            return Err(usage(
+                "several Redis URLs given: pass --cluster to use them as cluster seed nodes",
+            ));
+        }
+        let mut shown = Vec::new();
+        for url in &urls {
+            if !url.contains("://")
+                && let Some(meant) = bare_host_port(url)
+            {
+                return Err(usage(format!(
+                    "Redis URL {url} has no scheme ({}): did you mean {meant}?",
+                    UrlSource::of(args, campaign)
+                )));
+            }
+            let info = url
+                .as_str()
+                .into_connection_info()
+                .map_err(|e| usage(format!("invalid Redis URL {}: {e}", redact(url))))?;
+            shown.push(describe(&info));
+        }
+        if urls.is_empty() {
+            return Err(usage("empty Redis URL"));
+        }
+        if urls.iter().any(|u| u.starts_with("rediss://")) {
+            // rustls needs one process-wide crypto provider; a second install is harmless.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let tls_ca = match &args.tls_ca_cert {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                usage(format!("cannot read --tls-ca-cert {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+        Ok(RedisTarget {
+            urls,
+            cluster: args.cluster,
+            tls_ca,
+            connect_timeout: args.connect_timeout,
+            response_timeout: args.response_timeout,
+            display: shown.join(","),
+            source: UrlSource::of(args, campaign),
+        })
+        .inspect(|target| {
+            crate::model::error::remember_response_timeout(target.response_timeout);
+        })
+    }
+
+    /// Open one connection with both timeouts set, within `--connect-timeout`
+    /// in all: redis-rs applies the timeout to each step of its handshake
+    /// (TCP connect, then one read per setup command, the two CLIENT SETINFO
+    /// replies among them), so a server that accepts and never answers used
+    /// to cost twice the timeout. The attempt runs on a helper thread and is
+    /// abandoned at the deadline (it ends by its own timeouts soon after).
+    pub fn connect(&self) -> Result<Conn> {
+        let attempt = self.clone();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("redis-connect".into())
+            .spawn(move || {
+                let _ = sender.send(attempt.try_connect());
+            })
+            .context("cannot start a connection thread")?;
+        let result = match receiver.recv_timeout(self.connect_timeout) {
+            Ok(result) => result.map_err(|e| self.explain_connect_error(e)),
+            Err(_) => Err(self.no_answer()),
+        };
+        result.map_err(|error| {
+            // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
+            // client library renders it in its own words.
+            let code = crate::redis_client::failure::find(&error)
+                .and_then(|e| e.code())
+                .map(|code| format!(": {code}"))
+                .unwrap_or_default();
+            error.context(format!(
+                "cannot connect to Redis at {} ({}){code}",
+                self.display, self.source
+            ))
+        })
+    }
+
+    fn no_answer(&self) -> anyhow::Error {
+        anyhow::anyhow!(
+            "no answer within --connect-timeout {}: is a Redis server listening there?",
+            humantime::format_duration(self.connect_timeout)
+        )
+    }
+
+    /// Say what a failed connect means: a timeout names the flag, a reply
+    /// that is not RESP means the port is not a Redis server.
+    fn explain_connect_error(&self, error: anyhow::Error) -> anyhow::Error {
+        let redis_error = error
+            .chain()
+            .find_map(|c| c.downcast_ref::<redis::RedisError>());
+        match redis_error {
+            Some(e) if e.is_timeout() => self.no_answer(),
+            Some(e) if e.kind() == redis::ErrorKind::Parse => anyhow::anyhow!(
+                "{} did not answer like a Redis server (is it the Redis port?)",
+                self.display
+            ),
+            _ => error,
+        }
+    }
+
+    fn try_connect(&self) -> Result<Conn> {
+        if self.cluster {
+            let mut builder = ClusterClientBuilder::new(self.urls.clone())
+                .connection_timeout(self.connect_timeout)
+                .response_timeout(self.response_timeout);
+            if let Some(ca) = &self.tls_ca {
+                builder = builder.certs(self.certificates(ca));
+            }
+            let connection = builder.build()?.get_connection()?;
+            return Ok(Conn::Cluster(Box::new(connection)));
+        }
+        let client = match &self.tls_ca {
+            Some(ca) => {
+                redis::Client::build_with_tls(self.urls[0].as_str(), self.certificates(ca))?
+            }
+            None => redis::Client::open(self.urls[0].as_str())?,
+        };
+        let mut connection = client.get_connection_with_timeout(self.connect_timeout)?;
+        connection.set_read_timeout(Some(self.response_timeout))?;
+        connection.set_write_timeout(Some(self.response_timeout))?;
+        // Verified now: a missing password (NOAUTH) or a server that is not
+        // ready (LOADING) fails here, plainly, not as the first real request.
+        redis::cmd("PING").query::<()>(&mut connection)?;
+        Ok(Conn::Single(connection))
+    }
+
+    fn certificates(&self, ca: &[u8]) -> redis::TlsCertificates {
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca.to_vec()),
+        }
+    }
+
+    /// Address and credentials when the target is one standalone Redis over
+    /// plain TCP (not TLS, not a Unix socket, not a cluster).
+    pub fn plain_tcp(&self) -> Option<PlainTcp> {
+        if self.cluster {
+            return None;
+        }
+        let info = self.urls[0].as_str().into_connection_info().ok()?;
+        let redis::ConnectionAddr::Tcp(host, port) = info.addr() else {
+            return None;
+        };
+        let settings = info.redis_settings();
+        Some(PlainTcp {
+            host: host.clone(),
+            port: *port,
+            username: settings.username().map(String::from),
+            password: settings.password().map(String::from),
+            db: settings.db(),
+        })
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The response timeout (callers keep XREADGROUP BLOCK well below it).
+    pub fn response_timeout(&self) -> Duration {
+        self.response_timeout
+    }
+}
+
+fn describe(info: &redis::ConnectionInfo) -> String {
+    let db = info.redis_settings().db();
+    let addr = match info.addr() {
+        redis::ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+        redis::ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),
+        other => other.to_string(),
+    };
+    if db == 0 {
+        addr
+    } else {
+        format!("{addr}/{db}")
+    }
+}
+
+/// Split a comma-separated URL list. A comma starts a new URL only when a
+/// scheme (`redis://`, `rediss://`, `unix://`, ...) follows it, so a password
+/// with a comma in it stays in its URL.
+pub fn split_urls(list: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for piece in list.split(',') {
+        match urls.last_mut() {
+            Some(last) if !starts_with_scheme(piece.trim_start()) => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => urls.push(piece.to_string()),
+        }
+    }
+    urls.iter()
+        // A URL never ends inside its password, so trailing commas are separators.
+        .map(|u| u.trim().trim_end_matches(',').trim().to_string())
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+fn starts_with_scheme(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+    })
+}
+
+/// A URL as messages may show it: the user name stays, the password, the
+/// query (`?password=...`) and fragment go. Text that is not `scheme://...`
+/// at all is not shown: it may be a password pasted in the wrong place.
+pub fn redact(url: &str) -> String {
+    let base = url.split(['?', '#']).next().unwrap_or_default();
+    let dropped_query = if base.len() < url.len() { "?***" } else { "" };
+    let Some(scheme_end) = base.find("://").map(|i| i + 3) else {
+        return "(not a scheme://host URL, not shown)".to_string();
+    };
+    let (scheme, rest) = base.split_at(scheme_end);
+    let rest = match rest.rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _)) => format!("{user}:***{}", &rest[at..]),
+            None => format!("***{}", &rest[at..]),
+        },
+        None => rest.to_string(),
+    };
+    format!("{scheme}{rest}{dropped_query}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+        assert_eq!(redact("redis://u:a@b:c@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://token@h:1/0"), "redis://***@h:1/0");
+        assert_eq!(redact("redis://h:1/0?password=x"), "redis://h:1/0?***");
+        assert_eq!(
+            redact("redis//u:x@h:1/0"),
+            "(not a scheme://host URL, not shown)"
+        );
+        assert_eq!(
+            split_urls("redis://u:a,b@h:1, rediss://h:2,,redis://:x,y@h:3"),
+            ["redis://u:a,b@h:1", "rediss://h:2", "redis://:x,y@h:3"]
+        );
+        let args = ConnectionArgs {
+            redis_url: Some("redis://u:secret@example:6390/3".into()),
+            ..ConnectionArgs::default()
+        };
+        let target = RedisTarget::resolve(&args, None).unwrap();
+        assert_eq!(target.display, "example:6390/3");
+    }
+}

@@ -1,0 +1,92 @@
+//! `--wait-replicas`: after a buy, WAIT until N replicas confirmed it.
+//!
+//! WAIT counts only the writes made earlier *on the connection it is sent
+//! on*, and only on the server that receives it; it does not block inside a
+//! script. So it must follow the buy on the very connection the buy used, to
+//! the node that ran it. On a standalone Redis that is the one connection.
+//! On a cluster redis-rs routes a keyless WAIT to every master (aggregating
+//! the minimum), so here it is routed explicitly to the master of the slot
+//! of a key the buy wrote: the cluster connection keeps one connection per
+//! node, the same one the buy script went through.
+//!
+//! A bucketed item's buy may write on several nodes: the home bucket (the
+//! order, the stock, the buyer) and, when it swept, the buckets it debited
+//! by transfer or settled. A transfer's debit lost in a failover would put
+//! its units back on sale in the source bucket while the home bucket keeps
+//! them too, so every node the attempt may have written to is waited on and
+//! the smallest count decides. A node this connection wrote nothing to
+//! answers at once (nothing of ours to wait for).
+//!
+//! Limits. The masters are waited on one after the other, so a bucketed buy
+//! that swept may wait up to `--wait-timeout` per master. redis-rs's cluster
+//! client retries a command whose connection dropped on a fresh connection
+//! to the same address; a WAIT retried that way counts that connection's
+//! writes (none) and answers with the replicas connected there. That needs
+//! the master's connection to break between the buy and its WAIT and the
+//! same address to answer again within the client's retries; `reconcile`
+//! remains the proof. A WAIT that outlasts the reply timeout is refused up
+//! front ([`check_timeout`]), so a slow WAIT is never retried that way.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+
+use crate::redis_client::conn::Conn;
+
+/// The WAIT command: `replicas` confirmations, at most `timeout`.
+fn wait_command(replicas: u32, timeout: Duration) -> redis::Cmd {
+    let mut cmd = redis::cmd("WAIT");
+    cmd.arg(replicas).arg(timeout.as_millis().max(1) as u64);
+    cmd
+}
+
+/// WAIT after a buy that wrote to the slots of `written_keys` (one key per
+/// slot is enough); returns the fewest replicas any of those nodes confirmed.
+pub fn wait_after_buy(
+    conn: &mut Conn,
+    written_keys: &[&str],
+    replicas: u32,
+    timeout: Duration,
+) -> Result<i64> {
+    let cmd = wait_command(replicas, timeout);
+    match conn {
+        Conn::Single(single) => cmd.query(single).context("WAIT for replicas failed"),
+        Conn::Cluster(cluster) => {
+            let mut slots: Vec<u16> = written_keys
+                .iter()
+                .map(|key| crate::domain::buckets::key_slot(key))
+                .collect();
+            slots.sort_unstable();
+            slots.dedup();
+            let mut fewest = i64::MAX;
+            for slot in slots {
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::new(slot, SlotAddr::Master),
+                ));
+                let reply = cluster.route_command(&cmd, route).with_context(|| {
+                    format!("WAIT for replicas failed on the master of slot {slot}")
+                })?;
+                let acked: i64 = redis::from_redis_value(reply)
+                    .with_context(|| format!("WAIT on the master of slot {slot} answered oddly"))?;
+                fewest = fewest.min(acked);
+            }
+            Ok(if fewest == i64::MAX { 0 } else { fewest })
+        }
+    }
+}
+
+/// Refuse a WAIT that would outlast the reply timeout: the client would give
+/// up on WAIT's answer (and redis-rs's cluster client would resend it on the
+/// same connection, mixing up replies).
+pub fn check_timeout(wait_timeout: Duration, response_timeout: Duration) -> Result<()> {
+    if wait_timeout >= response_timeout {
+        return Err(crate::model::error::usage(format!(
+            "--wait-timeout {} must be shorter than --response-timeout {}: \
+             the reply to WAIT arrives only after the wait",
+            humantime::format_duration(wait_timeout),
+            humantime::format_duration(response_timeout)
+        )));
+    }
+    Ok(())
+}

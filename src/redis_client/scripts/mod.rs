@@ -1,0 +1,355 @@
+//! The Lua scripts of `lua/`, one typed call per script.
+//!
+//! Each script has one Rust home here (`scripts::buy`, `scripts::preheat`,
+//! ...) that owns its source, its KEYS/ARGV order and its reply parser: a
+//! call type whose fields are the script's KEYS then ARGV, in the order the
+//! script reads them, declared once through [`script_call!`]. The normal path
+//! invokes it with `redis::Script` (EVALSHA, reloaded on NOSCRIPT on every
+//! master of a cluster); the load-test packer (`loadtest::variants`) and
+//! `loadtest --print-command` pack the very same fields into raw EVALSHA
+//! commands. [`ALL`] lists every script once; a unit test below compares the
+//! `KEYS[n] name` / `ARGV[n] name` header lines of every `lua/*.lua` with it,
+//! so a header and its Rust side cannot drift apart unnoticed.
+
+use std::sync::LazyLock;
+
+use anyhow::{Context, Result};
+use redis::{ConnectionLike, Script, Value};
+
+pub mod bucket_buy;
+pub mod bucket_credit;
+pub mod bucket_snapshot;
+pub mod bucket_take;
+pub mod buy;
+pub mod dead_letter;
+pub mod item_state;
+pub mod item_status;
+pub mod lock_release;
+pub mod pay;
+pub mod preheat;
+pub mod reconcile_snapshot;
+pub mod release;
+pub mod set_switch;
+pub mod stream_order_ids;
+pub mod v3_decr;
+
+/// Who calls a script, so `preheat` loads the sale's scripts up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Used by the sale's commands (`buy`, `preheat`, `consume`, `reconcile`, ...).
+    Sale,
+    /// Used only by `seckill loadtest`, which loads what it needs itself.
+    LoadTest,
+}
+
+/// One Lua script: its file, source and contract (the names of its KEYS and ARGV).
+pub struct Spec {
+    /// File name under `lua/`.
+    pub file: &'static str,
+    pub source: &'static str,
+    /// KEYS names, in order.
+    pub keys: &'static [&'static str],
+    /// Fixed ARGV names, in order.
+    pub argv: &'static [&'static str],
+    /// Name of a variable-length ARGV tail (`ARGV[k..n] name`), if any.
+    pub argv_rest: Option<&'static str>,
+    pub purpose: Purpose,
+    pub script: LazyLock<Script>,
+}
+
+impl Spec {
+    /// The script's name: its file name without `.lua`.
+    pub fn name(&self) -> &'static str {
+        self.file.trim_end_matches(".lua")
+    }
+
+    /// SHA1 of the source, the EVALSHA handle.
+    pub fn sha(&self) -> &str {
+        self.script.get_hash()
+    }
+
+    /// SCRIPT LOAD on `conn`; returns the SHA1.
+    pub fn load<C: ConnectionLike>(&self, conn: &mut C) -> Result<String> {
+        self.script
+            .prepare_invoke()
+            .load(conn)
+            .with_context(|| format!("cannot load the {} script (SCRIPT LOAD)", self.name()))
+    }
+}
+
+/// Every script of the toolkit, once.
+pub static ALL: [&Spec; 16] = [
+    &buy::SPEC,
+    &preheat::SPEC,
+    &item_state::SPEC,
+    &item_status::SPEC,
+    &set_switch::SPEC,
+    &dead_letter::SPEC,
+    &stream_order_ids::SPEC,
+    &reconcile_snapshot::SPEC,
+    &v3_decr::SPEC,
+    &lock_release::SPEC,
+    &bucket_buy::SPEC,
+    &bucket_take::SPEC,
+    &bucket_credit::SPEC,
+    &bucket_snapshot::SPEC,
+    &pay::SPEC,
+    &release::SPEC,
+];
+
+/// The scripts the sale uses, for `preheat` to load up front.
+pub fn sale_scripts() -> impl Iterator<Item = &'static Spec> {
+    ALL.into_iter().filter(|spec| spec.purpose == Purpose::Sale)
+}
+
+/// A typed call of one script: its KEYS and ARGV values, in the script's
+/// order. `T` is whatever the caller packs: strings for a normal call, byte
+/// templates for the load-test packer.
+pub trait ScriptCall<T> {
+    /// The script this call runs.
+    fn spec() -> &'static Spec;
+    /// KEYS values, in order.
+    fn keys(&self) -> Vec<&T>;
+    /// ARGV values, in order (fixed ones, then the variable tail).
+    fn argv(&self) -> Vec<&T>;
+
+    /// Run the script (EVALSHA, reloaded on NOSCRIPT) and return its raw reply.
+    fn invoke<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<Value>
+    where
+        T: AsRef<[u8]>,
+    {
+        let mut invocation = Self::spec().script.prepare_invoke();
+        for key in self.keys() {
+            invocation.key(key.as_ref());
+        }
+        for arg in self.argv() {
+            invocation.arg(arg.as_ref());
+        }
+        invocation.invoke(conn)
+    }
+
+    /// The words of `EVALSHA sha numkeys KEYS... ARGV...` for this call.
+    fn evalsha_words(&self) -> Vec<Vec<u8>>
+    where
+        T: AsRef<[u8]>,
+    {
+        let keys = self.keys();
+        let mut words = vec![
+            b"EVALSHA".to_vec(),
+            Self::spec().sha().as_bytes().to_vec(),
+            keys.len().to_string().into_bytes(),
+        ];
+        words.extend(keys.into_iter().map(|k| k.as_ref().to_vec()));
+        words.extend(self.argv().into_iter().map(|a| a.as_ref().to_vec()));
+        words
+    }
+}
+
+/// Declare one script's [`Spec`] (`SPEC`) and its call type, listing KEYS then
+/// ARGV once: the field order is the script's order.
+macro_rules! script_call {
+    (@rest) => { None };
+    (@rest $rest:ident) => { Some(stringify!($rest)) };
+    (
+        $(#[$doc:meta])*
+        $call:ident = $file:literal, $purpose:ident;
+        keys { $($key:ident),* $(,)? }
+        argv { $($arg:ident),* $(,)? }
+        $(rest { $rest:ident })?
+    ) => {
+        /// The script's file, source and KEYS/ARGV names.
+        pub static SPEC: $crate::redis_client::scripts::Spec = $crate::redis_client::scripts::Spec {
+            file: $file,
+            source: include_str!(concat!("../../../lua/", $file)),
+            keys: &[$(stringify!($key)),*],
+            argv: &[$(stringify!($arg)),*],
+            argv_rest: $crate::redis_client::scripts::script_call!(@rest $($rest)?),
+            purpose: $crate::redis_client::scripts::Purpose::$purpose,
+            script: std::sync::LazyLock::new(|| {
+                redis::Script::new(include_str!(concat!("../../../lua/", $file)))
+            }),
+        };
+
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $call<T> {
+            $(pub $key: T,)*
+            $(pub $arg: T,)*
+            $(pub $rest: Vec<T>,)?
+        }
+
+        impl<T> $crate::redis_client::scripts::ScriptCall<T> for $call<T> {
+            fn spec() -> &'static $crate::redis_client::scripts::Spec {
+                &SPEC
+            }
+            fn keys(&self) -> Vec<&T> {
+                vec![$(&self.$key),*]
+            }
+            #[allow(unused_mut)]
+            fn argv(&self) -> Vec<&T> {
+                let mut argv: Vec<&T> = vec![$(&self.$arg),*];
+                $(argv.extend(self.$rest.iter());)?
+                argv
+            }
+        }
+    };
+}
+pub(crate) use script_call;
+
+/// A script found a stored value malformed and wrote nothing: the
+/// `{'corrupt_state', "<key>: <what is wrong>"}` reply of the bucket scripts
+/// (`lua/buy.lua` and `lua/bucket_buy.lua` answer it as a buy outcome instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptState(pub String);
+
+impl std::fmt::Display for CorruptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "corrupt state, nothing written: {}", self.0)
+    }
+}
+
+impl std::error::Error for CorruptState {}
+
+/// `Err(CorruptState)` when `reply` is a `corrupt_state` reply.
+pub(crate) fn refuse_corrupt(reply: &Value) -> Result<(), CorruptState> {
+    if let Value::Array(fields) = reply
+        && let [Value::BulkString(status), Value::BulkString(problem)] = fields.as_slice()
+        && status == b"corrupt_state"
+    {
+        return Err(CorruptState(String::from_utf8_lossy(problem).into_owned()));
+    }
+    Ok(())
+}
+
+/// An integer reply, named for errors.
+pub(crate) fn int_reply(reply: Value, what: &str) -> Result<i64> {
+    redis::from_redis_value(reply).with_context(|| format!("the {what} script answered oddly"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// (KEYS names, fixed ARGV names, variable ARGV tail) read from a header.
+    type Contract = (Vec<String>, Vec<String>, Option<String>);
+
+    /// Parse the `-- KEYS[n] name` / `-- ARGV[n] name` / `-- ARGV[k..n] name`
+    /// lines of a script's header; indexes must run 1, 2, 3, ...
+    fn header_contract(file: &str, source: &str) -> Contract {
+        let mut keys = Vec::new();
+        let mut argv = Vec::new();
+        let mut rest = None;
+        for line in source.lines() {
+            let Some(line) = line.strip_prefix("--") else {
+                continue;
+            };
+            let line = line.trim_start();
+            for (kind, list) in [("KEYS[", &mut keys), ("ARGV[", &mut argv)] {
+                let Some(tail) = line.strip_prefix(kind) else {
+                    continue;
+                };
+                let (index, tail) = tail
+                    .split_once(']')
+                    .unwrap_or_else(|| panic!("{file}: unclosed {kind} in {line:?}"));
+                let name = tail
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_else(|| panic!("{file}: {kind}{index}] has no name"))
+                    .to_string();
+                if let Some((first, _)) = index.split_once("..") {
+                    assert_eq!(kind, "ARGV[", "{file}: only ARGV may be variable");
+                    assert_eq!(first, (list.len() + 1).to_string(), "{file}: {line:?}");
+                    rest = Some(name);
+                } else {
+                    assert_eq!(
+                        index,
+                        (list.len() + 1).to_string(),
+                        "{file}: {kind}{index}] out of order"
+                    );
+                    list.push(name);
+                }
+            }
+        }
+        (keys, argv, rest)
+    }
+
+    fn lua_files() -> BTreeMap<String, String> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua");
+        std::fs::read_dir(dir)
+            .expect("lua/ is readable")
+            .map(|entry| entry.expect("lua/ entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
+            .map(|path| {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let source = std::fs::read_to_string(&path).expect("lua file is readable");
+                (name, source)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_lua_file_has_one_rust_home() {
+        let files = lua_files();
+        let homes: Vec<&str> = ALL.iter().map(|spec| spec.file).collect();
+        for file in files.keys() {
+            assert_eq!(
+                homes.iter().filter(|home| *home == file).count(),
+                1,
+                "lua/{file} needs exactly one entry in scripts::ALL"
+            );
+        }
+        assert_eq!(
+            homes.len(),
+            files.len(),
+            "scripts::ALL names a missing file"
+        );
+    }
+
+    #[test]
+    fn lua_headers_match_the_rust_calls() {
+        let files = lua_files();
+        for spec in ALL {
+            let source = &files[spec.file];
+            assert_eq!(
+                source, spec.source,
+                "{}: embedded source is stale",
+                spec.file
+            );
+            let (keys, argv, rest) = header_contract(spec.file, source);
+            assert_eq!(keys, spec.keys, "lua/{}: KEYS header vs Rust", spec.file);
+            assert_eq!(argv, spec.argv, "lua/{}: ARGV header vs Rust", spec.file);
+            assert_eq!(
+                rest.as_deref(),
+                spec.argv_rest,
+                "lua/{}: variable ARGV header vs Rust",
+                spec.file
+            );
+        }
+    }
+
+    #[test]
+    fn sale_scripts_include_every_sale_script() {
+        let names: Vec<&str> = sale_scripts().map(Spec::name).collect();
+        assert_eq!(
+            names,
+            [
+                "buy",
+                "preheat",
+                "item_state",
+                "item_status",
+                "set_switch",
+                "dead_letter",
+                "stream_order_ids",
+                "reconcile_snapshot",
+                "bucket_buy",
+                "bucket_take",
+                "bucket_credit",
+                "bucket_snapshot",
+                "pay",
+                "release"
+            ]
+        );
+    }
+}
