@@ -81,6 +81,22 @@ fn sqlite_is_transient(error: &rusqlite::Error) -> bool {
     )
 }
 
+/// How long opening the order database waits out transient errors.
+pub const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Run a database call until it succeeds ([`crate::util::retry::retry_while`]),
+/// retrying transient errors only ([`is_transient`]): any other error is
+/// returned at once, since waiting would not fix it.
+pub fn retry_until<T>(
+    command: &str,
+    what: &str,
+    stop: &std::sync::atomic::AtomicBool,
+    deadline: Option<std::time::Instant>,
+    attempt: impl FnMut() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    crate::util::retry::retry_while(command, what, stop, deadline, is_transient, attempt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,20 +113,4 @@ mod tests {
         assert!(!is_transient(&error.context("cannot open")));
         assert!(!is_transient(&anyhow::anyhow!("something nobody knows")));
     }
-}
-
-/// How long opening the order database waits out transient errors.
-pub const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// Run a database call until it succeeds ([`crate::util::retry::retry_while`]),
-/// retrying transient errors only ([`is_transient`]): any other error is
-/// returned at once, since waiting would not fix it.
-pub fn retry_until<T>(
-    command: &str,
-    what: &str,
-    stop: &std::sync::atomic::AtomicBool,
-    deadline: Option<std::time::Instant>,
-    attempt: impl FnMut() -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    crate::util::retry::retry_while(command, what, stop, deadline, is_transient, attempt)
 }

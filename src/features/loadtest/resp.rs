@@ -64,31 +64,6 @@ pub fn command(args: &[&[u8]]) -> Vec<u8> {
     buf
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn packs_like_redis_rs() {
-        let ours = command(&[b"EVALSHA", b"abc", b"1", b"seckill-loadtest:{c:i}:stock"]);
-        let theirs = redis::cmd("EVALSHA")
-            .arg("abc")
-            .arg(1)
-            .arg("seckill-loadtest:{c:i}:stock")
-            .get_packed_command();
-        assert_eq!(ours, theirs);
-        let mut joined = Vec::new();
-        array_header(&mut joined, 1);
-        bulk(&mut joined, &[b"u", Digits::new(1_234_567).as_bytes()]);
-        assert_eq!(joined, redis::cmd("u1234567").get_packed_command());
-        assert_eq!(Digits::new(0).as_bytes(), b"0");
-        assert_eq!(
-            Digits::new(u64::MAX).as_bytes(),
-            u64::MAX.to_string().as_bytes()
-        );
-    }
-}
-
 /// An integer reply (or nil); Redis errors become errors naming the command.
 pub fn int_or_nil(reply: Value, what: &str) -> Result<Option<i64>> {
     match reply {
@@ -114,5 +89,30 @@ pub fn expect_ok(reply: Value, what: &str) -> Result<()> {
         Value::Okay => Ok(()),
         Value::ServerError(error) => Err(anyhow!("{what} failed: {error:?}")),
         other => bail!("{what} answered {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packs_like_redis_rs() {
+        let ours = command(&[b"EVALSHA", b"abc", b"1", b"seckill-loadtest:{c:i}:stock"]);
+        let theirs = redis::cmd("EVALSHA")
+            .arg("abc")
+            .arg(1)
+            .arg("seckill-loadtest:{c:i}:stock")
+            .get_packed_command();
+        assert_eq!(ours, theirs);
+        let mut joined = Vec::new();
+        array_header(&mut joined, 1);
+        bulk(&mut joined, &[b"u", Digits::new(1_234_567).as_bytes()]);
+        assert_eq!(joined, redis::cmd("u1234567").get_packed_command());
+        assert_eq!(Digits::new(0).as_bytes(), b"0");
+        assert_eq!(
+            Digits::new(u64::MAX).as_bytes(),
+            u64::MAX.to_string().as_bytes()
+        );
     }
 }
