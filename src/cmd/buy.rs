@@ -4,12 +4,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::buckets::{self, Layout};
-use crate::domain::buy::{self, BuyRequest, Outcome};
+use crate::domain::item::{Attempt, SaleItem};
+use crate::domain::slot::{BuyRequest, Outcome, new_order_id};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::error::{OutcomeUnknown, usage};
-use crate::model::keys::ItemKeys;
 use crate::redis_client::failure::{self, Failure};
 use crate::redis_client::replicas;
 use crate::util::output;
@@ -145,7 +144,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
             )));
         }
         Some(id) => id.clone(),
-        None => buy::new_order_id(),
+        None => new_order_id(),
     };
     if args.wait_replicas.is_some() {
         replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
@@ -159,30 +158,10 @@ pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         qty: args.qty,
         request_id: Some(&request_id),
     };
-    let payment_timeout_ms = campaign.payment_timeout_ms();
-    // A bucketed item (docs/buckets.md): the home bucket first, transfers when it is empty.
     // `written` names one key per slot the attempt may have written to, for WAIT.
-    let (reply, written) = if item.buckets > 1 {
-        let layout = Layout::live(&campaign.id, item);
-        buckets::buy::reserve(&mut conn, &layout, &request, payment_timeout_ms).map(
-            |(reply, cost)| {
-                let home = layout.home(&args.user).keys.stock;
-                // One round trip: only the home bucket was written to. A sweep may
-                // have debited, settled or marked any bucket.
-                let written = if cost.round_trips > 1 {
-                    layout.all().into_iter().map(|b| b.keys.stock).collect()
-                } else {
-                    vec![home]
-                };
-                (reply, written)
-            },
-        )
-    } else {
-        let keys = ItemKeys::live(&campaign.id, &item.id);
-        buy::reserve(&mut conn, &keys, &request, payment_timeout_ms)
-            .map(|reply| (reply, vec![keys.stock]))
-    }
-    .map_err(|e| explain_failure(e, &target.display, &request_id))?;
+    let Attempt { reply, written, .. } = SaleItem::live(&campaign, item)
+        .reserve(&mut conn, &request, campaign.payment_timeout_ms())
+        .map_err(|e| explain_failure(e, &target.display, &request_id))?;
     let mut outcome = reply.outcome;
     let mut replicas_acked = None;
     if let (Some(wanted), Outcome::Ok) = (args.wait_replicas, reply.outcome) {

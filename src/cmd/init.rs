@@ -12,13 +12,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::buckets::{self, Layout};
+use crate::domain::item::SaleItem;
 use crate::domain::orders::{StoreArgs, StoreLocation};
-use crate::domain::slot::{self, PreheatMode};
+use crate::domain::slot::PreheatMode;
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
-use crate::model::keys::ItemKeys;
 use crate::util::output;
 
 /// Flags of `seckill init`.
@@ -153,21 +152,12 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         target,
         mut conn,
     } = ctx.open()?;
-    let all_keys: Vec<ItemKeys> = campaign
-        .items
+    let items = SaleItem::select(&campaign, None)?;
+    // Each item's state before the reset (summed over its slots).
+    let before = items
         .iter()
-        .map(|item| ItemKeys::live(&campaign.id, &item.id))
-        .collect();
-    // Each item's state before the reset, summed over its buckets when it has some.
-    let mut before = Vec::new();
-    for (item, keys) in campaign.items.iter().zip(&all_keys) {
-        let layout = Layout::live(&campaign.id, item);
-        before.push(if layout.is_bucketed() {
-            buckets::state::item_state(&mut conn, &layout)?
-        } else {
-            slot::item_state(&mut conn, keys)?
-        });
-    }
+        .map(|item| item.state(&mut conn))
+        .collect::<Result<Vec<_>>>()?;
     if !args.yes {
         let mut refusals = Vec::new();
         let sold: Vec<String> = campaign
@@ -208,22 +198,14 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     // SCAN visits one node; on a cluster the per-user rate keys expire by themselves within one window.
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
-    for ((item, keys), was) in campaign.items.iter().zip(&all_keys).zip(before) {
-        // Both layouts go (docs/buckets.md): a file whose bucket count changed starts clean.
-        let layout = Layout::live(&campaign.id, item);
-        let mut deleted = slot::delete_item(&mut conn, keys, scan_too)?;
-        deleted += buckets::state::delete_item(&mut conn, &layout, scan_too)?;
-        let stock = if layout.is_bucketed() {
-            let mode = PreheatMode::Load;
-            buckets::state::preheat_item(&mut conn, &layout, &campaign, item, mode, false)?
-                .summary
-                .redis_stock_after
-        } else {
-            slot::preheat_item(&mut conn, keys, &campaign, item, PreheatMode::Load, false)?
-                .redis_stock_after
-        };
+    for (item, was) in items.iter().zip(before) {
+        let deleted = item.delete(&mut conn, scan_too)?;
+        let stock = item
+            .preheat(&mut conn, PreheatMode::Load, false)?
+            .report
+            .redis_stock_after;
         rows.push(InitRow {
-            item: item.id.clone(),
+            item: item.id().to_string(),
             keys_deleted: deleted,
             stock,
             kill_switch_was_on: was.closed,

@@ -8,17 +8,17 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
-use crate::domain::buckets;
-use crate::features::loadtest::export::csv;
-use crate::features::loadtest::export::hgrm;
-use crate::features::loadtest::namespace::{self, LoadtestKeys};
+use crate::features::loadtest::buckets::{BucketReport, BucketRun};
+use crate::features::loadtest::export::{csv, hgrm, table};
+use crate::features::loadtest::namespace::LoadtestKeys;
 use crate::features::loadtest::report::{Thresholds, VariantReport};
+use crate::features::loadtest::reservations::{RaceReport, RaceSettings};
 use crate::features::loadtest::schedule::Pace;
-use crate::features::loadtest::{self, Plan, Settings, Variant, VariantRun, variants};
+use crate::features::loadtest::{Settings, Variant, scenarios, variants};
 use crate::invocation::context::Context;
 use crate::invocation::help;
 use crate::invocation::report::Report;
@@ -26,7 +26,6 @@ use crate::model::campaign::{Campaign, MAX_STOCK};
 use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::redis_client::conn::{RedisTarget, parse_duration_arg};
-use crate::redis_client::scripts;
 use crate::util::output;
 
 /// Flags of `seckill loadtest`.
@@ -215,8 +214,8 @@ pub struct LoadtestReport {
     /// The variants in the order they ran (none with `--buckets`).
     pub variants: Vec<VariantReport>,
     /// `--buckets N`: the bucketed `full` run (docs/buckets.md).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub buckets: Option<crate::features::loadtest::buckets::BucketReport>,
+    #[serde(rename = "buckets", skip_serializing_if = "Option::is_none")]
+    pub split: Option<BucketReport>,
     #[serde(skip)]
     heading: String,
     /// `--wide`: every column in the table.
@@ -226,14 +225,14 @@ pub struct LoadtestReport {
 
 impl Report for LoadtestReport {
     fn render(&self) -> String {
-        if let Some(bucketed) = &self.buckets {
-            return format!("{}\n{}\n", self.heading, bucket_tables(bucketed));
+        if let Some(split) = &self.split {
+            return format!("{}\n{}\n", self.heading, table::buckets(split));
         }
-        render(&self.heading, &self.variants, self.wide)
+        table::variants(&self.heading, &self.variants, self.wide)
     }
 
     fn csv(&self) -> Option<String> {
-        if self.buckets.is_some() {
+        if self.split.is_some() {
             return None;
         }
         let mut text = Vec::new();
@@ -318,65 +317,83 @@ pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     }
     let settings = settings(args)?;
     let target = ctx.redis(&campaign)?;
-    let keys = LoadtestKeys::new(&campaign.id, &item_id);
-    let mut control = target.connect()?;
-    namespace::ensure_free(&mut control, &keys, &campaign)?;
     if args.buckets > 1 || args.hot_buckets.is_some() {
-        let unbucketed_only = args.rate.is_some()
-            || args.hdr_out.is_some()
-            || args.max_p99.is_some()
-            || args.min_qps.is_some()
-            || args.fail_on_oversell
-            || args.wait_replicas.is_some()
-            || ctx.format == crate::util::output::Format::Csv;
-        if unbucketed_only {
-            return Err(usage(
-                "--rate, --hdr-out, the thresholds, --wait-replicas and --format csv apply to \
-                 the unbucketed load test, not to --buckets",
-            ));
-        }
-        return run_buckets(args, &campaign, &item_id, &target, &mut control);
+        return run_split(ctx, args, &campaign, &item_id, &target);
     }
-
-    let plan = Plan {
-        campaign: loadtest_campaign(&campaign, &item_id, &settings),
-        keys,
-        campaign_id: campaign.id.clone(),
-        item_id,
-        run_id: ulid::Ulid::generate().to_string(),
-        // Loaded once, before any timing: the workers send bare EVALSHA and never see NOSCRIPT.
-        buy_sha: scripts::buy::SPEC.load(&mut control)?,
-        v3_sha: scripts::v3_decr::SPEC.load(&mut control)?,
-        lock_release_sha: scripts::lock_release::SPEC.load(&mut control)?,
-        settings,
-    };
-
-    let outcome = run_variants(&target, &plan, &variants);
-    let mut runs = if args.keep {
-        outcome?
-    } else {
-        // Clean up after a failed variant too; its error matters more than a cleanup error.
-        let cleaned = namespace::remove(&mut control, &plan.keys);
-        let runs = outcome?;
-        cleaned?;
-        runs
-    };
     let thresholds = Thresholds {
         max_p99: args.max_p99,
         min_qps: args.min_qps,
         fail_on_oversell: args.fail_on_oversell,
     };
-    for run in &mut runs {
-        run.report.thresholds_failed = thresholds.check(&run.report);
-    }
+    let done = scenarios::variants(
+        &target,
+        &campaign,
+        &item_id,
+        settings,
+        &variants,
+        (args.keep, &thresholds),
+        &progress_bar,
+    )?;
     if let Some(prefix) = &args.hdr_out {
-        write_hgrm_files(prefix, &runs)?;
+        hgrm::write_files(prefix, &done.runs)?;
     }
     Ok(LoadtestReport {
-        heading: heading(&campaign, &plan, &target.display, args.keep),
-        variants: runs.into_iter().map(|run| run.report).collect(),
-        buckets: None,
+        heading: done.heading,
+        variants: scenarios::reports(done.runs),
+        split: None,
         wide: args.wide,
+    })
+}
+
+/// `--buckets N` (docs/buckets.md): the real bucket buy path, one closed-loop run.
+fn run_split(
+    ctx: &Context,
+    args: &Args,
+    campaign: &Campaign,
+    item_id: &str,
+    target: &RedisTarget,
+) -> Result<LoadtestReport> {
+    let unsplit_only = args.rate.is_some()
+        || args.hdr_out.is_some()
+        || args.max_p99.is_some()
+        || args.min_qps.is_some()
+        || args.fail_on_oversell
+        || args.wait_replicas.is_some()
+        || ctx.format == crate::util::output::Format::Csv;
+    if unsplit_only {
+        return Err(usage(
+            "--rate, --hdr-out, the thresholds, --wait-replicas and --format csv apply to \
+             the unbucketed load test, not to --buckets",
+        ));
+    }
+    if args.variant != VariantChoice(Some(Variant::Full)) {
+        return Err(usage(
+            "--buckets runs the real buy path: pass --variant full",
+        ));
+    }
+    if args.hot_buckets.is_some_and(|k| k > args.buckets) {
+        return Err(usage("--hot-buckets must not exceed --buckets"));
+    }
+    if i64::from(args.buckets) > args.stock {
+        return Err(usage(
+            "--buckets must not exceed --stock (every bucket needs a unit)",
+        ));
+    }
+    let run = BucketRun {
+        threads: args.connections,
+        requests: args.requests,
+        users: args.users.unwrap_or(args.requests),
+        stock: args.stock,
+        buckets: args.buckets,
+        hot_buckets: args.hot_buckets,
+        rate_limit: args.rate_limit,
+    };
+    let (heading, report) = scenarios::buckets(target, campaign, item_id, &run, args.keep)?;
+    Ok(LoadtestReport {
+        heading,
+        variants: Vec::new(),
+        split: Some(report),
+        wide: false,
     })
 }
 
@@ -394,7 +411,7 @@ fn parse_share(text: &str) -> std::result::Result<f64, String> {
 #[derive(serde::Serialize)]
 pub struct ReservationsReport {
     #[serde(flatten)]
-    pub race: crate::features::loadtest::reservations::RaceReport,
+    pub race: RaceReport,
     #[serde(skip)]
     heading: String,
 }
@@ -409,34 +426,8 @@ impl Report for ReservationsReport {
         }
     }
 
-    /// One figure per line: fits any terminal.
     fn render(&self) -> String {
-        let r = &self.race;
-        let fields = output::fields(&[
-            ("reserved (buy ok)", r.reserved.to_string()),
-            (
-                "sold out / refused",
-                format!("{} / {}", r.sold_out, r.rejected),
-            ),
-            ("payments sent", r.pay_attempts.to_string()),
-            (
-                "  aimed at the deadline",
-                r.paid_at_deadline_attempts.to_string(),
-            ),
-            ("  answered paid", r.paid.to_string()),
-            ("  refused: expired", r.pay_refused_expired.to_string()),
-            ("final: paid", r.final_paid.to_string()),
-            ("final: expired", r.final_expired.to_string()),
-            ("final: still reserved", r.final_reserved.to_string()),
-            ("final stock", r.final_stock.to_string()),
-            (
-                "buy + race",
-                format!("{:.2} s + {:.2} s", r.buy_elapsed_s, r.race_elapsed_s),
-            ),
-            ("identity", r.identity.clone()),
-            ("verdict", r.verdict.clone()),
-        ]);
-        format!("{}{fields}", output::paragraph(&self.heading))
+        table::reservations(&self.heading, &self.race)
     }
 }
 
@@ -450,42 +441,17 @@ pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport
     let campaign = ctx.campaign()?;
     let item_id = chosen_item(&campaign, args)?;
     let target = ctx.redis(&campaign)?;
-    let keys = LoadtestKeys::new(&campaign.id, &item_id);
-    let mut control = target.connect()?;
-    namespace::ensure_free(&mut control, &keys, &campaign)?;
     let settings = settings(args)?;
-    let mut copy = loadtest_campaign(&campaign, &item_id, &settings);
-    copy.payment_timeout = Some(args.payment_timeout);
-    let race = crate::features::loadtest::reservations::RaceSettings {
+    let race = RaceSettings {
         threads: args.connections,
         requests: args.requests,
         users: settings.users,
         payment_timeout: args.payment_timeout,
         pay_share: args.pay_share,
     };
-    namespace::reset(&mut control, &keys, &ulid::Ulid::generate().to_string())?;
-    let outcome = crate::features::loadtest::reservations::run(&target, &copy, &keys.item, &race);
-    let race_report = if args.keep {
-        outcome?
-    } else {
-        let cleaned = namespace::remove(&mut control, &keys);
-        let report = outcome?;
-        cleaned?;
-        report
-    };
-    Ok(ReservationsReport {
-        heading: format!(
-            "reservations load test of campaign {} item {item_id} on {}: {} connections (a thread each), {} requests, stock {}, payment timeout {:?}, pay share {}",
-            campaign.id,
-            target.display,
-            args.connections,
-            args.requests,
-            args.stock,
-            args.payment_timeout,
-            args.pay_share
-        ),
-        race: race_report,
-    })
+    let (heading, race) =
+        scenarios::reservations(&target, &campaign, &item_id, &settings, &race, args.keep)?;
+    Ok(ReservationsReport { heading, race })
 }
 
 /// The run's settings from the flags: connections and threads, closed or open loop.
@@ -521,51 +487,6 @@ fn settings(args: &Args) -> Result<Settings> {
     })
 }
 
-/// `--hdr-out`: one `.hgrm` per variant (and the service time's in open loop).
-fn write_hgrm_files(prefix: &str, runs: &[VariantRun]) -> Result<()> {
-    for run in runs {
-        let name = run.report.variant.as_str();
-        hgrm::write_file(&hgrm::path(prefix, name, ""), &run.corrected)?;
-        if run.report.mode == "open" {
-            hgrm::write_file(&hgrm::path(prefix, name, ".service"), &run.service)?;
-        }
-    }
-    Ok(())
-}
-
-/// Run `variants` in turn, each with its own progress bar; stop at the first failure.
-fn run_variants(
-    target: &RedisTarget,
-    plan: &Plan,
-    variants: &[Variant],
-) -> Result<Vec<VariantRun>> {
-    let mut reports = Vec::new();
-    for &variant in variants {
-        let progress = progress_bar(variant, plan.settings.requests);
-        let outcome = loadtest::run_variant(target, plan, variant, &progress);
-        progress.finish_and_clear();
-        reports.push(outcome.with_context(|| format!("variant {} failed", variant.as_str()))?);
-    }
-    Ok(reports)
-}
-
-/// The campaign as the `full` variant preheats it: only the chosen item, with
-/// --stock; no sale window (the real sale's dates say nothing about when a
-/// rehearsal runs); the rate limit only with --rate-limit.
-fn loadtest_campaign(campaign: &Campaign, item_id: &str, settings: &Settings) -> Campaign {
-    let mut copy = campaign.clone();
-    copy.starts_at_ms = None;
-    copy.ends_at_ms = None;
-    if !settings.rate_limit {
-        copy.rate_limit = None;
-    }
-    copy.items.retain(|item| item.id == item_id);
-    for item in &mut copy.items {
-        item.stock = settings.stock;
-    }
-    copy
-}
-
 /// A bar on stderr: requests done and the live rate; hidden when stderr is not a terminal.
 fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -581,327 +502,4 @@ fn progress_bar(variant: Variant, requests: u64) -> ProgressBar {
     }
     bar.set_prefix(variant.as_str());
     bar
-}
-
-/// The lines above the table; short, so they fit an 80-column terminal like the table.
-fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String {
-    let settings = &plan.settings;
-    let pace = match settings.pace {
-        Pace::Closed => "closed loop".to_string(),
-        Pace::Open { rate } => format!("open loop at {rate} attempts/s"),
-    };
-    format!(
-        "load test of campaign {} item {} on {redis}\n\
-         {pace}, {} connections, pipeline {}\n\
-         {} requests, stock {}, {} users{}{}",
-        campaign.id,
-        plan.item_id,
-        settings.connections,
-        settings.pipeline,
-        settings.requests,
-        settings.stock,
-        settings.users,
-        match settings.wait_replicas {
-            Some(n) => format!(
-                "\nfull: WAIT for {n} replica(s) after every buy, at most {}",
-                humantime::format_duration(settings.wait_timeout)
-            ),
-            None => String::new(),
-        },
-        if kept {
-            format!(" (keys kept under {}*)", plan.keys.item.base)
-        } else {
-            String::new()
-        }
-    )
-}
-
-/// The heading, the comparison table (narrow, or every column with `--wide`),
-/// in open loop the latency table, on a cluster each master's share.
-fn render(heading: &str, reports: &[VariantReport], wide: bool) -> String {
-    let mut text = format!("{heading}\n{}\n", comparison_table(reports, wide));
-    if reports.iter().any(|r| r.requested_rate.is_some()) {
-        text.push_str(&latency_table(reports));
-    }
-    for r in reports {
-        for master in r.masters.iter().flatten() {
-            text.push_str(&format!(
-                "{} on master {}: {:.1}% of the commands ({})\n",
-                r.variant.as_str(),
-                master.node,
-                100.0 * master.share,
-                master.commands
-            ));
-        }
-    }
-    text
-}
-
-fn comparison_table(reports: &[VariantReport], wide: bool) -> comfy_table::Table {
-    let ms = |value: f64| format!("{value:.2}");
-    let mut table = if wide {
-        output::table([
-            "variant",
-            "requests",
-            "elapsed s",
-            "qps",
-            "succeeded",
-            "unreplicated",
-            "sold out",
-            "rejected",
-            "oversold",
-            "undersold",
-            "final stock",
-            "stream",
-            "p50 ms",
-            "p90 ms",
-            "p95 ms",
-            "p99 ms",
-            "p99.9 ms",
-            "max ms",
-            "service p99 ms",
-            "late",
-            "dropped",
-            "retries",
-            "verdict",
-        ])
-    } else {
-        output::table([
-            "variant",
-            "qps",
-            "succeeded",
-            "oversold",
-            "p99 ms",
-            "verdict",
-        ])
-    };
-    for r in reports {
-        let row = if wide {
-            vec![
-                r.variant.as_str().to_string(),
-                r.requests.to_string(),
-                format!("{:.2}", r.elapsed_s),
-                format!("{:.0}", r.qps),
-                r.succeeded.to_string(),
-                r.unreplicated.to_string(),
-                r.sold_out.to_string(),
-                r.rejected.to_string(),
-                r.oversold.to_string(),
-                r.undersold.to_string(),
-                r.final_stock.to_string(),
-                r.stream_len.to_string(),
-                ms(r.p50_ms),
-                ms(r.p90_ms),
-                ms(r.p95_ms),
-                ms(r.p99_ms),
-                ms(r.p99_9_ms),
-                ms(r.max_ms),
-                ms(r.service.p99_ms),
-                r.late_sends.to_string(),
-                r.dropped.to_string(),
-                retries_text(r),
-                r.verdict.clone(),
-            ]
-        } else {
-            vec![
-                r.variant.as_str().to_string(),
-                format!("{:.0}", r.qps),
-                r.succeeded.to_string(),
-                r.oversold.to_string(),
-                ms(r.p99_ms),
-                r.verdict.clone(),
-            ]
-        };
-        table.add_row(row);
-    }
-    // Only the free-text columns wrap (between words): retries and verdict.
-    let free_text: &[usize] = if wide { &[21, 22] } else { &[5] };
-    output::fit(&mut table, free_text);
-    table
-}
-
-/// Open loop: corrected latency (from the planned send) beside service time
-/// (from the actual send), and whether the plan was kept.
-fn latency_table(reports: &[VariantReport]) -> String {
-    let mut table = output::table([
-        "variant", "latency", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
-    ]);
-    let ms = |value: f64| format!("{value:.2}");
-    for r in reports {
-        table.add_row(vec![
-            r.variant.as_str().to_string(),
-            "corrected".to_string(),
-            ms(r.p50_ms),
-            ms(r.p90_ms),
-            ms(r.p99_ms),
-            ms(r.p99_9_ms),
-            ms(r.max_ms),
-        ]);
-        let s = &r.service;
-        table.add_row(vec![
-            String::new(),
-            "service".to_string(),
-            ms(s.p50_ms),
-            ms(s.p90_ms),
-            ms(s.p99_ms),
-            ms(s.p99_9_ms),
-            ms(s.max_ms),
-        ]);
-    }
-    output::fit(&mut table, &[]);
-    let mut text = format!("{table}\n");
-    for r in reports {
-        text.push_str(&format!(
-            "{}: {:.0}/s requested, {:.0}/s achieved, {} sent late (> 2 ms), {} dropped\n",
-            r.variant.as_str(),
-            r.requested_rate.unwrap_or(0.0),
-            r.achieved_rate,
-            r.late_sends,
-            r.dropped
-        ));
-    }
-    text
-}
-
-/// What `retries` counts depends on the variant; say it in the cell.
-fn retries_text(report: &VariantReport) -> String {
-    match report.variant {
-        Variant::V2 => format!("{} aborts", report.retries),
-        Variant::V4 => match report.lowest_stock_seen {
-            Some(lowest) => format!("{} below 0 (min {lowest})", report.retries),
-            None => "0 below 0".to_string(),
-        },
-        Variant::Lock => format!("{} waits", report.retries),
-        _ => report.retries.to_string(),
-    }
-}
-
-/// `--buckets N`: the bucket buy path, one run (see `buckets::loadtest`).
-fn run_buckets(
-    args: &Args,
-    campaign: &Campaign,
-    item_id: &str,
-    target: &RedisTarget,
-    control: &mut crate::redis_client::conn::Conn,
-) -> Result<LoadtestReport> {
-    if args.variant != VariantChoice(Some(Variant::Full)) {
-        return Err(usage(
-            "--buckets runs the real buy path: pass --variant full",
-        ));
-    }
-    if args.hot_buckets.is_some_and(|k| k > args.buckets) {
-        return Err(usage("--hot-buckets must not exceed --buckets"));
-    }
-    if i64::from(args.buckets) > args.stock {
-        return Err(usage(
-            "--buckets must not exceed --stock (every bucket needs a unit)",
-        ));
-    }
-    for item in campaign.items.iter().filter(|i| i.buckets > 1) {
-        let live = buckets::Layout::live(&campaign.id, item).marker();
-        let preheated: bool = redis::Commands::exists(control, &live)
-            .with_context(|| format!("cannot check {live}"))?;
-        if preheated {
-            return Err(usage(format!(
-                "refusing to load-test: campaign {} item {} is preheated on this Redis ({live}); \
-                 use a rehearsal Redis (--redis URL)",
-                campaign.id, item.id
-            )));
-        }
-    }
-    let run = crate::features::loadtest::buckets::BucketRun {
-        threads: args.connections,
-        requests: args.requests,
-        users: args.users.unwrap_or(args.requests),
-        stock: args.stock,
-        buckets: args.buckets,
-        hot_buckets: args.hot_buckets,
-        rate_limit: args.rate_limit,
-    };
-    let report =
-        crate::features::loadtest::buckets::run(target, campaign, item_id, &run, args.keep)?;
-    let heading = format!(
-        "load test of campaign {} item {item_id} on {}: {} buckets, {} demand, {} threads, {} requests, stock {}, {} users",
-        campaign.id,
-        target.display,
-        report.buckets,
-        report.demand,
-        report.threads,
-        report.requests,
-        report.stock,
-        report.users
-    );
-    Ok(LoadtestReport {
-        heading,
-        variants: Vec::new(),
-        buckets: Some(report),
-        wide: false,
-    })
-}
-
-/// The bucketed run as people read it: the figures, then one row per bucket.
-fn bucket_tables(report: &crate::features::loadtest::buckets::BucketReport) -> String {
-    let figures = output::fields(&[
-        (
-            "variant",
-            format!("{} ({} buckets)", report.variant, report.buckets),
-        ),
-        ("buys/s", format!("{:.0}", report.qps)),
-        ("succeeded", report.succeeded.to_string()),
-        ("sold out", report.sold_out.to_string()),
-        ("rejected", report.rejected.to_string()),
-        ("oversold", report.oversold.to_string()),
-        ("undersold", report.undersold.to_string()),
-        ("final stock", report.final_stock.to_string()),
-        ("orders in streams", report.stream_len.to_string()),
-        (
-            "p50 / p99 ms",
-            format!("{:.2} / {:.2}", report.p50_ms, report.p99_ms),
-        ),
-        (
-            "round trips per ok",
-            format!(
-                "mean {:.2}, p99 {}",
-                report.round_trips_per_ok_mean, report.round_trips_per_ok_p99
-            ),
-        ),
-        (
-            "transfer share",
-            format!(
-                "{:.1}% ({} transfers)",
-                report.transfer_share * 100.0,
-                report.transfers
-            ),
-        ),
-        ("verdict", report.verdict.clone()),
-    ]);
-    let rows = report
-        .per_bucket
-        .iter()
-        .map(|b| {
-            vec![
-                b.bucket.to_string(),
-                b.slot.to_string(),
-                b.initial_stock.to_string(),
-                b.final_stock.to_string(),
-                b.orders.to_string(),
-                b.transfers_out.to_string(),
-                b.transfers_in.to_string(),
-            ]
-        })
-        .collect();
-    let table = output::grid(
-        &[
-            "bucket",
-            "slot",
-            "initial",
-            "final stock",
-            "orders",
-            "transfers out",
-            "transfers in",
-        ],
-        rows,
-        &[],
-    );
-    format!("{figures}\n{table}")
 }

@@ -5,8 +5,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::buckets::state::BucketPreheat;
-use crate::domain::buckets::{self, Layout};
+use crate::domain::item::{ItemPreheat, SaleItem};
 use crate::domain::orders::{OrderStore, StoreLocation};
 use crate::domain::recovery::{self, Persistence, Recovered, StoredSales};
 use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
@@ -14,7 +13,6 @@ use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::{preheat_refused, usage};
 use crate::model::exit_codes;
-use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::Conn;
 use crate::util::output;
 
@@ -64,7 +62,7 @@ pub struct PreheatSummary {
     /// false when every item was kept or refused, or in a dry run.
     pub written: bool,
     /// One entry per item preheated (or refused).
-    pub items: Vec<ItemRow>,
+    pub items: Vec<ItemPreheat>,
     /// Items kept with sales: `--force` would be refused there, so it is not offered.
     #[serde(skip)]
     sold: Vec<String>,
@@ -75,21 +73,6 @@ pub struct PreheatSummary {
     campaign: String,
     #[serde(skip)]
     redis: String,
-}
-
-/// One item's preheat; a bucketed item (docs/buckets.md) adds its buckets.
-#[derive(Debug, Serialize)]
-pub struct ItemRow {
-    #[serde(flatten)]
-    pub report: PreheatReport,
-    /// The item's bucket count (1 = one slot, the plain layout).
-    pub buckets: u32,
-    /// Each bucket's share and status (bucketed items only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub per_bucket: Vec<BucketPreheat>,
-    /// Why the whole item was refused before any bucket was touched (a changed bucket count).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused_because: Option<String>,
 }
 
 impl PreheatSummary {
@@ -225,50 +208,18 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     let mut recovered = Vec::new();
     let mut reports = Vec::new();
     for item in items {
-        let layout = Layout::live(&campaign.id, item);
         if let (Some(sales), Some(store)) = (stored.iter().find(|s| s.item == item.id), &mut store)
         {
             recovered.push(recovery::recover_item(
                 &mut conn,
                 store.as_mut(),
-                &campaign,
-                item,
+                &SaleItem::live(&campaign, item),
                 sales,
                 mode,
             )?);
             continue;
         }
-        if layout.is_bucketed() {
-            let split = buckets::state::preheat_item(
-                &mut conn,
-                &layout,
-                &campaign,
-                item,
-                mode,
-                args.dry_run,
-            )?;
-            reports.push(ItemRow {
-                report: split.summary,
-                buckets: item.buckets,
-                per_bucket: split.buckets,
-                refused_because: split.refused_because,
-            });
-            continue;
-        }
-        // A plain item whose keys Redis holds bucketed is refused, nothing written.
-        let keys = ItemKeys::live(&campaign.id, &item.id);
-        let conflict = buckets::state::layout_conflict(&mut conn, &layout)?;
-        let dry_run = args.dry_run || conflict.is_some();
-        let mut report = slot::preheat_item(&mut conn, &keys, &campaign, item, mode, dry_run)?;
-        if conflict.is_some() {
-            report.status = PreheatStatus::StockMissing;
-        }
-        reports.push(ItemRow {
-            report,
-            buckets: 1,
-            per_bucket: Vec::new(),
-            refused_because: conflict,
-        });
+        reports.push(SaleItem::live(&campaign, item).preheat(&mut conn, mode, args.dry_run)?);
     }
     if !args.dry_run {
         for script in crate::redis_client::scripts::sale_scripts() {
@@ -276,28 +227,18 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         }
     }
     let mut sold = Vec::new();
-    for row in &reports {
-        let kept = |r: &PreheatReport| r.status == PreheatStatus::Kept;
-        if !kept(&row.report) && !row.per_bucket.iter().any(|b| kept(&b.report)) {
-            continue;
-        }
+    for row in reports.iter().filter(|row| row.kept_anywhere()) {
         let item = campaign.item(&row.report.item)?;
-        let layout = Layout::live(&campaign.id, item);
-        let state = if layout.is_bucketed() {
-            buckets::state::item_state(&mut conn, &layout)?
-        } else {
-            slot::item_state(&mut conn, &ItemKeys::live(&campaign.id, &item.id))?
-        };
-        if state.has_sales() {
+        if SaleItem::live(&campaign, item)
+            .state(&mut conn)?
+            .has_sales()
+        {
             sold.push(item.id.clone());
         }
     }
     Ok(PreheatSummary {
         dry_run: args.dry_run,
-        written: !args.dry_run
-            && reports.iter().any(|r| {
-                r.report.status.writes() || r.per_bucket.iter().any(|b| b.report.status.writes())
-            }),
+        written: !args.dry_run && reports.iter().any(ItemPreheat::writes),
         sold,
         expires_at: campaign
             .expire_at_ms()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::buckets::{Layout, rebalance};
+use crate::domain::item::{Pass, SaleItem};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
@@ -49,7 +49,7 @@ pub struct RebalanceReport {
     /// Stale transfers of others settled over all passes.
     pub settled: u64,
     /// The last pass, per item.
-    pub items: Vec<rebalance::Pass>,
+    pub items: Vec<Pass>,
 }
 
 impl Report for RebalanceReport {
@@ -97,13 +97,11 @@ pub fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
     let Opened {
         campaign, mut conn, ..
     } = ctx.open()?;
-    let layouts: Vec<Layout> = campaign
-        .select_items(args.item.as_deref())?
+    let items: Vec<SaleItem> = SaleItem::select(&campaign, args.item.as_deref())?
         .into_iter()
-        .map(|item| Layout::live(&campaign.id, item))
-        .filter(Layout::is_bucketed)
+        .filter(SaleItem::moves_stock_between_slots)
         .collect();
-    if layouts.is_empty() {
+    if items.is_empty() {
         return Err(usage(format!(
             "campaign {} has no bucketed item to rebalance (items say `buckets: N` with N > 1)",
             campaign.id
@@ -118,8 +116,10 @@ pub fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
     };
     loop {
         report.items.clear();
-        for layout in &layouts {
-            let pass = rebalance::pass(&mut conn, layout, args.low_water)?;
+        for item in &items {
+            let Some(pass) = item.rebalance(&mut conn, args.low_water)? else {
+                continue;
+            };
             report.moves += pass.moves.len() as u64;
             report.settled += u64::from(pass.settled);
             if args.watch && (!pass.moves.is_empty() || pass.settled > 0) {

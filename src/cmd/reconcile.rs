@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
 use crate::features::reconcile::transfers::TransferReport;
 use crate::features::reconcile::{ItemReport, reconcile_item};
@@ -98,15 +99,15 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
         mut store,
     ) = ctx.open_with_store_as(&args.store, &never, StoreAccess::MustExist)?;
     let mut reports = Vec::new();
-    for item in campaign.select_items(args.item.as_deref())? {
+    for item in SaleItem::select(&campaign, args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift
         // already found on another: it is reported as "could not check".
-        let checked = reconcile_item(&mut conn, store.as_mut(), &campaign, item, args.repair)
-            .and_then(|report| {
+        let checked =
+            reconcile_item(&mut conn, store.as_mut(), &item, args.repair).and_then(|report| {
                 if !(args.repair && report.checked) {
                     return Ok(report);
                 }
-                let mut again = reconcile_item(&mut conn, store.as_mut(), &campaign, item, false)?;
+                let mut again = reconcile_item(&mut conn, store.as_mut(), &item, false)?;
                 again.repaired = report.repaired;
                 again.reservations.states_repaired = report.reservations.states_repaired;
                 if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
@@ -120,7 +121,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
                 conn = fresh;
             }
             ItemReport {
-                item: item.id.clone(),
+                item: item.id().to_string(),
                 problem: Some(error::render(&error)),
                 ..ItemReport::default()
             }

@@ -6,15 +6,13 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::buckets::state::BucketStatus;
-use crate::domain::buckets::{self, Layout};
+use crate::domain::item::{SaleItem, SlotsView};
 use crate::domain::kill_switch::{self, Flip};
 use crate::domain::slot;
 use crate::features::monitor::status::{StatusReader, Window};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
-use crate::model::keys::ItemKeys;
 use crate::util::output;
 
 /// What to do with the switch.
@@ -74,14 +72,9 @@ pub struct SwitchReport {
 pub struct SwitchRow {
     /// The item id.
     pub item: String,
-    /// The item's bucket count (docs/buckets.md); 1 = one slot.
-    pub buckets: u32,
-    /// Bucketed items: how many buckets are closed (`closed` means all are).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub buckets_closed: Option<u32>,
-    /// With `--buckets`: each bucket's switch, slot, stock and pending transfers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_bucket: Option<Vec<BucketStatus>>,
+    /// How the item's slots stand (a bucketed item's buckets, docs/buckets.md).
+    #[serde(flatten)]
+    pub slots: SlotsView,
     /// The switch is on: every buy returns `closed` (in every bucket).
     pub closed: bool,
     /// The item's stock is in Redis.
@@ -139,13 +132,7 @@ impl Report for SwitchReport {
                 // "off" alone never says "open": the window under it does, on the Redis clock.
                 format!(
                     "{}\n{}",
-                    match row.buckets_closed {
-                        Some(k) if k > 0 && k < row.buckets => {
-                            format!("PARTLY ON ({k}/{} buckets closed)", row.buckets)
-                        }
-                        _ if row.closed => "ON (closed)".to_string(),
-                        _ => "off".to_string(),
-                    },
+                    row.slots.switch_text(row.closed),
                     row.window.describe()
                 ),
                 match (row.preheated, row.stock_left) {
@@ -155,7 +142,7 @@ impl Report for SwitchReport {
                 row.reason.clone().unwrap_or_else(|| "-".into()),
                 switched,
             ]);
-            for part in row.per_bucket.iter().flatten() {
+            for part in row.slots.per_bucket.iter().flatten() {
                 table.add_row(vec![
                     format!("  bucket {} (slot {})", part.bucket, part.slot),
                     if part.closed { "ON (closed)" } else { "off" }.to_string(),
@@ -215,68 +202,31 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     let Opened {
         campaign, mut conn, ..
     } = ctx.open()?;
-    let items = campaign.select_items(args.item.as_deref())?;
+    let items = SaleItem::select(&campaign, args.item.as_deref())?;
     if args.action != Action::Status {
-        let now = slot::redis_now_ms(&mut conn)?;
+        let flip = Flip {
+            closed: args.action == Action::On,
+            reason: args.reason.clone(),
+            by,
+            at_ms: slot::redis_now_ms(&mut conn)?,
+        };
         for item in &items {
-            let layout = Layout::live(&campaign.id, item);
-            if layout.is_bucketed() {
-                // Every bucket, or an error naming the one that failed.
-                buckets::state::set_switch(
-                    &mut conn,
-                    &layout,
-                    args.action == Action::On,
-                    &args.reason,
-                    &by,
-                    now,
-                    campaign.expire_at_ms(),
-                )?;
-                continue;
-            }
-            let keys = ItemKeys::live(&campaign.id, &item.id);
-            slot::set_switch(
-                &mut conn,
-                &keys,
-                args.action == Action::On,
-                &args.reason,
-                &by,
-                now,
-                campaign.expire_at_ms(),
-            )?;
+            item.set_switch(&mut conn, &flip, campaign.expire_at_ms())?;
         }
     }
     let mut rows = Vec::new();
     let mut reader = StatusReader::default();
     for item in &items {
-        let layout = Layout::live(&campaign.id, item);
-        let window = reader.read_item(&mut conn, &campaign, item)?.window;
-        let history = if args.history {
-            let keys = match layout.is_bucketed() {
-                true => layout.bucket(0).keys,
-                false => ItemKeys::live(&campaign.id, &item.id),
-            };
-            Some(kill_switch::history(&mut conn, &keys)?)
-        } else {
-            None
+        let window = reader.read_item(&mut conn, item)?.window;
+        let history = match args.history {
+            true => Some(item.switch_history(&mut conn)?),
+            false => None,
         };
-        let (s, per_bucket) = if layout.is_bucketed() {
-            let per_bucket = buckets::state::bucket_statuses(&mut conn, &layout)?;
-            (
-                buckets::state::item_state(&mut conn, &layout)?,
-                Some(per_bucket),
-            )
-        } else {
-            let keys = ItemKeys::live(&campaign.id, &item.id);
-            (slot::item_state(&mut conn, &keys)?, None)
-        };
-        let buckets_closed = per_bucket
-            .as_ref()
-            .map(|parts| parts.iter().filter(|b| b.closed).count() as u32);
+        let slots = item.slots_view(&mut conn, args.buckets)?;
+        let s = item.state(&mut conn)?;
         rows.push(SwitchRow {
-            buckets: item.buckets,
-            buckets_closed,
-            per_bucket: per_bucket.filter(|_| args.buckets),
-            item: item.id.clone(),
+            item: item.id().to_string(),
+            slots,
             closed: s.closed,
             preheated: s.preheated,
             window,

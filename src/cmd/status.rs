@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
+use crate::domain::item::SaleItem;
 use crate::domain::reservations::Totals;
 use crate::features::monitor::metrics::Exposition;
 use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::{Report, emit, envelope_line};
-use crate::model::campaign::{Campaign, Item};
+use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::redis_client::conn::{Conn, RedisTarget, parse_duration_arg};
@@ -104,13 +105,13 @@ pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
         target,
         mut conn,
     } = ctx.open()?;
-    let items = campaign.select_items(args.item.as_deref())?;
+    let items = SaleItem::select(&campaign, args.item.as_deref())?;
     let Some(every) = args.watch else {
         let mut reader = StatusReader::default();
-        let mut statuses = reader.read_campaign(&mut conn, &campaign, &items)?;
+        let mut statuses = reader.read_items(&mut conn, &items)?;
         if ctx.format != Format::Prometheus {
             std::thread::sleep(ONE_SHOT_RATE_INTERVAL);
-            statuses = reader.read_campaign(&mut conn, &campaign, &items)?;
+            statuses = reader.read_items(&mut conn, &items)?;
         }
         return emit(ctx, &StatusReport::new(&campaign, &target, statuses));
     };
@@ -122,7 +123,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
 fn watch(
     ctx: &Context,
     campaign: &Campaign,
-    items: &[&Item],
+    items: &[SaleItem],
     target: &RedisTarget,
     conn: Conn,
     every: Duration,
@@ -145,7 +146,7 @@ fn watch(
                 Some(conn) => conn,
                 None => conn.insert(target.connect()?),
             };
-            reader.read_campaign(conn, campaign, items)
+            reader.read_items(conn, items)
         })();
         let text = match (sample, ctx.format) {
             (Ok(statuses), Format::Json) => {
@@ -286,7 +287,7 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
             "none yet (preheat or consume creates it)".to_string()
         },
     );
-    for (b, part) in s.buckets.iter().enumerate() {
+    for (b, part) in s.slots.iter().enumerate() {
         line(
             &format!("bucket {b}"),
             format!(

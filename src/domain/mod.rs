@@ -1,7 +1,7 @@
 //! The sale's domain.
 
 pub mod buckets;
-pub mod buy;
+pub mod item;
 pub mod kill_switch;
 pub mod orders;
 pub mod recovery;

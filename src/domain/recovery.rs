@@ -22,11 +22,12 @@ use anyhow::{Context, Result, bail};
 use redis::ConnectionLike;
 use serde::Serialize;
 
-use crate::domain::buckets::{self, Layout, home_bucket};
+use crate::domain::item::SaleItem;
+use crate::domain::kill_switch::Flip;
 use crate::domain::orders::{ItemTotals, OrderStore};
 use crate::domain::slot::{self, PreheatMode, PreheatStatus};
 use crate::model::campaign::{Campaign, Item};
-use crate::model::keys::ItemKeys;
+use crate::model::layout::home_bucket;
 
 /// Buyers restored per round trip.
 const PAGE: usize = 1000;
@@ -118,15 +119,10 @@ pub fn items_with_stored_orders<C: ConnectionLike>(
 ) -> Result<Vec<StoredSales>> {
     let mut found = Vec::new();
     for item in items {
-        let layout = Layout::live(&campaign.id, item);
-        let status = if layout.is_bucketed() {
-            buckets::state::preheat_item(conn, &layout, campaign, item, mode, true)?
-                .summary
-                .status
-        } else {
-            let keys = ItemKeys::live(&campaign.id, &item.id);
-            slot::preheat_item(conn, &keys, campaign, item, mode, true)?.status
-        };
+        let status = SaleItem::live(campaign, item)
+            .preheat(conn, mode, true)?
+            .report
+            .status;
         if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
             continue;
         }
@@ -161,42 +157,32 @@ pub struct Recovered {
 pub fn recover_item<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
-    campaign: &Campaign,
-    item: &Item,
+    sale: &SaleItem,
     stored: &StoredSales,
     mode: PreheatMode,
 ) -> Result<Recovered> {
-    let layout = Layout::live(&campaign.id, item);
-    if layout.is_bucketed() {
-        refuse_partial_loss(conn, &layout, campaign, item, mode)?;
-    }
+    let (campaign, item) = (sale.campaign, sale.item);
+    refuse_partial_loss(conn, sale, mode)?;
     let by = crate::domain::kill_switch::operator(None)?;
-    let now = slot::redis_now_ms(conn)?;
     let expire_at = campaign.expire_at_ms();
-    // Every bucket (a plain item: its one bucket, its own keys) closed first.
-    buckets::state::set_switch(
+    let flip = |conn: &mut C, closed: bool, reason: &str| -> Result<()> {
+        let flip = Flip {
+            closed,
+            reason: reason.to_string(),
+            by: by.clone(),
+            at_ms: slot::redis_now_ms(conn)?,
+        };
+        sale.set_switch(conn, &flip, expire_at)
+    };
+    // Every slot closed first.
+    flip(
         conn,
-        &layout,
         true,
         "preheat --recover: restoring after Redis lost data",
-        &by,
-        now,
-        expire_at,
     )?;
     let left = (item.stock - stored.units).max(0);
-    let reduced = Item {
-        stock: left,
-        ..item.clone()
-    };
     // A bucketed item: what is left split evenly over the buckets, as a first preheat splits.
-    let status = if layout.is_bucketed() {
-        buckets::state::preheat_item(conn, &layout, campaign, &reduced, mode, false)?
-            .summary
-            .status
-    } else {
-        let keys = ItemKeys::live(&campaign.id, &item.id);
-        slot::preheat_item(conn, &keys, campaign, &reduced, mode, false)?.status
-    };
+    let status = sale.preheat_stock(conn, left, mode, false)?.report.status;
     if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
         bail!(
             "item {}: Redis changed while recovering ({}); it stays closed: check it, then \
@@ -205,17 +191,8 @@ pub fn recover_item<C: ConnectionLike>(
             status.as_str()
         );
     }
-    let buyers_restored = restore_buyers(conn, store, campaign, item, &layout, expire_at)?;
-    let now = slot::redis_now_ms(conn)?;
-    buckets::state::set_switch(
-        conn,
-        &layout,
-        false,
-        "preheat --recover: restored",
-        &by,
-        now,
-        expire_at,
-    )?;
+    let buyers_restored = restore_buyers(conn, store, sale, expire_at)?;
+    flip(conn, false, "preheat --recover: restored")?;
     let oversold = if stored.units > item.stock {
         format!(
             " The database already holds {} units more than the stock: they were sold twice.",
@@ -249,14 +226,13 @@ pub fn recover_item<C: ConnectionLike>(
 /// and restoring buyers would overwrite the surviving buckets' records.
 fn refuse_partial_loss<C: ConnectionLike>(
     conn: &mut C,
-    layout: &Layout,
-    campaign: &Campaign,
-    item: &Item,
+    sale: &SaleItem,
     mode: PreheatMode,
 ) -> Result<()> {
-    let plan = buckets::state::preheat_item(conn, layout, campaign, item, mode, true)?;
+    let (item, layout) = (sale.item, sale.layout());
+    let plan = sale.preheat(conn, mode, true)?;
     let survived: Vec<String> = plan
-        .buckets
+        .per_bucket
         .iter()
         .filter(|b| b.report.redis_stock_before.is_some())
         .map(|b| b.bucket.to_string())
@@ -282,12 +258,11 @@ fn refuse_partial_loss<C: ConnectionLike>(
 fn restore_buyers<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
-    campaign: &Campaign,
-    item: &Item,
-    layout: &Layout,
+    sale: &SaleItem,
     expire_at: Option<i64>,
 ) -> Result<u64> {
-    let buckets = layout.all();
+    let (campaign, item, layout) = (sale.campaign, sale.item, sale.layout());
+    let buckets = sale.slots();
     let mut after = String::new();
     let mut restored = 0u64;
     loop {

@@ -55,7 +55,7 @@ pub fn wait_after_buy(
         Conn::Cluster(cluster) => {
             let mut slots: Vec<u16> = written_keys
                 .iter()
-                .map(|key| crate::domain::buckets::key_slot(key))
+                .map(|key| crate::model::layout::key_slot(key))
                 .collect();
             slots.sort_unstable();
             slots.dedup();

@@ -15,8 +15,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::domain::buckets::{Layout, home_bucket};
 use seckill::model::exit_codes;
+use seckill::model::layout::{Layout, home_bucket};
 use support::{CampaignFile, RedisServer, campaign_file, json, seckill};
 
 const CAMPAIGN: &str = r#"
@@ -230,7 +230,7 @@ fn buy_bucketed(server: &RedisServer, layout: &Layout, prefix: &str, users: usiz
     (0..users)
         .filter(|n| {
             let user = format!("{prefix}{n}");
-            let request = seckill::domain::buy::BuyRequest {
+            let request = seckill::domain::slot::BuyRequest {
                 campaign: &layout.campaign,
                 item: &layout.item,
                 user: &user,
@@ -239,7 +239,7 @@ fn buy_bucketed(server: &RedisServer, layout: &Layout, prefix: &str, users: usiz
             };
             let (reply, _) =
                 seckill::domain::buckets::buy::buy(&mut conn, layout, &request).unwrap();
-            reply.outcome == seckill::domain::buy::Outcome::Ok
+            reply.outcome == seckill::domain::slot::Outcome::Ok
         })
         .count()
 }

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use redis::{Commands, Value};
 use seckill::domain::buckets::buy::buy;
-use seckill::domain::buckets::{Layout, home_bucket, key_slot, scripts};
-use seckill::domain::buy::{BuyRequest, Outcome};
+use seckill::domain::buckets::scripts;
+use seckill::domain::slot::{BuyRequest, Outcome};
 use seckill::model::exit_codes;
+use seckill::model::layout::{Layout, home_bucket, key_slot};
 use seckill::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
 use support::cluster::RedisCluster;
 use support::{CampaignFile, KillOnDrop, campaign_file, json, seckill};

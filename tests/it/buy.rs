@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis::Commands;
-use seckill::domain::buy::{self, BuyRequest, Outcome};
-use seckill::domain::slot::{self, PreheatMode};
+use seckill::domain::slot::{self, BuyRequest, Outcome, PreheatMode};
 use seckill::model::campaign::Campaign;
 use seckill::model::keys::ItemKeys;
 use support::RedisServer;
@@ -31,10 +30,10 @@ fn attempt(
     user: &str,
     qty: u32,
     request_id: Option<&str>,
-) -> buy::BuyReply {
+) -> slot::BuyReply {
     let item = &campaign.items[0];
     let keys = ItemKeys::live(&campaign.id, &item.id);
-    buy::buy(
+    slot::buy(
         conn,
         &keys,
         &BuyRequest {
@@ -391,7 +390,7 @@ fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
             .unwrap();
     }
     let item = &campaign.items[0];
-    let error = buy::buy(
+    let error = slot::buy(
         &mut conn,
         &keys,
         &BuyRequest {
@@ -435,7 +434,7 @@ fn a_key_of_the_wrong_type_is_corrupt_state_before_any_write() {
             qty: 1,
             request_id: None,
         };
-        let reply = buy::buy(&mut conn, &keys, &request).unwrap();
+        let reply = slot::buy(&mut conn, &keys, &request).unwrap();
         assert_eq!(reply.outcome, Outcome::CorruptState, "{broken}");
         assert!(reply.problem.unwrap().contains(broken.as_str()), "{broken}");
         let stock: i64 = conn.get(&keys.stock).unwrap();

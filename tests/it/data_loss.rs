@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::domain::slot::{self, BuyRequest, Outcome};
 use seckill::model::exit_codes;
 use seckill::model::keys::ItemKeys;
 use support::orders::{buy_many, sqlite_order_ids, sqlite_path};
@@ -220,7 +220,7 @@ fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
                         qty: 1,
                         request_id: None,
                     };
-                    match buy::buy(&mut conn, &keys(), &request) {
+                    match slot::buy(&mut conn, &keys(), &request) {
                         Ok(reply) if reply.outcome == Outcome::Ok => {
                             acknowledged.push((user, reply.order_id.unwrap()));
                         }

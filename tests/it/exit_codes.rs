@@ -1,7 +1,7 @@
 //! Exit codes are an interface: written once in `exit_codes`, documented in
 //! the README table, and matched by every buy outcome.
 
-use seckill::domain::buy::Outcome;
+use seckill::domain::slot::Outcome;
 use seckill::model::exit_codes;
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::domain::slot::{self, BuyRequest, Outcome};
 use seckill::model::keys::ItemKeys;
 use support::cluster::{RedisCluster, node};
 use support::{campaign_file, seckill};
@@ -85,7 +85,7 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
                         qty: 1,
                         request_id: None,
                     };
-                    match buy::buy(&mut conn, &keys, &request) {
+                    match slot::buy(&mut conn, &keys, &request) {
                         Ok(reply) if reply.outcome == Outcome::Ok => {
                             acknowledged.push(reply.order_id.unwrap());
                         }

@@ -471,14 +471,14 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
             let mut sold = 0;
             while selling.load(std::sync::atomic::Ordering::Relaxed) {
                 let user = format!("live{sold}");
-                let request = seckill::domain::buy::BuyRequest {
+                let request = seckill::domain::slot::BuyRequest {
                     campaign: &campaign.id,
                     item: "1001",
                     user: &user,
                     qty: 1,
                     request_id: None,
                 };
-                seckill::domain::buy::buy(&mut conn, &keys, &request).unwrap();
+                seckill::domain::slot::buy(&mut conn, &keys, &request).unwrap();
                 sold += 1;
             }
             sold

@@ -10,9 +10,9 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use seckill::domain::buckets::Layout;
 use seckill::model::exit_codes;
 use seckill::model::keys::{ItemKeys, LIVE_PREFIX};
+use seckill::model::layout::Layout;
 use support::cluster::{RedisCluster, node};
 use support::{campaign_file, json, seckill};
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use redis::Commands;
-use seckill::domain::buy::{self, BuyRequest, Outcome};
 use seckill::domain::orders::{Order, OrderState, StateChange, StoreLocation};
 use seckill::domain::reservations::Record;
+use seckill::domain::slot::{self, BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
 use seckill::model::keys::ItemKeys;
 
@@ -53,7 +53,7 @@ fn reserve_many(
     for i in 0..n {
         let user = format!("{prefix}{i}");
         let units = qty(i);
-        let reply = buy::reserve(
+        let reply = slot::reserve(
             &mut conn,
             &keys(),
             &BuyRequest {
@@ -1066,7 +1066,7 @@ fn the_shipped_reservations_campaign_is_valid() {
 /// Stock of every bucket of item 1001 of campaign `bk` under `n` buckets.
 fn bucket_stocks(server: &RedisServer, n: u32) -> Vec<i64> {
     let layout =
-        seckill::domain::buckets::Layout::new(seckill::model::keys::LIVE_PREFIX, "bk", "1001", n);
+        seckill::model::layout::Layout::new(seckill::model::keys::LIVE_PREFIX, "bk", "1001", n);
     let mut conn = server.conn();
     layout
         .all()
@@ -1120,7 +1120,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
         .unwrap();
     assert!(!refused.status.success());
     let (user, order) = &orders[0];
-    let home = seckill::domain::buckets::home_bucket(user, 4);
+    let home = seckill::model::layout::home_bucket(user, 4);
     let output = seckill(&file.path, &server.url())
         .args(["cancel", "--order", order, "--format", "json"])
         .output()
@@ -1136,7 +1136,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
     rewrite(4, "15m");
     let other = (0..)
         .map(|n| format!("x{n}"))
-        .find(|u| seckill::domain::buckets::home_bucket(u, 4) != home)
+        .find(|u| seckill::model::layout::home_bucket(u, 4) != home)
         .unwrap();
     let (code, resold) = buy(&other);
     assert_eq!(code, 0, "the released unit is sold again: {resold:#}");
@@ -1147,7 +1147,7 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
     assert_eq!(order_command(&file, &server, "cancel", &orders[1].1), 0);
     let (code, short) = buy("short-lived");
     assert_eq!(code, 0, "{short:#}");
-    let short_home = seckill::domain::buckets::home_bucket("short-lived", 4);
+    let short_home = seckill::model::layout::home_bucket("short-lived", 4);
     std::thread::sleep(Duration::from_millis(150));
     seckill(&file.path, &server.url())
         .arg("expire")

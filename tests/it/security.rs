@@ -8,9 +8,9 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::domain::buckets::{BucketKeys, Layout, home_bucket};
 use seckill::model::exit_codes;
 use seckill::model::keys::LIVE_PREFIX;
+use seckill::model::layout::{BucketKeys, Layout, home_bucket};
 use support::{RedisServer, campaign_file, seckill};
 
 const CAMPAIGN: &str = r#"

@@ -148,14 +148,14 @@ fn the_rate_is_the_order_streams_growth_between_two_samples() {
             let mut n = 0u32;
             while selling.load(std::sync::atomic::Ordering::Relaxed) {
                 let user = format!("r{n}");
-                let request = seckill::domain::buy::BuyRequest {
+                let request = seckill::domain::slot::BuyRequest {
                     campaign: "c",
                     item: "1",
                     user: &user,
                     qty: 1,
                     request_id: None,
                 };
-                seckill::domain::buy::buy(&mut conn, &keys, &request).unwrap();
+                seckill::domain::slot::buy(&mut conn, &keys, &request).unwrap();
                 n += 1;
                 std::thread::sleep(Duration::from_millis(5));
             }

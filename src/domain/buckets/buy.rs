@@ -10,8 +10,8 @@ use redis::ConnectionLike;
 use serde::Serialize;
 
 use super::scripts::{self, Credited, Transfer};
-use super::{BucketKeys, Layout};
-use crate::domain::buy::{BuyReply, BuyRequest, Outcome, new_order_id};
+use crate::domain::slot::{BuyReply, BuyRequest, Outcome, new_order_id};
+use crate::model::layout::{BucketKeys, Layout};
 use crate::redis_client::scripts::CorruptState;
 
 /// A pending transfer older than this is taken for dead and settled by the
@@ -37,7 +37,7 @@ pub struct BuyCost {
 }
 
 /// One attempt. `buckets: 1` items take the plain path's single round trip
-/// (the caller normally uses `crate::domain::buy::buy` for them).
+/// (the caller normally uses `crate::domain::slot::buy` for them).
 pub fn buy<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::buy::{BuyCost, STALE_MS, settle};
 use super::scripts::{self, Credited, Transfer};
-use super::{BucketKeys, Layout};
-use crate::domain::buy::new_order_id;
+use crate::domain::slot::new_order_id;
+use crate::model::layout::{BucketKeys, Layout};
 
 /// One transfer the rebalancer made.
 #[derive(Debug, Clone, Serialize)]

@@ -5,8 +5,8 @@
 use anyhow::{Context, Result};
 use redis::ConnectionLike;
 
-use super::BucketKeys;
-use crate::domain::buy::BuyRequest;
+use crate::domain::slot::BuyRequest;
+use crate::model::layout::BucketKeys;
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::bucket_buy::{self, BucketBuy};
 use crate::redis_client::scripts::bucket_credit::{self, BucketCredit};
@@ -138,6 +138,16 @@ pub fn mark_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Re
         .arg(1)
         .query(conn)
         .with_context(|| format!("cannot mark bucket {} sold out", bucket.bucket))?;
+    Ok(())
+}
+
+/// Clear a bucket's sell-out proof: units came back (see `lua/bucket_buy.lua`).
+pub fn clear_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
+    let _: i64 = redis::cmd("HDEL")
+        .arg(&bucket.keys.meta)
+        .arg("sold_out")
+        .query(conn)
+        .with_context(|| format!("cannot clear the sell-out proof in {}", bucket.keys.meta))?;
     Ok(())
 }
 

@@ -9,10 +9,10 @@ use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use super::scripts::{self, Snapshot};
-use super::{Layout, key_slot, share};
 use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::ItemKeys;
+use crate::model::layout::{Layout, key_slot, share};
 
 /// Why the layout in Redis does not match the file, if it does not.
 pub fn layout_conflict<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<Option<String>> {
@@ -56,7 +56,7 @@ pub struct BucketPreheat {
 
 /// A bucketed item's preheat: the item-level status and each bucket's.
 #[derive(Debug, Clone, Serialize)]
-pub struct ItemPreheat {
+pub struct BucketsPreheat {
     #[serde(flatten)]
     pub summary: PreheatReport,
     pub buckets: Vec<BucketPreheat>,
@@ -74,7 +74,7 @@ pub fn preheat_item<C: ConnectionLike>(
     item: &Item,
     mode: PreheatMode,
     dry_run: bool,
-) -> Result<ItemPreheat> {
+) -> Result<BucketsPreheat> {
     let buckets = layout.all();
     let mut summary = PreheatReport {
         item: item.id.clone(),
@@ -86,7 +86,7 @@ pub fn preheat_item<C: ConnectionLike>(
     };
     if let Some(why) = layout_conflict(conn, layout)? {
         summary.status = PreheatStatus::StockMissing;
-        return Ok(ItemPreheat {
+        return Ok(BucketsPreheat {
             summary,
             buckets: Vec::new(),
             refused_because: Some(why),
@@ -141,7 +141,7 @@ pub fn preheat_item<C: ConnectionLike>(
     };
     summary.redis_stock_before = total(|r| r.redis_stock_before);
     summary.redis_stock_after = total(|r| r.redis_stock_after);
-    Ok(ItemPreheat {
+    Ok(BucketsPreheat {
         summary,
         buckets: buckets
             .iter()
@@ -225,28 +225,6 @@ pub struct BucketStatus {
     pub stock_left: Option<i64>,
     /// Debits from this bucket whose credit is not confirmed yet.
     pub transfers_pending: u64,
-}
-
-/// Set the kill switch in every bucket; the first failure stops and names the bucket.
-pub fn set_switch<C: ConnectionLike>(
-    conn: &mut C,
-    layout: &Layout,
-    closed: bool,
-    reason: &str,
-    by: &str,
-    now_ms: i64,
-    expire_at_ms: Option<i64>,
-) -> Result<()> {
-    for bucket in layout.all() {
-        slot::set_switch(conn, &bucket.keys, closed, reason, by, now_ms, expire_at_ms)
-            .with_context(|| {
-                format!(
-                    "kill switch NOT set in bucket {} ({}) of item {}: the item is only partly switched; run the command again",
-                    bucket.bucket, bucket.keys.meta, layout.item
-                )
-            })?;
-    }
-    Ok(())
 }
 
 /// Every bucket's status, in bucket order.

@@ -116,7 +116,7 @@ impl<'a> Claimer<'a> {
     pub fn run(&mut self) -> Result<Vec<ItemClaims>> {
         let mut reports: Vec<ItemClaims> = Vec::new();
         // One pass per order stream: a bucketed item has one per bucket.
-        for (item, keys) in crate::domain::buckets::order_streams(self.campaign) {
+        for (item, keys) in crate::domain::item::order_streams(self.campaign) {
             stream::ensure_group(self.conn.conn(), &keys)?;
             let mut report = ItemClaims {
                 item: item.id.clone(),

@@ -121,7 +121,7 @@ impl<'a> Consumer<'a> {
     ) -> Result<Consumer<'a>> {
         // One stream per plain item, one per bucket of a bucketed item.
         let (owners, items): (Vec<usize>, Vec<ItemKeys>) =
-            crate::domain::buckets::order_streams(campaign)
+            crate::domain::item::order_streams(campaign)
                 .into_iter()
                 .map(|(item, keys)| {
                     let owner = campaign.items.iter().position(|i| i.id == item.id);

@@ -33,12 +33,12 @@ use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
-use crate::domain::buckets::Layout;
+use crate::domain::item::SaleItem;
 use crate::domain::orders::reconnecting::ReconnectingConn;
 use crate::model::campaign::{Campaign, Item, is_valid_id};
 use crate::model::error::usage;
 use crate::model::exit_codes;
-use crate::model::keys::{ItemKeys, LIVE_PREFIX};
+use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::pay::{self, Pay};
@@ -111,6 +111,8 @@ pub fn exit_code(outcome: OrderOutcome) -> i32 {
 #[derive(Debug, Clone)]
 pub struct Slot<'a> {
     pub item: &'a Item,
+    /// The item as Redis recorded it at preheat.
+    pub sale: SaleItem<'a>,
     /// The bucket, for a bucketed item.
     pub bucket: Option<u32>,
     pub keys: ItemKeys,
@@ -126,22 +128,14 @@ pub fn slots<'a, C: ConnectionLike>(
     item: Option<&str>,
 ) -> Result<Vec<Slot<'a>>> {
     let mut slots = Vec::new();
-    for item in campaign.select_items(item)? {
-        let from_file = Layout::live(&campaign.id, item);
-        let recorded: Option<u32> = conn
-            .get(from_file.marker())
-            .with_context(|| format!("cannot read {}", from_file.marker()))?;
-        let layout = Layout::new(
-            LIVE_PREFIX,
-            &campaign.id,
-            &item.id,
-            recorded.unwrap_or(item.buckets),
-        );
-        for bucket in layout.all() {
+    for from_file in SaleItem::select(campaign, item)? {
+        let sale = from_file.recorded(conn)?;
+        for bucket in sale.slots() {
             slots.push(Slot {
-                item,
-                bucket: layout.is_bucketed().then_some(bucket.bucket),
+                item: sale.item,
+                bucket: sale.bucket_of(&bucket),
                 keys: bucket.keys,
+                sale: sale.clone(),
             });
         }
     }
@@ -291,27 +285,11 @@ pub fn cancel<C: ConnectionLike>(
             )
         })?;
     if reply.outcome == OrderOutcome::Cancelled {
-        reopen(conn, &slots, slot)?;
+        // The release script cleared the sell-out proof in its own bucket;
+        // `expire` heals the others each pass should this stop half-way.
+        slot.sale.units_returned(conn)?;
     }
     Ok(OrderResult::of(order_id, slot, reply))
-}
-
-/// After units went back into `released`'s bucket: a bucketed item's proven
-/// sell-out (`sold_out` in every bucket's meta, `docs/buckets.md`) is no
-/// longer true, so it is cleared in every bucket of that item — the release
-/// script already cleared it in its own. Idempotent; `expire` repeats it
-/// every pass while the item has stock, so a crash between the two, or a
-/// prover marking the item meanwhile, is healed within one interval.
-fn reopen<C: ConnectionLike>(conn: &mut C, slots: &[Slot], released: &Slot) -> Result<()> {
-    if released.bucket.is_none() {
-        return Ok(());
-    }
-    for slot in slots.iter().filter(|s| s.item.id == released.item.id) {
-        let _: i64 = conn
-            .hdel(&slot.keys.meta, "sold_out")
-            .with_context(|| format!("cannot clear the sell-out proof in {}", slot.keys.meta))?;
-    }
-    Ok(())
 }
 
 fn release_call<'a>(
@@ -482,51 +460,28 @@ pub fn expire(
     }
 }
 
-/// A bucketed item with units in some bucket while a bucket's meta says it
-/// is proven sold out (a release raced the prover, or a `cancel` died before
-/// reopening every bucket): clear the proof, so every shopper sweeps again.
+/// An item proven sold out while units are back in some slot (a release
+/// raced the prover, or a `cancel` died before reopening every bucket):
+/// clear the proof, so every shopper sweeps again.
 fn heal_sell_out_proofs(
     conn: &mut ReconnectingConn,
     slots: &[Slot],
     stop: &AtomicBool,
 ) -> Result<()> {
-    let mut items: Vec<&str> = slots
-        .iter()
-        .filter(|s| s.bucket.is_some())
-        .map(|s| s.item.id.as_str())
-        .collect();
-    items.dedup();
-    for item in items {
-        let buckets: Vec<&Slot> = slots.iter().filter(|s| s.item.id == item).collect();
-        let what = format!("checking the sell-out proof of item {item}");
-        let (stock, proven) = conn.retry(EXPIRE, &what, stop, |conn| {
-            let mut stock = 0i64;
-            let mut proven = false;
-            for slot in &buckets {
-                let left: Option<i64> = conn
-                    .get(&slot.keys.stock)
-                    .with_context(|| format!("cannot read {}", slot.keys.stock))?;
-                let flag: Option<String> = conn
-                    .hget(&slot.keys.meta, "sold_out")
-                    .with_context(|| format!("cannot read {}", slot.keys.meta))?;
-                stock += left.unwrap_or(0);
-                proven |= flag.is_some();
-            }
-            Ok((stock, proven))
-        })?;
-        if stock > 0 && proven {
+    let mut items: Vec<&SaleItem> = slots.iter().map(|s| &s.sale).collect();
+    items.dedup_by(|a, b| a.id() == b.id());
+    for sale in items {
+        let what = format!("checking the sell-out proof of item {}", sale.id());
+        if let Some(stock) =
+            conn.retry(EXPIRE, &what, stop, |conn| sale.heal_sell_out_proof(conn))?
+        {
             log::line(
                 EXPIRE,
-                format!("item {item}: {stock} unit(s) back in stock: clearing its proven sell-out"),
+                format!(
+                    "item {}: {stock} unit(s) back in stock: clearing its proven sell-out",
+                    sale.id()
+                ),
             );
-            conn.retry(EXPIRE, &what, stop, |conn| {
-                for slot in &buckets {
-                    let _: i64 = conn
-                        .hdel(&slot.keys.meta, "sold_out")
-                        .with_context(|| format!("cannot write {}", slot.keys.meta))?;
-                }
-                Ok(())
-            })?;
         }
     }
     Ok(())

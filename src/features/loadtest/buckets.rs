@@ -16,14 +16,14 @@ use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use crate::domain::buckets::scripts;
-use crate::domain::buckets::state::{delete_item, preheat_item};
-use crate::domain::buckets::{Layout, home_bucket, key_slot};
-use crate::domain::buy::{BuyRequest, Outcome};
+use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::PreheatMode;
+use crate::domain::slot::{BuyRequest, Outcome};
 use crate::features::loadtest::namespace::MARKER_FIELD;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::model::keys::LOADTEST_PREFIX;
+use crate::model::layout::{Layout, home_bucket, key_slot};
 use crate::redis_client::conn::RedisTarget;
 
 /// What to run.
@@ -105,16 +105,6 @@ pub fn run(
     run: &BucketRun,
     keep: bool,
 ) -> Result<BucketReport> {
-    let layout = Layout::new(LOADTEST_PREFIX, &campaign.id, item_id, run.buckets);
-    let mut control = target.connect()?;
-    ensure_ours(&mut control, &layout)?;
-    let scan_too = !control.is_cluster();
-    delete_item(&mut control, &layout, scan_too)?;
-    for bucket in layout.all() {
-        let () = control
-            .hset(&bucket.keys.meta, MARKER_FIELD, "buckets")
-            .with_context(|| format!("cannot mark {}", bucket.keys.base))?;
-    }
     // As the plain `full` variant: no sale window, the rate limit only on request.
     let mut copy = campaign.clone();
     copy.starts_at_ms = None;
@@ -125,18 +115,22 @@ pub fn run(
     copy.items.retain(|i| i.id == item_id);
     copy.items[0].stock = run.stock;
     copy.items[0].buckets = run.buckets;
-    let split = preheat_item(
-        &mut control,
-        &layout,
-        &copy,
-        &copy.items[0],
-        PreheatMode::Force,
-        false,
-    )?;
-    if split.summary.status.refused() {
+    let sale = SaleItem::under(LOADTEST_PREFIX, &copy, &copy.items[0]);
+    let layout = sale.layout().clone();
+    let mut control = target.connect()?;
+    ensure_ours(&mut control, &layout)?;
+    let scan_too = !control.is_cluster();
+    sale.delete(&mut control, scan_too)?;
+    for bucket in layout.all() {
+        let () = control
+            .hset(&bucket.keys.meta, MARKER_FIELD, "buckets")
+            .with_context(|| format!("cannot mark {}", bucket.keys.base))?;
+    }
+    let split = sale.preheat(&mut control, PreheatMode::Force, false)?;
+    if split.report.status.refused() {
         return Err(anyhow!(
             "cannot set up the load-test buckets: {:?}",
-            split.summary.status
+            split.report.status
         ));
     }
     let users = synthetic_users(run);
@@ -167,8 +161,7 @@ pub fn run(
                             request_id: None,
                         };
                         let sent = Instant::now();
-                        let (reply, cost) =
-                            crate::domain::buckets::buy::buy(&mut conn, &layout, &request)?;
+                        let Attempt { reply, cost, .. } = sale.buy(&mut conn, &request)?;
                         lat.record((sent.elapsed().as_micros() as u64).max(1))?;
                         match reply.outcome {
                             Outcome::Ok => {
@@ -215,7 +208,7 @@ pub fn run(
         total.sold_out_round_trips += t.sold_out_round_trips;
     }
     let mut per_bucket = Vec::new();
-    for (bucket, part) in layout.all().iter().zip(&split.buckets) {
+    for (bucket, part) in layout.all().iter().zip(&split.per_bucket) {
         let snap = scripts::snapshot(&mut control, bucket)?;
         per_bucket.push(BucketFigures {
             bucket: bucket.bucket,
@@ -228,7 +221,7 @@ pub fn run(
         });
     }
     if !keep {
-        delete_item(&mut control, &layout, scan_too)?;
+        sale.delete(&mut control, scan_too)?;
     }
     let final_stock: i64 = per_bucket.iter().map(|b| b.final_stock).sum();
     let stream_len: u64 = per_bucket.iter().map(|b| b.orders).sum();

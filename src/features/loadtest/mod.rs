@@ -23,6 +23,7 @@ mod raw;
 pub mod report;
 pub mod reservations;
 mod resp;
+pub mod scenarios;
 pub mod schedule;
 mod template;
 pub mod variants;

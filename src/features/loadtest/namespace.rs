@@ -25,6 +25,7 @@
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 
+use crate::domain::item::SaleItem;
 use crate::domain::slot;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
@@ -56,16 +57,13 @@ pub fn ensure_free<C: ConnectionLike>(
     keys: &LoadtestKeys,
     campaign: &Campaign,
 ) -> Result<()> {
-    for item in &campaign.items {
-        let live = ItemKeys::live(&campaign.id, &item.id);
-        let preheated: u64 = conn
-            .exists(&[&live.meta, &live.stock][..])
-            .with_context(|| format!("cannot check for live keys of {}", live.base))?;
-        if preheated > 0 {
+    for item in SaleItem::select(campaign, None)? {
+        if let Some(live) = item.in_redis(conn)? {
             return Err(usage(format!(
-                "refusing to load-test: campaign {} item {} is preheated on this Redis (live keys {}*); \
+                "refusing to load-test: campaign {} item {} is preheated on this Redis (live keys {live}); \
                  a load test would compete with the real sale for Redis. Use a rehearsal Redis (--redis URL)",
-                campaign.id, item.id, live.base
+                campaign.id,
+                item.id()
             )));
         }
     }

@@ -25,14 +25,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use rand::Rng;
 use serde::Serialize;
 
-use crate::domain::buy::{self, BuyRequest, Outcome};
+use crate::domain::item::SaleItem;
 use crate::domain::orders::stream;
 use crate::domain::reservations::{
     OrderOutcome, Record, Slot, expire_batch, pay_in, records, totals,
 };
-use crate::domain::slot::{self, PreheatMode};
+use crate::domain::slot::{self, BuyRequest, Outcome, PreheatMode};
 use crate::model::campaign::Campaign;
-use crate::model::keys::ItemKeys;
+use crate::model::keys::{ItemKeys, LOADTEST_PREFIX};
 use crate::redis_client::conn::RedisTarget;
 
 /// How the reservations load test runs.
@@ -98,20 +98,15 @@ pub fn run(
         .items
         .first()
         .ok_or_else(|| anyhow!("the load-test campaign has no item"))?;
+    let sale = SaleItem::under(LOADTEST_PREFIX, campaign, item);
     let slot = Slot {
         item,
+        sale: sale.clone(),
         bucket: None,
         keys: keys.clone(),
     };
     let mut control = target.connect()?;
-    slot::preheat_item(
-        &mut control,
-        keys,
-        campaign,
-        item,
-        PreheatMode::Force,
-        false,
-    )?;
+    sale.preheat(&mut control, PreheatMode::Force, false)?;
     let mut report = RaceReport {
         requests: settings.requests,
         stock: item.stock,
@@ -135,18 +130,19 @@ pub fn run(
                             break;
                         }
                         let user = format!("u{}", n % settings.users);
-                        let reply = buy::reserve(
-                            &mut conn,
-                            keys,
-                            &BuyRequest {
-                                campaign: &campaign.id,
-                                item: &item.id,
-                                user: &user,
-                                qty: 1,
-                                request_id: None,
-                            },
-                            timeout_ms,
-                        )?;
+                        let reply = sale
+                            .reserve(
+                                &mut conn,
+                                &BuyRequest {
+                                    campaign: &campaign.id,
+                                    item: &item.id,
+                                    user: &user,
+                                    qty: 1,
+                                    request_id: None,
+                                },
+                                timeout_ms,
+                            )?
+                            .reply;
                         mine.push((reply.outcome, reply.order_id));
                     }
                     outcomes

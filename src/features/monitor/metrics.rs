@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::domain::item::SaleItem;
 use crate::domain::orders::counters::{CONSUME, ConsumeCounters};
 use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
 use crate::model::campaign::Campaign;
@@ -248,13 +249,12 @@ pub fn serve_consume(
     let mut reader = StatusReader::default();
     serve(listen, move || {
         let mut exposition = Exposition::default();
-        let items: Vec<_> = campaign.items.iter().collect();
         let read = (|| -> Result<Vec<ItemStatus>> {
             let conn = match &mut conn {
                 Some(conn) => conn,
                 None => conn.insert(target.connect()?),
             };
-            reader.read_campaign(conn, &campaign, &items)
+            reader.read_items(conn, &SaleItem::select(&campaign, None)?)
         })();
         let up = match read {
             Ok(statuses) => {

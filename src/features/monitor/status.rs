@@ -20,9 +20,8 @@ use anyhow::{Context, Result};
 use redis::ConnectionLike;
 use serde::Serialize;
 
-use crate::domain::buckets::Layout;
+use crate::domain::item::SaleItem;
 use crate::domain::reservations::Totals;
-use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::{ItemKeys, ORDER_GROUP};
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::item_status::ReadItemStatus;
@@ -157,8 +156,8 @@ pub struct ItemStatus {
     /// A bucketed item: each bucket's own status, in bucket order (the fields
     /// above are their sum; window and switch text come from bucket 0, `on`
     /// only when every bucket is closed).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub buckets: Vec<ItemStatus>,
+    #[serde(rename = "buckets", skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<ItemStatus>,
 }
 
 impl ItemStatus {
@@ -202,7 +201,7 @@ impl ItemStatus {
                 sum.add(&p.reservations);
                 sum
             }),
-            buckets: parts,
+            slots: parts,
             ..first
         }
     }
@@ -217,36 +216,34 @@ pub struct StatusReader {
 }
 
 impl StatusReader {
-    /// Read every item of `only` (items of `campaign`), one script call each.
-    pub fn read_campaign<C: ConnectionLike>(
+    /// Read every item of `items`, one script call per slot.
+    pub fn read_items<C: ConnectionLike>(
         &mut self,
         conn: &mut C,
-        campaign: &Campaign,
-        only: &[&Item],
+        items: &[SaleItem],
     ) -> Result<Vec<ItemStatus>> {
-        only.iter()
-            .map(|item| self.read_item(conn, campaign, item))
+        items
+            .iter()
+            .map(|item| self.read_item(conn, item))
             .collect()
     }
 
-    /// Read one item; a bucketed item (docs/buckets.md) is read bucket by
-    /// bucket (one script call each) and summed, its buckets kept as rows.
+    /// Read one item, slot by slot (one script call each); an item of
+    /// several slots (a bucketed item, docs/buckets.md) is summed, its slots
+    /// kept as rows.
     pub fn read_item<C: ConnectionLike>(
         &mut self,
         conn: &mut C,
-        campaign: &Campaign,
-        item: &Item,
+        item: &SaleItem,
     ) -> Result<ItemStatus> {
-        let layout = Layout::live(&campaign.id, item);
-        if !layout.is_bucketed() {
-            let keys = ItemKeys::live(&campaign.id, &item.id);
-            return self.read(conn, &keys, &item.id, &item.name);
-        }
-        let parts = layout
-            .all()
+        let mut parts = item
+            .slots()
             .iter()
-            .map(|bucket| self.read(conn, &bucket.keys, &item.id, &item.name))
+            .map(|slot| self.read(conn, &slot.keys, item.id(), &item.item.name))
             .collect::<Result<Vec<_>>>()?;
+        if parts.len() == 1 {
+            return Ok(parts.remove(0));
+        }
         Ok(ItemStatus::sum(parts))
     }
 
@@ -430,7 +427,7 @@ impl RawStatus {
             dead_letter: self.dead,
             expires_in_ms,
             reservations: self.reservations,
-            buckets: Vec::new(),
+            slots: Vec::new(),
         }
     }
 }

@@ -26,29 +26,38 @@
 //! count twice or not at all. Database rows that are no stream entry are
 //! caught by the second check and named.
 //!
+//! An item of several slots (a bucketed item, docs/buckets.md) is checked
+//! slot by slot, each slot's stream walked as a plain item's, and adds the
+//! units in transit between its buckets (`transfers`):
+//!
+//! ```text
+//! initial = Σ over slots (database + in flight + dead-lettered + left) + in transit
+//! ```
+//!
 //! Memory stays bounded with millions of orders: the stream is read in
 //! XRANGE pages and each page's order ids are looked up in the database
 //! with one query; database rows are paged by order id and checked against
-//! the stream with one script call per page (`lua/stream_order_ids.lua`); buyers are summed with HSCAN.
+//! the streams with one script call per page (`lua/stream_order_ids.lua`); buyers are summed with HSCAN.
 //! Only the dead-letter ids (the exceptions) and at most [`MAX_NAMED`]
 //! offending order ids per list are held.
+//!
+//! May import: the domain, the Redis client layer, the model, utilities.
 
 pub mod reservations;
+pub mod streams;
 pub mod transfers;
 
-use std::collections::HashSet;
-
-use anyhow::{Context, Result};
-use redis::{Commands, ConnectionLike};
+use anyhow::Result;
+use redis::ConnectionLike;
 use serde::Serialize;
 
-use crate::domain::orders::entry::{Order, StreamEntry, parse_entry, stream_id_key};
-use crate::domain::orders::{ItemTotals, OrderStore, StoredContent, now_ms, stream};
-use crate::features::reconcile::reservations::{ReservationCheck, WalkPosition, compare_states};
-use crate::model::campaign::{Campaign, Item};
-use crate::model::keys::ItemKeys;
-use crate::redis_client::scripts::ScriptCall;
-use crate::redis_client::scripts::reconcile_snapshot::{self, ReconcileSnapshot};
+use crate::domain::buckets::scripts::Transfer;
+use crate::domain::item::SaleItem;
+use crate::domain::orders::entry::{Order, stream_id_key};
+use crate::domain::orders::{ItemTotals, OrderStore, stream};
+use crate::model::layout::share;
+use reservations::ReservationCheck;
+use transfers::{MAX_READINGS, TransferReport};
 
 /// Stream entries / database rows handled per page.
 pub const PAGE: usize = 1000;
@@ -147,89 +156,158 @@ pub struct ItemReport {
     pub reservations: ReservationCheck,
     /// Bucketed items only (`docs/buckets.md`): the transfers between buckets.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub transfers: Option<crate::features::reconcile::transfers::TransferReport>,
+    pub transfers: Option<TransferReport>,
 }
 
-/// Check one item; with `repair`, insert stream orders missing from the database on the way.
+/// Check one item; with `repair`, settle transfers in transit and insert
+/// stream orders missing from the database on the way.
 pub fn reconcile_item<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
-    campaign: &Campaign,
-    item: &Item,
+    sale: &SaleItem,
     repair: bool,
 ) -> Result<ItemReport> {
-    if item.buckets > 1 {
-        return crate::features::reconcile::transfers::reconcile_item(
-            conn, store, campaign, item, repair,
-        );
-    }
-    let keys = ItemKeys::live(&campaign.id, &item.id);
+    let (campaign, item) = (sale.campaign, sale.item);
+    let slots = sale.slots();
+    let moves = sale.moves_stock_between_slots();
     let mut report = ItemReport {
         item: item.id.clone(),
         ..ItemReport::default()
     };
-    // One script, not a pipeline: a cluster connection does not pipeline, and
-    // stock and the stream's end must be read at the same instant.
-    let (initial, stock, dead_len, snapshot_end) = snapshot(conn, &keys)?;
-    let Some(remaining) = stock else {
+    let mut transfers = TransferReport {
+        buckets: slots.len() as u32,
+        ..TransferReport::default()
+    };
+    // One script per slot, not a pipeline: a cluster connection does not
+    // pipeline, and a slot's stock and its stream's end must be read at the
+    // same instant.
+    let Some(mut reading) = transfers::read_consistently(conn, &slots, moves)? else {
         report.problem = Some(format!(
-            "item {} is not preheated or its keys expired (no {}): nothing to check against",
-            item.id, keys.stock
+            "transfers between the buckets of item {} kept happening through {MAX_READINGS} readings: \
+             run reconcile again when the sale is quieter",
+            item.id
         ));
         return Ok(report);
     };
+    if let Some(missing) = reading.snapshots.iter().position(|s| s.stock.is_none()) {
+        let slot = &slots[missing];
+        report.problem = Some(match sale.bucket_of(slot) {
+            Some(b) => format!(
+                "bucket {b} of item {} is not preheated or its keys expired (no {}): nothing to check against",
+                item.id, slot.keys.stock
+            ),
+            None => format!(
+                "item {} is not preheated or its keys expired (no {}): nothing to check against",
+                item.id, slot.keys.stock
+            ),
+        });
+        return Ok(report);
+    }
+    if repair && moves {
+        transfers.settled = transfers::settle_all(conn, &slots, &reading)?;
+        if transfers.settled > 0 {
+            let Some(again) = transfers::read_consistently(conn, &slots, moves)? else {
+                report.problem = Some("transfers kept happening after --repair".into());
+                return Ok(report);
+            };
+            reading = again;
+        }
+    }
     report.checked = true;
-    report.remaining = remaining;
-    (report.initial_stock, report.initial_stock_from) = match initial {
-        Some(n) => (n, "redis".into()),
-        None => (item.stock, "file".into()),
-    };
-    report.dead_letter_stream_len = dead_len;
-    report.buyers = conn
-        .hlen(&keys.buyers)
-        .with_context(|| format!("cannot read {}", keys.buyers))?;
-    report.sold_per_redis = sum_buyers(conn, &keys)?;
-    // Buyers cannot be read atomically with the stock (HSCAN pages): when the
-    // stream grew meanwhile, the sale is live and that comparison is skipped.
-    let (_, _, _, end_after_buyers) = snapshot(conn, &keys)?;
-    report.sale_in_progress = end_after_buyers != snapshot_end;
-
-    let group = stream::group_info(conn, &keys)?.unwrap_or_default();
-    let last_delivered = stream_id_key(&group.last_delivered_id).unwrap_or((0, 0));
-    let dead_ids = stream::dead_original_ids(conn, &keys)?;
-    if !snapshot_end.is_empty() {
-        walk_stream(
+    let from_file = reading.snapshots.iter().any(|s| s.initial_stock.is_none());
+    report.initial_stock_from = if from_file { "file" } else { "redis" }.into();
+    for (slot, snap) in slots.iter().zip(&reading.snapshots) {
+        let initial = snap
+            .initial_stock
+            .unwrap_or_else(|| share(item.stock, slots.len() as u32, slot.bucket));
+        let left = snap.stock.unwrap_or(0);
+        report.initial_stock += initial;
+        report.remaining += left;
+        report.dead_letter_stream_len += snap.dead_len;
+        report.buyers += snap.buyers;
+        report.sold_per_redis += streams::sum_buyers(conn, &slot.keys)?;
+        if moves {
+            let units = |log: &std::collections::HashMap<String, Transfer>,
+                         of: fn(&Transfer) -> u32| {
+                log.values()
+                    .filter(|t| of(t) == slot.bucket)
+                    .map(|t| t.units)
+                    .sum()
+            };
+            transfers.per_bucket.push(transfers::BucketLine {
+                bucket: slot.bucket,
+                initial_stock: initial,
+                left,
+                stream_entries: snap.stream_len,
+                units_out: units(&reading.debits, |t| t.source),
+                units_in: units(&reading.credits, |t| t.dest),
+            });
+        }
+        if snap.last_order_id.is_empty() {
+            continue;
+        }
+        let group = stream::group_info(conn, &slot.keys)?.unwrap_or_default();
+        let last_delivered = stream_id_key(&group.last_delivered_id).unwrap_or((0, 0));
+        let dead_ids = stream::dead_original_ids(conn, &slot.keys)?;
+        streams::walk_stream(
             conn,
             store,
-            &keys,
+            &slot.keys,
             campaign,
             item,
             repair,
-            (last_delivered, &snapshot_end),
+            (last_delivered, &snap.last_order_id),
             &dead_ids,
             &mut report,
         )?;
     }
+    if moves {
+        transfers::check(&reading, &mut transfers);
+    }
+    // The streams' ends again: when any moved, the sale is live and the
+    // buyers sum (read by HSCAN pages) cannot be compared.
+    for (slot, snap) in slots.iter().zip(&reading.snapshots) {
+        if crate::domain::buckets::scripts::snapshot(conn, slot)?.last_order_id
+            != snap.last_order_id
+        {
+            report.sale_in_progress = true;
+        }
+    }
     report.database = store.item_totals(&campaign.id, &item.id)?;
-    check_database_against_stream(conn, store, &keys, campaign, item, &mut report)?;
+    streams::check_database_against_streams(conn, store, &slots, campaign, item, &mut report)?;
 
-    // Released units are back in `left` and still in their order entries.
+    let transit = transfers.in_transit_units;
+    // Reservations (`reservations`): released units are back in `left` of
+    // the slot they came from and still in their order entries.
     let released = report.reservations.released_units;
     report.reservations.finish();
+    report.reservations.buyers_keep = if campaign.rebuy_after_release {
+        0
+    } else {
+        released
+    };
     let accounted = report.stored.units
         + report.in_flight.units
         + report.dead_lettered.units
         + report.remaining
+        + transit
         - released;
+    let left = match moves {
+        true => format!(
+            "{} left in {} buckets + {transit} in transit",
+            report.remaining,
+            slots.len()
+        ),
+        false => format!("{} left", report.remaining),
+    };
     let mut sides = format!(
-        "{} database + {} in flight + {} dead-lettered + {} left",
-        report.stored.units, report.in_flight.units, report.dead_lettered.units, report.remaining
+        "{} database + {} in flight + {} dead-lettered + {left}",
+        report.stored.units, report.in_flight.units, report.dead_lettered.units
     );
     if report.reservations.any() {
         let r = &report.reservations;
         sides = format!(
-            "{} left + {} reserved + {} paid{} (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
-            report.remaining,
+            "{left} + {} reserved + {} paid{} (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
             r.reserved_units,
             r.paid_units,
             if r.confirmed_units > 0 {
@@ -247,13 +325,8 @@ pub fn reconcile_item<C: ConnectionLike>(
     } else {
         format!("{} ≠ {accounted} = {sides}", report.initial_stock)
     };
-    // The buyers hash holds released units too when users may not buy again.
-    report.reservations.buyers_keep = if campaign.rebuy_after_release {
-        0
-    } else {
-        released
-    };
-    let buyers_expected = report.initial_stock - report.remaining + report.reservations.buyers_keep;
+    let buyers_expected =
+        report.initial_stock - report.remaining - transit + report.reservations.buyers_keep;
     report.database_units_excess = report.database.units - report.stored.units;
     // Entries in flight during the walk may have been committed since.
     let units_agree = (0..=report.in_flight.units).contains(&report.database_units_excess);
@@ -263,196 +336,8 @@ pub fn reconcile_item<C: ConnectionLike>(
         && report.not_in_redis.count == 0
         && report.reservations.state_mismatch_count == 0
         && report.content_mismatch.count == 0
+        && transfers.unmatched_credits.count == 0
         && units_agree;
+    report.transfers = moves.then_some(transfers);
     Ok(report)
-}
-
-/// (initial stock, stock, dead-letter length, order stream's last id or ""),
-/// read in one script: stock and the stream's end always agree.
-fn snapshot<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &ItemKeys,
-) -> Result<(Option<i64>, Option<i64>, u64, String)> {
-    let call = ReconcileSnapshot {
-        meta: keys.meta.as_str(),
-        stock: keys.stock.as_str(),
-        orders: keys.orders.as_str(),
-        dead: keys.dead.as_str(),
-    };
-    let snapshot = call
-        .invoke(conn)
-        .map_err(anyhow::Error::from)
-        .and_then(reconcile_snapshot::parse_reply)
-        .with_context(|| format!("cannot read the state of {}", keys.base))?;
-    Ok((
-        snapshot.initial_stock,
-        snapshot.stock,
-        snapshot.dead_len,
-        snapshot.last_order_stream_id,
-    ))
-}
-
-pub(crate) fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
-    let mut cursor: u64 = 0;
-    let mut total = 0i64;
-    loop {
-        let (next, pairs): (u64, Vec<(String, i64)>) = redis::cmd("HSCAN")
-            .arg(&keys.buyers)
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(PAGE)
-            .query(conn)
-            .with_context(|| format!("HSCAN {} failed", keys.buyers))?;
-        total += pairs.iter().map(|(_, units)| units).sum::<i64>();
-        if next == 0 {
-            return Ok(total);
-        }
-        cursor = next;
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn walk_stream<C: ConnectionLike>(
-    conn: &mut C,
-    store: &mut dyn OrderStore,
-    keys: &ItemKeys,
-    campaign: &Campaign,
-    item: &Item,
-    repair: bool,
-    (last_delivered, snapshot_end): ((u64, u64), &str),
-    dead_ids: &HashSet<String>,
-    report: &mut ItemReport,
-) -> Result<()> {
-    let mut after = "-".to_string();
-    loop {
-        let page = stream::range_after(conn, &keys.orders, &after, snapshot_end, PAGE)?;
-        let (Some(first), Some(last)) = (page.first(), page.last()) else {
-            return Ok(());
-        };
-        let pending = stream::pending_ids_between(conn, &keys.orders, &first.id, &last.id)?;
-        let undelivered = |id: &str| stream_id_key(id).is_some_and(|id| id > last_delivered);
-        // State changes are counted apart: their units are not sold again.
-        let mut orders: Vec<Option<Order>> = Vec::with_capacity(page.len());
-        let mut entries = Vec::with_capacity(page.len());
-        for entry in &page {
-            match parse_entry(entry, &campaign.id, &item.id) {
-                Ok(StreamEntry::Change(change)) => {
-                    let in_flight = undelivered(&entry.id) || pending.contains(&entry.id);
-                    report.reservations.add_change(&change, in_flight);
-                    report.stream_entries += 1;
-                }
-                parsed => {
-                    let order = match parsed {
-                        Ok(StreamEntry::Order(order)) => Some(order),
-                        _ => None,
-                    };
-                    if let Some(order) = &order {
-                        report.reservations.add_order(order);
-                    }
-                    orders.push(order);
-                    entries.push(entry);
-                }
-            }
-        }
-        let ids: Vec<&str> = orders
-            .iter()
-            .flatten()
-            .map(|o| o.order_id.as_str())
-            .collect();
-        let stored = store.stored_contents(&ids)?;
-        let mut to_repair = Vec::new();
-        let mut stored_orders = Vec::new();
-        for (entry, order) in entries.iter().zip(&orders) {
-            report.stream_entries += 1;
-            let row = order.as_ref().and_then(|o| stored.get(&o.order_id));
-            if let (Some(order), Some(row)) = (order, row)
-                && !row_matches(order, row)
-            {
-                report.content_mismatch.push(order.order_id.clone());
-            }
-            let in_database = row.is_some();
-            if in_database {
-                report.stored.add(order.as_ref());
-                stored_orders.extend(order.as_ref());
-            } else if undelivered(&entry.id) || pending.contains(&entry.id) {
-                report.in_flight.add(order.as_ref());
-            } else if dead_ids.contains(&entry.id) {
-                report.dead_lettered.add(order.as_ref());
-            } else if let (true, Some(order)) = (repair, order) {
-                to_repair.push(order.clone());
-            } else {
-                let name = order.as_ref().map_or_else(
-                    || format!("stream entry {}", entry.id),
-                    |o| o.order_id.clone(),
-                );
-                report.missing_from_database.push(name);
-            }
-        }
-        let position = WalkPosition {
-            last_delivered,
-            snapshot_end,
-            dead_ids,
-        };
-        compare_states(
-            conn,
-            store,
-            keys,
-            &stored_orders,
-            &position,
-            repair,
-            &mut report.reservations,
-        )?;
-        if !to_repair.is_empty() {
-            report.repaired += store.insert_orders(&to_repair, now_ms())?;
-            for order in &to_repair {
-                report.stored.add(Some(order));
-            }
-            // A repaired reservation starts `reserved`: bring it to Redis's state.
-            let repaired: Vec<&Order> = to_repair.iter().collect();
-            compare_states(
-                conn,
-                store,
-                keys,
-                &repaired,
-                &position,
-                true,
-                &mut report.reservations,
-            )?;
-        }
-        after = last.id.clone();
-    }
-}
-
-/// A row says what its order entry says.
-fn row_matches(order: &Order, row: &StoredContent) -> bool {
-    row.campaign == order.campaign
-        && row.item_id == order.item_id
-        && row.user_id == order.user_id
-        && row.qty == order.qty
-        && row.price_cents == order.price_cents
-}
-
-fn check_database_against_stream<C: ConnectionLike>(
-    conn: &mut C,
-    store: &mut dyn OrderStore,
-    keys: &ItemKeys,
-    campaign: &Campaign,
-    item: &Item,
-    report: &mut ItemReport,
-) -> Result<()> {
-    let mut after = String::new();
-    loop {
-        let rows = store.item_orders_after(&campaign.id, &item.id, &after, PAGE)?;
-        let Some(last) = rows.last() else {
-            return Ok(());
-        };
-        after = last.order_id.clone();
-        let stream_ids: Vec<&str> = rows.iter().map(|r| r.stream_id.as_str()).collect();
-        let found = stream::order_ids_at(conn, &keys.orders, &stream_ids)?;
-        for (row, order_id) in rows.iter().zip(found) {
-            if order_id.as_deref() != Some(row.order_id.as_str()) {
-                report.not_in_redis.push(row.order_id.clone());
-            }
-        }
-    }
 }

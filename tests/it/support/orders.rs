@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use seckill::domain::buy::{self, BuyRequest, Outcome};
+use seckill::domain::slot::{self, BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
 use seckill::model::keys::ItemKeys;
 
@@ -43,7 +43,7 @@ pub fn buy_many(
     let mut ok = Vec::new();
     for n in 0..users {
         let user = format!("{prefix}{n}");
-        let reply = buy::buy(
+        let reply = slot::buy(
             &mut conn,
             &keys,
             &BuyRequest {

@@ -95,3 +95,15 @@ mod tests {
         assert!(text.contains("Total count    =         1000]"));
     }
 }
+
+/// `--hdr-out PREFIX`: one `.hgrm` per variant (and the service time's in open loop).
+pub fn write_files(prefix: &str, runs: &[super::super::VariantRun]) -> anyhow::Result<()> {
+    for run in runs {
+        let name = run.report.variant.as_str();
+        write_file(&path(prefix, name, ""), &run.corrected)?;
+        if run.report.mode == "open" {
+            write_file(&path(prefix, name, ".service"), &run.service)?;
+        }
+    }
+    Ok(())
+}

@@ -1,7 +1,9 @@
 //! Results other tools read, one file per format (as hyperfine's `export`):
 //! `csv` lines up under redis-benchmark's `--csv` and `hgrm` writes the
 //! HdrHistogram percentile-distribution text that HdrHistogram's plotters read.
-//! Both only format what `report`/`measure` computed.
+//! `table` is what people read. All of them only format what
+//! `report`/`measure` computed.
 
 pub mod csv;
 pub mod hgrm;
+pub mod table;

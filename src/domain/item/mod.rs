@@ -1,0 +1,415 @@
+//! The item layer: the one place that knows how an item's stock lies in
+//! Redis — one slot (a plain item) or N buckets over several Redis Cluster
+//! masters (`buckets: N`, docs/buckets.md) — and offers what the commands do
+//! with an item without their ever asking which: buy or reserve, preheat,
+//! read its state, flip its kill switch, reset it, list its order streams.
+//!
+//! A plain item is one slot ([`slot`]); a bucketed item runs the same slot
+//! operations on every bucket plus what buckets add ([`buckets`]: the sweep
+//! with logged transfers, the all-or-nothing preheat, the sell-out proof). A
+//! new kind of item is a new arm here and a folder of its own.
+//!
+//! May import: the rest of the domain, the Redis client layer, the model, utilities.
+
+use anyhow::{Context, Result};
+use redis::{Commands, ConnectionLike};
+use serde::Serialize;
+
+use crate::domain::buckets;
+use crate::domain::buckets::buy::BuyCost;
+pub use crate::domain::buckets::rebalance::Pass;
+use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
+use crate::domain::kill_switch::{self, Flip};
+use crate::domain::slot::{
+    self, BuyReply, BuyRequest, ItemState, PreheatMode, PreheatReport, PreheatStatus,
+};
+use crate::model::campaign::{Campaign, Item};
+use crate::model::keys::{ItemKeys, LIVE_PREFIX};
+use crate::model::layout::{BucketKeys, Layout};
+
+/// One item of a campaign, with where its keys are.
+#[derive(Debug, Clone)]
+pub struct SaleItem<'a> {
+    pub campaign: &'a Campaign,
+    pub item: &'a Item,
+    layout: Layout,
+}
+
+/// One purchase attempt's answer, and what it cost.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub reply: BuyReply,
+    /// Round trips, transfers and sweeps (a plain item: one round trip).
+    pub cost: BuyCost,
+    /// One key per slot the attempt may have written to (for WAIT).
+    pub written: Vec<String>,
+}
+
+/// One item's preheat: its status, and each bucket's for a bucketed item.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemPreheat {
+    #[serde(flatten)]
+    pub report: PreheatReport,
+    /// The item's bucket count (1 = one slot, the plain layout).
+    pub buckets: u32,
+    /// Each bucket's share and status (bucketed items only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_bucket: Vec<BucketPreheat>,
+    /// Why the whole item was refused before any slot was touched (its layout
+    /// in Redis differs from the file's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_because: Option<String>,
+}
+
+impl ItemPreheat {
+    /// Whether the item or any of its slots was left as it was.
+    pub fn kept_anywhere(&self) -> bool {
+        let kept = |r: &PreheatReport| r.status == PreheatStatus::Kept;
+        kept(&self.report) || self.per_bucket.iter().any(|b| kept(&b.report))
+    }
+
+    /// Whether anything was (or, in a dry run, would be) written.
+    pub fn writes(&self) -> bool {
+        self.report.status.writes() || self.per_bucket.iter().any(|b| b.report.status.writes())
+    }
+}
+
+/// How the item's slots stand, for `shutdown-switch`: how many buckets a
+/// bucketed item has closed and, when asked, each bucket's switch and stock.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotsView {
+    /// The item's bucket count (docs/buckets.md); 1 = one slot.
+    pub buckets: u32,
+    /// Bucketed items: how many buckets are closed (`closed` means all are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets_closed: Option<u32>,
+    /// When asked: each bucket's switch, slot, stock and pending transfers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_bucket: Option<Vec<BucketStatus>>,
+}
+
+impl SlotsView {
+    /// "ON (closed)", "off", or "PARTLY ON (k/N buckets closed)".
+    pub fn switch_text(&self, closed: bool) -> String {
+        match self.buckets_closed {
+            Some(k) if k > 0 && k < self.buckets => {
+                format!("PARTLY ON ({k}/{} buckets closed)", self.buckets)
+            }
+            _ if closed => "ON (closed)".to_string(),
+            _ => "off".to_string(),
+        }
+    }
+}
+
+impl<'a> SaleItem<'a> {
+    /// `item` of a live campaign, laid out as the file says.
+    pub fn live(campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+        SaleItem::under(LIVE_PREFIX, campaign, item)
+    }
+
+    /// `item` under `prefix` (the live sale's, or the load test's).
+    pub fn under(prefix: &str, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+        SaleItem {
+            campaign,
+            item,
+            layout: Layout::new(prefix, &campaign.id, &item.id, item.buckets),
+        }
+    }
+
+    /// Every item of `campaign` (or only `only`), live.
+    pub fn select(campaign: &'a Campaign, only: Option<&str>) -> Result<Vec<SaleItem<'a>>> {
+        Ok(campaign
+            .select_items(only)?
+            .into_iter()
+            .map(|item| SaleItem::live(campaign, item))
+            .collect())
+    }
+
+    /// The item id.
+    pub fn id(&self) -> &'a str {
+        &self.item.id
+    }
+
+    /// Where the item's keys are.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Every slot's keys, in bucket order (one for a plain item).
+    pub fn slots(&self) -> Vec<BucketKeys> {
+        self.layout.all()
+    }
+
+    /// The bucket number of `slot` when the item is bucketed (what reports show).
+    pub fn bucket_of(&self, slot: &BucketKeys) -> Option<u32> {
+        self.layout.is_bucketed().then_some(slot.bucket)
+    }
+
+    /// Whether stock can move between the item's slots (transfers, the
+    /// rebalancer): a bucketed item.
+    pub fn moves_stock_between_slots(&self) -> bool {
+        self.layout.is_bucketed()
+    }
+
+    /// The item as Redis recorded it at preheat (its bucket count marker),
+    /// which decides where its orders are whatever the file says now.
+    pub fn recorded<C: ConnectionLike>(&self, conn: &mut C) -> Result<SaleItem<'a>> {
+        let marker = self.layout.marker();
+        let recorded: Option<u32> = conn
+            .get(&marker)
+            .with_context(|| format!("cannot read {marker}"))?;
+        Ok(SaleItem {
+            layout: Layout {
+                buckets: recorded.unwrap_or(self.layout.buckets).max(1),
+                ..self.layout.clone()
+            },
+            ..self.clone()
+        })
+    }
+
+    /// One purchase attempt (`payment_timeout_ms` > 0: a reservation due that
+    /// long after it, on the Redis clock). A plain item is one call of
+    /// `lua/buy.lua`; a bucketed one starts in the buyer's home bucket and
+    /// sweeps the others when it is short (docs/buckets.md, "The buy path").
+    pub fn reserve<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        request: &BuyRequest,
+        payment_timeout_ms: u64,
+    ) -> Result<Attempt> {
+        if !self.layout.is_bucketed() {
+            let keys = self.layout.bucket(0).keys;
+            let reply = slot::reserve(conn, &keys, request, payment_timeout_ms)?;
+            return Ok(Attempt {
+                reply,
+                cost: BuyCost {
+                    round_trips: 1,
+                    ..BuyCost::default()
+                },
+                written: vec![keys.stock],
+            });
+        }
+        let (reply, cost) = buckets::buy::reserve(conn, &self.layout, request, payment_timeout_ms)?;
+        // One round trip wrote to the home bucket only; a sweep may have
+        // debited, settled or marked any bucket.
+        let written = if cost.round_trips > 1 {
+            self.slots().into_iter().map(|b| b.keys.stock).collect()
+        } else {
+            vec![self.layout.home(request.user).keys.stock]
+        };
+        Ok(Attempt {
+            reply,
+            cost,
+            written,
+        })
+    }
+
+    /// [`SaleItem::reserve`] with no payment timeout: an `ok` is final.
+    pub fn buy<C: ConnectionLike>(&self, conn: &mut C, request: &BuyRequest) -> Result<Attempt> {
+        self.reserve(conn, request, 0)
+    }
+
+    /// Load (or, with `dry_run`, only decide) the file's stock and metadata.
+    pub fn preheat<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        mode: PreheatMode,
+        dry_run: bool,
+    ) -> Result<ItemPreheat> {
+        self.preheat_stock(conn, self.item.stock, mode, dry_run)
+    }
+
+    /// [`SaleItem::preheat`] with `stock` instead of the file's (a recovery
+    /// loads what is left after the stored orders). A bucketed item splits it
+    /// over its buckets, all or none; an item whose layout in Redis differs
+    /// from the file's is refused with nothing written.
+    pub fn preheat_stock<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        stock: i64,
+        mode: PreheatMode,
+        dry_run: bool,
+    ) -> Result<ItemPreheat> {
+        let item = Item {
+            stock,
+            ..self.item.clone()
+        };
+        if self.layout.is_bucketed() {
+            let split = buckets::state::preheat_item(
+                conn,
+                &self.layout,
+                self.campaign,
+                &item,
+                mode,
+                dry_run,
+            )?;
+            return Ok(ItemPreheat {
+                report: split.summary,
+                buckets: self.layout.buckets,
+                per_bucket: split.buckets,
+                refused_because: split.refused_because,
+            });
+        }
+        let conflict = buckets::state::layout_conflict(conn, &self.layout)?;
+        let keys = self.layout.bucket(0).keys;
+        let mut report = slot::preheat_item(
+            conn,
+            &keys,
+            self.campaign,
+            &item,
+            mode,
+            dry_run || conflict.is_some(),
+        )?;
+        if conflict.is_some() {
+            report.status = PreheatStatus::StockMissing;
+        }
+        Ok(ItemPreheat {
+            report,
+            buckets: 1,
+            per_bucket: Vec::new(),
+            refused_because: conflict,
+        })
+    }
+
+    /// The item's state, summed over its slots (`closed` only when every slot is).
+    pub fn state<C: ConnectionLike>(&self, conn: &mut C) -> Result<ItemState> {
+        if self.layout.is_bucketed() {
+            buckets::state::item_state(conn, &self.layout)
+        } else {
+            slot::item_state(conn, &self.layout.bucket(0).keys)
+        }
+    }
+
+    /// Flip the kill switch in every slot (a bucketed item: every bucket, or
+    /// an error naming the one that failed), recording `flip` in its history.
+    pub fn set_switch<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        flip: &Flip,
+        expire_at_ms: Option<i64>,
+    ) -> Result<()> {
+        if !self.layout.is_bucketed() {
+            return kill_switch::set(conn, &self.layout.bucket(0).keys, flip, expire_at_ms);
+        }
+        for bucket in self.slots() {
+            kill_switch::set(conn, &bucket.keys, flip, expire_at_ms).with_context(|| {
+                format!(
+                    "kill switch NOT set in bucket {} ({}) of item {}: the item is only partly switched; run the command again",
+                    bucket.bucket, bucket.keys.meta, self.item.id
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The kept flips of the kill switch, newest first (every flip goes to every slot).
+    pub fn switch_history<C: ConnectionLike>(&self, conn: &mut C) -> Result<Vec<Flip>> {
+        kill_switch::history(conn, &self.layout.bucket(0).keys)
+    }
+
+    /// How the slots stand: buckets closed and, with `each`, every bucket's status.
+    pub fn slots_view<C: ConnectionLike>(&self, conn: &mut C, each: bool) -> Result<SlotsView> {
+        if !self.layout.is_bucketed() {
+            return Ok(SlotsView {
+                buckets: 1,
+                buckets_closed: None,
+                per_bucket: None,
+            });
+        }
+        let statuses = buckets::state::bucket_statuses(conn, &self.layout)?;
+        Ok(SlotsView {
+            buckets: self.layout.buckets,
+            buckets_closed: Some(statuses.iter().filter(|b| b.closed).count() as u32),
+            per_bucket: each.then_some(statuses),
+        })
+    }
+
+    /// Delete every key of the item — the plain layout's and every bucket
+    /// layout's (the file's and the one Redis recorded), so a file whose
+    /// bucket count changed starts clean. Per-user keys go by SCAN when
+    /// `scan_too` (one node only: on a cluster they expire within one window).
+    pub fn delete<C: ConnectionLike>(&self, conn: &mut C, scan_too: bool) -> Result<u64> {
+        let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
+        let mut deleted = slot::delete_item(conn, &plain, scan_too)?;
+        deleted += buckets::state::delete_item(conn, &self.layout, scan_too)?;
+        Ok(deleted)
+    }
+
+    /// Whether Redis holds the item: a plain item's meta or stock, or a
+    /// bucketed layout's marker (what a load test must never compete with).
+    pub fn in_redis<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<String>> {
+        let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
+        let found: u64 = conn
+            .exists(&[&plain.meta, &plain.stock, &self.layout.marker()][..])
+            .with_context(|| format!("cannot check for keys of {}", plain.base))?;
+        Ok((found > 0).then(|| format!("{}*", plain.base)))
+    }
+
+    /// After units went back into stock (a cancel, an expiry): a bucketed
+    /// item's proven sell-out (`sold_out` in every bucket's meta) is no
+    /// longer true, so it is cleared in every bucket. Idempotent.
+    pub fn units_returned<C: ConnectionLike>(&self, conn: &mut C) -> Result<()> {
+        if !self.layout.is_bucketed() {
+            return Ok(());
+        }
+        for bucket in self.slots() {
+            buckets::scripts::clear_sold_out(conn, &bucket)?;
+        }
+        Ok(())
+    }
+
+    /// One rebalancing pass (docs/buckets.md): a slot holding less than
+    /// `low_water` × the mean gets stock from the fullest, by logged
+    /// transfers; `None` for an item whose stock cannot move between slots.
+    pub fn rebalance<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        low_water: f64,
+    ) -> Result<Option<Pass>> {
+        if !self.layout.is_bucketed() {
+            return Ok(None);
+        }
+        buckets::rebalance::pass(conn, &self.layout, low_water).map(Some)
+    }
+
+    /// A bucketed item proven sold out while some bucket holds units again
+    /// (a release raced the prover, or a cancel died before reopening every
+    /// bucket): clear the proof. Returns the units found when it cleared one.
+    pub fn heal_sell_out_proof<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<i64>> {
+        if !self.layout.is_bucketed() {
+            return Ok(None);
+        }
+        let mut stock = 0i64;
+        let mut proven = false;
+        for bucket in self.slots() {
+            let left: Option<i64> = conn
+                .get(&bucket.keys.stock)
+                .with_context(|| format!("cannot read {}", bucket.keys.stock))?;
+            let flag: Option<String> = conn
+                .hget(&bucket.keys.meta, "sold_out")
+                .with_context(|| format!("cannot read {}", bucket.keys.meta))?;
+            stock += left.unwrap_or(0);
+            proven |= flag.is_some();
+        }
+        if stock > 0 && proven {
+            self.units_returned(conn)?;
+            return Ok(Some(stock));
+        }
+        Ok(None)
+    }
+}
+
+/// Every order stream of the campaign, with its item: one per plain item,
+/// one per bucket of a bucketed item (what `consume` and `pending-claim` read).
+pub fn order_streams(campaign: &Campaign) -> Vec<(&Item, ItemKeys)> {
+    campaign
+        .items
+        .iter()
+        .flat_map(|item| {
+            SaleItem::live(campaign, item)
+                .slots()
+                .into_iter()
+                .map(move |bucket| (item, bucket.keys))
+        })
+        .collect()
+}
