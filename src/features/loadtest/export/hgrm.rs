@@ -72,6 +72,18 @@ pub fn write(out: &mut impl Write, latency: &Histogram<u64>) -> std::io::Result<
     )
 }
 
+/// `--hdr-out PREFIX`: one `.hgrm` per variant (and the service time's in open loop).
+pub fn write_files(prefix: &str, runs: &[super::super::VariantRun]) -> anyhow::Result<()> {
+    for run in runs {
+        let name = run.report.variant.as_str();
+        write_file(&path(prefix, name, ""), &run.corrected)?;
+        if run.report.mode == "open" {
+            write_file(&path(prefix, name, ".service"), &run.service)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,16 +106,4 @@ mod tests {
         assert_eq!(columns[2], "1000");
         assert!(text.contains("Total count    =         1000]"));
     }
-}
-
-/// `--hdr-out PREFIX`: one `.hgrm` per variant (and the service time's in open loop).
-pub fn write_files(prefix: &str, runs: &[super::super::VariantRun]) -> anyhow::Result<()> {
-    for run in runs {
-        let name = run.report.variant.as_str();
-        write_file(&path(prefix, name, ""), &run.corrected)?;
-        if run.report.mode == "open" {
-            write_file(&path(prefix, name, ".service"), &run.service)?;
-        }
-    }
-    Ok(())
 }
