@@ -66,16 +66,46 @@ impl Run {
         self
     }
 
+    /// More arguments after those given to [`seckill`].
+    pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Run {
+        self.args.extend(args.iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    /// An environment variable for the run.
+    pub fn env(mut self, name: &str, value: &str) -> Run {
+        self.command.env(name, value);
+        self
+    }
+
+    /// Run it whatever it exits with (for tests that look at the code themselves).
+    pub fn runs(mut self) -> Ran {
+        let shown = self.shown();
+        let output = self.command.args(&self.args).output().expect("run seckill");
+        Ran { shown, output }
+    }
+
+    /// Start it without waiting (a long-running command: consume, expire
+    /// --loop, status --watch); stdout and stderr are piped.
+    pub fn spawn(mut self) -> std::process::Child {
+        self.command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn seckill")
+    }
+
     /// Run it; it must exit 0.
     pub fn succeeds(self) -> Ran {
         self.fails_with(0)
     }
 
-    /// Run it; it must exit with `code`.
-    pub fn fails_with(mut self, code: i32) -> Ran {
-        let shown = self.shown();
-        let output = self.command.args(&self.args).output().expect("run seckill");
-        let ran = Ran { shown, output };
+    /// Run it; it must exit with `code` (use the names of
+    /// `seckill::model::exit_codes`, e.g. `fails_with(SOLD_OUT)`).
+    pub fn fails_with(self, code: i32) -> Ran {
+        let ran = self.runs();
         assert_eq!(ran.code(), code, "{}", ran.describe());
         ran
     }
@@ -146,7 +176,8 @@ impl Ran {
         value
     }
 
-    fn describe(&self) -> String {
+    /// What ran and what it printed, for assertion messages.
+    pub fn describe(&self) -> String {
         format!(
             "`{}` exited {}\nstdout:\n{}\nstderr:\n{}",
             self.shown,
@@ -155,4 +186,164 @@ impl Ran {
             self.stderr()
         )
     }
+}
+
+/// A campaign file as a test needs it, written from a builder so the test
+/// says only what matters to it (inline YAML stays where the YAML itself is
+/// under test):
+///
+/// ```ignore
+/// let file = campaign("c").item("1", 40).buckets(4).per_user_limit(2).write();
+/// ```
+///
+/// Defaults: no window, `keep_after_end: 2h`, `per_user_limit: 1`, no rate
+/// limit, `orders.store: sqlite://orders.db` (next to the file); an item is
+/// named `Item <id>` and costs `1.00`.
+#[derive(Debug, Clone)]
+pub struct CampaignSpec {
+    id: String,
+    items: Vec<ItemSpec>,
+    fields: Vec<(String, String)>,
+    orders_store: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct ItemSpec {
+    id: String,
+    name: String,
+    price: String,
+    stock: i64,
+    buckets: Option<u32>,
+}
+
+/// A campaign with id `id` and no item yet.
+pub fn campaign(id: &str) -> CampaignSpec {
+    CampaignSpec {
+        id: id.to_string(),
+        items: Vec::new(),
+        fields: vec![("keep_after_end".into(), "2h".into())],
+        orders_store: Some("sqlite://orders.db".into()),
+    }
+}
+
+impl CampaignSpec {
+    /// Add item `id` with `stock` units.
+    pub fn item(mut self, id: &str, stock: i64) -> CampaignSpec {
+        self.items.push(ItemSpec {
+            id: id.to_string(),
+            name: format!("Item {id}"),
+            price: "1.00".into(),
+            stock,
+            buckets: None,
+        });
+        self
+    }
+
+    fn last(&mut self) -> &mut ItemSpec {
+        self.items
+            .last_mut()
+            .expect("call .item(id, stock) before setting an item's fields")
+    }
+
+    /// The last item's display name.
+    pub fn named(mut self, name: &str) -> CampaignSpec {
+        self.last().name = name.to_string();
+        self
+    }
+
+    /// The last item's price, as the file writes it (`"1499.00"`).
+    pub fn price(mut self, price: &str) -> CampaignSpec {
+        self.last().price = price.to_string();
+        self
+    }
+
+    /// Split the last item's stock into `n` buckets (docs/buckets.md).
+    pub fn buckets(mut self, n: u32) -> CampaignSpec {
+        self.last().buckets = Some(n);
+        self
+    }
+
+    /// Set a top-level field to a YAML value as written (`"2h"`, `"3"`,
+    /// `"{ window: 1s, max_requests: 10 }"`), replacing an earlier one.
+    pub fn field(mut self, name: &str, value: &str) -> CampaignSpec {
+        self.fields.retain(|(n, _)| n != name);
+        self.fields.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// `per_user_limit: n`.
+    pub fn per_user_limit(self, n: u32) -> CampaignSpec {
+        self.field("per_user_limit", &n.to_string())
+    }
+
+    /// `rate_limit: { window, max_requests }`.
+    pub fn rate_limit(self, window: &str, max_requests: u32) -> CampaignSpec {
+        self.field(
+            "rate_limit",
+            &format!("{{ window: {window}, max_requests: {max_requests} }}"),
+        )
+    }
+
+    /// `starts_at` this far from now (negative: in the past), RFC 3339.
+    pub fn starts_in(self, seconds: i64) -> CampaignSpec {
+        self.field("starts_at", &rfc3339_from_now(seconds))
+    }
+
+    /// `ends_at` this far from now (negative: in the past), RFC 3339.
+    pub fn ends_in(self, seconds: i64) -> CampaignSpec {
+        self.field("ends_at", &rfc3339_from_now(seconds))
+    }
+
+    /// `keep_after_end`.
+    pub fn keep_after_end(self, duration: &str) -> CampaignSpec {
+        self.field("keep_after_end", duration)
+    }
+
+    /// `payment_timeout` (a reservation campaign, docs/reservations.md).
+    pub fn payment_timeout(self, duration: &str) -> CampaignSpec {
+        self.field("payment_timeout", duration)
+    }
+
+    /// `redis: URL`.
+    pub fn redis(self, url: &str) -> CampaignSpec {
+        self.field("redis", url)
+    }
+
+    /// `orders.store: URL`, or no `orders:` section with `None`.
+    pub fn orders_store(mut self, url: Option<&str>) -> CampaignSpec {
+        self.orders_store = url.map(str::to_string);
+        self
+    }
+
+    /// The file's text.
+    pub fn yaml(&self) -> String {
+        let mut text = format!("campaign: {}\n", self.id);
+        for (name, value) in &self.fields {
+            text.push_str(&format!("{name}: {value}\n"));
+        }
+        text.push_str("items:\n");
+        for item in &self.items {
+            text.push_str(&format!(
+                "  - id: \"{}\"\n    name: {}\n    price: \"{}\"\n    stock: {}\n",
+                item.id, item.name, item.price, item.stock
+            ));
+            if let Some(n) = item.buckets {
+                text.push_str(&format!("    buckets: {n}\n"));
+            }
+        }
+        if let Some(store) = &self.orders_store {
+            text.push_str(&format!("orders:\n  store: {store}\n"));
+        }
+        text
+    }
+
+    /// Write it to `<tmp>/campaign.yaml`.
+    pub fn write(&self) -> CampaignFile {
+        super::campaign_file(&self.yaml())
+    }
+}
+
+fn rfc3339_from_now(seconds: i64) -> String {
+    let at = chrono::Utc::now() + chrono::Duration::seconds(seconds);
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
