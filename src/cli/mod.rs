@@ -1,4 +1,7 @@
-//! The command line: global flags and one subcommand per file in `cmd/`.
+//! The command line: global flags, one subcommand per file in `cmd/`, and
+//! the dispatch that builds each command's context and reports its result.
+//!
+//! May import: everything below (cmd, invocation, ...); only `main.rs` imports it.
 
 use std::path::PathBuf;
 

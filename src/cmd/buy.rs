@@ -12,6 +12,7 @@ use crate::model::error::{OutcomeUnknown, usage};
 use crate::redis_client::failure::{self, Failure};
 use crate::redis_client::replicas;
 use crate::util::output;
+use crate::util::text;
 
 /// Flags of `seckill buy`.
 #[derive(Debug, clap::Args)]
@@ -214,7 +215,7 @@ fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::
             let message = format!(
                 "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
                  retry with --request-id {request_id}, never a new one",
-                crate::model::error::render(&error)
+                crate::util::error_text::render(&error)
             );
             anyhow::Error::new(OutcomeUnknown(message))
         }
@@ -239,8 +240,8 @@ fn next_step(
         Outcome::NotStarted => Some(match campaign.starts_at_ms {
             Some(at) => format!(
                 "the sale opens at {} (in {}, by this machine's clock; starts_at in {file})",
-                output::time_or_dash(Some(at)),
-                crate::features::monitor::status::human_duration_ms(at - now)
+                text::time_or_dash(Some(at)),
+                crate::util::text::human_duration_ms(at - now)
             ),
             None => format!(
                 "the sale has not started per Redis, but {file} has no starts_at: re-run `seckill -c {file} preheat --update-meta`"

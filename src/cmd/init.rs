@@ -144,7 +144,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         None if location.require_existing().is_err() => None,
         None => location
             .open_existing()
-            .inspect_err(|e| problem = Some(crate::model::error::render(e)))
+            .inspect_err(|e| problem = Some(crate::util::error_text::render(e)))
             .ok(),
     };
     let Opened {
@@ -222,7 +222,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     {
         Some(Ok(rows)) => Some(rows),
         Some(Err(e)) => {
-            problem = Some(crate::model::error::render(&e));
+            problem = Some(crate::util::error_text::render(&e));
             None
         }
         None => None,

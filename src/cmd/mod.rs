@@ -1,4 +1,10 @@
-//! One module per subcommand, each with its own `Args` and `run`.
+//! One file per subcommand, each with its own `Args` (the flags), a `run`
+//! that gets its context from below and returns a named report, and the
+//! report's table.
+//!
+//! May import: invocation, features, domain, redis_client, model, util —
+//! never the command line above (`cli`); `completions` and `man` get the
+//! clap definition from the context.
 
 pub mod buy;
 pub mod cancel;

@@ -7,7 +7,8 @@ use serde::Serialize;
 use crate::domain::reservations::{self, OrderResult};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
-use crate::util::output::{self, time_or_dash};
+use crate::util::output;
+use crate::util::text::time_or_dash;
 
 /// Flags of `seckill pay`.
 #[derive(Debug, clap::Args)]
@@ -30,7 +31,7 @@ pub struct OrderReport {
 
 impl Report for OrderReport {
     fn exit_code(&self) -> i32 {
-        reservations::exit_code(self.result.reply.outcome)
+        self.result.reply.outcome.exit_code()
     }
 
     /// One field per line: the order id a shopper must copy is never cut.

@@ -15,6 +15,7 @@ use crate::model::error::{preheat_refused, usage};
 use crate::model::exit_codes;
 use crate::redis_client::conn::Conn;
 use crate::util::output;
+use crate::util::text;
 
 /// Flags of `seckill preheat`.
 #[derive(Debug, clap::Args)]
@@ -191,7 +192,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         return Err(usage(format!(
             "{}: the sale ended at {} and its keys would expire at once (ends_at + keep_after_end is in the past)",
             campaign.path.display(),
-            output::time_or_dash(campaign.ends_at_ms)
+            text::time_or_dash(campaign.ends_at_ms)
         )));
     }
     let mode = if args.force {
@@ -242,7 +243,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         sold,
         expires_at: campaign
             .expire_at_ms()
-            .map(|ms| output::time_or_dash(Some(ms))),
+            .map(|ms| text::time_or_dash(Some(ms))),
         items: reports,
         recovered,
         campaign: campaign.id,

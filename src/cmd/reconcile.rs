@@ -18,7 +18,6 @@ use crate::features::reconcile::{ItemReport, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
 use crate::invocation::report::Report;
-use crate::model::error;
 use crate::model::exit_codes;
 use crate::util::output;
 
@@ -122,7 +121,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
             }
             ItemReport {
                 item: item.id().to_string(),
-                problem: Some(error::render(&error)),
+                problem: Some(crate::util::error_text::render(&error)),
                 ..ItemReport::default()
             }
         });

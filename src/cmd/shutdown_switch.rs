@@ -14,6 +14,7 @@ use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::util::output;
+use crate::util::text;
 
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -173,7 +174,7 @@ impl Report for SwitchReport {
             ));
             let rows = history.iter().map(|flip| {
                 vec![
-                    to_seconds(&output::time_or_dash(Some(flip.at_ms))),
+                    to_seconds(&text::time_or_dash(Some(flip.at_ms))),
                     if flip.closed { "ON" } else { "off" }.to_string(),
                     flip.by.clone(),
                     if flip.reason.is_empty() {
@@ -232,7 +233,7 @@ pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             window,
             stock_left: s.stock,
             reason: s.switch_reason,
-            switched_at: s.switched_at_ms.map(|ms| output::time_or_dash(Some(ms))),
+            switched_at: s.switched_at_ms.map(|ms| text::time_or_dash(Some(ms))),
             switched_by: s.switched_by,
             history,
         });

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::domain::item::SaleItem;
 use crate::domain::reservations::Totals;
 use crate::features::monitor::metrics::Exposition;
-use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState, human_duration_ms};
+use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::{Report, emit, envelope_line};
 use crate::model::campaign::Campaign;
@@ -25,6 +25,8 @@ use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::redis_client::conn::{Conn, RedisTarget, parse_duration_arg};
 use crate::util::output::{self, Format};
+use crate::util::text;
+use crate::util::text::human_duration_ms;
 
 /// Flags of `seckill status`.
 #[derive(Debug, clap::Args)]
@@ -62,7 +64,7 @@ pub struct StatusReport {
 impl StatusReport {
     fn new(campaign: &Campaign, target: &RedisTarget, items: Vec<ItemStatus>) -> StatusReport {
         StatusReport {
-            redis_time: output::time_or_dash(items.first().map(|s| s.redis_time_ms)),
+            redis_time: text::time_or_dash(items.first().map(|s| s.redis_time_ms)),
             items,
             campaign_id: campaign.id.clone(),
             campaign_file: campaign.path.display().to_string(),
@@ -166,7 +168,7 @@ fn watch(
                 conn = None;
                 output::say(format!(
                     "seckill: status: {} (retrying every {})",
-                    crate::model::error::render(&error),
+                    crate::util::error_text::render(&error),
                     humantime::format_duration(every)
                 ));
                 String::new()

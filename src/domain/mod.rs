@@ -1,4 +1,15 @@
-//! The sale's domain.
+//! The sale itself. [`item`] is the one place that knows whether an item is
+//! plain or bucketed and offers what commands do with an item; [`slot`] is
+//! one hash tag's keys and what one script call does to them; [`buckets`]
+//! is what a split item adds (the sweep, transfers, the rebalancer);
+//! [`orders`] carries orders from the streams into the order database;
+//! [`reservations`] pays, cancels and expires; [`recovery`] reloads after
+//! Redis lost data; [`kill_switch`] flips and remembers who flipped.
+//!
+//! Inside, imports point one way: item → buckets → slot → kill_switch;
+//! reservations, recovery and orders use item, never the reverse.
+//!
+//! May import: redis_client, model, util.
 
 pub mod buckets;
 pub mod item;

@@ -1,4 +1,9 @@
-//! Features above the domain.
+//! What is built on the domain: the nightly [`reconcile`] proof, the
+//! [`loadtest`] engine and its scenarios, and [`monitor`] (a live sale's
+//! status and its Prometheus metrics).
+//!
+//! May import: domain, redis_client, model, util; features do not import
+//! each other.
 
 pub mod loadtest;
 pub mod monitor;

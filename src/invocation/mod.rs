@@ -1,4 +1,9 @@
-//! What one invocation of `seckill` gets from below the command line.
+//! What one invocation of `seckill` gets from below the command line: its
+//! [`context`] (the global flags, the campaign, the Redis target, opening
+//! them), the one output path for its [`report`] (table or JSON envelope),
+//! and the [`help`] texts every `--help` ends with.
+//!
+//! May import: features, domain, redis_client, model, util.
 
 pub mod context;
 pub mod help;

@@ -128,7 +128,7 @@ pub fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
 /// Returns the exit code.
 pub fn emit_error(ctx: &Context, failure: &anyhow::Error) -> i32 {
     let code = error::exit_code_for(failure);
-    let message = error::render(failure);
+    let message = crate::util::error_text::render(failure);
     output::say(format!("seckill: error: {message}"));
     if ctx.format == Format::Json {
         let field = ErrorField {

@@ -141,6 +141,39 @@ pub const ALL: &[(i32, &str, &str)] = &[
     ),
 ];
 
+/// Every outcome a script answers (`buy`; `pay` and `cancel`), as the
+/// script and the JSON name it, and the exit code it is: the one map from
+/// outcome to exit code.
+pub const OUTCOMES: &[(&str, i32)] = &[
+    ("ok", SUCCESS),
+    ("sold_out", SOLD_OUT),
+    ("duplicate", DUPLICATE),
+    ("rate_limited", RATE_LIMITED),
+    ("closed", CLOSED),
+    ("not_started", NOT_STARTED),
+    ("ended", ENDED),
+    ("not_preheated", NOT_PREHEATED),
+    ("corrupt_state", CORRUPT_STATE),
+    ("request_id_reused", REQUEST_ID_REUSED),
+    ("unreplicated", UNREPLICATED),
+    ("paid", SUCCESS),
+    ("already_paid", ALREADY_PAID),
+    ("cancelled", SUCCESS),
+    ("already_cancelled", ORDER_CANCELLED),
+    ("was_cancelled", ORDER_CANCELLED),
+    ("expired", ORDER_EXPIRED),
+    ("unknown_order", UNKNOWN_ORDER),
+];
+
+/// The exit code of the outcome named `outcome` in [`OUTCOMES`]
+/// ([`RUNTIME_ERROR`] for a name not listed).
+pub fn of_outcome(outcome: &str) -> i32 {
+    OUTCOMES
+        .iter()
+        .find(|(name, _)| *name == outcome)
+        .map_or(RUNTIME_ERROR, |(_, code)| *code)
+}
+
 /// The name of `code` in [`ALL`] (`"runtime_error"` for a code not listed).
 pub fn name_of(code: i32) -> &'static str {
     ALL.iter()

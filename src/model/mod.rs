@@ -1,4 +1,8 @@
-//! The model.
+//! The vocabulary everything else speaks: the [`campaign`] file, the Redis
+//! [`keys`] of an item and the [`layout`] of a bucketed one, the
+//! [`exit_codes`] and the [`error`] kinds that decide them.
+//!
+//! May import: util.
 
 pub mod campaign;
 pub mod error;

@@ -274,7 +274,7 @@ impl RedisTarget {
             source: UrlSource::of(args, campaign),
         })
         .inspect(|target| {
-            crate::model::error::remember_response_timeout(target.response_timeout);
+            crate::util::error_text::remember_response_timeout(target.response_timeout);
         })
     }
 

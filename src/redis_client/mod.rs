@@ -1,4 +1,9 @@
-//! How seckill talks to Redis.
+//! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
+//! timeouts), [`scripts`] (each Lua script's one typed call), [`failure`]
+//! (what a failed request means for the one who sent it) and [`replicas`]
+//! (WAIT after a buy).
+//!
+//! May import: model, util.
 
 pub mod conn;
 pub mod failure;

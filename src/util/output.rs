@@ -12,7 +12,6 @@ use anyhow::Context as _;
 use comfy_table::{
     ColumnConstraint, ContentArrangement, Table, Width, presets::UTF8_FULL_CONDENSED,
 };
-use serde::Serialize;
 
 /// `-q/--quiet`: a command that succeeded prints nothing on stdout (for
 /// cron, which mails whatever is printed). Set once by the command line.
@@ -207,19 +206,4 @@ pub fn write_stdout(text: &str) -> anyhow::Result<bool> {
 /// A line on stderr; a closed stderr is ignored (nothing else could report it).
 pub fn say(line: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-/// Print `value` as pretty JSON on stdout.
-pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
-    write_stdout(&text)?;
-    Ok(())
-}
-
-/// Unix milliseconds as RFC 3339 UTC, or "-" when absent.
-pub fn time_or_dash(ms: Option<i64>) -> String {
-    ms.and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_else(|| "-".to_string())
 }

@@ -66,7 +66,7 @@ pub fn retry_while<T>(
                     command,
                     format!(
                         "{what} failed (attempt {failures}), retrying in {wait:?}: {}",
-                        crate::model::error::render(&error)
+                        crate::util::error_text::render(&error)
                     ),
                 );
                 if failures_after_stop > 0 {

@@ -19,6 +19,7 @@ mod failover;
 mod help;
 mod hostile_input;
 mod kill_switch_audit;
+mod layers;
 mod loadtest;
 mod loadtest_engine;
 mod man;

@@ -207,7 +207,7 @@ impl<'a> Claimer<'a> {
                 }
                 Ok(StreamEntry::Order(order)) => {
                     ids.push(entry.id.clone());
-                    claimed.batch.orders.push(order);
+                    claimed.batch.push_order(&keys.orders, order);
                 }
                 // A state change is applied whatever its delivery count: a
                 // database that takes it never refuses it for its content
@@ -257,7 +257,7 @@ impl<'a> Claimer<'a> {
                         id,
                         format!(
                             "delivered {delivered} times, and the database refuses it: {}",
-                            crate::model::error::render(&error)
+                            crate::util::error_text::render(&error)
                         ),
                         delivered,
                     ));

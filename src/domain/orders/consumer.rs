@@ -292,7 +292,7 @@ impl<'a> Consumer<'a> {
                 match parse_entry(entry, &self.campaign.id, &item.id) {
                     Ok(StreamEntry::Order(order)) => {
                         ids.push(entry.id.clone());
-                        batch.orders.push(order);
+                        batch.push_order(&key, order);
                     }
                     Ok(StreamEntry::Change(change)) => {
                         ids.push(entry.id.clone());

@@ -24,7 +24,6 @@ use super::entry::{Order, StateChange};
 use super::reconnecting::ReconnectingConn;
 use super::transient::is_transient;
 use super::{OrderStore, now_ms, stream};
-use crate::model::keys::ItemKeys;
 use crate::redis_client::failure;
 use crate::util::log;
 
@@ -32,6 +31,9 @@ use crate::util::log;
 #[derive(Debug, Default)]
 pub struct Batch {
     pub orders: Vec<Order>,
+    /// The stream key each of `orders` was read from (a bucketed item has a
+    /// stream per bucket: the order's item alone does not say which).
+    pub origins: Vec<String>,
     /// Reservations' state changes, applied after the orders (their own
     /// transaction: a change and its order may arrive in either order).
     pub changes: Vec<StateChange>,
@@ -40,6 +42,12 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Add an order read from `stream_key`.
+    pub fn push_order(&mut self, stream_key: &str, order: Order) {
+        self.origins.push(stream_key.to_string());
+        self.orders.push(order);
+    }
+
     /// Number of stream ids this batch will ack.
     pub fn ack_count(&self) -> usize {
         self.acks.iter().map(|(_, ids)| ids.len()).sum()
@@ -142,7 +150,7 @@ pub fn store_then_ack(
                 stored.inserted = inserted;
                 for (index, reason) in refused {
                     let order = &batch.orders[index];
-                    let key = ItemKeys::live(&order.campaign, &order.item_id).orders;
+                    let key = batch.origins[index].clone();
                     log::line(
                         command,
                         format!(

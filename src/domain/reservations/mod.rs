@@ -37,7 +37,6 @@ use crate::domain::item::SaleItem;
 use crate::domain::orders::reconnecting::ReconnectingConn;
 use crate::model::campaign::{Campaign, Item, is_valid_id};
 use crate::model::error::usage;
-use crate::model::exit_codes;
 use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::redis_client::scripts::ScriptCall;
@@ -91,18 +90,6 @@ impl Record {
     /// Released: the units went back to stock.
     pub fn released(&self) -> bool {
         matches!(self.state.as_str(), "expired" | "cancelled")
-    }
-}
-
-/// The exit code of `pay` / `cancel` for an outcome.
-pub fn exit_code(outcome: OrderOutcome) -> i32 {
-    match outcome {
-        OrderOutcome::Paid | OrderOutcome::Cancelled => exit_codes::SUCCESS,
-        OrderOutcome::AlreadyPaid => exit_codes::ALREADY_PAID,
-        OrderOutcome::Expired => exit_codes::ORDER_EXPIRED,
-        OrderOutcome::AlreadyCancelled | OrderOutcome::WasCancelled => exit_codes::ORDER_CANCELLED,
-        OrderOutcome::UnknownOrder => exit_codes::UNKNOWN_ORDER,
-        OrderOutcome::NotPreheated => exit_codes::NOT_PREHEATED,
     }
 }
 

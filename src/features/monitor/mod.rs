@@ -1,4 +1,6 @@
-//! Watching a live sale.
+//! Watching a live sale: [`status`] reads each item in one read-only script
+//! per slot, [`metrics`] writes it (and a consume process's counters) as
+//! Prometheus text and serves `/metrics`.
 
 pub mod metrics;
 pub mod status;

@@ -70,19 +70,7 @@ impl Outcome {
 
     /// The exit code of `seckill buy` for this outcome.
     pub fn exit_code(self) -> i32 {
-        match self {
-            Outcome::Ok => exit_codes::SUCCESS,
-            Outcome::SoldOut => exit_codes::SOLD_OUT,
-            Outcome::Duplicate => exit_codes::DUPLICATE,
-            Outcome::RateLimited => exit_codes::RATE_LIMITED,
-            Outcome::Closed => exit_codes::CLOSED,
-            Outcome::NotStarted => exit_codes::NOT_STARTED,
-            Outcome::Ended => exit_codes::ENDED,
-            Outcome::NotPreheated => exit_codes::NOT_PREHEATED,
-            Outcome::CorruptState => exit_codes::CORRUPT_STATE,
-            Outcome::RequestIdReused => exit_codes::REQUEST_ID_REUSED,
-            Outcome::Unreplicated => exit_codes::UNREPLICATED,
-        }
+        exit_codes::of_outcome(self.as_str())
     }
 
     /// Parse the script's outcome name.

@@ -330,6 +330,24 @@ mod tests {
     }
 
     #[test]
+    fn every_outcome_has_one_exit_code_and_every_code_an_outcome() {
+        use crate::model::exit_codes::{OUTCOMES, RUNTIME_ERROR, of_outcome};
+        let names: Vec<&str> = buy::Outcome::ALL
+            .iter()
+            .map(|o| o.as_str())
+            .chain(pay::OrderOutcome::ALL.iter().map(|o| o.as_str()))
+            .collect();
+        for name in &names {
+            assert_ne!(of_outcome(name), RUNTIME_ERROR, "{name} has no exit code");
+        }
+        for (name, _) in OUTCOMES {
+            assert!(names.contains(name), "{name} is no outcome");
+        }
+        assert_eq!(buy::Outcome::SoldOut.exit_code(), 10);
+        assert_eq!(pay::OrderOutcome::WasCancelled.exit_code(), 32);
+    }
+
+    #[test]
     fn sale_scripts_include_every_sale_script() {
         let names: Vec<&str> = sale_scripts().map(Spec::name).collect();
         assert_eq!(

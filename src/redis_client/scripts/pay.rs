@@ -35,6 +35,23 @@ pub enum OrderOutcome {
 }
 
 impl OrderOutcome {
+    /// Every outcome.
+    pub const ALL: [OrderOutcome; 8] = [
+        OrderOutcome::Paid,
+        OrderOutcome::AlreadyPaid,
+        OrderOutcome::Cancelled,
+        OrderOutcome::AlreadyCancelled,
+        OrderOutcome::Expired,
+        OrderOutcome::WasCancelled,
+        OrderOutcome::UnknownOrder,
+        OrderOutcome::NotPreheated,
+    ];
+
+    /// The exit code of `seckill pay` / `cancel` for this outcome.
+    pub fn exit_code(self) -> i32 {
+        crate::model::exit_codes::of_outcome(self.as_str())
+    }
+
     /// The name in JSON and tables.
     pub fn as_str(self) -> &'static str {
         match self {

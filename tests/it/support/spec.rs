@@ -68,7 +68,8 @@ impl Run {
 
     /// More arguments after those given to [`seckill`].
     pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Run {
-        self.args.extend(args.iter().map(|a| a.as_ref().to_string()));
+        self.args
+            .extend(args.iter().map(|a| a.as_ref().to_string()));
         self
     }
 
