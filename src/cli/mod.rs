@@ -36,28 +36,28 @@ pub struct Cli {
         env = "SECKILL_CAMPAIGN",
         value_name = "FILE"
     )]
-    pub campaign: Option<PathBuf>,
+    pub(crate) campaign: Option<PathBuf>,
 
     /// Output format: a table for people, JSON for scripts; csv (loadtest only),
     /// prometheus (status only) for monitoring.
     #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
-    pub format: Format,
+    pub(crate) format: Format,
 
     /// Print nothing on success (for cron): only errors, drift and refused
     /// outcomes reach the output. The exit code is the same either way.
     #[arg(short, long, global = true, env = "SECKILL_QUIET")]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     #[command(flatten)]
-    pub connection: ConnectionArgs,
+    pub(crate) connection: ConnectionArgs,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Reset a campaign's Redis state to the file's values (rehearsals, load tests).
     #[command(after_long_help = crate::invocation::help::long("init"))]
     Init(cmd::init::Args),
@@ -135,7 +135,7 @@ impl Cli {
 
 impl Command {
     /// The subcommand as typed.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Command::Init(_) => "init",
             Command::Preheat(_) => "preheat",

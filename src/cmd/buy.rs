@@ -16,67 +16,67 @@ use crate::util::text;
 
 /// Flags of `seckill buy`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Item to buy (an `id` from the campaign's `items`).
     #[arg(long, value_name = "ID")]
-    pub item: String,
+    pub(crate) item: String,
 
     /// Shopper's user id (1..128 bytes of UTF-8, no control characters).
     #[arg(long, value_name = "UID")]
-    pub user: String,
+    pub(crate) user: String,
 
     /// Units to buy in this attempt (at most the campaign's per_user_limit).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub qty: u32,
+    pub(crate) qty: u32,
 
     /// After an `ok`, WAIT until this many replicas confirmed it; fewer within
     /// --wait-timeout is the outcome `unreplicated` (exit 20): bought, but a failover
     /// now could lose it. On a cluster WAIT goes to the item's master (and, for a
     /// bucketed item, every master the attempt wrote to).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub wait_replicas: Option<u32>,
+    pub(crate) wait_replicas: Option<u32>,
 
     /// Longest WAIT for --wait-replicas (the buy's reply waits this long at most;
     /// must be shorter than --response-timeout).
     #[arg(long, default_value = "1s", value_parser = crate::redis_client::conn::parse_duration_arg, value_name = "DURATION")]
-    pub wait_timeout: std::time::Duration,
+    pub(crate) wait_timeout: std::time::Duration,
 
     /// Idempotency key: a retry with the same id returns the first `ok` and buys nothing more.
     /// Default: a fresh ULID, printed so you can retry with it.
     #[arg(long, value_name = "ID")]
-    pub request_id: Option<String>,
+    pub(crate) request_id: Option<String>,
 }
 
 /// `seckill buy`'s report: one attempt and its outcome.
 #[derive(Debug, Serialize)]
-pub struct BuyReport {
+pub(crate) struct BuyReport {
     /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
     /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused` or
     /// `unreplicated`; the exit code says the same.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// The order: new on `ok` and `unreplicated`, the user's existing one on
     /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
-    pub order_id: Option<String>,
+    pub(crate) order_id: Option<String>,
     /// Units left after this attempt; null when the item is not preheated.
-    pub stock_left: Option<i64>,
+    pub(crate) stock_left: Option<i64>,
     /// The item bought.
-    pub item: String,
+    pub(crate) item: String,
     /// The shopper.
-    pub user: String,
+    pub(crate) user: String,
     /// Units asked for.
-    pub qty: u32,
+    pub(crate) qty: u32,
     /// The idempotency key: retry with it to get this answer again without buying twice.
-    pub request_id: String,
+    pub(crate) request_id: String,
     /// What to do about a refusal that is not the shopper's doing (`not_preheated`:
     /// the preheat command; `not_started`: when the sale opens; `closed`: where to
     /// look); null otherwise.
-    pub next_step: Option<String>,
+    pub(crate) next_step: Option<String>,
     /// `--wait-replicas` only: replicas that confirmed the buy.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replicas_acked: Option<i64>,
+    pub(crate) replicas_acked: Option<i64>,
     /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 impl Report for BuyReport {
@@ -116,7 +116,7 @@ impl Report for BuyReport {
 }
 
 /// Validate a user id: it goes into a Redis key suffix and a database row.
-pub fn check_user_id(user: &str) -> Result<()> {
+pub(crate) fn check_user_id(user: &str) -> Result<()> {
     if user.is_empty() || user.len() > 128 || user.chars().any(char::is_control) {
         return Err(usage(format!(
             "--user {user:?} must be 1..128 bytes (UTF-8) without control characters, got {} bytes",
@@ -127,7 +127,7 @@ pub fn check_user_id(user: &str) -> Result<()> {
 }
 
 /// Make one attempt; the exit code is the outcome's.
-pub fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
     let campaign = ctx.campaign()?;
     let item = campaign.item(&args.item)?;
     check_user_id(&args.user)?;

@@ -10,22 +10,22 @@ use crate::invocation::context::Context;
 
 /// Flags of `seckill cancel`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The order id `buy` printed.
     #[arg(long, value_name = "ID")]
-    pub order: String,
+    pub(crate) order: String,
 
     /// Look the order up in this item only (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// Why, kept in the order's `cancelled` event and the database row (at most 255 bytes).
     #[arg(long, default_value = "", value_name = "TEXT")]
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// Cancel one order; the exit code is the outcome's.
-pub fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
     let mut opened = ctx.open()?;
     let result = reservations::cancel(
         &mut opened.conn,

@@ -8,15 +8,15 @@ use crate::invocation::context::Context;
 
 /// Flags of `seckill completions`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Shell to generate for; the files in completions/ are this output.
     #[arg(value_enum)]
-    pub shell: Shell,
+    pub(crate) shell: Shell,
 }
 
 /// Write the completion script for `shell` to stdout (not a report: the
 /// script itself is the output, in either `--format`).
-pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
     let mut script = Vec::new();
     write(args.shell, ctx.cli_definition(), &mut script);
     crate::util::output::write_stdout(&String::from_utf8_lossy(&script))?;

@@ -23,26 +23,26 @@ use crate::util::output;
 
 /// Flags of `seckill consume`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Consumer name in the group (default: HOST-PID). Reuse a name to take over that consumer's pending entries on start.
     #[arg(long, value_name = "NAME")]
-    pub consumer: Option<String>,
+    pub(crate) consumer: Option<String>,
 
     /// Entries read per stream per round; each round is stored in one transaction.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
-    pub batch: u64,
+    pub(crate) batch: u64,
 
     /// Exit 0 once every stream is consumed (nothing new to read) instead of running until SIGINT/SIGTERM.
     #[arg(long)]
-    pub drain: bool,
+    pub(crate) drain: bool,
 
     /// Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
 
     /// The order database (`--orders-db`).
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub(crate) store: StoreArgs,
 }
 
 const COMMAND: &str = "consume";
@@ -51,19 +51,19 @@ const MAX_BLOCK: Duration = Duration::from_millis(500);
 
 /// `seckill consume`'s report: what this run stored.
 #[derive(Debug, serde::Serialize)]
-pub struct ConsumeReport {
+pub(crate) struct ConsumeReport {
     /// This consumer's name in the group.
-    pub consumer: String,
+    pub(crate) consumer: String,
     /// The order database (password hidden).
-    pub database: String,
+    pub(crate) database: String,
     /// Entries committed and acked (all items).
-    pub acked: u64,
+    pub(crate) acked: u64,
     /// Rows new in the database.
-    pub inserted: u64,
+    pub(crate) inserted: u64,
     /// Entries acked whose order was already stored (a redelivery).
-    pub already_stored: u64,
+    pub(crate) already_stored: u64,
     /// One entry per item of the campaign.
-    pub items: Vec<ItemCounts>,
+    pub(crate) items: Vec<ItemCounts>,
 }
 
 impl Report for ConsumeReport {
@@ -84,7 +84,7 @@ impl Report for ConsumeReport {
 }
 
 /// Consume until drained (`--drain`) or stopped by a signal; exit 0.
-pub fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
     let stop = ctx.stop_on_signals()?;
     let (
         Opened {

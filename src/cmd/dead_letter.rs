@@ -17,27 +17,27 @@ use crate::util::output;
 #[command(
     after_help = "redrive exits 0 when every selected dead letter is stored, 1 when one is still refused."
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[arg(value_enum)]
-    pub action: Action,
+    pub(crate) action: Action,
 
     /// Only this item (default: every item).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// Only these dead letters: a dead-letter stream id, an original stream id or an order id
     /// (repeatable; default: all).
     #[arg(long = "id", value_name = "ID")]
-    pub ids: Vec<String>,
+    pub(crate) ids: Vec<String>,
 
     /// The order database (`--orders-db`), for redrive.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub(crate) store: StoreArgs,
 }
 
 /// What to do with the dead letters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Action {
+pub(crate) enum Action {
     /// Show them, with the reason each was dead-lettered.
     List,
     /// Store them in the order database (idempotent) and remove them from the dead letters.
@@ -55,15 +55,15 @@ fn selected(letter: &DeadLetter, ids: &[String]) -> bool {
 
 /// `seckill dead-letter`'s report.
 #[derive(Debug, Serialize)]
-pub struct DeadLetterReport {
+pub(crate) struct DeadLetterReport {
     /// `list` or `redrive`.
-    pub action: &'static str,
+    pub(crate) action: &'static str,
     /// The selected dead letters (`list`), with the reason each was dead-lettered.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub letters: Option<Vec<DeadLetter>>,
+    pub(crate) letters: Option<Vec<DeadLetter>>,
     /// What re-driving each selected dead letter did (`redrive`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub redriven: Option<Vec<Redriven>>,
+    pub(crate) redriven: Option<Vec<Redriven>>,
 }
 
 impl Report for DeadLetterReport {
@@ -123,7 +123,7 @@ impl Report for DeadLetterReport {
 }
 
 /// List or re-drive the campaign's dead letters.
-pub fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
     let campaign = ctx.campaign()?;
     let items = campaign.select_items(args.item.as_deref())?;
     let location = StoreLocation::resolve(&args.store, &campaign)?;

@@ -17,25 +17,25 @@ use crate::util::output;
 
 /// Flags of `seckill expire`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Keep running: a pass every --interval until SIGINT/SIGTERM.
     #[arg(long = "loop")]
-    pub repeat: bool,
+    pub(crate) repeat: bool,
 
     /// Pause between passes with --loop (e.g. 500ms, 1s).
     #[arg(long, default_value = "1s", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 
     /// Orders released per script call (bounds how long Redis is busy per call).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
-    pub batch: u64,
+    pub(crate) batch: u64,
 }
 
 /// `seckill expire`'s report: what was released, per item.
 #[derive(Debug, Serialize)]
-pub struct ExpireReport {
+pub(crate) struct ExpireReport {
     /// One entry per item of the campaign.
-    pub items: Vec<ItemExpiry>,
+    pub(crate) items: Vec<ItemExpiry>,
     #[serde(skip)]
     heading: String,
 }
@@ -67,7 +67,7 @@ impl Report for ExpireReport {
 }
 
 /// Release due reservations (once, or until SIGINT/SIGTERM with --loop).
-pub fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
     let stop = ctx.stop_on_signals()?;
     let opened = ctx.open()?;
     let campaign = &opened.campaign;

@@ -22,37 +22,37 @@ use crate::util::output;
 
 /// Flags of `seckill init`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Reset even when the campaign already has sales (their Redis record is
     /// deleted) or a kill switch is ON (it is turned off).
     #[arg(long)]
-    pub yes: bool,
+    pub(crate) yes: bool,
 
     /// Also delete the campaign's rows from the order database. The value must
     /// be the campaign id: a confirmation of its own.
     #[arg(long, value_name = "CAMPAIGN_ID", requires = "yes")]
-    pub purge_orders: Option<String>,
+    pub(crate) purge_orders: Option<String>,
 
     /// The order database (`--orders-db`), counted (and purged) after the reset.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub(crate) store: StoreArgs,
 }
 
 /// `seckill init`'s report: what was reset, and what the order database still holds.
 #[derive(Debug, Serialize)]
-pub struct InitReport {
+pub(crate) struct InitReport {
     /// One entry per item of the campaign.
-    pub items: Vec<InitRow>,
+    pub(crate) items: Vec<InitRow>,
     /// The order database (password hidden).
-    pub database: String,
+    pub(crate) database: String,
     /// Rows of this campaign the order database still holds (reconcile will
     /// call them drift); null when there is no database or it could not be read.
-    pub order_rows_in_database: Option<i64>,
+    pub(crate) order_rows_in_database: Option<i64>,
     /// Rows deleted by `--purge-orders`; null without it.
-    pub order_rows_purged: Option<u64>,
+    pub(crate) order_rows_purged: Option<u64>,
     /// Why the rows could not be counted (the database unreachable, ...); the
     /// Redis reset happened all the same.
-    pub order_database_problem: Option<String>,
+    pub(crate) order_database_problem: Option<String>,
     #[serde(skip)]
     campaign: String,
     #[serde(skip)]
@@ -63,15 +63,15 @@ pub struct InitReport {
 
 /// One item's reset.
 #[derive(Debug, Serialize)]
-pub struct InitRow {
+pub(crate) struct InitRow {
     /// The item id.
-    pub item: String,
+    pub(crate) item: String,
     /// Redis keys deleted (stock, buyers, streams, request ids, switch, rate limits).
-    pub keys_deleted: u64,
+    pub(crate) keys_deleted: u64,
     /// Stock loaded afterwards, from the file.
-    pub stock: Option<i64>,
+    pub(crate) stock: Option<i64>,
     /// The kill switch was ON before the reset (it is off now).
-    pub kill_switch_was_on: bool,
+    pub(crate) kill_switch_was_on: bool,
     #[serde(skip)]
     switch_reason: Option<String>,
 }
@@ -124,7 +124,7 @@ impl Report for InitReport {
 }
 
 /// Reset every item of the campaign.
-pub fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     let campaign = ctx.campaign()?;
     if let Some(id) = &args.purge_orders
         && *id != campaign.id

@@ -36,128 +36,128 @@ use crate::util::output;
     exit_codes::help("loadtest"),
     help::THRESHOLD_NOTE
 ))]
-pub struct Args {
+pub(crate) struct Args {
     /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
     #[arg(long, value_enum, default_value_t = VariantChoice::ALL)]
-    pub variant: VariantChoice,
+    pub(crate) variant: VariantChoice,
 
     /// Item whose settings to use (default: the campaign's first item).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// Connections to Redis, over all worker threads (redis-benchmark's -c);
     /// with --buckets, the bucket run's threads, one connection each.
     #[arg(long, default_value_t = 100, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
-    pub connections: usize,
+    pub(crate) connections: usize,
 
     /// Worker threads. On a plain-TCP standalone Redis each runs an event loop
     /// over its share of the connections [default: half the cores, at least 1,
     /// leaving the rest to a Redis on the same machine]; on TLS and Cluster
     /// targets each connection has its own thread and this is ignored.
     #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1024))]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
 
     /// Attempts per variant (closed loop: spread over the connections; open
     /// loop: sent at --rate).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub requests: u64,
+    pub(crate) requests: u64,
 
     /// Open loop: attempts per second over all connections, sent on schedule
     /// whatever Redis does; latency is measured from the planned send time.
     #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate)]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
 
     /// Open loop: run for this long at --rate (instead of --requests), e.g. 30s.
     #[arg(long, requires = "rate", conflicts_with = "requests", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
 
     /// Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests,
     /// so stock, not the per-user limit, runs out).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub users: Option<u64>,
+    pub(crate) users: Option<u64>,
 
     /// Units in stock at the start of each variant (the campaign file's stock is not used).
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(i64).range(1..=MAX_STOCK))]
-    pub stock: i64,
+    pub(crate) stock: i64,
 
     /// Script calls per round trip per connection (v3 and full only; the others are
     /// multi-step by design and always send one request at a time).
     #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
-    pub pipeline: usize,
+    pub(crate) pipeline: usize,
 
     /// Keep the campaign's rate limit in the `full` variant (default: off, so
     /// synthetic shoppers measure the stock path, not the throttle).
     #[arg(long)]
-    pub rate_limit: bool,
+    pub(crate) rate_limit: bool,
 
     /// `full` only: after every buy, WAIT on the same connection until N replicas
     /// confirmed it; a buy fewer confirmed within --wait-timeout counts as
     /// `unreplicated` (sold all the same). Costs one more command per buy.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub wait_replicas: Option<u32>,
+    pub(crate) wait_replicas: Option<u32>,
 
     /// Longest WAIT for --wait-replicas (shorter than --response-timeout).
     #[arg(long, default_value = "1s", requires = "wait_replicas", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub wait_timeout: Duration,
+    pub(crate) wait_timeout: Duration,
 
     /// Leave the load-test keys in Redis afterwards (the last variant's state), for inspection.
     #[arg(long)]
-    pub keep: bool,
+    pub(crate) keep: bool,
 
     /// Show every column (default: variant, qps, succeeded, oversold, p99, verdict).
     #[arg(long)]
-    pub wide: bool,
+    pub(crate) wide: bool,
 
     /// Write one HdrHistogram percentile-distribution file per variant,
     /// PREFIX<variant>.hgrm (corrected latency; in open loop also
     /// PREFIX<variant>.service.hgrm), for HdrHistogram's plotter.
     #[arg(long, value_name = "PREFIX")]
-    pub hdr_out: Option<String>,
+    pub(crate) hdr_out: Option<String>,
 
     /// Fail (exit 4) when a variant's p99 latency (corrected) exceeds this, e.g. 5ms.
     #[arg(long, value_parser = parse_duration_arg, value_name = "DURATION", help_heading = "Thresholds (exit 4 when one fails)")]
-    pub max_p99: Option<Duration>,
+    pub(crate) max_p99: Option<Duration>,
 
     /// Fail (exit 4) when a variant answers fewer attempts per second than this.
     #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate, help_heading = "Thresholds (exit 4 when one fails)")]
-    pub min_qps: Option<f64>,
+    pub(crate) min_qps: Option<f64>,
 
     /// Fail (exit 4) on any oversold unit, v1's too. Oversold, undersold or
     /// stock drift in any other variant always fails.
     #[arg(long, help_heading = "Thresholds (exit 4 when one fails)")]
-    pub fail_on_oversell: bool,
+    pub(crate) fail_on_oversell: bool,
 
     /// Split the stock into N buckets (docs/buckets.md) and run the bucket buy
     /// path (`--variant full` only); reports round trips per buy, the transfer
     /// share and per-bucket figures.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub buckets: u32,
+    pub(crate) buckets: u32,
 
     /// With --buckets: skewed demand, every synthetic user's home is one of the
     /// first K buckets (default: uniform).
     #[arg(long, value_name = "K", requires = "buckets", value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub hot_buckets: Option<u32>,
+    pub(crate) hot_buckets: Option<u32>,
 
     /// Instead of the variants: buys with a payment timeout, then payments
     /// racing expiry (--pay-share of the reservations paid, half of them
     /// right at the deadline) while two expirers run; reports the final
     /// states and whether initial = left + reserved + paid holds.
     #[arg(long, conflicts_with_all = ["rate", "buckets", "variant"])]
-    pub reservations: bool,
+    pub(crate) reservations: bool,
 
     /// --reservations: the payment timeout of every reservation (each of
     /// --connections is a thread with its own connection; closed loop only).
     #[arg(long, default_value = "2s", value_parser = crate::redis_client::conn::parse_duration_arg, value_name = "DURATION", requires = "reservations")]
-    pub payment_timeout: std::time::Duration,
+    pub(crate) payment_timeout: std::time::Duration,
 
     /// --reservations: share of the reservations paid (0..=1), half of them at the deadline.
     #[arg(long, default_value_t = 0.5, value_parser = parse_share, value_name = "SHARE", requires = "reservations")]
-    pub pay_share: f64,
+    pub(crate) pay_share: f64,
 
     /// Print the EVALSHA command line the v3 or full variant sends per request
     /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
     #[arg(long, value_name = "VARIANT", hide = true)]
-    pub print_command: Option<Variant>,
+    pub(crate) print_command: Option<Variant>,
 }
 
 /// clap value parser for a positive rate.
@@ -170,11 +170,11 @@ fn parse_rate(text: &str) -> std::result::Result<f64, String> {
 
 /// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VariantChoice(Option<Variant>);
+pub(crate) struct VariantChoice(Option<Variant>);
 
 impl VariantChoice {
     /// `--variant all`.
-    pub const ALL: VariantChoice = VariantChoice(None);
+    pub(crate) const ALL: VariantChoice = VariantChoice(None);
 
     fn variants(self) -> Vec<Variant> {
         match self.0 {
@@ -210,12 +210,12 @@ impl clap::ValueEnum for VariantChoice {
 
 /// `seckill loadtest`'s report: one entry per variant run.
 #[derive(serde::Serialize)]
-pub struct LoadtestReport {
+pub(crate) struct LoadtestReport {
     /// The variants in the order they ran (none with `--buckets`).
-    pub variants: Vec<VariantReport>,
+    pub(crate) variants: Vec<VariantReport>,
     /// `--buckets N`: the bucketed `full` run (docs/buckets.md).
     #[serde(rename = "buckets", skip_serializing_if = "Option::is_none")]
-    pub split: Option<BucketReport>,
+    pub(crate) split: Option<BucketReport>,
     #[serde(skip)]
     heading: String,
     /// `--wide`: every column in the table.
@@ -277,7 +277,7 @@ fn chosen_item(campaign: &Campaign, args: &Args) -> Result<String> {
 
 /// `--print-command VARIANT`: print the exact script call (one line, for the
 /// bench scripts) instead of running anything; not a report.
-pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
+pub(crate) fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32> {
     let campaign = ctx.campaign()?;
     let item_id = chosen_item(&campaign, args)?;
     let keys = LoadtestKeys::new(&campaign.id, &item_id);
@@ -293,7 +293,7 @@ pub fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Result<i32
 
 /// Run the chosen variants and compare them; the exit code says whether a
 /// threshold failed (a Redis failure is an error).
-pub fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     let campaign = ctx.campaign()?;
     let item_id = chosen_item(&campaign, args)?;
     let variants = args.variant.variants();
@@ -409,9 +409,9 @@ fn parse_share(text: &str) -> std::result::Result<f64, String> {
 
 /// `seckill loadtest --reservations`'s report: the race and its proof.
 #[derive(serde::Serialize)]
-pub struct ReservationsReport {
+pub(crate) struct ReservationsReport {
     #[serde(flatten)]
-    pub race: RaceReport,
+    pub(crate) race: RaceReport,
     #[serde(skip)]
     heading: String,
 }
@@ -432,7 +432,7 @@ impl Report for ReservationsReport {
 }
 
 /// `--reservations`: buys with a payment timeout, payments racing expiry, the proof.
-pub fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport> {
+pub(crate) fn run_reservations(ctx: &Context, args: &Args) -> Result<ReservationsReport> {
     if args.wait_replicas.is_some() {
         return Err(usage(
             "--wait-replicas applies to --variant full, not to --reservations",

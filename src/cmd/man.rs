@@ -11,15 +11,15 @@ use crate::invocation::context::Context;
 
 /// Flags of `seckill man`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Write seckill.1 and one seckill-SUBCOMMAND.1 per subcommand into DIR
     /// (created if missing) instead of printing seckill.1.
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// Print the main page, or write every page into `--out`.
-pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
     match &args.out {
         Some(dir) => {
             // `/usr/local/share/man/man1` (the README's target) may not exist yet.

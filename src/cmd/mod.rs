@@ -6,19 +6,19 @@
 //! never the command line above (`cli`); `completions` and `man` get the
 //! clap definition from the context.
 
-pub mod buy;
-pub mod cancel;
+pub(crate) mod buy;
+pub(crate) mod cancel;
 pub mod completions;
-pub mod consume;
-pub mod dead_letter;
-pub mod expire;
-pub mod init;
-pub mod loadtest;
+pub(crate) mod consume;
+pub(crate) mod dead_letter;
+pub(crate) mod expire;
+pub(crate) mod init;
+pub(crate) mod loadtest;
 pub mod man;
-pub mod pay;
-pub mod pending_claim;
-pub mod preheat;
-pub mod rebalance;
-pub mod reconcile;
-pub mod shutdown_switch;
-pub mod status;
+pub(crate) mod pay;
+pub(crate) mod pending_claim;
+pub(crate) mod preheat;
+pub(crate) mod rebalance;
+pub(crate) mod reconcile;
+pub(crate) mod shutdown_switch;
+pub(crate) mod status;

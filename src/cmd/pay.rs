@@ -12,21 +12,21 @@ use crate::util::text::time_or_dash;
 
 /// Flags of `seckill pay`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The order id `buy` printed.
     #[arg(long, value_name = "ID")]
-    pub order: String,
+    pub(crate) order: String,
 
     /// Look the order up in this item only (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 }
 
 /// `seckill pay`'s and `seckill cancel`'s report: one order and what became of it.
 #[derive(Debug, Serialize)]
-pub struct OrderReport {
+pub(crate) struct OrderReport {
     #[serde(flatten)]
-    pub result: OrderResult,
+    pub(crate) result: OrderResult,
 }
 
 impl Report for OrderReport {
@@ -53,7 +53,7 @@ impl Report for OrderReport {
 }
 
 /// Pay one order; the exit code is the outcome's.
-pub fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
     let mut opened = ctx.open()?;
     let result = reservations::pay(
         &mut opened.conn,

@@ -17,42 +17,42 @@ use crate::util::output;
 
 /// Flags of `seckill pending-claim`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Claim entries pending at least this long (e.g. 30s, 5m; 0s claims everything pending).
     #[arg(long, default_value = "30s", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub min_idle: Duration,
+    pub(crate) min_idle: Duration,
 
     /// Dead-letter a valid order delivered this many times if the database still refuses it
     /// (entries that are not orders are dead-lettered at once).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
-    pub max_deliveries: u64,
+    pub(crate) max_deliveries: u64,
 
     /// Entries claimed per XAUTOCLAIM call and stored per transaction.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
-    pub batch: u64,
+    pub(crate) batch: u64,
 
     /// Consumer name the entries are claimed to (default: pending-claim-HOST-PID).
     #[arg(long, value_name = "NAME")]
-    pub consumer: Option<String>,
+    pub(crate) consumer: Option<String>,
 
     /// The order database (`--orders-db`).
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub(crate) store: StoreArgs,
 }
 
 /// `seckill pending-claim`'s report.
 #[derive(Debug, serde::Serialize)]
-pub struct PendingClaimReport {
+pub(crate) struct PendingClaimReport {
     /// The consumer name entries were claimed to.
-    pub consumer: String,
+    pub(crate) consumer: String,
     /// The order database (password hidden).
-    pub database: String,
+    pub(crate) database: String,
     /// `--min-idle` in milliseconds.
-    pub min_idle_ms: u64,
+    pub(crate) min_idle_ms: u64,
     /// `--max-deliveries`.
-    pub max_deliveries: u64,
+    pub(crate) max_deliveries: u64,
     /// One entry per item of the campaign.
-    pub items: Vec<ItemClaims>,
+    pub(crate) items: Vec<ItemClaims>,
 }
 
 impl Report for PendingClaimReport {
@@ -75,7 +75,7 @@ impl Report for PendingClaimReport {
 }
 
 /// Claim, store or dead-letter every idle pending entry of the campaign; exit 0.
-pub fn run(ctx: &Context, args: &Args) -> Result<PendingClaimReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PendingClaimReport> {
     let stop = ctx.stop_on_signals()?;
     let (
         Opened {

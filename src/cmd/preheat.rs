@@ -19,57 +19,57 @@ use crate::util::text;
 
 /// Flags of `seckill preheat`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Overwrite stock already in Redis (refused for items that already sold something: use `init --yes`).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 
     /// Keep the stock in Redis but take name, price, sale window, limits and key
     /// expiry from the file (e.g. to extend `ends_at` during a sale).
     #[arg(long, conflicts_with = "force")]
-    pub update_meta: bool,
+    pub(crate) update_meta: bool,
 
     /// Show what would happen, write nothing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 
     /// Preheat only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// After Redis lost data: for an item whose orders are already in the order
     /// database, load initial stock minus the units stored and restore its buyers
     /// (without it such an item is refused: loading the full stock would sell those
     /// units twice).
     #[arg(long, conflicts_with = "update_meta")]
-    pub recover: bool,
+    pub(crate) recover: bool,
 
     /// Refuse when Redis persists nothing (no AOF, no snapshots) or will not say.
     #[arg(long)]
-    pub require_durable: bool,
+    pub(crate) require_durable: bool,
 
     #[command(flatten)]
-    pub store: crate::domain::orders::StoreArgs,
+    pub(crate) store: crate::domain::orders::StoreArgs,
 }
 
 /// `seckill preheat`'s report.
 #[derive(Debug, Serialize)]
-pub struct PreheatSummary {
+pub(crate) struct PreheatSummary {
     /// Nothing was written (`--dry-run`); `items` says what would have been.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// When the campaign's keys expire (ends_at + keep_after_end), RFC 3339; null without ends_at.
-    pub expires_at: Option<String>,
+    pub(crate) expires_at: Option<String>,
     /// Something was written (stock loaded or overwritten, or metadata updated);
     /// false when every item was kept or refused, or in a dry run.
-    pub written: bool,
+    pub(crate) written: bool,
     /// One entry per item preheated (or refused).
-    pub items: Vec<ItemPreheat>,
+    pub(crate) items: Vec<ItemPreheat>,
     /// Items kept with sales: `--force` would be refused there, so it is not offered.
     #[serde(skip)]
     sold: Vec<String>,
     /// Items `--recover` loaded after Redis lost data: what was loaded, what
     /// was restored, and what cannot be known.
-    pub recovered: Vec<Recovered>,
+    pub(crate) recovered: Vec<Recovered>,
     #[serde(skip)]
     campaign: String,
     #[serde(skip)]
@@ -177,7 +177,7 @@ impl Report for PreheatSummary {
 
 /// Preheat the campaign; exit 0, 5 (`preheat_refused`) when an item was
 /// refused (sales exist that a reload would double-sell), 1 when Redis fails.
-pub fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     // A bad order database URL is a usage error before Redis is contacted.
     let location = StoreLocation::resolve(&args.store, &ctx.campaign()?)?;
     let Opened {

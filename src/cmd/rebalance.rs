@@ -21,35 +21,35 @@ use crate::util::output;
 #[command(after_help = "Examples:\n  \
 seckill -c campaigns/moutai-cluster.yaml --cluster rebalance\n  \
 seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms")]
-pub struct Args {
+pub(crate) struct Args {
     /// Only this item (default: every bucketed item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// Keep going, one pass per interval, until SIGINT/SIGTERM.
     #[arg(long)]
-    pub watch: bool,
+    pub(crate) watch: bool,
 
     /// Pause between passes with --watch.
     #[arg(long, default_value = "200ms", value_parser = parse_duration_arg, value_name = "DURATION")]
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 
     /// A bucket holding less than this fraction of the mean is refilled up to the mean.
     #[arg(long, default_value_t = 0.5, value_name = "FRACTION")]
-    pub low_water: f64,
+    pub(crate) low_water: f64,
 }
 
 /// `seckill rebalance`'s report: the last pass per item, and totals.
 #[derive(Debug, Serialize)]
-pub struct RebalanceReport {
+pub(crate) struct RebalanceReport {
     /// Passes made (1 without --watch).
-    pub passes: u64,
+    pub(crate) passes: u64,
     /// Transfers made over all passes.
-    pub moves: u64,
+    pub(crate) moves: u64,
     /// Stale transfers of others settled over all passes.
-    pub settled: u64,
+    pub(crate) settled: u64,
     /// The last pass, per item.
-    pub items: Vec<Pass>,
+    pub(crate) items: Vec<Pass>,
 }
 
 impl Report for RebalanceReport {
@@ -90,7 +90,7 @@ impl Report for RebalanceReport {
 }
 
 /// One pass (or passes until SIGINT/SIGTERM with --watch).
-pub fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
     if !(0.0..=1.0).contains(&args.low_water) {
         return Err(usage("--low-water must be between 0 and 1"));
     }

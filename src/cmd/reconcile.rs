@@ -24,29 +24,29 @@ use crate::util::output;
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = format!("{}\n\n{}", exit_codes::help("reconcile"), help::CRON_NOTE))]
-pub struct Args {
+pub(crate) struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]
-    pub repair: bool,
+    pub(crate) repair: bool,
 
     /// Check only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// The order database (`--orders-db`).
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub(crate) store: StoreArgs,
 }
 
 /// `seckill reconcile`'s report.
 #[derive(Debug, Serialize)]
-pub struct ReconcileReport {
+pub(crate) struct ReconcileReport {
     /// The order database checked against (password hidden).
-    pub database: String,
+    pub(crate) database: String,
     /// Every item checked and balanced (exit code 0).
-    pub balanced: bool,
+    pub(crate) balanced: bool,
     /// One entry per selected item.
-    pub items: Vec<ItemReport>,
+    pub(crate) items: Vec<ItemReport>,
     #[serde(skip)]
     campaign: String,
 }
@@ -85,7 +85,7 @@ impl Report for ReconcileReport {
 }
 
 /// Check every selected item; exit 0 balanced, 3 drift, 1 could not check.
-pub fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
     // Nothing to stop: reconcile keeps the default SIGINT (it writes only with --repair,
     // one idempotent transaction at a time).
     let never = AtomicBool::new(false);

@@ -18,7 +18,7 @@ use crate::util::text;
 
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Action {
+pub(crate) enum Action {
     /// Close the sale: every buy returns `closed` from its next call.
     On,
     /// Reopen the sale.
@@ -33,68 +33,68 @@ pub enum Action {
     after_help = "A bucketed item (docs/buckets.md) is closed in every bucket before `on` returns; \
 a bucket that cannot be written fails the command, naming it."
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// on, off or status.
     #[arg(value_enum)]
-    pub action: Action,
+    pub(crate) action: Action,
 
     /// Only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// Why (kept with the switch, shown by status).
     #[arg(long, value_name = "TEXT", default_value = "")]
-    pub reason: String,
+    pub(crate) reason: String,
 
     /// Also show each bucket of a bucketed item (switch, slot, stock, pending transfers).
     #[arg(long)]
-    pub buckets: bool,
+    pub(crate) buckets: bool,
 
     /// Who flips the switch, kept with it [default: the OS account, as user@host].
     #[arg(long, value_name = "NAME", env = "SECKILL_OPERATOR")]
-    pub by: Option<String>,
+    pub(crate) by: Option<String>,
 
     /// With `status`: also list the last flips of each item (newest first).
     #[arg(long)]
-    pub history: bool,
+    pub(crate) history: bool,
 }
 
 /// `seckill shutdown-switch`'s report: the switch of each item after the action.
 #[derive(Debug, Serialize)]
-pub struct SwitchReport {
+pub(crate) struct SwitchReport {
     /// One entry per selected item.
-    pub items: Vec<SwitchRow>,
+    pub(crate) items: Vec<SwitchRow>,
     #[serde(skip)]
     campaign: String,
 }
 
 /// One item's switch.
 #[derive(Debug, Serialize)]
-pub struct SwitchRow {
+pub(crate) struct SwitchRow {
     /// The item id.
-    pub item: String,
+    pub(crate) item: String,
     /// How the item's slots stand (a bucketed item's buckets, docs/buckets.md).
     #[serde(flatten)]
-    pub slots: SlotsView,
+    pub(crate) slots: SlotsView,
     /// The switch is on: every buy returns `closed` (in every bucket).
-    pub closed: bool,
+    pub(crate) closed: bool,
     /// The item's stock is in Redis.
-    pub preheated: bool,
+    pub(crate) preheated: bool,
     /// The sale window on the Redis clock (`state`: not_preheated, not_started,
     /// open, ended): whether buys go through depends on it as much as on the switch.
-    pub window: Window,
+    pub(crate) window: Window,
     /// Units left; null when not preheated.
-    pub stock_left: Option<i64>,
+    pub(crate) stock_left: Option<i64>,
     /// `--reason` of the last switch, if any.
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// When the switch was last set, RFC 3339.
-    pub switched_at: Option<String>,
+    pub(crate) switched_at: Option<String>,
     /// Who set it (`--by`, `SECKILL_OPERATOR`, else `user@host`).
-    pub switched_by: Option<String>,
+    pub(crate) switched_by: Option<String>,
     /// The last flips, newest first (`--history` only; of bucket 0 for a
     /// bucketed item: every flip goes to every bucket).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub history: Option<Vec<Flip>>,
+    pub(crate) history: Option<Vec<Flip>>,
 }
 
 /// RFC 3339 to the second: precise enough for people, and narrower.
@@ -195,7 +195,7 @@ impl Report for SwitchReport {
 }
 
 /// Flip or show the switch; the report is the per-item status afterwards.
-pub fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     if args.history && args.action != Action::Status {
         return Err(usage("--history goes with `shutdown-switch status`"));
     }

@@ -30,14 +30,14 @@ use crate::util::text::human_duration_ms;
 
 /// Flags of `seckill status`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
 
     /// Refresh every DURATION until Ctrl-C (in place on a terminal, one block per sample when piped).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
-    pub watch: Option<Duration>,
+    pub(crate) watch: Option<Duration>,
 }
 
 /// Shortest `--watch` interval: each sample costs Redis one script per item.
@@ -48,11 +48,11 @@ const ONE_SHOT_RATE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// `seckill status`'s report: every selected item at one instant.
 #[derive(Debug, Serialize)]
-pub struct StatusReport {
+pub(crate) struct StatusReport {
     /// Redis server time of the sample, RFC 3339.
-    pub redis_time: String,
+    pub(crate) redis_time: String,
     /// One entry per selected item.
-    pub items: Vec<ItemStatus>,
+    pub(crate) items: Vec<ItemStatus>,
     #[serde(skip)]
     campaign_id: String,
     #[serde(skip)]
@@ -86,7 +86,7 @@ impl Report for StatusReport {
 }
 
 /// Show the status once, or every `--watch` until interrupted; exit 0.
-pub fn run(ctx: &Context, args: &Args) -> Result<i32> {
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
     if let Some(every) = args.watch {
         if every < MIN_WATCH {
             return Err(usage(format!(

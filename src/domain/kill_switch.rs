@@ -19,24 +19,24 @@ pub const HISTORY_CAP: u32 = 20;
 
 /// One flip of the switch, as kept in the history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Flip {
+pub(crate) struct Flip {
     /// True when the flip turned the switch on (buys refused).
-    pub closed: bool,
-    pub reason: String,
-    pub by: String,
+    pub(crate) closed: bool,
+    pub(crate) reason: String,
+    pub(crate) by: String,
     /// Redis time of the flip, Unix ms (kept as text by the script).
     #[serde(with = "ms_text")]
-    pub at_ms: i64,
+    pub(crate) at_ms: i64,
 }
 
 mod ms_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_i64(*ms)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Ms {
@@ -52,7 +52,7 @@ mod ms_text {
 
 /// Who is flipping the switch: `--by`/`SECKILL_OPERATOR` as given, else
 /// `account@host`.
-pub fn operator(by: Option<&str>) -> Result<String> {
+pub(crate) fn operator(by: Option<&str>) -> Result<String> {
     if let Some(by) = by {
         let by = by.trim();
         if by.is_empty() || by.chars().count() > 128 || by.chars().any(char::is_control) {
@@ -73,7 +73,7 @@ pub fn operator(by: Option<&str>) -> Result<String> {
 /// script. Takes effect on the buy script's next call. `expire_at_ms` (the
 /// campaign's) gives the meta hash an expiry when it has none, so a switch
 /// flipped on a never-preheated item does not stay forever.
-pub fn set<C: ConnectionLike>(
+pub(crate) fn set<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
     flip: &Flip,
@@ -103,7 +103,7 @@ pub fn set<C: ConnectionLike>(
 }
 
 /// The kept flips of one item, newest first.
-pub fn history<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Vec<Flip>> {
+pub(crate) fn history<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Vec<Flip>> {
     let entries: Vec<String> = redis::cmd("LRANGE")
         .arg(&keys.switch_log)
         .arg(0)

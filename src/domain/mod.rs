@@ -12,9 +12,9 @@
 //! May import: redis_client, model, util.
 
 pub mod buckets;
-pub mod item;
+pub(crate) mod item;
 pub mod kill_switch;
 pub mod orders;
-pub mod recovery;
+pub(crate) mod recovery;
 pub mod reservations;
 pub mod slot;

@@ -35,7 +35,7 @@ const PAGE: usize = 1000;
 /// What a Redis server keeps across a restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
-pub enum Persistence {
+pub(crate) enum Persistence {
     /// No AOF, no RDB snapshots: a restart loses everything.
     Nothing,
     /// RDB snapshots only: a crash loses every write since the last one.
@@ -50,12 +50,12 @@ pub enum Persistence {
 
 impl Persistence {
     /// Whether a restart keeps anything at all (false for `Unknown`).
-    pub fn persists_something(&self) -> bool {
+    pub(crate) fn persists_something(&self) -> bool {
         !matches!(self, Persistence::Nothing | Persistence::Unknown(_))
     }
 
     /// A warning for the operator, `None` when acknowledged buys survive a crash.
-    pub fn warning(&self, at: &str) -> Option<String> {
+    pub(crate) fn warning(&self, at: &str) -> Option<String> {
         match self {
             Persistence::AofAlways => None,
             Persistence::Nothing => Some(format!(
@@ -79,7 +79,7 @@ impl Persistence {
 }
 
 /// Ask the server (CONFIG GET) what it persists.
-pub fn persistence<C: ConnectionLike>(conn: &mut C) -> Persistence {
+pub(crate) fn persistence<C: ConnectionLike>(conn: &mut C) -> Persistence {
     let mut get = |name: &str| -> std::result::Result<String, String> {
         let pair: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
@@ -102,15 +102,15 @@ pub fn persistence<C: ConnectionLike>(conn: &mut C) -> Persistence {
 
 /// The order database's view of one item, when preheat would load it from scratch.
 #[derive(Debug, Clone, Serialize)]
-pub struct StoredSales {
-    pub item: String,
-    pub rows: i64,
-    pub units: i64,
+pub(crate) struct StoredSales {
+    pub(crate) item: String,
+    pub(crate) rows: i64,
+    pub(crate) units: i64,
 }
 
 /// Items `preheat` would load from scratch (status `loaded` or `overwritten`
 /// in a dry run) although the order database holds orders of them.
-pub fn items_with_stored_orders<C: ConnectionLike>(
+pub(crate) fn items_with_stored_orders<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     campaign: &Campaign,
@@ -140,21 +140,21 @@ pub fn items_with_stored_orders<C: ConnectionLike>(
 
 /// What `--recover` did to one item.
 #[derive(Debug, Clone, Serialize)]
-pub struct Recovered {
-    pub item: String,
-    pub initial_stock: i64,
-    pub units_stored: i64,
-    pub stock_loaded: i64,
-    pub buyers_restored: u64,
+pub(crate) struct Recovered {
+    pub(crate) item: String,
+    pub(crate) initial_stock: i64,
+    pub(crate) units_stored: i64,
+    pub(crate) stock_loaded: i64,
+    pub(crate) buyers_restored: u64,
     /// What recovery cannot know, in words.
-    pub cannot_be_known: String,
+    pub(crate) cannot_be_known: String,
 }
 
 /// Load one item with what is left after the stored orders, and restore its
 /// buyers. The item is closed (kill switch) from before the stock appears
 /// until every buyer is back, so no one buys against a half-restored limit;
 /// if this stops half-way, the item stays closed.
-pub fn recover_item<C: ConnectionLike>(
+pub(crate) fn recover_item<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     sale: &SaleItem,

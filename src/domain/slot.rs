@@ -12,9 +12,9 @@ use crate::model::keys::{ItemKeys, ORDER_GROUP};
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::buy::parse_reply;
 pub use crate::redis_client::scripts::buy::{BuyReply, Outcome};
-pub use crate::redis_client::scripts::item_state::ItemState;
+pub(crate) use crate::redis_client::scripts::item_state::ItemState;
 use crate::redis_client::scripts::item_state::{self, ReadItemState};
-pub use crate::redis_client::scripts::preheat::PreheatStatus;
+pub(crate) use crate::redis_client::scripts::preheat::PreheatStatus;
 use crate::redis_client::scripts::preheat::{self, Preheat};
 
 /// How `preheat_item` treats stock already in Redis.
@@ -32,17 +32,17 @@ pub enum PreheatMode {
 #[derive(Debug, Clone, Serialize)]
 pub struct PreheatReport {
     /// The item id.
-    pub item: String,
+    pub(crate) item: String,
     /// The item's display name.
-    pub name: String,
+    pub(crate) name: String,
     /// What happened: loaded, kept, meta_updated, overwritten, or refused (has_sales, stock_missing).
-    pub status: PreheatStatus,
+    pub(crate) status: PreheatStatus,
     /// Stock in the file.
-    pub file_stock: i64,
+    pub(crate) file_stock: i64,
     /// Stock in Redis before, `None` when there was none.
-    pub redis_stock_before: Option<i64>,
+    pub(crate) redis_stock_before: Option<i64>,
     /// Stock in Redis after (equal to before in a dry run).
-    pub redis_stock_after: Option<i64>,
+    pub(crate) redis_stock_after: Option<i64>,
 }
 
 /// Load (or, with `dry_run`, only decide) one item's stock and metadata.
@@ -135,7 +135,7 @@ pub fn set_switch<C: ConnectionLike>(
 
 /// Delete every key of one item: the fixed ones by name, per-user ones by SCAN
 /// (never KEYS, which blocks Redis). Returns how many keys were deleted.
-pub fn delete_item<C: ConnectionLike>(
+pub(crate) fn delete_item<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
     scan_too: bool,
@@ -168,7 +168,7 @@ pub fn delete_item<C: ConnectionLike>(
 }
 
 /// Redis server time in Unix milliseconds (one clock for every client).
-pub fn redis_now_ms<C: ConnectionLike>(conn: &mut C) -> Result<i64> {
+pub(crate) fn redis_now_ms<C: ConnectionLike>(conn: &mut C) -> Result<i64> {
     let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).context("TIME failed")?;
     Ok(secs * 1000 + micros / 1000)
 }
@@ -185,7 +185,7 @@ pub struct BuyRequest<'a> {
 }
 
 /// A fresh, time-sortable order id.
-pub fn new_order_id() -> String {
+pub(crate) fn new_order_id() -> String {
     ulid::Ulid::generate().to_string()
 }
 

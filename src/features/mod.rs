@@ -5,6 +5,6 @@
 //! May import: domain, redis_client, model, util; features do not import
 //! each other.
 
-pub mod loadtest;
-pub mod monitor;
-pub mod reconcile;
+pub(crate) mod loadtest;
+pub(crate) mod monitor;
+pub(crate) mod reconcile;

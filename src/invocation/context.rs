@@ -23,18 +23,18 @@ use crate::util::output::Format;
 
 /// What every subcommand gets besides its own flags.
 #[derive(Debug)]
-pub struct Context {
+pub(crate) struct Context {
     /// The command line's clap definition, from the parser above (for
     /// `completions` and `man`, which are generated from it).
     definition: fn() -> clap::Command,
     /// The subcommand's name, e.g. `reconcile` (the envelope's `command`, log lines).
-    pub command: &'static str,
+    pub(crate) command: &'static str,
     /// `-c FILE`.
-    pub campaign_file: Option<PathBuf>,
+    pub(crate) campaign_file: Option<PathBuf>,
     /// `--format`.
-    pub format: Format,
+    pub(crate) format: Format,
     /// `--redis`, `--cluster`, TLS and timeouts.
-    pub connection: ConnectionArgs,
+    pub(crate) connection: ConnectionArgs,
     campaign_id: OnceLock<String>,
     redis_display: OnceLock<String>,
 }
@@ -42,21 +42,21 @@ pub struct Context {
 /// Whether opening the order database may create it: only `consume` (and
 /// `pending-claim`, which stores orders too) may; a reader must find it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreAccess {
+pub(crate) enum StoreAccess {
     CreateIfMissing,
     MustExist,
 }
 
 /// A campaign and a live connection to its Redis.
-pub struct Opened {
-    pub campaign: Campaign,
-    pub target: RedisTarget,
-    pub conn: Conn,
+pub(crate) struct Opened {
+    pub(crate) campaign: Campaign,
+    pub(crate) target: RedisTarget,
+    pub(crate) conn: Conn,
 }
 
 impl Context {
     /// The context of `command` with the global flags.
-    pub fn new(
+    pub(crate) fn new(
         definition: fn() -> clap::Command,
         command: &'static str,
         campaign_file: Option<PathBuf>,
@@ -75,7 +75,7 @@ impl Context {
     }
 
     /// Load the campaign file named by `-c`, or explain how to name one.
-    pub fn campaign(&self) -> Result<Campaign> {
+    pub(crate) fn campaign(&self) -> Result<Campaign> {
         let path = self.campaign_file.as_ref().ok_or_else(|| {
             usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
         })?;
@@ -85,7 +85,7 @@ impl Context {
     }
 
     /// The Redis target for this campaign (flag/env > file > default).
-    pub fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
+    pub(crate) fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
         let target = RedisTarget::resolve(&self.connection, Some(campaign))?;
         let _ = self.redis_display.set(target.display.clone());
         Ok(target)
@@ -93,7 +93,7 @@ impl Context {
 
     /// Load the campaign and connect to its Redis: how every command but
     /// `completions` starts.
-    pub fn open(&self) -> Result<Opened> {
+    pub(crate) fn open(&self) -> Result<Opened> {
         let campaign = self.campaign()?;
         let target = self.redis(&campaign)?;
         let conn = target.connect()?;
@@ -111,7 +111,7 @@ impl Context {
     /// path fails at once.
     /// The store's location is checked before Redis is contacted, so a bad URL
     /// is a usage error whatever state Redis is in.
-    pub fn open_with_store(
+    pub(crate) fn open_with_store(
         &self,
         store: &StoreArgs,
         stop: &AtomicBool,
@@ -121,7 +121,7 @@ impl Context {
 
     /// [`Context::open_with_store`], for a command that must find the
     /// database already there ([`StoreAccess::MustExist`]: `reconcile`).
-    pub fn open_with_store_as(
+    pub(crate) fn open_with_store_as(
         &self,
         store: &StoreArgs,
         stop: &AtomicBool,
@@ -151,7 +151,7 @@ impl Context {
 
     /// A flag SIGINT and SIGTERM set instead of killing the process, for the
     /// long-running commands that finish the batch in hand before exiting.
-    pub fn stop_on_signals(&self) -> Result<Arc<AtomicBool>> {
+    pub(crate) fn stop_on_signals(&self) -> Result<Arc<AtomicBool>> {
         let stop = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -161,23 +161,23 @@ impl Context {
     }
 
     /// The whole command line's clap definition.
-    pub fn cli_definition(&self) -> clap::Command {
+    pub(crate) fn cli_definition(&self) -> clap::Command {
         (self.definition)()
     }
 
     /// The campaign id, once [`Context::campaign`] loaded it.
-    pub fn campaign_id(&self) -> Option<&str> {
+    pub(crate) fn campaign_id(&self) -> Option<&str> {
         self.campaign_id.get().map(String::as_str)
     }
 
     /// The Redis target (password hidden), once [`Context::redis`] resolved it.
-    pub fn redis_display(&self) -> Option<&str> {
+    pub(crate) fn redis_display(&self) -> Option<&str> {
         self.redis_display.get().map(String::as_str)
     }
 
     /// A context with no campaign and default flags, for unit tests.
     #[cfg(test)]
-    pub fn for_test(command: &'static str) -> Context {
+    pub(crate) fn for_test(command: &'static str) -> Context {
         use clap::Parser;
         #[derive(Parser)]
         struct Flags {

@@ -5,7 +5,7 @@
 
 /// What `--help` says after the flags: modes, examples, safety (the exit
 /// codes follow, generated from `exit_codes::ALL`).
-pub const LOADTEST_HELP: &str = "\
+pub(crate) const LOADTEST_HELP: &str = "\
 Closed loop (the default): each connection sends its next attempt when the last one is \
 answered. Simple and the reference chapter's experiment, but it HIDES STALLS: when Redis \
 pauses, the clients pause with it, the attempts that shoppers would have made meanwhile \
@@ -29,11 +29,11 @@ namespace holds keys no load test wrote, or when the campaign is preheated on th
 Redis (saturating it would starve the real sale).";
 
 /// What exit 4 means, under the generated exit-code table.
-pub const THRESHOLD_NOTE: &str = "A threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
+pub(crate) const THRESHOLD_NOTE: &str = "A threshold fails on --max-p99, --min-qps, --fail-on-oversell, and always on \
      oversold, undersold or stock drift in a variant that promises exact books (all but v1).";
 
 /// What 1 and 3 mean for cron, under the generated exit-code table.
-pub const CRON_NOTE: &str = "1 also means an item could not be checked (not preheated, or its keys \
+pub(crate) const CRON_NOTE: &str = "1 also means an item could not be checked (not preheated, or its keys \
      expired); drift (3) wins when both happen. The JSON names the offending order ids.";
 
 /// Examples of `command` (as typed, e.g. `shutdown-switch`), one command line each.
@@ -119,7 +119,7 @@ pub fn examples(command: &str) -> &'static [&'static str] {
 }
 
 /// The "Examples:" paragraph of `command`'s long help.
-pub fn examples_paragraph(command: &str) -> String {
+pub(crate) fn examples_paragraph(command: &str) -> String {
     let mut text = String::from("Examples:");
     for example in examples(command) {
         text.push_str("\n  ");
@@ -129,7 +129,7 @@ pub fn examples_paragraph(command: &str) -> String {
 }
 
 /// The long help's closing sections of `command`: examples, then its exit codes.
-pub fn long(command: &str) -> String {
+pub(crate) fn long(command: &str) -> String {
     if command == "loadtest" {
         // Its own text already has modes, examples and safety, in that order.
         return format!(
@@ -171,7 +171,7 @@ pub fn long(command: &str) -> String {
 
 /// The long help's closing sections of `seckill` itself: a launch day, then
 /// every exit code.
-pub fn root() -> String {
+pub(crate) fn root() -> String {
     let mut codes = String::from("Exit codes:");
     let width = crate::model::exit_codes::ALL
         .iter()

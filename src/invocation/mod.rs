@@ -5,6 +5,6 @@
 //!
 //! May import: features, domain, redis_client, model, util.
 
-pub mod context;
+pub(crate) mod context;
 pub mod help;
 pub mod report;

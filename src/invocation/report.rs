@@ -23,11 +23,11 @@ use crate::model::exit_codes;
 use crate::util::output::{self, Format};
 
 /// Version of the envelope; bumped when a field changes meaning or goes away.
-pub const SCHEMA: u32 = 1;
+pub(crate) const SCHEMA: u32 = 1;
 
 /// What a command produced: its JSON fields (the `Serialize` impl, flattened
 /// into the envelope) and the text people read.
-pub trait Report: Serialize {
+pub(crate) trait Report: Serialize {
     /// The table and the lines around it, ending in a newline.
     fn render(&self) -> String;
 
@@ -56,11 +56,11 @@ pub trait Report: Serialize {
 
 /// The envelope's `error`.
 #[derive(Debug, Serialize)]
-pub struct ErrorField {
+pub(crate) struct ErrorField {
     /// The exit code's name: `runtime_error`, `usage_error`, ...
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The error and its causes on one line.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// The JSON document every command prints under `--format json`.
@@ -85,7 +85,7 @@ struct Envelope<'a, R: Serialize> {
 
 /// Print `report` in the chosen format; returns the exit code. A closed
 /// stdout ends the output quietly, with the same exit code.
-pub fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
+pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
     let code = report.exit_code();
     let failure = report.failure();
     if output::quiet() && code == exit_codes::SUCCESS && failure.is_none() {
@@ -126,7 +126,7 @@ pub fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
 /// Report a command that failed without a report: `seckill: error: ...` on
 /// stderr and, under `--format json`, the envelope with `error` on stdout.
 /// Returns the exit code.
-pub fn emit_error(ctx: &Context, failure: &anyhow::Error) -> i32 {
+pub(crate) fn emit_error(ctx: &Context, failure: &anyhow::Error) -> i32 {
     let code = error::exit_code_for(failure);
     let message = crate::util::error_text::render(failure);
     output::say(format!("seckill: error: {message}"));
@@ -165,7 +165,7 @@ pub fn emit_usage_error(command: Option<&str>, message: &str) {
 
 /// The envelope of `report` on one line (no pretty-printing), for commands
 /// that print one document per sample (`status --watch --format json`).
-pub fn envelope_line<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<String> {
+pub(crate) fn envelope_line<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<String> {
     let envelope = Envelope {
         schema: SCHEMA,
         command: ctx.command,

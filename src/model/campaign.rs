@@ -20,7 +20,7 @@ use crate::model::error::usage;
 /// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
 pub const MAX_STOCK: i64 = 100_000_000;
 /// Most buckets one item may be split into (see `docs/buckets.md`).
-pub const MAX_BUCKETS: i64 = 256;
+pub(crate) const MAX_BUCKETS: i64 = 256;
 /// Largest `per_user_limit`; anything above is effectively "no limit" and a typo.
 pub const MAX_PER_USER_LIMIT: i64 = 10_000;
 /// Largest campaign file read, checked before reading: the largest shipped
@@ -80,11 +80,11 @@ struct RawOrders {
 #[derive(Debug, Clone)]
 pub struct Campaign {
     /// The file it came from (for messages).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Campaign id: `[A-Za-z0-9_-]{1,64}`; part of every Redis key.
     pub id: String,
     /// `redis:` from the file, if any (lowest precedence).
-    pub redis_url: Option<String>,
+    pub(crate) redis_url: Option<String>,
     /// Sale opens at this Unix time in milliseconds; `None` = open now.
     pub starts_at_ms: Option<i64>,
     /// Sale closes at this Unix time in milliseconds; `None` = no end.
@@ -98,7 +98,7 @@ pub struct Campaign {
     /// The items on sale, in file order.
     pub items: Vec<Item>,
     /// `orders.store` from the file, if any.
-    pub orders_store: Option<String>,
+    pub(crate) orders_store: Option<String>,
     /// `payment_timeout`: an `ok` is a reservation to be paid within this
     /// long (Redis time), else released. `None` = an `ok` is final.
     pub payment_timeout: Option<Duration>,
@@ -111,18 +111,18 @@ pub struct Campaign {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimit {
     pub window: Duration,
-    pub max_requests: u32,
+    pub(crate) max_requests: u32,
 }
 
 /// One item on sale.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub id: String,
-    pub name: String,
+    pub(crate) name: String,
     pub price_cents: i64,
     pub stock: i64,
     /// Stock buckets, 1..=[`MAX_BUCKETS`] (see `docs/buckets.md`); 1 = one slot, today's layout.
-    pub buckets: u32,
+    pub(crate) buckets: u32,
 }
 
 impl Campaign {
@@ -166,7 +166,7 @@ impl Campaign {
     }
 
     /// The item with this id, or a usage error listing the ids there are.
-    pub fn item(&self, id: &str) -> Result<&Item> {
+    pub(crate) fn item(&self, id: &str) -> Result<&Item> {
         self.items.iter().find(|item| item.id == id).ok_or_else(|| {
             let ids: Vec<&str> = self.items.iter().map(|i| i.id.as_str()).collect();
             usage(format!(
@@ -178,7 +178,7 @@ impl Campaign {
     }
 
     /// `Some(id)` selects one item, `None` all of them.
-    pub fn select_items(&self, id: Option<&str>) -> Result<Vec<&Item>> {
+    pub(crate) fn select_items(&self, id: Option<&str>) -> Result<Vec<&Item>> {
         match id {
             Some(id) => Ok(vec![self.item(id)?]),
             None => Ok(self.items.iter().collect()),
@@ -252,11 +252,11 @@ fn check_file_shape(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
 /// Parser limits for a campaign file: a real one has a few dozen nodes and
 /// no reason for more than a handful of aliases (`*name`), so an alias or
 /// nesting "bomb" is refused long before it costs time or memory.
-pub const MAX_YAML_ALIASES: usize = 100;
+pub(crate) const MAX_YAML_ALIASES: usize = 100;
 /// Largest number of YAML nodes (scalars, sequences, mappings) in a campaign file.
-pub const MAX_YAML_NODES: usize = 100_000;
+pub(crate) const MAX_YAML_NODES: usize = 100_000;
 /// Deepest nesting of a campaign file (it needs 4).
-pub const MAX_YAML_DEPTH: usize = 16;
+pub(crate) const MAX_YAML_DEPTH: usize = 16;
 
 fn yaml_options() -> serde_saphyr::Options {
     serde_saphyr::options! {
@@ -286,7 +286,7 @@ fn at<T>(path: &Path, spanned: &Spanned<T>, message: impl std::fmt::Display) -> 
 }
 
 /// Ids go into Redis keys and database rows: keep them to a safe alphabet.
-pub fn is_valid_id(id: &str) -> bool {
+pub(crate) fn is_valid_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
         && id
             .bytes()
@@ -467,7 +467,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
 }
 
 /// Longest `payment_timeout`: a reservation is a short promise, not storage.
-pub const MAX_PAYMENT_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const MAX_PAYMENT_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// `payment_timeout` is 1ms..=7 days and, with an `ends_at`, shorter than
 /// `keep_after_end`: a reservation made at the last moment must still be
@@ -553,7 +553,7 @@ fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Du
 }
 
 /// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.
-pub fn parse_price(text: &str) -> std::result::Result<i64, String> {
+pub(crate) fn parse_price(text: &str) -> std::result::Result<i64, String> {
     let text = text.trim();
     if text.starts_with('-') {
         return Err("must not be negative".into());

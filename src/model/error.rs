@@ -8,7 +8,7 @@ use std::fmt;
 
 /// A mistake in the command line or the campaign file: exit code 2.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -21,7 +21,7 @@ impl std::error::Error for UsageError {}
 /// A request was sent and its reply lost: it may or may not have run.
 /// Exit code [`crate::model::exit_codes::OUTCOME_UNKNOWN`].
 #[derive(Debug)]
-pub struct OutcomeUnknown(pub String);
+pub(crate) struct OutcomeUnknown(pub String);
 
 impl fmt::Display for OutcomeUnknown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -36,7 +36,7 @@ impl std::error::Error for OutcomeUnknown {}
 /// `--require-durable`). Exit code [`crate::model::exit_codes::PREHEAT_REFUSED`],
 /// distinct from a Redis that cannot be reached.
 #[derive(Debug)]
-pub struct PreheatRefused(pub String);
+pub(crate) struct PreheatRefused(pub String);
 
 impl fmt::Display for PreheatRefused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -47,12 +47,12 @@ impl fmt::Display for PreheatRefused {
 impl std::error::Error for PreheatRefused {}
 
 /// Shorthand: `return Err(preheat_refused(format!(..)))`.
-pub fn preheat_refused(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn preheat_refused(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(PreheatRefused(message.into()))
 }
 
 /// Shorthand: `return Err(usage(format!(..)))`.
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
 

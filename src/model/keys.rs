@@ -24,9 +24,9 @@
 /// Key prefix of real campaigns.
 pub const LIVE_PREFIX: &str = "seckill";
 /// Key prefix `loadtest` works under, so it can never touch a live sale.
-pub const LOADTEST_PREFIX: &str = "seckill-loadtest";
+pub(crate) const LOADTEST_PREFIX: &str = "seckill-loadtest";
 /// Consumer group every `consume` process joins.
-pub const ORDER_GROUP: &str = "orders-db";
+pub(crate) const ORDER_GROUP: &str = "orders-db";
 
 /// All key names of one campaign item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub struct ItemKeys {
     pub stock: String,
     pub buyers: String,
     pub buyer_orders: String,
-    pub requests: String,
+    pub(crate) requests: String,
     pub orders: String,
     pub dead: String,
     pub reservations: String,
@@ -48,7 +48,7 @@ pub struct ItemKeys {
 
 impl ItemKeys {
     /// Keys of `item` in `campaign` under `prefix` ([`LIVE_PREFIX`] or [`LOADTEST_PREFIX`]).
-    pub fn new(prefix: &str, campaign: &str, item: &str) -> ItemKeys {
+    pub(crate) fn new(prefix: &str, campaign: &str, item: &str) -> ItemKeys {
         let base = format!("{prefix}:{{{campaign}:{item}}}:");
         ItemKeys {
             meta: format!("{base}meta"),
@@ -79,12 +79,12 @@ impl ItemKeys {
     /// SCAN pattern matching every key of this item, including per-user ones.
     /// Nothing needs escaping: `{` and `}` are literal in a glob, and `*`, `?`
     /// and `[` cannot occur in ids (see `campaign::is_valid_id`).
-    pub fn scan_pattern(&self) -> String {
+    pub(crate) fn scan_pattern(&self) -> String {
         format!("{}*", self.base)
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub fn fixed(&self) -> [&str; 11] {
+    pub(crate) fn fixed(&self) -> [&str; 11] {
         [
             &self.meta,
             &self.stock,

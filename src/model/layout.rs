@@ -6,14 +6,13 @@
 //! needs to ask Redis where a bucket is. `buckets: 1` is the plain item:
 //! [`Layout::bucket`]`(0)` then gives exactly [`ItemKeys::live`]'s keys.
 
-use crate::model::campaign::Item;
-use crate::model::keys::{ItemKeys, LIVE_PREFIX};
+use crate::model::keys::ItemKeys;
 
 /// Redis Cluster's slot count.
-pub const SLOTS: u32 = 16384;
+pub(crate) const SLOTS: u32 = 16384;
 
 /// CRC16-CCITT (XMODEM), the checksum Redis Cluster uses for key slots.
-pub fn crc16(bytes: &[u8]) -> u16 {
+pub(crate) fn crc16(bytes: &[u8]) -> u16 {
     let mut crc: u16 = 0;
     for &byte in bytes {
         crc ^= u16::from(byte) << 8;
@@ -58,7 +57,7 @@ pub fn home_bucket(user: &str, buckets: u32) -> u32 {
 }
 
 /// Bucket `b`'s share of `stock`: the first `stock % N` buckets get one more.
-pub fn share(stock: i64, buckets: u32, b: u32) -> i64 {
+pub(crate) fn share(stock: i64, buckets: u32, b: u32) -> i64 {
     let n = i64::from(buckets.max(1));
     stock / n + i64::from(i64::from(b) < stock % n)
 }
@@ -66,7 +65,7 @@ pub fn share(stock: i64, buckets: u32, b: u32) -> i64 {
 /// Where the keys of one bucketed item are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    pub prefix: String,
+    pub(crate) prefix: String,
     pub campaign: String,
     pub item: String,
     pub buckets: u32,
@@ -86,11 +85,6 @@ pub struct BucketKeys {
 }
 
 impl Layout {
-    /// The layout of `item` of a live campaign.
-    pub fn live(campaign: &str, item: &Item) -> Layout {
-        Layout::new(LIVE_PREFIX, campaign, &item.id, item.buckets)
-    }
-
     /// The layout under `prefix` (live or load test).
     pub fn new(prefix: &str, campaign: &str, item: &str, buckets: u32) -> Layout {
         Layout {
@@ -102,13 +96,13 @@ impl Layout {
     }
 
     /// True for N > 1 (N = 1 is a plain item).
-    pub fn is_bucketed(&self) -> bool {
+    pub(crate) fn is_bucketed(&self) -> bool {
         self.buckets > 1
     }
 
     /// Bucket `b`'s hash tag contents, e.g. `moutai-1111:1001:b3.41`
     /// (for N = 1: `moutai-1111:1001`, the plain item's).
-    pub fn tag(&self, b: u32) -> String {
+    pub(crate) fn tag(&self, b: u32) -> String {
         if !self.is_bucketed() {
             return format!("{}:{}", self.campaign, self.item);
         }
@@ -182,6 +176,7 @@ fn slot_window(b: u32, n: u32) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::keys::LIVE_PREFIX;
 
     #[test]
     fn slots_match_redis() {

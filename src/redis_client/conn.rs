@@ -18,7 +18,7 @@ use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 
 /// Where Redis is when nothing says otherwise.
-pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
+pub(crate) const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
 /// Connection flags shared by every subcommand.
 #[derive(Debug, Clone, clap::Args)]
@@ -66,7 +66,7 @@ impl Default for ConnectionArgs {
 }
 
 /// clap value parser for durations such as `30s`, `500ms`, `1h`.
-pub fn parse_duration_arg(text: &str) -> std::result::Result<Duration, String> {
+pub(crate) fn parse_duration_arg(text: &str) -> std::result::Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 500ms, 2s, 1m)"))
 }
 
@@ -135,19 +135,19 @@ impl ConnectionLike for Conn {
 
 impl Conn {
     /// True on a Redis Cluster connection (multi-key commands must stay in one slot).
-    pub fn is_cluster(&self) -> bool {
+    pub(crate) fn is_cluster(&self) -> bool {
         matches!(self, Conn::Cluster(_))
     }
 }
 
 /// A standalone Redis over plain TCP: what the load test's raw connection needs.
 #[derive(Debug, Clone)]
-pub struct PlainTcp {
-    pub host: String,
-    pub port: u16,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    pub db: i64,
+pub(crate) struct PlainTcp {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) username: Option<String>,
+    pub(crate) password: Option<String>,
+    pub(crate) db: i64,
 }
 
 /// A resolved Redis target that can hand out connections (one per thread).
@@ -160,14 +160,14 @@ pub struct RedisTarget {
     connect_timeout: Duration,
     response_timeout: Duration,
     /// `host:port[/db]` without credentials, for messages.
-    pub display: String,
+    pub(crate) display: String,
     /// Where the URL came from, for connection errors.
-    pub source: UrlSource,
+    pub(crate) source: UrlSource,
 }
 
 /// Where the Redis URL came from, so an error says what to fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UrlSource {
+pub(crate) enum UrlSource {
     Flag,
     Env,
     CampaignFile(std::path::PathBuf),
@@ -192,7 +192,7 @@ impl UrlSource {
     /// Which of flag, environment, file or default gave the URL. clap folds
     /// `--redis` and `SECKILL_REDIS_URL` into one value: it is the flag's when
     /// the command line has `--redis`.
-    pub fn of(args: &ConnectionArgs, campaign: Option<&Campaign>) -> UrlSource {
+    pub(crate) fn of(args: &ConnectionArgs, campaign: Option<&Campaign>) -> UrlSource {
         if args.redis_url.is_some() {
             let on_command_line = std::env::args_os()
                 .filter_map(|a| a.into_string().ok())
@@ -369,7 +369,7 @@ impl RedisTarget {
 
     /// Address and credentials when the target is one standalone Redis over
     /// plain TCP (not TLS, not a Unix socket, not a cluster).
-    pub fn plain_tcp(&self) -> Option<PlainTcp> {
+    pub(crate) fn plain_tcp(&self) -> Option<PlainTcp> {
         if self.cluster {
             return None;
         }
@@ -388,12 +388,12 @@ impl RedisTarget {
     }
 
     /// The connect timeout.
-    pub fn connect_timeout(&self) -> Duration {
+    pub(crate) fn connect_timeout(&self) -> Duration {
         self.connect_timeout
     }
 
     /// The response timeout (callers keep XREADGROUP BLOCK well below it).
-    pub fn response_timeout(&self) -> Duration {
+    pub(crate) fn response_timeout(&self) -> Duration {
         self.response_timeout
     }
 }
@@ -415,7 +415,7 @@ fn describe(info: &redis::ConnectionInfo) -> String {
 /// Split a comma-separated URL list. A comma starts a new URL only when a
 /// scheme (`redis://`, `rediss://`, `unix://`, ...) follows it, so a password
 /// with a comma in it stays in its URL.
-pub fn split_urls(list: &str) -> Vec<String> {
+pub(crate) fn split_urls(list: &str) -> Vec<String> {
     let mut urls: Vec<String> = Vec::new();
     for piece in list.split(',') {
         match urls.last_mut() {
@@ -445,7 +445,7 @@ fn starts_with_scheme(text: &str) -> bool {
 /// A URL as messages may show it: the user name stays, the password, the
 /// query (`?password=...`) and fragment go. Text that is not `scheme://...`
 /// at all is not shown: it may be a password pasted in the wrong place.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let base = url.split(['?', '#']).next().unwrap_or_default();
     let dropped_query = if base.len() < url.len() { "?***" } else { "" };
     let Some(scheme_end) = base.find("://").map(|i| i + 3) else {

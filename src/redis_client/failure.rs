@@ -13,7 +13,7 @@ use std::time::Instant;
 use redis::{ErrorKind, RedisError};
 
 /// Error codes with which Redis refuses a command without running any of it.
-pub const NOT_EXECUTED_CODES: &[&str] = &[
+pub(crate) const NOT_EXECUTED_CODES: &[&str] = &[
     "NOAUTH",
     "WRONGPASS",
     "NOPERM",
@@ -32,7 +32,7 @@ pub const NOT_EXECUTED_CODES: &[&str] = &[
 
 /// What a failed request tells about its effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// Redis refused it before running anything (the code, e.g. `NOPERM`).
     NotExecuted(String),
     /// The request may have run: the connection failed or timed out after sending.
@@ -42,7 +42,7 @@ pub enum Failure {
 }
 
 /// Classify one redis-rs error.
-pub fn classify(error: &RedisError) -> Failure {
+pub(crate) fn classify(error: &RedisError) -> Failure {
     if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
         return Failure::Unknown;
     }
@@ -60,7 +60,7 @@ pub fn classify(error: &RedisError) -> Failure {
 /// loops that wait out a restarting server (consume, expire, pending-claim)
 /// must end at once instead of retrying until they are killed. A script that
 /// meets an ACL refusal inside raises Redis's own "can't run this command".
-pub fn refused_for_credentials(error: &anyhow::Error) -> bool {
+pub(crate) fn refused_for_credentials(error: &anyhow::Error) -> bool {
     find(error).is_some_and(|redis| {
         matches!(classify(redis), Failure::NotExecuted(code) if matches!(code.as_str(), "NOAUTH" | "WRONGPASS" | "NOPERM"))
             || redis.to_string().contains("can't run this command")
@@ -70,7 +70,7 @@ pub fn refused_for_credentials(error: &anyhow::Error) -> bool {
 /// Run a Redis call until it succeeds ([`crate::util::retry::retry_while`]),
 /// giving up at once on a refusal no wait can fix ([`refused_for_credentials`])
 /// and, with a `deadline`, once it has passed.
-pub fn retry<T>(
+pub(crate) fn retry<T>(
     command: &str,
     what: &str,
     stop: &AtomicBool,
@@ -88,7 +88,7 @@ pub fn retry<T>(
 }
 
 /// The first redis-rs error in an error chain, if any.
-pub fn find(error: &anyhow::Error) -> Option<&RedisError> {
+pub(crate) fn find(error: &anyhow::Error) -> Option<&RedisError> {
     error
         .chain()
         .find_map(|cause| cause.downcast_ref::<RedisError>())

@@ -6,6 +6,6 @@
 //! May import: model, util.
 
 pub mod conn;
-pub mod failure;
-pub mod replicas;
-pub mod scripts;
+pub(crate) mod failure;
+pub(crate) mod replicas;
+pub(crate) mod scripts;

@@ -43,7 +43,7 @@ fn wait_command(replicas: u32, timeout: Duration) -> redis::Cmd {
 
 /// WAIT after a buy that wrote to the slots of `written_keys` (one key per
 /// slot is enough); returns the fewest replicas any of those nodes confirmed.
-pub fn wait_after_buy(
+pub(crate) fn wait_after_buy(
     conn: &mut Conn,
     written_keys: &[&str],
     replicas: u32,
@@ -79,7 +79,7 @@ pub fn wait_after_buy(
 /// Refuse a WAIT that would outlast the reply timeout: the client would give
 /// up on WAIT's answer (and redis-rs's cluster client would resend it on the
 /// same connection, mixing up replies).
-pub fn check_timeout(wait_timeout: Duration, response_timeout: Duration) -> Result<()> {
+pub(crate) fn check_timeout(wait_timeout: Duration, response_timeout: Duration) -> Result<()> {
     if wait_timeout >= response_timeout {
         return Err(crate::model::error::usage(format!(
             "--wait-timeout {} must be shorter than --response-timeout {}: \

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// The error and its causes on one line, `a: b: c`, skipping a cause that
 /// only repeats the text before it (I/O errors wrapped by redis-rs do).
-pub fn render(error: &anyhow::Error) -> String {
+pub(crate) fn render(error: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
@@ -45,6 +45,6 @@ fn timeout_hint(error: &anyhow::Error) -> Option<String> {
 }
 
 /// Remember `--response-timeout`, so a timed-out reply names the flag to raise.
-pub fn remember_response_timeout(timeout: Duration) {
+pub(crate) fn remember_response_timeout(timeout: Duration) {
     let _ = RESPONSE_TIMEOUT.set(timeout);
 }

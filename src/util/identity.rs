@@ -6,7 +6,7 @@ use std::ffi::CStr;
 
 /// The name of this process' user: password database, then the environment,
 /// then the numeric uid.
-pub fn os_account() -> String {
+pub(crate) fn os_account() -> String {
     // SAFETY: getuid cannot fail and has no preconditions.
     let uid = unsafe { libc::getuid() };
     password_database_name(uid)
@@ -51,7 +51,7 @@ fn password_database_name(uid: libc::uid_t) -> Option<String> {
 }
 
 /// This machine's host name, or "unknown".
-pub fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".into())

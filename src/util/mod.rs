@@ -4,9 +4,9 @@
 //!
 //! May import: nothing of the crate.
 
-pub mod error_text;
-pub mod identity;
-pub mod log;
-pub mod output;
-pub mod retry;
-pub mod text;
+pub(crate) mod error_text;
+pub(crate) mod identity;
+pub(crate) mod log;
+pub(crate) mod output;
+pub(crate) mod retry;
+pub(crate) mod text;

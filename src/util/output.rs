@@ -18,18 +18,18 @@ use comfy_table::{
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Turn `-q/--quiet` on for this process.
-pub fn set_quiet(quiet: bool) {
+pub(crate) fn set_quiet(quiet: bool) {
     QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Whether `-q/--quiet` is on.
-pub fn quiet() -> bool {
+pub(crate) fn quiet() -> bool {
     QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Human-readable table.
     #[default]
     Table,
@@ -41,21 +41,9 @@ pub enum Format {
     Prometheus,
 }
 
-impl Format {
-    /// The `--format` spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Table => "table",
-            Format::Json => "json",
-            Format::Prometheus => "prometheus",
-            Format::Csv => "csv",
-        }
-    }
-}
-
 /// A table with the house style and these column headers, as wide as the
 /// terminal allows. Call [`fit`] once the rows are in.
-pub fn table<I: IntoIterator<Item = S>, S: Into<comfy_table::Cell>>(header: I) -> Table {
+pub(crate) fn table<I: IntoIterator<Item = S>, S: Into<comfy_table::Cell>>(header: I) -> Table {
     let mut table = headless_table();
     table.set_header(header);
     table
@@ -73,7 +61,7 @@ fn headless_table() -> Table {
 }
 
 /// A whole table as text: `header`, `rows`, fitted (see [`fit`]), newline-terminated.
-pub fn grid(header: &[&str], rows: Vec<Vec<String>>, free_text: &[usize]) -> String {
+pub(crate) fn grid(header: &[&str], rows: Vec<Vec<String>>, free_text: &[usize]) -> String {
     let mut table = table(header);
     for row in rows {
         table.add_row(row);
@@ -84,7 +72,7 @@ pub fn grid(header: &[&str], rows: Vec<Vec<String>>, free_text: &[usize]) -> Str
 
 /// One `field | value` row per pair, no header: for a single record whose
 /// values (ids to copy) must stay whole on a narrow terminal.
-pub fn fields(rows: &[(&str, String)]) -> String {
+pub(crate) fn fields(rows: &[(&str, String)]) -> String {
     let mut table = headless_table();
     for (field, value) in rows {
         table.add_row(vec![field.to_string(), value.clone()]);
@@ -95,7 +83,7 @@ pub fn fields(rows: &[(&str, String)]) -> String {
 
 /// Let only the `free_text` columns wrap, between words (never narrower than
 /// their longest word); every other column keeps each cell on one line.
-pub fn fit(table: &mut Table, free_text: &[usize]) {
+pub(crate) fn fit(table: &mut Table, free_text: &[usize]) {
     let mut longest_word = vec![0u16; table.column_count()];
     for row in table.row_iter() {
         for (i, cell) in row.cell_iter().enumerate() {
@@ -125,13 +113,13 @@ pub fn fit(table: &mut Table, free_text: &[usize]) {
 
 /// `text` and a newline, wrapped between words to the table width (a word
 /// longer than the width, such as an id, gets a line of its own, whole).
-pub fn paragraph(text: &str) -> String {
+pub(crate) fn paragraph(text: &str) -> String {
     hanging(text, 0)
 }
 
 /// [`paragraph`] whose continuation lines are indented by `indent` columns
 /// (a label's text wrapped under itself). Spaces in `text` are kept as typed.
-pub fn hanging(text: &str, indent: u16) -> String {
+pub(crate) fn hanging(text: &str, indent: u16) -> String {
     let Some(width) = width() else {
         return format!("{text}\n");
     };
@@ -156,7 +144,7 @@ pub fn hanging(text: &str, indent: u16) -> String {
 
 /// The width text should fit: `COLUMNS`, else the terminal's; `None` (no
 /// limit) when stdout is a pipe and `COLUMNS` is unset.
-pub fn width() -> Option<u16> {
+pub(crate) fn width() -> Option<u16> {
     columns_from_env().or_else(terminal_width)
 }
 
@@ -180,7 +168,7 @@ fn columns_from_env() -> Option<u16> {
 }
 
 /// Columns a string takes on a terminal (CJK ideographs take two).
-pub fn display_width(text: &str) -> u16 {
+pub(crate) fn display_width(text: &str) -> u16 {
     let width: usize = text.chars().map(|c| if is_wide(c) { 2 } else { 1 }).sum();
     u16::try_from(width).unwrap_or(u16::MAX)
 }
@@ -194,7 +182,7 @@ fn is_wide(c: char) -> bool {
 /// Write `text` to stdout. A closed stdout (the reader exited, e.g. `| head
 /// -1`) is not an error: there is no one left to tell, so it returns
 /// `Ok(false)` and the caller exits with the code it would have had.
-pub fn write_stdout(text: &str) -> anyhow::Result<bool> {
+pub(crate) fn write_stdout(text: &str) -> anyhow::Result<bool> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(true),
@@ -204,6 +192,6 @@ pub fn write_stdout(text: &str) -> anyhow::Result<bool> {
 }
 
 /// A line on stderr; a closed stderr is ignored (nothing else could report it).
-pub fn say(line: impl std::fmt::Display) {
+pub(crate) fn say(line: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

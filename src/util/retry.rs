@@ -7,19 +7,19 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 /// First wait after a failure.
-pub const BACKOFF_START: Duration = Duration::from_millis(100);
+pub(crate) const BACKOFF_START: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Attempts still made once `stop` is set: enough to ride out a call the
 /// signal itself interrupted (EINTR), few enough not to hang on a dead server.
-pub const ATTEMPTS_AFTER_STOP: u32 = 3;
+pub(crate) const ATTEMPTS_AFTER_STOP: u32 = 3;
 
 /// Run `attempt` until it succeeds or fails with an error `retriable` says
 /// waiting cannot fix, waiting 100 ms, 200 ms, … up to 5 s between failures
 /// with a log line each; once `stop` is set, gives up after a few more
 /// attempts, and once `deadline` has passed at the next failure.
-pub fn retry_while<T>(
+pub(crate) fn retry_while<T>(
     command: &str,
     what: &str,
     stop: &AtomicBool,
@@ -82,7 +82,7 @@ pub fn retry_while<T>(
 }
 
 /// Sleep `total`, waking early when `stop` is set.
-pub fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+pub(crate) fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
     let until = Instant::now() + total;
     while !stop.load(Ordering::SeqCst) {
         let left = until.saturating_duration_since(Instant::now());

@@ -1,14 +1,14 @@
 //! Times and durations as people read them.
 
 /// Unix milliseconds as RFC 3339 UTC, or "-" when absent.
-pub fn time_or_dash(ms: Option<i64>) -> String {
+pub(crate) fn time_or_dash(ms: Option<i64>) -> String {
     ms.and_then(chrono::DateTime::from_timestamp_millis)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .unwrap_or_else(|| "-".to_string())
 }
 
 /// `2h 13m`, `41m 5s`, `12s`, `850ms`: two units at most, for people.
-pub fn human_duration_ms(ms: i64) -> String {
+pub(crate) fn human_duration_ms(ms: i64) -> String {
     let ms = ms.max(0);
     if ms < 1000 {
         return format!("{ms}ms");

@@ -16,12 +16,12 @@ use crate::redis_client::scripts::CorruptState;
 
 /// A pending transfer older than this is taken for dead and settled by the
 /// sweep that meets it (settling a live one is harmless: credits are idempotent).
-pub const STALE_MS: u64 = 1000;
+pub(crate) const STALE_MS: u64 = 1000;
 /// Pause before sweeping again when a fresh pending transfer was seen.
-pub const SWEEP_PAUSE: Duration = Duration::from_millis(5);
+pub(crate) const SWEEP_PAUSE: Duration = Duration::from_millis(5);
 /// A sweep that cannot prove the item sold out within this long gives up
 /// with an error (nothing bought) rather than guess.
-pub const GIVE_UP: Duration = Duration::from_secs(5);
+pub(crate) const GIVE_UP: Duration = Duration::from_secs(5);
 
 /// What one attempt cost: the figures `loadtest --buckets` reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -29,11 +29,11 @@ pub struct BuyCost {
     /// Script calls and acks sent, this attempt.
     pub round_trips: u32,
     /// Transfers this attempt took (debited and credited).
-    pub transfers: u32,
+    pub(crate) transfers: u32,
     /// Stale transfers of others this attempt settled.
-    pub settled: u32,
+    pub(crate) settled: u32,
     /// Full sweeps over the buckets.
-    pub sweeps: u32,
+    pub(crate) sweeps: u32,
 }
 
 /// One attempt. `buckets: 1` items take the plain path's single round trip
@@ -48,7 +48,7 @@ pub fn buy<C: ConnectionLike>(
 
 /// [`buy`]; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
 /// in the home bucket, whose stock the units came from (`reservations`).
-pub fn reserve<C: ConnectionLike>(
+pub(crate) fn reserve<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     request: &BuyRequest,
@@ -222,7 +222,7 @@ fn sweep<C: ConnectionLike>(
 
 /// Credit a stale transfer to its destination (a no-op when its taker already
 /// did), then forget it in its source.
-pub fn settle<C: ConnectionLike>(
+pub(crate) fn settle<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
     transfer: &Transfer,

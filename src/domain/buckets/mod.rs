@@ -8,6 +8,6 @@
 //! rebalancer. Only the item layer (`domain::item`) calls it.
 
 pub mod buy;
-pub mod rebalance;
+pub(crate) mod rebalance;
 pub mod scripts;
-pub mod state;
+pub(crate) mod state;

@@ -19,27 +19,31 @@ use crate::model::layout::{BucketKeys, Layout};
 
 /// One transfer the rebalancer made.
 #[derive(Debug, Clone, Serialize)]
-pub struct Move {
-    pub transfer_id: String,
-    pub from: u32,
-    pub to: u32,
-    pub units: i64,
+pub(crate) struct Move {
+    pub(crate) transfer_id: String,
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    pub(crate) units: i64,
 }
 
 /// One pass over one item.
 #[derive(Debug, Clone, Serialize)]
-pub struct Pass {
-    pub item: String,
-    pub stock_before: Vec<i64>,
-    pub stock_after: Vec<i64>,
-    pub moves: Vec<Move>,
+pub(crate) struct Pass {
+    pub(crate) item: String,
+    pub(crate) stock_before: Vec<i64>,
+    pub(crate) stock_after: Vec<i64>,
+    pub(crate) moves: Vec<Move>,
     /// Stale transfers of others settled.
-    pub settled: u32,
+    pub(crate) settled: u32,
 }
 
 /// One pass: a bucket holding less than `low_water` × the mean gets stock
 /// from the fullest bucket, up to the mean (never leaving the source below it).
-pub fn pass<C: ConnectionLike>(conn: &mut C, layout: &Layout, low_water: f64) -> Result<Pass> {
+pub(crate) fn pass<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    low_water: f64,
+) -> Result<Pass> {
     let buckets = layout.all();
     let mut cost = BuyCost::default();
     let mut stock = Vec::with_capacity(buckets.len());

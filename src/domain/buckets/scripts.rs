@@ -13,13 +13,13 @@ use crate::redis_client::scripts::bucket_credit::{self, BucketCredit};
 use crate::redis_client::scripts::bucket_snapshot::{self, BucketSnapshot};
 use crate::redis_client::scripts::bucket_take::{self, BucketTake};
 
-pub use crate::redis_client::scripts::bucket_buy::HomeReply;
+pub(crate) use crate::redis_client::scripts::bucket_buy::HomeReply;
 pub use crate::redis_client::scripts::bucket_credit::Credited;
-pub use crate::redis_client::scripts::bucket_snapshot::Snapshot;
+pub(crate) use crate::redis_client::scripts::bucket_snapshot::Snapshot;
 pub use crate::redis_client::scripts::bucket_take::{Take, Transfer, parse_log_record};
 
 /// `lua/bucket_buy.lua` on the home bucket.
-pub fn home_buy<C: ConnectionLike>(
+pub(crate) fn home_buy<C: ConnectionLike>(
     conn: &mut C,
     home: &BucketKeys,
     request: &BuyRequest,
@@ -131,7 +131,7 @@ pub fn credit<C: ConnectionLike>(
 }
 
 /// Record in `bucket` that a sweep proved the item sold out (see `lua/bucket_buy.lua`).
-pub fn mark_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
+pub(crate) fn mark_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
     let _: i64 = redis::cmd("HSET")
         .arg(&bucket.keys.meta)
         .arg("sold_out")
@@ -142,7 +142,7 @@ pub fn mark_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Re
 }
 
 /// Clear a bucket's sell-out proof: units came back (see `lua/bucket_buy.lua`).
-pub fn clear_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
+pub(crate) fn clear_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
     let _: i64 = redis::cmd("HDEL")
         .arg(&bucket.keys.meta)
         .arg("sold_out")

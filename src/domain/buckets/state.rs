@@ -15,7 +15,10 @@ use crate::model::keys::ItemKeys;
 use crate::model::layout::{Layout, key_slot, share};
 
 /// Why the layout in Redis does not match the file, if it does not.
-pub fn layout_conflict<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<Option<String>> {
+pub(crate) fn layout_conflict<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+) -> Result<Option<String>> {
     let marker = layout.marker();
     let recorded: Option<u32> = conn
         .get(&marker)
@@ -46,28 +49,28 @@ pub fn layout_conflict<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Resu
 
 /// One bucket's preheat result.
 #[derive(Debug, Clone, Serialize)]
-pub struct BucketPreheat {
-    pub bucket: u32,
+pub(crate) struct BucketPreheat {
+    pub(crate) bucket: u32,
     /// The cluster slot of this bucket's keys.
-    pub slot: u16,
+    pub(crate) slot: u16,
     #[serde(flatten)]
-    pub report: PreheatReport,
+    pub(crate) report: PreheatReport,
 }
 
 /// A bucketed item's preheat: the item-level status and each bucket's.
 #[derive(Debug, Clone, Serialize)]
-pub struct BucketsPreheat {
+pub(crate) struct BucketsPreheat {
     #[serde(flatten)]
-    pub summary: PreheatReport,
-    pub buckets: Vec<BucketPreheat>,
+    pub(crate) summary: PreheatReport,
+    pub(crate) buckets: Vec<BucketPreheat>,
     /// Set when the whole item was refused before any bucket was looked at.
-    pub refused_because: Option<String>,
+    pub(crate) refused_because: Option<String>,
 }
 
 /// Preheat every bucket of `item`: first decide every bucket (a dry run);
 /// when any bucket refuses, or has transfers a reload would double, nothing
 /// is written to any bucket.
-pub fn preheat_item<C: ConnectionLike>(
+pub(crate) fn preheat_item<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     campaign: &Campaign,
@@ -173,7 +176,7 @@ fn summarize(statuses: impl Iterator<Item = PreheatStatus>) -> PreheatStatus {
 
 /// Delete every key of every bucket of the item — in the file's layout and in
 /// the one Redis recorded, when they differ — and its bucket-count marker.
-pub fn delete_item<C: ConnectionLike>(
+pub(crate) fn delete_item<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     scan_too: bool,
@@ -217,18 +220,18 @@ fn delete_layout<C: ConnectionLike>(conn: &mut C, layout: &Layout, scan_too: boo
 
 /// One bucket's kill switch and stock, as `shutdown-switch status --buckets` shows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct BucketStatus {
-    pub bucket: u32,
-    pub slot: u16,
-    pub closed: bool,
-    pub preheated: bool,
-    pub stock_left: Option<i64>,
+pub(crate) struct BucketStatus {
+    pub(crate) bucket: u32,
+    pub(crate) slot: u16,
+    pub(crate) closed: bool,
+    pub(crate) preheated: bool,
+    pub(crate) stock_left: Option<i64>,
     /// Debits from this bucket whose credit is not confirmed yet.
-    pub transfers_pending: u64,
+    pub(crate) transfers_pending: u64,
 }
 
 /// Every bucket's status, in bucket order.
-pub fn bucket_statuses<C: ConnectionLike>(
+pub(crate) fn bucket_statuses<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
 ) -> Result<Vec<BucketStatus>> {
@@ -256,7 +259,10 @@ pub fn bucket_statuses<C: ConnectionLike>(
 }
 
 /// The item's state summed over its buckets (`closed` only when every bucket is).
-pub fn item_state<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<slot::ItemState> {
+pub(crate) fn item_state<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+) -> Result<slot::ItemState> {
     let mut total = slot::ItemState {
         preheated: true,
         closed: true,

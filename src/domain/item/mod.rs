@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::domain::buckets;
 use crate::domain::buckets::buy::BuyCost;
-pub use crate::domain::buckets::rebalance::Pass;
+pub(crate) use crate::domain::buckets::rebalance::Pass;
 use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
 use crate::domain::kill_switch::{self, Flip};
 use crate::domain::slot::{
@@ -29,47 +29,47 @@ use crate::model::layout::{BucketKeys, Layout};
 
 /// One item of a campaign, with where its keys are.
 #[derive(Debug, Clone)]
-pub struct SaleItem<'a> {
-    pub campaign: &'a Campaign,
-    pub item: &'a Item,
+pub(crate) struct SaleItem<'a> {
+    pub(crate) campaign: &'a Campaign,
+    pub(crate) item: &'a Item,
     layout: Layout,
 }
 
 /// One purchase attempt's answer, and what it cost.
 #[derive(Debug, Clone)]
-pub struct Attempt {
-    pub reply: BuyReply,
+pub(crate) struct Attempt {
+    pub(crate) reply: BuyReply,
     /// Round trips, transfers and sweeps (a plain item: one round trip).
-    pub cost: BuyCost,
+    pub(crate) cost: BuyCost,
     /// One key per slot the attempt may have written to (for WAIT).
-    pub written: Vec<String>,
+    pub(crate) written: Vec<String>,
 }
 
 /// One item's preheat: its status, and each bucket's for a bucketed item.
 #[derive(Debug, Clone, Serialize)]
-pub struct ItemPreheat {
+pub(crate) struct ItemPreheat {
     #[serde(flatten)]
-    pub report: PreheatReport,
+    pub(crate) report: PreheatReport,
     /// The item's bucket count (1 = one slot, the plain layout).
-    pub buckets: u32,
+    pub(crate) buckets: u32,
     /// Each bucket's share and status (bucketed items only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub per_bucket: Vec<BucketPreheat>,
+    pub(crate) per_bucket: Vec<BucketPreheat>,
     /// Why the whole item was refused before any slot was touched (its layout
     /// in Redis differs from the file's).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub refused_because: Option<String>,
+    pub(crate) refused_because: Option<String>,
 }
 
 impl ItemPreheat {
     /// Whether the item or any of its slots was left as it was.
-    pub fn kept_anywhere(&self) -> bool {
+    pub(crate) fn kept_anywhere(&self) -> bool {
         let kept = |r: &PreheatReport| r.status == PreheatStatus::Kept;
         kept(&self.report) || self.per_bucket.iter().any(|b| kept(&b.report))
     }
 
     /// Whether anything was (or, in a dry run, would be) written.
-    pub fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         self.report.status.writes() || self.per_bucket.iter().any(|b| b.report.status.writes())
     }
 }
@@ -77,20 +77,20 @@ impl ItemPreheat {
 /// How the item's slots stand, for `shutdown-switch`: how many buckets a
 /// bucketed item has closed and, when asked, each bucket's switch and stock.
 #[derive(Debug, Clone, Serialize)]
-pub struct SlotsView {
+pub(crate) struct SlotsView {
     /// The item's bucket count (docs/buckets.md); 1 = one slot.
-    pub buckets: u32,
+    pub(crate) buckets: u32,
     /// Bucketed items: how many buckets are closed (`closed` means all are).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub buckets_closed: Option<u32>,
+    pub(crate) buckets_closed: Option<u32>,
     /// When asked: each bucket's switch, slot, stock and pending transfers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_bucket: Option<Vec<BucketStatus>>,
+    pub(crate) per_bucket: Option<Vec<BucketStatus>>,
 }
 
 impl SlotsView {
     /// "ON (closed)", "off", or "PARTLY ON (k/N buckets closed)".
-    pub fn switch_text(&self, closed: bool) -> String {
+    pub(crate) fn switch_text(&self, closed: bool) -> String {
         match self.buckets_closed {
             Some(k) if k > 0 && k < self.buckets => {
                 format!("PARTLY ON ({k}/{} buckets closed)", self.buckets)
@@ -103,12 +103,12 @@ impl SlotsView {
 
 impl<'a> SaleItem<'a> {
     /// `item` of a live campaign, laid out as the file says.
-    pub fn live(campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+    pub(crate) fn live(campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
         SaleItem::under(LIVE_PREFIX, campaign, item)
     }
 
     /// `item` under `prefix` (the live sale's, or the load test's).
-    pub fn under(prefix: &str, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+    pub(crate) fn under(prefix: &str, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
         SaleItem {
             campaign,
             item,
@@ -117,7 +117,7 @@ impl<'a> SaleItem<'a> {
     }
 
     /// Every item of `campaign` (or only `only`), live.
-    pub fn select(campaign: &'a Campaign, only: Option<&str>) -> Result<Vec<SaleItem<'a>>> {
+    pub(crate) fn select(campaign: &'a Campaign, only: Option<&str>) -> Result<Vec<SaleItem<'a>>> {
         Ok(campaign
             .select_items(only)?
             .into_iter()
@@ -126,34 +126,34 @@ impl<'a> SaleItem<'a> {
     }
 
     /// The item id.
-    pub fn id(&self) -> &'a str {
+    pub(crate) fn id(&self) -> &'a str {
         &self.item.id
     }
 
     /// Where the item's keys are.
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// Every slot's keys, in bucket order (one for a plain item).
-    pub fn slots(&self) -> Vec<BucketKeys> {
+    pub(crate) fn slots(&self) -> Vec<BucketKeys> {
         self.layout.all()
     }
 
     /// The bucket number of `slot` when the item is bucketed (what reports show).
-    pub fn bucket_of(&self, slot: &BucketKeys) -> Option<u32> {
+    pub(crate) fn bucket_of(&self, slot: &BucketKeys) -> Option<u32> {
         self.layout.is_bucketed().then_some(slot.bucket)
     }
 
     /// Whether stock can move between the item's slots (transfers, the
     /// rebalancer): a bucketed item.
-    pub fn moves_stock_between_slots(&self) -> bool {
+    pub(crate) fn moves_stock_between_slots(&self) -> bool {
         self.layout.is_bucketed()
     }
 
     /// The item as Redis recorded it at preheat (its bucket count marker),
     /// which decides where its orders are whatever the file says now.
-    pub fn recorded<C: ConnectionLike>(&self, conn: &mut C) -> Result<SaleItem<'a>> {
+    pub(crate) fn recorded<C: ConnectionLike>(&self, conn: &mut C) -> Result<SaleItem<'a>> {
         let marker = self.layout.marker();
         let recorded: Option<u32> = conn
             .get(&marker)
@@ -171,7 +171,7 @@ impl<'a> SaleItem<'a> {
     /// long after it, on the Redis clock). A plain item is one call of
     /// `lua/buy.lua`; a bucketed one starts in the buyer's home bucket and
     /// sweeps the others when it is short (docs/buckets.md, "The buy path").
-    pub fn reserve<C: ConnectionLike>(
+    pub(crate) fn reserve<C: ConnectionLike>(
         &self,
         conn: &mut C,
         request: &BuyRequest,
@@ -205,12 +205,16 @@ impl<'a> SaleItem<'a> {
     }
 
     /// [`SaleItem::reserve`] with no payment timeout: an `ok` is final.
-    pub fn buy<C: ConnectionLike>(&self, conn: &mut C, request: &BuyRequest) -> Result<Attempt> {
+    pub(crate) fn buy<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        request: &BuyRequest,
+    ) -> Result<Attempt> {
         self.reserve(conn, request, 0)
     }
 
     /// Load (or, with `dry_run`, only decide) the file's stock and metadata.
-    pub fn preheat<C: ConnectionLike>(
+    pub(crate) fn preheat<C: ConnectionLike>(
         &self,
         conn: &mut C,
         mode: PreheatMode,
@@ -223,7 +227,7 @@ impl<'a> SaleItem<'a> {
     /// loads what is left after the stored orders). A bucketed item splits it
     /// over its buckets, all or none; an item whose layout in Redis differs
     /// from the file's is refused with nothing written.
-    pub fn preheat_stock<C: ConnectionLike>(
+    pub(crate) fn preheat_stock<C: ConnectionLike>(
         &self,
         conn: &mut C,
         stock: i64,
@@ -272,7 +276,7 @@ impl<'a> SaleItem<'a> {
     }
 
     /// The item's state, summed over its slots (`closed` only when every slot is).
-    pub fn state<C: ConnectionLike>(&self, conn: &mut C) -> Result<ItemState> {
+    pub(crate) fn state<C: ConnectionLike>(&self, conn: &mut C) -> Result<ItemState> {
         if self.layout.is_bucketed() {
             buckets::state::item_state(conn, &self.layout)
         } else {
@@ -282,7 +286,7 @@ impl<'a> SaleItem<'a> {
 
     /// Flip the kill switch in every slot (a bucketed item: every bucket, or
     /// an error naming the one that failed), recording `flip` in its history.
-    pub fn set_switch<C: ConnectionLike>(
+    pub(crate) fn set_switch<C: ConnectionLike>(
         &self,
         conn: &mut C,
         flip: &Flip,
@@ -303,12 +307,16 @@ impl<'a> SaleItem<'a> {
     }
 
     /// The kept flips of the kill switch, newest first (every flip goes to every slot).
-    pub fn switch_history<C: ConnectionLike>(&self, conn: &mut C) -> Result<Vec<Flip>> {
+    pub(crate) fn switch_history<C: ConnectionLike>(&self, conn: &mut C) -> Result<Vec<Flip>> {
         kill_switch::history(conn, &self.layout.bucket(0).keys)
     }
 
     /// How the slots stand: buckets closed and, with `each`, every bucket's status.
-    pub fn slots_view<C: ConnectionLike>(&self, conn: &mut C, each: bool) -> Result<SlotsView> {
+    pub(crate) fn slots_view<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        each: bool,
+    ) -> Result<SlotsView> {
         if !self.layout.is_bucketed() {
             return Ok(SlotsView {
                 buckets: 1,
@@ -328,7 +336,7 @@ impl<'a> SaleItem<'a> {
     /// layout's (the file's and the one Redis recorded), so a file whose
     /// bucket count changed starts clean. Per-user keys go by SCAN when
     /// `scan_too` (one node only: on a cluster they expire within one window).
-    pub fn delete<C: ConnectionLike>(&self, conn: &mut C, scan_too: bool) -> Result<u64> {
+    pub(crate) fn delete<C: ConnectionLike>(&self, conn: &mut C, scan_too: bool) -> Result<u64> {
         let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
         let mut deleted = slot::delete_item(conn, &plain, scan_too)?;
         deleted += buckets::state::delete_item(conn, &self.layout, scan_too)?;
@@ -337,7 +345,7 @@ impl<'a> SaleItem<'a> {
 
     /// Whether Redis holds the item: a plain item's meta or stock, or a
     /// bucketed layout's marker (what a load test must never compete with).
-    pub fn in_redis<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<String>> {
+    pub(crate) fn in_redis<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<String>> {
         let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
         let found: u64 = conn
             .exists(&[&plain.meta, &plain.stock, &self.layout.marker()][..])
@@ -348,7 +356,7 @@ impl<'a> SaleItem<'a> {
     /// After units went back into stock (a cancel, an expiry): a bucketed
     /// item's proven sell-out (`sold_out` in every bucket's meta) is no
     /// longer true, so it is cleared in every bucket. Idempotent.
-    pub fn units_returned<C: ConnectionLike>(&self, conn: &mut C) -> Result<()> {
+    pub(crate) fn units_returned<C: ConnectionLike>(&self, conn: &mut C) -> Result<()> {
         if !self.layout.is_bucketed() {
             return Ok(());
         }
@@ -361,7 +369,7 @@ impl<'a> SaleItem<'a> {
     /// One rebalancing pass (docs/buckets.md): a slot holding less than
     /// `low_water` × the mean gets stock from the fullest, by logged
     /// transfers; `None` for an item whose stock cannot move between slots.
-    pub fn rebalance<C: ConnectionLike>(
+    pub(crate) fn rebalance<C: ConnectionLike>(
         &self,
         conn: &mut C,
         low_water: f64,
@@ -375,7 +383,10 @@ impl<'a> SaleItem<'a> {
     /// A bucketed item proven sold out while some bucket holds units again
     /// (a release raced the prover, or a cancel died before reopening every
     /// bucket): clear the proof. Returns the units found when it cleared one.
-    pub fn heal_sell_out_proof<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<i64>> {
+    pub(crate) fn heal_sell_out_proof<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Option<i64>> {
         if !self.layout.is_bucketed() {
             return Ok(None);
         }
@@ -401,7 +412,7 @@ impl<'a> SaleItem<'a> {
 
 /// Every order stream of the campaign, with its item: one per plain item,
 /// one per bucket of a bucketed item (what `consume` and `pending-claim` read).
-pub fn order_streams(campaign: &Campaign) -> Vec<(&Item, ItemKeys)> {
+pub(crate) fn order_streams(campaign: &Campaign) -> Vec<(&Item, ItemKeys)> {
     campaign
         .items
         .iter()

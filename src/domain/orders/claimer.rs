@@ -36,30 +36,30 @@ const COMMAND: &str = "pending-claim";
 
 /// How entries are claimed and judged.
 #[derive(Debug, Clone)]
-pub struct ClaimSettings {
+pub(crate) struct ClaimSettings {
     /// Consumer name the entries are claimed to.
-    pub consumer: String,
+    pub(crate) consumer: String,
     /// Claim entries pending at least this long.
-    pub min_idle: Duration,
+    pub(crate) min_idle: Duration,
     /// Deliveries after which a valid order the database refuses is dead-lettered.
-    pub max_deliveries: u64,
+    pub(crate) max_deliveries: u64,
     /// Entries per XAUTOCLAIM page and per transaction.
-    pub batch: u64,
+    pub(crate) batch: u64,
 }
 
 /// What happened to one item's pending entries.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ItemClaims {
+pub(crate) struct ItemClaims {
     /// The item id.
-    pub item: String,
+    pub(crate) item: String,
     /// Entries claimed (idle long enough).
-    pub claimed: u64,
+    pub(crate) claimed: u64,
     /// Claimed entries committed to the database and acked.
-    pub stored: u64,
+    pub(crate) stored: u64,
     /// Claimed entries moved to the dead-letter stream and acked.
-    pub dead_lettered: u64,
+    pub(crate) dead_lettered: u64,
     /// Pending ids whose entry was already deleted from the stream (Redis drops them from the pending list).
-    pub deleted: u64,
+    pub(crate) deleted: u64,
 }
 
 impl ItemClaims {
@@ -85,7 +85,7 @@ struct Claimed {
 }
 
 /// Claims, stores and dead-letters the idle pending entries of a campaign.
-pub struct Claimer<'a> {
+pub(crate) struct Claimer<'a> {
     campaign: &'a Campaign,
     conn: ReconnectingConn<'a>,
     store: &'a mut dyn OrderStore,
@@ -94,7 +94,7 @@ pub struct Claimer<'a> {
 }
 
 impl<'a> Claimer<'a> {
-    pub fn new(
+    pub(crate) fn new(
         campaign: &'a Campaign,
         target: &'a RedisTarget,
         conn: Conn,
@@ -113,7 +113,7 @@ impl<'a> Claimer<'a> {
 
     /// Every item in turn, page by page, until no idle pending entry is left
     /// or the stop flag is set (what is not settled then stays pending).
-    pub fn run(&mut self) -> Result<Vec<ItemClaims>> {
+    pub(crate) fn run(&mut self) -> Result<Vec<ItemClaims>> {
         let mut reports: Vec<ItemClaims> = Vec::new();
         // One pass per order stream: a bucketed item has one per bucket.
         for (item, keys) in crate::domain::item::order_streams(self.campaign) {

@@ -35,20 +35,20 @@ const COMMAND: &str = "consume";
 
 /// How one consumer runs.
 #[derive(Debug, Clone)]
-pub struct ConsumerSettings {
+pub(crate) struct ConsumerSettings {
     /// Consumer name in the group.
-    pub consumer: String,
+    pub(crate) consumer: String,
     /// Entries read per stream per round.
-    pub batch: u64,
+    pub(crate) batch: u64,
     /// End once nothing new is left to read, instead of waiting for more.
-    pub drain: bool,
+    pub(crate) drain: bool,
     /// XREADGROUP BLOCK while waiting for new entries.
-    pub block: Duration,
+    pub(crate) block: Duration,
 }
 
 /// Where a consumer is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Re-reading our own pending entries; one cursor per item.
     OwnPending(Vec<String>),
     /// Reading entries never delivered.
@@ -59,31 +59,31 @@ pub enum Phase {
 
 /// Per-item counts of this run.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ItemCounts {
+pub(crate) struct ItemCounts {
     /// The item id.
-    pub item: String,
+    pub(crate) item: String,
     /// Entries committed and acked.
-    pub acked: u64,
+    pub(crate) acked: u64,
     /// Entries that are not orders, left pending for `pending-claim`.
-    pub left_pending: u64,
+    pub(crate) left_pending: u64,
     /// Orders the database refused while taking the rest of their batch, left pending.
-    pub refused: u64,
+    pub(crate) refused: u64,
 }
 
 /// What a run did.
 #[derive(Debug, Clone)]
-pub struct Consumed {
-    pub items: Vec<ItemCounts>,
+pub(crate) struct Consumed {
+    pub(crate) items: Vec<ItemCounts>,
     /// Entries acked (all items).
-    pub acked: u64,
+    pub(crate) acked: u64,
     /// Rows new in the database (`acked - inserted` were already stored).
-    pub inserted: u64,
+    pub(crate) inserted: u64,
     /// Ended by a stop signal (else: drained).
-    pub stopped: bool,
+    pub(crate) stopped: bool,
 }
 
 /// What the command shows while a consumer runs.
-pub trait Watcher {
+pub(crate) trait Watcher {
     /// An entry that is not an order was left pending (said once per entry).
     fn left_pending(&mut self, message: String);
     /// A round ended; `acked` entries so far.
@@ -91,7 +91,7 @@ pub trait Watcher {
 }
 
 /// One consumer of the campaign's order streams.
-pub struct Consumer<'a> {
+pub(crate) struct Consumer<'a> {
     campaign: &'a Campaign,
     items: Vec<ItemKeys>,
     /// Position in `campaign.items` of the item of each stream in `items`.
@@ -111,7 +111,7 @@ pub struct Consumer<'a> {
 
 impl<'a> Consumer<'a> {
     /// A consumer of every item of `campaign`; creates the consumer groups when missing.
-    pub fn new(
+    pub(crate) fn new(
         campaign: &'a Campaign,
         target: &'a RedisTarget,
         conn: Conn,
@@ -159,12 +159,12 @@ impl<'a> Consumer<'a> {
     }
 
     /// The item streams this consumer reads.
-    pub fn items(&self) -> &[ItemKeys] {
+    pub(crate) fn items(&self) -> &[ItemKeys] {
         &self.items
     }
 
     /// The item of each stream of [`Consumer::items`], in the same order.
-    pub fn stream_items(&self) -> Vec<crate::model::campaign::Item> {
+    pub(crate) fn stream_items(&self) -> Vec<crate::model::campaign::Item> {
         self.owners
             .iter()
             .map(|&i| self.campaign.items[i].clone())
@@ -172,7 +172,7 @@ impl<'a> Consumer<'a> {
     }
 
     /// Run until drained (`drain`) or stopped by the stop flag.
-    pub fn run(mut self, watcher: &mut dyn Watcher) -> Result<Consumed> {
+    pub(crate) fn run(mut self, watcher: &mut dyn Watcher) -> Result<Consumed> {
         let mut phase = Phase::OwnPending(self.pending_from_start());
         loop {
             if self.stop.load(Ordering::SeqCst) && !matches!(phase, Phase::FinalPass(_)) {

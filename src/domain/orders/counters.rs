@@ -7,29 +7,29 @@ use std::sync::{LazyLock, Mutex};
 
 /// What one `consume` process did, for its `/metrics`.
 #[derive(Debug, Default)]
-pub struct ConsumeCounters {
+pub(crate) struct ConsumeCounters {
     /// item id → entries stored and acknowledged.
     stored: Mutex<BTreeMap<String, u64>>,
     store_retries: AtomicU64,
 }
 
 /// The counters of this process (one `consume` per process).
-pub static CONSUME: LazyLock<ConsumeCounters> = LazyLock::new(ConsumeCounters::default);
+pub(crate) static CONSUME: LazyLock<ConsumeCounters> = LazyLock::new(ConsumeCounters::default);
 
 impl ConsumeCounters {
     /// `n` entries of `item` were committed and acknowledged.
-    pub fn add_stored(&self, item: &str, n: u64) {
+    pub(crate) fn add_stored(&self, item: &str, n: u64) {
         let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
         *stored.entry(item.to_string()).or_default() += n;
     }
 
     /// One failed attempt to store a batch (it will be retried).
-    pub fn add_store_retry(&self) {
+    pub(crate) fn add_store_retry(&self) {
         self.store_retries.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Entries stored and acknowledged, per item id.
-    pub fn stored(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn stored(&self) -> BTreeMap<String, u64> {
         self.stored
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -37,7 +37,7 @@ impl ConsumeCounters {
     }
 
     /// Failed attempts to store a batch.
-    pub fn store_retries(&self) -> u64 {
+    pub(crate) fn store_retries(&self) -> u64 {
         self.store_retries.load(Ordering::Relaxed)
     }
 }

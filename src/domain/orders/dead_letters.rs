@@ -21,22 +21,22 @@ use crate::model::keys::ItemKeys;
 
 /// One dead-lettered entry.
 #[derive(Debug, Clone, Serialize)]
-pub struct DeadLetter {
-    pub item: String,
+pub(crate) struct DeadLetter {
+    pub(crate) item: String,
     /// Id of the entry in the dead-letter stream.
-    pub dead_id: String,
+    pub(crate) dead_id: String,
     /// Id of the original entry in the order stream.
-    pub original_id: String,
-    pub reason: String,
-    pub deliveries: String,
-    pub consumer: String,
-    pub dead_at_ms: String,
+    pub(crate) original_id: String,
+    pub(crate) reason: String,
+    pub(crate) deliveries: String,
+    pub(crate) consumer: String,
+    pub(crate) dead_at_ms: String,
     /// The order it carries, when it is one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub order_id: Option<String>,
+    pub(crate) order_id: Option<String>,
     /// Why it is not an order (it cannot be re-driven).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_an_order: Option<String>,
+    pub(crate) not_an_order: Option<String>,
     #[serde(skip)]
     order: Option<Order>,
 }
@@ -49,7 +49,7 @@ fn text(entry: &RawEntry, field: &str) -> String {
 }
 
 /// Every dead letter of one item, oldest first.
-pub fn list<C: ConnectionLike>(
+pub(crate) fn list<C: ConnectionLike>(
     conn: &mut C,
     campaign: &Campaign,
     item: &Item,
@@ -93,21 +93,21 @@ pub fn list<C: ConnectionLike>(
 
 /// What re-driving one dead letter did.
 #[derive(Debug, Clone, Serialize)]
-pub struct Redriven {
-    pub item: String,
-    pub dead_id: String,
-    pub original_id: String,
-    pub order_id: Option<String>,
+pub(crate) struct Redriven {
+    pub(crate) item: String,
+    pub(crate) dead_id: String,
+    pub(crate) original_id: String,
+    pub(crate) order_id: Option<String>,
     /// Stored now (or already) and removed from the dead letters.
-    pub stored: bool,
+    pub(crate) stored: bool,
     /// Why not, when not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// Re-drive `letters` into the order database; each is removed from the
 /// dead-letter stream only after its order is committed.
-pub fn redrive<C: ConnectionLike>(
+pub(crate) fn redrive<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     campaign: &Campaign,

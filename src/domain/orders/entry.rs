@@ -13,7 +13,7 @@ use crate::model::campaign::MAX_PER_USER_LIMIT;
 use crate::model::campaign::is_valid_id;
 
 /// Longest user id the database columns take (VARCHAR(255) on MySQL).
-pub const MAX_USER_ID_BYTES: usize = 255;
+pub(crate) const MAX_USER_ID_BYTES: usize = 255;
 
 /// One stream entry as Redis returned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,14 +21,14 @@ pub struct RawEntry {
     /// Stream id, `<ms>-<seq>`.
     pub id: String,
     /// Field/value pairs in stream order; empty when `deleted`.
-    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    pub(crate) fields: Vec<(Vec<u8>, Vec<u8>)>,
     /// The id is still in the pending list but the entry was deleted from the stream.
-    pub deleted: bool,
+    pub(crate) deleted: bool,
 }
 
 impl RawEntry {
     /// The first value of `name`, if present.
-    pub fn field(&self, name: &str) -> Option<&[u8]> {
+    pub(crate) fn field(&self, name: &str) -> Option<&[u8]> {
         self.fields
             .iter()
             .find(|(key, _)| key.as_slice() == name.as_bytes())
@@ -56,7 +56,7 @@ pub struct Order {
 
 impl Order {
     /// The state a new row of this order starts in.
-    pub fn initial_state(&self) -> OrderState {
+    pub(crate) fn initial_state(&self) -> OrderState {
         if self.deadline_ms.is_some() {
             OrderState::Reserved
         } else {
@@ -81,7 +81,7 @@ pub enum OrderState {
 }
 
 impl OrderState {
-    pub const ALL: [OrderState; 5] = [
+    pub(crate) const ALL: [OrderState; 5] = [
         OrderState::Confirmed,
         OrderState::Reserved,
         OrderState::Paid,
@@ -90,7 +90,7 @@ impl OrderState {
     ];
 
     /// The name in Redis, the stream and the database.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OrderState::Confirmed => "confirmed",
             OrderState::Reserved => "reserved",
@@ -101,12 +101,12 @@ impl OrderState {
     }
 
     /// Parse a state name.
-    pub fn parse(name: &str) -> Option<OrderState> {
+    pub(crate) fn parse(name: &str) -> Option<OrderState> {
         OrderState::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
     /// Released: its units went back to stock.
-    pub fn released(self) -> bool {
+    pub(crate) fn released(self) -> bool {
         matches!(self, OrderState::Expired | OrderState::Cancelled)
     }
 }
@@ -128,13 +128,13 @@ pub struct StateChange {
 
 /// One entry of an order stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamEntry {
+pub(crate) enum StreamEntry {
     Order(Order),
     Change(StateChange),
 }
 
 /// Parse an order entry or a state-change entry of `campaign`/`item`.
-pub fn parse_entry(
+pub(crate) fn parse_entry(
     entry: &RawEntry,
     campaign: &str,
     item: &str,
@@ -182,13 +182,13 @@ pub fn parse_entry(
 }
 
 /// Longest cancellation reason the database column takes.
-pub const MAX_REASON_BYTES: usize = 255;
+pub(crate) const MAX_REASON_BYTES: usize = 255;
 
 /// Parse an order entry of `campaign`/`item`. The error says why it is not
 /// one (it becomes the dead-letter reason). Everything the database could
 /// refuse is refused here, so a stored batch can only fail for database
 /// reasons, never because of one entry's content.
-pub fn parse_order(
+pub(crate) fn parse_order(
     entry: &RawEntry,
     campaign: &str,
     item: &str,
@@ -265,7 +265,7 @@ fn parse_order_fields(
 }
 
 /// A stream id as a comparable pair (`<ms>-<seq>`).
-pub fn stream_id_key(id: &str) -> Option<(u64, u64)> {
+pub(crate) fn stream_id_key(id: &str) -> Option<(u64, u64)> {
     let (ms, seq) = id.split_once('-')?;
     Some((ms.parse().ok()?, seq.parse().ok()?))
 }
@@ -296,7 +296,7 @@ fn items(value: &Value) -> Option<&[Value]> {
 }
 
 /// Parse an array of `[id, [field, value, ...] | nil]` entries.
-pub fn parse_entries(value: &Value) -> Result<Vec<RawEntry>> {
+pub(crate) fn parse_entries(value: &Value) -> Result<Vec<RawEntry>> {
     let Some(list) = items(value) else {
         if matches!(value, Value::Nil) {
             return Ok(Vec::new());
@@ -339,7 +339,7 @@ pub fn parse_entries(value: &Value) -> Result<Vec<RawEntry>> {
 }
 
 /// Parse an XREADGROUP/XREAD reply into (stream key, entries), RESP2 or RESP3.
-pub fn parse_read_reply(value: &Value) -> Result<Vec<(String, Vec<RawEntry>)>> {
+pub(crate) fn parse_read_reply(value: &Value) -> Result<Vec<(String, Vec<RawEntry>)>> {
     match value {
         Value::Nil => Ok(Vec::new()),
         Value::Map(map) => map
@@ -360,7 +360,7 @@ pub fn parse_read_reply(value: &Value) -> Result<Vec<(String, Vec<RawEntry>)>> {
 }
 
 /// An XAUTOCLAIM reply: (next cursor, claimed entries, ids deleted from the stream).
-pub fn parse_autoclaim_reply(value: &Value) -> Result<(String, Vec<RawEntry>, Vec<String>)> {
+pub(crate) fn parse_autoclaim_reply(value: &Value) -> Result<(String, Vec<RawEntry>, Vec<String>)> {
     let parts =
         items(value).ok_or_else(|| anyhow::anyhow!("unexpected XAUTOCLAIM reply: {value:?}"))?;
     let (Some(cursor), Some(claimed)) = (parts.first(), parts.get(1)) else {

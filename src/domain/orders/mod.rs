@@ -20,17 +20,17 @@
 //! on the command line or in the environment is relative to the current
 //! directory, like any other path typed in a shell.
 
-pub mod claimer;
-pub mod consumer;
-pub mod counters;
-pub mod dead_letters;
-pub mod entry;
-pub mod mysql;
-pub mod pipeline;
-pub mod reconnecting;
+pub(crate) mod claimer;
+pub(crate) mod consumer;
+pub(crate) mod counters;
+pub(crate) mod dead_letters;
+pub(crate) mod entry;
+pub(crate) mod mysql;
+pub(crate) mod pipeline;
+pub(crate) mod reconnecting;
 pub mod sqlite;
 pub mod stream;
-pub mod transient;
+pub(crate) mod transient;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -47,11 +47,11 @@ pub use entry::{Order, OrderState, StateChange};
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// The order database when neither flag, environment nor file names one.
-pub const DEFAULT_STORE: &str = "sqlite://orders.db";
+pub(crate) const DEFAULT_STORE: &str = "sqlite://orders.db";
 
 /// `--orders-db`, shared by every command that talks to the order database.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct StoreArgs {
+pub(crate) struct StoreArgs {
     /// Order database URL: sqlite://PATH (relative to the current directory) or
     /// mysql://user:pass@host:3306/db. Overrides the campaign file's `orders.store`.
     /// [default: sqlite://orders.db next to the campaign file]
@@ -61,7 +61,7 @@ pub struct StoreArgs {
         value_name = "URL",
         hide_env_values = true
     )]
-    pub orders_db: Option<String>,
+    pub(crate) orders_db: Option<String>,
 }
 
 /// Where the orders go, resolved from flag, environment, file and default.
@@ -75,7 +75,7 @@ pub enum StoreLocation {
 impl StoreLocation {
     /// Resolve by precedence; relative SQLite paths from the file are
     /// relative to the campaign file's directory.
-    pub fn resolve(args: &StoreArgs, campaign: &Campaign) -> Result<StoreLocation> {
+    pub(crate) fn resolve(args: &StoreArgs, campaign: &Campaign) -> Result<StoreLocation> {
         let campaign_dir = campaign
             .path
             .parent()
@@ -118,7 +118,7 @@ impl StoreLocation {
     }
 
     /// The location without the password, for messages.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         match self {
             StoreLocation::Sqlite(path) => format!("sqlite://{}", path.display()),
             StoreLocation::Mysql(url) => redact(url),
@@ -128,13 +128,13 @@ impl StoreLocation {
     /// Connect to a database that must already exist: a mistyped SQLite path
     /// is "no such database", never a fresh empty file (only `consume`
     /// creates the database; everything else reads what it wrote).
-    pub fn open_existing(&self) -> Result<Box<dyn OrderStore>> {
+    pub(crate) fn open_existing(&self) -> Result<Box<dyn OrderStore>> {
         self.require_existing()?;
         self.open()
     }
 
     /// Fail with "no such database" when a SQLite file is missing.
-    pub fn require_existing(&self) -> Result<()> {
+    pub(crate) fn require_existing(&self) -> Result<()> {
         if let StoreLocation::Sqlite(path) = self
             && !path.is_file()
         {
@@ -160,38 +160,38 @@ impl StoreLocation {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ItemTotals {
     /// Order rows.
-    pub rows: i64,
+    pub(crate) rows: i64,
     /// Units those rows ordered.
-    pub units: i64,
+    pub(crate) units: i64,
 }
 
 /// A stored order's identity, for comparing the database against the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredOrder {
-    pub order_id: String,
-    pub stream_id: String,
+    pub(crate) order_id: String,
+    pub(crate) stream_id: String,
 }
 
 /// What a stored row says about its order: reconcile compares it with the
 /// order entry, so a row changed behind the pipeline's back is drift.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredContent {
-    pub campaign: String,
-    pub item_id: String,
-    pub user_id: String,
-    pub qty: i64,
-    pub price_cents: i64,
+    pub(crate) campaign: String,
+    pub(crate) item_id: String,
+    pub(crate) user_id: String,
+    pub(crate) qty: i64,
+    pub(crate) price_cents: i64,
     /// The order's state (`confirmed` for orders final on `ok`).
-    pub state: OrderState,
+    pub(crate) state: OrderState,
 }
 
 /// One user's stored purchases of one item (`preheat --recover` restores them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuyerTotal {
-    pub user_id: String,
-    pub units: i64,
+    pub(crate) user_id: String,
+    pub(crate) units: i64,
     /// The user's latest order (order ids sort by time).
-    pub latest_order_id: String,
+    pub(crate) latest_order_id: String,
 }
 
 /// An order database. Every method is one transaction or one query.
@@ -259,14 +259,14 @@ pub trait OrderStore {
 }
 
 /// A stored `state` column, or an error naming the order and the database.
-pub fn parse_state(order_id: &str, state: &str, database: &str) -> Result<OrderState> {
+pub(crate) fn parse_state(order_id: &str, state: &str, database: &str) -> Result<OrderState> {
     OrderState::parse(state).ok_or_else(|| {
         anyhow::anyhow!("order {order_id} in {database} has an unknown state {state:?}")
     })
 }
 
 /// (paid_at, released_at) of a state change: one of them is its time.
-pub fn change_times(change: &StateChange) -> (Option<i64>, Option<i64>) {
+pub(crate) fn change_times(change: &StateChange) -> (Option<i64>, Option<i64>) {
     match change.state {
         OrderState::Paid => (Some(change.at_ms), None),
         _ => (None, Some(change.at_ms)),
@@ -274,12 +274,12 @@ pub fn change_times(change: &StateChange) -> (Option<i64>, Option<i64>) {
 }
 
 /// Wall-clock Unix milliseconds (the `consumed_at` column).
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
 /// `host-pid`: a consumer name unique to this process.
-pub fn default_consumer_name(role: &str) -> String {
+pub(crate) fn default_consumer_name(role: &str) -> String {
     let host = crate::util::identity::host_name();
     let pid = std::process::id();
     if role.is_empty() {

@@ -75,7 +75,7 @@ const ROWS_PER_INSERT: usize = 1000;
 const LOOKUP_CHUNK: usize = 1000;
 
 /// A MySQL/MariaDB order store.
-pub struct MysqlStore {
+pub(crate) struct MysqlStore {
     opts: Opts,
     connection: Option<Conn>,
     display: String,
@@ -83,7 +83,7 @@ pub struct MysqlStore {
 
 impl MysqlStore {
     /// Connect and create the schema when missing. `display` is the URL without password.
-    pub fn open(url: &str, display: String) -> Result<MysqlStore> {
+    pub(crate) fn open(url: &str, display: String) -> Result<MysqlStore> {
         let opts = Opts::from_url(url)
             .map_err(|_| anyhow::anyhow!("invalid order database URL {display}"))?;
         let opts: Opts = OptsBuilder::from_opts(opts)

@@ -29,41 +29,41 @@ use crate::util::log;
 
 /// Orders to store and the stream ids to ack once they are committed.
 #[derive(Debug, Default)]
-pub struct Batch {
-    pub orders: Vec<Order>,
+pub(crate) struct Batch {
+    pub(crate) orders: Vec<Order>,
     /// The stream key each of `orders` was read from (a bucketed item has a
     /// stream per bucket: the order's item alone does not say which).
-    pub origins: Vec<String>,
+    pub(crate) origins: Vec<String>,
     /// Reservations' state changes, applied after the orders (their own
     /// transaction: a change and its order may arrive in either order).
-    pub changes: Vec<StateChange>,
+    pub(crate) changes: Vec<StateChange>,
     /// (stream key, ids) — acked stream by stream, in the order read.
-    pub acks: Vec<(String, Vec<String>)>,
+    pub(crate) acks: Vec<(String, Vec<String>)>,
 }
 
 impl Batch {
     /// Add an order read from `stream_key`.
-    pub fn push_order(&mut self, stream_key: &str, order: Order) {
+    pub(crate) fn push_order(&mut self, stream_key: &str, order: Order) {
         self.origins.push(stream_key.to_string());
         self.orders.push(order);
     }
 
     /// Number of stream ids this batch will ack.
-    pub fn ack_count(&self) -> usize {
+    pub(crate) fn ack_count(&self) -> usize {
         self.acks.iter().map(|(_, ids)| ids.len()).sum()
     }
 }
 
 /// What one batch did.
 #[derive(Debug, Clone, Default)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// Rows that were new in the database.
-    pub inserted: u64,
+    pub(crate) inserted: u64,
     /// Stream ids acknowledged.
-    pub acked: u64,
+    pub(crate) acked: u64,
     /// Orders the database refused while taking the others: (stream key,
     /// stream id, why). Left pending, not acked.
-    pub refused: Vec<(String, String, String)>,
+    pub(crate) refused: Vec<(String, String, String)>,
 }
 
 /// How one attempt at storing a batch ended.
@@ -126,7 +126,7 @@ fn bisect(
 }
 
 /// Commit `batch.orders` in one transaction, then ack `batch.acks`; both retried.
-pub fn store_then_ack(
+pub(crate) fn store_then_ack(
     command: &str,
     store: &mut dyn OrderStore,
     conn: &mut ReconnectingConn,

@@ -18,7 +18,7 @@ use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::redis_client::failure;
 
 /// A connection to `target` that is replaced after any failed call.
-pub struct ReconnectingConn<'t> {
+pub(crate) struct ReconnectingConn<'t> {
     target: &'t RedisTarget,
     conn: Conn,
     /// The last call failed (or a fresh start was asked for): reconnect first.
@@ -29,7 +29,7 @@ pub struct ReconnectingConn<'t> {
 
 impl<'t> ReconnectingConn<'t> {
     /// Wrap `conn`, a working connection to `target`.
-    pub fn new(target: &'t RedisTarget, conn: Conn) -> ReconnectingConn<'t> {
+    pub(crate) fn new(target: &'t RedisTarget, conn: Conn) -> ReconnectingConn<'t> {
         ReconnectingConn {
             target,
             conn,
@@ -39,7 +39,7 @@ impl<'t> ReconnectingConn<'t> {
     }
 
     /// Create the consumer group of each of `items` now and after every reconnect.
-    pub fn with_groups(mut self, items: &[ItemKeys]) -> Result<ReconnectingConn<'t>> {
+    pub(crate) fn with_groups(mut self, items: &[ItemKeys]) -> Result<ReconnectingConn<'t>> {
         self.groups = items.to_vec();
         for keys in &self.groups {
             stream::ensure_group(&mut self.conn, keys)?;
@@ -49,7 +49,7 @@ impl<'t> ReconnectingConn<'t> {
 
     /// Run one call; a failure marks the connection stale, so the next
     /// attempt starts on a fresh one.
-    pub fn attempt<T>(&mut self, call: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+    pub(crate) fn attempt<T>(&mut self, call: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         if self.stale {
             let mut fresh = self.target.connect()?;
             for keys in &self.groups {
@@ -65,7 +65,7 @@ impl<'t> ReconnectingConn<'t> {
 
     /// [`attempt`](Self::attempt) until it succeeds, with the pipeline's
     /// backoff and stop rules ([`retry`]).
-    pub fn retry<T>(
+    pub(crate) fn retry<T>(
         &mut self,
         command: &str,
         what: &str,
@@ -77,13 +77,13 @@ impl<'t> ReconnectingConn<'t> {
 
     /// Open a fresh connection before the next call even though nothing
     /// failed (a signal may have cut a read short without an error).
-    pub fn start_afresh(&mut self) {
+    pub(crate) fn start_afresh(&mut self) {
         self.stale = true;
     }
 
     /// The connection as it is, for calls that are not retried (their error
     /// ends the command).
-    pub fn conn(&mut self) -> &mut Conn {
+    pub(crate) fn conn(&mut self) -> &mut Conn {
         &mut self.conn
     }
 }

@@ -21,7 +21,7 @@ use crate::redis_client::scripts::dead_letter::{self, DeadLetter};
 use crate::redis_client::scripts::stream_order_ids::{self, StreamOrderIds};
 
 /// Create the consumer group of one item when missing (BUSYGROUP = already there).
-pub fn ensure_group<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<()> {
+pub(crate) fn ensure_group<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<()> {
     let created: redis::RedisResult<()> = redis::cmd("XGROUP")
         .arg("CREATE")
         .arg(&keys.orders)
@@ -76,7 +76,7 @@ pub fn read_group<C: ConnectionLike>(
 /// (`>` for new entries, an id for this consumer's own pending ones): all
 /// streams in one call on a single server, one call per item on a cluster
 /// (each item's stream lives in its own slot). `block` = None returns at once.
-pub fn read_items(
+pub(crate) fn read_items(
     conn: &mut Conn,
     consumer: &str,
     items: &[ItemKeys],
@@ -114,7 +114,7 @@ pub fn read_items(
 }
 
 /// XACK `ids` on one stream; returns how many were pending.
-pub fn ack<C: ConnectionLike>(conn: &mut C, stream: &str, ids: &[String]) -> Result<u64> {
+pub(crate) fn ack<C: ConnectionLike>(conn: &mut C, stream: &str, ids: &[String]) -> Result<u64> {
     if ids.is_empty() {
         return Ok(0);
     }
@@ -127,7 +127,7 @@ pub fn ack<C: ConnectionLike>(conn: &mut C, stream: &str, ids: &[String]) -> Res
 }
 
 /// One XAUTOCLAIM page: entries idle ≥ `min_idle` from cursor `start`.
-pub fn autoclaim<C: ConnectionLike>(
+pub(crate) fn autoclaim<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     consumer: &str,
@@ -150,7 +150,7 @@ pub fn autoclaim<C: ConnectionLike>(
 
 /// Delivery counts of the pending entries between `first` and `last`
 /// (inclusive, or exclusive with a `(` prefix), optionally of one consumer.
-pub fn pending_deliveries<C: ConnectionLike>(
+pub(crate) fn pending_deliveries<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     first: &str,
@@ -178,7 +178,7 @@ pub fn pending_deliveries<C: ConnectionLike>(
 
 /// Every pending id between `first` and `last` inclusive (paged, so a range
 /// holding deleted-but-pending ids is still read completely).
-pub fn pending_ids_between<C: ConnectionLike>(
+pub(crate) fn pending_ids_between<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     first: &str,
@@ -202,15 +202,18 @@ pub fn pending_ids_between<C: ConnectionLike>(
 
 /// The group's view of one stream (XINFO GROUPS).
 #[derive(Debug, Clone, Default)]
-pub struct GroupInfo {
-    pub pending: u64,
-    pub last_delivered_id: String,
+pub(crate) struct GroupInfo {
+    pub(crate) pending: u64,
+    pub(crate) last_delivered_id: String,
     /// Entries never delivered to the group; `None` when Redis cannot tell.
-    pub lag: Option<u64>,
+    pub(crate) lag: Option<u64>,
 }
 
 /// XINFO GROUPS for the order group; `None` when the group does not exist.
-pub fn group_info<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Option<GroupInfo>> {
+pub(crate) fn group_info<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+) -> Result<Option<GroupInfo>> {
     let exists: bool = redis::cmd("EXISTS")
         .arg(&keys.orders)
         .query(conn)
@@ -243,7 +246,7 @@ pub fn group_info<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Op
 }
 
 /// Up to `count` entries with id > `after` (`-` for the start).
-pub fn range_after<C: ConnectionLike>(
+pub(crate) fn range_after<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     after: &str,
@@ -269,7 +272,7 @@ pub fn range_after<C: ConnectionLike>(
 /// The order_id field of the entries with these stream ids, in one round
 /// trip (lua/stream_order_ids.lua); `None` where there is no such entry.
 /// An id that is not a stream id cannot name an entry: `None` too.
-pub fn order_ids_at<C: ConnectionLike>(
+pub(crate) fn order_ids_at<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
     ids: &[&str],
@@ -330,11 +333,11 @@ pub fn dead_letter<C: ConnectionLike>(
 }
 
 /// Field in a dead-letter entry naming the original stream id.
-pub const DEAD_ORIGINAL_ID: &str = "dead_original_id";
+pub(crate) const DEAD_ORIGINAL_ID: &str = "dead_original_id";
 
 /// Stream ids of every dead-lettered entry of one item (paged XRANGE).
 /// Held in memory: the dead-letter stream holds only the exceptions.
-pub fn dead_original_ids<C: ConnectionLike>(
+pub(crate) fn dead_original_ids<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
 ) -> Result<HashSet<String>> {

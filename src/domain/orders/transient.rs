@@ -10,7 +10,7 @@
 use std::io::ErrorKind;
 
 /// True when the first cause we recognise in `error`'s chain is a passing one.
-pub fn is_transient(error: &anyhow::Error) -> bool {
+pub(crate) fn is_transient(error: &anyhow::Error) -> bool {
     error
         .chain()
         .find_map(|cause| {
@@ -82,12 +82,12 @@ fn sqlite_is_transient(error: &rusqlite::Error) -> bool {
 }
 
 /// How long opening the order database waits out transient errors.
-pub const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Run a database call until it succeeds ([`crate::util::retry::retry_while`]),
 /// retrying transient errors only ([`is_transient`]): any other error is
 /// returned at once, since waiting would not fix it.
-pub fn retry_until<T>(
+pub(crate) fn retry_until<T>(
     command: &str,
     what: &str,
     stop: &std::sync::atomic::AtomicBool,

@@ -44,23 +44,23 @@ use crate::redis_client::scripts::pay::{self, Pay};
 use crate::redis_client::scripts::release::{self, ExpireBatch, Release};
 use crate::util::log;
 
-pub use crate::redis_client::scripts::pay::{OrderOutcome, OrderReply};
+pub(crate) use crate::redis_client::scripts::pay::{OrderOutcome, OrderReply};
 
 /// Longest `--reason` kept with a cancellation.
-pub const MAX_REASON_BYTES: usize = 255;
+pub(crate) const MAX_REASON_BYTES: usize = 255;
 
 /// A reservation record as `lua/buy.lua` writes it (format in the module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
     pub state: String,
-    pub qty: i64,
-    pub price_cents: i64,
-    pub bought_at_ms: i64,
+    pub(crate) qty: i64,
+    pub(crate) price_cents: i64,
+    pub(crate) bought_at_ms: i64,
     pub deadline_ms: i64,
     pub changed_at_ms: i64,
     /// The order stream entry that announced `state`.
-    pub event_stream_id: String,
-    pub user: String,
+    pub(crate) event_stream_id: String,
+    pub(crate) user: String,
 }
 
 impl Record {
@@ -86,30 +86,25 @@ impl Record {
         )
         .then_some(record)
     }
-
-    /// Released: the units went back to stock.
-    pub fn released(&self) -> bool {
-        matches!(self.state.as_str(), "expired" | "cancelled")
-    }
 }
 
 /// One slot that can hold reservations: an item, or one bucket of a
 /// bucketed item (`docs/buckets.md`).
 #[derive(Debug, Clone)]
-pub struct Slot<'a> {
-    pub item: &'a Item,
+pub(crate) struct Slot<'a> {
+    pub(crate) item: &'a Item,
     /// The item as Redis recorded it at preheat.
-    pub sale: SaleItem<'a>,
+    pub(crate) sale: SaleItem<'a>,
     /// The bucket, for a bucketed item.
-    pub bucket: Option<u32>,
-    pub keys: ItemKeys,
+    pub(crate) bucket: Option<u32>,
+    pub(crate) keys: ItemKeys,
 }
 
 /// Every slot of the selected items (`None`: all items of the campaign). A
 /// bucketed item's buckets are those of the bucket count Redis recorded at
 /// preheat (`bucket_count`), not the file's: orders live in the buckets they
 /// were sold from, whatever the file says now.
-pub fn slots<'a, C: ConnectionLike>(
+pub(crate) fn slots<'a, C: ConnectionLike>(
     conn: &mut C,
     campaign: &'a Campaign,
     item: Option<&str>,
@@ -130,7 +125,7 @@ pub fn slots<'a, C: ConnectionLike>(
 }
 
 /// Refuse an order id that cannot be one (it goes after a hash tag and into Lua).
-pub fn check_order_id(order_id: &str) -> Result<()> {
+pub(crate) fn check_order_id(order_id: &str) -> Result<()> {
     if !is_valid_id(order_id) {
         return Err(usage(format!(
             "--order {order_id:?} is not an order id (1..64 letters, digits, '-' or '_')"
@@ -140,7 +135,7 @@ pub fn check_order_id(order_id: &str) -> Result<()> {
 }
 
 /// The slot whose reservations hash has `order_id`, if any.
-pub fn locate<'a, C: ConnectionLike>(
+pub(crate) fn locate<'a, C: ConnectionLike>(
     conn: &mut C,
     slots: &'a [Slot<'a>],
     order_id: &str,
@@ -164,13 +159,13 @@ pub fn locate<'a, C: ConnectionLike>(
 /// What `pay` or `cancel` did, and where.
 #[derive(Debug, Clone, Serialize)]
 pub struct OrderResult {
-    pub order_id: String,
+    pub(crate) order_id: String,
     /// The item holding the order (None when unknown).
-    pub item: Option<String>,
+    pub(crate) item: Option<String>,
     /// The bucket holding it (bucketed items): its units return there.
-    pub bucket: Option<u32>,
+    pub(crate) bucket: Option<u32>,
     #[serde(flatten)]
-    pub reply: OrderReply,
+    pub(crate) reply: OrderReply,
 }
 
 impl OrderResult {
@@ -217,7 +212,7 @@ pub fn pay<C: ConnectionLike>(
 }
 
 /// Run the pay script for `order_id` in `slot`.
-pub fn pay_in<C: ConnectionLike>(
+pub(crate) fn pay_in<C: ConnectionLike>(
     conn: &mut C,
     campaign: &Campaign,
     slot: &Slot,
@@ -312,7 +307,7 @@ fn release_call<'a>(
 }
 
 /// One expire call in one slot: up to `limit` due orders released.
-pub fn expire_batch<C: ConnectionLike>(
+pub(crate) fn expire_batch<C: ConnectionLike>(
     conn: &mut C,
     campaign: &Campaign,
     slot: &Slot,
@@ -327,27 +322,27 @@ pub fn expire_batch<C: ConnectionLike>(
 
 /// What one `expire` pass did to one item.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ItemExpiry {
-    pub item: String,
+pub(crate) struct ItemExpiry {
+    pub(crate) item: String,
     /// Orders released.
-    pub released: u64,
+    pub(crate) released: u64,
     /// Their units, back in stock.
-    pub units: i64,
+    pub(crate) units: i64,
     /// Script calls made (each releases at most `--batch` orders).
-    pub calls: u64,
+    pub(crate) calls: u64,
     /// Orders due but not released because the item's stock key is gone.
-    pub stuck: u64,
+    pub(crate) stuck: u64,
     /// Due orders whose record does not parse (named in the log).
-    pub unreadable: Vec<String>,
+    pub(crate) unreadable: Vec<String>,
 }
 
 /// How `expire` runs.
 #[derive(Debug, Clone)]
-pub struct ExpireSettings {
+pub(crate) struct ExpireSettings {
     /// Orders released per script call.
-    pub batch: u64,
+    pub(crate) batch: u64,
     /// Keep going, one pass every `interval`, until stopped.
-    pub repeat: Option<Duration>,
+    pub(crate) repeat: Option<Duration>,
 }
 
 /// The command name in log lines.
@@ -358,7 +353,7 @@ const EXPIRE: &str = "expire";
 /// `stop`; returns the totals of all passes. Redis errors are retried on a
 /// fresh connection (a lost reply is harmless: the script re-checks
 /// everything, so a call repeated changes nothing twice).
-pub fn expire(
+pub(crate) fn expire(
     target: &RedisTarget,
     conn: Conn,
     campaign: &Campaign,
@@ -476,30 +471,30 @@ fn heal_sell_out_proofs(
 
 /// Reservation counters of one slot (from `…:reservation_counts`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Totals {
-    pub reserved_orders: i64,
-    pub reserved_units: i64,
-    pub paid_orders: i64,
-    pub paid_units: i64,
-    pub expired_orders: i64,
-    pub expired_units: i64,
-    pub cancelled_orders: i64,
-    pub cancelled_units: i64,
+pub(crate) struct Totals {
+    pub(crate) reserved_orders: i64,
+    pub(crate) reserved_units: i64,
+    pub(crate) paid_orders: i64,
+    pub(crate) paid_units: i64,
+    pub(crate) expired_orders: i64,
+    pub(crate) expired_units: i64,
+    pub(crate) cancelled_orders: i64,
+    pub(crate) cancelled_units: i64,
 }
 
 impl Totals {
     /// Units given back to stock (expired + cancelled).
-    pub fn released_units(&self) -> i64 {
+    pub(crate) fn released_units(&self) -> i64 {
         self.expired_units + self.cancelled_units
     }
 
     /// Orders released (expired + cancelled).
-    pub fn released_orders(&self) -> i64 {
+    pub(crate) fn released_orders(&self) -> i64 {
         self.expired_orders + self.cancelled_orders
     }
 
     /// Add another slot's counters.
-    pub fn add(&mut self, other: &Totals) {
+    pub(crate) fn add(&mut self, other: &Totals) {
         self.reserved_orders += other.reserved_orders;
         self.reserved_units += other.reserved_units;
         self.paid_orders += other.paid_orders;
@@ -512,7 +507,7 @@ impl Totals {
 }
 
 /// Read one slot's reservation counters.
-pub fn totals<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Totals> {
+pub(crate) fn totals<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Totals> {
     let values: Vec<Option<i64>> = redis::cmd("HMGET")
         .arg(&keys.reservation_counts)
         .arg(&[
@@ -546,7 +541,7 @@ pub fn totals<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Totals
 }
 
 /// The records of `order_ids` in one slot (None: no record, or not one).
-pub fn records<C: ConnectionLike>(
+pub(crate) fn records<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
     order_ids: &[&str],
@@ -578,7 +573,6 @@ mod tests {
         assert_eq!(record.qty, 2);
         assert_eq!(record.user, "a b c");
         assert_eq!(record.event_stream_id, "17-0");
-        assert!(!record.released());
         assert!(Record::parse("odd 1 1 1 1 1 1-0 u").is_none());
         assert!(Record::parse("reserved x 1 1 1 1 1-0 u").is_none());
     }

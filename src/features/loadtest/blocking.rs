@@ -21,7 +21,7 @@ use crate::redis_client::conn::RedisTarget;
 
 /// One worker thread with one connection, until the variant's attempts are done.
 /// Always reaches the start line, even when connecting fails.
-pub fn work(
+pub(crate) fn work(
     target: &RedisTarget,
     worker: usize,
     job: &Job<'_>,

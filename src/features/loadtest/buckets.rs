@@ -28,62 +28,62 @@ use crate::redis_client::conn::RedisTarget;
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct BucketRun {
-    pub threads: usize,
-    pub requests: u64,
-    pub users: u64,
-    pub stock: i64,
-    pub buckets: u32,
+pub(crate) struct BucketRun {
+    pub(crate) threads: usize,
+    pub(crate) requests: u64,
+    pub(crate) users: u64,
+    pub(crate) stock: i64,
+    pub(crate) buckets: u32,
     /// Skewed demand: every synthetic user's home is one of the first K buckets.
-    pub hot_buckets: Option<u32>,
+    pub(crate) hot_buckets: Option<u32>,
     /// Keep the campaign's rate limit (`--rate-limit`).
-    pub rate_limit: bool,
+    pub(crate) rate_limit: bool,
 }
 
 /// One bucket after the run.
 #[derive(Debug, Clone, Serialize)]
-pub struct BucketFigures {
-    pub bucket: u32,
-    pub slot: u16,
-    pub initial_stock: i64,
-    pub final_stock: i64,
+pub(crate) struct BucketFigures {
+    pub(crate) bucket: u32,
+    pub(crate) slot: u16,
+    pub(crate) initial_stock: i64,
+    pub(crate) final_stock: i64,
     /// Orders sold from this bucket (its stream's length).
-    pub orders: u64,
-    pub transfers_out: u64,
-    pub transfers_in: u64,
+    pub(crate) orders: u64,
+    pub(crate) transfers_out: u64,
+    pub(crate) transfers_in: u64,
 }
 
 /// The run's figures (one JSON object).
 #[derive(Debug, Clone, Serialize)]
-pub struct BucketReport {
-    pub variant: &'static str,
-    pub buckets: u32,
+pub(crate) struct BucketReport {
+    pub(crate) variant: &'static str,
+    pub(crate) buckets: u32,
     /// `uniform`, or `skewed: homes in K of N buckets`.
-    pub demand: String,
-    pub requests: u64,
-    pub threads: usize,
-    pub users: u64,
-    pub stock: i64,
-    pub elapsed_s: f64,
-    pub qps: f64,
-    pub succeeded: u64,
-    pub sold_out: u64,
-    pub rejected: u64,
-    pub oversold: u64,
+    pub(crate) demand: String,
+    pub(crate) requests: u64,
+    pub(crate) threads: usize,
+    pub(crate) users: u64,
+    pub(crate) stock: i64,
+    pub(crate) elapsed_s: f64,
+    pub(crate) qps: f64,
+    pub(crate) succeeded: u64,
+    pub(crate) sold_out: u64,
+    pub(crate) rejected: u64,
+    pub(crate) oversold: u64,
     /// Units left at the end although some attempt was told `sold_out`.
-    pub undersold: u64,
-    pub final_stock: i64,
-    pub stream_len: u64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub round_trips_per_ok_mean: f64,
-    pub round_trips_per_ok_p99: u64,
-    pub round_trips_per_sold_out_mean: f64,
+    pub(crate) undersold: u64,
+    pub(crate) final_stock: i64,
+    pub(crate) stream_len: u64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) round_trips_per_ok_mean: f64,
+    pub(crate) round_trips_per_ok_p99: u64,
+    pub(crate) round_trips_per_sold_out_mean: f64,
     /// Share of successful buys that needed a transfer.
-    pub transfer_share: f64,
-    pub transfers: u64,
-    pub per_bucket: Vec<BucketFigures>,
-    pub verdict: String,
+    pub(crate) transfer_share: f64,
+    pub(crate) transfers: u64,
+    pub(crate) per_bucket: Vec<BucketFigures>,
+    pub(crate) verdict: String,
 }
 
 #[derive(Default)]
@@ -98,7 +98,7 @@ struct Tally {
 
 /// Run the bucketed `full` variant once: set the namespace up, drive it, read
 /// the result, delete the namespace (unless `keep`).
-pub fn run(
+pub(crate) fn run(
     target: &RedisTarget,
     campaign: &Campaign,
     item_id: &str,

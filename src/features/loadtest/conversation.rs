@@ -24,7 +24,7 @@ use crate::redis_client::scripts::lock_release;
 
 /// What the connection does after a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Wait for the next reply of the current write (a transaction's `QUEUED`s).
     Pending,
     /// This reply finished the oldest request of the batch.
@@ -36,7 +36,7 @@ pub enum Next {
 }
 
 /// One connection's conversation for one variant.
-pub enum Conversation {
+pub(crate) enum Conversation {
     V1 {
         get: Vec<u8>,
         decr: Vec<u8>,
@@ -61,7 +61,7 @@ pub enum Conversation {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum V2Step {
+pub(crate) enum V2Step {
     Watch,
     Get,
     Unwatch,
@@ -71,7 +71,7 @@ pub enum V2Step {
 
 impl Conversation {
     /// Pack what can be packed for `variant`; `template` is the script call of v3/full.
-    pub fn new(variant: Variant, plan: &Plan) -> Conversation {
+    pub(crate) fn new(variant: Variant, plan: &Plan) -> Conversation {
         let stock = plan.keys.item.stock.as_bytes();
         match variant {
             Variant::V1 => Conversation::V1 {
@@ -104,7 +104,7 @@ impl Conversation {
     /// Start the requests numbered `requests` (several only for the script
     /// variants, pipelined): write the first command(s) into `out` and return
     /// how many replies they bring.
-    pub fn begin(&mut self, requests: &[u64], out: &mut Vec<u8>) -> usize {
+    pub(crate) fn begin(&mut self, requests: &[u64], out: &mut Vec<u8>) -> usize {
         out.clear();
         match self {
             Conversation::V1 {
@@ -137,7 +137,12 @@ impl Conversation {
     }
 
     /// Take one reply; count outcomes into `counts`; any follow-up command goes into `out`.
-    pub fn reply(&mut self, reply: Value, out: &mut Vec<u8>, counts: &mut Counts) -> Result<Next> {
+    pub(crate) fn reply(
+        &mut self,
+        reply: Value,
+        out: &mut Vec<u8>,
+        counts: &mut Counts,
+    ) -> Result<Next> {
         let send = |out: &mut Vec<u8>, bytes: &[u8], replies: usize| {
             out.clear();
             out.extend_from_slice(bytes);
@@ -246,7 +251,7 @@ impl Conversation {
 }
 
 /// GET/DECR under a per-item lock (SET NX PX, compare-and-delete release).
-pub struct LockTalk {
+pub(crate) struct LockTalk {
     lock_key: Vec<u8>,
     /// The release script's call; the token's counter is written per acquisition.
     release_call: Template,

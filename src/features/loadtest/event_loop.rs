@@ -122,7 +122,7 @@ impl Connection {
 
 /// Run one event-loop worker over `count` connections until the variant's
 /// attempts are done. Always reaches the start line, even when connecting fails.
-pub fn work(
+pub(crate) fn work(
     target: &PlainTcp,
     connect_timeout: Duration,
     count: usize,
@@ -327,6 +327,6 @@ fn drive(
 }
 
 /// Split `connections` over `workers` as evenly as possible.
-pub fn share(connections: usize, workers: usize, worker: usize) -> usize {
+pub(crate) fn share(connections: usize, workers: usize, worker: usize) -> usize {
     connections / workers + usize::from(worker < connections % workers)
 }

@@ -16,26 +16,26 @@ use super::schedule::{Attempt, LATE_AFTER};
 use super::variants::Counts;
 
 /// Latencies are recorded in microseconds, up to an hour, 3 significant digits.
-pub const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
+pub(crate) const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
 
 /// One worker's measurements (after the merge: the variant's).
 #[derive(Debug)]
-pub struct Tally {
-    pub counts: Counts,
+pub(crate) struct Tally {
+    pub(crate) counts: Counts,
     /// From the planned send time to the reply, in µs.
-    pub corrected: Histogram<u64>,
+    pub(crate) corrected: Histogram<u64>,
     /// From the actual send to the reply, in µs.
-    pub service: Histogram<u64>,
+    pub(crate) service: Histogram<u64>,
     /// Requests sent more than [`LATE_AFTER`] behind plan (open loop).
-    pub late: u64,
+    pub(crate) late: u64,
     /// Attempts never sent because the plan could not be kept (open loop).
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// When the last answer arrived: the end of the run's clock.
-    pub last_answer: Option<Instant>,
+    pub(crate) last_answer: Option<Instant>,
 }
 
 impl Tally {
-    pub fn new() -> Result<Tally> {
+    pub(crate) fn new() -> Result<Tally> {
         Ok(Tally {
             counts: Counts::default(),
             corrected: new_histogram()?,
@@ -47,14 +47,14 @@ impl Tally {
     }
 
     /// Note that `attempt` went out (late or not).
-    pub fn sent(&mut self, attempt: &Attempt) {
+    pub(crate) fn sent(&mut self, attempt: &Attempt) {
         if attempt.sent.duration_since(attempt.planned) > LATE_AFTER {
             self.late += 1;
         }
     }
 
     /// `attempt` was answered at `now`.
-    pub fn answered(&mut self, attempt: &Attempt, now: Instant) -> Result<()> {
+    pub(crate) fn answered(&mut self, attempt: &Attempt, now: Instant) -> Result<()> {
         let micros = |since: Instant| {
             (now.saturating_duration_since(since).as_micros() as u64).clamp(1, HISTOGRAM_MAX_MICROS)
         };
@@ -69,7 +69,7 @@ impl Tally {
     }
 
     /// Add another worker's tally to this one.
-    pub fn absorb(&mut self, other: Tally) -> Result<()> {
+    pub(crate) fn absorb(&mut self, other: Tally) -> Result<()> {
         self.counts.absorb(other.counts);
         self.corrected
             .add(&other.corrected)

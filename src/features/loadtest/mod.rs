@@ -13,20 +13,20 @@
 //! CSV, `.hgrm`) is the caller's and `export`'s business.
 
 mod blocking;
-pub mod buckets;
+pub(crate) mod buckets;
 mod conversation;
 mod event_loop;
-pub mod export;
+pub(crate) mod export;
 mod measure;
-pub mod namespace;
+pub(crate) mod namespace;
 mod raw;
-pub mod report;
-pub mod reservations;
+pub(crate) mod report;
+pub(crate) mod reservations;
 mod resp;
-pub mod scenarios;
-pub mod schedule;
+pub(crate) mod scenarios;
+pub(crate) mod schedule;
 mod template;
-pub mod variants;
+pub(crate) mod variants;
 
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,7 +48,7 @@ use schedule::Pace;
 /// One way of taking a unit of stock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
-pub enum Variant {
+pub(crate) enum Variant {
     /// GET, compare in the client, DECR: not atomic, oversells.
     V1,
     /// WATCH / GET / MULTI / DECR / EXEC, retried on abort.
@@ -65,7 +65,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in the order `--variant all` runs them.
-    pub const ALL: [Variant; 6] = [
+    pub(crate) const ALL: [Variant; 6] = [
         Variant::V1,
         Variant::V2,
         Variant::V3,
@@ -74,7 +74,7 @@ impl Variant {
         Variant::Lock,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Variant::V1 => "v1",
             Variant::V2 => "v2",
@@ -86,75 +86,75 @@ impl Variant {
     }
 
     /// Whether `--pipeline` applies (the script variants, whose requests are independent).
-    pub fn pipelines(self) -> bool {
+    pub(crate) fn pipelines(self) -> bool {
         matches!(self, Variant::V3 | Variant::Full)
     }
 }
 
 /// The knobs of a run, already validated.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Connections to Redis, over all workers.
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Event-loop workers (plain-TCP standalone Redis; otherwise one worker per connection).
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Attempts per variant (open loop: rate × duration).
-    pub requests: u64,
-    pub pace: Pace,
+    pub(crate) requests: u64,
+    pub(crate) pace: Pace,
     /// Size of the synthetic shopper pool; request `n` is user `u<n % users>`.
-    pub users: u64,
-    pub stock: i64,
-    pub pipeline: usize,
+    pub(crate) users: u64,
+    pub(crate) stock: i64,
+    pub(crate) pipeline: usize,
     /// Keep the campaign's rate limit in the `full` variant.
-    pub rate_limit: bool,
+    pub(crate) rate_limit: bool,
     /// `full` only: WAIT for this many replicas after every buy, on the same connection.
-    pub wait_replicas: Option<u32>,
+    pub(crate) wait_replicas: Option<u32>,
     /// Longest WAIT.
-    pub wait_timeout: Duration,
+    pub(crate) wait_timeout: Duration,
 }
 
 /// Everything a worker needs to know, shared read-only by all of them.
 #[derive(Debug, Clone)]
-pub struct Plan {
-    pub settings: Settings,
-    pub keys: LoadtestKeys,
-    pub campaign_id: String,
-    pub item_id: String,
+pub(crate) struct Plan {
+    pub(crate) settings: Settings,
+    pub(crate) keys: LoadtestKeys,
+    pub(crate) campaign_id: String,
+    pub(crate) item_id: String,
     /// The campaign as `full` preheats it: --stock, no sale window, rate limit only on request.
-    pub campaign: Campaign,
+    pub(crate) campaign: Campaign,
     /// Unique per run: written into the namespace marker and used as order-id prefix.
-    pub run_id: String,
-    pub buy_sha: String,
-    pub v3_sha: String,
-    pub lock_release_sha: String,
+    pub(crate) run_id: String,
+    pub(crate) buy_sha: String,
+    pub(crate) v3_sha: String,
+    pub(crate) lock_release_sha: String,
 }
 
 /// One variant's report and the histograms behind it (for `.hgrm` files).
-pub struct VariantRun {
-    pub report: VariantReport,
+pub(crate) struct VariantRun {
+    pub(crate) report: VariantReport,
     /// Corrected latency, µs.
-    pub corrected: Histogram<u64>,
+    pub(crate) corrected: Histogram<u64>,
     /// Service time, µs.
-    pub service: Histogram<u64>,
+    pub(crate) service: Histogram<u64>,
 }
 
 /// Shared by the workers of one variant.
-pub struct Job<'a> {
-    pub plan: &'a Plan,
-    pub variant: Variant,
+pub(crate) struct Job<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) variant: Variant,
     /// Requests per write (the pipeline, for the script variants).
-    pub batch_limit: usize,
-    pub workers: usize,
+    pub(crate) batch_limit: usize,
+    pub(crate) workers: usize,
     /// Closed loop: request numbers handed out so far.
-    pub issued: AtomicU64,
+    pub(crate) issued: AtomicU64,
     /// Requests answered so far (progress bar).
-    pub done: AtomicU64,
+    pub(crate) done: AtomicU64,
     /// No reply for this long while requests are in flight ends the run.
-    pub stall_limit: Duration,
+    pub(crate) stall_limit: Duration,
 }
 
 /// Reset the namespace, set it up for `variant`, run it and read the result.
-pub fn run_variant(
+pub(crate) fn run_variant(
     target: &RedisTarget,
     plan: &Plan,
     variant: Variant,

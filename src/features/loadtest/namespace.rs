@@ -33,18 +33,18 @@ use crate::model::keys::{ItemKeys, LOADTEST_PREFIX};
 use crate::redis_client::conn::Conn;
 
 /// Field of the namespace's `meta` hash that says "a load test made this".
-pub const MARKER_FIELD: &str = "loadtest_run";
+pub(crate) const MARKER_FIELD: &str = "loadtest_run";
 
 /// The load test's key names for one item; the per-item lock lives beside them.
 #[derive(Debug, Clone)]
-pub struct LoadtestKeys {
-    pub item: ItemKeys,
+pub(crate) struct LoadtestKeys {
+    pub(crate) item: ItemKeys,
     /// `seckill-loadtest:{campaign:item}:lock`, used by `--variant lock` only.
-    pub lock: String,
+    pub(crate) lock: String,
 }
 
 impl LoadtestKeys {
-    pub fn new(campaign: &str, item: &str) -> LoadtestKeys {
+    pub(crate) fn new(campaign: &str, item: &str) -> LoadtestKeys {
         let item = ItemKeys::new(LOADTEST_PREFIX, campaign, item);
         let lock = format!("{}lock", item.base);
         LoadtestKeys { item, lock }
@@ -52,7 +52,7 @@ impl LoadtestKeys {
 }
 
 /// Refuse (usage error) when the load test would collide with real data; see the module docs.
-pub fn ensure_free<C: ConnectionLike>(
+pub(crate) fn ensure_free<C: ConnectionLike>(
     conn: &mut C,
     keys: &LoadtestKeys,
     campaign: &Campaign,
@@ -89,7 +89,7 @@ pub fn ensure_free<C: ConnectionLike>(
 }
 
 /// Empty the namespace and mark it as ours (`run_id` goes into the marker).
-pub fn reset(conn: &mut Conn, keys: &LoadtestKeys, run_id: &str) -> Result<()> {
+pub(crate) fn reset(conn: &mut Conn, keys: &LoadtestKeys, run_id: &str) -> Result<()> {
     remove(conn, keys)?;
     let () = conn
         .hset(&keys.item.meta, MARKER_FIELD, run_id)
@@ -100,7 +100,7 @@ pub fn reset(conn: &mut Conn, keys: &LoadtestKeys, run_id: &str) -> Result<()> {
 /// Delete every key of the namespace: the fixed ones, the lock and the per-user
 /// rate keys. On a cluster SCAN would visit one node only, so the rate keys
 /// (written only with `--rate-limit`) are left to expire within one window.
-pub fn remove(conn: &mut Conn, keys: &LoadtestKeys) -> Result<u64> {
+pub(crate) fn remove(conn: &mut Conn, keys: &LoadtestKeys) -> Result<u64> {
     let scan_too = !conn.is_cluster();
     let deleted = slot::delete_item(conn, &keys.item, scan_too)?;
     let lock: u64 = conn

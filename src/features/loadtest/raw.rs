@@ -24,7 +24,7 @@ use crate::redis_client::conn::PlainTcp;
 const BUFFER_BYTES: usize = 16 * 1024;
 
 /// One blocking connection speaking RESP2.
-pub struct RawConnection {
+pub(crate) struct RawConnection {
     stream: TcpStream,
     buffer: Vec<u8>,
     /// Unparsed bytes are `buffer[start..end]`.
@@ -38,7 +38,7 @@ impl RawConnection {
     /// Connect, authenticate and select the database of `target`. The setup
     /// runs before the load-test watchdog starts, so it has socket timeouts of
     /// its own (`response_timeout`), cleared once the connection is ready.
-    pub fn connect(
+    pub(crate) fn connect(
         target: &PlainTcp,
         connect_timeout: Duration,
         response_timeout: Duration,
@@ -94,7 +94,7 @@ impl RawConnection {
     }
 
     /// The socket, authenticated and on the right database, for the event loop.
-    pub fn into_stream(self) -> TcpStream {
+    pub(crate) fn into_stream(self) -> TcpStream {
         self.stream
     }
 
@@ -200,7 +200,7 @@ fn parse_int(digits: &[u8]) -> RedisResult<i64> {
 
 /// Parse one RESP2 reply from the front of `data`: `Ok(None)` when it is not
 /// complete yet, else the value and how many bytes it took.
-pub fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
+pub(crate) fn parse(data: &[u8]) -> RedisResult<Option<(Value, usize)>> {
     let Some(end) = line_end(data) else {
         return Ok(None);
     };

@@ -14,27 +14,27 @@ use super::{Plan, Variant};
 
 /// Latency percentiles of one histogram, in milliseconds.
 #[derive(Debug, Clone, Serialize)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     /// Fastest request, milliseconds.
-    pub min_ms: f64,
+    pub(crate) min_ms: f64,
     /// Mean, milliseconds.
-    pub avg_ms: f64,
+    pub(crate) avg_ms: f64,
     /// Median, milliseconds.
-    pub p50_ms: f64,
+    pub(crate) p50_ms: f64,
     /// 90th percentile, milliseconds.
-    pub p90_ms: f64,
+    pub(crate) p90_ms: f64,
     /// 95th percentile, milliseconds.
-    pub p95_ms: f64,
+    pub(crate) p95_ms: f64,
     /// 99th percentile, milliseconds.
-    pub p99_ms: f64,
+    pub(crate) p99_ms: f64,
     /// 99.9th percentile, milliseconds.
-    pub p99_9_ms: f64,
+    pub(crate) p99_9_ms: f64,
     /// Slowest request, milliseconds.
-    pub max_ms: f64,
+    pub(crate) max_ms: f64,
 }
 
 impl Percentiles {
-    pub fn of(latency: &Histogram<u64>) -> Percentiles {
+    pub(crate) fn of(latency: &Histogram<u64>) -> Percentiles {
         let ms = |micros: u64| micros as f64 / 1000.0;
         let at = |quantile: f64| ms(latency.value_at_quantile(quantile));
         Percentiles {
@@ -52,109 +52,109 @@ impl Percentiles {
 
 /// A Redis Cluster master's part of the run's commands.
 #[derive(Debug, Clone, Serialize)]
-pub struct MasterShare {
+pub(crate) struct MasterShare {
     /// The master's address, `host:port`.
-    pub node: String,
+    pub(crate) node: String,
     /// Commands the master processed during the variant.
-    pub commands: u64,
+    pub(crate) commands: u64,
     /// Its fraction of all masters' commands, 0–1.
-    pub share: f64,
+    pub(crate) share: f64,
 }
 
 /// One variant's figures: a row of the comparison table, an object of the JSON.
 #[derive(Debug, Clone, Serialize)]
-pub struct VariantReport {
+pub(crate) struct VariantReport {
     /// v1, v2, v3, v4, full or lock.
-    pub variant: Variant,
+    pub(crate) variant: Variant,
     /// `closed` (each connection sends when answered) or `open` (at --rate).
-    pub mode: &'static str,
+    pub(crate) mode: &'static str,
     /// Attempts planned.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// Attempts answered.
-    pub completed: u64,
+    pub(crate) completed: u64,
     /// Wall time of the variant, seconds.
-    pub elapsed_s: f64,
+    pub(crate) elapsed_s: f64,
     /// Answered attempts per second (= achieved_rate).
-    pub qps: f64,
+    pub(crate) qps: f64,
     /// --rate, attempts per second; null in closed loop.
-    pub requested_rate: Option<f64>,
+    pub(crate) requested_rate: Option<f64>,
     /// Answered attempts per second.
-    pub achieved_rate: f64,
+    pub(crate) achieved_rate: f64,
     /// Purchases that succeeded (with --wait-replicas: and were replicated).
-    pub succeeded: u64,
+    pub(crate) succeeded: u64,
     /// `full --wait-replicas`: purchases fewer replicas confirmed in time.
     /// They sold their units: the books count them with `succeeded`.
-    pub unreplicated: u64,
+    pub(crate) unreplicated: u64,
     /// `--wait-replicas` of the run (full only); null without it.
-    pub wait_replicas: Option<u32>,
+    pub(crate) wait_replicas: Option<u32>,
     /// Attempts answered "sold out".
-    pub sold_out: u64,
+    pub(crate) sold_out: u64,
     /// Duplicate or rate-limited (full), gave up waiting for the lock (lock).
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// Units sold beyond the stock: max(sold − stock, −final_stock, 0),
     /// sold = succeeded + unreplicated.
-    pub oversold: u64,
+    pub(crate) oversold: u64,
     /// Units still in stock although some attempt was answered sold out.
-    pub undersold: u64,
+    pub(crate) undersold: u64,
     /// Stock left in Redis afterwards (negative: oversold).
-    pub final_stock: i64,
+    pub(crate) final_stock: i64,
     /// The identity sold + left = initial (succeeded + unreplicated + final_stock = stock).
-    pub books_balance: bool,
+    pub(crate) books_balance: bool,
     /// Entries in the order stream afterwards (full only; 0 for the others).
-    pub stream_len: i64,
+    pub(crate) stream_len: i64,
     /// Fastest request, ms. This and the latencies up to `max_ms` are
     /// corrected: from the planned send time (= service time in closed loop).
-    pub min_ms: f64,
+    pub(crate) min_ms: f64,
     /// Mean latency, ms (corrected).
-    pub avg_ms: f64,
+    pub(crate) avg_ms: f64,
     /// Median latency, ms (corrected).
-    pub p50_ms: f64,
+    pub(crate) p50_ms: f64,
     /// 90th percentile latency, ms (corrected).
-    pub p90_ms: f64,
+    pub(crate) p90_ms: f64,
     /// 95th percentile latency, ms (corrected).
-    pub p95_ms: f64,
+    pub(crate) p95_ms: f64,
     /// 99th percentile latency, ms (corrected).
-    pub p99_ms: f64,
+    pub(crate) p99_ms: f64,
     /// 99.9th percentile latency, ms (corrected).
-    pub p99_9_ms: f64,
+    pub(crate) p99_9_ms: f64,
     /// Slowest request, ms (corrected).
-    pub max_ms: f64,
+    pub(crate) max_ms: f64,
     /// From the actual send to the reply.
-    pub service: Percentiles,
+    pub(crate) service: Percentiles,
     /// Attempts sent more than 2 ms behind plan (open loop).
-    pub late_sends: u64,
+    pub(crate) late_sends: u64,
     /// Attempts never sent because the plan could not be kept (open loop).
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// v2: aborted transactions; v4: stock seen below zero; lock: busy-lock waits.
-    pub retries: u64,
+    pub(crate) retries: u64,
     /// v4 only: the lowest stock any DECR saw.
-    pub lowest_stock_seen: Option<i64>,
+    pub(crate) lowest_stock_seen: Option<i64>,
     /// `--stock`: units at the start.
-    pub stock: i64,
+    pub(crate) stock: i64,
     /// `--connections`.
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Worker threads that drove them.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// `--pipeline` (1 for the multi-step variants).
-    pub pipeline: usize,
+    pub(crate) pipeline: usize,
     /// Distinct synthetic shoppers.
-    pub users: u64,
+    pub(crate) users: u64,
     /// Redis Cluster only: how the commands spread over the masters.
-    pub masters: Option<Vec<MasterShare>>,
+    pub(crate) masters: Option<Vec<MasterShare>>,
     /// "exact", "OVERSOLD n", ...
-    pub verdict: String,
+    pub(crate) verdict: String,
     /// Thresholds this variant failed (--max-p99, --min-qps, books); empty when none.
-    pub thresholds_failed: Vec<String>,
+    pub(crate) thresholds_failed: Vec<String>,
 }
 
 /// What Redis held after the variant.
-pub struct Books {
-    pub final_stock: i64,
-    pub stream_len: i64,
+pub(crate) struct Books {
+    pub(crate) final_stock: i64,
+    pub(crate) stream_len: i64,
 }
 
 /// Build the report of `variant` from what the workers measured.
-pub fn build(
+pub(crate) fn build(
     variant: Variant,
     plan: &Plan,
     tally: &Tally,
@@ -274,19 +274,19 @@ fn verdict(
 /// The CI thresholds of a run (k6-style): a run that breaks one exits with
 /// `exit_codes::THRESHOLD_FAILED`.
 #[derive(Debug, Clone, Default)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     /// Corrected p99 must not exceed this.
-    pub max_p99: Option<Duration>,
+    pub(crate) max_p99: Option<Duration>,
     /// Achieved attempts per second must reach this.
-    pub min_qps: Option<f64>,
+    pub(crate) min_qps: Option<f64>,
     /// Oversold fails `v1` too (the variant that oversells by design).
-    pub fail_on_oversell: bool,
+    pub(crate) fail_on_oversell: bool,
 }
 
 impl Thresholds {
     /// What `report` failed, in words. Every variant but v1 promises exact
     /// books, so oversold, undersold or drift there always fails.
-    pub fn check(&self, report: &VariantReport) -> Vec<String> {
+    pub(crate) fn check(&self, report: &VariantReport) -> Vec<String> {
         let mut failed = Vec::new();
         if let Some(limit) = self.max_p99 {
             let limit_ms = limit.as_secs_f64() * 1000.0;

@@ -37,47 +37,47 @@ use crate::redis_client::conn::RedisTarget;
 
 /// How the reservations load test runs.
 #[derive(Debug, Clone)]
-pub struct RaceSettings {
-    pub threads: usize,
-    pub requests: u64,
-    pub users: u64,
+pub(crate) struct RaceSettings {
+    pub(crate) threads: usize,
+    pub(crate) requests: u64,
+    pub(crate) users: u64,
     /// Payment timeout of every reservation.
-    pub payment_timeout: Duration,
+    pub(crate) payment_timeout: Duration,
     /// Share of the reservations paid (0.0..=1.0); half of them at the deadline.
-    pub pay_share: f64,
+    pub(crate) pay_share: f64,
 }
 
 /// What the race did, and whether the identity holds.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RaceReport {
-    pub requests: u64,
-    pub stock: i64,
+pub(crate) struct RaceReport {
+    pub(crate) requests: u64,
+    pub(crate) stock: i64,
     /// Buy attempts answered `ok` (reservations made).
-    pub reserved: u64,
-    pub sold_out: u64,
+    pub(crate) reserved: u64,
+    pub(crate) sold_out: u64,
     /// Duplicate, rate-limited, ...: refused for another reason.
-    pub rejected: u64,
-    pub buy_elapsed_s: f64,
+    pub(crate) rejected: u64,
+    pub(crate) buy_elapsed_s: f64,
     /// Payments sent, and how they came out.
-    pub pay_attempts: u64,
-    pub paid: u64,
+    pub(crate) pay_attempts: u64,
+    pub(crate) paid: u64,
     /// Payments refused because the deadline had passed.
-    pub pay_refused_expired: u64,
+    pub(crate) pay_refused_expired: u64,
     /// Payments aimed at the deadline (within ±20 ms).
-    pub paid_at_deadline_attempts: u64,
-    pub race_elapsed_s: f64,
+    pub(crate) paid_at_deadline_attempts: u64,
+    pub(crate) race_elapsed_s: f64,
     /// Final states of the reservations.
-    pub final_paid: u64,
-    pub final_expired: u64,
-    pub final_cancelled: u64,
-    pub final_reserved: u64,
+    pub(crate) final_paid: u64,
+    pub(crate) final_expired: u64,
+    pub(crate) final_cancelled: u64,
+    pub(crate) final_reserved: u64,
     /// Orders without exactly one final event matching their record.
-    pub not_exactly_once: u64,
-    pub final_stock: i64,
+    pub(crate) not_exactly_once: u64,
+    pub(crate) final_stock: i64,
     /// `initial = left + reserved + paid` with numbers.
-    pub identity: String,
+    pub(crate) identity: String,
     /// "exact", or what is wrong.
-    pub verdict: String,
+    pub(crate) verdict: String,
 }
 
 /// One reservation to pay: when (local clock) and which.
@@ -88,7 +88,7 @@ struct Payment {
 }
 
 /// Run the three phases on `keys` (a load-test namespace, already reset).
-pub fn run(
+pub(crate) fn run(
     target: &RedisTarget,
     campaign: &Campaign,
     keys: &ItemKeys,

@@ -10,13 +10,13 @@ use anyhow::{Result, anyhow, bail};
 use redis::Value;
 
 /// Decimal digits of an integer, formatted on the stack.
-pub struct Digits {
+pub(crate) struct Digits {
     bytes: [u8; 20],
     start: usize,
 }
 
 impl Digits {
-    pub fn new(mut number: u64) -> Digits {
+    pub(crate) fn new(mut number: u64) -> Digits {
         let mut bytes = [0u8; 20];
         let mut start = bytes.len();
         loop {
@@ -30,20 +30,20 @@ impl Digits {
         Digits { bytes, start }
     }
 
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[self.start..]
     }
 }
 
 /// `*<count>\r\n`: the start of a command with `count` arguments.
-pub fn array_header(buf: &mut Vec<u8>, count: usize) {
+pub(crate) fn array_header(buf: &mut Vec<u8>, count: usize) {
     buf.push(b'*');
     buf.extend_from_slice(Digits::new(count as u64).as_bytes());
     buf.extend_from_slice(b"\r\n");
 }
 
 /// One bulk-string argument made of `parts` written back to back.
-pub fn bulk(buf: &mut Vec<u8>, parts: &[&[u8]]) {
+pub(crate) fn bulk(buf: &mut Vec<u8>, parts: &[&[u8]]) {
     let len: usize = parts.iter().map(|p| p.len()).sum();
     buf.push(b'$');
     buf.extend_from_slice(Digits::new(len as u64).as_bytes());
@@ -55,7 +55,7 @@ pub fn bulk(buf: &mut Vec<u8>, parts: &[&[u8]]) {
 }
 
 /// A whole command whose arguments are all known up front.
-pub fn command(args: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn command(args: &[&[u8]]) -> Vec<u8> {
     let mut buf = Vec::new();
     array_header(&mut buf, args.len());
     for arg in args {
@@ -65,7 +65,7 @@ pub fn command(args: &[&[u8]]) -> Vec<u8> {
 }
 
 /// An integer reply (or nil); Redis errors become errors naming the command.
-pub fn int_or_nil(reply: Value, what: &str) -> Result<Option<i64>> {
+pub(crate) fn int_or_nil(reply: Value, what: &str) -> Result<Option<i64>> {
     match reply {
         Value::Nil => Ok(None),
         Value::Int(n) => Ok(Some(n)),
@@ -84,7 +84,7 @@ pub fn int_or_nil(reply: Value, what: &str) -> Result<Option<i64>> {
     }
 }
 
-pub fn expect_ok(reply: Value, what: &str) -> Result<()> {
+pub(crate) fn expect_ok(reply: Value, what: &str) -> Result<()> {
     match reply {
         Value::Okay => Ok(()),
         Value::ServerError(error) => Err(anyhow!("{what} failed: {error:?}")),

@@ -20,16 +20,16 @@ use crate::redis_client::conn::RedisTarget;
 use crate::redis_client::scripts;
 
 /// What the variants scenario produced.
-pub struct VariantsRun {
+pub(crate) struct VariantsRun {
     /// The lines above the table.
-    pub heading: String,
-    pub runs: Vec<VariantRun>,
+    pub(crate) heading: String,
+    pub(crate) runs: Vec<VariantRun>,
 }
 
 /// Run `variants` in turn on a fresh namespace each, then check `thresholds`;
 /// `progress` gives each variant its bar. The namespace is deleted afterwards
 /// unless `keep` (after a failed variant too: its error matters more).
-pub fn variants(
+pub(crate) fn variants(
     target: &RedisTarget,
     campaign: &Campaign,
     item_id: &str,
@@ -81,7 +81,7 @@ pub fn variants(
 }
 
 /// The bucketed buy path, one run (see `buckets`): its heading and report.
-pub fn buckets(
+pub(crate) fn buckets(
     target: &RedisTarget,
     campaign: &Campaign,
     item_id: &str,
@@ -111,7 +111,7 @@ pub fn buckets(
 
 /// Buys with a payment timeout, payments racing expiry, the proof (see
 /// `reservations`): its heading and report.
-pub fn reservations(
+pub(crate) fn reservations(
     target: &RedisTarget,
     campaign: &Campaign,
     item_id: &str,
@@ -198,6 +198,6 @@ fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String 
 }
 
 /// The variants' reports, without their histograms.
-pub fn reports(runs: Vec<VariantRun>) -> Vec<VariantReport> {
+pub(crate) fn reports(runs: Vec<VariantRun>) -> Vec<VariantReport> {
     runs.into_iter().map(|run| run.report).collect()
 }

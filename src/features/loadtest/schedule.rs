@@ -16,14 +16,14 @@ use std::time::{Duration, Instant};
 
 /// A send more than this behind its planned time counts as late (the event
 /// loop's timer resolution is 1 ms).
-pub const LATE_AFTER: Duration = Duration::from_millis(2);
+pub(crate) const LATE_AFTER: Duration = Duration::from_millis(2);
 
 /// How long after the end of the window late attempts may still go out.
-pub const DROP_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const DROP_AFTER: Duration = Duration::from_secs(1);
 
 /// How attempts are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Pace {
+pub(crate) enum Pace {
     /// Each connection sends its next attempt when the last one is answered.
     Closed,
     /// Attempts per second over all connections.
@@ -32,14 +32,14 @@ pub enum Pace {
 
 /// One attempt in flight: when it should have gone out and when it did.
 #[derive(Debug, Clone, Copy)]
-pub struct Attempt {
-    pub number: u64,
-    pub planned: Instant,
-    pub sent: Instant,
+pub(crate) struct Attempt {
+    pub(crate) number: u64,
+    pub(crate) planned: Instant,
+    pub(crate) sent: Instant,
 }
 
 /// Where one worker takes its attempts from.
-pub enum Source<'a> {
+pub(crate) enum Source<'a> {
     /// Request numbers from one shared counter: whichever connection is free
     /// takes the next, as redis-benchmark hands them out (a fixed share per
     /// worker would leave the slowest-scheduled ones running alone at the end).
@@ -51,7 +51,7 @@ pub enum Source<'a> {
 }
 
 /// Worker `w` of `workers` owns attempts `w`, `w + workers`, ...
-pub struct OpenPlan {
+pub(crate) struct OpenPlan {
     next: u64,
     step: u64,
     total: u64,
@@ -69,7 +69,7 @@ impl OpenPlan {
 }
 
 impl<'a> Source<'a> {
-    pub fn new(
+    pub(crate) fn new(
         pace: Pace,
         total: u64,
         issued: &'a AtomicU64,
@@ -96,7 +96,7 @@ impl<'a> Source<'a> {
 
     /// Up to `limit` attempts due at `now` (request numbers and planned
     /// times pushed into `into`); none when nothing is due yet.
-    pub fn take(&mut self, now: Instant, limit: usize, into: &mut Vec<Attempt>) {
+    pub(crate) fn take(&mut self, now: Instant, limit: usize, into: &mut Vec<Attempt>) {
         match self {
             Source::Closed { issued, total } => {
                 let first = issued.fetch_add(limit as u64, Ordering::Relaxed);
@@ -133,7 +133,7 @@ impl<'a> Source<'a> {
 
     /// When the next attempt is due (open loop); `None` when none are left
     /// or in closed loop (always due).
-    pub fn due_at(&self) -> Option<Instant> {
+    pub(crate) fn due_at(&self) -> Option<Instant> {
         match self {
             Source::Closed { .. } => None,
             Source::Open(plan) => plan.due_at(),
@@ -141,7 +141,7 @@ impl<'a> Source<'a> {
     }
 
     /// Whether every attempt has been handed out (or dropped).
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         match self {
             Source::Closed { issued, total } => issued.load(Ordering::Relaxed) >= *total,
             Source::Open(plan) => plan.next >= plan.total,
@@ -149,7 +149,7 @@ impl<'a> Source<'a> {
     }
 
     /// Attempts given up on because they could not be sent in time.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         match self {
             Source::Closed { .. } => 0,
             Source::Open(plan) => plan.dropped,

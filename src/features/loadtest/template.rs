@@ -19,7 +19,7 @@ use crate::redis_client::scripts::v3_decr;
 
 /// One packed command and where its numbers go.
 #[derive(Debug, Clone)]
-pub struct Template {
+pub(crate) struct Template {
     packed: Vec<u8>,
     /// (offset, width, which) of each number field.
     fields: Vec<(usize, usize, Number)>,
@@ -27,7 +27,7 @@ pub struct Template {
 
 /// A script variant's call (v3 or full) and how its replies count.
 #[derive(Debug, Clone)]
-pub struct ScriptTemplate {
+pub(crate) struct ScriptTemplate {
     variant: Variant,
     template: Template,
     users: u64,
@@ -40,7 +40,7 @@ pub struct ScriptTemplate {
 
 impl ScriptTemplate {
     /// The call `variant` (v3 or full) makes, with the settings of `plan`.
-    pub fn new(variant: Variant, plan: &Plan) -> ScriptTemplate {
+    pub(crate) fn new(variant: Variant, plan: &Plan) -> ScriptTemplate {
         let settings = &plan.settings;
         let widths = |number| match number {
             Number::User => digits(settings.users.saturating_sub(1)),
@@ -66,13 +66,13 @@ impl ScriptTemplate {
     }
 
     /// Replies one request brings: the call's, and WAIT's when there is one.
-    pub fn replies_per_request(&self) -> usize {
+    pub(crate) fn replies_per_request(&self) -> usize {
         1 + usize::from(self.wait.is_some())
     }
 
     /// Append request `request`'s call to `out`: user `request mod users`;
     /// then its WAIT, right behind it on the same connection.
-    pub fn write(&self, request: u64, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, request: u64, out: &mut Vec<u8>) {
         self.template.write(
             |number| match number {
                 Number::User => request % self.users,
@@ -87,7 +87,7 @@ impl ScriptTemplate {
 
     /// Take one reply: the script's, or the WAIT's behind it. True when it
     /// finished its request (counted).
-    pub fn count(&mut self, reply: Value, counts: &mut Counts) -> Result<bool> {
+    pub(crate) fn count(&mut self, reply: Value, counts: &mut Counts) -> Result<bool> {
         let Some((_, wanted)) = &self.wait else {
             self.count_call(reply, counts)?;
             return Ok(true);
@@ -135,7 +135,7 @@ impl ScriptTemplate {
 
 impl Template {
     /// Placeholder byte of each kind of number (never in a key or an id).
-    pub fn mark(number: Number) -> u8 {
+    pub(crate) fn mark(number: Number) -> u8 {
         match number {
             Number::User => 0x01,
             Number::Request => 0x02,
@@ -144,7 +144,7 @@ impl Template {
     }
 
     /// Pack `words` (placeholder runs included) and find the number fields.
-    pub fn from_words(words: &[Vec<u8>]) -> Template {
+    pub(crate) fn from_words(words: &[Vec<u8>]) -> Template {
         let packed = resp::command(&words.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let mut fields = Vec::new();
         let mut at = 0;
@@ -167,7 +167,7 @@ impl Template {
     }
 
     /// Append the command to `out`, `value` giving each field's number.
-    pub fn write(&self, value: impl Fn(Number) -> u64, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, value: impl Fn(Number) -> u64, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&self.packed);
         for &(offset, width, number) in &self.fields {
@@ -182,7 +182,7 @@ impl Template {
 }
 
 /// Decimal digits of `number`.
-pub fn digits(number: u64) -> usize {
+pub(crate) fn digits(number: u64) -> usize {
     Digits::new(number).as_bytes().len()
 }
 

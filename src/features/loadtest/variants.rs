@@ -16,34 +16,34 @@ use crate::redis_client::scripts::lock_release::LockRelease;
 use crate::redis_client::scripts::v3_decr::V3Decr;
 
 /// How long a `lock` request waits for the lock before it gives up (counted as rejected).
-pub const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(1);
+pub(crate) const LOCK_WAIT_LIMIT: Duration = Duration::from_secs(1);
 /// First pause after finding the lock busy; it doubles per try up to [`LOCK_RETRY_PAUSE_MAX`].
-pub const LOCK_RETRY_PAUSE: Duration = Duration::from_micros(500);
+pub(crate) const LOCK_RETRY_PAUSE: Duration = Duration::from_micros(500);
 /// Longest pause between two tries. Without backoff a hundred waiters retrying
 /// SET NX every millisecond flood Redis and slow down the one client holding
 /// the lock: the run then measured the flood, not the lock.
-pub const LOCK_RETRY_PAUSE_MAX: Duration = Duration::from_millis(8);
+pub(crate) const LOCK_RETRY_PAUSE_MAX: Duration = Duration::from_millis(8);
 /// Lock expiry: a crashed holder frees the item after this long.
-pub const LOCK_TTL_MS: &[u8] = b"5000";
+pub(crate) const LOCK_TTL_MS: &[u8] = b"5000";
 
 /// What one worker counted.
 #[derive(Debug, Default)]
-pub struct Counts {
-    pub succeeded: u64,
+pub(crate) struct Counts {
+    pub(crate) succeeded: u64,
     /// `full --wait-replicas`: bought, but fewer replicas confirmed it (sold all the same).
-    pub unreplicated: u64,
-    pub sold_out: u64,
+    pub(crate) unreplicated: u64,
+    pub(crate) sold_out: u64,
     /// Duplicate, rate-limited (full) or gave up waiting for the lock (lock).
-    pub rejected: u64,
+    pub(crate) rejected: u64,
     /// v2: aborted transactions; v4: times stock was seen below zero; lock: busy-lock waits.
-    pub retries: u64,
+    pub(crate) retries: u64,
     /// v4: the lowest stock a DECR returned; `None` when never below zero.
-    pub lowest_stock_seen: Option<i64>,
+    pub(crate) lowest_stock_seen: Option<i64>,
 }
 
 impl Counts {
     /// Add another worker's counts to these.
-    pub fn absorb(&mut self, other: Counts) {
+    pub(crate) fn absorb(&mut self, other: Counts) {
         self.succeeded += other.succeeded;
         self.unreplicated += other.unreplicated;
         self.sold_out += other.sold_out;
@@ -96,7 +96,7 @@ fn buy_call(
 /// The EVALSHA that `variant` sends per request, as a shell-quoted command
 /// line for redis-benchmark (`__rand_int__` stands for the per-request
 /// numbers); `None` for the variants that are not one script call.
-pub fn print_command(
+pub(crate) fn print_command(
     variant: Variant,
     keys: &LoadtestKeys,
     campaign_id: &str,
@@ -125,7 +125,7 @@ pub fn print_command(
 /// The words of the EVALSHA that `variant` (v3 or full) sends in the run of
 /// `plan`, with the SHA that SCRIPT LOAD answered; `number` gives the bytes
 /// that complete each numbered word (the packer's placeholders).
-pub fn script_words(
+pub(crate) fn script_words(
     variant: Variant,
     plan: &Plan,
     number: &dyn Fn(Number) -> Vec<u8>,
@@ -146,7 +146,7 @@ pub fn script_words(
 }
 
 /// The words of the lock variant's release (compare-and-delete), its token numbered.
-pub fn lock_release_words(
+pub(crate) fn lock_release_words(
     plan: &Plan,
     token_prefix: &[u8],
     number: &dyn Fn(Number) -> Vec<u8>,
@@ -197,7 +197,7 @@ fn shell_word(word: &[u8]) -> String {
 
 /// Which per-request number completes a [`Word::Numbered`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Number {
+pub(crate) enum Number {
     /// The synthetic user's number.
     User,
     /// The request's number.
@@ -208,7 +208,7 @@ pub enum Number {
 
 /// One KEYS/ARGV value of a packed script call.
 #[derive(Debug, Clone)]
-pub enum Word {
+pub(crate) enum Word {
     /// The same for every request.
     Fixed(Vec<u8>),
     /// This prefix followed by a number chosen per request.

@@ -28,14 +28,14 @@ use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
 
 /// Content type of the classic text exposition format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A metric family: name, type, help.
 #[derive(Debug, Clone, Copy)]
-pub struct Metric {
-    pub name: &'static str,
-    pub kind: &'static str,
-    pub help: &'static str,
+pub(crate) struct Metric {
+    pub(crate) name: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) help: &'static str,
 }
 
 const fn gauge(name: &'static str, help: &'static str) -> Metric {
@@ -54,68 +54,69 @@ const fn counter(name: &'static str, help: &'static str) -> Metric {
     }
 }
 
-pub const STOCK_LEFT: Metric = gauge("seckill_stock_left", "Units left in Redis.");
-pub const STOCK_INITIAL: Metric = gauge("seckill_stock_initial", "Units preheated.");
-pub const SOLD: Metric = counter(
+pub(crate) const STOCK_LEFT: Metric = gauge("seckill_stock_left", "Units left in Redis.");
+pub(crate) const STOCK_INITIAL: Metric = gauge("seckill_stock_initial", "Units preheated.");
+pub(crate) const SOLD: Metric = counter(
     "seckill_sold_total",
     "Units sold: initial stock minus stock left (starts over after init).",
 );
-pub const BUYERS: Metric = gauge("seckill_buyers", "Distinct users who bought.");
-pub const PREHEATED: Metric = gauge(
+pub(crate) const BUYERS: Metric = gauge("seckill_buyers", "Distinct users who bought.");
+pub(crate) const PREHEATED: Metric = gauge(
     "seckill_preheated",
     "1 when the item is preheated in Redis, 0 when never preheated or expired.",
 );
-pub const WINDOW_OPEN: Metric = gauge(
+pub(crate) const WINDOW_OPEN: Metric = gauge(
     "seckill_window_open",
     "1 while the sale window is open on the Redis clock, 0 before, after, or not preheated.",
 );
-pub const KILL_SWITCH: Metric = gauge(
+pub(crate) const KILL_SWITCH: Metric = gauge(
     "seckill_kill_switch",
     "1 while the kill switch refuses every buy, else 0.",
 );
-pub const STREAM_LENGTH: Metric = gauge("seckill_stream_length", "Entries in the order stream.");
-pub const STREAM_PENDING: Metric = gauge(
+pub(crate) const STREAM_LENGTH: Metric =
+    gauge("seckill_stream_length", "Entries in the order stream.");
+pub(crate) const STREAM_PENDING: Metric = gauge(
     "seckill_stream_pending",
     "Order entries delivered to a consumer and not yet stored and acknowledged.",
 );
-pub const STREAM_LAG: Metric = gauge(
+pub(crate) const STREAM_LAG: Metric = gauge(
     "seckill_stream_lag",
     "Order entries not yet delivered to any consumer.",
 );
-pub const DEAD_LETTER: Metric = counter(
+pub(crate) const DEAD_LETTER: Metric = counter(
     "seckill_dead_letter_total",
     "Entries moved to the dead-letter stream by pending-claim.",
 );
-pub const KEYS_EXPIRY: Metric = gauge(
+pub(crate) const KEYS_EXPIRY: Metric = gauge(
     "seckill_keys_expiry_timestamp_seconds",
     "When the item's keys expire (Unix time); reconcile must run before.",
 );
-pub const RESERVATION_UNITS: Metric = gauge(
+pub(crate) const RESERVATION_UNITS: Metric = gauge(
     "seckill_reservation_units",
     "Units of reservations by state (reserved, paid, expired, cancelled); payment_timeout campaigns.",
 );
-pub const ORDERS_STORED: Metric = counter(
+pub(crate) const ORDERS_STORED: Metric = counter(
     "seckill_orders_stored_total",
     "Order entries this consume process stored in the database and acknowledged.",
 );
-pub const STORE_RETRIES: Metric = counter(
+pub(crate) const STORE_RETRIES: Metric = counter(
     "seckill_store_retries_total",
     "Failed attempts of this consume process to store a batch in the order database.",
 );
-pub const REDIS_UP: Metric = gauge(
+pub(crate) const REDIS_UP: Metric = gauge(
     "seckill_redis_up",
     "1 when this scrape read the item state from Redis, 0 when Redis failed.",
 );
 
 /// Samples grouped by family, written in the classic text format.
 #[derive(Debug, Default)]
-pub struct Exposition {
+pub(crate) struct Exposition {
     families: Vec<(Metric, Vec<(String, f64)>)>,
 }
 
 impl Exposition {
     /// Add one sample of `metric` with these labels.
-    pub fn add(&mut self, metric: Metric, labels: &[(&str, &str)], value: f64) {
+    pub(crate) fn add(&mut self, metric: Metric, labels: &[(&str, &str)], value: f64) {
         let mut rendered = String::new();
         for (i, (name, value)) in labels.iter().enumerate() {
             let sep = if i == 0 { "" } else { "," };
@@ -132,7 +133,7 @@ impl Exposition {
     }
 
     /// The exposition text: `# HELP`, `# TYPE`, then the samples of each family.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         for (metric, samples) in &self.families {
             let help = metric.help.replace('\\', "\\\\").replace('\n', "\\n");
@@ -146,7 +147,7 @@ impl Exposition {
     }
 
     /// The families of [`ItemStatus`]: stock, sales, window, switch, stream, expiry.
-    pub fn add_statuses(&mut self, campaign: &str, statuses: &[ItemStatus]) {
+    pub(crate) fn add_statuses(&mut self, campaign: &str, statuses: &[ItemStatus]) {
         for s in statuses {
             let labels = [("campaign", campaign), ("item", s.item.as_str())];
             let flag = |b: bool| if b { 1.0 } else { 0.0 };
@@ -215,7 +216,7 @@ fn number(value: f64) -> String {
 }
 
 /// Add this process' consume counters; every item of the campaign gets a series from 0.
-pub fn add_consume_counters(
+pub(crate) fn add_consume_counters(
     exposition: &mut Exposition,
     counters: &ConsumeCounters,
     campaign: &Campaign,
@@ -240,7 +241,7 @@ pub fn add_consume_counters(
 /// own: each scrape reads every item from Redis on its own connection (one
 /// script call per item) and adds this process' counters. Returns the bound
 /// address (port 0 picks a free one).
-pub fn serve_consume(
+pub(crate) fn serve_consume(
     listen: SocketAddr,
     campaign: Campaign,
     target: RedisTarget,
@@ -276,7 +277,7 @@ pub fn serve_consume(
 /// A minimal HTTP/1.1 responder: `GET /metrics` answers `render()`, anything
 /// else 404 (405 for other methods). One connection at a time, closed after
 /// each answer: a scraper every few seconds needs no more.
-pub fn serve(
+pub(crate) fn serve(
     listen: SocketAddr,
     mut render: impl FnMut() -> String + Send + 'static,
 ) -> Result<SocketAddr> {

@@ -2,5 +2,5 @@
 //! per slot, [`metrics`] writes it (and a consume process's counters) as
 //! Prometheus text and serves `/metrics`.
 
-pub mod metrics;
-pub mod status;
+pub(crate) mod metrics;
+pub(crate) mod status;

@@ -30,7 +30,7 @@ use crate::util::text;
 /// Where the sale window of an item stands, on the Redis clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WindowState {
+pub(crate) enum WindowState {
     /// No metadata in Redis: never preheated, or its keys expired.
     NotPreheated,
     /// `starts_at` is still ahead.
@@ -43,7 +43,11 @@ pub enum WindowState {
 
 impl WindowState {
     /// The window at `now_ms` for a preheated item with these bounds.
-    pub fn at(now_ms: i64, starts_at_ms: Option<i64>, ends_at_ms: Option<i64>) -> WindowState {
+    pub(crate) fn at(
+        now_ms: i64,
+        starts_at_ms: Option<i64>,
+        ends_at_ms: Option<i64>,
+    ) -> WindowState {
         if starts_at_ms.is_some_and(|s| now_ms < s) {
             WindowState::NotStarted
         } else if ends_at_ms.is_some_and(|e| now_ms >= e) {
@@ -52,34 +56,25 @@ impl WindowState {
             WindowState::Open
         }
     }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WindowState::NotPreheated => "not_preheated",
-            WindowState::NotStarted => "not_started",
-            WindowState::Open => "open",
-            WindowState::Ended => "ended",
-        }
-    }
 }
 
 /// The sale window of one item as Redis has it (the buy script's view).
 #[derive(Debug, Clone, Serialize)]
-pub struct Window {
-    pub state: WindowState,
-    pub starts_at_ms: Option<i64>,
-    pub ends_at_ms: Option<i64>,
+pub(crate) struct Window {
+    pub(crate) state: WindowState,
+    pub(crate) starts_at_ms: Option<i64>,
+    pub(crate) ends_at_ms: Option<i64>,
     /// Milliseconds until the window opens (state `not_started`).
-    pub opens_in_ms: Option<i64>,
+    pub(crate) opens_in_ms: Option<i64>,
     /// Milliseconds until it closes (state `open` with an end).
-    pub closes_in_ms: Option<i64>,
+    pub(crate) closes_in_ms: Option<i64>,
     /// Milliseconds since it closed (state `ended`).
-    pub ended_ms_ago: Option<i64>,
+    pub(crate) ended_ms_ago: Option<i64>,
 }
 
 impl Window {
     /// "not started — opens in 2h 13m", "open — closes in 41m", "ended 5m ago".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.state {
             WindowState::NotPreheated => "not preheated".to_string(),
             WindowState::NotStarted => format!(
@@ -100,65 +95,65 @@ impl Window {
 
 /// The kill switch of one item.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Switch {
+pub(crate) struct Switch {
     /// True when every buy is refused with `closed`.
-    pub on: bool,
-    pub reason: Option<String>,
-    pub switched_at_ms: Option<i64>,
-    pub switched_by: Option<String>,
+    pub(crate) on: bool,
+    pub(crate) reason: Option<String>,
+    pub(crate) switched_at_ms: Option<i64>,
+    pub(crate) switched_by: Option<String>,
 }
 
 /// The order stream and its consumer group.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct StreamStatus {
+pub(crate) struct StreamStatus {
     /// Entries in the order stream (orders not yet deleted; consumed ones stay).
-    pub length: i64,
+    pub(crate) length: i64,
     /// Entries ever appended (Redis' `entries-added`).
-    pub entries_added: i64,
+    pub(crate) entries_added: i64,
     /// Whether the `orders-db` consumer group exists.
-    pub group_exists: bool,
+    pub(crate) group_exists: bool,
     /// Delivered to a consumer, not yet acknowledged (stored and acked).
-    pub pending: i64,
+    pub(crate) pending: i64,
     /// Never delivered to any consumer yet; `None` when Redis cannot tell.
-    pub lag: Option<i64>,
-    pub last_delivered_id: Option<String>,
+    pub(crate) lag: Option<i64>,
+    pub(crate) last_delivered_id: Option<String>,
 }
 
 /// Everything `status` knows about one item at one instant.
 #[derive(Debug, Clone, Serialize)]
-pub struct ItemStatus {
-    pub item: String,
+pub(crate) struct ItemStatus {
+    pub(crate) item: String,
     /// Name as preheated into Redis (the file's name when not preheated).
-    pub name: String,
+    pub(crate) name: String,
     /// Redis server time of this sample (Unix ms).
-    pub redis_time_ms: i64,
-    pub preheated: bool,
-    pub initial_stock: Option<i64>,
-    pub stock_left: Option<i64>,
+    pub(crate) redis_time_ms: i64,
+    pub(crate) preheated: bool,
+    pub(crate) initial_stock: Option<i64>,
+    pub(crate) stock_left: Option<i64>,
     /// Units sold: initial stock minus stock left.
-    pub sold: Option<i64>,
+    pub(crate) sold: Option<i64>,
     /// Distinct users who bought.
-    pub buyers: i64,
+    pub(crate) buyers: i64,
     /// Orders per second over `rate_interval_ms` (entries added to the order
     /// stream between the previous sample and this one); `None` on a first sample.
-    pub rate_per_s: Option<f64>,
-    pub rate_interval_ms: i64,
-    pub window: Window,
-    pub kill_switch: Switch,
-    pub stream: StreamStatus,
+    pub(crate) rate_per_s: Option<f64>,
+    pub(crate) rate_interval_ms: i64,
+    pub(crate) window: Window,
+    pub(crate) kill_switch: Switch,
+    pub(crate) stream: StreamStatus,
     /// Entries `pending-claim` moved to the dead-letter stream.
-    pub dead_letter: i64,
+    pub(crate) dead_letter: i64,
     /// Milliseconds until the item's keys expire (`None`: no expiry or no keys).
     /// The nightly `reconcile` must run before that.
-    pub expires_in_ms: Option<i64>,
+    pub(crate) expires_in_ms: Option<i64>,
     /// Reservations (`payment_timeout`): orders and units reserved, paid,
     /// expired and cancelled, from the counters the scripts keep in `reservation_counts`.
-    pub reservations: Totals,
+    pub(crate) reservations: Totals,
     /// A bucketed item: each bucket's own status, in bucket order (the fields
     /// above are their sum; window and switch text come from bucket 0, `on`
     /// only when every bucket is closed).
     #[serde(rename = "buckets", skip_serializing_if = "Vec::is_empty")]
-    pub slots: Vec<ItemStatus>,
+    pub(crate) slots: Vec<ItemStatus>,
 }
 
 impl ItemStatus {
@@ -211,14 +206,14 @@ impl ItemStatus {
 /// Reads item statuses and remembers the previous sample of each stream:
 /// the rate is the stream's growth since then.
 #[derive(Debug, Default)]
-pub struct StatusReader {
+pub(crate) struct StatusReader {
     /// item key base → (redis time ms, entries added) of the previous sample.
     previous: HashMap<String, (i64, i64)>,
 }
 
 impl StatusReader {
     /// Read every item of `items`, one script call per slot.
-    pub fn read_items<C: ConnectionLike>(
+    pub(crate) fn read_items<C: ConnectionLike>(
         &mut self,
         conn: &mut C,
         items: &[SaleItem],
@@ -232,7 +227,7 @@ impl StatusReader {
     /// Read one item, slot by slot (one script call each); an item of
     /// several slots (a bucketed item, docs/buckets.md) is summed, its slots
     /// kept as rows.
-    pub fn read_item<C: ConnectionLike>(
+    pub(crate) fn read_item<C: ConnectionLike>(
         &mut self,
         conn: &mut C,
         item: &SaleItem,
@@ -249,7 +244,7 @@ impl StatusReader {
     }
 
     /// Read one item. `name` is shown when Redis has none (not preheated).
-    pub fn read<C: ConnectionLike>(
+    pub(crate) fn read<C: ConnectionLike>(
         &mut self,
         conn: &mut C,
         keys: &ItemKeys,

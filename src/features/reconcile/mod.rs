@@ -43,9 +43,9 @@
 //!
 //! May import: the domain, the Redis client layer, the model, utilities.
 
-pub mod reservations;
-pub mod streams;
-pub mod transfers;
+pub(crate) mod reservations;
+pub(crate) mod streams;
+pub(crate) mod transfers;
 
 use anyhow::Result;
 use redis::ConnectionLike;
@@ -60,19 +60,19 @@ use reservations::ReservationCheck;
 use transfers::{MAX_READINGS, TransferReport};
 
 /// Stream entries / database rows handled per page.
-pub const PAGE: usize = 1000;
+pub(crate) const PAGE: usize = 1000;
 /// Offending order ids listed per item and list (the count is always exact).
-pub const MAX_NAMED: usize = 1000;
+pub(crate) const MAX_NAMED: usize = 1000;
 
 /// Entries and units of one category.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Stream entries.
-    pub entries: u64,
+    pub(crate) entries: u64,
     /// Units those entries ordered.
-    pub units: i64,
+    pub(crate) units: i64,
     /// Entries whose fields are not an order (they carry no units).
-    pub unparseable: u64,
+    pub(crate) unparseable: u64,
 }
 
 impl Tally {
@@ -87,11 +87,11 @@ impl Tally {
 
 /// A list of offending ids: exact count, the first [`MAX_NAMED`] named.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Named {
+pub(crate) struct Named {
     /// How many there are.
-    pub count: u64,
+    pub(crate) count: u64,
     /// The first of them, by order id.
-    pub ids: Vec<String>,
+    pub(crate) ids: Vec<String>,
 }
 
 impl Named {
@@ -105,63 +105,63 @@ impl Named {
 
 /// The reconcile result of one item.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ItemReport {
+pub(crate) struct ItemReport {
     /// The item id.
-    pub item: String,
+    pub(crate) item: String,
     /// False when the item could not be checked (see `problem`).
-    pub checked: bool,
+    pub(crate) checked: bool,
     /// Why the item could not be checked (Redis, the database, not preheated).
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
     /// The stock equation holds and the order sets agree.
-    pub balanced: bool,
+    pub(crate) balanced: bool,
     /// Units at the start of the sale.
-    pub initial_stock: i64,
+    pub(crate) initial_stock: i64,
     /// `redis` (meta initial_stock) or `file`.
-    pub initial_stock_from: String,
+    pub(crate) initial_stock_from: String,
     /// Units left in Redis.
-    pub remaining: i64,
+    pub(crate) remaining: i64,
     /// Sum of the buyers hash.
-    pub sold_per_redis: i64,
+    pub(crate) sold_per_redis: i64,
     /// Users in the buyers hash.
-    pub buyers: u64,
+    pub(crate) buyers: u64,
     /// XLEN of the order stream.
-    pub stream_entries: u64,
+    pub(crate) stream_entries: u64,
     /// Stream entries committed to the database.
-    pub stored: Tally,
+    pub(crate) stored: Tally,
     /// Pending or never delivered, and not in the database.
-    pub in_flight: Tally,
+    pub(crate) in_flight: Tally,
     /// Acked into the dead-letter stream, and not in the database.
-    pub dead_lettered: Tally,
+    pub(crate) dead_lettered: Tally,
     /// XLEN of the dead-letter stream.
-    pub dead_letter_stream_len: u64,
+    pub(crate) dead_letter_stream_len: u64,
     /// Rows and units of this item in the database.
-    pub database: ItemTotals,
+    pub(crate) database: ItemTotals,
     /// Orders inserted by `--repair`.
-    pub repaired: u64,
+    pub(crate) repaired: u64,
     /// Orders in the stream, acked, yet neither in the database nor dead-lettered.
-    pub missing_from_database: Named,
+    pub(crate) missing_from_database: Named,
     /// Database orders whose stream entry does not exist (or is another order).
-    pub not_in_redis: Named,
+    pub(crate) not_in_redis: Named,
     /// Database rows whose campaign, item, user, qty or price differ from their order entry.
-    pub content_mismatch: Named,
+    pub(crate) content_mismatch: Named,
     /// Database units minus the units of the stored entries (0 when the rows are intact).
-    pub database_units_excess: i64,
+    pub(crate) database_units_excess: i64,
     /// The equation with numbers filled in.
-    pub equation: String,
+    pub(crate) equation: String,
     /// Orders arrived while checking: the stock equation holds at one
     /// snapshot, but the buyers sum could not be compared.
-    pub sale_in_progress: bool,
+    pub(crate) sale_in_progress: bool,
     /// Reservations (`payment_timeout`): reserved / paid / released units and
     /// orders whose Redis and database states disagree.
-    pub reservations: ReservationCheck,
+    pub(crate) reservations: ReservationCheck,
     /// Bucketed items only (`docs/buckets.md`): the transfers between buckets.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub transfers: Option<TransferReport>,
+    pub(crate) transfers: Option<TransferReport>,
 }
 
 /// Check one item; with `repair`, settle transfers in transit and insert
 /// stream orders missing from the database on the way.
-pub fn reconcile_item<C: ConnectionLike>(
+pub(crate) fn reconcile_item<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     sale: &SaleItem,

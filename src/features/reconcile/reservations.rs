@@ -36,37 +36,37 @@ const MAX_NAMED: usize = 1000;
 
 /// Reservation figures of one item, as of the reconcile snapshot.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ReservationCheck {
+pub(crate) struct ReservationCheck {
     /// Units of order entries that are reservations (`deadline_ms` set).
-    pub reserving_units: i64,
+    pub(crate) reserving_units: i64,
     /// Units of order entries final on `ok` (no `payment_timeout`).
-    pub confirmed_units: i64,
+    pub(crate) confirmed_units: i64,
     /// Units paid (paid events in the stream).
-    pub paid_units: i64,
+    pub(crate) paid_units: i64,
     /// Units released back to stock (expired + cancelled events).
-    pub released_units: i64,
+    pub(crate) released_units: i64,
     /// Still reserved: reserving − paid − released.
-    pub reserved_units: i64,
+    pub(crate) reserved_units: i64,
     /// State-change entries in the stream.
-    pub change_entries: u64,
+    pub(crate) change_entries: u64,
     /// State-change entries pending or not yet delivered to the group.
-    pub changes_in_flight: u64,
+    pub(crate) changes_in_flight: u64,
     /// Stored orders whose Redis and database states differ while the
     /// change is still on its way (not drift).
-    pub states_catching_up: u64,
+    pub(crate) states_catching_up: u64,
     /// Orders whose Redis and database states differ for good: "id (redis X, database Y)".
-    pub state_mismatch: Vec<String>,
+    pub(crate) state_mismatch: Vec<String>,
     /// Exact count of `state_mismatch`.
-    pub state_mismatch_count: u64,
+    pub(crate) state_mismatch_count: u64,
     /// `--repair`: reserved rows moved to the final state Redis has.
-    pub states_repaired: u64,
+    pub(crate) states_repaired: u64,
     /// Released units the buyers hash still counts (`rebuy_after_release: false`).
-    pub buyers_keep: i64,
+    pub(crate) buyers_keep: i64,
 }
 
 impl ReservationCheck {
     /// Count one state-change entry of the walk.
-    pub fn add_change(&mut self, change: &StateChange, in_flight: bool) {
+    pub(crate) fn add_change(&mut self, change: &StateChange, in_flight: bool) {
         self.change_entries += 1;
         self.changes_in_flight += u64::from(in_flight);
         if change.state == OrderState::Paid {
@@ -77,7 +77,7 @@ impl ReservationCheck {
     }
 
     /// Count one order entry of the walk.
-    pub fn add_order(&mut self, order: &Order) {
+    pub(crate) fn add_order(&mut self, order: &Order) {
         if order.deadline_ms.is_some() {
             self.reserving_units += order.qty;
         } else {
@@ -86,12 +86,12 @@ impl ReservationCheck {
     }
 
     /// Whether the item has seen reservations at all.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.reserving_units > 0 || self.change_entries > 0
     }
 
     /// Derive `reserved_units` once the walk is done.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.reserved_units = self.reserving_units - self.paid_units - self.released_units;
     }
 
@@ -104,20 +104,20 @@ impl ReservationCheck {
 }
 
 /// Where the walk is: what decides whether a change is still on its way.
-pub struct WalkPosition<'a> {
+pub(crate) struct WalkPosition<'a> {
     /// The group's last-delivered id.
-    pub last_delivered: (u64, u64),
+    pub(crate) last_delivered: (u64, u64),
     /// The snapshot's last stream id.
-    pub snapshot_end: &'a str,
+    pub(crate) snapshot_end: &'a str,
     /// Original ids of dead-lettered entries.
-    pub dead_ids: &'a HashSet<String>,
+    pub(crate) dead_ids: &'a HashSet<String>,
 }
 
 /// Compare the states of one page's stored orders: Redis record vs database
 /// row. With `repair`, a row still `reserved` whose order Redis has settled
 /// (paid, expired, cancelled) is moved to that state — the conditional
 /// update `consume` uses, so nothing else can change.
-pub fn compare_states<C: ConnectionLike>(
+pub(crate) fn compare_states<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     keys: &ItemKeys,

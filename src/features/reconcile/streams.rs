@@ -16,7 +16,7 @@ use crate::model::keys::ItemKeys;
 use crate::model::layout::BucketKeys;
 
 /// Sum of the units in a slot's buyers hash, by HSCAN pages.
-pub fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
+pub(crate) fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
     let mut cursor: u64 = 0;
     let mut total = 0i64;
     loop {
@@ -36,7 +36,7 @@ pub fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i6
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn walk_stream<C: ConnectionLike>(
+pub(crate) fn walk_stream<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     keys: &ItemKeys,
@@ -159,7 +159,7 @@ fn row_matches(order: &Order, row: &StoredContent) -> bool {
 /// Every database order of the item must be the entry its `stream_id` names
 /// in one of the buckets' streams (stream ids may repeat across buckets, so
 /// the order id must match too).
-pub fn check_database_against_streams<C: ConnectionLike>(
+pub(crate) fn check_database_against_streams<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     buckets: &[BucketKeys],

@@ -19,50 +19,50 @@ use crate::domain::buckets::scripts::{self, Credited, Snapshot, Transfer, parse_
 use crate::model::layout::BucketKeys;
 
 /// Readings repeated at most this often while transfers keep happening.
-pub const MAX_READINGS: usize = 5;
+pub(crate) const MAX_READINGS: usize = 5;
 
 /// The transfer side of a bucketed item's reconcile.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct TransferReport {
-    pub buckets: u32,
+pub(crate) struct TransferReport {
+    pub(crate) buckets: u32,
     /// Transfers ever made (debits logged).
-    pub transfers: u64,
+    pub(crate) transfers: u64,
     /// Units debited and not (yet) credited.
-    pub in_transit_units: i64,
+    pub(crate) in_transit_units: i64,
     /// Their transfer ids.
-    pub in_transit: Named,
+    pub(crate) in_transit: Named,
     /// Credits with no matching debit (units from nowhere): drift.
-    pub unmatched_credits: Named,
+    pub(crate) unmatched_credits: Named,
     /// Transfers `--repair` settled (credited now, or only acked).
-    pub settled: u64,
-    pub per_bucket: Vec<BucketLine>,
+    pub(crate) settled: u64,
+    pub(crate) per_bucket: Vec<BucketLine>,
 }
 
 /// One bucket's numbers.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct BucketLine {
-    pub bucket: u32,
-    pub initial_stock: i64,
-    pub left: i64,
-    pub stream_entries: u64,
-    pub units_out: i64,
-    pub units_in: i64,
+pub(crate) struct BucketLine {
+    pub(crate) bucket: u32,
+    pub(crate) initial_stock: i64,
+    pub(crate) left: i64,
+    pub(crate) stream_entries: u64,
+    pub(crate) units_out: i64,
+    pub(crate) units_in: i64,
 }
 
 /// One consistent reading of every bucket and the transfer logs.
-pub struct Reading {
-    pub snapshots: Vec<Snapshot>,
+pub(crate) struct Reading {
+    pub(crate) snapshots: Vec<Snapshot>,
     /// Debits: transfer id → transfer.
-    pub debits: HashMap<String, Transfer>,
+    pub(crate) debits: HashMap<String, Transfer>,
     /// Credits: transfer id → (source, dest, units).
-    pub credits: HashMap<String, Transfer>,
+    pub(crate) credits: HashMap<String, Transfer>,
     /// Pending debits per bucket (ids).
-    pub pending: Vec<Vec<String>>,
+    pub(crate) pending: Vec<Vec<String>>,
 }
 
 /// Read every slot, then (`with_logs`) both transfer logs, then every slot's
 /// log sizes again; `None` when they changed in each of [`MAX_READINGS`] tries.
-pub fn read_consistently<C: ConnectionLike>(
+pub(crate) fn read_consistently<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
     with_logs: bool,
@@ -126,7 +126,7 @@ pub fn read_consistently<C: ConnectionLike>(
 
 /// `--repair`: credit every transfer in transit to its destination (idempotent)
 /// and ack every pending debit that is credited. Returns how many were settled.
-pub fn settle_all<C: ConnectionLike>(
+pub(crate) fn settle_all<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
     reading: &Reading,
@@ -147,7 +147,7 @@ pub fn settle_all<C: ConnectionLike>(
 
 /// Compare the debits and credits of a reading: what is in transit, what
 /// was credited without its debit.
-pub fn check(reading: &Reading, transfers: &mut TransferReport) {
+pub(crate) fn check(reading: &Reading, transfers: &mut TransferReport) {
     transfers.transfers = reading.debits.len() as u64;
     let mut in_transit: Vec<&Transfer> = reading
         .debits

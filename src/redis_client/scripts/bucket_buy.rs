@@ -15,17 +15,17 @@ super::script_call! {
 
 /// What the home bucket said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HomeReply {
+pub(crate) struct HomeReply {
     /// `sold_out` means *this bucket* is short, unless `proven`.
-    pub reply: BuyReply,
+    pub(crate) reply: BuyReply,
     /// Credits this bucket ever received.
-    pub in_count: i64,
+    pub(crate) in_count: i64,
     /// A sweep proved the whole item sold out for good (`sold_out` in meta).
-    pub proven: bool,
+    pub(crate) proven: bool,
 }
 
 /// Parse `{outcome, order_id, stock_left, in_count, proven}`.
-pub fn parse_reply(reply: Value) -> Result<HomeReply> {
+pub(crate) fn parse_reply(reply: Value) -> Result<HomeReply> {
     let Value::Array(mut fields) = reply else {
         anyhow::bail!("bucket buy script answered {reply:?}");
     };

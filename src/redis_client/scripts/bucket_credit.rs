@@ -20,7 +20,7 @@ pub enum Credited {
 }
 
 /// Parse `{status, stock_after}`; a corrupt bucket is the error [`super::CorruptState`].
-pub fn parse_reply(reply: Value) -> Result<Credited> {
+pub(crate) fn parse_reply(reply: Value) -> Result<Credited> {
     super::refuse_corrupt(&reply)?;
     let (status, _stock): (String, i64) = redis::from_redis_value(reply)?;
     match status.as_str() {

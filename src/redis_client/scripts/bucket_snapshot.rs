@@ -14,21 +14,21 @@ super::script_call! {
 /// One bucket at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    pub initial_stock: Option<i64>,
+    pub(crate) initial_stock: Option<i64>,
     pub stock: Option<i64>,
-    pub dead_len: u64,
+    pub(crate) dead_len: u64,
     /// The order stream's last id ("" = empty).
-    pub last_order_id: String,
+    pub(crate) last_order_id: String,
     pub out_count: u64,
     pub in_count: u64,
     pub pending: u64,
-    pub closed: bool,
+    pub(crate) closed: bool,
     pub stream_len: u64,
-    pub buyers: u64,
+    pub(crate) buyers: u64,
 }
 
 /// Parse the ten fields of the reply; a corrupt bucket is the error [`super::CorruptState`].
-pub fn parse_reply(reply: Value) -> Result<Snapshot> {
+pub(crate) fn parse_reply(reply: Value) -> Result<Snapshot> {
     super::refuse_corrupt(&reply)?;
     type Reply = (
         (Option<i64>, Option<i64>, u64, String, u64),

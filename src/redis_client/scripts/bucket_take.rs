@@ -24,15 +24,15 @@ pub struct Transfer {
 /// What one bucket told a sweep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Take {
-    pub preheated: bool,
+    pub(crate) preheated: bool,
     /// Units debited under the transfer id (0 = none).
     pub taken: i64,
-    pub stock_after: i64,
-    pub in_count: i64,
+    pub(crate) stock_after: i64,
+    pub(crate) in_count: i64,
     /// Debits from this bucket not yet confirmed credited (before this one).
-    pub pending: i64,
+    pub(crate) pending: i64,
     /// Pending debits older than the stale limit, to settle.
-    pub stale: Vec<Transfer>,
+    pub(crate) stale: Vec<Transfer>,
 }
 
 /// `<bucket> <units> <ms>` of an `xfer_out` / `xfer_in` record → (bucket, units).
@@ -46,7 +46,7 @@ pub fn parse_log_record(record: &str) -> Result<(u32, i64)> {
 
 /// Parse `{status, taken, stock_after, in_count, pending, stale id, stale record, ...}`
 /// of a visit to bucket `source`; a corrupt bucket is the error [`super::CorruptState`].
-pub fn parse_reply(reply: Value, source: u32) -> Result<Take> {
+pub(crate) fn parse_reply(reply: Value, source: u32) -> Result<Take> {
     super::refuse_corrupt(&reply)?;
     let reply: Vec<Value> = redis::from_redis_value(reply)?;
     if reply.len() < 5 || !(reply.len() - 5).is_multiple_of(2) {

@@ -74,7 +74,7 @@ impl Outcome {
     }
 
     /// Parse the script's outcome name.
-    pub fn parse(name: &[u8]) -> Option<Outcome> {
+    pub(crate) fn parse(name: &[u8]) -> Option<Outcome> {
         Outcome::ALL
             .into_iter()
             .find(|o| o.as_str().as_bytes() == name)
@@ -95,7 +95,7 @@ pub struct BuyReply {
 
 /// The outcome of a reply (its first field) without reading the rest: the
 /// load-test hot loop counts outcomes only.
-pub fn outcome_of(reply: &Value) -> Result<Outcome> {
+pub(crate) fn outcome_of(reply: &Value) -> Result<Outcome> {
     let Value::Array(fields) = reply else {
         bail!("buy script answered {reply:?}");
     };
@@ -112,7 +112,7 @@ pub fn outcome_of(reply: &Value) -> Result<Outcome> {
 }
 
 /// Parse the reply `{outcome, order_id, stock_left}`.
-pub fn parse_reply(reply: Value) -> Result<BuyReply> {
+pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
     let outcome = outcome_of(&reply)?;
     let (_, order_id, stock_left): (Value, String, i64) = redis::from_redis_value(reply)?;
     // corrupt_state puts the problem ("<key>: <what>") where an order id would be.

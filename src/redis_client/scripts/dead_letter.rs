@@ -13,7 +13,7 @@ super::script_call! {
 
 /// True when the entry was dead-lettered and acked, false when it was no
 /// longer pending (someone else settled it; nothing was written).
-pub fn parse_reply(reply: Value) -> Result<bool> {
+pub(crate) fn parse_reply(reply: Value) -> Result<bool> {
     match super::int_reply(reply, "dead-letter")? {
         1 => Ok(true),
         0 => Ok(false),

@@ -16,8 +16,8 @@ super::script_call! {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ItemState {
     /// Whether preheat has run (meta has `initial_stock`).
-    pub preheated: bool,
-    pub initial_stock: Option<i64>,
+    pub(crate) preheated: bool,
+    pub(crate) initial_stock: Option<i64>,
     pub stock: Option<i64>,
     /// Distinct users who bought.
     pub buyers: i64,
@@ -25,21 +25,21 @@ pub struct ItemState {
     pub stream_len: i64,
     /// Kill switch.
     pub closed: bool,
-    pub switch_reason: Option<String>,
-    pub switched_at_ms: Option<i64>,
-    pub switched_by: Option<String>,
+    pub(crate) switch_reason: Option<String>,
+    pub(crate) switched_at_ms: Option<i64>,
+    pub(crate) switched_by: Option<String>,
 }
 
 impl ItemState {
     /// True when anything was sold (buyers recorded or orders streamed).
-    pub fn has_sales(&self) -> bool {
+    pub(crate) fn has_sales(&self) -> bool {
         self.buyers > 0 || self.stream_len > 0
     }
 }
 
 /// Parse the reply `{initial_stock, closed, switch_reason, switched_at_ms,
 /// switched_by, stock, buyers, stream_len}` (missing fields are nil).
-pub fn parse_reply(reply: Value) -> Result<ItemState> {
+pub(crate) fn parse_reply(reply: Value) -> Result<ItemState> {
     type Reply = (
         Option<i64>,
         Option<String>,

@@ -12,7 +12,7 @@ super::script_call! {
 }
 
 /// True when the lock was ours and is deleted, false when it was not ours.
-pub fn parse_reply(reply: Value) -> Result<bool> {
+pub(crate) fn parse_reply(reply: Value) -> Result<bool> {
     match super::int_reply(reply, "lock release")? {
         1 => Ok(true),
         0 => Ok(false),

@@ -16,26 +16,25 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use redis::{ConnectionLike, Script, Value};
 
-pub mod bucket_buy;
-pub mod bucket_credit;
-pub mod bucket_snapshot;
-pub mod bucket_take;
-pub mod buy;
-pub mod dead_letter;
-pub mod item_state;
-pub mod item_status;
-pub mod lock_release;
-pub mod pay;
-pub mod preheat;
-pub mod reconcile_snapshot;
-pub mod release;
-pub mod set_switch;
-pub mod stream_order_ids;
-pub mod v3_decr;
+pub(crate) mod bucket_buy;
+pub(crate) mod bucket_credit;
+pub(crate) mod bucket_snapshot;
+pub(crate) mod bucket_take;
+pub(crate) mod buy;
+pub(crate) mod dead_letter;
+pub(crate) mod item_state;
+pub(crate) mod item_status;
+pub(crate) mod lock_release;
+pub(crate) mod pay;
+pub(crate) mod preheat;
+pub(crate) mod release;
+pub(crate) mod set_switch;
+pub(crate) mod stream_order_ids;
+pub(crate) mod v3_decr;
 
 /// Who calls a script, so `preheat` loads the sale's scripts up front.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// Used by the sale's commands (`buy`, `preheat`, `consume`, `reconcile`, ...).
     Sale,
     /// Used only by `seckill loadtest`, which loads what it needs itself.
@@ -43,33 +42,34 @@ pub enum Purpose {
 }
 
 /// One Lua script: its file, source and contract (the names of its KEYS and ARGV).
-pub struct Spec {
+#[cfg_attr(not(test), allow(dead_code))] // the contract fields are read by the header test
+pub(crate) struct Spec {
     /// File name under `lua/`.
-    pub file: &'static str,
-    pub source: &'static str,
+    pub(crate) file: &'static str,
+    pub(crate) source: &'static str,
     /// KEYS names, in order.
-    pub keys: &'static [&'static str],
+    pub(crate) keys: &'static [&'static str],
     /// Fixed ARGV names, in order.
-    pub argv: &'static [&'static str],
+    pub(crate) argv: &'static [&'static str],
     /// Name of a variable-length ARGV tail (`ARGV[k..n] name`), if any.
-    pub argv_rest: Option<&'static str>,
-    pub purpose: Purpose,
-    pub script: LazyLock<Script>,
+    pub(crate) argv_rest: Option<&'static str>,
+    pub(crate) purpose: Purpose,
+    pub(crate) script: LazyLock<Script>,
 }
 
 impl Spec {
     /// The script's name: its file name without `.lua`.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.file.trim_end_matches(".lua")
     }
 
     /// SHA1 of the source, the EVALSHA handle.
-    pub fn sha(&self) -> &str {
+    pub(crate) fn sha(&self) -> &str {
         self.script.get_hash()
     }
 
     /// SCRIPT LOAD on `conn`; returns the SHA1.
-    pub fn load<C: ConnectionLike>(&self, conn: &mut C) -> Result<String> {
+    pub(crate) fn load<C: ConnectionLike>(&self, conn: &mut C) -> Result<String> {
         self.script
             .prepare_invoke()
             .load(conn)
@@ -78,7 +78,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 16] = [
+pub(crate) static ALL: [&Spec; 15] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -86,7 +86,6 @@ pub static ALL: [&Spec; 16] = [
     &set_switch::SPEC,
     &dead_letter::SPEC,
     &stream_order_ids::SPEC,
-    &reconcile_snapshot::SPEC,
     &v3_decr::SPEC,
     &lock_release::SPEC,
     &bucket_buy::SPEC,
@@ -98,14 +97,14 @@ pub static ALL: [&Spec; 16] = [
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
-pub fn sale_scripts() -> impl Iterator<Item = &'static Spec> {
+pub(crate) fn sale_scripts() -> impl Iterator<Item = &'static Spec> {
     ALL.into_iter().filter(|spec| spec.purpose == Purpose::Sale)
 }
 
 /// A typed call of one script: its KEYS and ARGV values, in the script's
 /// order. `T` is whatever the caller packs: strings for a normal call, byte
 /// templates for the load-test packer.
-pub trait ScriptCall<T> {
+pub(crate) trait ScriptCall<T> {
     /// The script this call runs.
     fn spec() -> &'static Spec;
     /// KEYS values, in order.
@@ -158,7 +157,7 @@ macro_rules! script_call {
         $(rest { $rest:ident })?
     ) => {
         /// The script's file, source and KEYS/ARGV names.
-        pub static SPEC: $crate::redis_client::scripts::Spec = $crate::redis_client::scripts::Spec {
+        pub(crate) static SPEC: $crate::redis_client::scripts::Spec = $crate::redis_client::scripts::Spec {
             file: $file,
             source: include_str!(concat!("../../../lua/", $file)),
             keys: &[$(stringify!($key)),*],
@@ -172,10 +171,10 @@ macro_rules! script_call {
 
         $(#[$doc])*
         #[derive(Debug, Clone)]
-        pub struct $call<T> {
-            $(pub $key: T,)*
-            $(pub $arg: T,)*
-            $(pub $rest: Vec<T>,)?
+        pub(crate) struct $call<T> {
+            $(pub(crate) $key: T,)*
+            $(pub(crate) $arg: T,)*
+            $(pub(crate) $rest: Vec<T>,)?
         }
 
         impl<T> $crate::redis_client::scripts::ScriptCall<T> for $call<T> {
@@ -200,7 +199,7 @@ pub(crate) use script_call;
 /// `{'corrupt_state', "<key>: <what is wrong>"}` reply of the bucket scripts
 /// (`lua/buy.lua` and `lua/bucket_buy.lua` answer it as a buy outcome instead).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CorruptState(pub String);
+pub(crate) struct CorruptState(pub String);
 
 impl std::fmt::Display for CorruptState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -360,7 +359,6 @@ mod tests {
                 "set_switch",
                 "dead_letter",
                 "stream_order_ids",
-                "reconcile_snapshot",
                 "bucket_buy",
                 "bucket_take",
                 "bucket_credit",

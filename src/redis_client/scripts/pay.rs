@@ -15,7 +15,7 @@ super::script_call! {
 /// What `pay` or `cancel` decided about one order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OrderOutcome {
+pub(crate) enum OrderOutcome {
     /// pay: the reservation is now paid.
     Paid,
     /// pay: it was paid before (nothing changed); cancel: it is paid, never released.
@@ -35,8 +35,9 @@ pub enum OrderOutcome {
 }
 
 impl OrderOutcome {
-    /// Every outcome.
-    pub const ALL: [OrderOutcome; 8] = [
+    /// Every outcome (the exit-code map's test reads it).
+    #[cfg(test)]
+    pub(crate) const ALL: [OrderOutcome; 8] = [
         OrderOutcome::Paid,
         OrderOutcome::AlreadyPaid,
         OrderOutcome::Cancelled,
@@ -48,12 +49,12 @@ impl OrderOutcome {
     ];
 
     /// The exit code of `seckill pay` / `cancel` for this outcome.
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         crate::model::exit_codes::of_outcome(self.as_str())
     }
 
     /// The name in JSON and tables.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OrderOutcome::Paid => "paid",
             OrderOutcome::AlreadyPaid => "already_paid",
@@ -69,22 +70,22 @@ impl OrderOutcome {
 
 /// The record of one reservation after a pay or cancel call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OrderReply {
-    pub outcome: OrderOutcome,
+pub(crate) struct OrderReply {
+    pub(crate) outcome: OrderOutcome,
     /// `reserved`, `paid`, `expired` or `cancelled`; None for an unknown order.
-    pub state: Option<String>,
-    pub qty: i64,
+    pub(crate) state: Option<String>,
+    pub(crate) qty: i64,
     /// Payment deadline, Unix ms (Redis clock).
-    pub deadline_ms: i64,
+    pub(crate) deadline_ms: i64,
     /// When the order got its state, Unix ms (Redis clock).
-    pub changed_at_ms: i64,
-    pub user: Option<String>,
+    pub(crate) changed_at_ms: i64,
+    pub(crate) user: Option<String>,
 }
 
 /// Parse `{outcome, state, qty, deadline_ms, changed_at_ms, user}`; `pay`
 /// says `cancelled` for an order cancelled before, which is
 /// [`OrderOutcome::WasCancelled`] here.
-pub fn parse_reply(reply: Value, paying: bool) -> Result<OrderReply> {
+pub(crate) fn parse_reply(reply: Value, paying: bool) -> Result<OrderReply> {
     let (outcome, state, qty, deadline_ms, changed_at_ms, user): (
         String,
         String,

@@ -18,7 +18,7 @@ super::script_call! {
 /// What preheat did (or, in a dry run, would do) to one item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PreheatStatus {
+pub(crate) enum PreheatStatus {
     Loaded,
     Kept,
     MetaUpdated,
@@ -38,7 +38,7 @@ impl PreheatStatus {
     ];
 
     /// The name `lua/preheat.lua` returns and JSON shows.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PreheatStatus::Loaded => "loaded",
             PreheatStatus::Kept => "kept",
@@ -49,12 +49,12 @@ impl PreheatStatus {
         }
     }
 
-    pub fn parse(name: &str) -> Option<PreheatStatus> {
+    pub(crate) fn parse(name: &str) -> Option<PreheatStatus> {
         PreheatStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
     /// True when preheat wrote stock or metadata for the item.
-    pub fn writes(self) -> bool {
+    pub(crate) fn writes(self) -> bool {
         matches!(
             self,
             PreheatStatus::Loaded | PreheatStatus::Overwritten | PreheatStatus::MetaUpdated
@@ -62,21 +62,21 @@ impl PreheatStatus {
     }
 
     /// True when preheat refused to write (the item needs a human).
-    pub fn refused(self) -> bool {
+    pub(crate) fn refused(self) -> bool {
         matches!(self, PreheatStatus::HasSales | PreheatStatus::StockMissing)
     }
 }
 
 /// The reply `{status, stock_in_redis_before, stock_in_redis_after}` (-1 = none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PreheatReply {
-    pub status: PreheatStatus,
-    pub before: Option<i64>,
-    pub after: Option<i64>,
+pub(crate) struct PreheatReply {
+    pub(crate) status: PreheatStatus,
+    pub(crate) before: Option<i64>,
+    pub(crate) after: Option<i64>,
 }
 
 /// Parse the script's reply.
-pub fn parse_reply(reply: Value) -> Result<PreheatReply> {
+pub(crate) fn parse_reply(reply: Value) -> Result<PreheatReply> {
     let (status, before, after): (String, i64, i64) = redis::from_redis_value(reply)?;
     let Some(status) = PreheatStatus::parse(&status) else {
         bail!("preheat script returned unknown status {status:?}");

@@ -13,19 +13,19 @@ super::script_call! {
 
 /// What one expire call did in one slot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExpireBatch {
+pub(crate) struct ExpireBatch {
     /// Orders released by this call.
-    pub released: u64,
+    pub(crate) released: u64,
     /// Their units, back in stock.
-    pub units: i64,
+    pub(crate) units: i64,
     /// Orders still due after the call.
-    pub due_left: u64,
+    pub(crate) due_left: u64,
     /// Due order ids whose record does not parse (taken off the deadline list).
-    pub unreadable: Vec<String>,
+    pub(crate) unreadable: Vec<String>,
 }
 
 /// Parse the expire-mode reply `{released, units, due_left, unreadable}`.
-pub fn parse_expire_reply(reply: Value) -> Result<ExpireBatch> {
+pub(crate) fn parse_expire_reply(reply: Value) -> Result<ExpireBatch> {
     let (released, units, due_left, unreadable) = redis::from_redis_value(reply)?;
     Ok(ExpireBatch {
         released,

@@ -13,7 +13,7 @@ super::script_call! {
 }
 
 /// One string per asked id: its order id, "" when there is no such entry.
-pub fn parse_reply(reply: Value, asked: usize) -> Result<Vec<String>> {
+pub(crate) fn parse_reply(reply: Value, asked: usize) -> Result<Vec<String>> {
     let found: Vec<String> = redis::from_redis_value(reply)?;
     if found.len() != asked {
         bail!(

@@ -12,7 +12,7 @@ super::script_call! {
 }
 
 /// True when one unit was taken, false when sold out.
-pub fn parse_reply(reply: Value) -> Result<bool> {
+pub(crate) fn parse_reply(reply: Value) -> Result<bool> {
     match super::int_reply(reply, "v3")? {
         1 => Ok(true),
         0 => Ok(false),

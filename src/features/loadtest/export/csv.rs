@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use crate::features::loadtest::report::VariantReport;
 
 /// redis-benchmark 7.0's `--csv` header, column for column.
-pub const REDIS_BENCHMARK_COLUMNS: [&str; 8] = [
+pub(crate) const REDIS_BENCHMARK_COLUMNS: [&str; 8] = [
     "test",
     "rps",
     "avg_latency_ms",
@@ -23,7 +23,7 @@ pub const REDIS_BENCHMARK_COLUMNS: [&str; 8] = [
 ];
 
 /// Our columns after redis-benchmark's.
-pub const OUR_COLUMNS: [&str; 17] = [
+pub(crate) const OUR_COLUMNS: [&str; 17] = [
     "oversold",
     "undersold",
     "succeeded",
@@ -44,7 +44,7 @@ pub const OUR_COLUMNS: [&str; 17] = [
 ];
 
 /// Write the header and one line per variant.
-pub fn write(out: &mut impl Write, reports: &[VariantReport]) -> Result<()> {
+pub(crate) fn write(out: &mut impl Write, reports: &[VariantReport]) -> Result<()> {
     let header: Vec<String> = REDIS_BENCHMARK_COLUMNS
         .iter()
         .chain(OUR_COLUMNS.iter())

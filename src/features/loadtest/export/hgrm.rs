@@ -15,19 +15,19 @@ const TICKS_PER_HALF_DISTANCE: u32 = 5;
 const MICROS_PER_MS: f64 = 1000.0;
 
 /// `<prefix><variant><suffix>.hgrm`, e.g. `runs/a-v3.hgrm`.
-pub fn path(prefix: &str, variant: &str, suffix: &str) -> PathBuf {
+pub(crate) fn path(prefix: &str, variant: &str, suffix: &str) -> PathBuf {
     PathBuf::from(format!("{prefix}{variant}{suffix}.hgrm"))
 }
 
 /// Write `latency` (µs) to `path`.
-pub fn write_file(path: &Path, latency: &Histogram<u64>) -> Result<()> {
+pub(crate) fn write_file(path: &Path, latency: &Histogram<u64>) -> Result<()> {
     let mut text = Vec::new();
     write(&mut text, latency).context("cannot format a percentile distribution")?;
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The percentile distribution of `latency` (µs) in the `.hgrm` text format.
-pub fn write(out: &mut impl Write, latency: &Histogram<u64>) -> std::io::Result<()> {
+pub(crate) fn write(out: &mut impl Write, latency: &Histogram<u64>) -> std::io::Result<()> {
     let digits = usize::from(latency.sigfig());
     writeln!(
         out,
@@ -73,7 +73,7 @@ pub fn write(out: &mut impl Write, latency: &Histogram<u64>) -> std::io::Result<
 }
 
 /// `--hdr-out PREFIX`: one `.hgrm` per variant (and the service time's in open loop).
-pub fn write_files(prefix: &str, runs: &[super::super::VariantRun]) -> anyhow::Result<()> {
+pub(crate) fn write_files(prefix: &str, runs: &[super::super::VariantRun]) -> anyhow::Result<()> {
     for run in runs {
         let name = run.report.variant.as_str();
         write_file(&path(prefix, name, ""), &run.corrected)?;

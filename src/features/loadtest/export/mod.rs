@@ -4,6 +4,6 @@
 //! `table` is what people read. All of them only format what
 //! `report`/`measure` computed.
 
-pub mod csv;
-pub mod hgrm;
-pub mod table;
+pub(crate) mod csv;
+pub(crate) mod hgrm;
+pub(crate) mod table;

@@ -11,7 +11,7 @@ use crate::util::output;
 
 /// The heading, the comparison table (narrow, or every column with `--wide`),
 /// in open loop the latency table, on a cluster each master's share.
-pub fn variants(heading: &str, reports: &[VariantReport], wide: bool) -> String {
+pub(crate) fn variants(heading: &str, reports: &[VariantReport], wide: bool) -> String {
     let mut text = format!("{heading}\n{}\n", comparison_table(reports, wide));
     if reports.iter().any(|r| r.requested_rate.is_some()) {
         text.push_str(&latency_table(reports));
@@ -170,7 +170,7 @@ fn retries_text(report: &VariantReport) -> String {
 }
 
 /// The bucketed run as people read it: the figures, then one row per bucket.
-pub fn buckets(report: &BucketReport) -> String {
+pub(crate) fn buckets(report: &BucketReport) -> String {
     let figures = output::fields(&[
         (
             "variant",
@@ -237,7 +237,7 @@ pub fn buckets(report: &BucketReport) -> String {
 }
 
 /// The reservations race: one figure per line, fits any terminal.
-pub fn reservations(heading: &str, r: &RaceReport) -> String {
+pub(crate) fn reservations(heading: &str, r: &RaceReport) -> String {
     let fields = output::fields(&[
         ("reserved (buy ok)", r.reserved.to_string()),
         (
