@@ -7,125 +7,116 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use seckill::model::exit_codes;
-use support::{RedisServer, campaign_file, json, seckill};
+use seckill::model::exit_codes::{
+    CLOSED, DUPLICATE, ENDED, NOT_PREHEATED, NOT_STARTED, PREHEAT_REFUSED, RATE_LIMITED,
+    RUNTIME_ERROR, SOLD_OUT, SUCCESS, USAGE_ERROR,
+};
+use support::spec::{CampaignSpec, Run, campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
-const MOUTAI: &str = r#"
-campaign: moutai-test
-per_user_limit: 1
-rate_limit: { window: 1h, max_requests: 4 }
-items:
-  - { id: "1001", name: 飞天茅台, price: "1499.00", stock: 2 }
-  - { id: "1002", name: 小茅, price: "99.9", stock: 5 }
-"#;
-
-fn run(cmd: &mut assert_cmd::Command) -> (i32, serde_json::Value) {
-    let output = cmd.output().unwrap();
-    let code = output.status.code().expect("exited");
-    (code, json(&output))
+/// Two items (2 and 5 units), one per user, 4 requests an hour; with
+/// `stock_1001` units of the first.
+fn moutai(stock_1001: i64) -> CampaignSpec {
+    campaign("moutai-test")
+        .per_user_limit(1)
+        .rate_limit("1h", 4)
+        .item("1001", stock_1001)
+        .named("飞天茅台")
+        .price("1499.00")
+        .item("1002", 5)
+        .named("小茅")
+        .price("99.9")
+        .orders_store(None)
 }
+
+/// `seckill ARGS` on `file` against `server`.
+fn on(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> Run {
+    seckill(args).campaign(file).redis(server)
+}
+
+/// Longest a command may take before the test calls it a hang.
+const HANG: Duration = Duration::from_secs(30);
 
 #[test]
 fn every_buy_outcome_has_its_exit_code() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
-    let buy = |user: &str| {
-        let mut cmd = seckill(&file.path, &server.url());
-        cmd.args(["buy", "--item", "1001", "--user", user, "--format", "json"]);
-        run(&mut cmd)
+    let file = moutai(2).write();
+    let buy = |user: &str, code: i32| {
+        on(&file, &server, &["buy", "--item", "1001", "--user", user])
+            .json()
+            .fails_with(code)
+            .json()
     };
-    let (code, out) = buy("early");
-    assert_eq!(
-        (code, out["outcome"].as_str()),
-        (exit_codes::NOT_PREHEATED, Some("not_preheated"))
-    );
+    let out = buy("early", NOT_PREHEATED);
+    assert_eq!(out["outcome"], "not_preheated");
 
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    let (code, first) = buy("alice");
-    assert_eq!(
-        (code, first["outcome"].as_str()),
-        (exit_codes::SUCCESS, Some("ok"))
-    );
+    on(&file, &server, &["preheat"]).succeeds();
+    let first = buy("alice", SUCCESS);
+    assert_eq!(first["outcome"], "ok");
     assert_eq!(first["stock_left"], 1);
-    let (code, dup) = buy("alice");
-    assert_eq!(
-        (code, dup["outcome"].as_str()),
-        (exit_codes::DUPLICATE, Some("duplicate"))
-    );
+    let dup = buy("alice", DUPLICATE);
+    assert_eq!(dup["outcome"], "duplicate");
     assert_eq!(
         dup["order_id"], first["order_id"],
         "duplicate names the existing order"
     );
-    buy("alice");
-    buy("alice");
-    let (code, _) = buy("alice");
-    assert_eq!(code, exit_codes::RATE_LIMITED);
-    assert_eq!(buy("bob").0, exit_codes::SUCCESS);
-    let (code, sold) = buy("carol");
-    assert_eq!(
-        (code, sold["stock_left"].as_i64()),
-        (exit_codes::SOLD_OUT, Some(0))
-    );
+    for _ in 0..2 {
+        on(
+            &file,
+            &server,
+            &["buy", "--item", "1001", "--user", "alice"],
+        )
+        .json()
+        .runs()
+        .json();
+    }
+    buy("alice", RATE_LIMITED);
+    buy("bob", SUCCESS);
+    let sold = buy("carol", SOLD_OUT);
+    assert_eq!(sold["stock_left"], 0);
 
-    seckill(&file.path, &server.url())
-        .args([
+    on(
+        &file,
+        &server,
+        &[
             "shutdown-switch",
             "on",
             "--item",
             "1002",
             "--reason",
             "rehearsal",
-        ])
-        .assert()
-        .success();
-    let mut cmd = seckill(&file.path, &server.url());
-    cmd.args([
-        "--format", "json", "buy", "--item", "1002", "--user", "dave",
-    ]);
-    let (code, closed) = run(&mut cmd);
-    assert_eq!(
-        (code, closed["outcome"].as_str()),
-        (exit_codes::CLOSED, Some("closed"))
-    );
+        ],
+    )
+    .succeeds();
+    let closed = on(&file, &server, &["buy", "--item", "1002", "--user", "dave"])
+        .json()
+        .fails_with(CLOSED)
+        .json();
+    assert_eq!(closed["outcome"], "closed");
 
-    let window = campaign_file(
-        r#"
-campaign: windows
-starts_at: 2099-01-01T00:00:00Z
-items:
-  - { id: "1", name: x, price: "1", stock: 1 }
-"#,
-    );
-    seckill(&window.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    seckill(&window.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "u"])
-        .assert()
-        .code(exit_codes::NOT_STARTED);
+    let window = campaign("windows")
+        .starts_in(3600)
+        .item("1", 1)
+        .named("x")
+        .orders_store(None)
+        .write();
+    on(&window, &server, &["preheat"]).succeeds();
+    on(&window, &server, &["buy", "--item", "1", "--user", "u"]).fails_with(NOT_STARTED);
 
-    let ended_at = (chrono::Utc::now() - chrono::Duration::minutes(1)).to_rfc3339();
-    let ended = campaign_file(&format!(
-        "campaign: ended\nends_at: {ended_at}\nitems:\n  - {{ id: \"1\", name: x, price: \"1\", stock: 1 }}\n"
-    ));
-    seckill(&ended.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    seckill(&ended.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "u"])
-        .assert()
-        .code(exit_codes::ENDED);
+    let ended = campaign("ended")
+        .ends_in(-60)
+        .item("1", 1)
+        .named("x")
+        .orders_store(None)
+        .write();
+    on(&ended, &server, &["preheat"]).succeeds();
+    on(&ended, &server, &["buy", "--item", "1", "--user", "u"]).fails_with(ENDED);
 }
 
 #[test]
 fn usage_errors_exit_2_with_a_reason() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
+    let file = moutai(2).write();
     let cases: &[(&[&str], &str)] = &[
         (
             &["buy", "--item", "nope", "--user", "u"],
@@ -152,16 +143,7 @@ fn usage_errors_exit_2_with_a_reason() {
         (&["frobnicate"], "unrecognized subcommand"),
     ];
     for (args, expected) in cases {
-        let output = seckill(&file.path, &server.url())
-            .args(*args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(
-            output.status.code(),
-            Some(exit_codes::USAGE_ERROR),
-            "{args:?}: {stderr}"
-        );
+        let stderr = on(&file, &server, args).fails_with(USAGE_ERROR).stderr();
         assert!(
             stderr.contains(expected),
             "{args:?}: expected {expected:?} in {stderr}"
@@ -172,13 +154,16 @@ fn usage_errors_exit_2_with_a_reason() {
 #[test]
 fn preheat_never_clobbers_and_twice_changes_nothing() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
+    let file = moutai(2).write();
     let preheat = |extra: &[&str]| {
-        let mut cmd = seckill(&file.path, &server.url());
-        cmd.args(["preheat", "--format", "json"]).args(extra);
-        let (code, out) = run(&mut cmd);
-        assert_eq!(code, 0, "{out}");
-        out["items"].as_array().unwrap().clone()
+        on(&file, &server, &["preheat"])
+            .args(extra)
+            .json()
+            .succeeds()
+            .json()["items"]
+            .as_array()
+            .unwrap()
+            .clone()
     };
     let dry = preheat(&["--dry-run"]);
     assert_eq!(dry[0]["status"], "loaded");
@@ -199,21 +184,13 @@ fn preheat_never_clobbers_and_twice_changes_nothing() {
     assert_eq!(second[1]["status"], "kept");
 
     // Stock changed in Redis (a sale) and the file edited: kept, both numbers reported.
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1001", "--user", "u1"])
-        .assert()
-        .success();
-    let bigger = campaign_file(&MOUTAI.replace("stock: 2 }", "stock: 50 }"));
-    let mut cmd = seckill(&bigger.path, &server.url());
-    let (_, kept) = run(cmd.args(["preheat", "--format", "json"]));
+    on(&file, &server, &["buy", "--item", "1001", "--user", "u1"]).succeeds();
+    let bigger = moutai(50).write();
+    let kept = on(&bigger, &server, &["preheat"]).json().runs().json();
     assert_eq!(kept["items"][0]["status"], "kept");
     assert_eq!(kept["items"][0]["redis_stock_before"], 1);
     assert_eq!(kept["items"][0]["file_stock"], 50);
-    let table = seckill(&bigger.path, &server.url())
-        .arg("preheat")
-        .output()
-        .unwrap();
-    let table = String::from_utf8_lossy(&table.stdout);
+    let table = on(&bigger, &server, &["preheat"]).runs().stdout();
     // The item has sales: --force would be refused, so it is not offered.
     assert!(
         table.contains("kept (Redis has 1, file says 50; the item has sales: `init --yes`"),
@@ -221,8 +198,10 @@ fn preheat_never_clobbers_and_twice_changes_nothing() {
     );
 
     // --force refuses an item that has sales, overwrites one that has none.
-    let mut cmd = seckill(&bigger.path, &server.url());
-    let (_, forced) = run(cmd.args(["preheat", "--force", "--format", "json"]));
+    let forced = on(&bigger, &server, &["preheat", "--force"])
+        .json()
+        .runs()
+        .json();
     assert_eq!(forced["items"][0]["status"], "has_sales");
     assert_eq!(forced["items"][0]["redis_stock_after"], 1);
     assert_eq!(forced["items"][1]["status"], "overwritten");
@@ -231,75 +210,61 @@ fn preheat_never_clobbers_and_twice_changes_nothing() {
 #[test]
 fn init_resets_but_refuses_to_erase_sales_without_yes() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
-    seckill(&file.path, &server.url())
-        .arg("init")
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1001", "--user", "u1"])
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "on"])
-        .assert()
-        .success();
-    let output = seckill(&file.path, &server.url())
-        .arg("init")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::USAGE_ERROR));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let file = moutai(2).write();
+    on(&file, &server, &["init"]).succeeds();
+    on(&file, &server, &["buy", "--item", "1001", "--user", "u1"]).succeeds();
+    on(&file, &server, &["shutdown-switch", "on"]).succeeds();
+    let stderr = on(&file, &server, &["init"])
+        .fails_with(USAGE_ERROR)
+        .stderr();
     assert!(
         stderr.contains("already has sales on 1001 (1 buyers, 1 orders): pass --yes"),
         "{stderr}"
     );
 
-    let mut cmd = seckill(&file.path, &server.url());
-    let (code, out) = run(cmd.args(["init", "--yes", "--format", "json"]));
-    assert_eq!(code, 0);
+    let out = on(&file, &server, &["init", "--yes"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(out["items"][0]["stock"], 2);
     assert!(
         out["items"][0]["keys_deleted"].as_u64().unwrap() >= 5,
         "{out}"
     );
     // Fresh state: switch off, stock back, the same user may buy again.
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1001", "--user", "u1"])
-        .assert()
-        .success();
+    on(&file, &server, &["buy", "--item", "1001", "--user", "u1"]).succeeds();
 }
 
 #[test]
 fn shutdown_switch_status_shows_state_reason_and_stock() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "on", "--reason", "payment system down"])
-        .assert()
-        .success();
-    let mut cmd = seckill(&file.path, &server.url());
-    let (code, status) = run(cmd.args(["shutdown-switch", "status", "--format", "json"]));
-    assert_eq!(code, 0);
+    let file = moutai(2).write();
+    on(&file, &server, &["preheat"]).succeeds();
+    on(
+        &file,
+        &server,
+        &["shutdown-switch", "on", "--reason", "payment system down"],
+    )
+    .succeeds();
+    let status = on(&file, &server, &["shutdown-switch", "status"])
+        .json()
+        .succeeds()
+        .json();
     for item in status["items"].as_array().unwrap() {
         assert_eq!(item["closed"], true);
         assert_eq!(item["reason"], "payment system down");
         assert!(item["switched_at"].as_str().unwrap().ends_with('Z'));
     }
     assert_eq!(status["items"][1]["stock_left"], 5);
-    seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "off", "--item", "1002"])
-        .assert()
-        .success();
-    let table = seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "status"])
-        .output()
-        .unwrap();
-    let table = String::from_utf8_lossy(&table.stdout);
+    on(
+        &file,
+        &server,
+        &["shutdown-switch", "off", "--item", "1002"],
+    )
+    .succeeds();
+    let table = on(&file, &server, &["shutdown-switch", "status"])
+        .runs()
+        .stdout();
     // "off" never claims the sale is open: the window says that, on the Redis clock.
     assert!(
         table.contains("ON (closed)")
@@ -311,20 +276,14 @@ fn shutdown_switch_status_shows_state_reason_and_stock() {
 
 #[test]
 fn redis_down_is_a_runtime_error_naming_the_host_not_the_password() {
-    let file = campaign_file(MOUTAI);
+    let file = moutai(2).write();
     let port = support::free_port();
     let url = format!("redis://admin:hunter2@127.0.0.1:{port}/0");
-    let output = seckill(&file.path, &url)
-        .args(["buy", "--item", "1001", "--user", "u"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{stderr}"
-    );
+    let stderr = seckill(&["buy", "--item", "1001", "--user", "u"])
+        .campaign(&file)
+        .redis_url(&url)
+        .fails_within(RUNTIME_ERROR, HANG)
+        .stderr();
     assert!(
         stderr.contains(&format!("cannot connect to Redis at 127.0.0.1:{port}")),
         "{stderr}"
@@ -335,7 +294,7 @@ fn redis_down_is_a_runtime_error_naming_the_host_not_the_password() {
 
 #[test]
 fn a_server_that_never_answers_times_out_instead_of_hanging() {
-    let file = campaign_file(MOUTAI);
+    let file = moutai(2).write();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     // Accept connections and read forever without replying.
@@ -348,59 +307,41 @@ fn a_server_that_never_answers_times_out_instead_of_hanging() {
             });
         }
     });
-    let output = seckill(&file.path, &format!("redis://127.0.0.1:{port}/0"))
-        .args(["--response-timeout", "300ms", "--connect-timeout", "300ms"])
-        .args(["buy", "--item", "1001", "--user", "u"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{stderr}"
-    );
+    let stderr = seckill(&["--response-timeout", "300ms", "--connect-timeout", "300ms"])
+        .args(&["buy", "--item", "1001", "--user", "u"])
+        .campaign(&file)
+        .redis_url(&format!("redis://127.0.0.1:{port}/0"))
+        .fails_within(RUNTIME_ERROR, HANG)
+        .stderr();
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
 }
 
 #[test]
 fn flags_work_before_or_after_the_subcommand() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
-    let output = assert_cmd::Command::cargo_bin("seckill")
-        .unwrap()
-        .env_remove("SECKILL_REDIS_URL")
-        .args([
-            "--format",
-            "json",
-            "preheat",
-            "--redis",
-            &server.url(),
-            "-c",
-        ])
-        .arg(&file.path)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(json(&output)["items"][0]["item"], "1001");
+    let file = moutai(2).write();
+    let report = seckill(&[
+        "--format",
+        "json",
+        "preheat",
+        "--redis",
+        &server.url(),
+        "-c",
+        file.path.to_str().unwrap(),
+    ])
+    .succeeds()
+    .json();
+    assert_eq!(report["items"][0]["item"], "1001");
 }
 
 #[test]
 fn help_never_shows_the_passwords_in_the_environment() {
     for sub in ["buy", "consume", "reconcile", "loadtest"] {
-        let output = assert_cmd::Command::cargo_bin("seckill")
-            .unwrap()
-            .env("SECKILL_REDIS_URL", "redis://u:redis-secret@h:1/0")
+        let help = seckill(&[sub, "--help"])
+            .redis_url("redis://u:redis-secret@h:1/0")
             .env("SECKILL_ORDERS_DB", "mysql://app:db-secret@db:3306/x")
-            .args([sub, "--help"])
-            .output()
-            .unwrap();
-        let help = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success());
+            .succeeds()
+            .stdout();
         assert!(help.contains("SECKILL_REDIS_URL"), "{help}");
         assert!(
             !help.contains("redis-secret") && !help.contains("db-secret"),
@@ -412,16 +353,10 @@ fn help_never_shows_the_passwords_in_the_environment() {
 #[test]
 fn preheat_refuses_to_reload_stock_that_has_already_been_sold() {
     let server = RedisServer::start();
-    let file = campaign_file(MOUTAI);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = moutai(2).write();
+    on(&file, &server, &["preheat"]).succeeds();
     for user in ["a", "b"] {
-        seckill(&file.path, &server.url())
-            .args(["buy", "--item", "1001", "--user", user])
-            .assert()
-            .success();
+        on(&file, &server, &["buy", "--item", "1001", "--user", user]).succeeds();
     }
     // The stock key vanishes (evicted, deleted by hand); the sales remain.
     let mut conn = server.conn();
@@ -429,61 +364,55 @@ fn preheat_refuses_to_reload_stock_that_has_already_been_sold() {
         .arg("seckill:{moutai-test:1001}:stock")
         .query(&mut conn)
         .unwrap();
-    let output = seckill(&file.path, &server.url())
-        .args(["preheat", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::PREHEAT_REFUSED));
-    let report = json(&output);
+    let refused = on(&file, &server, &["preheat"])
+        .json()
+        .fails_with(PREHEAT_REFUSED);
+    let report = refused.json();
     assert_eq!(report["items"][0]["status"], "stock_missing");
     assert_eq!(report["items"][1]["status"], "kept");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("refused item(s) 1001"));
+    assert!(refused.stderr().contains("refused item(s) 1001"));
     let stock: Option<i64> = redis::cmd("GET")
         .arg("seckill:{moutai-test:1001}:stock")
         .query(&mut conn)
         .unwrap();
     assert_eq!(stock, None, "nothing written");
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1001", "--user", "c"])
-        .assert()
-        .code(exit_codes::NOT_PREHEATED);
+    on(&file, &server, &["buy", "--item", "1001", "--user", "c"]).fails_with(NOT_PREHEATED);
 }
 
 #[test]
 fn update_meta_extends_a_live_sale_without_touching_its_stock() {
     let server = RedisServer::start();
-    let item = "items:\n  - { id: \"1\", name: x, price: \"1\", stock: 5 }\n";
-    let ended_at = (chrono::Utc::now() - chrono::Duration::minutes(1)).to_rfc3339();
-    let ended = campaign_file(&format!("campaign: extend\nends_at: {ended_at}\n{item}"));
-    seckill(&ended.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    let buy = |file: &support::CampaignFile, user: &str| {
-        seckill(&file.path, &server.url())
-            .args(["buy", "--item", "1", "--user", user])
-            .output()
-            .unwrap()
-            .status
-            .code()
+    // keep_after_end as the default of a file that does not say (1h).
+    let extend = |ends_in: i64| {
+        campaign("extend")
+            .ends_in(ends_in)
+            .keep_after_end("1h")
+            .item("1", 5)
+            .named("x")
+            .orders_store(None)
+            .write()
     };
-    assert_eq!(buy(&ended, "a"), Some(exit_codes::ENDED));
+    let ended = extend(-60);
+    on(&ended, &server, &["preheat"]).succeeds();
+    let buy = |file: &CampaignFile, code: i32| {
+        on(file, &server, &["buy", "--item", "1", "--user", "a"]).fails_with(code);
+    };
+    buy(&ended, ENDED);
 
-    let later = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
-    let extended = campaign_file(&format!("campaign: extend\nends_at: {later}\n{item}"));
-    let mut cmd = seckill(&extended.path, &server.url());
-    let (_, plain) = run(cmd.args(["preheat", "--format", "json"]));
+    let extended = extend(2 * 3600);
+    let plain = on(&extended, &server, &["preheat"]).json().runs().json();
     assert_eq!(
         plain["items"][0]["status"], "kept",
         "a plain preheat changes nothing"
     );
-    assert_eq!(buy(&extended, "a"), Some(exit_codes::ENDED));
+    buy(&extended, ENDED);
 
-    let mut cmd = seckill(&extended.path, &server.url());
-    let (code, updated) = run(cmd.args(["preheat", "--update-meta", "--format", "json"]));
-    assert_eq!(code, 0);
+    let updated = on(&extended, &server, &["preheat", "--update-meta"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(updated["items"][0]["status"], "meta_updated");
-    assert_eq!(buy(&extended, "a"), Some(exit_codes::SUCCESS));
+    buy(&extended, SUCCESS);
     let mut conn = server.conn();
     let stock: i64 = redis::cmd("GET")
         .arg("seckill:{extend:1}:stock")

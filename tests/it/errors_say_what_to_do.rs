@@ -6,12 +6,20 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use seckill::model::exit_codes;
+use seckill::model::exit_codes::{
+    NOT_PREHEATED, NOT_STARTED, OUTCOME_UNKNOWN, RUNTIME_ERROR, USAGE_ERROR,
+};
 
-use crate::support::{RedisServer, campaign_file, seckill};
+use crate::support::spec::{CampaignSpec, campaign, seckill};
+use crate::support::{CampaignFile, RedisServer};
 
-const CAMPAIGN: &str =
-    "campaign: e\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 5\n";
+/// One item of 5 units, no order store.
+fn sale() -> CampaignSpec {
+    campaign("e")
+        .item("1", 5)
+        .named("Bottle")
+        .orders_store(None)
+}
 
 /// A TCP server on a free port that answers every connection with `reply`
 /// (or, when `None`, reads forever and never answers).
@@ -34,23 +42,17 @@ fn fake_server(reply: Option<&'static [u8]>) -> u16 {
     port
 }
 
-fn stderr_of(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 #[test]
 fn a_connect_timeout_names_the_flag_and_keeps_to_its_duration() {
-    let file = campaign_file(CAMPAIGN);
+    let file = sale().write();
     let port = fake_server(None);
     let started = Instant::now();
-    let output = seckill(&file.path, &format!("redis://127.0.0.1:{port}"))
-        .args(["--connect-timeout", "2s", "status"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
+    let stderr = seckill(&["--connect-timeout", "2s", "status"])
+        .campaign(&file)
+        .redis_url(&format!("redis://127.0.0.1:{port}"))
+        .fails_within(RUNTIME_ERROR, Duration::from_secs(30))
+        .stderr();
     let took = started.elapsed();
-    assert_eq!(output.status.code(), Some(exit_codes::RUNTIME_ERROR));
-    let stderr = stderr_of(&output);
     assert!(
         stderr.contains("no answer within --connect-timeout 2s"),
         "{stderr}"
@@ -62,17 +64,15 @@ fn a_connect_timeout_names_the_flag_and_keeps_to_its_duration() {
 
 #[test]
 fn a_port_that_is_not_redis_is_named_as_such() {
-    let file = campaign_file(CAMPAIGN);
+    let file = sale().write();
     let port = fake_server(Some(
         b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
     ));
-    let output = seckill(&file.path, &format!("redis://127.0.0.1:{port}"))
-        .arg("status")
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::RUNTIME_ERROR));
-    let stderr = stderr_of(&output);
+    let stderr = seckill(&["status"])
+        .campaign(&file)
+        .redis_url(&format!("redis://127.0.0.1:{port}"))
+        .fails_within(RUNTIME_ERROR, Duration::from_secs(30))
+        .stderr();
     assert!(
         stderr.contains(&format!(
             "127.0.0.1:{port} did not answer like a Redis server"
@@ -83,13 +83,12 @@ fn a_port_that_is_not_redis_is_named_as_such() {
 
 #[test]
 fn a_bare_host_port_suggests_the_url() {
-    let file = campaign_file(CAMPAIGN);
-    let output = seckill(&file.path, "127.0.0.1:6390")
-        .arg("status")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::USAGE_ERROR));
-    let stderr = stderr_of(&output);
+    let file = sale().write();
+    let stderr = seckill(&["status"])
+        .campaign(&file)
+        .redis_url("127.0.0.1:6390")
+        .fails_with(USAGE_ERROR)
+        .stderr();
     assert!(
         stderr.contains("did you mean redis://127.0.0.1:6390?"),
         "{stderr}"
@@ -100,29 +99,26 @@ fn a_bare_host_port_suggests_the_url() {
 fn a_connection_error_says_where_the_url_came_from() {
     let port = crate::support::free_port();
     let url = format!("redis://127.0.0.1:{port}");
-    let file = campaign_file(&format!("redis: {url}\n{CAMPAIGN}"));
-    // From the environment (the harness sets SECKILL_REDIS_URL).
-    let output = seckill(&file.path, &url).arg("status").output().unwrap();
+    let file = sale().redis(&url).write();
+    // From the environment.
+    let ran = seckill(&["status"]).campaign(&file).redis_url(&url).runs();
     assert!(
-        stderr_of(&output).contains("(URL from SECKILL_REDIS_URL)"),
-        "{output:?}"
+        ran.stderr().contains("(URL from SECKILL_REDIS_URL)"),
+        "{}",
+        ran.describe()
     );
     // From the flag.
-    let output = seckill(&file.path, &url)
-        .args(["status", "--redis", &url])
-        .output()
-        .unwrap();
+    let ran = seckill(&["status", "--redis", &url])
+        .campaign(&file)
+        .redis_url(&url)
+        .runs();
     assert!(
-        stderr_of(&output).contains("(URL from --redis)"),
-        "{output:?}"
+        ran.stderr().contains("(URL from --redis)"),
+        "{}",
+        ran.describe()
     );
     // From the campaign file.
-    let output = seckill(&file.path, &url)
-        .env_remove("SECKILL_REDIS_URL")
-        .arg("status")
-        .output()
-        .unwrap();
-    let stderr = stderr_of(&output);
+    let stderr = seckill(&["status"]).campaign(&file).runs().stderr();
     assert!(stderr.contains("(URL from `redis:` in "), "{stderr}");
     assert!(stderr.contains("campaign.yaml"), "{stderr}");
 }
@@ -130,31 +126,30 @@ fn a_connection_error_says_where_the_url_came_from() {
 #[test]
 fn a_reply_timeout_names_the_flag() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = sale().write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
     // Writes wait while clients are paused: the buy script gets no reply.
     let () = redis::cmd("CLIENT")
         .arg(&["PAUSE", "3000", "WRITE"])
         .query(&mut server.conn())
         .unwrap();
-    let output = seckill(&file.path, &server.url())
-        .args([
-            "--response-timeout",
-            "300ms",
-            "buy",
-            "--item",
-            "1",
-            "--user",
-            "u",
-        ])
-        .output()
-        .unwrap();
     // A buy whose reply was lost: outcome unknown (it may have run).
-    assert_eq!(output.status.code(), Some(exit_codes::OUTCOME_UNKNOWN));
-    let stderr = stderr_of(&output);
+    let stderr = seckill(&[
+        "--response-timeout",
+        "300ms",
+        "buy",
+        "--item",
+        "1",
+        "--user",
+        "u",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .fails_with(OUTCOME_UNKNOWN)
+    .stderr();
     assert!(
         stderr.contains("no reply from Redis within --response-timeout 300ms"),
         "{stderr}"
@@ -165,37 +160,25 @@ fn a_reply_timeout_names_the_flag() {
 #[test]
 fn refused_buys_print_the_next_step() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    let output = seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "u"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::NOT_PREHEATED));
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let file = sale().write();
+    let buy = |file: &CampaignFile| {
+        seckill(&["buy", "--item", "1", "--user", "u"])
+            .campaign(file)
+            .redis(&server)
+    };
+    let stdout = buy(&file).fails_with(NOT_PREHEATED).stdout();
     assert!(stdout.contains("next: item 1 is not in Redis"), "{stdout}");
     let preheat = format!("`seckill -c {} preheat`", file.path.display());
     assert!(stdout.contains(&preheat), "{stdout}");
-    let output = seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "u", "--format", "json"])
-        .output()
-        .unwrap();
-    let next = crate::support::json(&output)["next_step"].clone();
+    let next = buy(&file).json().runs().json()["next_step"].clone();
     assert!(next.as_str().unwrap().contains(&preheat), "{next}");
 
-    let later = campaign_file(&CAMPAIGN.replace(
-        "campaign: e\n",
-        "campaign: e\nstarts_at: 2099-01-01T00:00:00Z\n",
-    ));
-    seckill(&later.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    let output = seckill(&later.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "u"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(exit_codes::NOT_STARTED));
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let later = sale().field("starts_at", "2099-01-01T00:00:00Z").write();
+    seckill(&["preheat"])
+        .campaign(&later)
+        .redis(&server)
+        .succeeds();
+    let stdout = buy(&later).fails_with(NOT_STARTED).stdout();
     assert!(
         stdout.contains("the sale opens at 2099-01-01T00:00:00.000Z"),
         "{stdout}"

@@ -3,46 +3,36 @@
 //! and servers that accept a connection but never answer. Each must end at
 //! once with a named error and exit code, never hang, never leak a secret.
 
-use crate::support;
-
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use seckill::model::exit_codes;
-use support::{RedisServer, campaign_file, seckill};
+use seckill::model::exit_codes::{RUNTIME_ERROR, USAGE_ERROR};
 
-const CAMPAIGN: &str = r#"
-campaign: hostile
-items:
-  - { id: "1", name: x, price: "1.00", stock: 3 }
-orders:
-  store: sqlite://orders.db
-"#;
+use crate::support::spec::{CampaignSpec, Run, campaign, seckill};
+use crate::support::{RedisServer, campaign_file};
+
+/// One item of 3 units, orders in `orders.db`.
+fn hostile() -> CampaignSpec {
+    campaign("hostile").item("1", 3).named("x")
+}
 
 /// Longest any of these commands may take before the test calls it a hang.
 const HANG: Duration = Duration::from_secs(30);
 
-fn run_preheat(campaign: &std::path::Path) -> std::process::Output {
-    assert_cmd::Command::cargo_bin("seckill")
-        .unwrap()
-        .env_remove("SECKILL_REDIS_URL")
-        .args(["--redis", "redis://127.0.0.1:1/0", "-c"])
-        .arg(campaign)
-        .arg("preheat")
-        .timeout(HANG)
-        .output()
-        .unwrap()
+fn preheat(campaign: &std::path::Path) -> Run {
+    seckill(&[
+        "--redis",
+        "redis://127.0.0.1:1/0",
+        "-c",
+        campaign.to_str().unwrap(),
+        "preheat",
+    ])
 }
 
-fn assert_refused(output: &std::process::Output, needle: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::USAGE_ERROR),
-        "{stderr}"
-    );
+fn assert_refused(run: Run, needle: &str) {
+    let stderr = run.fails_within(USAGE_ERROR, HANG).stderr();
     assert!(stderr.contains(needle), "expected {needle:?} in: {stderr}");
 }
 
@@ -53,27 +43,29 @@ fn a_campaign_path_that_is_not_a_regular_file_is_refused_at_once() {
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
     // Nobody ever writes to the FIFO: opening it for reading would block forever.
-    assert_refused(&run_preheat(&fifo), "is not a regular file");
+    assert_refused(preheat(&fifo), "is not a regular file");
     // /dev/zero never ends: reading it would take all memory.
     assert_refused(
-        &run_preheat(std::path::Path::new("/dev/zero")),
+        preheat(std::path::Path::new("/dev/zero")),
         "/dev/zero is not a regular file",
     );
-    assert_refused(&run_preheat(dir.path()), "is not a regular file");
+    assert_refused(preheat(dir.path()), "is not a regular file");
 }
 
 #[test]
 fn a_campaign_file_over_the_size_cap_is_refused_before_it_is_read() {
+    // The file's size is under test: the campaign's text, padded.
+    let text = hostile().yaml();
     let cap = seckill::model::campaign::MAX_FILE_BYTES;
-    let file = campaign_file(&format!("{CAMPAIGN}\n# {}\n", "x".repeat(cap as usize)));
+    let file = campaign_file(&format!("{text}\n# {}\n", "x".repeat(cap as usize)));
     assert_refused(
-        &run_preheat(&file.path),
+        preheat(&file.path),
         &format!("larger than the {cap}-byte limit of a campaign file"),
     );
     // Just under the cap still loads.
     let fits = campaign_file(&format!(
-        "{CAMPAIGN}# {}\n",
-        "x".repeat(cap as usize - CAMPAIGN.len() - 3)
+        "{text}# {}\n",
+        "x".repeat(cap as usize - text.len() - 3)
     ));
     assert_eq!(std::fs::metadata(&fits.path).unwrap().len(), cap);
     seckill::model::campaign::Campaign::load(&fits.path).unwrap();
@@ -81,19 +73,19 @@ fn a_campaign_file_over_the_size_cap_is_refused_before_it_is_read() {
 
 #[test]
 fn the_user_id_limit_is_worded_in_bytes() {
-    let file = campaign_file(CAMPAIGN);
+    let file = hostile().write();
+    let buy = |extra: &[&str]| {
+        seckill(&["buy", "--item", "1"])
+            .campaign(&file)
+            .redis_url("redis://127.0.0.1:1/0")
+            .args(extra)
+    };
     // 100 characters, 200 bytes: over the limit because the limit counts bytes.
-    let output = seckill(&file.path, "redis://127.0.0.1:1/0")
-        .args(["buy", "--item", "1", "--user", &"é".repeat(100)])
-        .output()
-        .unwrap();
-    assert_refused(&output, "must be 1..128 bytes");
-    let output = seckill(&file.path, "redis://127.0.0.1:1/0")
-        .args(["buy", "--item", "1", "--user", "u"])
-        .args(["--request-id", &"é".repeat(65)])
-        .output()
-        .unwrap();
-    assert_refused(&output, "--request-id must be 1..128 bytes");
+    assert_refused(buy(&["--user", &"é".repeat(100)]), "must be 1..128 bytes");
+    assert_refused(
+        buy(&["--user", "u", "--request-id", &"é".repeat(65)]),
+        "--request-id must be 1..128 bytes",
+    );
 }
 
 /// URL shapes that carry the secret `pa,ss@w0rd`-like text somewhere.
@@ -128,29 +120,23 @@ fn secret_urls(port: u16) -> Vec<(String, bool)> {
 #[test]
 fn passwords_never_appear_in_any_output_for_any_url_shape() {
     let server = RedisServer::start_with(&["--requirepass", "other"]);
-    let file = campaign_file(CAMPAIGN);
+    let file = hostile().write();
     for (url, cluster) in secret_urls(server.port) {
         for args in [
             &["buy", "--item", "1", "--user", "u"][..],
             &["preheat"][..],
             &["shutdown-switch", "status"][..],
         ] {
-            let mut cmd = seckill(&file.path, &url);
+            let mut run = seckill(&[]).campaign(&file).redis_url(&url);
             if cluster {
-                cmd.arg("--cluster");
+                run = run.args(&["--cluster"]);
             }
-            let output = cmd
+            let ran = run
                 .args(args)
-                .args(["--connect-timeout", "300ms", "--response-timeout", "300ms"])
-                .timeout(HANG)
-                .output()
-                .unwrap();
-            let shown = format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            assert_ne!(output.status.code(), Some(0), "{url}: {shown}");
+                .args(&["--connect-timeout", "300ms", "--response-timeout", "300ms"])
+                .runs_within(HANG);
+            let shown = format!("{}{}", ran.stdout(), ran.stderr());
+            assert_ne!(ran.code(), 0, "{url}: {shown}");
             for fragment in ["s3cr", "et@", "cr,et"] {
                 assert!(
                     !shown.contains(fragment),
@@ -185,7 +171,7 @@ impl SilentServer {
 #[test]
 fn every_command_gives_up_on_a_server_that_accepts_but_never_answers() {
     let silent = SilentServer::start();
-    let file = campaign_file(CAMPAIGN);
+    let file = hostile().write();
     let p = silent.port;
     let urls = [
         (format!("redis://127.0.0.1:{p}/0"), false),
@@ -213,23 +199,19 @@ fn every_command_gives_up_on_a_server_that_accepts_but_never_answers() {
     ];
     for (url, cluster) in &urls {
         for args in commands {
-            let mut cmd = seckill(&file.path, url);
+            let mut run = seckill(&[])
+                .campaign(&file)
+                .redis_url(url)
+                .current_dir(file.dir.path());
             if *cluster {
-                cmd.arg("--cluster");
+                run = run.args(&["--cluster"]);
             }
-            let output = cmd
-                .current_dir(file.dir.path())
+            // A runtime error: it gave up.
+            let stderr = run
                 .args(args)
-                .args(["--connect-timeout", "300ms", "--response-timeout", "300ms"])
-                .timeout(HANG)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(
-                output.status.code(),
-                Some(exit_codes::RUNTIME_ERROR),
-                "{url} {args:?} did not give up with a runtime error: {stderr}"
-            );
+                .args(&["--connect-timeout", "300ms", "--response-timeout", "300ms"])
+                .fails_within(RUNTIME_ERROR, HANG)
+                .stderr();
             assert!(stderr.contains(&format!("127.0.0.1:{p}")), "{stderr}");
             assert!(!stderr.contains("pw@"), "{stderr}");
         }

@@ -2,18 +2,28 @@
 //! the OS account from the password database, never "unknown") and a capped
 //! history per item, newest first, shown by `shutdown-switch status --history`.
 
-use crate::support::{RedisServer, campaign_file, json, seckill};
+use crate::support::spec::{Run, campaign, seckill};
+use crate::support::{CampaignFile, RedisServer};
 
-const CAMPAIGN: &str =
-    "campaign: audit\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 5\n";
+use seckill::model::exit_codes::USAGE_ERROR;
 
-fn history(file: &std::path::Path, server: &RedisServer) -> Vec<serde_json::Value> {
-    let output = seckill(file, &server.url())
-        .args(["shutdown-switch", "status", "--history", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    json(&output)["items"][0]["history"]
+fn audit() -> CampaignFile {
+    campaign("audit")
+        .item("1", 5)
+        .named("Bottle")
+        .orders_store(None)
+        .write()
+}
+
+fn run(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> Run {
+    seckill(args).campaign(file).redis(server)
+}
+
+fn history(file: &CampaignFile, server: &RedisServer) -> Vec<serde_json::Value> {
+    run(file, server, &["shutdown-switch", "status", "--history"])
+        .json()
+        .succeeds()
+        .json()["items"][0]["history"]
         .as_array()
         .expect("history array")
         .clone()
@@ -22,35 +32,34 @@ fn history(file: &std::path::Path, server: &RedisServer) -> Vec<serde_json::Valu
 #[test]
 fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
-        .args([
+    let file = audit();
+    run(&file, &server, &["preheat"]).succeeds();
+    run(
+        &file,
+        &server,
+        &[
             "shutdown-switch",
             "on",
             "--reason",
             "gateway down",
             "--by",
             "alice",
-        ])
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
+        ],
+    )
+    .succeeds();
+    run(&file, &server, &["shutdown-switch", "off"])
         .env("SECKILL_OPERATOR", "bob")
-        .args(["shutdown-switch", "off"])
-        .assert()
-        .success();
+        .succeeds();
     // Neither flag nor variable, nor $USER: the password database names the account.
-    seckill(&file.path, &server.url())
-        .env_remove("SECKILL_OPERATOR")
-        .env_remove("USER")
-        .env_remove("LOGNAME")
-        .args(["shutdown-switch", "on", "--reason", "bots"])
-        .assert()
-        .success();
+    run(
+        &file,
+        &server,
+        &["shutdown-switch", "on", "--reason", "bots"],
+    )
+    .env_remove("SECKILL_OPERATOR")
+    .env_remove("USER")
+    .env_remove("LOGNAME")
+    .succeeds();
     let account = std::process::Command::new("id")
         .arg("-un")
         .output()
@@ -59,7 +68,7 @@ fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
         .unwrap()
         .trim()
         .to_string();
-    let flips = history(&file.path, &server);
+    let flips = history(&file, &server);
     assert_eq!(flips.len(), 3);
     let by = flips[0]["by"].as_str().unwrap();
     assert!(by.starts_with(&format!("{account}@")), "{by}");
@@ -73,13 +82,16 @@ fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
     assert!(flips[0]["at_ms"].as_i64().unwrap() >= flips[2]["at_ms"].as_i64().unwrap());
 
     for n in 0..22 {
-        seckill(&file.path, &server.url())
-            .args(["shutdown-switch", if n % 2 == 0 { "off" } else { "on" }])
-            .args(["--reason", &format!("flip {n}"), "--by", "carol"])
-            .assert()
-            .success();
+        let reason = format!("flip {n}");
+        run(
+            &file,
+            &server,
+            &["shutdown-switch", if n % 2 == 0 { "off" } else { "on" }],
+        )
+        .args(&["--reason", &reason, "--by", "carol"])
+        .succeeds();
     }
-    let flips = history(&file.path, &server);
+    let flips = history(&file, &server);
     assert_eq!(
         flips.len(),
         seckill::domain::kill_switch::HISTORY_CAP as usize
@@ -93,19 +105,14 @@ fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
         .unwrap();
     assert_eq!(kept, 20);
 
-    let table = seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "status", "--history"])
-        .output()
-        .unwrap();
-    let table = String::from_utf8(table.stdout).unwrap();
+    let table = run(&file, &server, &["shutdown-switch", "status", "--history"])
+        .runs()
+        .stdout();
     assert!(
         table.contains("last 20 flip(s) of item 1, newest first"),
         "{table}"
     );
     assert!(table.contains("flip 21"), "{table}");
 
-    seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "on", "--history"])
-        .assert()
-        .code(seckill::model::exit_codes::USAGE_ERROR);
+    run(&file, &server, &["shutdown-switch", "on", "--history"]).fails_with(USAGE_ERROR);
 }

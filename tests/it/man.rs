@@ -2,6 +2,8 @@
 //! generates (so they agree with `--help`); regenerate with
 //! `scripts/update-completions.sh`.
 
+use crate::support::spec::seckill;
+
 #[test]
 fn man_pages_are_current_and_cover_every_subcommand() {
     let pages = seckill::cmd::man::pages(seckill::cli::definition()).unwrap();
@@ -34,12 +36,7 @@ fn man_pages_are_current_and_cover_every_subcommand() {
 
 #[test]
 fn version_names_the_commit_it_was_built_from() {
-    let output = assert_cmd::Command::cargo_bin("seckill")
-        .unwrap()
-        .arg("--version")
-        .output()
-        .unwrap();
-    let version = String::from_utf8(output.stdout).unwrap();
+    let version = seckill(&["--version"]).succeeds().stdout();
     assert!(version.starts_with(&format!("seckill {}", env!("CARGO_PKG_VERSION"))));
     let head = std::process::Command::new("git")
         .args(["rev-parse", "--short=10", "HEAD"])

@@ -2,88 +2,74 @@
 //! (issue 9, point 4). Each test reproduced the defect before its fix.
 
 use crate::support::orders::sqlite_order_ids;
-use crate::support::{CampaignFile, RedisServer, campaign_file, json, seckill};
+use crate::support::spec::{Run, campaign, seckill};
+use crate::support::{CampaignFile, RedisServer};
 
-fn campaign() -> CampaignFile {
-    campaign_file(
-        "campaign: c\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 10\norders:\n  store: sqlite://orders.db\n",
-    )
+use seckill::model::exit_codes::{PREHEAT_REFUSED, RUNTIME_ERROR, USAGE_ERROR};
+
+/// One item of 10 units, orders in `orders.db`.
+fn sale() -> CampaignFile {
+    campaign("c").item("1", 10).named("Bottle").write()
+}
+
+fn run(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> Run {
+    seckill(args).campaign(file).redis(server)
 }
 
 fn buy(file: &CampaignFile, server: &RedisServer, user: &str) {
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1", "--user", user])
-        .assert()
-        .success();
+    run(file, server, &["buy", "--item", "1", "--user", user]).succeeds();
 }
 
 #[test]
 fn init_does_not_silently_turn_a_kill_switch_off() {
     let server = RedisServer::start();
-    let file = campaign();
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "on", "--reason", "fraud"])
-        .assert()
-        .success();
+    let file = sale();
+    run(&file, &server, &["preheat"]).succeeds();
+    run(
+        &file,
+        &server,
+        &["shutdown-switch", "on", "--reason", "fraud"],
+    )
+    .succeeds();
     // No sales, but the switch is ON: a reset would reopen the sale.
-    seckill(&file.path, &server.url())
-        .arg("init")
-        .assert()
-        .code(seckill::model::exit_codes::USAGE_ERROR)
-        .stderr(predicates::str::contains(
-            "kill switch is ON for item 1 (fraud)",
-        ));
-    let output = seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "status", "--format", "json"])
-        .output()
-        .unwrap();
+    let refused = run(&file, &server, &["init"]).fails_with(USAGE_ERROR);
+    assert!(
+        refused
+            .stderr()
+            .contains("kill switch is ON for item 1 (fraud)"),
+        "{}",
+        refused.describe()
+    );
+    let status = run(&file, &server, &["shutdown-switch", "status"])
+        .json()
+        .runs()
+        .json();
     assert_eq!(
-        json(&output)["items"][0]["closed"],
-        true,
+        status["items"][0]["closed"], true,
         "refused init changed nothing"
     );
-    let output = seckill(&file.path, &server.url())
-        .args(["init", "--yes"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let table = String::from_utf8(output.stdout).unwrap();
+    let table = run(&file, &server, &["init", "--yes"]).succeeds().stdout();
     assert!(table.contains("was ON (fraud), now off"), "{table}");
 }
 
 #[test]
 fn init_says_how_many_order_rows_remain_and_purges_them_only_when_told_which_campaign() {
     let server = RedisServer::start();
-    let file = campaign();
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = sale();
+    run(&file, &server, &["preheat"]).succeeds();
     for user in ["a", "b", "c"] {
         buy(&file, &server, user);
     }
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
-        .assert()
-        .success();
+    run(&file, &server, &["consume", "--drain"]).succeeds();
     let db = file.dir.path().join("orders.db");
     assert_eq!(sqlite_order_ids(&db).len(), 3);
 
-    let output = seckill(&file.path, &server.url())
-        .args(["init", "--yes", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    assert_eq!(json(&output)["order_rows_in_database"], 3);
-    let output = seckill(&file.path, &server.url())
-        .args(["init", "--yes"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
+    let report = run(&file, &server, &["init", "--yes"])
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(report["order_rows_in_database"], 3);
+    let text = run(&file, &server, &["init", "--yes"]).runs().stdout();
     assert!(
         text.contains("still holds 3 order row(s) of campaign c"),
         "{text}"
@@ -91,66 +77,62 @@ fn init_says_how_many_order_rows_remain_and_purges_them_only_when_told_which_cam
     assert!(text.contains("--purge-orders c"), "{text}");
 
     // The confirmation is the campaign id itself.
-    seckill(&file.path, &server.url())
-        .args(["init", "--yes", "--purge-orders", "other"])
-        .assert()
-        .code(seckill::model::exit_codes::USAGE_ERROR)
-        .stderr(predicates::str::contains(
-            "--purge-orders other does not name campaign c",
-        ));
+    let refused = run(
+        &file,
+        &server,
+        &["init", "--yes", "--purge-orders", "other"],
+    )
+    .fails_with(USAGE_ERROR);
+    assert!(
+        refused
+            .stderr()
+            .contains("--purge-orders other does not name campaign c"),
+        "{}",
+        refused.describe()
+    );
     assert_eq!(sqlite_order_ids(&db).len(), 3);
-    let output = seckill(&file.path, &server.url())
-        .args(["init", "--yes", "--purge-orders", "c", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let report = json(&output);
+    let report = run(&file, &server, &["init", "--yes", "--purge-orders", "c"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(report["order_rows_purged"], 3);
     assert_eq!(report["order_rows_in_database"], 0);
     assert!(sqlite_order_ids(&db).is_empty());
     // After a purge, reconcile balances the fresh campaign.
-    seckill(&file.path, &server.url())
-        .arg("reconcile")
-        .assert()
-        .success();
+    run(&file, &server, &["reconcile"]).succeeds();
 }
 
 #[test]
 fn reconcile_never_creates_an_order_database() {
     let server = RedisServer::start();
-    let file = campaign();
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = sale();
+    run(&file, &server, &["preheat"]).succeeds();
     let typo = file.dir.path().join("ordres.db");
-    seckill(&file.path, &server.url())
-        .args([
+    let refused = run(
+        &file,
+        &server,
+        &[
             "reconcile",
             "--orders-db",
             &format!("sqlite://{}", typo.display()),
-        ])
-        .assert()
-        .code(seckill::model::exit_codes::RUNTIME_ERROR)
-        .stderr(predicates::str::contains("no such database"));
+        ],
+    )
+    .fails_with(RUNTIME_ERROR);
+    assert!(
+        refused.stderr().contains("no such database"),
+        "{}",
+        refused.describe()
+    );
     assert!(!typo.exists(), "reconcile created {}", typo.display());
 }
 
 #[test]
 fn preheat_says_what_it_wrote_and_never_offers_a_refused_force() {
     let server = RedisServer::start();
-    let file = campaign();
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = sale();
+    run(&file, &server, &["preheat"]).succeeds();
     // Twice: nothing written, and it says so.
-    let output = seckill(&file.path, &server.url())
-        .arg("preheat")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = run(&file, &server, &["preheat"]).succeeds().stdout();
     assert!(!text.contains("preheated"), "{text}");
     assert!(text.contains("nothing written"), "{text}");
     assert!(
@@ -159,30 +141,16 @@ fn preheat_says_what_it_wrote_and_never_offers_a_refused_force() {
     );
 
     buy(&file, &server, "a");
-    let output = seckill(&file.path, &server.url())
-        .arg("preheat")
-        .output()
-        .unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = run(&file, &server, &["preheat"]).runs().stdout();
     assert!(
         !text.contains("--force"),
         "--force is refused once sold: {text}"
     );
     assert!(text.contains("init --yes"), "{text}");
 
-    let output = seckill(&file.path, &server.url())
-        .args(["preheat", "--force"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(seckill::model::exit_codes::PREHEAT_REFUSED),
-        "{output:?}"
-    );
-    assert_ne!(
-        seckill::model::exit_codes::PREHEAT_REFUSED,
-        seckill::model::exit_codes::RUNTIME_ERROR
-    );
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = run(&file, &server, &["preheat", "--force"])
+        .fails_with(PREHEAT_REFUSED)
+        .stdout();
+    assert_ne!(PREHEAT_REFUSED, RUNTIME_ERROR);
     assert!(!text.contains("preheated"), "{text}");
 }

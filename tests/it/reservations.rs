@@ -8,34 +8,48 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use redis::Commands;
+use seckill::domain::item::SaleItem;
 use seckill::domain::orders::{Order, OrderState, StateChange, StoreLocation};
 use seckill::domain::reservations::Record;
-use seckill::domain::slot::{self, BuyRequest, Outcome};
+use seckill::domain::slot::{BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
+use seckill::model::exit_codes::{
+    ALREADY_PAID, DRIFT_FOUND, DUPLICATE, NOT_PREHEATED, ORDER_CANCELLED, ORDER_EXPIRED,
+    RUNTIME_ERROR, SOLD_OUT, SUCCESS, UNKNOWN_ORDER, USAGE_ERROR,
+};
 use seckill::model::keys::ItemKeys;
+use seckill::redis_client::scripts::ScriptCall;
+use seckill::redis_client::scripts::pay::Pay;
+use seckill::redis_client::scripts::release::Release;
 
 use crate::support::mariadb::MariaDb;
 use crate::support::orders::{
-    Background, log_of, reconcile, spawn_seckill, sqlite_path, terminate, wait_exit, wait_until,
+    Background, log_of, spawn_seckill, sqlite_path, terminate, wait_exit, wait_until,
 };
-use crate::support::{CampaignFile, RedisServer, campaign_file, json, seckill};
+use crate::support::spec::{CampaignSpec, Run, campaign, seckill};
+use crate::support::{CampaignFile, KillOnDrop, RedisServer};
 
 /// One-item campaign `res` with a payment timeout, orders in `orders.db`.
-fn reservation_campaign(stock: i64, timeout: &str, extra: &str) -> CampaignFile {
-    campaign_file(&format!(
-        "campaign: res\nper_user_limit: 3\npayment_timeout: {timeout}\n{extra}items:\n  - id: \"1001\"\n    name: Moutai\n    price: \"1499.00\"\n    stock: {stock}\norders:\n  store: sqlite://orders.db\n"
-    ))
+fn reservation_campaign(stock: i64, timeout: &str) -> CampaignSpec {
+    campaign("res")
+        .per_user_limit(3)
+        .payment_timeout(timeout)
+        .item("1001", stock)
+        .named("Moutai")
+        .price("1499.00")
 }
 
 fn keys() -> ItemKeys {
     ItemKeys::live("res", "1001")
 }
 
+/// `seckill ARGS` on `file` against `server`.
+fn on(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> Run {
+    seckill(args).campaign(file).redis(server)
+}
+
 fn preheat(file: &CampaignFile, server: &RedisServer) {
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    on(file, server, &["preheat"]).succeeds();
 }
 
 /// `n` reservations of users `<prefix>0..` through the real buy script, with
@@ -48,24 +62,23 @@ fn reserve_many(
     qty: impl Fn(usize) -> u32,
 ) -> Vec<(String, i64)> {
     let campaign = Campaign::load(&file.path).unwrap();
+    let item = SaleItem::live(&campaign, campaign.item("1001").unwrap());
     let mut conn = server.conn();
     let mut ok = Vec::new();
     for i in 0..n {
         let user = format!("{prefix}{i}");
         let units = qty(i);
-        let reply = slot::reserve(
-            &mut conn,
-            &keys(),
-            &BuyRequest {
-                campaign: &campaign.id,
-                item: "1001",
-                user: &user,
-                qty: units,
-                request_id: None,
-            },
-            campaign.payment_timeout_ms(),
-        )
-        .unwrap();
+        let request = BuyRequest {
+            campaign: &campaign.id,
+            item: "1001",
+            user: &user,
+            qty: units,
+            request_id: None,
+        };
+        let reply = item
+            .reserve(&mut conn, &request, campaign.payment_timeout_ms())
+            .unwrap()
+            .reply;
         assert_eq!(reply.outcome, Outcome::Ok, "reservation {i}");
         ok.push((reply.order_id.unwrap(), i64::from(units)));
     }
@@ -129,30 +142,41 @@ fn stock(server: &RedisServer) -> i64 {
 
 /// `seckill pay|cancel --order ID --format json` → exit code.
 fn order_command(file: &CampaignFile, server: &RedisServer, command: &str, order: &str) -> i32 {
-    let output = seckill(&file.path, &server.url())
-        .args([command, "--order", order, "--format", "json"])
-        .output()
-        .unwrap();
-    let code = output.status.code().unwrap();
-    if code != 1 && code != 2 {
-        let report = json(&output);
-        assert_eq!(report["exit_code"], code, "{report:#}");
+    let ran = on(file, server, &[command, "--order", order]).json().runs();
+    if ran.code() != RUNTIME_ERROR && ran.code() != USAGE_ERROR {
+        // The envelope's exit_code is the process's.
+        ran.json();
     }
-    code
+    ran.code()
+}
+
+/// `seckill pay|cancel --order ID --format json` must exit `code`.
+fn settle(file: &CampaignFile, server: &RedisServer, command: &str, order: &str, code: i32) {
+    on(file, server, &[command, "--order", order])
+        .json()
+        .fails_with(code)
+        .json();
 }
 
 /// `seckill consume --drain` must succeed.
 fn drain(file: &CampaignFile, server: &RedisServer, extra: &[&str]) {
-    let output = seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
+    on(file, server, &["consume", "--drain"])
         .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .succeeds();
+}
+
+/// `reconcile --format json` must exit `code`; its report.
+fn reconcile(
+    file: &CampaignFile,
+    server: &RedisServer,
+    extra: &[&str],
+    code: i32,
+) -> serde_json::Value {
+    on(file, server, &["reconcile"])
+        .args(extra)
+        .json()
+        .fails_with(code)
+        .json()
 }
 
 /// order id → state in the SQLite order database.
@@ -209,7 +233,7 @@ fn assert_each_order_ends_once(
 #[test]
 fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
     let server = RedisServer::start();
-    let file = reservation_campaign(1200, "3s", "");
+    let file = reservation_campaign(1200, "3s").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "u", 1000, |_| 1);
     let first_deadline = records(&server)
@@ -260,10 +284,7 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
     while now_ms() <= last_deadline + 50 {
         std::thread::sleep(Duration::from_millis(20));
     }
-    seckill(&file.path, &server.url())
-        .arg("expire")
-        .assert()
-        .success();
+    on(&file, &server, &["expire"]).succeeds();
     stop_expirers(&file, &mut expirers);
 
     let records = records(&server);
@@ -306,8 +327,7 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
     for (id, record) in &records {
         assert_eq!(states[id], record.state, "{id}");
     }
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconcile(&file, &server, &[], SUCCESS);
     let item = &report["items"][0];
     assert_eq!(item["reservations"]["paid_units"], paid);
     assert_eq!(item["reservations"]["released_units"], released);
@@ -322,7 +342,7 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
 #[test]
 fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
     let server = RedisServer::start();
-    let file = reservation_campaign(20_000, "1s", "");
+    let file = reservation_campaign(20_000, "1s").write();
     preheat(&file, &server);
     let spawn = |n: usize| {
         let name = format!("expirer-{n}");
@@ -373,50 +393,44 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
     assert_eq!(buyers, 0, "every released user's units were given back");
 
     drain(&file, &server, &[]);
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    reconcile(&file, &server, &[], SUCCESS);
 }
 
 #[test]
 fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
     let server = RedisServer::start();
-    let file = reservation_campaign(2, "15m", "");
+    let file = reservation_campaign(2, "15m").write();
     preheat(&file, &server);
-    let buy = |user: &str| -> (i32, serde_json::Value) {
-        let output = seckill(&file.path, &server.url())
-            .args(["buy", "--item", "1001", "--user", user, "--format", "json"])
-            .output()
-            .unwrap();
-        (output.status.code().unwrap(), json(&output))
-    };
-    let (_, alice) = buy("alice");
-    let (_, carol) = buy("carol");
-    assert_eq!(buy("bob").0, seckill::model::exit_codes::SOLD_OUT);
+    let buy = |user: &str| on(&file, &server, &["buy", "--item", "1001", "--user", user]).json();
+    let alice = buy("alice").runs().json();
+    let carol = buy("carol").runs().json();
+    buy("bob").fails_with(SOLD_OUT).json();
     let alice_order = alice["order_id"].as_str().unwrap().to_string();
     let carol_order = carol["order_id"].as_str().unwrap().to_string();
 
-    let output = seckill(&file.path, &server.url())
-        .args([
+    let cancelled = on(
+        &file,
+        &server,
+        &[
             "cancel",
             "--order",
             &alice_order,
             "--reason",
             "changed her mind",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    assert_eq!(json(&output)["outcome"], "cancelled");
+        ],
+    )
+    .json()
+    .succeeds()
+    .json();
+    assert_eq!(cancelled["outcome"], "cancelled");
     assert_eq!(stock(&server), 1);
-    let (code, bob) = buy("bob");
-    assert_eq!(code, 0, "the released unit is sold to bob: {bob:#}");
+    // The released unit is sold to bob.
+    buy("bob").succeeds().json();
     assert_eq!(stock(&server), 0);
 
-    assert_eq!(order_command(&file, &server, "cancel", &carol_order), 0);
-    let (code, again) = buy("alice");
-    assert_eq!(code, 0, "alice may buy again: {again:#}");
+    settle(&file, &server, "cancel", &carol_order, SUCCESS);
+    // Alice may buy again.
+    let again = buy("alice").succeeds().json();
     assert_ne!(again["order_id"], alice["order_id"]);
 
     drain(&file, &server, &[]);
@@ -432,34 +446,27 @@ fn a_released_unit_is_sold_again_and_the_released_user_may_buy_again() {
         )
         .unwrap();
     assert_eq!(reason, "changed her mind");
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    reconcile(&file, &server, &[], SUCCESS);
 }
 
 #[test]
 fn with_rebuy_after_release_off_the_released_user_may_not_buy_again() {
     let server = RedisServer::start();
-    let file = reservation_campaign(5, "15m", "rebuy_after_release: false\n");
+    let file = reservation_campaign(5, "15m")
+        .field("rebuy_after_release", "false")
+        .write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "p", 1, |_| 3);
-    assert_eq!(order_command(&file, &server, "cancel", &orders[0].0), 0);
+    settle(&file, &server, "cancel", &orders[0].0, SUCCESS);
     assert_eq!(stock(&server), 5);
-    let output = seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1001", "--user", "p0"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(seckill::model::exit_codes::DUPLICATE)
-    );
+    on(&file, &server, &["buy", "--item", "1001", "--user", "p0"]).fails_with(DUPLICATE);
     let bought: i64 = server.conn().hget(keys().buyers, "p0").unwrap();
     assert_eq!(
         bought, 3,
         "the buyer keeps the released units against the limit"
     );
     drain(&file, &server, &[]);
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    reconcile(&file, &server, &[], SUCCESS);
 }
 
 /// Everything of the item that a refused pay/cancel must leave as it was,
@@ -492,20 +499,20 @@ fn item_snapshot(server: &RedisServer) -> Vec<String> {
 
 #[test]
 fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
-    use seckill::model::exit_codes::{
-        ALREADY_PAID, ORDER_CANCELLED, ORDER_EXPIRED, UNKNOWN_ORDER, USAGE_ERROR,
-    };
     let server = RedisServer::start();
-    let file = reservation_campaign(10, "15m", "");
-    let other = campaign_file(
-        "campaign: other\npayment_timeout: 15m\nitems:\n  - id: \"1001\"\n    name: X\n    price: \"1.00\"\n    stock: 5\n",
-    );
+    let file = reservation_campaign(10, "15m").write();
+    let other = campaign("other")
+        .payment_timeout("15m")
+        .item("1001", 5)
+        .named("X")
+        .orders_store(None)
+        .write();
     preheat(&file, &server);
     preheat(&other, &server);
     let orders = reserve_many(&server, &file, "b", 3, |_| 1);
     let (paid, cancelled, reserved) = (&orders[0].0, &orders[1].0, &orders[2].0);
-    assert_eq!(order_command(&file, &server, "pay", paid), 0);
-    assert_eq!(order_command(&file, &server, "cancel", cancelled), 0);
+    settle(&file, &server, "pay", paid, SUCCESS);
+    settle(&file, &server, "cancel", cancelled, SUCCESS);
 
     let before = item_snapshot(&server);
     let cases: [(&str, &str, i32); 7] = [
@@ -523,30 +530,26 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
             "pay-other" => (&other, "pay"),
             c => (&file, c),
         };
-        assert_eq!(
-            order_command(file, &server, command, order),
-            expected,
-            "{command} {order}"
-        );
+        settle(file, &server, command, order, expected);
     }
-    let output = seckill(&file.path, &server.url())
-        .args(["pay", "--order", "x{y}"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    let refused = on(&file, &server, &["pay", "--order", "x{y}"]).fails_with(USAGE_ERROR);
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("--order \"x{y}\" is not an order id")
+        refused
+            .stderr()
+            .contains("--order \"x{y}\" is not an order id")
     );
-    let output = seckill(&file.path, &server.url())
-        .args(["pay", "--order", reserved, "--item", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(USAGE_ERROR));
-    let output = seckill(&file.path, &server.url())
-        .args(["cancel", "--order", reserved, "--reason", "a\nb"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(USAGE_ERROR));
+    on(
+        &file,
+        &server,
+        &["pay", "--order", reserved, "--item", "nope"],
+    )
+    .fails_with(USAGE_ERROR);
+    on(
+        &file,
+        &server,
+        &["cancel", "--order", reserved, "--reason", "a\nb"],
+    )
+    .fails_with(USAGE_ERROR);
     assert_eq!(
         item_snapshot(&server),
         before,
@@ -554,16 +557,13 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
     );
 
     // The reserved one is still payable; an expired one is not.
-    assert_eq!(order_command(&file, &server, "pay", reserved), 0);
-    let short = reservation_campaign(10, "50ms", "");
+    settle(&file, &server, "pay", reserved, SUCCESS);
+    let short = reservation_campaign(10, "50ms").write();
     preheat(&short, &server);
     let late = reserve_many(&server, &short, "late", 1, |_| 1);
     std::thread::sleep(Duration::from_millis(80));
     let late_before = item_snapshot(&server);
-    assert_eq!(
-        order_command(&short, &server, "pay", &late[0].0),
-        ORDER_EXPIRED
-    );
+    settle(&short, &server, "pay", &late[0].0, ORDER_EXPIRED);
     assert_eq!(
         item_snapshot(&server),
         late_before,
@@ -575,19 +575,9 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
     let pending = reserve_many(&server, &file, "gone", 1, |_| 1);
     let () = server.conn().del(keys().meta).unwrap();
     let gone = item_snapshot(&server);
-    let not_preheated = seckill::model::exit_codes::NOT_PREHEATED;
-    assert_eq!(
-        order_command(&file, &server, "pay", &pending[0].0),
-        not_preheated
-    );
-    assert_eq!(
-        order_command(&file, &server, "cancel", &pending[0].0),
-        not_preheated
-    );
-    seckill(&file.path, &server.url())
-        .arg("expire")
-        .assert()
-        .success();
+    settle(&file, &server, "pay", &pending[0].0, NOT_PREHEATED);
+    settle(&file, &server, "cancel", &pending[0].0, NOT_PREHEATED);
+    on(&file, &server, &["expire"]).succeeds();
     assert_eq!(
         item_snapshot(&server),
         gone,
@@ -748,14 +738,14 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
     let server = RedisServer::start();
     let db = MariaDb::start();
     let url = db.url();
-    let file = reservation_campaign(50, "15m", "");
+    let file = reservation_campaign(50, "15m").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "m", 6, |i| 1 + (i % 2) as u32);
-    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
-    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    settle(&file, &server, "pay", &orders[0].0, SUCCESS);
+    settle(&file, &server, "cancel", &orders[1].0, SUCCESS);
     drain(&file, &server, &["--orders-db", &url]);
     // A payment after the order rows are stored: only its event flows.
-    assert_eq!(order_command(&file, &server, "pay", &orders[2].0), 0);
+    settle(&file, &server, "pay", &orders[2].0, SUCCESS);
     drain(&file, &server, &["--orders-db", &url]);
     let states: Vec<(String, String)> = db
         .conn()
@@ -767,8 +757,7 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
     for (id, record) in &records {
         assert_eq!(states[id], record.state, "{id}");
     }
-    let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconcile(&file, &server, &["--orders-db", &url], SUCCESS);
     let r = &report["items"][0]["reservations"];
     assert_eq!(r["paid_units"], 1 + 1);
     assert_eq!(r["released_units"], 2);
@@ -781,16 +770,9 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
             (&orders[0].0,),
         )
         .unwrap();
-    let output = seckill(&file.path, &server.url())
-        .args(["reconcile", "--orders-db", &url])
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(seckill::model::exit_codes::DRIFT_FOUND),
-        "{printed}"
-    );
+    let printed = on(&file, &server, &["reconcile", "--orders-db", &url])
+        .fails_with(DRIFT_FOUND)
+        .stdout();
     assert!(
         printed.contains(&format!("{} (redis paid, database cancelled)", orders[0].0)),
         "{printed}"
@@ -800,11 +782,11 @@ fn reservations_flow_into_mariadb_and_a_tampered_state_is_drift() {
 #[test]
 fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
     let server = RedisServer::start();
-    let file = reservation_campaign(10, "15m", "");
+    let file = reservation_campaign(10, "15m").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "r", 3, |_| 1);
-    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
-    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
+    settle(&file, &server, "pay", &orders[0].0, SUCCESS);
+    settle(&file, &server, "cancel", &orders[1].0, SUCCESS);
     drain(&file, &server, &[]);
     let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
     // A lost row (paid in Redis) and a state update that never landed.
@@ -815,8 +797,7 @@ fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
         [&orders[1].0],
     )
     .unwrap();
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, seckill::model::exit_codes::DRIFT_FOUND, "{report:#}");
+    let report = reconcile(&file, &server, &[], DRIFT_FOUND);
     let named = report["items"][0]["reservations"]["state_mismatch"].to_string();
     assert!(
         named.contains(&format!(
@@ -826,8 +807,7 @@ fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
         "{named}"
     );
 
-    let (code, report) = reconcile(&file, &server, &["--repair"]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconcile(&file, &server, &["--repair"], SUCCESS);
     assert_eq!(report["items"][0]["repaired"], 1);
     assert_eq!(report["items"][0]["reservations"]["states_repaired"], 2);
     let states = sqlite_states(&file);
@@ -839,9 +819,11 @@ fn repair_brings_lost_rows_and_lagging_states_to_what_redis_has() {
 #[test]
 fn the_reservations_load_test_reports_final_states_and_the_identity() {
     let server = RedisServer::start();
-    let file = reservation_campaign(100, "15m", "");
-    let output = seckill(&file.path, &server.url())
-        .args([
+    let file = reservation_campaign(100, "15m").write();
+    let report = on(
+        &file,
+        &server,
+        &[
             "loadtest",
             "--reservations",
             "--connections",
@@ -852,18 +834,11 @@ fn the_reservations_load_test_reports_final_states_and_the_identity() {
             "300",
             "--payment-timeout",
             "700ms",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = json(&output);
+        ],
+    )
+    .json()
+    .succeeds()
+    .json();
     assert_eq!(report["verdict"], "exact", "{report:#}");
     assert_eq!(report["reserved"], 300);
     assert_eq!(report["sold_out"], 300);
@@ -882,17 +857,15 @@ fn the_reservations_load_test_reports_final_states_and_the_identity() {
 #[test]
 fn expire_catches_up_on_a_backlog_in_bounded_batches() {
     let server = RedisServer::start();
-    let file = reservation_campaign(100, "50ms", "");
+    let file = reservation_campaign(100, "50ms").write();
     preheat(&file, &server);
     // An expirer that was down while 50 reservations came due.
     let orders = reserve_many(&server, &file, "c", 50, |i| 1 + (i % 2) as u32);
     std::thread::sleep(Duration::from_millis(100));
-    let output = seckill(&file.path, &server.url())
-        .args(["expire", "--batch", "7", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let report = json(&output);
+    let report = on(&file, &server, &["expire", "--batch", "7"])
+        .json()
+        .succeeds()
+        .json();
     let item = &report["items"][0];
     assert_eq!(item["released"], 50, "{report:#}");
     assert_eq!(item["units"], 75);
@@ -905,48 +878,41 @@ fn expire_catches_up_on_a_backlog_in_bounded_batches() {
 fn reservations_work_unchanged_on_a_three_master_cluster() {
     use crate::support::cluster::RedisCluster;
     let cluster = RedisCluster::start();
-    let items: String = (0..6)
-        .map(|i| format!("  - {{ id: sku-{i}, name: sku {i}, price: \"9.99\", stock: 2 }}\n"))
-        .collect();
-    let file = campaign_file(&format!(
-        "campaign: clustered\npayment_timeout: 2s\nitems:\n{items}"
-    ));
-    let cli = || {
-        let mut cmd = seckill(&file.path, &cluster.urls());
-        cmd.arg("--cluster");
-        cmd
+    let file = (0..6)
+        .fold(
+            campaign("clustered")
+                .payment_timeout("2s")
+                .orders_store(None),
+            |spec, i| {
+                spec.item(&format!("sku-{i}"), 2)
+                    .named(&format!("sku {i}"))
+                    .price("9.99")
+            },
+        )
+        .write();
+    let cli = |args: &[&str]| {
+        seckill(&["--cluster"])
+            .args(args)
+            .campaign(&file)
+            .redis_url(&cluster.urls())
     };
-    cli().arg("preheat").assert().success();
+    cli(&["preheat"]).succeeds();
     // Per item: a and b reserve; a's is paid (even items) or cancelled (odd)
     // at once, found without --item on whichever master holds it.
     let mut orders = Vec::new();
     for i in 0..6 {
         for user in ["a", "b"] {
-            let output = cli()
-                .args([
-                    "buy",
-                    "--item",
-                    &format!("sku-{i}"),
-                    "--user",
-                    user,
-                    "--format",
-                    "json",
-                ])
-                .output()
-                .unwrap();
-            assert_eq!(output.status.code(), Some(0));
-            orders.push(json(&output)["order_id"].as_str().unwrap().to_string());
+            let bought = cli(&["buy", "--item", &format!("sku-{i}"), "--user", user])
+                .json()
+                .succeeds()
+                .json();
+            orders.push(bought["order_id"].as_str().unwrap().to_string());
         }
         let command = if i % 2 == 0 { "pay" } else { "cancel" };
-        cli()
-            .args([command, "--order", &orders[2 * i]])
-            .assert()
-            .code(0);
+        cli(&[command, "--order", &orders[2 * i]]).succeeds();
     }
     std::thread::sleep(Duration::from_millis(2100));
-    let output = cli().args(["expire", "--format", "json"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let report = json(&output);
+    let report = cli(&["expire"]).json().succeeds().json();
     let released: i64 = report["items"]
         .as_array()
         .unwrap()
@@ -955,53 +921,31 @@ fn reservations_work_unchanged_on_a_three_master_cluster() {
         .sum();
     assert_eq!(released, 6, "{report:#}");
     for order in &orders[1..] {
-        let code = cli()
-            .args(["pay", "--order", order])
-            .output()
-            .unwrap()
-            .status
-            .code();
+        let code = cli(&["pay", "--order", order]).runs().code();
         assert!(
-            [
-                Some(seckill::model::exit_codes::ALREADY_PAID),
-                Some(seckill::model::exit_codes::ORDER_EXPIRED),
-                Some(seckill::model::exit_codes::ORDER_CANCELLED)
-            ]
-            .contains(&code),
+            [ALREADY_PAID, ORDER_EXPIRED, ORDER_CANCELLED].contains(&code),
             "{order}: {code:?}"
         );
     }
     // Paid units stay sold; the rest are back on sale.
     for i in 0..6 {
         let expected_left = if i % 2 == 0 { 1 } else { 2 };
-        let output = cli()
-            .args([
-                "shutdown-switch",
-                "status",
-                "--item",
-                &format!("sku-{i}"),
-                "--format",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        assert_eq!(
-            json(&output)["items"][0]["stock_left"],
-            expected_left,
-            "sku-{i}"
-        );
+        let status = cli(&["shutdown-switch", "status", "--item", &format!("sku-{i}")])
+            .json()
+            .runs()
+            .json();
+        assert_eq!(status["items"][0]["stock_left"], expected_left, "sku-{i}");
     }
 }
 
 #[test]
 fn reservation_tables_fit_80_columns_without_splitting_an_id() {
-    use crate::support::spec::seckill as spec;
     let server = RedisServer::start();
-    let file = reservation_campaign(20, "15m", "");
+    let file = reservation_campaign(20, "15m").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "w", 2, |_| 1);
     let at_80 = |args: &[&str], code: i32| {
-        spec(args)
+        seckill(args)
             .campaign(&file)
             .redis(&server)
             .columns(80)
@@ -1019,17 +963,14 @@ fn reservation_tables_fit_80_columns_without_splitting_an_id() {
             );
         }
     };
-    let paid = at_80(&["pay", "--order", &orders[0].0], 0);
+    let paid = at_80(&["pay", "--order", &orders[0].0], SUCCESS);
     fits("pay", &paid, &[&orders[0].0, "paid"]);
-    let refused = at_80(
-        &["cancel", "--order", &orders[0].0],
-        seckill::model::exit_codes::ALREADY_PAID,
-    );
+    let refused = at_80(&["cancel", "--order", &orders[0].0], ALREADY_PAID);
     fits("cancel", &refused, &[&orders[0].0, "already_paid"]);
-    let expired = at_80(&["expire"], 0);
+    let expired = at_80(&["expire"], SUCCESS);
     fits("expire", &expired, &["1001"]);
     let rehearsal = RedisServer::start();
-    let raced = spec(&[
+    let raced = seckill(&[
         "loadtest",
         "--reservations",
         "--connections",
@@ -1082,51 +1023,48 @@ fn bucket_stocks(server: &RedisServer, n: u32) -> Vec<i64> {
 #[test]
 fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
     let server = RedisServer::start();
-    let yaml = |buckets: u32, timeout: &str| {
-        format!(
-            "campaign: bk\npayment_timeout: {timeout}\nitems:\n  - {{ id: \"1001\", name: hot, price: \"9.99\", stock: 8, buckets: {buckets} }}\norders:\n  store: sqlite://orders.db\n"
-        )
+    let bk = |buckets: u32, timeout: &str| {
+        campaign("bk")
+            .payment_timeout(timeout)
+            .item("1001", 8)
+            .named("hot")
+            .price("9.99")
+            .buckets(buckets)
     };
-    let file = campaign_file(&yaml(4, "15m"));
-    let rewrite =
-        |buckets: u32, timeout: &str| std::fs::write(&file.path, yaml(buckets, timeout)).unwrap();
+    let file = bk(4, "15m").write();
+    let rewrite = |buckets: u32, timeout: &str| {
+        std::fs::write(&file.path, bk(buckets, timeout).yaml()).unwrap()
+    };
     preheat(&file, &server);
     assert_eq!(bucket_stocks(&server, 4), [2, 2, 2, 2]);
-    let buy = |user: &str| -> (i32, serde_json::Value) {
-        let output = seckill(&file.path, &server.url())
-            .args(["buy", "--item", "1001", "--user", user, "--format", "json"])
-            .output()
-            .unwrap();
-        (output.status.code().unwrap(), json(&output))
+    let buy = |user: &str, code: i32| {
+        on(&file, &server, &["buy", "--item", "1001", "--user", user])
+            .json()
+            .fails_with(code)
+            .json()
     };
     // Eight shoppers take every unit (transfers included); a ninth is told sold out,
     // which proves the sell-out in every bucket.
     let mut orders = Vec::new();
     for n in 0..8 {
         let user = format!("s{n}");
-        let (code, bought) = buy(&user);
-        assert_eq!(code, 0, "{bought:#}");
+        let bought = buy(&user, SUCCESS);
         orders.push((user, bought["order_id"].as_str().unwrap().to_string()));
     }
-    assert_eq!(buy("late").0, seckill::model::exit_codes::SOLD_OUT);
+    buy("late", SOLD_OUT);
     assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
 
     // The file now says another bucket count: preheat refuses it, and the
     // order still returns its unit to the bucket it was sold from.
     rewrite(2, "15m");
-    let refused = seckill(&file.path, &server.url())
-        .arg("preheat")
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
+    let refused = on(&file, &server, &["preheat"]).runs();
+    assert_ne!(refused.code(), SUCCESS, "{}", refused.describe());
     let (user, order) = &orders[0];
     let home = seckill::model::layout::home_bucket(user, 4);
-    let output = seckill(&file.path, &server.url())
-        .args(["cancel", "--order", order, "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let cancelled = json(&output);
+    let cancelled = on(&file, &server, &["cancel", "--order", order])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(cancelled["bucket"], home, "{cancelled:#}");
     let mut expected = [0, 0, 0, 0];
     expected[home as usize] = 1;
@@ -1138,28 +1076,23 @@ fn a_bucketed_item_returns_released_units_to_the_recorded_bucket() {
         .map(|n| format!("x{n}"))
         .find(|u| seckill::model::layout::home_bucket(u, 4) != home)
         .unwrap();
-    let (code, resold) = buy(&other);
-    assert_eq!(code, 0, "the released unit is sold again: {resold:#}");
+    // The released unit is sold again.
+    buy(&other, SUCCESS);
     assert_eq!(bucket_stocks(&server, 4), [0, 0, 0, 0]);
 
     // Expiry returns each unit to its own bucket too.
     rewrite(4, "100ms");
-    assert_eq!(order_command(&file, &server, "cancel", &orders[1].1), 0);
-    let (code, short) = buy("short-lived");
-    assert_eq!(code, 0, "{short:#}");
+    settle(&file, &server, "cancel", &orders[1].1, SUCCESS);
+    buy("short-lived", SUCCESS);
     let short_home = seckill::model::layout::home_bucket("short-lived", 4);
     std::thread::sleep(Duration::from_millis(150));
-    seckill(&file.path, &server.url())
-        .arg("expire")
-        .assert()
-        .success();
+    on(&file, &server, &["expire"]).succeeds();
     let stocks = bucket_stocks(&server, 4);
     assert_eq!(stocks.iter().sum::<i64>(), 1, "{stocks:?}");
     assert_eq!(stocks[short_home as usize], 1, "{stocks:?}");
 
     drain(&file, &server, &[]);
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconcile(&file, &server, &[], SUCCESS);
     let r = &report["items"][0]["reservations"];
     assert_eq!(r["released_units"], 3, "{report:#}");
 }
@@ -1194,33 +1127,46 @@ fn everything(conn: &mut redis::Connection) -> BTreeMap<String, String> {
 fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values() {
     let server = RedisServer::start();
     // Pay and cancel before the deadline, expire after it.
-    let long = reservation_campaign(10, "15m", "");
-    let short = reservation_campaign(10, "50ms", "");
+    let long = reservation_campaign(10, "15m").write();
+    let short = reservation_campaign(10, "50ms").write();
     let k = keys();
-    let pay_keys = [
-        &k.reservations,
-        &k.deadlines,
-        &k.meta,
-        &k.orders,
-        &k.reservation_counts,
-    ];
-    let release_keys = [
-        &k.reservations,
-        &k.deadlines,
-        &k.meta,
-        &k.stock,
-        &k.buyers,
-        &k.buyer_orders,
-        &k.orders,
-        &k.reservation_counts,
-    ];
+    // The typed calls the commands make: pay one order; release one
+    // (`cancel`) or up to 10 due ones (`expire`).
+    let pay = |order: &str| Pay {
+        reservations: k.reservations.clone(),
+        deadlines: k.deadlines.clone(),
+        meta: k.meta.clone(),
+        orders: k.orders.clone(),
+        reservation_counts: k.reservation_counts.clone(),
+        order_id: order.to_string(),
+        campaign: "res".to_string(),
+        item: "1001".to_string(),
+    };
+    let release = |mode: &str, order: &str| Release {
+        reservations: k.reservations.clone(),
+        deadlines: k.deadlines.clone(),
+        meta: k.meta.clone(),
+        stock: k.stock.clone(),
+        buyers: k.buyers.clone(),
+        buyer_orders: k.buyer_orders.clone(),
+        orders: k.orders.clone(),
+        reservation_counts: k.reservation_counts.clone(),
+        mode: mode.to_string(),
+        order_id: order.to_string(),
+        reason: String::new(),
+        limit: if mode == "cancel" { "1" } else { "10" }.to_string(),
+        rebuy: "1".to_string(),
+        campaign: "res".to_string(),
+        item: "1001".to_string(),
+    };
     let mut cases = 0;
-    for (script, keys, mode) in [
-        ("pay", &pay_keys[..], ""),
-        ("release", &release_keys[..], "cancel"),
-        ("release", &release_keys[..], "expire"),
-    ] {
-        let source = std::fs::read_to_string(format!("lua/{script}.lua")).unwrap();
+    for (script, mode) in [("pay", ""), ("release", "cancel"), ("release", "expire")] {
+        // Every KEYS[n] of the script, in its order.
+        let keys: Vec<String> = if script == "pay" {
+            pay("").keys().into_iter().cloned().collect()
+        } else {
+            release(mode, "").keys().into_iter().cloned().collect()
+        };
         for (index, key) in keys.iter().enumerate() {
             let corruptions: Vec<(&str, &str)> = vec![
                 ("type", "string"),
@@ -1238,49 +1184,41 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
                 if mode == "expire" {
                     std::thread::sleep(Duration::from_millis(60));
                 }
-                let kind: String = redis::cmd("TYPE").arg(*key).query(&mut conn).unwrap();
+                let kind: String = redis::cmd("TYPE").arg(key).query(&mut conn).unwrap();
                 match (how, kind.as_str()) {
                     ("type", _) => {
-                        let () = conn.del(*key).unwrap();
+                        let () = conn.del(key).unwrap();
                         if what == "string" {
-                            let () = conn.set(*key, "x").unwrap();
+                            let () = conn.set(key, "x").unwrap();
                         } else {
-                            let _: i64 = conn.rpush(*key, "x").unwrap();
+                            let _: i64 = conn.rpush(key, "x").unwrap();
                         }
                     }
                     (_, "string") => {
-                        let () = conn.set(*key, what).unwrap();
+                        let () = conn.set(key, what).unwrap();
                     }
                     // buyer_orders holds order ids, not numbers.
-                    (_, "hash") if **key == k.buyer_orders => continue,
+                    (_, "hash") if *key == k.buyer_orders => continue,
                     // meta holds no number these scripts read (the counters are in
                     // reservation_counts): only its presence and type matter.
-                    (_, "hash") if **key == k.meta => continue,
+                    (_, "hash") if *key == k.meta => continue,
                     (_, "hash") => {
                         // A counter, a buyer's units, a record: each where the script reads it.
-                        let () = conn.hset(*key, "paid_units", what).unwrap();
-                        let () = conn.hset(*key, "v0", what).unwrap();
-                        if **key == k.reservations {
+                        let () = conn.hset(key, "paid_units", what).unwrap();
+                        let () = conn.hset(key, "v0", what).unwrap();
+                        if *key == k.reservations {
                             let record = format!("reserved 1 1 1 {what} 1 1-0 v0");
-                            let () = conn.hset(*key, &order, record).unwrap();
+                            let () = conn.hset(key, &order, record).unwrap();
                         }
                     }
                     _ => continue,
                 }
-                let argv: Vec<&str> = if script == "pay" {
-                    vec![&order, "res", "1001"]
-                } else if mode == "cancel" {
-                    vec!["cancel", &order, "", "1", "1", "res", "1001"]
-                } else {
-                    vec!["expire", "", "", "10", "1", "res", "1001"]
-                };
                 let before = everything(&mut conn);
-                let result: redis::RedisResult<redis::Value> = redis::cmd("EVAL")
-                    .arg(&source)
-                    .arg(keys.len())
-                    .arg(keys)
-                    .arg(&argv)
-                    .query(&mut conn);
+                let result = match mode {
+                    "" => pay(&order).invoke(&mut conn),
+                    "cancel" => release(mode, &order).invoke(&mut conn),
+                    _ => release(mode, "").invoke(&mut conn),
+                };
                 let after = everything(&mut conn);
                 let case = format!("{script} {mode} KEYS[{}] {key} {how} {what}", index + 1);
                 cases += 1;
@@ -1290,7 +1228,7 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
                         assert!(e.to_string().contains(key.as_str()), "{case}: {e}");
                     }
                     // Expire takes an unreadable record off the deadline list (named in its reply).
-                    Ok(_) if mode == "expire" && **key == k.reservations => {}
+                    Ok(_) if mode == "expire" && *key == k.reservations => {}
                     Ok(reply) => {
                         assert_eq!(before, after, "{case}: wrote with a corrupt key: {reply:?}")
                     }
@@ -1304,7 +1242,7 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
 #[test]
 fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change() {
     let server = RedisServer::start();
-    let file = reservation_campaign(1000, "15m", "");
+    let file = reservation_campaign(1000, "15m").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "cc", 300, |_| 1);
     let campaign = Campaign::load(&file.path).unwrap();
@@ -1325,24 +1263,19 @@ fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change
     // change often go to different consumers, in either commit order.
     let mut consumers: Vec<_> = (0..3)
         .map(|n| {
-            spawn_seckill(
-                &file,
-                &server.url(),
-                &[],
-                &[
-                    "consume",
-                    "--drain",
-                    "--batch",
-                    "7",
-                    "--consumer",
-                    &format!("c{n}"),
-                ],
-                &format!("consumer-{n}"),
+            let name = format!("c{n}");
+            KillOnDrop(
+                on(
+                    &file,
+                    &server,
+                    &["consume", "--drain", "--batch", "7", "--consumer", &name],
+                )
+                .spawn(),
             )
         })
         .collect();
     for consumer in &mut consumers {
-        let status = wait_exit(consumer);
+        let status = wait_exit(&mut consumer.0);
         assert!(status.success(), "{status:?}");
     }
     drain(&file, &server, &[]);
@@ -1352,24 +1285,19 @@ fn concurrent_consumers_store_every_state_whichever_gets_the_order_or_its_change
     for (id, record) in &records {
         assert_eq!(states[id], record.state, "{id}");
     }
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    reconcile(&file, &server, &[], SUCCESS);
 }
 
 #[test]
 fn status_shows_reserved_paid_and_released_counts() {
     let server = RedisServer::start();
-    let file = reservation_campaign(10, "15m", "");
+    let file = reservation_campaign(10, "15m").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "st", 4, |i| 1 + (i % 2) as u32);
-    assert_eq!(order_command(&file, &server, "pay", &orders[0].0), 0);
-    assert_eq!(order_command(&file, &server, "cancel", &orders[1].0), 0);
-    let output = seckill(&file.path, &server.url())
-        .args(["status", "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let r = &json(&output)["items"][0]["reservations"];
+    settle(&file, &server, "pay", &orders[0].0, SUCCESS);
+    settle(&file, &server, "cancel", &orders[1].0, SUCCESS);
+    let status = on(&file, &server, &["status"]).json().succeeds().json();
+    let r = &status["items"][0]["reservations"];
     assert_eq!(
         (
             &r["reserved_orders"],
@@ -1380,20 +1308,14 @@ fn status_shows_reserved_paid_and_released_counts() {
         (&2.into(), &3.into(), &1.into(), &2.into()),
         "{r:#}"
     );
-    let table = seckill(&file.path, &server.url())
-        .arg("status")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&table.stdout);
+    let text = on(&file, &server, &["status"]).runs().stdout();
     assert!(
         text.contains("2 reserved (3 units) · 1 paid (1) · 1 released (2): 0 expired, 1 cancelled"),
         "{text}"
     );
-    let metrics = seckill(&file.path, &server.url())
-        .args(["status", "--format", "prometheus"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&metrics.stdout);
+    let text = on(&file, &server, &["status", "--format", "prometheus"])
+        .runs()
+        .stdout();
     assert!(
         text.contains(r#"seckill_reservation_units{campaign="res",item="1001",state="paid"} 1"#),
         "{text}"
@@ -1403,7 +1325,7 @@ fn status_shows_reserved_paid_and_released_counts() {
 #[test]
 fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
     let server = RedisServer::start();
-    let file = reservation_campaign(5, "1s", "");
+    let file = reservation_campaign(5, "1s").write();
     preheat(&file, &server);
     let mut conn = server.conn();
     // Reads and PING, but no EVALSHA: the release script is refused before it runs.
@@ -1421,13 +1343,11 @@ fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
         .query(&mut conn)
         .unwrap();
     let url = format!("redis://reader:pw@127.0.0.1:{}", server.port);
-    let output = seckill(&file.path, &url)
-        .args(["expire", "--loop", "--interval", "100ms"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let stderr = seckill(&["expire", "--loop", "--interval", "100ms"])
+        .campaign(&file)
+        .redis_url(&url)
+        .fails_within(RUNTIME_ERROR, Duration::from_secs(30))
+        .stderr();
     assert!(stderr.to_lowercase().contains("noperm"), "{stderr}");
     assert!(!stderr.contains("retrying"), "{stderr}");
 }

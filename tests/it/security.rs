@@ -8,30 +8,23 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::model::exit_codes;
+use seckill::model::exit_codes::{RUNTIME_ERROR, SOLD_OUT, SUCCESS};
 use seckill::model::keys::LIVE_PREFIX;
 use seckill::model::layout::{BucketKeys, Layout, home_bucket};
-use support::{RedisServer, campaign_file, seckill};
+use support::spec::{CampaignSpec, Run, campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
-const CAMPAIGN: &str = r#"
-campaign: moutai-1111
-items:
-  - { id: "1001", name: x, price: "1.00", stock: 100 }
-orders:
-  store: sqlite://orders.db
-"#;
+/// One item of 100 units, orders in `orders.db`.
+fn sale() -> CampaignSpec {
+    campaign("moutai-1111").item("1001", 100).named("x")
+}
 
 const BASE: &str = "seckill:{moutai-1111:1001}";
 
 /// The same campaign with a bucketed item: 6 units in 2 buckets (3 each).
-const BUCKETED: &str = r#"
-campaign: moutai-1111
-items:
-  - { id: "1001", name: x, price: "1.00", stock: 100 }
-  - { id: "2002", name: y, price: "1.00", stock: 6, buckets: 2 }
-orders:
-  store: sqlite://orders.db
-"#;
+fn bucketed() -> CampaignFile {
+    sale().item("2002", 6).named("y").buckets(2).write()
+}
 
 fn bucketed_layout() -> Layout {
     Layout::new(LIVE_PREFIX, "moutai-1111", "2002", 2)
@@ -113,34 +106,24 @@ fn set_user(conn: &mut redis::Connection, args: &[String]) {
         .unwrap_or_else(|e| panic!("ACL SETUSER {}: {e}", args[0]));
 }
 
-fn as_role(file: &support::CampaignFile, url: &str, args: &[&str]) -> std::process::Output {
-    seckill(&file.path, url)
+fn as_role(file: &CampaignFile, url: &str, args: &[&str]) -> Run {
+    seckill(args)
+        .campaign(file)
+        .redis_url(url)
         .current_dir(file.dir.path())
-        .args(args)
-        .output()
-        .unwrap()
 }
 
-fn assert_allowed(file: &support::CampaignFile, url: &str, args: &[&str]) {
-    let output = as_role(file, url, args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{url} {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+fn assert_allowed(file: &CampaignFile, url: &str, args: &[&str]) {
+    as_role(file, url, args).succeeds();
 }
 
 /// Refused for lack of permission, and the state is unchanged.
-fn assert_denied(file: &support::CampaignFile, server: &RedisServer, url: &str, args: &[&str]) {
+fn assert_denied(file: &CampaignFile, server: &RedisServer, url: &str, args: &[&str]) {
     let before = state(server);
-    let output = as_role(file, url, args);
-    let stderr = String::from_utf8_lossy(&output.stderr).to_lowercase();
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{url} {args:?}: {stderr}"
-    );
+    let stderr = as_role(file, url, args)
+        .fails_with(RUNTIME_ERROR)
+        .stderr()
+        .to_lowercase();
     assert!(
         stderr.contains("noperm") || stderr.contains("can't run this command"),
         "{args:?}: {stderr}"
@@ -196,7 +179,7 @@ fn each_role_runs_its_subcommands_and_nothing_else() {
     let server = RedisServer::start();
     let url = create_roles(&server);
     let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
-    let file = campaign_file(CAMPAIGN);
+    let file = sale().write();
 
     // Nobody but the operator prepares the sale.
     assert_denied(&file, &server, &buyer, &["preheat"]);
@@ -321,7 +304,7 @@ fn each_role_runs_its_subcommands_and_nothing_else() {
 fn the_operator_role_runs_the_load_test() {
     let server = RedisServer::start();
     let url = create_roles(&server);
-    let file = campaign_file(CAMPAIGN);
+    let file = sale().write();
     assert_allowed(
         &file,
         &url("operator"),
@@ -355,10 +338,8 @@ fn the_operator_role_runs_the_load_test() {
     );
 }
 
-fn buy_bucketed(file: &support::CampaignFile, url: &str, user: &str) -> Option<i32> {
-    as_role(file, url, &["buy", "--item", "2002", "--user", user])
-        .status
-        .code()
+fn buy_bucketed(file: &CampaignFile, url: &str, user: &str, code: i32) {
+    as_role(file, url, &["buy", "--item", "2002", "--user", user]).fails_with(code);
 }
 
 fn stock_of(server: &RedisServer, bucket: &BucketKeys) -> i64 {
@@ -397,7 +378,7 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
     let server = RedisServer::start();
     let url = create_roles(&server);
     let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
-    let file = campaign_file(BUCKETED);
+    let file = bucketed();
     let layout = bucketed_layout();
     let (b0, b1) = (layout.bucket(0), layout.bucket(1));
     let home0 = users_at_home(0, 4);
@@ -411,12 +392,12 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
     // A stale transfer 1 -> 0 for the buyer's sweep to settle (bucket_credit).
     forge_stale_debit(&operator, &b1, 0, "01STALEBUYERSETTLES000000");
     for user in &home0[..3] {
-        assert_eq!(buy_bucketed(&file, &buyer, user), Some(0), "{user}");
+        buy_bucketed(&file, &buyer, user, SUCCESS);
     }
     assert_eq!(stock_of(&server, &b0), 0);
     // Home bucket empty: the sweep takes a unit from bucket 1 by transfer,
     // settles the stale one on the way, credits, buys and acks.
-    assert_eq!(buy_bucketed(&file, &buyer, &home0[3]), Some(0));
+    buy_bucketed(&file, &buyer, &home0[3], SUCCESS);
     let pending: i64 = server.conn().zcard(&b1.xfer_pending).unwrap();
     let credits: i64 = server.conn().hlen(&b0.xfer_in).unwrap();
     assert_eq!((pending, credits), (0, 2), "transfers not settled/acked");
@@ -454,12 +435,9 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
 
     // Bucket 1's users: one plain home buy, one by transfer, then the
     // sweep proves the sell-out and marks every bucket.
-    assert_eq!(buy_bucketed(&file, &buyer, &home1[0]), Some(0));
-    assert_eq!(buy_bucketed(&file, &buyer, &home1[1]), Some(0));
-    assert_eq!(
-        buy_bucketed(&file, &buyer, &home1[2]),
-        Some(exit_codes::SOLD_OUT)
-    );
+    buy_bucketed(&file, &buyer, &home1[0], SUCCESS);
+    buy_bucketed(&file, &buyer, &home1[1], SUCCESS);
+    buy_bucketed(&file, &buyer, &home1[2], SOLD_OUT);
     for bucket in [&b0, &b1] {
         let proven: Option<String> = server.conn().hget(&bucket.keys.meta, "sold_out").unwrap();
         assert_eq!(proven.as_deref(), Some("1"), "{}", bucket.keys.meta);
@@ -579,7 +557,7 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
 fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
     let server = RedisServer::start();
     let url = create_roles(&server);
-    let file = campaign_file(BUCKETED);
+    let file = bucketed();
     assert_allowed(&file, &url("operator"), &["preheat"]);
     let (_, password, mut args) = documented_roles()
         .into_iter()
@@ -602,39 +580,23 @@ fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
     }
 }
 
-/// A campaign whose `ok` is a reservation (`payment_timeout`).
-const RESERVING: &str = r#"
-campaign: moutai-1111
-payment_timeout: 3s
-items:
-  - { id: "1001", name: x, price: "1.00", stock: 100 }
-orders:
-  store: sqlite://orders.db
-"#;
-
 #[test]
 fn the_documented_roles_run_a_reservation_campaign() {
     let server = RedisServer::start();
     let url = create_roles(&server);
     let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
-    let file = campaign_file(RESERVING);
+    let file = sale().payment_timeout("3s").write();
     assert_allowed(&file, &operator, &["preheat"]);
 
     // The buyer's buy writes the reservation (record, deadline, counts).
     let buy = |user: &str| -> String {
-        let output = as_role(
-            &file,
-            &buyer,
-            &["buy", "--item", "1001", "--user", user, "--format", "json"],
-        );
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "buyer buy {user}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let reply: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        reply["order_id"].as_str().unwrap().to_string()
+        as_role(&file, &buyer, &["buy", "--item", "1001", "--user", user])
+            .json()
+            .succeeds()
+            .json()["order_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     let (paid, cancelled, expired) = (buy("p1"), buy("c1"), buy("e1"));
     let bought_at = std::time::Instant::now();

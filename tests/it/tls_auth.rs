@@ -6,33 +6,31 @@ use crate::support;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seckill::model::exit_codes;
-use support::{RedisServer, campaign_file, seckill};
+use seckill::model::exit_codes::{DUPLICATE, RUNTIME_ERROR, SUCCESS};
+use support::RedisServer;
+use support::spec::{CampaignSpec, campaign, seckill};
 
-const CAMPAIGN: &str = r#"
-campaign: secure
-items:
-  - { id: "1", name: x, price: "1.00", stock: 3 }
-"#;
+/// One item of 3 units, no order store.
+fn secure() -> CampaignSpec {
+    campaign("secure")
+        .item("1", 3)
+        .named("x")
+        .orders_store(None)
+}
+
+/// Longest a command may take before the test calls it a hang.
+const HANG: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_password_in_the_url_authenticates_and_never_shows_in_errors() {
     let server = RedisServer::start_with(&["--requirepass", "s3cret-pw"]);
-    let file = campaign_file(CAMPAIGN);
+    let file = secure().write();
     let good = format!("redis://:s3cret-pw@127.0.0.1:{}/0", server.port);
-    seckill(&file.path, &good).arg("preheat").assert().success();
-    seckill(&file.path, &good)
-        .args(["buy", "--item", "1", "--user", "u"])
-        .assert()
-        .code(0);
+    let run = |args: &[&str], url: &str| seckill(args).campaign(&file).redis_url(url);
+    run(&["preheat"], &good).succeeds();
+    run(&["buy", "--item", "1", "--user", "u"], &good).succeeds();
     let bad = format!("redis://default:wrong-pw@127.0.0.1:{}/0", server.port);
-    let output = seckill(&file.path, &bad).arg("preheat").output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{stderr}"
-    );
+    let stderr = run(&["preheat"], &bad).fails_with(RUNTIME_ERROR).stderr();
     assert!(
         stderr.contains(&format!("127.0.0.1:{}", server.port)),
         "{stderr}"
@@ -145,36 +143,24 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
         assert!(Instant::now() < deadline, "TLS redis-server did not listen");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let file = campaign_file(CAMPAIGN);
+    let file = secure().write();
     let url = format!("rediss://localhost:{port}/0");
     let ca = d.join("ca.crt");
-    let trusted = |args: &[&str]| {
-        let mut cmd = seckill(&file.path, &url);
-        cmd.arg("--tls-ca-cert")
-            .arg(&ca)
+    let with_ca = |ca: &std::path::Path, url: &str, args: &[&str]| {
+        seckill(&["--tls-ca-cert", ca.to_str().unwrap()])
+            .campaign(&file)
+            .redis_url(url)
             .args(args)
-            .timeout(Duration::from_secs(30));
-        cmd
     };
-    trusted(&["preheat"]).assert().success();
-    trusted(&["buy", "--item", "1", "--user", "u"])
-        .assert()
-        .code(0);
-    trusted(&["buy", "--item", "1", "--user", "u"])
-        .assert()
-        .code(exit_codes::DUPLICATE);
+    with_ca(&ca, &url, &["preheat"]).fails_within(SUCCESS, HANG);
+    with_ca(&ca, &url, &["buy", "--item", "1", "--user", "u"]).fails_within(SUCCESS, HANG);
+    with_ca(&ca, &url, &["buy", "--item", "1", "--user", "u"]).fails_within(DUPLICATE, HANG);
     // Without our CA the system trust store does not know this server.
-    let output = seckill(&file.path, &url)
-        .arg("preheat")
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{stderr}"
-    );
+    let stderr = seckill(&["preheat"])
+        .campaign(&file)
+        .redis_url(&url)
+        .fails_within(RUNTIME_ERROR, HANG)
+        .stderr();
     assert!(
         stderr.contains(&format!("localhost:{port} (TLS)")),
         "{stderr}"
@@ -199,37 +185,24 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
             "other.crt",
         ],
     );
-    let output = seckill(&file.path, &url)
-        .arg("--tls-ca-cert")
-        .arg(d.join("other.crt"))
-        .args(["buy", "--item", "1", "--user", "v"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{stderr}"
-    );
+    let stderr = with_ca(
+        &d.join("other.crt"),
+        &url,
+        &["buy", "--item", "1", "--user", "v"],
+    )
+    .fails_within(RUNTIME_ERROR, HANG)
+    .stderr();
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
 
     // No plaintext fallback: rediss:// to a server that speaks only plain
     // RESP fails, although a plain connection would have worked.
     let plain = RedisServer::start();
-    let output = seckill(&file.path, &format!("rediss://127.0.0.1:{}/0", plain.port))
-        .arg("--tls-ca-cert")
-        .arg(&ca)
-        .arg("preheat")
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{stderr}"
-    );
+    with_ca(
+        &ca,
+        &format!("rediss://127.0.0.1:{}/0", plain.port),
+        &["preheat"],
+    )
+    .fails_within(RUNTIME_ERROR, HANG);
     let keys: Vec<String> = redis::Commands::keys(&mut plain.conn(), "*").unwrap();
     assert!(
         keys.is_empty(),

@@ -144,6 +144,67 @@ impl Run {
         words.extend(self.args.iter().cloned());
         words.join(" ")
     }
+
+    /// Without this environment variable (e.g. `USER`, to see what the
+    /// command falls back to).
+    pub fn env_remove(mut self, name: &str) -> Run {
+        self.command.env_remove(name);
+        self
+    }
+
+    /// In this working directory.
+    pub fn current_dir(mut self, dir: &std::path::Path) -> Run {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// [`Run::runs`], killed after `limit`: a hang fails the test instead of
+    /// stalling the suite.
+    pub fn runs_within(mut self, limit: std::time::Duration) -> Ran {
+        let shown = self.shown();
+        let mut child = self
+            .command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn seckill");
+        let read_all = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        let stdout = read_all(Box::new(child.stdout.take().expect("stdout")));
+        let stderr = read_all(Box::new(child.stderr.take().expect("stderr")));
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for seckill") {
+                break status;
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`{shown}` did not exit within {limit:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let output = Output {
+            status,
+            stdout: stdout.join().expect("read stdout"),
+            stderr: stderr.join().expect("read stderr"),
+        };
+        Ran { shown, output }
+    }
+
+    /// [`Run::fails_with`], killed after `limit` (see [`Run::runs_within`]).
+    pub fn fails_within(self, code: i32, limit: std::time::Duration) -> Ran {
+        let ran = self.runs_within(limit);
+        assert_eq!(ran.code(), code, "{}", ran.describe());
+        ran
+    }
 }
 
 /// A finished run.
