@@ -8,8 +8,11 @@
 //! so a developer's shell never changes what a test sees.
 
 use std::io::Read;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+use super::cluster::RedisCluster;
 use super::{CampaignFile, RedisServer};
 
 /// `seckill ARGS...`, not run yet.
@@ -68,7 +71,8 @@ impl Run {
 
     /// More arguments after those given to [`seckill`].
     pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Run {
-        self.args.extend(args.iter().map(|a| a.as_ref().to_string()));
+        self.args
+            .extend(args.iter().map(|a| a.as_ref().to_string()));
         self
     }
 
@@ -143,6 +147,41 @@ impl Run {
         words.extend(self.args.iter().cloned());
         words.join(" ")
     }
+
+    /// Against this test cluster: `--cluster` with its seed URLs.
+    pub fn cluster(mut self, cluster: &RedisCluster) -> Run {
+        self.command.arg("--cluster");
+        self.redis_url(&cluster.urls())
+    }
+
+    /// Start it and go on meanwhile (freeze Redis, kill it at a chosen
+    /// moment); its stdout and stderr are read as it writes them, so it never
+    /// blocks on a full pipe. See [`Running`].
+    pub fn start(mut self) -> Running {
+        let shown = self.shown();
+        let mut child = self
+            .command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn seckill");
+        let stdout = read_all(child.stdout.take().expect("stdout"));
+        let stderr = read_all(child.stderr.take().expect("stderr"));
+        Running {
+            shown,
+            child: Some(child),
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// [`Run::fails_with`], killed if it still runs after `limit` (then it
+    /// fails, showing what it printed): for a run that could hang.
+    pub fn fails_with_within(self, code: i32, limit: Duration) -> Ran {
+        self.start().finish_within(limit).must_exit(code)
+    }
 }
 
 /// A finished run.
@@ -185,6 +224,16 @@ impl Ran {
             self.stdout(),
             self.stderr()
         )
+    }
+
+    /// The raw output, for helpers that take a [`std::process::Output`].
+    pub fn output(&self) -> &Output {
+        &self.output
+    }
+
+    fn must_exit(self, code: i32) -> Ran {
+        assert_eq!(self.code(), code, "{}", self.describe());
+        self
     }
 }
 
@@ -346,4 +395,80 @@ impl CampaignSpec {
 fn rfc3339_from_now(seconds: i64) -> String {
     let at = chrono::Utc::now() + chrono::Duration::seconds(seconds);
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A run started with [`Run::start`], killed on drop unless finished.
+pub struct Running {
+    shown: String,
+    child: Option<Child>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    /// The process (to poll `try_wait`, kill it, read its pid).
+    pub fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("not finished yet")
+    }
+
+    /// Wait until it exits, whatever the code.
+    pub fn finish(self) -> Ran {
+        self.finish_within(Duration::MAX)
+    }
+
+    /// [`Running::finish`], killed first if it still runs after `limit`.
+    pub fn finish_within(mut self, limit: Duration) -> Ran {
+        let mut child = self.child.take().expect("not finished yet");
+        let deadline = Instant::now().checked_add(limit);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for seckill") {
+                break status;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                let _ = child.kill();
+                break child.wait().expect("wait for seckill");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let collect = |reader: Option<JoinHandle<Vec<u8>>>| {
+            reader.expect("read once").join().expect("pipe reader")
+        };
+        let output = Output {
+            status,
+            stdout: collect(self.stdout.take()),
+            stderr: collect(self.stderr.take()),
+        };
+        Ran {
+            shown: std::mem::take(&mut self.shown),
+            output,
+        }
+    }
+
+    /// Wait until it exits; it must exit with `code`.
+    pub fn fails_with(self, code: i32) -> Ran {
+        self.finish().must_exit(code)
+    }
+
+    /// Wait until it exits; it must exit 0.
+    pub fn succeeds(self) -> Ran {
+        self.fails_with(0)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Everything `pipe` yields until it closes, read on a thread of its own.
+fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
 }
