@@ -12,7 +12,7 @@
 //! May import: redis_client, model, util.
 
 pub mod buckets;
-pub(crate) mod item;
+pub mod item;
 pub mod kill_switch;
 pub mod orders;
 pub(crate) mod recovery;

@@ -166,7 +166,7 @@ impl Campaign {
     }
 
     /// The item with this id, or a usage error listing the ids there are.
-    pub(crate) fn item(&self, id: &str) -> Result<&Item> {
+    pub fn item(&self, id: &str) -> Result<&Item> {
         self.items.iter().find(|item| item.id == id).ok_or_else(|| {
             let ids: Vec<&str> = self.items.iter().map(|i| i.id.as_str()).collect();
             usage(format!(

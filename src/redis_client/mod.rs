@@ -8,4 +8,4 @@
 pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod replicas;
-pub(crate) mod scripts;
+pub mod scripts;

@@ -15,16 +15,20 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::model::exit_codes;
+use seckill::domain::item::SaleItem;
+use seckill::domain::slot::{BuyRequest, Outcome};
+use seckill::model::campaign::Campaign;
+use seckill::model::exit_codes::{
+    CORRUPT_STATE, DUPLICATE, OUTCOME_UNKNOWN, PREHEAT_REFUSED, REQUEST_ID_REUSED, RUNTIME_ERROR,
+    SUCCESS,
+};
 use seckill::model::layout::{Layout, home_bucket};
-use support::{CampaignFile, RedisServer, campaign_file, json, seckill};
+use support::spec::{CampaignSpec, Ran, campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
-const CAMPAIGN: &str = r#"
-campaign: bf
-per_user_limit: 2
-items:
-  - { id: "1", name: x, price: "1.00", stock: 4, buckets: 2 }
-"#;
+fn bf() -> CampaignSpec {
+    campaign("bf").per_user_limit(2).item("1", 4).buckets(2)
+}
 
 fn layout() -> Layout {
     Layout::new("seckill", "bf", "1", 2)
@@ -40,24 +44,26 @@ fn homed_in(bucket: u32, i: usize) -> String {
 }
 
 fn preheated(server: &RedisServer) -> CampaignFile {
-    let file = campaign_file(CAMPAIGN);
+    let file = bf().write();
     let mut conn = server.conn();
     let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(server)
+        .succeeds();
     file
 }
 
-fn buy(file: &CampaignFile, url: &str, user: &str, extra: &[&str]) -> std::process::Output {
-    seckill(&file.path, url)
-        .args(["buy", "--item", "1", "--user", user, "--format", "json"])
-        .args(["--connect-timeout", "1s", "--response-timeout", "1s"])
+/// `seckill buy --item 1 --user USER EXTRA` against `url`, with short Redis
+/// timeouts; it must exit `code` within 30 s.
+fn buy(file: &CampaignFile, url: &str, user: &str, extra: &[&str], code: i32) -> Ran {
+    seckill(&["buy", "--item", "1", "--user", user])
+        .args(&["--connect-timeout", "1s", "--response-timeout", "1s"])
         .args(extra)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap()
+        .campaign(file)
+        .redis_url(url)
+        .json()
+        .fails_with_within(code, Duration::from_secs(30))
 }
 
 /// Units left in every bucket, summed.
@@ -72,13 +78,14 @@ fn stock_total(conn: &mut redis::Connection) -> i64 {
 fn assert_corrupt(server: &RedisServer, file: &CampaignFile, user: &str, key: &str) {
     let mut conn = server.conn();
     let before = snapshot(&mut conn);
-    let output = buy(file, &server.url(), user, &["--request-id", "r1"]);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::CORRUPT_STATE),
-        "{output:?}"
-    );
-    let reply = json(&output);
+    let reply = buy(
+        file,
+        &server.url(),
+        user,
+        &["--request-id", "r1"],
+        CORRUPT_STATE,
+    )
+    .json();
     assert_eq!(reply["outcome"], "corrupt_state", "{reply}");
     let problem = reply["problem"].as_str().unwrap_or_default();
     assert!(problem.contains(key), "{problem} does not name {key}");
@@ -123,43 +130,36 @@ fn a_request_id_replayed_with_another_qty_is_refused_on_a_bucketed_item() {
     let file = preheated(&server);
     let mut conn = server.conn();
     let url = server.url();
-    let check = |output: &std::process::Output, code: i32| {
-        assert_eq!(output.status.code(), Some(code), "{output:?}");
-        json(output)
-    };
+    let buy = |user: &str, extra: &[&str], code: i32| buy(&file, &url, user, extra, code).json();
 
     // Served from the home bucket.
-    let first = check(
-        &buy(&file, &url, &homed_in(1, 0), &["--request-id", "h"]),
-        0,
-    );
+    let first = buy(&homed_in(1, 0), &["--request-id", "h"], SUCCESS);
     let replay = buy(
-        &file,
-        &url,
         &homed_in(1, 0),
         &["--request-id", "h", "--qty", "2"],
+        REQUEST_ID_REUSED,
     );
-    let replay = check(&replay, exit_codes::REQUEST_ID_REUSED);
     assert_eq!(replay["outcome"], "request_id_reused");
     assert_eq!(replay["order_id"], first["order_id"]);
     assert_eq!(stock_total(&mut conn), 3);
 
     // Bucket 0 drained by its own buyer; the next buyer homed there is served by a transfer.
-    check(&buy(&file, &url, &homed_in(0, 0), &["--qty", "2"]), 0);
+    buy(&homed_in(0, 0), &["--qty", "2"], SUCCESS);
     let user = homed_in(0, 1);
-    let first = check(&buy(&file, &url, &user, &["--request-id", "t"]), 0);
+    let first = buy(&user, &["--request-id", "t"], SUCCESS);
     let credits: i64 = conn.hlen(&layout().bucket(0).xfer_in).unwrap();
     assert_eq!(credits, 1, "the order was served through a transfer");
     let left = stock_total(&mut conn);
-    let replay = check(
-        &buy(&file, &url, &user, &["--request-id", "t", "--qty", "2"]),
-        exit_codes::REQUEST_ID_REUSED,
+    let replay = buy(
+        &user,
+        &["--request-id", "t", "--qty", "2"],
+        REQUEST_ID_REUSED,
     );
     assert_eq!(
         replay["order_id"], first["order_id"],
         "the original order is named"
     );
-    let same = check(&buy(&file, &url, &user, &["--request-id", "t"]), 0);
+    let same = buy(&user, &["--request-id", "t"], SUCCESS);
     assert_eq!(same["order_id"], first["order_id"]);
     assert_eq!(stock_total(&mut conn), left, "a replay bought something");
     let bought: i64 = conn.hget(&layout().bucket(0).keys.buyers, &user).unwrap();
@@ -169,9 +169,9 @@ fn a_request_id_replayed_with_another_qty_is_refused_on_a_bucketed_item() {
 #[test]
 fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
     let protected = RedisServer::start_with(&["--requirepass", "pw"]);
-    let file = campaign_file(CAMPAIGN);
-    let output = buy(&file, &protected.url(), &homed_in(0, 0), &[]);
-    assert_not_executed(&output, protected.port, "NOAUTH");
+    let file = bf().write();
+    let refused = buy(&file, &protected.url(), &homed_in(0, 0), &[], RUNTIME_ERROR);
+    assert_not_executed(refused.output(), protected.port, "NOAUTH");
 
     let server = RedisServer::start();
     let file = preheated(&server);
@@ -183,11 +183,8 @@ fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
         .query(&mut conn)
         .unwrap();
     let url = format!("redis://noscript:pw@127.0.0.1:{}/0", server.port);
-    assert_not_executed(
-        &buy(&file, &url, &homed_in(0, 0), &[]),
-        server.port,
-        "NOPERM",
-    );
+    let refused = buy(&file, &url, &homed_in(0, 0), &[], RUNTIME_ERROR);
+    assert_not_executed(refused.output(), server.port, "NOPERM");
     assert_eq!(
         stock_total(&mut conn),
         4,
@@ -199,90 +196,90 @@ fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
     let proxy = reply_eating_proxy(server.port, Arc::new(AtomicBool::new(true)));
     let proxied = format!("redis://127.0.0.1:{proxy}/0");
     let user = homed_in(0, 0);
-    let output = buy(&file, &proxied, &user, &["--request-id", "lost"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::OUTCOME_UNKNOWN),
-        "{stderr}"
+    let lost = buy(
+        &file,
+        &proxied,
+        &user,
+        &["--request-id", "lost"],
+        OUTCOME_UNKNOWN,
     );
+    let stderr = lost.stderr();
     assert!(stderr.contains("--request-id lost"), "{stderr}");
     assert!(stderr.contains(&format!("127.0.0.1:{proxy}")), "{stderr}");
     assert_eq!(stock_total(&mut conn), 3, "the lost attempt ran");
-    let retry = buy(&file, &server.url(), &user, &["--request-id", "lost"]);
-    assert_eq!(retry.status.code(), Some(0), "{retry:?}");
+    buy(
+        &file,
+        &server.url(),
+        &user,
+        &["--request-id", "lost"],
+        SUCCESS,
+    );
     assert_eq!(stock_total(&mut conn), 3, "the retry bought again");
 }
 
-const LOSS: &str = r#"
-campaign: lossb
-per_user_limit: 1
-items:
-  - { id: "1", name: x, price: "1.00", stock: 20, buckets: 4 }
-orders:
-  store: sqlite://orders.db
-"#;
+fn lossb() -> CampaignFile {
+    campaign("lossb")
+        .per_user_limit(1)
+        .item("1", 20)
+        .buckets(4)
+        .orders_store(Some("sqlite://orders.db"))
+        .write()
+}
 
-/// One unit each for `users` distinct users `<prefix>0..` through the bucket
-/// buy path; the number of `ok`.
-fn buy_bucketed(server: &RedisServer, layout: &Layout, prefix: &str, users: usize) -> usize {
+/// One unit each for `users` distinct users `<prefix>0..` through the item
+/// layer's buy; the number of `ok`.
+fn buy_bucketed(server: &RedisServer, file: &CampaignFile, prefix: &str, users: usize) -> usize {
+    let sale = Campaign::load(&file.path).unwrap();
+    let item = SaleItem::live(&sale, sale.item("1").unwrap());
     let mut conn = server.conn();
     (0..users)
         .filter(|n| {
             let user = format!("{prefix}{n}");
-            let request = seckill::domain::slot::BuyRequest {
-                campaign: &layout.campaign,
-                item: &layout.item,
+            let request = BuyRequest {
+                campaign: &sale.id,
+                item: item.id(),
                 user: &user,
                 qty: 1,
                 request_id: None,
             };
-            let (reply, _) =
-                seckill::domain::buckets::buy::buy(&mut conn, layout, &request).unwrap();
-            reply.outcome == seckill::domain::slot::Outcome::Ok
+            item.buy(&mut conn, &request).unwrap().reply.outcome == Outcome::Ok
         })
         .count()
 }
 
 fn drain(file: &CampaignFile, server: &RedisServer) {
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
-        .current_dir(file.dir.path())
-        .assert()
-        .success();
+    seckill(&["consume", "--drain"])
+        .campaign(file)
+        .redis(server)
+        .succeeds();
 }
 
 #[test]
 fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
     let server = RedisServer::start();
-    let file = campaign_file(LOSS);
-    let url = server.url();
+    let file = lossb();
     let layout = Layout::new("seckill", "lossb", "1", 4);
-    seckill(&file.path, &url).arg("preheat").assert().success();
-    assert_eq!(buy_bucketed(&server, &layout, "early", 12), 12);
+    let preheat = |args: &[&str]| {
+        seckill(&["preheat"])
+            .args(args)
+            .campaign(&file)
+            .redis(&server)
+    };
+    preheat(&[]).succeeds();
+    assert_eq!(buy_bucketed(&server, &file, "early", 12), 12);
     drain(&file, &server);
 
     // Redis loses everything; the natural next step must not put 20 back.
     let mut conn = server.conn();
     let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::PREHEAT_REFUSED),
-        "{stderr}"
-    );
+    let refused = preheat(&[]).fails_with(PREHEAT_REFUSED);
+    let stderr = refused.stderr();
     assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
     assert!(stderr.contains("--recover"), "{stderr}");
     let keys: Vec<String> = conn.keys("*").unwrap();
     assert!(keys.is_empty(), "a refused preheat wrote {keys:?}");
 
-    let output = seckill(&file.path, &url)
-        .args(["preheat", "--recover"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{stdout}{output:?}");
+    let stdout = preheat(&["--recover"]).succeeds().stdout();
     assert!(stdout.contains("cannot be known"), "{stdout}");
     // 20 - 12 = 8 left, split evenly: 2 per bucket; every buyer in its home bucket.
     for bucket in layout.all() {
@@ -305,11 +302,11 @@ fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
     assert_eq!(restored, 12, "each buyer once, in its home bucket only");
 
     // An early buyer is still a duplicate; 20 newcomers get only the 8 left.
-    seckill(&file.path, &url)
-        .args(["buy", "--item", "1", "--user", "early0"])
-        .assert()
-        .code(exit_codes::DUPLICATE);
-    assert_eq!(buy_bucketed(&server, &layout, "late", 20), 8);
+    seckill(&["buy", "--item", "1", "--user", "early0"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(DUPLICATE);
+    assert_eq!(buy_bucketed(&server, &file, "late", 20), 8);
     drain(&file, &server);
     assert_eq!(
         support::orders::sqlite_order_ids(&support::orders::sqlite_path(&file)).len(),
@@ -317,10 +314,7 @@ fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
         "exactly the stock was sold, never more"
     );
     // A second --recover changes nothing: the stock is in Redis again.
-    seckill(&file.path, &url)
-        .args(["preheat", "--recover"])
-        .assert()
-        .success();
+    preheat(&["--recover"]).succeeds();
     for bucket in layout.all() {
         let stock: i64 = conn.get(&bucket.keys.stock).unwrap();
         assert_eq!(stock, 0);
@@ -330,33 +324,25 @@ fn preheat_refuses_to_resell_a_bucketed_item_and_recover_splits_what_is_left() {
 #[test]
 fn recover_refuses_a_bucketed_item_that_lost_only_some_buckets() {
     let server = RedisServer::start();
-    let file = campaign_file(LOSS);
-    let url = server.url();
+    let file = lossb();
     let layout = Layout::new("seckill", "lossb", "1", 4);
-    seckill(&file.path, &url).arg("preheat").assert().success();
-    assert_eq!(buy_bucketed(&server, &layout, "early", 6), 6);
+    let preheat = |args: &[&str]| {
+        seckill(&["preheat"])
+            .args(args)
+            .campaign(&file)
+            .redis(&server)
+    };
+    preheat(&[]).succeeds();
+    assert_eq!(buy_bucketed(&server, &file, "early", 6), 6);
     drain(&file, &server);
     // One master of a cluster came back empty: bucket 2's keys are gone.
     let mut conn = server.conn();
     let lost = layout.bucket(2);
     let _: i64 = conn.del(lost.fixed()).unwrap();
     let before = snapshot(&mut conn);
-    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::PREHEAT_REFUSED),
-        "{output:?}"
-    );
-    let output = seckill(&file.path, &url)
-        .args(["preheat", "--recover"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::PREHEAT_REFUSED),
-        "{stderr}"
-    );
+    preheat(&[]).fails_with(PREHEAT_REFUSED);
+    let refused = preheat(&["--recover"]).fails_with(PREHEAT_REFUSED);
+    let stderr = refused.stderr();
     assert!(stderr.contains("still holds bucket(s) 0, 1, 3"), "{stderr}");
     assert!(stderr.contains("nothing was written"), "{stderr}");
     assert_eq!(

@@ -282,7 +282,7 @@ fn redis_down_is_a_runtime_error_naming_the_host_not_the_password() {
     let stderr = seckill(&["buy", "--item", "1001", "--user", "u"])
         .campaign(&file)
         .redis_url(&url)
-        .fails_within(RUNTIME_ERROR, HANG)
+        .fails_with_within(RUNTIME_ERROR, HANG)
         .stderr();
     assert!(
         stderr.contains(&format!("cannot connect to Redis at 127.0.0.1:{port}")),
@@ -311,7 +311,7 @@ fn a_server_that_never_answers_times_out_instead_of_hanging() {
         .args(&["buy", "--item", "1001", "--user", "u"])
         .campaign(&file)
         .redis_url(&format!("redis://127.0.0.1:{port}/0"))
-        .fails_within(RUNTIME_ERROR, HANG)
+        .fails_with_within(RUNTIME_ERROR, HANG)
         .stderr();
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
 }

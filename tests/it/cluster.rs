@@ -3,37 +3,31 @@
 
 use crate::support;
 
-use seckill::model::exit_codes;
+use seckill::model::exit_codes::{CLOSED, DUPLICATE, SOLD_OUT, SUCCESS};
 use support::cluster::RedisCluster;
-use support::{campaign_file, json, seckill};
+use support::spec::{Run, campaign, seckill};
 
 #[test]
 fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
     let cluster = RedisCluster::start();
-    let items: String = (0..12)
-        .map(|i| format!("  - {{ id: sku-{i}, name: sku {i}, price: \"9.99\", stock: 2 }}\n"))
-        .collect();
-    let file = campaign_file(&format!(
-        "campaign: clustered\nrate_limit: {{ window: 1h, max_requests: 100 }}\nitems:\n{items}"
-    ));
-    let cli = || {
-        let mut cmd = seckill(&file.path, &cluster.urls());
-        cmd.arg("--cluster");
-        cmd
-    };
-    cli().arg("preheat").assert().success();
+    let file = (0..12)
+        .fold(campaign("clustered").rate_limit("1h", 100), |spec, i| {
+            spec.item(&format!("sku-{i}"), 2)
+                .named(&format!("sku {i}"))
+                .price("9.99")
+        })
+        .write();
+    let cli = |args: &[&str]| -> Run { seckill(args).campaign(&file).cluster(&cluster) };
+    cli(&["preheat"]).succeeds();
     for i in 0..12 {
         let item = format!("sku-{i}");
         for (user, expected) in [
-            ("a", 0),
-            ("a", exit_codes::DUPLICATE),
-            ("b", 0),
-            ("c", exit_codes::SOLD_OUT),
+            ("a", SUCCESS),
+            ("a", DUPLICATE),
+            ("b", SUCCESS),
+            ("c", SOLD_OUT),
         ] {
-            cli()
-                .args(["buy", "--item", &item, "--user", user])
-                .assert()
-                .code(expected);
+            cli(&["buy", "--item", &item, "--user", user]).fails_with(expected);
         }
     }
     // Twelve items land on more than one master.
@@ -44,16 +38,9 @@ fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
         .count();
     assert!(busy_nodes >= 2, "keys all on one node");
 
-    cli().args(["shutdown-switch", "on"]).assert().success();
-    cli()
-        .args(["buy", "--item", "sku-3", "--user", "z"])
-        .assert()
-        .code(exit_codes::CLOSED);
-    let output = cli()
-        .args(["shutdown-switch", "status", "--format", "json"])
-        .output()
-        .unwrap();
-    let status = json(&output);
+    cli(&["shutdown-switch", "on"]).succeeds();
+    cli(&["buy", "--item", "sku-3", "--user", "z"]).fails_with(CLOSED);
+    let status = cli(&["shutdown-switch", "status"]).json().runs().json();
     let items = status["items"].as_array().unwrap();
     assert_eq!(items.len(), 12);
     assert!(
@@ -62,8 +49,7 @@ fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
             .all(|i| i["closed"] == true && i["stock_left"] == 0)
     );
     // status reads each item on its own node (one script per item, one slot each).
-    let output = cli().args(["status", "--format", "json"]).output().unwrap();
-    let status = json(&output);
+    let status = cli(&["status"]).json().runs().json();
     let items = status["items"].as_array().unwrap();
     assert_eq!(items.len(), 12);
     assert!(
@@ -71,9 +57,6 @@ fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
             .iter()
             .all(|i| i["sold"] == 2 && i["stream"]["length"] == 2)
     );
-    cli().args(["init", "--yes"]).assert().success();
-    cli()
-        .args(["buy", "--item", "sku-3", "--user", "a"])
-        .assert()
-        .code(0);
+    cli(&["init", "--yes"]).succeeds();
+    cli(&["buy", "--item", "sku-3", "--user", "a"]).succeeds();
 }

@@ -13,18 +13,20 @@ use std::collections::BTreeMap;
 
 use redis::Commands;
 use seckill::model::exit_codes;
-use support::{RedisServer, campaign_file, json, seckill};
+use seckill::redis_client::scripts::{self, ScriptCall};
+use support::spec::{campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
 /// A rate limit, so the buy script's earliest write (the rate counter) is in play.
-const CAMPAIGN: &str = r#"
-campaign: cs
-ends_at: 2099-01-01T00:00:00Z
-keep_after_end: 1h
-per_user_limit: 2
-rate_limit: { window: 60s, max_requests: 1000 }
-items:
-  - { id: "1", name: x, price: "1.00", stock: 5 }
-"#;
+fn cs() -> CampaignFile {
+    campaign("cs")
+        .field("ends_at", "2099-01-01T00:00:00Z")
+        .keep_after_end("1h")
+        .per_user_limit(2)
+        .rate_limit("60s", 1000)
+        .item("1", 5)
+        .write()
+}
 
 const BASE: &str = "seckill:{cs:1}";
 
@@ -62,13 +64,13 @@ pub(crate) fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String
         .collect()
 }
 
-fn fresh(server: &RedisServer, file: &std::path::Path) -> redis::Connection {
+fn fresh(server: &RedisServer, file: &CampaignFile) -> redis::Connection {
     let mut conn = server.conn();
     let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-    seckill(file, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    seckill(&["preheat"])
+        .campaign(file)
+        .redis(server)
+        .succeeds();
     conn
 }
 
@@ -85,22 +87,16 @@ fn wrong_type(conn: &mut redis::Connection, key: &str, kind: &str) {
 }
 
 /// Buy once and insist on `corrupt_state` naming `key`, with nothing written.
-fn assert_corrupt(server: &RedisServer, file: &std::path::Path, key: &str, case: &str) {
+fn assert_corrupt(server: &RedisServer, file: &CampaignFile, key: &str, case: &str) {
     let mut conn = server.conn();
     let before = snapshot(&mut conn);
-    let output = seckill(file, &server.url())
-        .args(["buy", "--item", "1", "--user", "u", "--qty", "1"])
-        .args(["--request-id", "r1", "--format", "json"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::CORRUPT_STATE),
-        "{case}: stdout {} stderr {stderr}",
-        String::from_utf8_lossy(&output.stdout)
-    );
-    let reply = json(&output);
+    let reply = seckill(&["buy", "--item", "1", "--user", "u", "--qty", "1"])
+        .args(&["--request-id", "r1"])
+        .campaign(file)
+        .redis(server)
+        .json()
+        .fails_with(exit_codes::CORRUPT_STATE)
+        .json();
     assert_eq!(reply["outcome"], "corrupt_state", "{case}: {reply}");
     let problem = reply["problem"].as_str().unwrap_or_default();
     assert!(
@@ -117,15 +113,15 @@ fn assert_corrupt(server: &RedisServer, file: &std::path::Path, key: &str, case:
 #[test]
 fn buy_refuses_every_malformed_integer_before_its_first_write() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
+    let file = cs();
     let stock = format!("{BASE}:stock");
     let meta = format!("{BASE}:meta");
     let buyers = format!("{BASE}:buyers");
     let rate = format!("{BASE}:rate:u");
     for value in NOT_INTEGERS {
-        let mut conn = fresh(&server, &file.path);
+        let mut conn = fresh(&server, &file);
         let () = conn.set(&stock, value).unwrap();
-        assert_corrupt(&server, &file.path, &stock, &format!("stock {value:?}"));
+        assert_corrupt(&server, &file, &stock, &format!("stock {value:?}"));
 
         for field in [
             "initial_stock",
@@ -137,41 +133,36 @@ fn buy_refuses_every_malformed_integer_before_its_first_write() {
             "price_cents",
             "expire_at_ms",
         ] {
-            let mut conn = fresh(&server, &file.path);
+            let mut conn = fresh(&server, &file);
             // "" means "none" for the optional times, not corruption.
             if value.is_empty() && field.ends_with("_at_ms") {
                 continue;
             }
             let () = conn.hset(&meta, field, value).unwrap();
-            assert_corrupt(
-                &server,
-                &file.path,
-                &meta,
-                &format!("meta {field} {value:?}"),
-            );
+            assert_corrupt(&server, &file, &meta, &format!("meta {field} {value:?}"));
         }
 
-        let mut conn = fresh(&server, &file.path);
+        let mut conn = fresh(&server, &file);
         let () = conn.hset(&buyers, "u", value).unwrap();
-        assert_corrupt(&server, &file.path, &buyers, &format!("buyers u {value:?}"));
+        assert_corrupt(&server, &file, &buyers, &format!("buyers u {value:?}"));
 
         // The rate counter is validated by INCR itself (Redis's int64 rule):
         // a huge but valid counter is simply over the limit.
         if *value != "9007199254740993" {
-            let mut conn = fresh(&server, &file.path);
+            let mut conn = fresh(&server, &file);
             let () = conn.set(&rate, value).unwrap();
-            assert_corrupt(&server, &file.path, &rate, &format!("rate {value:?}"));
+            assert_corrupt(&server, &file, &rate, &format!("rate {value:?}"));
         }
     }
-    let mut conn = fresh(&server, &file.path);
+    let mut conn = fresh(&server, &file);
     let () = conn.hset(&meta, "closed", "yes").unwrap();
-    assert_corrupt(&server, &file.path, &meta, "meta closed \"yes\"");
+    assert_corrupt(&server, &file, &meta, "meta closed \"yes\"");
 }
 
 #[test]
 fn buy_refuses_every_wrong_typed_key_before_its_first_write() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
+    let file = cs();
     for (suffix, kind) in [
         ("meta", "string"),
         ("stock", "hash"),
@@ -182,20 +173,20 @@ fn buy_refuses_every_wrong_typed_key_before_its_first_write() {
         ("rate:u", "list"),
     ] {
         let key = format!("{BASE}:{suffix}");
-        let mut conn = fresh(&server, &file.path);
+        let mut conn = fresh(&server, &file);
         wrong_type(&mut conn, &key, kind);
-        assert_corrupt(&server, &file.path, &key, &format!("{suffix} as {kind}"));
+        assert_corrupt(&server, &file, &key, &format!("{suffix} as {kind}"));
     }
     // A retried request id is answered from the requests hash: stock is
     // still checked on that path.
-    let mut conn = fresh(&server, &file.path);
+    let mut conn = fresh(&server, &file);
     let () = conn
         .hset(format!("{BASE}:requests"), "1:u:r1", "01ORDER")
         .unwrap();
     let () = conn.set(format!("{BASE}:stock"), "abc").unwrap();
     assert_corrupt(
         &server,
-        &file.path,
+        &file,
         &format!("{BASE}:stock"),
         "remembered, stock abc",
     );
@@ -204,17 +195,17 @@ fn buy_refuses_every_wrong_typed_key_before_its_first_write() {
 #[test]
 fn a_valid_state_still_buys_and_the_corrupt_outcome_is_documented() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    let mut conn = fresh(&server, &file.path);
+    let file = cs();
+    let mut conn = fresh(&server, &file);
     // Valid edge values: a zero-padded-free negative time, "0" counters.
     let () = conn
         .hset(format!("{BASE}:meta"), "starts_at_ms", "-1")
         .unwrap();
     let () = conn.hset(format!("{BASE}:buyers"), "u", "0").unwrap();
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "u", "--qty", "2"])
-        .assert()
-        .code(exit_codes::SUCCESS);
+    seckill(&["buy", "--item", "1", "--user", "u", "--qty", "2"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
     let stock: i64 = conn.get(format!("{BASE}:stock")).unwrap();
     assert_eq!(stock, 3);
     assert!(
@@ -315,7 +306,7 @@ fn must_refuse(
 fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     match script {
-        "buy" => vec![owned(&["u", "1", "r1", "01ORDERX", "cs", "1"])],
+        "buy" => vec![owned(&["u", "1", "r1", "01ORDERX", "cs", "1", "0"])],
         "preheat" => ["load", "force", "meta", "dry"]
             .iter()
             .map(|mode| {
@@ -343,11 +334,12 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["cancel", "01ORDERX", "why", "1", "1", "cs", "1"]),
             owned(&["expire", "", "", "10", "1", "cs", "1"]),
         ],
-        // A home buy counting the attempt; a credit then a buy; both at once.
+        // A home buy counting the attempt; a credit then a buy; both at once
+        // (payment_timeout_ms 0: an ok is final).
         "bucket_buy" => [
-            ["1", "", "0", "0"],
-            ["0", "01XFER", "3", "2"],
-            ["1", "01XFER", "3", "2"],
+            ["1", "", "0", "0", "0"],
+            ["0", "01XFER", "3", "2", "0"],
+            ["1", "01XFER", "3", "2", "0"],
         ]
         .iter()
         .map(|tail| {
@@ -376,21 +368,343 @@ fn seed_transfers(conn: &mut redis::Connection) {
     let () = conn.hset(format!("{BASE}:xfer_in"), "t0", "3 1 1").unwrap();
 }
 
-fn eval(
+/// `values` as exactly `N` of them (a script's KEYS or ARGV).
+fn exactly<'a, const N: usize>(values: &'a [String], script: &str, what: &str) -> &'a [String; N] {
+    values.try_into().unwrap_or_else(|_| {
+        panic!(
+            "{script}: {} {what} from its header and ARGV variants, its call takes {N}",
+            values.len()
+        )
+    })
+}
+
+/// Run `lua/<script>.lua` once through its typed call
+/// (`seckill::redis_client::scripts`), with `keys` and `argv` in the order of
+/// the script's header, which is the order of the call's fields.
+fn invoke(
     conn: &mut redis::Connection,
-    source: &str,
+    script: &str,
     keys: &[String],
     argv: &[String],
 ) -> redis::RedisResult<redis::Value> {
-    let mut cmd = redis::cmd("EVAL");
-    cmd.arg(source).arg(keys.len()).arg(keys).arg(argv);
-    cmd.query(conn)
+    let (k, a) = ("KEYS", "ARGV");
+    match script {
+        "buy" => {
+            let [
+                meta,
+                stock,
+                buyers,
+                buyer_orders,
+                requests,
+                orders,
+                rate,
+                reservations,
+                deadlines,
+                reservation_counts,
+            ] = exactly(keys, script, k);
+            let [
+                user,
+                qty,
+                request_id,
+                order_id,
+                campaign,
+                item,
+                payment_timeout_ms,
+            ] = exactly(argv, script, a);
+            scripts::buy::Buy {
+                meta,
+                stock,
+                buyers,
+                buyer_orders,
+                requests,
+                orders,
+                rate,
+                reservations,
+                deadlines,
+                reservation_counts,
+                user,
+                qty,
+                request_id,
+                order_id,
+                campaign,
+                item,
+                payment_timeout_ms,
+            }
+            .invoke(conn)
+        }
+        "preheat" => {
+            let [meta, stock, buyers, orders, buyer_orders, requests] = exactly(keys, script, k);
+            let [
+                mode,
+                initial_stock,
+                name,
+                price_cents,
+                starts_at_ms,
+                ends_at_ms,
+                per_user_limit,
+                rate_window_ms,
+                rate_max,
+                expire_at_ms,
+                group,
+                dry_mode,
+            ] = exactly(argv, script, a);
+            scripts::preheat::Preheat {
+                meta,
+                stock,
+                buyers,
+                orders,
+                buyer_orders,
+                requests,
+                mode,
+                initial_stock,
+                name,
+                price_cents,
+                starts_at_ms,
+                ends_at_ms,
+                per_user_limit,
+                rate_window_ms,
+                rate_max,
+                expire_at_ms,
+                group,
+                dry_mode,
+            }
+            .invoke(conn)
+        }
+        "item_state" => {
+            let [meta, stock, buyers, orders] = exactly(keys, script, k);
+            let [] = exactly(argv, script, a);
+            scripts::item_state::ReadItemState {
+                meta,
+                stock,
+                buyers,
+                orders,
+            }
+            .invoke(conn)
+        }
+        "item_status" => {
+            let [meta, stock, buyers, orders, dead, reservation_counts] = exactly(keys, script, k);
+            let [group] = exactly(argv, script, a);
+            scripts::item_status::ReadItemStatus {
+                meta,
+                stock,
+                buyers,
+                orders,
+                dead,
+                reservation_counts,
+                group,
+            }
+            .invoke(conn)
+        }
+        "set_switch" => {
+            let [meta, switch_log] = exactly(keys, script, k);
+            let [closed, reason, by, at_ms, expire_at_ms, keep] = exactly(argv, script, a);
+            scripts::set_switch::SetSwitch {
+                meta,
+                switch_log,
+                closed,
+                reason,
+                by,
+                at_ms,
+                expire_at_ms,
+                keep,
+            }
+            .invoke(conn)
+        }
+        "dead_letter" => {
+            let [orders, dead] = exactly(keys, script, k);
+            let [group, stream_id, reason, deliveries, consumer] = exactly(argv, script, a);
+            scripts::dead_letter::DeadLetter {
+                orders,
+                dead,
+                group,
+                stream_id,
+                reason,
+                deliveries,
+                consumer,
+            }
+            .invoke(conn)
+        }
+        "stream_order_ids" => {
+            let [orders] = exactly(keys, script, k);
+            scripts::stream_order_ids::StreamOrderIds {
+                orders,
+                stream_id: argv.iter().collect(),
+            }
+            .invoke(conn)
+        }
+        "v3_decr" => {
+            let [stock] = exactly(keys, script, k);
+            let [] = exactly(argv, script, a);
+            scripts::v3_decr::V3Decr { stock }.invoke(conn)
+        }
+        "lock_release" => {
+            let [lock] = exactly(keys, script, k);
+            let [token] = exactly(argv, script, a);
+            scripts::lock_release::LockRelease { lock, token }.invoke(conn)
+        }
+        "bucket_buy" => {
+            let [
+                meta,
+                stock,
+                buyers,
+                buyer_orders,
+                requests,
+                orders,
+                rate,
+                xfer_in,
+                reservations,
+                deadlines,
+                reservation_counts,
+            ] = exactly(keys, script, k);
+            let [
+                user,
+                qty,
+                request_id,
+                order_id,
+                campaign,
+                item,
+                count_attempt,
+                credit_id,
+                credit_source,
+                credit_units,
+                payment_timeout_ms,
+            ] = exactly(argv, script, a);
+            scripts::bucket_buy::BucketBuy {
+                meta,
+                stock,
+                buyers,
+                buyer_orders,
+                requests,
+                orders,
+                rate,
+                xfer_in,
+                reservations,
+                deadlines,
+                reservation_counts,
+                user,
+                qty,
+                request_id,
+                order_id,
+                campaign,
+                item,
+                count_attempt,
+                credit_id,
+                credit_source,
+                credit_units,
+                payment_timeout_ms,
+            }
+            .invoke(conn)
+        }
+        "bucket_take" => {
+            let [meta, stock, xfer_out, xfer_pending, xfer_in] = exactly(keys, script, k);
+            let [qty, transfer_id, dest, stale_ms, max_stale, exact] = exactly(argv, script, a);
+            scripts::bucket_take::BucketTake {
+                meta,
+                stock,
+                xfer_out,
+                xfer_pending,
+                xfer_in,
+                qty,
+                transfer_id,
+                dest,
+                stale_ms,
+                max_stale,
+                exact,
+            }
+            .invoke(conn)
+        }
+        "bucket_credit" => {
+            let [meta, stock, xfer_in] = exactly(keys, script, k);
+            let [transfer_id, source, units] = exactly(argv, script, a);
+            scripts::bucket_credit::BucketCredit {
+                meta,
+                stock,
+                xfer_in,
+                transfer_id,
+                source,
+                units,
+            }
+            .invoke(conn)
+        }
+        "bucket_snapshot" => {
+            let [
+                meta,
+                stock,
+                orders,
+                dead,
+                xfer_out,
+                xfer_in,
+                xfer_pending,
+                buyers,
+            ] = exactly(keys, script, k);
+            let [] = exactly(argv, script, a);
+            scripts::bucket_snapshot::BucketSnapshot {
+                meta,
+                stock,
+                orders,
+                dead,
+                xfer_out,
+                xfer_in,
+                xfer_pending,
+                buyers,
+            }
+            .invoke(conn)
+        }
+        "pay" => {
+            let [reservations, deadlines, meta, orders, reservation_counts] =
+                exactly(keys, script, k);
+            let [order_id, campaign, item] = exactly(argv, script, a);
+            scripts::pay::Pay {
+                reservations,
+                deadlines,
+                meta,
+                orders,
+                reservation_counts,
+                order_id,
+                campaign,
+                item,
+            }
+            .invoke(conn)
+        }
+        "release" => {
+            let [
+                reservations,
+                deadlines,
+                meta,
+                stock,
+                buyers,
+                buyer_orders,
+                orders,
+                reservation_counts,
+            ] = exactly(keys, script, k);
+            let [mode, order_id, reason, limit, rebuy, campaign, item] = exactly(argv, script, a);
+            scripts::release::Release {
+                reservations,
+                deadlines,
+                meta,
+                stock,
+                buyers,
+                buyer_orders,
+                orders,
+                reservation_counts,
+                mode,
+                order_id,
+                reason,
+                limit,
+                rebuy,
+                campaign,
+                item,
+            }
+            .invoke(conn)
+        }
+        other => panic!("lua/{other}.lua has no typed call in this test: add its arm"),
+    }
 }
 
 #[test]
 fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_values() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
+    let file = cs();
     let mut scripts: Vec<_> = std::fs::read_dir("lua")
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -410,12 +724,12 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                 .into_iter()
                 .chain(NOT_INTEGERS.iter().map(|v| Corruption::Value(v)));
             for corruption in corruptions {
-                let mut conn = fresh(&server, &file.path);
+                let mut conn = fresh(&server, &file);
                 // One order, delivered and pending: every script has work to do.
-                seckill(&file.path, &server.url())
-                    .args(["buy", "--item", "1", "--user", "w"])
-                    .assert()
-                    .success();
+                seckill(&["buy", "--item", "1", "--user", "w"])
+                    .campaign(&file)
+                    .redis(&server)
+                    .succeeds();
                 let read: redis::Value = redis::cmd("XREADGROUP")
                     .arg(&["GROUP", "orders-db", "c", "COUNT", "1", "STREAMS"])
                     .arg(format!("{BASE}:orders"))
@@ -432,7 +746,7 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                 let what = format!("{corruption:?}");
                 for argv in argv_variants(&name, &pending) {
                     let before = snapshot(&mut conn);
-                    let result = eval(&mut conn, &source, &keys, &argv);
+                    let result = invoke(&mut conn, &name, &keys, &argv);
                     let after = snapshot(&mut conn);
                     let case = format!("{name} KEYS[{}] {key} {what} argv {argv:?}", index + 1);
                     cases += 1;
@@ -484,7 +798,7 @@ fn preheat_on_an_empty_item_checks_the_meta_type_before_loading_stock() {
     let () = conn.set(&meta, "not a hash").unwrap();
     let before = snapshot(&mut conn);
     for argv in argv_variants("preheat", "1-1") {
-        let error = eval(&mut conn, &source, &keys, &argv).unwrap_err();
+        let error = invoke(&mut conn, "preheat", &keys, &argv).unwrap_err();
         assert!(error.to_string().contains(&meta), "{error}");
         assert_eq!(
             before,

@@ -50,7 +50,7 @@ fn a_connect_timeout_names_the_flag_and_keeps_to_its_duration() {
     let stderr = seckill(&["--connect-timeout", "2s", "status"])
         .campaign(&file)
         .redis_url(&format!("redis://127.0.0.1:{port}"))
-        .fails_within(RUNTIME_ERROR, Duration::from_secs(30))
+        .fails_with_within(RUNTIME_ERROR, Duration::from_secs(30))
         .stderr();
     let took = started.elapsed();
     assert!(
@@ -71,7 +71,7 @@ fn a_port_that_is_not_redis_is_named_as_such() {
     let stderr = seckill(&["status"])
         .campaign(&file)
         .redis_url(&format!("redis://127.0.0.1:{port}"))
-        .fails_within(RUNTIME_ERROR, Duration::from_secs(30))
+        .fails_with_within(RUNTIME_ERROR, Duration::from_secs(30))
         .stderr();
     assert!(
         stderr.contains(&format!(

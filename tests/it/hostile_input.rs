@@ -32,7 +32,7 @@ fn preheat(campaign: &std::path::Path) -> Run {
 }
 
 fn assert_refused(run: Run, needle: &str) {
-    let stderr = run.fails_within(USAGE_ERROR, HANG).stderr();
+    let stderr = run.fails_with_within(USAGE_ERROR, HANG).stderr();
     assert!(stderr.contains(needle), "expected {needle:?} in: {stderr}");
 }
 
@@ -210,7 +210,7 @@ fn every_command_gives_up_on_a_server_that_accepts_but_never_answers() {
             let stderr = run
                 .args(args)
                 .args(&["--connect-timeout", "300ms", "--response-timeout", "300ms"])
-                .fails_within(RUNTIME_ERROR, HANG)
+                .fails_with_within(RUNTIME_ERROR, HANG)
                 .stderr();
             assert!(stderr.contains(&format!("127.0.0.1:{p}")), "{stderr}");
             assert!(!stderr.contains("pw@"), "{stderr}");

@@ -2,26 +2,30 @@
 
 use crate::support;
 
-use std::process::Output;
+use std::time::{Duration, Instant};
 
 use redis::Commands;
+use seckill::model::exit_codes::{RUNTIME_ERROR, SUCCESS, USAGE_ERROR};
 use serde_json::Value;
-use support::{RedisServer, campaign_file, json, seckill};
+use support::RedisServer;
+use support::spec::{CampaignSpec, Ran, campaign, seckill};
 
-const CAMPAIGN: &str = r#"
-campaign: lt-test
-per_user_limit: 1
-rate_limit: { window: 1h, max_requests: 2 }
-items:
-  - id: "sku1"
-    name: test bottle
-    price: "10.00"
-    stock: 7
-  - id: "sku2"
-    name: other bottle
-    price: "5.00"
-    stock: 3
-"#;
+/// Campaign `id`: two bottles, `per_user_limit` each, two attempts an hour.
+fn bottles(id: &str, per_user_limit: u32) -> CampaignSpec {
+    campaign(id)
+        .per_user_limit(per_user_limit)
+        .rate_limit("1h", 2)
+        .item("sku1", 7)
+        .named("test bottle")
+        .price("10.00")
+        .item("sku2", 3)
+        .named("other bottle")
+        .price("5.00")
+}
+
+fn lt_test() -> CampaignSpec {
+    bottles("lt-test", 1)
+}
 
 const FIELDS: [&str; 27] = [
     "variant",
@@ -56,25 +60,21 @@ const FIELDS: [&str; 27] = [
 const STOCK_KEY: &str = "seckill-loadtest:{lt-test:sku1}:stock";
 const META_KEY: &str = "seckill-loadtest:{lt-test:sku1}:meta";
 
-/// Run `seckill loadtest` with `args` (split on whitespace) and this campaign.
-fn loadtest(server: &RedisServer, yaml: &str, args: &str) -> Output {
-    let campaign = campaign_file(yaml);
-    seckill(&campaign.path, &server.url())
-        .arg("loadtest")
-        .args(args.split_whitespace())
-        .output()
-        .expect("run seckill loadtest")
+/// `seckill loadtest ARGS` (split on whitespace) on a campaign file of
+/// `spec`; it must exit `code`.
+fn loadtest(server: &RedisServer, spec: &CampaignSpec, args: &str, code: i32) -> Ran {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    seckill(&["loadtest"])
+        .args(&words)
+        .campaign(&spec.write())
+        .redis(server)
+        .fails_with(code)
 }
 
-/// Run with `--format json` and return the per-variant objects.
+/// Run with `--format json`; it must succeed; the per-variant objects.
 fn loadtest_json(server: &RedisServer, args: &str) -> Vec<Value> {
-    let output = loadtest(server, CAMPAIGN, &format!("--format json {args}"));
-    assert!(
-        output.status.success(),
-        "loadtest failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    json(&output)["variants"]
+    let args = format!("--format json {args}");
+    loadtest(server, &lt_test(), &args, SUCCESS).json()["variants"]
         .as_array()
         .expect("a JSON array of variants")
         .clone()
@@ -193,17 +193,12 @@ fn full_rejects_duplicates_and_applies_the_rate_limit_only_on_request() {
     // 90 units left, but nobody was told "sold out": rejected duplicates are not undersold.
     assert_books(dedupe);
 
-    let generous = CAMPAIGN.replace("per_user_limit: 1", "per_user_limit: 100");
+    let generous = bottles("lt-test", 100);
     let run = |extra: &str| {
         let args =
             "--format json --variant full --connections 4 --requests 100 --users 5 --stock 1000";
-        let output = loadtest(&server, &generous, &format!("{args} {extra}"));
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        json(&output)["variants"][0].clone()
+        loadtest(&server, &generous, &format!("{args} {extra}"), SUCCESS).json()["variants"][0]
+            .clone()
     };
     let unthrottled = run("");
     assert_eq!(int(&unthrottled, "succeeded"), 100);
@@ -236,13 +231,13 @@ fn json_carries_every_field() {
 #[test]
 fn table_shows_a_verdict_per_variant() {
     let server = RedisServer::start();
-    let output = loadtest(
+    let stdout = loadtest(
         &server,
-        CAMPAIGN,
+        &lt_test(),
         "--variant v3 --connections 2 --requests 50 --stock 10",
-    );
-    assert!(output.status.success());
-    let stdout = String::from_utf8_lossy(&output.stdout);
+        SUCCESS,
+    )
+    .stdout();
     assert!(
         stdout.contains("verdict") && stdout.contains("exact"),
         "{stdout}"
@@ -269,9 +264,7 @@ fn bad_flags_are_usage_errors() {
         ),
     ];
     for (args, says) in cases {
-        let output = loadtest(&server, CAMPAIGN, args);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = loadtest(&server, &lt_test(), args, USAGE_ERROR).stderr();
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
     assert!(loadtest_keys(&server).is_empty());
@@ -282,13 +275,13 @@ fn refuses_a_namespace_it_did_not_create() {
     let server = RedisServer::start();
     let mut conn = server.conn();
     let () = conn.set(STOCK_KEY, 5).unwrap();
-    let output = loadtest(
+    let stderr = loadtest(
         &server,
-        CAMPAIGN,
+        &lt_test(),
         "--variant v3 --requests 10 --connections 1",
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+        USAGE_ERROR,
+    )
+    .stderr();
     assert!(stderr.contains("not written by a load test"), "{stderr}");
     let stock: i64 = conn.get(STOCK_KEY).unwrap();
     assert_eq!(stock, 5);
@@ -297,18 +290,17 @@ fn refuses_a_namespace_it_did_not_create() {
 #[test]
 fn refuses_a_redis_carrying_the_live_sale() {
     let server = RedisServer::start();
-    let campaign = campaign_file(CAMPAIGN);
-    seckill(&campaign.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    let output = loadtest(
+    seckill(&["preheat"])
+        .campaign(&lt_test().write())
+        .redis(&server)
+        .succeeds();
+    let stderr = loadtest(
         &server,
-        CAMPAIGN,
+        &lt_test(),
         "--variant v3 --requests 10 --connections 1",
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+        USAGE_ERROR,
+    )
+    .stderr();
     assert!(stderr.contains("is preheated on this Redis"), "{stderr}");
     let live_stock: i64 = server.conn().get("seckill:{lt-test:sku1}:stock").unwrap();
     assert_eq!(live_stock, 7);
@@ -346,15 +338,15 @@ fn namespace_is_removed_unless_kept() {
 #[test]
 fn other_live_sales_are_untouched() {
     let server = RedisServer::start();
-    let other = campaign_file(&CAMPAIGN.replace("campaign: lt-test", "campaign: real-sale"));
-    seckill(&other.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
-    seckill(&other.path, &server.url())
-        .args(["buy", "--item", "sku1", "--user", "alice"])
-        .assert()
-        .success();
+    let other = bottles("real-sale", 1).write();
+    seckill(&["preheat"])
+        .campaign(&other)
+        .redis(&server)
+        .succeeds();
+    seckill(&["buy", "--item", "sku1", "--user", "alice"])
+        .campaign(&other)
+        .redis(&server)
+        .succeeds();
     let mut conn = server.conn();
     let snapshot = |conn: &mut redis::Connection| -> Vec<(String, Vec<u8>)> {
         let mut keys: Vec<String> = conn.keys("seckill:*").unwrap();
@@ -379,21 +371,22 @@ fn other_live_sales_are_untouched() {
 #[test]
 fn runs_exactly_on_a_cluster_and_cleans_every_node() {
     let cluster = support::cluster::RedisCluster::start();
-    let campaign = campaign_file(CAMPAIGN);
-    let output = seckill(&campaign.path, &cluster.urls())
-        .args("--cluster loadtest --format json --variant all --connections 8 --requests 400 --stock 20 --pipeline 4".split_whitespace())
-        .output()
-        .expect("run seckill loadtest");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for report in json(&output)["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["variant"] != "v1")
+    let file = lt_test().write();
+    let run = |args: &str| {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        seckill(&["loadtest", "--format", "json"])
+            .args(&words)
+            .campaign(&file)
+            .cluster(&cluster)
+            .succeeds()
+            .json()
+    };
+    for report in
+        run("--variant all --connections 8 --requests 400 --stock 20 --pipeline 4")["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["variant"] != "v1")
     {
         assert_eq!(int(report, "succeeded"), 20, "{report}");
         assert_eq!(int(report, "final_stock"), 0, "{report}");
@@ -412,16 +405,8 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
         assert!(top > expected, "{report}");
     }
     // Open loop on the blocking (redis-rs) workers a cluster gets.
-    let output = seckill(&campaign.path, &cluster.urls())
-        .args("--cluster loadtest --format json --variant full --connections 4 --rate 500 --duration 1s --stock 20".split_whitespace())
-        .output()
-        .expect("run seckill loadtest");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let open = &json(&output)["variants"][0];
+    let open =
+        &run("--variant full --connections 4 --rate 500 --duration 1s --stock 20")["variants"][0];
     assert_eq!(open["mode"], "open", "{open}");
     assert_eq!(int(open, "completed"), 500, "{open}");
     assert_eq!(int(open, "succeeded"), 20, "{open}");
@@ -436,39 +421,22 @@ fn runs_exactly_on_a_cluster_and_cleans_every_node() {
 #[test]
 fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
     let server = RedisServer::start();
-    let campaign = campaign_file(CAMPAIGN);
-    let mut child = support::KillOnDrop(
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("seckill"))
-            .env_remove("SECKILL_REDIS_URL")
-            .args(["--redis", &server.url(), "--response-timeout", "1s", "-c"])
-            .arg(&campaign.path)
-            .args([
-                "loadtest",
-                "--variant",
-                "v3",
-                "--connections",
-                "4",
-                "--requests",
-                "1000000000",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let file = lt_test().write();
+    let mut run = seckill(&["--response-timeout", "1s", "loadtest", "--variant", "v3"])
+        .args(&["--connections", "4", "--requests", "1000000000"])
+        .campaign(&file)
+        .redis(&server)
+        .start();
     let mut conn = server.conn();
     // Wait until the run is under way (its stock has moved), then freeze every client.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let stock: Option<i64> = conn.get(STOCK_KEY).unwrap();
         if stock.is_some_and(|s| s < 1000) {
             break;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the load test never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(Instant::now() < deadline, "the load test never started");
+        std::thread::sleep(Duration::from_millis(20));
     }
     let () = redis::cmd("CLIENT")
         .arg("PAUSE")
@@ -476,18 +444,13 @@ fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
         .arg("ALL")
         .query(&mut conn)
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while run.child().try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
             panic!("loadtest still running 15 s after Redis froze");
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(1), "{stderr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stderr = run.fails_with(RUNTIME_ERROR).stderr();
     assert!(stderr.contains("answered nothing for 1s"), "{stderr}");
 }

@@ -4,36 +4,42 @@
 
 use crate::support;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use redis::Commands;
+use seckill::model::exit_codes::{SUCCESS, THRESHOLD_FAILED, USAGE_ERROR};
 use serde_json::Value;
-use support::{KillOnDrop, RedisServer, campaign_file, json, seckill};
+use support::spec::{Ran, Run, campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
-const CAMPAIGN: &str = r#"
-campaign: lt-engine
-per_user_limit: 1
-items:
-  - id: "sku1"
-    name: test bottle
-    price: "10.00"
-    stock: 7
-"#;
+fn lt_engine() -> CampaignFile {
+    campaign("lt-engine")
+        .per_user_limit(1)
+        .item("sku1", 7)
+        .named("test bottle")
+        .price("10.00")
+        .write()
+}
 
 const STOCK_KEY: &str = "seckill-loadtest:{lt-engine:sku1}:stock";
 
-fn loadtest(server: &RedisServer, args: &str) -> Output {
-    let campaign = campaign_file(CAMPAIGN);
-    seckill(&campaign.path, &server.url())
-        .arg("loadtest")
-        .args(args.split_whitespace())
-        .output()
-        .expect("run seckill loadtest")
+/// `seckill loadtest ARGS` (split on whitespace) on `file`, not run yet.
+fn loadtest_on(file: &CampaignFile, server: &RedisServer, args: &str) -> Run {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    seckill(&["loadtest"])
+        .args(&words)
+        .campaign(file)
+        .redis(server)
 }
 
-fn report(output: &Output) -> Value {
-    json(output)["variants"][0].clone()
+/// `seckill loadtest ARGS` on a fresh campaign file; it must exit `code`.
+fn loadtest(server: &RedisServer, args: &str, code: i32) -> Ran {
+    loadtest_on(&lt_engine(), server, args).fails_with(code)
+}
+
+fn report(ran: &Ran) -> Value {
+    ran.json()["variants"][0].clone()
 }
 
 fn ms(report: &Value, field: &str) -> f64 {
@@ -45,18 +51,8 @@ fn ms(report: &Value, field: &str) -> f64 {
 /// Run `args` in the background, freeze Redis with `CLIENT PAUSE 500` one
 /// second after the load test's first sale, and return its report.
 fn paused_run(server: &RedisServer, args: &str) -> Value {
-    let campaign = campaign_file(CAMPAIGN);
-    let child = Command::new(assert_cmd::cargo::cargo_bin("seckill"))
-        .env_remove("SECKILL_REDIS_URL")
-        .args(["--redis", &server.url(), "-c"])
-        .arg(&campaign.path)
-        .args(["loadtest", "--format", "json"])
-        .args(args.split_whitespace())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
+    let file = lt_engine();
+    let run = loadtest_on(&file, server, args).json().start();
     let mut conn = server.conn();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -74,15 +70,7 @@ fn paused_run(server: &RedisServer, args: &str) -> Value {
         .arg("ALL")
         .query(&mut conn)
         .unwrap();
-    let output = std::mem::replace(&mut child.0, Command::new("true").spawn().unwrap())
-        .wait_with_output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    report(&output)
+    report(&run.succeeds())
 }
 
 /// The point of open loop: a half-second stall shows in what shoppers see
@@ -127,16 +115,11 @@ fn open_loop_shows_a_stall_that_closed_loop_hides() {
 #[test]
 fn open_loop_keeps_the_requested_rate_when_redis_keeps_up() {
     let server = RedisServer::start();
-    let output = loadtest(
+    let report = report(&loadtest(
         &server,
         "--format json --variant full --rate 2000 --duration 2s --connections 8 --stock 100",
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = report(&output);
+        SUCCESS,
+    ));
     let achieved = ms(&report, "achieved_rate");
     assert!(
         (achieved - 2000.0).abs() <= 200.0,
@@ -178,16 +161,12 @@ fn csv_header_starts_with_redis_benchmarks_columns() {
         .next()
         .expect("redis-benchmark printed a CSV header")
         .to_string();
-    let output = loadtest(
+    let stdout = loadtest(
         &server,
         "--format csv --variant all --connections 4 --requests 200 --stock 10",
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
+        SUCCESS,
+    )
+    .stdout();
     let mut lines = stdout.lines();
     let header = lines.next().unwrap();
     assert!(
@@ -202,13 +181,11 @@ fn csv_header_starts_with_redis_benchmarks_columns() {
         assert!(row.starts_with('"'), "{row}");
     }
     // Only the load test has a CSV; the others refuse it before doing anything.
-    let campaign = campaign_file(CAMPAIGN);
-    let other = seckill(&campaign.path, &server.url())
-        .args(["--format", "csv", "preheat"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&other.stderr);
-    assert_eq!(other.status.code(), Some(2), "{stderr}");
+    let stderr = seckill(&["--format", "csv", "preheat"])
+        .campaign(&lt_engine())
+        .redis(&server)
+        .fails_with(USAGE_ERROR)
+        .stderr();
     assert!(
         stderr.contains("--format csv applies to loadtest only"),
         "{stderr}"
@@ -227,16 +204,12 @@ fn hgrm_files_parse_back() {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let prefix = format!("{}/run-", dir.path().display());
-    let output = loadtest(
+    loadtest(
         &server,
         &format!(
             "--format json --variant v3 --connections 4 --requests 2000 --rate 4000 --hdr-out {prefix}"
         ),
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        SUCCESS,
     );
     for file in ["run-v3.hgrm", "run-v3.service.hgrm"] {
         let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
@@ -271,31 +244,24 @@ fn hgrm_files_parse_back() {
 #[test]
 fn an_impossible_p99_fails_with_the_threshold_code() {
     let server = RedisServer::start();
-    let output = loadtest(
+    let failed = loadtest(
         &server,
         "--format json --variant v3 --connections 2 --requests 100 --max-p99 1us --min-qps 1",
+        THRESHOLD_FAILED,
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(seckill::model::exit_codes::THRESHOLD_FAILED),
-        "{stderr}"
-    );
+    let stderr = failed.stderr();
     assert!(stderr.contains("threshold failed: v3: p99"), "{stderr}");
-    let envelope = json(&output);
-    assert_eq!(
-        envelope["exit_code"],
-        seckill::model::exit_codes::THRESHOLD_FAILED
-    );
+    let envelope = failed.json();
+    assert_eq!(envelope["exit_code"], THRESHOLD_FAILED);
     assert_eq!(envelope["error"]["kind"], "threshold_failed", "{envelope}");
     let report = &envelope["variants"][0];
     assert_eq!(report["thresholds_failed"].as_array().unwrap().len(), 1);
 
-    let relaxed = loadtest(
+    loadtest(
         &server,
         "--variant v3 --connections 2 --requests 100 --max-p99 1h",
+        SUCCESS,
     );
-    assert!(relaxed.status.success());
 }
 
 /// v1 oversells by design: that fails a run only when asked to.
@@ -303,23 +269,21 @@ fn an_impossible_p99_fails_with_the_threshold_code() {
 fn v1_oversold_fails_only_with_fail_on_oversell() {
     let server = RedisServer::start();
     for _run in 0..5 {
-        let output = loadtest(
+        let ran = loadtest_on(
+            &lt_engine(),
             &server,
             "--format json --variant v1 --connections 32 --requests 3000 --stock 5 --fail-on-oversell",
-        );
-        let report = report(&output);
-        if report["oversold"].as_u64().unwrap() > 0 {
-            assert_eq!(
-                output.status.code(),
-                Some(seckill::model::exit_codes::THRESHOLD_FAILED),
-                "{report}"
-            );
-            assert!(
-                String::from_utf8_lossy(&output.stderr).contains("threshold failed: v1: oversold"),
-            );
+        )
+        .runs();
+        let report = report(&ran);
+        let oversold = report["oversold"].as_u64().unwrap() > 0;
+        // Exit 4 exactly when it oversold, naming the threshold.
+        let expected = if oversold { THRESHOLD_FAILED } else { SUCCESS };
+        assert_eq!(ran.code(), expected, "{report}");
+        if oversold {
+            assert!(ran.stderr().contains("threshold failed: v1: oversold"));
             return;
         }
-        assert!(output.status.success(), "{report}");
     }
     panic!("v1 never oversold in 5 runs");
 }
@@ -328,23 +292,25 @@ fn v1_oversold_fails_only_with_fail_on_oversell() {
 #[test]
 fn table_is_narrow_unless_wide() {
     let server = RedisServer::start();
-    let campaign = campaign_file(CAMPAIGN);
-    let narrow = seckill(&campaign.path, &server.url())
-        .env("COLUMNS", "80")
-        .args("loadtest --variant all --connections 4 --requests 200 --stock 10".split_whitespace())
-        .output()
-        .unwrap();
-    assert!(narrow.status.success());
-    let text = String::from_utf8_lossy(&narrow.stdout);
+    let text = loadtest_on(
+        &lt_engine(),
+        &server,
+        "--variant all --connections 4 --requests 200 --stock 10",
+    )
+    .columns(80)
+    .succeeds()
+    .stdout();
     for line in text.lines() {
         assert!(line.chars().count() <= 80, "longer than 80: {line}");
     }
     assert!(!text.contains("undersold"), "{text}");
-    let wide = loadtest(
+    let text = loadtest_on(
+        &lt_engine(),
         &server,
         "--variant v3 --connections 4 --requests 200 --stock 10 --wide",
-    );
-    let text = String::from_utf8_lossy(&wide.stdout);
+    )
+    .runs()
+    .stdout();
     for column in [
         "undersold",
         "p99.9 ms",
@@ -362,16 +328,12 @@ fn table_is_narrow_unless_wide() {
 #[test]
 fn several_event_loops_split_the_work() {
     let server = RedisServer::start();
-    let output = loadtest(
+    let all = loadtest(
         &server,
         "--format json --variant all --threads 3 --connections 7 --requests 300 --stock 20",
+        SUCCESS,
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for report in json(&output)["variants"].as_array().unwrap() {
+    for report in all.json()["variants"].as_array().unwrap() {
         assert_eq!(report["threads"], 3, "{report}");
         assert_eq!(report["completed"], 300, "{report}");
         assert_eq!(report["books_balance"], true, "{report}");
@@ -379,11 +341,14 @@ fn several_event_loops_split_the_work() {
             assert_eq!(report["succeeded"], 20, "{report}");
         }
     }
-    let output = loadtest(
-        &server,
-        "--format json --variant full --threads 3 --connections 7 --rate 3000 --requests 600 --stock 1000",
+    let report = report(
+        &loadtest_on(
+            &lt_engine(),
+            &server,
+            "--format json --variant full --threads 3 --connections 7 --rate 3000 --requests 600 --stock 1000",
+        )
+        .runs(),
     );
-    let report = report(&output);
     assert_eq!(report["completed"], 600, "{report}");
     // Every attempt a distinct user, every user bought once: none made twice, none skipped.
     assert_eq!(report["succeeded"], 600, "{report}");

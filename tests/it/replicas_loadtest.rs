@@ -6,11 +6,14 @@
 
 use crate::support;
 
+use seckill::model::exit_codes::USAGE_ERROR;
 use serde_json::Value;
-use support::{Frozen, RedisServer, campaign_file, json, seckill};
+use support::spec::{campaign, seckill};
+use support::{CampaignFile, Frozen, RedisServer};
 
-const CAMPAIGN: &str = "campaign: rlt\nper_user_limit: 1\nitems:\n  \
-    - { id: \"1\", name: x, price: \"1.00\", stock: 5 }\n";
+fn rlt() -> CampaignFile {
+    campaign("rlt").per_user_limit(1).item("1", 5).write()
+}
 
 fn int(report: &Value, field: &str) -> i64 {
     report[field]
@@ -22,26 +25,23 @@ fn int(report: &Value, field: &str) -> i64 {
 fn every_buy_waits_and_unreplicated_buys_still_count_as_sold() {
     let master = RedisServer::start();
     let replica = support::start_replica_of(&master);
-    let file = campaign_file(CAMPAIGN);
+    let file = rlt();
     let run = |args: &str| {
-        seckill(&file.path, &master.url())
-            .args(["loadtest", "--variant", "full", "--wait-replicas", "1"])
-            .args(args.split_whitespace())
-            .output()
-            .unwrap()
+        let words: Vec<&str> = args.split_whitespace().collect();
+        seckill(&["loadtest", "--variant", "full", "--wait-replicas", "1"])
+            .args(&words)
+            .campaign(&file)
+            .redis(&master)
     };
-    let full = |args: &str| {
-        let output = run(&format!("--format json {args}"));
-        assert!(output.status.success(), "{output:?}");
-        json(&output)["variants"][0].clone()
-    };
+    let full =
+        |args: &str| run(&format!("--format json {args}")).succeeds().json()["variants"][0].clone();
 
     let replicated =
         full("--wait-timeout 2s --connections 8 --pipeline 4 --requests 400 --stock 50");
     let frozen = Frozen::new(&mut replica.conn());
     let unreplicated = full("--wait-timeout 100ms --connections 4 --requests 40 --stock 10");
-    let csv = run("--wait-timeout 50ms --connections 2 --requests 6 --stock 2 --format csv");
-    let wide = run("--wait-timeout 50ms --connections 2 --requests 6 --stock 2 --wide");
+    let csv = run("--wait-timeout 50ms --connections 2 --requests 6 --stock 2 --format csv").runs();
+    let wide = run("--wait-timeout 50ms --connections 2 --requests 6 --stock 2 --wide").runs();
     drop(frozen);
 
     for (report, requests, stock) in [(&replicated, 400, 50), (&unreplicated, 40, 10)] {
@@ -61,7 +61,7 @@ fn every_buy_waits_and_unreplicated_buys_still_count_as_sold() {
     assert_eq!(int(&replicated, "unreplicated"), 0, "{replicated}");
     assert_eq!(int(&unreplicated, "succeeded"), 0, "{unreplicated}");
 
-    let text = String::from_utf8_lossy(&csv.stdout);
+    let text = csv.stdout();
     let mut lines = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
     let (header, row) = (lines.next().unwrap(), lines.next().unwrap());
     let column = header
@@ -69,7 +69,7 @@ fn every_buy_waits_and_unreplicated_buys_still_count_as_sold() {
         .position(|h| *h == "\"unreplicated\"")
         .unwrap();
     assert_eq!(row[column], "\"2\"", "{text}");
-    let table = String::from_utf8_lossy(&wide.stdout);
+    let table = wide.stdout();
     assert!(table.contains("unreplicated"), "{table}");
     assert!(table.contains("WAIT for 1 replica(s)"), "{table}");
 }
@@ -77,14 +77,9 @@ fn every_buy_waits_and_unreplicated_buys_still_count_as_sold() {
 #[test]
 fn wait_replicas_needs_the_full_variant() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    let output = seckill(&file.path, &server.url())
-        .args(["loadtest", "--variant", "v3", "--wait-replicas", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(seckill::model::exit_codes::USAGE_ERROR)
-    );
-    assert!(String::from_utf8_lossy(&output.stderr).contains("full variant only"));
+    let refused = seckill(&["loadtest", "--variant", "v3", "--wait-replicas", "1"])
+        .campaign(&rlt())
+        .redis(&server)
+        .fails_with(USAGE_ERROR);
+    assert!(refused.stderr().contains("full variant only"));
 }

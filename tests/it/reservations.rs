@@ -1346,7 +1346,7 @@ fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
     let stderr = seckill(&["expire", "--loop", "--interval", "100ms"])
         .campaign(&file)
         .redis_url(&url)
-        .fails_within(RUNTIME_ERROR, Duration::from_secs(30))
+        .fails_with_within(RUNTIME_ERROR, Duration::from_secs(30))
         .stderr();
     assert!(stderr.to_lowercase().contains("noperm"), "{stderr}");
     assert!(!stderr.contains("retrying"), "{stderr}");

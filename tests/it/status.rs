@@ -9,76 +9,64 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::orders::{buy_many, spawn_seckill, terminate, wait_exit, wait_until};
-use crate::support::{CampaignFile, RedisServer, campaign_file, free_port, json, seckill};
+use crate::support::spec::{CampaignSpec, Ran, campaign, seckill};
+use crate::support::{CampaignFile, RedisServer, free_port};
+use seckill::model::exit_codes::USAGE_ERROR;
 
-/// RFC 3339 for "now + offset" (negative = in the past).
-fn at(offset: Duration, past: bool) -> String {
-    let now = chrono::Utc::now();
-    let offset = chrono::Duration::from_std(offset).unwrap();
-    let t = if past { now - offset } else { now + offset };
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+/// A one-item campaign `c`: item "1", a Bottle at 10.00, `stock` units.
+fn bottle(stock: i64) -> CampaignSpec {
+    campaign("c")
+        .item("1", stock)
+        .named("Bottle")
+        .price("10.00")
 }
 
-/// A one-item campaign `c` with `stock` units and an optional window.
-fn campaign(stock: i64, window: &str) -> CampaignFile {
-    campaign_file(&format!(
-        "campaign: c\n{window}keep_after_end: 2h\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"10.00\"\n    stock: {stock}\norders:\n  store: sqlite://orders.db\n"
-    ))
+fn preheat(file: &CampaignFile, server: &RedisServer) {
+    seckill(&["preheat"])
+        .campaign(file)
+        .redis(server)
+        .succeeds();
 }
 
 fn status_json(file: &CampaignFile, server: &RedisServer) -> serde_json::Value {
-    let output = seckill(&file.path, &server.url())
-        .args(["status", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    json(&output)["items"][0].clone()
+    seckill(&["status"])
+        .campaign(file)
+        .redis(server)
+        .json()
+        .succeeds()
+        .json()["items"][0]
+        .clone()
+}
+
+/// Stdout, which must be UTF-8.
+fn utf8(ran: &Ran) -> String {
+    String::from_utf8(ran.output().stdout.clone()).expect("stdout is UTF-8")
 }
 
 fn status_text(file: &CampaignFile, server: &RedisServer) -> String {
-    let output = seckill(&file.path, &server.url())
-        .arg("status")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8(output.stdout).unwrap()
+    utf8(&seckill(&["status"]).campaign(file).redis(server).succeeds())
 }
 
 fn switch_text(file: &CampaignFile, server: &RedisServer) -> String {
-    let output = seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "status"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8(output.stdout).unwrap()
+    utf8(
+        &seckill(&["shutdown-switch", "status"])
+            .campaign(file)
+            .redis(server)
+            .succeeds(),
+    )
 }
 
 #[test]
 fn status_shows_every_field_of_a_live_sale() {
     let server = RedisServer::start();
-    let hour = Duration::from_secs(3600);
-    let window = format!(
-        "starts_at: {}\nends_at: {}\n",
-        at(hour, true),
-        at(hour, false)
-    );
-    let file = campaign(50, &window);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = bottle(50).starts_in(-3600).ends_in(3600).write();
+    preheat(&file, &server);
     assert_eq!(buy_many(&server, &file, "1", "u", 7).len(), 7);
-    seckill(&file.path, &server.url())
-        .args([
-            "shutdown-switch",
-            "on",
-            "--reason",
-            "gateway down",
-            "--by",
-            "alice",
-        ])
-        .assert()
-        .success();
+    seckill(&["shutdown-switch", "on", "--reason", "gateway down"])
+        .args(&["--by", "alice"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
 
     let s = status_json(&file, &server);
     assert_eq!(s["stock_left"], 43);
@@ -134,11 +122,8 @@ fn status_shows_every_field_of_a_live_sale() {
 #[test]
 fn the_rate_is_the_order_streams_growth_between_two_samples() {
     let server = RedisServer::start();
-    let file = campaign(100_000, "");
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = bottle(100_000).write();
+    preheat(&file, &server);
     let selling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let shopper = {
         let (selling, url) = (selling.clone(), server.url());
@@ -181,18 +166,11 @@ fn the_rate_is_the_order_streams_growth_between_two_samples() {
 #[test]
 fn status_never_says_open_before_the_start_or_after_the_end() {
     let server = RedisServer::start();
-    let hour = Duration::from_secs(3600);
-    let later = campaign(5, &format!("starts_at: {}\n", at(hour * 2, false)));
-    let ended = campaign(
-        5,
-        &format!("ends_at: {}\n", at(Duration::from_secs(60), true)),
-    );
-    let never = campaign(5, "");
+    let later = bottle(5).starts_in(2 * 3600).write();
+    let ended = bottle(5).ends_in(-60).write();
+    let never = bottle(5).write();
     // The three share the campaign id `c`: the Redis is emptied between them.
-    seckill(&later.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    preheat(&later, &server);
     let s = status_json(&later, &server);
     assert_eq!(s["window"]["state"], "not_started");
     let opens_in = s["window"]["opens_in_ms"].as_i64().unwrap();
@@ -212,10 +190,7 @@ fn status_never_says_open_before_the_start_or_after_the_end() {
     );
     let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
 
-    seckill(&ended.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    preheat(&ended, &server);
     let s = status_json(&ended, &server);
     assert_eq!(s["window"]["state"], "ended");
     let text = status_text(&ended, &server);
@@ -268,18 +243,15 @@ fn sample(text: &str, series: &str) -> f64 {
 #[test]
 fn status_writes_prometheus_text_that_promtool_accepts() {
     let server = RedisServer::start();
-    let file = campaign(20, "");
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = bottle(20).write();
+    preheat(&file, &server);
     buy_many(&server, &file, "1", "u", 3);
-    let output = seckill(&file.path, &server.url())
-        .args(["status", "--format", "prometheus"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = utf8(
+        &seckill(&["status", "--format", "prometheus"])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds(),
+    );
     promtool_check(&text);
     let labels = "{campaign=\"c\",item=\"1\"}";
     assert_eq!(sample(&text, &format!("seckill_stock_left{labels}")), 17.0);
@@ -289,18 +261,23 @@ fn status_writes_prometheus_text_that_promtool_accepts() {
     assert_eq!(sample(&text, &format!("seckill_stream_lag{labels}")), 3.0);
 
     // Elsewhere the format is a usage error, not a table in disguise.
-    seckill(&file.path, &server.url())
-        .args(["--format", "prometheus", "shutdown-switch", "status"])
-        .assert()
-        .code(seckill::model::exit_codes::USAGE_ERROR)
-        .stderr(predicates::str::contains("only with `seckill status`"));
+    let refused = seckill(&["--format", "prometheus", "shutdown-switch", "status"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(USAGE_ERROR);
+    assert!(
+        refused.stderr().contains("only with `seckill status`"),
+        "{}",
+        refused.describe()
+    );
     // SECKILL_FORMAT chooses the format too.
-    let output = seckill(&file.path, &server.url())
+    let chosen = seckill(&["status"])
+        .campaign(&file)
+        .redis(&server)
         .env("SECKILL_FORMAT", "json")
-        .arg("status")
-        .output()
-        .unwrap();
-    assert_eq!(json(&output)["items"][0]["stock_left"], 17);
+        .runs()
+        .json();
+    assert_eq!(chosen["items"][0]["stock_left"], 17);
 }
 
 /// GET `path` over a plain TCP connection; returns (status line, headers, body).
@@ -321,11 +298,8 @@ fn http_get(port: u16, path: &str) -> std::io::Result<(String, String, String)> 
 #[test]
 fn consume_serves_metrics_over_http_while_it_runs() {
     let server = RedisServer::start();
-    let file = campaign(30, "");
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = bottle(30).write();
+    preheat(&file, &server);
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut consumer = spawn_seckill(
@@ -372,11 +346,8 @@ fn consume_serves_metrics_over_http_while_it_runs() {
 #[test]
 fn watch_prints_one_block_per_sample_when_piped_and_stops_cleanly() {
     let server = RedisServer::start();
-    let file = campaign(9, "");
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = bottle(9).write();
+    preheat(&file, &server);
     let mut watcher = spawn_seckill(
         &file,
         &server.url(),
@@ -454,18 +425,17 @@ fn watch_prints_one_block_per_sample_when_piped_and_stops_cleanly() {
 #[test]
 fn a_bucketed_item_is_read_bucket_by_bucket_and_summed() {
     let server = RedisServer::start();
-    let file = campaign_file(
-        "campaign: c\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 40\n    buckets: 4\norders:\n  store: sqlite://orders.db\n",
-    );
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = campaign("c")
+        .item("1", 40)
+        .named("Bottle")
+        .buckets(4)
+        .write();
+    preheat(&file, &server);
     for user in ["a", "b", "c"] {
-        seckill(&file.path, &server.url())
-            .args(["buy", "--item", "1", "--user", user])
-            .assert()
-            .success();
+        seckill(&["buy", "--item", "1", "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds();
     }
     let s = status_json(&file, &server);
     assert_eq!(s["initial_stock"], 40, "{s}");
@@ -485,15 +455,17 @@ fn a_bucketed_item_is_read_bucket_by_bucket_and_summed() {
         text.contains("37 left of 40") && text.contains("bucket 3"),
         "{text}"
     );
-    seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "on", "--by", "alice"])
-        .assert()
-        .success();
-    let output = seckill(&file.path, &server.url())
-        .args(["shutdown-switch", "status", "--history", "--format", "json"])
-        .output()
-        .unwrap();
-    let row = json(&output)["items"][0].clone();
+    seckill(&["shutdown-switch", "on", "--by", "alice"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let row = seckill(&["shutdown-switch", "status", "--history"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .runs()
+        .json()["items"][0]
+        .clone();
     assert_eq!(row["closed"], true);
     assert_eq!(row["window"]["state"], "open");
     assert_eq!(row["history"][0]["by"], "alice");
@@ -503,18 +475,19 @@ fn a_bucketed_item_is_read_bucket_by_bucket_and_summed() {
 #[test]
 fn consume_counts_a_bucketed_items_orders_under_the_item() {
     let server = RedisServer::start();
-    let file = campaign_file(
-        "campaign: c\nitems:\n  - id: \"1\"\n    name: Bottle\n    price: \"1.00\"\n    stock: 40\n    buckets: 4\n  - id: \"2\"\n    name: Cup\n    price: \"1.00\"\n    stock: 5\norders:\n  store: sqlite://orders.db\n",
-    );
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = campaign("c")
+        .item("1", 40)
+        .named("Bottle")
+        .buckets(4)
+        .item("2", 5)
+        .named("Cup")
+        .write();
+    preheat(&file, &server);
     for user in ["a", "b", "c", "d", "e"] {
-        seckill(&file.path, &server.url())
-            .args(["buy", "--item", "1", "--user", user])
-            .assert()
-            .success();
+        seckill(&["buy", "--item", "1", "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds();
     }
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");

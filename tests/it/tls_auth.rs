@@ -152,14 +152,14 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
             .redis_url(url)
             .args(args)
     };
-    with_ca(&ca, &url, &["preheat"]).fails_within(SUCCESS, HANG);
-    with_ca(&ca, &url, &["buy", "--item", "1", "--user", "u"]).fails_within(SUCCESS, HANG);
-    with_ca(&ca, &url, &["buy", "--item", "1", "--user", "u"]).fails_within(DUPLICATE, HANG);
+    with_ca(&ca, &url, &["preheat"]).fails_with_within(SUCCESS, HANG);
+    with_ca(&ca, &url, &["buy", "--item", "1", "--user", "u"]).fails_with_within(SUCCESS, HANG);
+    with_ca(&ca, &url, &["buy", "--item", "1", "--user", "u"]).fails_with_within(DUPLICATE, HANG);
     // Without our CA the system trust store does not know this server.
     let stderr = seckill(&["preheat"])
         .campaign(&file)
         .redis_url(&url)
-        .fails_within(RUNTIME_ERROR, HANG)
+        .fails_with_within(RUNTIME_ERROR, HANG)
         .stderr();
     assert!(
         stderr.contains(&format!("localhost:{port} (TLS)")),
@@ -190,7 +190,7 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
         &url,
         &["buy", "--item", "1", "--user", "v"],
     )
-    .fails_within(RUNTIME_ERROR, HANG)
+    .fails_with_within(RUNTIME_ERROR, HANG)
     .stderr();
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
 
@@ -202,7 +202,7 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
         &format!("rediss://127.0.0.1:{}/0", plain.port),
         &["preheat"],
     )
-    .fails_within(RUNTIME_ERROR, HANG);
+    .fails_with_within(RUNTIME_ERROR, HANG);
     let keys: Vec<String> = redis::Commands::keys(&mut plain.conn(), "*").unwrap();
     assert!(
         keys.is_empty(),

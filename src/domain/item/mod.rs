@@ -29,8 +29,8 @@ use crate::model::layout::{BucketKeys, Layout};
 
 /// One item of a campaign, with where its keys are.
 #[derive(Debug, Clone)]
-pub(crate) struct SaleItem<'a> {
-    pub(crate) campaign: &'a Campaign,
+pub struct SaleItem<'a> {
+    pub campaign: &'a Campaign,
     pub(crate) item: &'a Item,
     layout: Layout,
 }
@@ -38,9 +38,9 @@ pub(crate) struct SaleItem<'a> {
 /// One purchase attempt's answer, and what it cost.
 #[derive(Debug, Clone)]
 pub(crate) struct Attempt {
-    pub(crate) reply: BuyReply,
+    pub reply: BuyReply,
     /// Round trips, transfers and sweeps (a plain item: one round trip).
-    pub(crate) cost: BuyCost,
+    pub cost: BuyCost,
     /// One key per slot the attempt may have written to (for WAIT).
     pub(crate) written: Vec<String>,
 }
@@ -103,7 +103,7 @@ impl SlotsView {
 
 impl<'a> SaleItem<'a> {
     /// `item` of a live campaign, laid out as the file says.
-    pub(crate) fn live(campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+    pub fn live(campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
         SaleItem::under(LIVE_PREFIX, campaign, item)
     }
 
@@ -126,17 +126,17 @@ impl<'a> SaleItem<'a> {
     }
 
     /// The item id.
-    pub(crate) fn id(&self) -> &'a str {
+    pub fn id(&self) -> &'a str {
         &self.item.id
     }
 
     /// Where the item's keys are.
-    pub(crate) fn layout(&self) -> &Layout {
+    pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// Every slot's keys, in bucket order (one for a plain item).
-    pub(crate) fn slots(&self) -> Vec<BucketKeys> {
+    pub fn slots(&self) -> Vec<BucketKeys> {
         self.layout.all()
     }
 
@@ -171,7 +171,7 @@ impl<'a> SaleItem<'a> {
     /// long after it, on the Redis clock). A plain item is one call of
     /// `lua/buy.lua`; a bucketed one starts in the buyer's home bucket and
     /// sweeps the others when it is short (docs/buckets.md, "The buy path").
-    pub(crate) fn reserve<C: ConnectionLike>(
+    pub fn reserve<C: ConnectionLike>(
         &self,
         conn: &mut C,
         request: &BuyRequest,
@@ -205,7 +205,7 @@ impl<'a> SaleItem<'a> {
     }
 
     /// [`SaleItem::reserve`] with no payment timeout: an `ok` is final.
-    pub(crate) fn buy<C: ConnectionLike>(
+    pub fn buy<C: ConnectionLike>(
         &self,
         conn: &mut C,
         request: &BuyRequest,

@@ -16,21 +16,21 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use redis::{ConnectionLike, Script, Value};
 
-pub(crate) mod bucket_buy;
-pub(crate) mod bucket_credit;
-pub(crate) mod bucket_snapshot;
-pub(crate) mod bucket_take;
-pub(crate) mod buy;
-pub(crate) mod dead_letter;
-pub(crate) mod item_state;
-pub(crate) mod item_status;
-pub(crate) mod lock_release;
-pub(crate) mod pay;
-pub(crate) mod preheat;
-pub(crate) mod release;
-pub(crate) mod set_switch;
-pub(crate) mod stream_order_ids;
-pub(crate) mod v3_decr;
+pub mod bucket_buy;
+pub mod bucket_credit;
+pub mod bucket_snapshot;
+pub mod bucket_take;
+pub mod buy;
+pub mod dead_letter;
+pub mod item_state;
+pub mod item_status;
+pub mod lock_release;
+pub mod pay;
+pub mod preheat;
+pub mod release;
+pub mod set_switch;
+pub mod stream_order_ids;
+pub mod v3_decr;
 
 /// Who calls a script, so `preheat` loads the sale's scripts up front.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub(crate) fn sale_scripts() -> impl Iterator<Item = &'static Spec> {
 /// A typed call of one script: its KEYS and ARGV values, in the script's
 /// order. `T` is whatever the caller packs: strings for a normal call, byte
 /// templates for the load-test packer.
-pub(crate) trait ScriptCall<T> {
+pub trait ScriptCall<T> {
     /// The script this call runs.
     fn spec() -> &'static Spec;
     /// KEYS values, in order.
@@ -171,7 +171,7 @@ macro_rules! script_call {
 
         $(#[$doc])*
         #[derive(Debug, Clone)]
-        pub(crate) struct $call<T> {
+        pub struct $call<T> {
             $(pub(crate) $key: T,)*
             $(pub(crate) $arg: T,)*
             $(pub(crate) $rest: Vec<T>,)?

@@ -1,8 +1,12 @@
 //! A throwaway three-master Redis Cluster on free loopback ports, built with
 //! `redis-cli --cluster create`, killed on drop.
 
+use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use redis::Value;
+use seckill::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
 
 use tempfile::TempDir;
 
@@ -142,6 +146,73 @@ impl RedisCluster {
             .query(&mut node(port).unwrap())
             .unwrap()
     }
+
+    /// A cluster connection as the binary opens one (`--cluster`, the seed URLs).
+    pub fn conn(&self) -> Conn {
+        let args = ConnectionArgs {
+            redis_url: Some(self.urls()),
+            cluster: true,
+            ..ConnectionArgs::default()
+        };
+        RedisTarget::resolve(&args, None)
+            .unwrap()
+            .connect()
+            .unwrap()
+    }
+
+    /// Master port owning each slot, from `CLUSTER SHARDS` on the first node,
+    /// once its view has settled (right after `cluster create` gossip may lag
+    /// behind `cluster_state:ok`): every slot owned by one of the cluster's nodes.
+    pub fn slot_owners(&self) -> HashMap<u16, u16> {
+        for _ in 0..100 {
+            let owners = shards_view(self.ports[0]);
+            if owners.len() == 16384 && owners.values().all(|p| self.ports.contains(p)) {
+                return owners;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("CLUSTER SHARDS never showed every slot owned by a node of the cluster");
+    }
+}
+
+/// Slot → master port, as `CLUSTER SHARDS` on the node at `port` sees it now.
+fn shards_view(port: u16) -> HashMap<u16, u16> {
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let shards: Vec<Value> = redis::cmd("CLUSTER")
+        .arg("SHARDS")
+        .query(&mut conn)
+        .unwrap();
+    let field = |map: &Value, name: &str| -> Value {
+        let Value::Array(pairs) = map else {
+            panic!("shard is not a flat map: {map:?}")
+        };
+        pairs
+            .chunks(2)
+            .find(|kv| redis::from_redis_value_ref::<String>(&kv[0]).unwrap() == name)
+            .map(|kv| kv[1].clone())
+            .unwrap_or_else(|| panic!("no {name} in {map:?}"))
+    };
+    let mut owners = HashMap::new();
+    for shard in &shards {
+        let slots: Vec<u16> = redis::from_redis_value(field(shard, "slots")).unwrap();
+        let Value::Array(nodes) = field(shard, "nodes") else {
+            panic!("nodes")
+        };
+        let master = nodes
+            .iter()
+            .find(|n| redis::from_redis_value::<String>(field(n, "role")).unwrap() == "master")
+            .unwrap();
+        let master_port: u16 = redis::from_redis_value(field(master, "port")).unwrap();
+        for range in slots.chunks(2) {
+            for slot in range[0]..=range[1] {
+                owners.insert(slot, master_port);
+            }
+        }
+    }
+    owners
 }
 
 /// A free port a cluster node can use: Redis refuses ports above 55535,

@@ -8,8 +8,11 @@
 //! so a developer's shell never changes what a test sees.
 
 use std::io::Read;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+use super::cluster::RedisCluster;
 use super::{CampaignFile, RedisServer};
 
 /// `seckill ARGS...`, not run yet.
@@ -158,9 +161,16 @@ impl Run {
         self
     }
 
-    /// [`Run::runs`], killed after `limit`: a hang fails the test instead of
-    /// stalling the suite.
-    pub fn runs_within(mut self, limit: std::time::Duration) -> Ran {
+    /// Against this test cluster: `--cluster` with its seed URLs.
+    pub fn cluster(mut self, cluster: &RedisCluster) -> Run {
+        self.command.arg("--cluster");
+        self.redis_url(&cluster.urls())
+    }
+
+    /// Start it and go on meanwhile (freeze Redis, kill it at a chosen
+    /// moment); its stdout and stderr are read as it writes them, so it never
+    /// blocks on a full pipe. See [`Running`].
+    pub fn start(mut self) -> Running {
         let shown = self.shown();
         let mut child = self
             .command
@@ -170,40 +180,25 @@ impl Run {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn seckill");
-        let read_all = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                let _ = pipe.read_to_end(&mut bytes);
-                bytes
-            })
-        };
-        let stdout = read_all(Box::new(child.stdout.take().expect("stdout")));
-        let stderr = read_all(Box::new(child.stderr.take().expect("stderr")));
-        let deadline = std::time::Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait for seckill") {
-                break status;
-            }
-            if std::time::Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("`{shown}` did not exit within {limit:?}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        };
-        let output = Output {
-            status,
-            stdout: stdout.join().expect("read stdout"),
-            stderr: stderr.join().expect("read stderr"),
-        };
-        Ran { shown, output }
+        let stdout = read_all(child.stdout.take().expect("stdout"));
+        let stderr = read_all(child.stderr.take().expect("stderr"));
+        Running {
+            shown,
+            child: Some(child),
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// [`Run::runs`], killed if it still runs after `limit` (then it fails,
+    /// showing what it printed): a hang fails the test instead of stalling the suite.
+    pub fn runs_within(self, limit: Duration) -> Ran {
+        self.start().finish_within(limit)
     }
 
     /// [`Run::fails_with`], killed after `limit` (see [`Run::runs_within`]).
-    pub fn fails_within(self, code: i32, limit: std::time::Duration) -> Ran {
-        let ran = self.runs_within(limit);
-        assert_eq!(ran.code(), code, "{}", ran.describe());
-        ran
+    pub fn fails_with_within(self, code: i32, limit: Duration) -> Ran {
+        self.runs_within(limit).must_exit(code)
     }
 }
 
@@ -247,6 +242,16 @@ impl Ran {
             self.stdout(),
             self.stderr()
         )
+    }
+
+    /// The raw output, for helpers that take a [`std::process::Output`].
+    pub fn output(&self) -> &Output {
+        &self.output
+    }
+
+    fn must_exit(self, code: i32) -> Ran {
+        assert_eq!(self.code(), code, "{}", self.describe());
+        self
     }
 }
 
@@ -408,4 +413,85 @@ impl CampaignSpec {
 fn rfc3339_from_now(seconds: i64) -> String {
     let at = chrono::Utc::now() + chrono::Duration::seconds(seconds);
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A run started with [`Run::start`], killed on drop unless finished.
+pub struct Running {
+    shown: String,
+    child: Option<Child>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    /// The process (to poll `try_wait`, kill it, read its pid).
+    pub fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("not finished yet")
+    }
+
+    /// Wait until it exits, whatever the code.
+    pub fn finish(self) -> Ran {
+        self.finish_within(Duration::MAX)
+    }
+
+    /// [`Running::finish`]; a run still going after `limit` is killed and
+    /// fails the test, showing what it printed.
+    pub fn finish_within(mut self, limit: Duration) -> Ran {
+        let mut child = self.child.take().expect("not finished yet");
+        let deadline = Instant::now().checked_add(limit);
+        let mut hung = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for seckill") {
+                break status;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                hung = true;
+                let _ = child.kill();
+                break child.wait().expect("wait for seckill");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let collect = |reader: Option<JoinHandle<Vec<u8>>>| {
+            reader.expect("read once").join().expect("pipe reader")
+        };
+        let output = Output {
+            status,
+            stdout: collect(self.stdout.take()),
+            stderr: collect(self.stderr.take()),
+        };
+        let ran = Ran {
+            shown: std::mem::take(&mut self.shown),
+            output,
+        };
+        assert!(!hung, "did not exit within {limit:?}: {}", ran.describe());
+        ran
+    }
+
+    /// Wait until it exits; it must exit with `code`.
+    pub fn fails_with(self, code: i32) -> Ran {
+        self.finish().must_exit(code)
+    }
+
+    /// Wait until it exits; it must exit 0.
+    pub fn succeeds(self) -> Ran {
+        self.fails_with(0)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Everything `pipe` yields until it closes, read on a thread of its own.
+fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
 }
