@@ -37,7 +37,7 @@ pub struct SaleItem<'a> {
 
 /// One purchase attempt's answer, and what it cost.
 #[derive(Debug, Clone)]
-pub(crate) struct Attempt {
+pub struct Attempt {
     pub reply: BuyReply,
     /// Round trips, transfers and sweeps (a plain item: one round trip).
     pub cost: BuyCost,
@@ -205,11 +205,7 @@ impl<'a> SaleItem<'a> {
     }
 
     /// [`SaleItem::reserve`] with no payment timeout: an `ok` is final.
-    pub fn buy<C: ConnectionLike>(
-        &self,
-        conn: &mut C,
-        request: &BuyRequest,
-    ) -> Result<Attempt> {
+    pub fn buy<C: ConnectionLike>(&self, conn: &mut C, request: &BuyRequest) -> Result<Attempt> {
         self.reserve(conn, request, 0)
     }
 

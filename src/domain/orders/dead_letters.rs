@@ -22,21 +22,21 @@ use crate::model::keys::ItemKeys;
 /// One dead-lettered entry.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct DeadLetter {
-    pub(crate) item: String,
+    pub item: String,
     /// Id of the entry in the dead-letter stream.
-    pub(crate) dead_id: String,
+    pub dead_id: String,
     /// Id of the original entry in the order stream.
-    pub(crate) original_id: String,
-    pub(crate) reason: String,
-    pub(crate) deliveries: String,
-    pub(crate) consumer: String,
-    pub(crate) dead_at_ms: String,
+    pub original_id: String,
+    pub reason: String,
+    pub deliveries: String,
+    pub consumer: String,
+    pub dead_at_ms: String,
     /// The order it carries, when it is one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) order_id: Option<String>,
+    pub order_id: Option<String>,
     /// Why it is not an order (it cannot be re-driven).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) not_an_order: Option<String>,
+    pub not_an_order: Option<String>,
     #[serde(skip)]
     order: Option<Order>,
 }

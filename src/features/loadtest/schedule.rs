@@ -32,7 +32,7 @@ pub(crate) enum Pace {
 
 /// One attempt in flight: when it should have gone out and when it did.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Attempt {
+pub struct Attempt {
     pub(crate) number: u64,
     pub(crate) planned: Instant,
     pub(crate) sent: Instant,

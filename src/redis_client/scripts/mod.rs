@@ -43,7 +43,7 @@ pub(crate) enum Purpose {
 
 /// One Lua script: its file, source and contract (the names of its KEYS and ARGV).
 #[cfg_attr(not(test), allow(dead_code))] // the contract fields are read by the header test
-pub(crate) struct Spec {
+pub struct Spec {
     /// File name under `lua/`.
     pub(crate) file: &'static str,
     pub(crate) source: &'static str,
@@ -172,9 +172,9 @@ macro_rules! script_call {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $call<T> {
-            $(pub(crate) $key: T,)*
-            $(pub(crate) $arg: T,)*
-            $(pub(crate) $rest: Vec<T>,)?
+            $(pub $key: T,)*
+            $(pub $arg: T,)*
+            $(pub $rest: Vec<T>,)?
         }
 
         impl<T> $crate::redis_client::scripts::ScriptCall<T> for $call<T> {
