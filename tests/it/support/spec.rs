@@ -8,7 +8,9 @@
 //! so a developer's shell never changes what a test sees.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use super::{CampaignFile, RedisServer};
 
@@ -68,7 +70,8 @@ impl Run {
 
     /// More arguments after those given to [`seckill`].
     pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Run {
-        self.args.extend(args.iter().map(|a| a.as_ref().to_string()));
+        self.args
+            .extend(args.iter().map(|a| a.as_ref().to_string()));
         self
     }
 
@@ -142,6 +145,34 @@ impl Run {
         );
         words.extend(self.args.iter().cloned());
         words.join(" ")
+    }
+
+    /// Run it in `dir` (a relative `-c FILE` or `sqlite://` path is read from there).
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Run {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Give up on it after `limit`, failing the test (a run that could hang
+    /// on a frozen or unreachable server); then `.succeeds()` and the like.
+    pub fn within(self, limit: Duration) -> Within {
+        Within { run: self, limit }
+    }
+
+    /// Start it without waiting, its stdout and stderr going to `stdout` and
+    /// `stderr` (log files of a background `consume`, `status --watch`).
+    pub fn spawn_with_output(
+        mut self,
+        stdout: impl Into<Stdio>,
+        stderr: impl Into<Stdio>,
+    ) -> std::process::Child {
+        self.command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn seckill")
     }
 }
 
@@ -346,4 +377,73 @@ impl CampaignSpec {
 fn rfc3339_from_now(seconds: i64) -> String {
     let at = chrono::Utc::now() + chrono::Duration::seconds(seconds);
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A [`Run`] with a time limit ([`Run::within`]).
+pub struct Within {
+    run: Run,
+    limit: Duration,
+}
+
+impl Within {
+    /// Run it whatever it exits with, but within the limit.
+    pub fn runs(mut self) -> Ran {
+        let shown = self.run.shown();
+        let mut child = self
+            .run
+            .command
+            .args(&self.run.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn seckill");
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+        let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+        let deadline = Instant::now() + self.limit;
+        let (status, timed_out) = loop {
+            if let Some(status) = child.try_wait().expect("wait for seckill") {
+                break (status, false);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break (child.wait().expect("wait for seckill"), true);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let ran = Ran {
+            shown,
+            output: Output {
+                status,
+                stdout: stdout.join().expect("stdout reader"),
+                stderr: stderr.join().expect("stderr reader"),
+            },
+        };
+        assert!(
+            !timed_out,
+            "killed after {:?}: {}",
+            self.limit,
+            ran.describe()
+        );
+        ran
+    }
+
+    /// Within the limit, exit 0.
+    pub fn succeeds(self) -> Ran {
+        self.fails_with(0)
+    }
+
+    /// Within the limit, exit `code`.
+    pub fn fails_with(self, code: i32) -> Ran {
+        let ran = self.runs();
+        assert_eq!(ran.code(), code, "{}", ran.describe());
+        ran
+    }
 }
