@@ -3,9 +3,11 @@
 #
 # Starts its own redis-server and mariadbd on free loopback ports (temp
 # dirs, removed on exit), makes N real orders per store by running the real
-# buy script (EVALSHA, pipelined with `redis-cli --pipe`, so stock, buyers and
-# the order stream agree), then times `seckill consume --drain` and checks
-# the result with `seckill reconcile` (exit 0 or the benchmark fails).
+# buy script (the very EVALSHA `seckill loadtest --print-command full`
+# prints, so its KEYS/ARGV are the binary's, pipelined with `redis-cli
+# --pipe`, so stock, buyers and the order stream agree), then times
+# `seckill consume --drain` and checks the result with `seckill reconcile`
+# (exit 0 or the benchmark fails).
 #
 # Usage: scripts/bench-consume.sh [N] [BATCH]     (defaults: 100000 1000)
 # Needs: redis-server, redis-cli, mariadb-server (mariadbd, mariadb-install-db), cargo.
@@ -44,21 +46,48 @@ mariadb --no-defaults -h127.0.0.1 -P"$maria_port" -uroot -e "
     GRANT ALL ON bench.* TO 'bench'@'127.0.0.1';"
 
 export SECKILL_REDIS_URL="$REDIS_URL"
-buy_sha="$(sha1sum "$repo/lua/buy.lua" | cut -d' ' -f1)"
 
-# One RESP-encoded EVALSHA of the buy script per order, for `redis-cli --pipe`.
-make_buys() { # campaign item count
-    awk -v sha="$buy_sha" -v c="$1" -v item="$2" -v n="$3" 'BEGIN {
-        base = "seckill:{" c ":" item "}:"
+# The buy call of one order, word by word, into the file $2: the exact
+# EVALSHA the binary prints for the load test's `full` variant (the script's
+# KEYS and ARGV in the order `seckill buy` sends them; `__rand_int__` stands
+# for the order's number in the user, its rate key and the order id). Its
+# keys are the load-test namespace's (seckill-loadtest:{c:i}:...); consume
+# and reconcile read the live sale's (seckill:{c:i}:...), where preheat put
+# the item, so they move there, and the live meta key must exist.
+buy_words() { # campaign-file words-file
+    local call word numkeys k
+    eval "call=($("$seckill" -c "$1" loadtest --print-command full))"
+    [ "${call[0]}" = EVALSHA ] || { echo "bench-consume: --print-command printed ${call[*]}" >&2; exit 1; }
+    numkeys="${call[2]}"
+    for ((k = 3; k < 3 + numkeys; k++)); do
+        word="${call[k]}"
+        [ "${word#seckill-loadtest:}" != "$word" ] \
+            || { echo "bench-consume: key $word is not in the load-test namespace" >&2; exit 1; }
+        call[k]="seckill:${word#seckill-loadtest:}"
+    done
+    [ "$(redis-cli -p "$redis_port" EXISTS "${call[3]}")" = 1 ] \
+        || { echo "bench-consume: ${call[3]} (the buy's meta key) is not what preheat wrote" >&2; exit 1; }
+    for word in "${call[@]}"; do
+        case "$word" in *$'\n'* | *$'\r'*) echo "bench-consume: a word spans lines: $word" >&2; exit 1 ;; esac
+    done
+    printf '%s\n' "${call[@]}" >"$2"
+    STOCK_KEY="${call[4]}"
+}
+
+# N copies of the call in $1, RESP-encoded for `redis-cli --pipe`, each with
+# its own number (users u0000000.., order ids o0000000..).
+make_buys() { # words-file count
+    LC_ALL=C awk -v n="$2" '{ w[NR] = $0 } END {
         for (i = 0; i < n; i++) {
-            user = sprintf("u%07d", i)
-            order = sprintf("B%s%07d", c, i)
-            split(sha " 7 " base "meta " base "stock " base "buyers " base "buyer_orders " base "requests " base "orders " base "rate:" user " " user " 1", a, " ")
-            printf "*16\r\n$7\r\nEVALSHA\r\n"
-            for (k = 1; k <= 11; k++) printf "$%d\r\n%s\r\n", length(a[k]), a[k]
-            printf "$0\r\n\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(order), order, length(c), c, length(item), item
+            number = sprintf("%07d", i)
+            printf "*%d\r\n", NR
+            for (k = 1; k <= NR; k++) {
+                word = w[k]
+                gsub(/__rand_int__/, number, word)
+                printf "$%d\r\n%s\r\n", length(word), word
+            }
         }
-    }'
+    }' "$1"
 }
 
 run_bench() { # label campaign store-url
@@ -73,9 +102,10 @@ items:
     stock: $orders
 EOF
     "$seckill" -c "$work/$campaign.yaml" preheat >/dev/null
-    make_buys "$campaign" 1001 "$orders" | redis-cli -p "$redis_port" --pipe >"$work/pipe.log"
+    buy_words "$work/$campaign.yaml" "$work/$campaign.words"
+    make_buys "$work/$campaign.words" "$orders" | redis-cli -p "$redis_port" --pipe >"$work/pipe.log"
     local left
-    left="$(redis-cli -p "$redis_port" GET "seckill:{$campaign:1001}:stock")"
+    left="$(redis-cli -p "$redis_port" GET "$STOCK_KEY")"
     [ "$left" = 0 ] || { echo "bench-consume: buys left stock $left, expected 0" >&2; cat "$work/pipe.log" >&2; exit 1; }
     local start end cpu checked
     start="$(date +%s.%N)"

@@ -8,20 +8,47 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis::Commands;
+use seckill::domain::item::SaleItem;
 use seckill::domain::slot::{self, BuyRequest, Outcome, PreheatMode};
 use seckill::model::campaign::Campaign;
 use seckill::model::keys::ItemKeys;
 use support::RedisServer;
+use support::spec::{CampaignSpec, campaign};
 
-/// Parse `yaml`, preheat every item into `server`, return the campaign.
-fn preheated(server: &RedisServer, yaml: &str) -> Campaign {
-    let campaign = Campaign::parse(yaml, std::path::Path::new("test.yaml")).expect("valid yaml");
+/// The campaign `spec` describes, parsed as `seckill` would.
+fn parsed(spec: &CampaignSpec) -> Campaign {
+    Campaign::parse(&spec.yaml(), std::path::Path::new("test.yaml")).expect("valid yaml")
+}
+
+/// Preheat every item of `spec` into `server`, return the campaign.
+fn preheated(server: &RedisServer, spec: &CampaignSpec) -> Campaign {
+    let campaign = parsed(spec);
     let mut conn = server.conn();
     for item in &campaign.items {
-        let keys = ItemKeys::live(&campaign.id, &item.id);
-        slot::preheat_item(&mut conn, &keys, &campaign, item, PreheatMode::Load, false).unwrap();
+        SaleItem::live(&campaign, item)
+            .preheat(&mut conn, PreheatMode::Load, false)
+            .unwrap();
     }
     campaign
+}
+
+/// One attempt on the campaign's first item, through the item layer.
+fn try_buy(
+    conn: &mut redis::Connection,
+    campaign: &Campaign,
+    user: &str,
+    qty: u32,
+    request_id: Option<&str>,
+) -> anyhow::Result<slot::BuyReply> {
+    let item = &campaign.items[0];
+    let request = BuyRequest {
+        campaign: &campaign.id,
+        item: &item.id,
+        user,
+        qty,
+        request_id,
+    };
+    Ok(SaleItem::live(campaign, item).buy(conn, &request)?.reply)
 }
 
 fn attempt(
@@ -31,32 +58,21 @@ fn attempt(
     qty: u32,
     request_id: Option<&str>,
 ) -> slot::BuyReply {
-    let item = &campaign.items[0];
-    let keys = ItemKeys::live(&campaign.id, &item.id);
-    slot::buy(
-        conn,
-        &keys,
-        &BuyRequest {
-            campaign: &campaign.id,
-            item: &item.id,
-            user,
-            qty,
-            request_id,
-        },
-    )
-    .expect("buy script runs")
+    try_buy(conn, campaign, user, qty, request_id).expect("buy script runs")
 }
 
-const ONE_ITEM: &str = r#"
-campaign: spec
-items:
-  - { id: "1001", name: bottle, price: "1499.00", stock: 100 }
-"#;
+/// One item, `1001`, 100 bottles.
+fn one_item() -> CampaignSpec {
+    campaign("spec")
+        .item("1001", 100)
+        .named("bottle")
+        .price("1499.00")
+}
 
 #[test]
 fn sixty_four_threads_sell_exactly_the_stock_never_twice_to_one_user() {
     let server = RedisServer::start();
-    let campaign = Arc::new(preheated(&server, ONE_ITEM));
+    let campaign = Arc::new(preheated(&server, &one_item()));
     let keys = ItemKeys::live(&campaign.id, "1001");
     // 1,000 distinct users, each trying twice, plus 200 users trying five times.
     let mut attempts: Vec<String> = Vec::new();
@@ -144,7 +160,7 @@ fn sixty_four_threads_sell_exactly_the_stock_never_twice_to_one_user() {
 #[test]
 fn the_same_request_id_five_times_is_one_order() {
     let server = RedisServer::start();
-    let campaign = preheated(&server, ONE_ITEM);
+    let campaign = preheated(&server, &one_item());
     let mut conn = server.conn();
     let replies: Vec<_> = (0..5)
         .map(|_| attempt(&mut conn, &campaign, "alice", 1, Some("req-1")))
@@ -173,7 +189,7 @@ fn the_same_request_id_five_times_is_one_order() {
 #[test]
 fn the_order_entry_carries_everything_the_consumer_needs() {
     let server = RedisServer::start();
-    let campaign = preheated(&server, ONE_ITEM);
+    let campaign = preheated(&server, &one_item());
     let mut conn = server.conn();
     let reply = attempt(&mut conn, &campaign, "carol", 1, Some("r-9"));
     let keys = ItemKeys::live(&campaign.id, "1001");
@@ -195,12 +211,11 @@ fn per_user_limit_two_counts_units_not_attempts() {
     let server = RedisServer::start();
     let campaign = preheated(
         &server,
-        r#"
-campaign: limit2
-per_user_limit: 2
-items:
-  - { id: "t", name: ticket, price: "10", stock: 5 }
-"#,
+        &campaign("limit2")
+            .per_user_limit(2)
+            .item("t", 5)
+            .named("ticket")
+            .price("10"),
     );
     let mut conn = server.conn();
     assert_eq!(
@@ -239,12 +254,11 @@ fn the_rate_limit_counts_every_attempt_in_the_window() {
     let server = RedisServer::start();
     let campaign = preheated(
         &server,
-        r#"
-campaign: rated
-rate_limit: { window: 1h, max_requests: 3 }
-items:
-  - { id: "x", name: x, price: "1", stock: 10 }
-"#,
+        &campaign("rated")
+            .rate_limit("1h", 3)
+            .item("x", 10)
+            .named("x")
+            .price("1"),
     );
     let mut conn = server.conn();
     let outcomes: Vec<Outcome> = (0..5)
@@ -276,7 +290,7 @@ items:
 #[test]
 fn the_kill_switch_takes_effect_on_the_next_call() {
     let server = RedisServer::start();
-    let campaign = preheated(&server, ONE_ITEM);
+    let campaign = preheated(&server, &one_item());
     let keys = ItemKeys::live(&campaign.id, "1001");
     let mut conn = server.conn();
     let first = attempt(&mut conn, &campaign, "a", 1, Some("r-a"));
@@ -307,12 +321,7 @@ fn the_sale_window_is_checked_on_the_redis_clock() {
     let server = RedisServer::start();
     let future = preheated(
         &server,
-        r#"
-campaign: future
-starts_at: 2099-01-01T00:00:00+08:00
-items:
-  - { id: "1", name: x, price: "1", stock: 10 }
-"#,
+        &campaign("future").starts_in(24 * 3600).item("1", 10),
     );
     let mut conn = server.conn();
     let reply = attempt(&mut conn, &future, "a", 1, None);
@@ -321,19 +330,12 @@ items:
         (Outcome::NotStarted, Some(10))
     );
 
-    let ended_at = chrono::Utc::now() - chrono::Duration::minutes(5);
     let past = preheated(
         &server,
-        &format!(
-            r#"
-campaign: past
-ends_at: {}
-keep_after_end: 1h
-items:
-  - {{ id: "1", name: x, price: "1", stock: 10 }}
-"#,
-            ended_at.to_rfc3339()
-        ),
+        &campaign("past")
+            .ends_in(-5 * 60)
+            .keep_after_end("1h")
+            .item("1", 10),
     );
     assert_eq!(
         attempt(&mut conn, &past, "a", 1, None).outcome,
@@ -347,7 +349,7 @@ items:
 #[test]
 fn an_item_never_preheated_is_not_preheated() {
     let server = RedisServer::start();
-    let campaign = Campaign::parse(ONE_ITEM, std::path::Path::new("t.yaml")).unwrap();
+    let campaign = parsed(&one_item());
     let mut conn = server.conn();
     let reply = attempt(&mut conn, &campaign, "a", 1, None);
     assert_eq!(
@@ -361,7 +363,7 @@ fn an_item_never_preheated_is_not_preheated() {
 #[test]
 fn a_flushed_script_cache_is_reloaded_transparently() {
     let server = RedisServer::start();
-    let campaign = preheated(&server, ONE_ITEM);
+    let campaign = preheated(&server, &one_item());
     let mut conn = server.conn();
     assert_eq!(
         attempt(&mut conn, &campaign, "a", 1, None).outcome,
@@ -377,7 +379,7 @@ fn a_flushed_script_cache_is_reloaded_transparently() {
 #[test]
 fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
     let server = RedisServer::start();
-    let campaign = preheated(&server, ONE_ITEM);
+    let campaign = preheated(&server, &one_item());
     let keys = ItemKeys::live(&campaign.id, "1001");
     let mut conn = server.conn();
     // Any used memory is over a 1-byte limit: every write-flagged command is refused.
@@ -389,19 +391,8 @@ fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
             .query(&mut conn)
             .unwrap();
     }
-    let item = &campaign.items[0];
-    let error = slot::buy(
-        &mut conn,
-        &keys,
-        &BuyRequest {
-            campaign: &campaign.id,
-            item: &item.id,
-            user: "oom",
-            qty: 1,
-            request_id: None,
-        },
-    )
-    .expect_err("a Redis out of memory refuses the script");
+    let error = try_buy(&mut conn, &campaign, "oom", 1, None)
+        .expect_err("a Redis out of memory refuses the script");
     assert!(format!("{error:#}").contains("OOM"), "{error:#}");
     let () = redis::cmd("CONFIG")
         .arg("SET")
@@ -420,21 +411,13 @@ fn out_of_memory_refuses_the_whole_script_and_leaves_state_untouched() {
 #[test]
 fn a_key_of_the_wrong_type_is_corrupt_state_before_any_write() {
     let server = RedisServer::start();
-    let campaign = preheated(&server, ONE_ITEM);
+    let campaign = preheated(&server, &one_item());
     let keys = ItemKeys::live(&campaign.id, "1001");
     let mut conn = server.conn();
     for broken in [&keys.orders, &keys.buyer_orders] {
         let () = redis::cmd("DEL").arg(broken).query(&mut conn).unwrap();
         let () = conn.set(broken, "not a stream or hash").unwrap();
-        let item = &campaign.items[0];
-        let request = BuyRequest {
-            campaign: &campaign.id,
-            item: &item.id,
-            user: "u",
-            qty: 1,
-            request_id: None,
-        };
-        let reply = slot::buy(&mut conn, &keys, &request).unwrap();
+        let reply = try_buy(&mut conn, &campaign, "u", 1, None).unwrap();
         assert_eq!(reply.outcome, Outcome::CorruptState, "{broken}");
         assert!(reply.problem.unwrap().contains(broken.as_str()), "{broken}");
         let stock: i64 = conn.get(&keys.stock).unwrap();

@@ -5,6 +5,9 @@
 use std::path::Path;
 
 use seckill::model::campaign::Campaign;
+use seckill::model::exit_codes::USAGE_ERROR;
+
+use crate::support::spec::seckill;
 
 #[test]
 fn shipped_campaigns_are_valid() {
@@ -39,24 +42,12 @@ fn every_bad_campaign_is_refused_with_its_location_and_reason() {
             .next()
             .and_then(|l| l.strip_prefix("# expect: "))
             .unwrap_or_else(|| panic!("{} lacks its '# expect:' line", path.display()));
-        let name = path.file_name().unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
         // A port nothing listens on: the file must be rejected before connecting.
-        let output = assert_cmd::Command::cargo_bin("seckill")
-            .unwrap()
+        let stderr = seckill(&["--redis", "redis://127.0.0.1:1/0", "-c", name, "preheat"])
             .current_dir("tests/bad_campaigns")
-            .env_remove("SECKILL_REDIS_URL")
-            .args(["--redis", "redis://127.0.0.1:1/0", "-c"])
-            .arg(name)
-            .arg("preheat")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{}: {stderr}",
-            path.display()
-        );
+            .fails_with(USAGE_ERROR)
+            .stderr();
         assert!(
             stderr.contains(expected),
             "{}:\n  expected: {expected}\n  got: {stderr}",
@@ -68,13 +59,9 @@ fn every_bad_campaign_is_refused_with_its_location_and_reason() {
 
 #[test]
 fn a_missing_file_is_a_usage_error_naming_it() {
-    let output = assert_cmd::Command::cargo_bin("seckill")
-        .unwrap()
-        .args(["-c", "no/such/campaign.yaml", "preheat"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = seckill(&["-c", "no/such/campaign.yaml", "preheat"])
+        .fails_with(USAGE_ERROR)
+        .stderr();
     assert!(
         stderr.contains("cannot read campaign file no/such/campaign.yaml"),
         "{stderr}"
@@ -83,12 +70,6 @@ fn a_missing_file_is_a_usage_error_naming_it() {
 
 #[test]
 fn no_campaign_flag_explains_how_to_pass_one() {
-    let output = assert_cmd::Command::cargo_bin("seckill")
-        .unwrap()
-        .env_remove("SECKILL_CAMPAIGN")
-        .args(["buy", "--item", "1", "--user", "u"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("pass -c FILE"));
+    let refused = seckill(&["buy", "--item", "1", "--user", "u"]).fails_with(USAGE_ERROR);
+    assert!(refused.stderr().contains("pass -c FILE"));
 }

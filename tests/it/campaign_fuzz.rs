@@ -7,6 +7,7 @@
 use crate::support;
 
 use std::path::Path;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -14,6 +15,7 @@ use proptest::test_runner::{Config, TestRunner};
 use seckill::model::campaign::{Campaign, MAX_DURATION, MAX_PER_USER_LIMIT, MAX_STOCK};
 use seckill::{model::error, model::exit_codes};
 use support::RedisServer;
+use support::spec::seckill;
 
 const SHIPPED: [&str; 3] = [
     "campaigns/moutai.yaml",
@@ -228,16 +230,17 @@ fn mutated_campaigns_refused_by_the_binary_never_touch_redis() {
     for (file, mutations) in unchanged.chain(mutated) {
         std::fs::write(&path, apply(&originals[file], &mutations)).unwrap();
         let connections_before = connections_received(&mut conn);
-        let output = support::seckill(&path, &server.url())
+        let ran = seckill(&["preheat"])
+            .args(&["-c", path.to_str().unwrap()])
+            .redis(&server)
+            .json()
             .current_dir(dir.path())
-            .args(["preheat", "--format", "json"])
-            .timeout(std::time::Duration::from_secs(30))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
+            .within(Duration::from_secs(30))
+            .runs();
+        let stderr = ran.stderr();
         assert!(!stderr.contains("panicked"), "{mutations:?}: {stderr}");
-        match output.status.code() {
-            Some(code) if code == exit_codes::USAGE_ERROR => {
+        match ran.code() {
+            exit_codes::USAGE_ERROR => {
                 refused += 1;
                 let dbsize: i64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
                 assert_eq!(dbsize, 0, "{mutations:?}: {stderr}");
@@ -248,7 +251,7 @@ fn mutated_campaigns_refused_by_the_binary_never_touch_redis() {
                     "a refused file connected to Redis: {mutations:?}: {stderr}"
                 );
             }
-            Some(code) if code == exit_codes::SUCCESS => {
+            exit_codes::SUCCESS => {
                 accepted += 1;
                 let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
             }

@@ -14,20 +14,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::domain::slot::{self, BuyRequest, Outcome};
-use seckill::model::exit_codes;
+use seckill::domain::item::SaleItem;
+use seckill::domain::slot::{BuyRequest, Outcome};
+use seckill::model::campaign::Campaign;
+use seckill::model::exit_codes::{DUPLICATE, NOT_PREHEATED, PREHEAT_REFUSED};
 use seckill::model::keys::ItemKeys;
-use support::orders::{buy_many, sqlite_order_ids, sqlite_path};
-use support::{KillOnDrop, RedisServer, campaign_file, seckill};
+use support::orders::{buy_many, seckill_on, sqlite_order_ids, sqlite_path};
+use support::spec::{CampaignSpec, campaign, seckill};
+use support::{KillOnDrop, RedisServer};
 
-const CAMPAIGN: &str = r#"
-campaign: loss
-per_user_limit: 1
-items:
-  - { id: "1", name: x, price: "1.00", stock: 20 }
-orders:
-  store: sqlite://orders.db
-"#;
+/// Campaign `loss`: one item of `stock` units, orders in `orders.db`.
+fn loss(stock: i64) -> CampaignSpec {
+    campaign("loss")
+        .per_user_limit(1)
+        .item("1", stock)
+        .named("x")
+}
 
 fn keys() -> ItemKeys {
     ItemKeys::live("loss", "1")
@@ -36,50 +38,29 @@ fn keys() -> ItemKeys {
 #[test]
 fn preheat_refuses_to_resell_stored_orders_and_recover_loads_only_what_is_left() {
     let server = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    let url = server.url();
-    seckill(&file.path, &url).arg("preheat").assert().success();
+    let file = loss(20).write();
+    let run = |args: &[&str]| seckill_on(&file, &server, args);
+    run(&["preheat"]).succeeds();
     // buy_many's campaign id comes from the file: 12 users buy one unit each.
     let sold = buy_many(&server, &file, "1", "early", 12);
     assert_eq!(sold.len(), 12);
-    seckill(&file.path, &url)
-        .args(["consume", "--drain"])
+    run(&["consume", "--drain"])
         .current_dir(file.dir.path())
-        .assert()
-        .success();
+        .succeeds();
 
     // Redis restarts empty (no persistence, FLUSHALL, failover to an empty replica).
     let mut conn = server.conn();
     let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-    seckill(&file.path, &url)
-        .args(["buy", "--item", "1", "--user", "early0"])
-        .assert()
-        .code(exit_codes::NOT_PREHEATED);
+    run(&["buy", "--item", "1", "--user", "early0"]).fails_with(NOT_PREHEATED);
 
     // The natural next step must not put the whole stock back.
-    let output = seckill(&file.path, &url).arg("preheat").output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::PREHEAT_REFUSED),
-        "{stderr}"
-    );
+    let stderr = run(&["preheat"]).fails_with(PREHEAT_REFUSED).stderr();
     assert!(stderr.contains("12 unit(s) in 12 order(s)"), "{stderr}");
     assert!(stderr.contains("--recover"), "{stderr}");
     let stock: Option<i64> = conn.get(&keys().stock).unwrap();
     assert_eq!(stock, None, "a refused preheat wrote stock");
 
-    let output = seckill(&file.path, &url)
-        .args(["preheat", "--recover"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = run(&["preheat", "--recover"]).succeeds().stdout();
     assert!(stdout.contains("cannot be known"), "{stdout}");
     let stock: i64 = conn.get(&keys().stock).unwrap();
     assert_eq!(stock, 8, "initial 20 - 12 stored");
@@ -89,27 +70,19 @@ fn preheat_refuses_to_resell_stored_orders_and_recover_loads_only_what_is_left()
     assert_eq!(closed.as_deref(), Some("0"), "the item is open again");
 
     // An early buyer is still a duplicate; 20 newcomers get only the 8 left.
-    seckill(&file.path, &url)
-        .args(["buy", "--item", "1", "--user", "early0"])
-        .assert()
-        .code(exit_codes::DUPLICATE);
+    run(&["buy", "--item", "1", "--user", "early0"]).fails_with(DUPLICATE);
     let late = buy_many(&server, &file, "1", "late", 20);
     assert_eq!(late.len(), 8);
-    seckill(&file.path, &url)
-        .args(["consume", "--drain"])
+    run(&["consume", "--drain"])
         .current_dir(file.dir.path())
-        .assert()
-        .success();
+        .succeeds();
     assert_eq!(
         sqlite_order_ids(&sqlite_path(&file)).len(),
         20,
         "exactly the stock was sold, never more"
     );
     // A second --recover changes nothing: the stock is there again.
-    seckill(&file.path, &url)
-        .args(["preheat", "--recover"])
-        .assert()
-        .success();
+    run(&["preheat", "--recover"]).succeeds();
     let stock: i64 = conn.get(&keys().stock).unwrap();
     assert_eq!(stock, 0);
 }
@@ -117,38 +90,25 @@ fn preheat_refuses_to_resell_stored_orders_and_recover_loads_only_what_is_left()
 #[test]
 fn preheat_warns_when_redis_persists_nothing_and_require_durable_refuses() {
     let volatile = RedisServer::start();
-    let file = campaign_file(CAMPAIGN);
-    let output = seckill(&file.path, &volatile.url())
-        .args(["preheat", "--require-durable"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::PREHEAT_REFUSED),
-        "{stderr}"
-    );
+    let file = loss(20).write();
+    let stderr = seckill_on(&file, &volatile, &["preheat", "--require-durable"])
+        .fails_with(PREHEAT_REFUSED)
+        .stderr();
     assert!(stderr.contains("persists nothing"), "{stderr}");
     let stock: Option<i64> = volatile.conn().get(&keys().stock).unwrap();
     assert_eq!(stock, None, "--require-durable wrote to a volatile Redis");
-    let output = seckill(&file.path, &volatile.url())
-        .arg("preheat")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = seckill_on(&file, &volatile, &["preheat"])
+        .succeeds()
+        .stderr();
     assert!(
         stderr.contains("warning") && stderr.contains("persists nothing"),
         "{stderr}"
     );
 
     let durable = RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let output = seckill(&file.path, &durable.url())
-        .args(["preheat", "--require-durable"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let stderr = seckill_on(&file, &durable, &["preheat", "--require-durable"])
+        .succeeds()
+        .stderr();
     assert!(!stderr.contains("warning"), "{stderr}");
 }
 
@@ -196,17 +156,21 @@ fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
     let dir = tempfile::tempdir().unwrap();
     let port = support::free_port();
     let url = format!("redis://127.0.0.1:{port}/0");
-    let file = campaign_file(&CAMPAIGN.replace("stock: 20", "stock: 100000"));
+    let file = loss(100_000).write();
     let mut server = aof_server(dir.path(), port);
-    seckill(&file.path, &url).arg("preheat").assert().success();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis_url(&url)
+        .succeeds();
 
     // Four shoppers' threads buy until Redis dies under them.
     let killed = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..4)
         .map(|t| {
-            let url = url.clone();
-            let killed = Arc::clone(&killed);
+            let (url, killed, path) = (url.clone(), Arc::clone(&killed), file.path.clone());
             std::thread::spawn(move || {
+                let campaign = Campaign::load(&path).unwrap();
+                let sale = SaleItem::live(&campaign, campaign.item("1").unwrap());
                 let client = redis::Client::open(url).unwrap();
                 let mut conn = client.get_connection().unwrap();
                 conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -220,7 +184,7 @@ fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
                         qty: 1,
                         request_id: None,
                     };
-                    match slot::buy(&mut conn, &keys(), &request) {
+                    match sale.buy(&mut conn, &request).map(|attempt| attempt.reply) {
                         Ok(reply) if reply.outcome == Outcome::Ok => {
                             acknowledged.push((user, reply.order_id.unwrap()));
                         }

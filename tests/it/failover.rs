@@ -11,23 +11,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::domain::slot::{self, BuyRequest, Outcome};
+use seckill::domain::item::SaleItem;
+use seckill::domain::slot::{BuyRequest, Outcome};
+use seckill::model::campaign::Campaign;
+use seckill::model::exit_codes::DRIFT_FOUND;
 use seckill::model::keys::ItemKeys;
+use support::Frozen;
 use support::cluster::{RedisCluster, node};
-use support::{campaign_file, seckill};
+use support::spec::{campaign, seckill};
 
 const STOCK: i64 = 100_000;
 
 #[test]
 fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing() {
     let cluster = RedisCluster::start_with_replicas(1);
-    let file = campaign_file(&format!(
-        "campaign: drill\nper_user_limit: 1\nitems:\n  - {{ id: \"1\", name: x, price: \"1.00\", stock: {STOCK} }}\n"
-    ));
-    seckill(&file.path, &cluster.urls())
-        .args(["--cluster", "preheat"])
-        .assert()
-        .success();
+    let file = campaign("drill")
+        .per_user_limit(1)
+        .item("1", STOCK)
+        .named("x")
+        .orders_store(None)
+        .write();
+    seckill(&["--cluster", "preheat"])
+        .campaign(&file)
+        .redis_url(&cluster.urls())
+        .succeeds();
     let keys = ItemKeys::live("drill", "1");
     // Replicas show in CLUSTER NODES once gossip spread them.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -62,8 +69,10 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
     let stop = Arc::new(AtomicBool::new(false));
     let shoppers: Vec<_> = (0..4)
         .map(|t| {
-            let (urls, stop, keys) = (cluster.urls(), Arc::clone(&stop), keys.clone());
+            let (urls, stop, path) = (cluster.urls(), Arc::clone(&stop), file.path.clone());
             std::thread::spawn(move || {
+                let campaign = Campaign::load(&path).unwrap();
+                let sale = SaleItem::live(&campaign, campaign.item("1").unwrap());
                 let seeds: Vec<String> = urls.split(',').map(String::from).collect();
                 let mut conn = redis::cluster::ClusterClientBuilder::new(seeds)
                     .connection_timeout(Duration::from_secs(2))
@@ -85,7 +94,7 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
                         qty: 1,
                         request_id: None,
                     };
-                    match slot::buy(&mut conn, &keys, &request) {
+                    match sale.buy(&mut conn, &request).map(|attempt| attempt.reply) {
                         Ok(reply) if reply.outcome == Outcome::Ok => {
                             acknowledged.push(reply.order_id.unwrap());
                         }
@@ -189,20 +198,14 @@ fn info(port: u16, section: &str) -> String {
         .unwrap()
 }
 
-fn signal(pid: &str, sig: &str) {
-    let status = std::process::Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {sig} {pid}");
-}
-
 #[test]
 fn a_forced_failover_loses_unreplicated_buys_and_reconcile_names_them() {
     let cluster = RedisCluster::start_with_replicas(1);
-    let file = campaign_file(
-        "campaign: force\nper_user_limit: 1\nitems:\n  - { id: \"1\", name: x, price: \"1.00\", stock: 100 }\norders:\n  store: sqlite://orders.db\n",
-    );
+    let file = campaign("force")
+        .per_user_limit(1)
+        .item("1", 100)
+        .named("x")
+        .write();
     let keys = ItemKeys::live("force", "1");
     let mut pair = None;
     wait_until("the item's master to show its replica", || {
@@ -216,23 +219,21 @@ fn a_forced_failover_loses_unreplicated_buys_and_reconcile_names_them() {
         i.contains("master_link_status:up") && i.contains("master_sync_in_progress:0")
     });
     let run = |seeds: &str, args: &[&str]| {
-        seckill(&file.path, seeds)
-            .current_dir(file.dir.path())
-            .arg("--cluster")
+        seckill(&["--cluster"])
             .args(args)
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap()
+            .campaign(&file)
+            .redis_url(seeds)
+            .current_dir(file.dir.path())
     };
     let all = cluster.urls();
-    assert!(run(&all, &["preheat"]).status.success());
+    let minute = Duration::from_secs(60);
+    run(&all, &["preheat"]).within(minute).succeeds();
     let buy_as = |user: &str| {
-        let output = run(
-            &all,
-            &["buy", "--item", "1", "--user", user, "--format", "json"],
-        );
-        assert_eq!(output.status.code(), Some(0), "{output:?}");
-        support::json(&output)["order_id"]
+        run(&all, &["buy", "--item", "1", "--user", user])
+            .json()
+            .within(minute)
+            .succeeds()
+            .json()["order_id"]
             .as_str()
             .unwrap()
             .to_string()
@@ -266,14 +267,11 @@ fn a_forced_failover_loses_unreplicated_buys_and_reconcile_names_them() {
     let lost: Vec<String> = (0..5)
         .map(|n| buy_as(&format!("unreplicated{n}")))
         .collect();
-    assert!(run(&all, &["consume", "--drain"]).status.success());
+    run(&all, &["consume", "--drain"]).within(minute).succeeds();
 
-    // The master freezes; its replica is forced to take over without it.
-    let pid = info(master, "server")
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:").map(|v| v.trim().to_string()))
-        .unwrap();
-    signal(&pid, "-STOP");
+    // The master freezes (until `frozen` is dropped, even when an assertion
+    // fails); its replica is forced to take over without it.
+    let frozen = Frozen::new(&mut node(master).unwrap());
     let () = redis::cmd("CLUSTER")
         .arg(&["FAILOVER", "FORCE"])
         .query(&mut node(replica).unwrap())
@@ -307,10 +305,12 @@ fn a_forced_failover_loses_unreplicated_buys_and_reconcile_names_them() {
         .iter()
         .map(|p| format!("redis://127.0.0.1:{p}"))
         .collect();
-    let output = run(&alive.join(","), &["reconcile", "--format", "json"]);
-    signal(&pid, "-CONT");
-    let report = support::json(&output);
-    assert_eq!(output.status.code(), Some(3), "{report:#}");
+    let report = run(&alive.join(","), &["reconcile"])
+        .json()
+        .within(minute)
+        .fails_with(DRIFT_FOUND)
+        .json();
+    drop(frozen);
     let item = &report["items"][0];
     let mut named: Vec<String> = item["not_in_redis"]["ids"]
         .as_array()

@@ -8,29 +8,28 @@ use std::process::Command;
 
 use support::cluster::RedisCluster;
 use support::orders::dead_key;
-use support::{campaign_file, json, seckill};
+use support::spec::{Run, campaign, seckill};
 
 #[test]
 fn consume_pending_claim_and_reconcile_run_on_a_cluster() {
     let cluster = RedisCluster::start();
-    let items: String = (0..6)
-        .map(|i| format!("  - {{ id: sku-{i}, name: sku {i}, price: \"9.99\", stock: 3 }}\n"))
-        .collect();
-    let file = campaign_file(&format!(
-        "campaign: flash\nitems:\n{items}orders:\n  store: sqlite://orders.db\n"
-    ));
-    let cli = || {
-        let mut cmd = seckill(&file.path, &cluster.urls());
-        cmd.arg("--cluster");
-        cmd
+    let file = (0..6)
+        .fold(campaign("flash"), |sale, i| {
+            sale.item(&format!("sku-{i}"), 3)
+                .named(&format!("sku {i}"))
+                .price("9.99")
+        })
+        .write();
+    let cli = |args: &[&str]| -> Run {
+        seckill(&["--cluster"])
+            .args(args)
+            .campaign(&file)
+            .redis_url(&cluster.urls())
     };
-    cli().arg("preheat").assert().success();
+    cli(&["preheat"]).succeeds();
     for i in 0..6 {
         for user in ["a", "b"] {
-            cli()
-                .args(["buy", "--item", &format!("sku-{i}"), "--user", user])
-                .assert()
-                .success();
+            cli(&["buy", "--item", &format!("sku-{i}"), "--user", user]).succeeds();
         }
     }
     let poisoned = "seckill:{flash:sku-4}:orders";
@@ -50,27 +49,14 @@ fn consume_pending_claim_and_reconcile_run_on_a_cluster() {
         .expect("redis-cli");
     assert!(status.success());
 
-    let output = cli()
-        .args(["consume", "--drain", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(json(&output)["acked"], 12);
+    let drained = cli(&["consume", "--drain"]).json().succeeds().json();
+    assert_eq!(drained["acked"], 12);
 
-    let output = cli()
-        .args(["pending-claim", "--min-idle", "0s", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(json(&output)["items"][4]["dead_lettered"], 1);
+    let claims = cli(&["pending-claim", "--min-idle", "0s"])
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(claims["items"][4]["dead_lettered"], 1);
     let dead_len = Command::new("redis-cli")
         .args([
             "-c",
@@ -83,12 +69,7 @@ fn consume_pending_claim_and_reconcile_run_on_a_cluster() {
         .expect("redis-cli");
     assert_eq!(String::from_utf8_lossy(&dead_len.stdout).trim(), "1");
 
-    let output = cli()
-        .args(["reconcile", "--format", "json"])
-        .output()
-        .unwrap();
-    let report = json(&output);
-    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    let report = cli(&["reconcile"]).json().succeeds().json();
     for item in report["items"].as_array().unwrap() {
         assert_eq!(item["database"]["units"], 2);
         assert_eq!(item["remaining"], 1);

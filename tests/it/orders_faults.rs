@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use mysql::prelude::Queryable;
 use rand::Rng;
+use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, failed_stores, group_state, log_of, orders_key, pending_ids, preheat, reconcile,
-    sorted, spawn_seckill, sqlite_order_ids, sqlite_path, stop_when_caught_up, stream_ids,
-    terminate, two_item_campaign, wait_exit, wait_until,
+    buy_many, failed_stores, group_state, log_of, orders_key, pending_ids, preheat, reconciling,
+    seckill_on, sorted, spawn_seckill, sqlite_order_ids, sqlite_path, stop_when_caught_up,
+    stream_ids, terminate, two_item_campaign, wait_exit, wait_until,
 };
-use support::{RedisServer, seckill};
 
 #[test]
 fn consumers_killed_at_random_points_lose_and_double_nothing() {
@@ -39,14 +39,8 @@ fn consumers_killed_at_random_points_lose_and_double_nothing() {
     }
     // The killed consumers' pending entries belong to names that never come
     // back: a fresh consumer drains what is new, pending-claim the rest.
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
-        .assert()
-        .success();
-    seckill(&file.path, &server.url())
-        .args(["pending-claim", "--min-idle", "0s"])
-        .assert()
-        .success();
+    seckill_on(&file, &server, &["consume", "--drain"]).succeeds();
+    seckill_on(&file, &server, &["pending-claim", "--min-idle", "0s"]).succeeds();
     for item in ["1001", "1002"] {
         assert_eq!(
             group_state(&server, &orders_key(item)).0,
@@ -57,8 +51,7 @@ fn consumers_killed_at_random_points_lose_and_double_nothing() {
     let stored = sqlite_order_ids(&sqlite_path(&file));
     assert_eq!(stored.len(), ok.len(), "one row per ok, no more, no less");
     assert_eq!(stored, sorted(ok));
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    reconciling(&file, &server, &[]).succeeds();
 }
 
 #[test]
@@ -91,7 +84,7 @@ fn a_locked_sqlite_database_gets_nothing_acked_until_it_lets_go() {
 
     stop_when_caught_up(&server, &orders_key("1001"), &mut consumer, &file, "locked");
     assert_eq!(sqlite_order_ids(&path), sorted(ok));
-    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+    reconciling(&file, &server, &[]).succeeds();
 }
 
 #[test]
@@ -158,7 +151,7 @@ fn mariadb_down_for_a_while_then_full_catch_up() {
         .unwrap();
     assert_eq!(rows, sorted(ok));
     assert!(!log_of(&file, "outage").contains(db.password()));
-    assert_eq!(reconcile(&file, &server, &["--orders-db", &url]).0, 0);
+    reconciling(&file, &server, &["--orders-db", &url]).succeeds();
 }
 
 #[test]
@@ -193,11 +186,8 @@ fn sigterm_finishes_the_batch_in_hand_acks_it_and_exits_0() {
         "everything read was committed"
     );
     assert!(stored.iter().all(|id| ok.contains(id)));
-    assert_eq!(
-        reconcile(&file, &server, &[]).0,
-        0,
-        "the rest is in flight, the books balance"
-    );
+    // The rest is in flight: the books balance.
+    reconciling(&file, &server, &[]).succeeds();
 }
 
 #[test]
@@ -217,13 +207,12 @@ fn reconcile_balances_while_a_consumer_is_storing() {
     // landing mid-check never counts an order twice or not at all.
     let mut checks_during_consume = 0;
     while group_state(&server, &orders_key("1001")).2 > 0 || checks_during_consume == 0 {
-        let (code, report) = reconcile(&file, &server, &["--item", "1001"]);
-        assert_eq!(code, 0, "{report:#}");
+        reconciling(&file, &server, &["--item", "1001"]).succeeds();
         checks_during_consume += 1;
     }
     stop_when_caught_up(&server, &orders_key("1001"), &mut consumer, &file, "busy");
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)), sorted(ok));
-    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+    reconciling(&file, &server, &[]).succeeds();
 }
 
 #[test]
@@ -253,5 +242,5 @@ fn two_consumers_share_the_group_without_doubling() {
         stop_when_caught_up(&server, &orders_key("1001"), consumer, &file, name);
     }
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)), sorted(ok));
-    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+    reconciling(&file, &server, &[]).succeeds();
 }

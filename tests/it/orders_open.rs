@@ -2,28 +2,28 @@
 //! database, a SQLite path that is a directory) fail at once, without the
 //! retries that wait out a database that is still starting.
 
-use crate::support::mariadb::MariaDb;
-use crate::support::orders::{preheat, two_item_campaign};
-use crate::support::{RedisServer, seckill};
+use seckill::model::exit_codes::RUNTIME_ERROR;
 
-/// Run `consume --drain` against `orders_db`; returns (exit code, stderr).
-fn consume_into(orders_db: &str) -> (Option<i32>, String) {
+use crate::support::RedisServer;
+use crate::support::mariadb::MariaDb;
+use crate::support::orders::{preheat, seckill_on, two_item_campaign};
+
+/// Run `consume --drain` against `orders_db`: it fails (exit 1); returns its stderr.
+fn consume_into(orders_db: &str) -> String {
     let server = RedisServer::start();
     let file = two_item_campaign(5, 5);
     preheat(&file, &server);
-    let output = seckill(&file.path, &server.url())
-        .args(["consume", "--drain", "--orders-db", orders_db])
-        .output()
-        .unwrap();
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+    seckill_on(
+        &file,
+        &server,
+        &["consume", "--drain", "--orders-db", orders_db],
     )
+    .fails_with(RUNTIME_ERROR)
+    .stderr()
 }
 
 /// Failed at once: an error naming `cause`, no retry log line.
-fn assert_failed_at_once((code, stderr): (Option<i32>, String), cause: &str) {
-    assert_eq!(code, Some(1), "{stderr}");
+fn assert_failed_at_once(stderr: String, cause: &str) {
     assert!(stderr.contains(cause), "expected {cause:?} in:\n{stderr}");
     assert!(stderr.contains("not retried"), "{stderr}");
     assert!(
@@ -38,9 +38,9 @@ fn a_wrong_password_or_unknown_database_fails_at_once() {
     let db = MariaDb::start();
     let url = db.url();
     let wrong_password = url.replace(db.password(), "not-the-password");
-    let outcome = consume_into(&wrong_password);
-    assert!(!outcome.1.contains("not-the-password"), "{}", outcome.1);
-    assert_failed_at_once(outcome, "Access denied");
+    let stderr = consume_into(&wrong_password);
+    assert!(!stderr.contains("not-the-password"), "{stderr}");
+    assert_failed_at_once(stderr, "Access denied");
 
     // As root (no password on the test server), so the database's absence,
     // not a missing grant, is what the server reports.

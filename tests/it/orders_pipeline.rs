@@ -7,12 +7,15 @@ use crate::support;
 
 use mysql::prelude::Queryable;
 use redis::Commands;
+use seckill::domain::item::SaleItem;
+use seckill::domain::slot::BuyRequest;
+use seckill::model::exit_codes::{DRIFT_FOUND, RUNTIME_ERROR, USAGE_ERROR};
+use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, dead_key, group_state, orders_key, preheat, reconcile, sorted, sqlite_order_ids,
-    sqlite_path, two_item_campaign,
+    buy_many, dead_key, group_state, orders_key, preheat, reconciling, seckill_on, sorted,
+    sqlite_order_ids, sqlite_path, two_item_campaign,
 };
-use support::{RedisServer, json, seckill};
 
 #[test]
 fn buys_drain_into_sqlite_exactly_once_and_reconcile_balances() {
@@ -24,16 +27,10 @@ fn buys_drain_into_sqlite_exactly_once_and_reconcile_balances() {
     assert_eq!(ok_b.len(), 40, "item 1002 sells out at its stock");
     ok.extend(ok_b);
 
-    let output = seckill(&file.path, &server.url())
-        .args(["consume", "--drain", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary = json(&output);
+    let summary = seckill_on(&file, &server, &["consume", "--drain"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(summary["acked"], 290);
     assert_eq!(summary["inserted"], 290);
     // The file says `sqlite://orders.db`: relative to the campaign file's directory.
@@ -43,17 +40,14 @@ fn buys_drain_into_sqlite_exactly_once_and_reconcile_balances() {
     );
 
     // A second drain finds nothing and writes nothing.
-    let again = json(
-        &seckill(&file.path, &server.url())
-            .args(["consume", "--drain", "--format", "json"])
-            .output()
-            .unwrap(),
-    );
+    let again = seckill_on(&file, &server, &["consume", "--drain"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(again["acked"], 0);
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)).len(), ok.len());
 
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &[]).succeeds().json();
     let a = &report["items"][0];
     assert_eq!(a["initial_stock"], 300);
     assert_eq!(a["database"]["units"], 250);
@@ -73,16 +67,9 @@ fn buys_drain_into_mariadb_exactly_once_and_reconcile_balances() {
     ok.extend(buy_many(&server, &file, "1002", "b", 30));
 
     let url = db.url();
-    let output = seckill(&file.path, &server.url())
-        .args(["consume", "--drain", "--orders-db", &url])
-        .output()
-        .unwrap();
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "{printed}");
+    let drained =
+        seckill_on(&file, &server, &["consume", "--drain", "--orders-db", &url]).succeeds();
+    let printed = format!("{}{}", drained.stdout(), drained.stderr());
     assert!(
         !printed.contains(db.password()),
         "the password was printed:\n{printed}"
@@ -99,8 +86,9 @@ fn buys_drain_into_mariadb_exactly_once_and_reconcile_balances() {
         .unwrap();
     assert_eq!(version, Some(seckill::domain::orders::SCHEMA_VERSION));
 
-    let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &["--orders-db", &url])
+        .succeeds()
+        .json();
     assert_eq!(report["items"][0]["database"]["units"], 150);
     assert_eq!(report["items"][1]["database"]["units"], 30);
     assert!(!report.to_string().contains(db.password()));
@@ -122,17 +110,15 @@ fn a_poison_entry_is_dead_lettered_and_the_rest_flow() {
         .unwrap();
     ok.extend(buy_many(&server, &file, "1001", "b", 10));
 
-    let output = seckill(&file.path, &server.url())
-        .args(["consume", "--drain", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let drained = seckill_on(&file, &server, &["consume", "--drain"])
+        .json()
+        .succeeds();
+    let stderr = drained.stderr();
     assert!(
         stderr.contains(&poison) && stderr.contains("left pending"),
         "{stderr}"
     );
-    assert_eq!(json(&output)["items"][0]["left_pending"], 1);
+    assert_eq!(drained.json()["items"][0]["left_pending"], 1);
     assert_eq!(
         sorted(sqlite_order_ids(&sqlite_path(&file))),
         sorted(ok.clone())
@@ -144,25 +130,21 @@ fn a_poison_entry_is_dead_lettered_and_the_rest_flow() {
     );
 
     // Pending poison carries no units: the books still balance.
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["in_flight"]["unparseable"], 1);
 
     // Not idle for the default 30 s yet: a live consumer may still be on it.
-    let output = seckill(&file.path, &server.url())
-        .args(["pending-claim", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    assert_eq!(json(&output)["items"][0]["claimed"], 0);
+    let claims = seckill_on(&file, &server, &["pending-claim"])
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(claims["items"][0]["claimed"], 0);
     assert_eq!(group_state(&server, &orders_key("1001")).0, 1);
 
-    let output = seckill(&file.path, &server.url())
-        .args(["pending-claim", "--min-idle", "0s", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let claims = json(&output);
+    let claims = seckill_on(&file, &server, &["pending-claim", "--min-idle", "0s"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(claims["items"][0]["claimed"], 1);
     assert_eq!(claims["items"][0]["dead_lettered"], 1);
     assert_eq!(claims["items"][0]["stored"], 0);
@@ -186,8 +168,7 @@ fn a_poison_entry_is_dead_lettered_and_the_rest_flow() {
             .contains("not an order")
     );
 
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["dead_letter_stream_len"], 1);
     assert_eq!(report["items"][0]["database"]["units"], 20);
 }
@@ -212,10 +193,7 @@ fn an_order_delivered_too_often_is_dead_lettered_only_when_the_database_refuses_
             .query(conn)
             .unwrap();
     };
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain", "--batch", "1"])
-        .assert()
-        .success();
+    seckill_on(&file, &server, &["consume", "--drain", "--batch", "1"]).succeeds();
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)).len(), 2);
     let more = buy_many(&server, &file, "1001", "b", 2);
     read(&mut conn, ">", 2);
@@ -231,20 +209,14 @@ fn an_order_delivered_too_often_is_dead_lettered_only_when_the_database_refuses_
         ))
         .unwrap();
 
-    let output = seckill(&file.path, &server.url())
-        .args([
-            "pending-claim",
-            "--min-idle",
-            "0s",
-            "--max-deliveries",
-            "3",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let claims = json(&output);
+    let claims = seckill_on(
+        &file,
+        &server,
+        &["pending-claim", "--min-idle", "0s", "--max-deliveries", "3"],
+    )
+    .json()
+    .succeeds()
+    .json();
     assert_eq!(claims["items"][0]["claimed"], 2);
     assert_eq!(
         claims["items"][0]["dead_lettered"], 1,
@@ -255,8 +227,7 @@ fn an_order_delivered_too_often_is_dead_lettered_only_when_the_database_refuses_
     assert!(stored.contains(&more[1]) && !stored.contains(&more[0]));
     assert!(ok.iter().all(|id| stored.contains(id)));
 
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
     assert_eq!(report["items"][0]["database"]["units"], 3);
 }
@@ -276,20 +247,14 @@ fn a_valid_order_delivered_too_often_is_still_stored_when_the_database_takes_it(
             .query(&mut conn)
             .unwrap();
     }
-    let output = seckill(&file.path, &server.url())
-        .args([
-            "pending-claim",
-            "--min-idle",
-            "0s",
-            "--max-deliveries",
-            "2",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let claims = json(&output);
+    let claims = seckill_on(
+        &file,
+        &server,
+        &["pending-claim", "--min-idle", "0s", "--max-deliveries", "2"],
+    )
+    .json()
+    .succeeds()
+    .json();
     assert_eq!(
         (
             claims["items"][0]["stored"].as_u64(),
@@ -298,8 +263,7 @@ fn a_valid_order_delivered_too_often_is_still_stored_when_the_database_takes_it(
         (Some(1), Some(0))
     );
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)), ok);
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    reconciling(&file, &server, &[]).succeeds();
 }
 
 #[test]
@@ -308,10 +272,7 @@ fn a_deleted_row_is_named_as_drift_and_repaired() {
     let file = two_item_campaign(50, 50);
     preheat(&file, &server);
     let ok = buy_many(&server, &file, "1002", "u", 20);
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
-        .assert()
-        .success();
+    seckill_on(&file, &server, &["consume", "--drain"]).succeeds();
 
     let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
     let victim = &ok[7];
@@ -326,12 +287,9 @@ fn a_deleted_row_is_named_as_drift_and_repaired() {
     )
     .unwrap();
 
-    let output = seckill(&file.path, &server.url())
-        .arg("reconcile")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(3));
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = seckill_on(&file, &server, &["reconcile"])
+        .fails_with(DRIFT_FOUND)
+        .stdout();
     assert!(
         text.contains(&format!("in Redis but not in the database: {victim}")),
         "{text}"
@@ -343,18 +301,18 @@ fn a_deleted_row_is_named_as_drift_and_repaired() {
 
     db.execute("DELETE FROM orders WHERE order_id = 'GHOST-ORDER'", [])
         .unwrap();
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 3);
+    let report = reconciling(&file, &server, &[])
+        .fails_with(DRIFT_FOUND)
+        .json();
     assert_eq!(
         report["items"][1]["missing_from_database"]["ids"][0],
         victim.as_str()
     );
 
-    let (code, report) = reconcile(&file, &server, &["--repair"]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &["--repair"]).succeeds().json();
     assert_eq!(report["items"][1]["repaired"], 1);
     assert_eq!(sorted(sqlite_order_ids(&sqlite_path(&file))), sorted(ok));
-    assert_eq!(reconcile(&file, &server, &[]).0, 0);
+    reconciling(&file, &server, &[]).succeeds();
 }
 
 #[test]
@@ -362,32 +320,26 @@ fn reconcile_cannot_check_an_item_that_was_never_preheated() {
     let server = RedisServer::start();
     let file = two_item_campaign(5, 5);
     // The database exists (only consume creates it); the items were never preheated.
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
-        .assert()
-        .success();
-    let output = seckill(&file.path, &server.url())
-        .arg("reconcile")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("not preheated"));
+    seckill_on(&file, &server, &["consume", "--drain"]).succeeds();
+    let refused = seckill_on(&file, &server, &["reconcile"]).fails_with(RUNTIME_ERROR);
+    assert!(refused.stderr().contains("not preheated"));
 }
 
 #[test]
 fn a_bad_order_database_url_is_a_usage_error_without_the_password() {
     let server = RedisServer::start();
     let file = two_item_campaign(5, 5);
-    let output = seckill(&file.path, &server.url())
-        .args([
+    let stderr = seckill_on(
+        &file,
+        &server,
+        &[
             "reconcile",
             "--orders-db",
             "postgres://app:hunter2@db/orders",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+        ],
+    )
+    .fails_with(USAGE_ERROR)
+    .stderr();
     assert!(
         stderr.contains("sqlite:// or mysql://") && !stderr.contains("hunter2"),
         "{stderr}"
@@ -443,8 +395,7 @@ fn the_dead_letter_script_moves_an_entry_once_and_only_while_pending() {
     seckill::domain::orders::StoreLocation::Sqlite(sqlite_path(&file))
         .open()
         .unwrap();
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
     assert_eq!(report["items"][0]["in_flight"]["units"], 1);
 }
@@ -455,43 +406,39 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
     let file = two_item_campaign(100_000, 10);
     preheat(&file, &server);
     buy_many(&server, &file, "1001", "early", 50);
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
-        .assert()
-        .success();
+    seckill_on(&file, &server, &["consume", "--drain"]).succeeds();
     let selling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let shopper = {
         let (selling, server_url) = (selling.clone(), server.url());
         let path = file.path.clone();
         std::thread::spawn(move || {
             let campaign = seckill::model::campaign::Campaign::load(&path).unwrap();
-            let keys = seckill::model::keys::ItemKeys::live(&campaign.id, "1001");
+            let sale = SaleItem::live(&campaign, campaign.item("1001").unwrap());
             let client = redis::Client::open(server_url).unwrap();
             let mut conn = client.get_connection().unwrap();
             let mut sold = 0;
             while selling.load(std::sync::atomic::Ordering::Relaxed) {
                 let user = format!("live{sold}");
-                let request = seckill::domain::slot::BuyRequest {
+                let request = BuyRequest {
                     campaign: &campaign.id,
                     item: "1001",
                     user: &user,
                     qty: 1,
                     request_id: None,
                 };
-                seckill::domain::slot::buy(&mut conn, &keys, &request).unwrap();
+                sale.buy(&mut conn, &request).unwrap();
                 sold += 1;
             }
             sold
         })
     };
     for _ in 0..5 {
-        let (code, report) = reconcile(&file, &server, &["--item", "1001"]);
-        assert_eq!(code, 0, "drift reported during a live sale: {report:#}");
+        // Drift during a live sale fails here, naming the report.
+        reconciling(&file, &server, &["--item", "1001"]).succeeds();
     }
     selling.store(false, std::sync::atomic::Ordering::Relaxed);
     let sold = shopper.join().unwrap();
     assert!(sold > 0, "the sale went on during the checks");
-    let (code, report) = reconcile(&file, &server, &[]);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["sale_in_progress"], false);
 }

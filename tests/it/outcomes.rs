@@ -11,49 +11,53 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::model::exit_codes;
-use support::{RedisServer, campaign_file, json, seckill};
-
-const CAMPAIGN: &str = r#"
-campaign: oc
-per_user_limit: 5
-items:
-  - { id: "1", name: x, price: "1.00", stock: 10 }
-"#;
+use seckill::model::exit_codes::{self, OUTCOME_UNKNOWN, REQUEST_ID_REUSED, RUNTIME_ERROR};
+use seckill::model::keys::ItemKeys;
+use seckill::redis_client::scripts::ScriptCall;
+use seckill::redis_client::scripts::stream_order_ids::StreamOrderIds;
+use support::spec::{Within, campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
 const STOCK: &str = "seckill:{oc:1}:stock";
 
-fn buy(file: &std::path::Path, url: &str, extra: &[&str]) -> std::process::Output {
-    seckill(file, url)
-        .args(["buy", "--item", "1", "--user", "u", "--format", "json"])
-        .args(["--connect-timeout", "1s", "--response-timeout", "1s"])
+/// `buy --item 1 --user u --format json EXTRA` with 1 s connect and reply
+/// timeouts, against `url`, given 30 s at most.
+fn buy(file: &CampaignFile, url: &str, extra: &[&str]) -> Within {
+    seckill(&["buy", "--item", "1", "--user", "u"])
+        .campaign(file)
+        .redis_url(url)
+        .json()
+        .args(&["--connect-timeout", "1s", "--response-timeout", "1s"])
         .args(extra)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap()
+        .within(Duration::from_secs(30))
+}
+
+/// Campaign `oc`: one item, 10 units, up to 5 per user.
+fn sale() -> CampaignFile {
+    campaign("oc")
+        .per_user_limit(5)
+        .item("1", 10)
+        .named("x")
+        .orders_store(None)
+        .write()
 }
 
 /// The campaign file, preheated on `server`.
-fn preheated(server: &RedisServer) -> support::CampaignFile {
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+fn preheated(server: &RedisServer) -> CampaignFile {
+    let file = sale();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(server)
+        .succeeds();
     file
 }
 
-/// Exit 1, the server's address, the cause, "not executed", never "unknown".
-pub(crate) fn assert_not_executed(output: &std::process::Output, port: u16, cause: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{cause}: {stderr}"
-    );
+/// What a refusal that proves nothing ran says on stderr: the server's
+/// address, the cause, "not executed" (or "cannot connect"), never "unknown".
+pub(crate) fn assert_says_not_executed(stderr: &str, port: u16, cause: &str) {
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     assert!(stderr.contains(cause), "expected {cause} in {stderr}");
     assert!(
@@ -66,12 +70,28 @@ pub(crate) fn assert_not_executed(output: &std::process::Output, port: u16, caus
     );
 }
 
+/// Exit 1, the server's address, the cause, "not executed", never "unknown".
+pub(crate) fn assert_not_executed(output: &std::process::Output, port: u16, cause: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(exit_codes::RUNTIME_ERROR),
+        "{cause}: {stderr}"
+    );
+    assert_says_not_executed(&stderr, port, cause);
+}
+
+/// The attempt exits 1 saying it was not executed, naming the server and `cause`.
+fn assert_refused_unrun(attempt: Within, port: u16, cause: &str) {
+    let stderr = attempt.fails_with(RUNTIME_ERROR).stderr();
+    assert_says_not_executed(&stderr, port, cause);
+}
+
 #[test]
 fn no_password_against_a_protected_redis_is_noauth_at_connect_not_unknown() {
     let server = RedisServer::start_with(&["--requirepass", "pw"]);
-    let file = campaign_file(CAMPAIGN);
-    let output = buy(&file.path, &server.url(), &[]);
-    assert_not_executed(&output, server.port, "NOAUTH");
+    let file = sale();
+    assert_refused_unrun(buy(&file, &server.url(), &[]), server.port, "NOAUTH");
 }
 
 #[test]
@@ -88,20 +108,22 @@ fn refusals_that_prove_nothing_ran_are_named_runtime_errors() {
         .query(&mut conn)
         .unwrap();
     let url = format!("redis://noscript:pw@127.0.0.1:{}/0", server.port);
-    assert_not_executed(&buy(&file.path, &url, &[]), server.port, "NOPERM");
+    assert_refused_unrun(buy(&file, &url, &[]), server.port, "NOPERM");
 
     // OOM: the #!lua shebang makes Redis refuse the whole script up front.
     let () = redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory", "1"])
         .query(&mut conn)
         .unwrap();
-    assert_not_executed(&buy(&file.path, &server.url(), &[]), server.port, "OOM");
+    assert_refused_unrun(buy(&file, &server.url(), &[]), server.port, "OOM");
     let () = redis::cmd("CONFIG")
         .arg(&["SET", "maxmemory", "0"])
         .query(&mut conn)
         .unwrap();
 
-    // BUSY: another script holds the server past busy-reply-threshold.
+    // BUSY: another script holds the server past busy-reply-threshold —
+    // reconcile's order-id lookup, asked for four million ids at once (a
+    // read-only script, so SCRIPT KILL ends it once the attempt was refused).
     let () = redis::cmd("CONFIG")
         .arg(&["SET", "busy-reply-threshold", "50"])
         .query(&mut conn)
@@ -110,22 +132,34 @@ fn refusals_that_prove_nothing_ran_are_named_runtime_errors() {
     let busy = std::thread::spawn(move || {
         let client = redis::Client::open(busy_url).unwrap();
         let mut c = client.get_connection().unwrap();
-        let _: redis::RedisResult<()> = redis::cmd("EVAL")
-            .arg("while true do end")
-            .arg(0)
-            .query(&mut c);
+        let lookup = StreamOrderIds {
+            orders: ItemKeys::live("oc", "1").orders,
+            stream_id: vec!["1-1".to_string(); 4_000_000],
+        };
+        let _ = lookup.invoke(&mut c);
     });
-    std::thread::sleep(Duration::from_millis(300));
-    let output = buy(&file.path, &server.url(), &[]);
+    wait_until_busy(&server);
+    assert_refused_unrun(buy(&file, &server.url(), &[]), server.port, "BUSY");
     let mut killer = server.conn();
     let () = redis::cmd("SCRIPT").arg("KILL").query(&mut killer).unwrap();
     busy.join().unwrap();
-    assert_not_executed(&output, server.port, "BUSY");
 
     let stock: i64 = conn.get(STOCK).unwrap();
     assert_eq!(stock, 10, "a refused attempt bought something");
-    let output = buy(&file.path, &server.url(), &[]);
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    buy(&file, &server.url(), &[]).succeeds();
+}
+
+/// Wait until `server` answers BUSY (a script holds it past busy-reply-threshold).
+fn wait_until_busy(server: &RedisServer) {
+    let mut probe = server.conn();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match redis::cmd("PING").query::<String>(&mut probe) {
+            Err(e) if e.code() == Some("BUSY") => return,
+            _ => assert!(Instant::now() < deadline, "the server never got busy"),
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]
@@ -141,21 +175,13 @@ fn a_replica_answers_readonly_or_masterdown_not_unknown() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_not_executed(
-        &buy(&file.path, &replica.url(), &[]),
-        replica.port,
-        "READONLY",
-    );
+    assert_refused_unrun(buy(&file, &replica.url(), &[]), replica.port, "READONLY");
     drop(master);
     let () = redis::cmd("CONFIG")
         .arg(&["SET", "replica-serve-stale-data", "no"])
         .query(&mut rc)
         .unwrap();
-    assert_not_executed(
-        &buy(&file.path, &replica.url(), &[]),
-        replica.port,
-        "MASTERDOWN",
-    );
+    assert_refused_unrun(buy(&file, &replica.url(), &[]), replica.port, "MASTERDOWN");
 }
 
 /// Forwards one client to Redis, but once `swallow` is set, drops every
@@ -208,20 +234,16 @@ fn a_reply_lost_after_sending_is_outcome_unknown_with_the_request_id() {
     let server = RedisServer::start();
     let file = preheated(&server);
     // Load the script so the attempt below is one EVALSHA.
-    seckill(&file.path, &server.url())
-        .args(["buy", "--item", "1", "--user", "warm"])
-        .assert()
-        .success();
+    seckill(&["buy", "--item", "1", "--user", "warm"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
     let swallow = Arc::new(AtomicBool::new(true));
     let proxy = reply_eating_proxy(server.port, swallow);
     let proxied = format!("redis://127.0.0.1:{proxy}/0");
-    let output = buy(&file.path, &proxied, &["--request-id", "req-lost"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::OUTCOME_UNKNOWN),
-        "{stderr}"
-    );
+    let stderr = buy(&file, &proxied, &["--request-id", "req-lost"])
+        .fails_with(OUTCOME_UNKNOWN)
+        .stderr();
     assert!(stderr.contains("outcome unknown"), "{stderr}");
     assert!(stderr.contains("--request-id req-lost"), "{stderr}");
     assert!(stderr.contains(&format!("127.0.0.1:{proxy}")), "{stderr}");
@@ -229,9 +251,10 @@ fn a_reply_lost_after_sending_is_outcome_unknown_with_the_request_id() {
     let mut conn = server.conn();
     let stock: i64 = conn.get(STOCK).unwrap();
     assert_eq!(stock, 8);
-    let retry = buy(&file.path, &server.url(), &["--request-id", "req-lost"]);
-    assert_eq!(retry.status.code(), Some(0));
-    assert_eq!(json(&retry)["stock_left"], 8);
+    let retry = buy(&file, &server.url(), &["--request-id", "req-lost"])
+        .succeeds()
+        .json();
+    assert_eq!(retry["stock_left"], 8);
     let stock: i64 = conn.get(STOCK).unwrap();
     assert_eq!(stock, 8);
 }
@@ -240,33 +263,13 @@ fn a_reply_lost_after_sending_is_outcome_unknown_with_the_request_id() {
 fn a_request_id_replayed_with_another_qty_is_refused() {
     let server = RedisServer::start();
     let file = preheated(&server);
-    let first = buy(
-        &file.path,
-        &server.url(),
-        &["--qty", "1", "--request-id", "r"],
-    );
-    assert_eq!(first.status.code(), Some(0));
-    let order = json(&first)["order_id"].clone();
-    let replay = buy(
-        &file.path,
-        &server.url(),
-        &["--qty", "3", "--request-id", "r"],
-    );
-    assert_eq!(
-        replay.status.code(),
-        Some(exit_codes::REQUEST_ID_REUSED),
-        "{replay:?}"
-    );
-    let shown = json(&replay);
+    let attempt = |qty: &str| buy(&file, &server.url(), &["--qty", qty, "--request-id", "r"]);
+    let order = attempt("1").succeeds().json()["order_id"].clone();
+    let shown = attempt("3").fails_with(REQUEST_ID_REUSED).json();
     assert_eq!(shown["outcome"], "request_id_reused");
     assert_eq!(shown["order_id"], order, "the original order is named");
-    let same = buy(
-        &file.path,
-        &server.url(),
-        &["--qty", "1", "--request-id", "r"],
-    );
-    assert_eq!(same.status.code(), Some(0));
-    assert_eq!(json(&same)["order_id"], order);
+    let same = attempt("1").succeeds().json();
+    assert_eq!(same["order_id"], order);
     let mut conn = server.conn();
     let stock: i64 = conn.get(STOCK).unwrap();
     assert_eq!(stock, 9, "only the first attempt bought");

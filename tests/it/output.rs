@@ -2,23 +2,28 @@
 //! fails), a closed stdout, the `seckill: error:` voice, and tables that fit
 //! an 80-column terminal without cutting an id in two.
 
-use crate::support::spec::seckill;
-use crate::support::{RedisServer, campaign_file, free_port};
+use crate::support::spec::{campaign, seckill};
+use crate::support::{CampaignFile, RedisServer, free_port};
 
 use seckill::model::exit_codes;
 
-/// Long names and a long reason, so every table has something to wrap.
-const SALE: &str = r#"
-campaign: fit-80-columns-launch
-per_user_limit: 1
-items:
-  - { id: "1001", name: 53度飞天茅台 500ml 酱香型白酒 礼盒装, price: "1499.00", stock: 3 }
-  - { id: "max-1t-gold-2026", name: iPhone 17 Pro Max 1TB Desert Gold limited edition, price: "9999", stock: 2 }
-"#;
+/// Long names (and, below, a long reason), so every table has something to wrap.
+fn sale() -> CampaignFile {
+    campaign("fit-80-columns-launch")
+        .per_user_limit(1)
+        .item("1001", 3)
+        .named("53度飞天茅台 500ml 酱香型白酒 礼盒装")
+        .price("1499.00")
+        .item("max-1t-gold-2026", 2)
+        .named("iPhone 17 Pro Max 1TB Desert Gold limited edition")
+        .price("9999")
+        .orders_store(None)
+        .write()
+}
 
 #[test]
 fn reconcile_against_a_redis_that_is_down_still_prints_the_envelope_and_exits_1() {
-    let file = campaign_file(SALE);
+    let file = sale();
     let down = format!("redis://127.0.0.1:{}/0", free_port());
     let ran = seckill(&["reconcile"])
         .campaign(&file)
@@ -46,7 +51,7 @@ fn reconcile_against_a_redis_that_is_down_still_prints_the_envelope_and_exits_1(
 
 #[test]
 fn a_usage_error_under_json_is_an_envelope_too() {
-    let file = campaign_file(SALE);
+    let file = sale();
     let envelope = seckill(&["buy", "--item", "nope", "--user", "u1"])
         .campaign(&file)
         .redis_url("redis://127.0.0.1:1/0")
@@ -71,7 +76,7 @@ fn a_usage_error_under_json_is_an_envelope_too() {
 #[test]
 fn every_report_is_the_same_envelope() {
     let server = RedisServer::start();
-    let file = campaign_file(SALE);
+    let file = sale();
     let preheat = seckill(&["preheat"])
         .campaign(&file)
         .redis(&server)
@@ -104,7 +109,7 @@ fn every_report_is_the_same_envelope() {
 #[test]
 fn a_closed_stdout_ends_quietly_with_the_exit_code_it_would_have_had() {
     let server = RedisServer::start();
-    let file = campaign_file(SALE);
+    let file = sale();
     let (code, stderr) = seckill(&["shutdown-switch", "status"])
         .campaign(&file)
         .redis(&server)
@@ -158,7 +163,7 @@ fn assert_fits(command: &str, table: &str, width: usize, tokens: &[&str]) {
 #[test]
 fn every_table_fits_80_columns_without_splitting_an_id() {
     let server = RedisServer::start();
-    let file = campaign_file(SALE);
+    let file = sale();
     let at_80 = |args: &[&str], code: i32| {
         seckill(args)
             .campaign(&file)
@@ -170,9 +175,9 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
     let fit = |command: &str, table: String, tokens: &[&str]| {
         assert_fits(command, &table, 80, tokens);
     };
-    let preheated = at_80(&["preheat"], 0);
+    let preheated = at_80(&["preheat"], exit_codes::SUCCESS);
     fit("preheat", preheated, &["max-1t-gold-2026", "loaded"]);
-    let kept = at_80(&["preheat"], 0);
+    let kept = at_80(&["preheat"], exit_codes::SUCCESS);
     fit("preheat again", kept, &["max-1t-gold-2026", "--force"]);
     let bought = seckill(&["buy", "--item", "max-1t-gold-2026", "--user", "u1"])
         .campaign(&file)
@@ -192,7 +197,7 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
             "--request-id",
             request_id,
         ],
-        0,
+        exit_codes::SUCCESS,
     );
     fit("buy", buy, &[request_id, "max-1t-gold-2026"]);
     let duplicate = at_80(
@@ -207,14 +212,14 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
             "--reason",
             "payment gateway down since 10:02, waiting for the provider's all-clear",
         ],
-        0,
+        exit_codes::SUCCESS,
     );
     fit(
         "shutdown-switch",
         switched,
         &["max-1t-gold-2026", "ON (closed)"],
     );
-    let status = at_80(&["shutdown-switch", "status"], 0);
+    let status = at_80(&["shutdown-switch", "status"], exit_codes::SUCCESS);
     let stamp = status
         .split_whitespace()
         .find(|w| w.ends_with('Z') && w.contains('T'))
@@ -222,18 +227,21 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
         .to_string();
     fit("shutdown-switch status", status, &[&stamp, "provider's"]);
     let db = format!("sqlite://{}", file.dir.path().join("orders.db").display());
-    let consumed = at_80(&["consume", "--drain", "--orders-db", &db], 0);
+    let consumed = at_80(
+        &["consume", "--drain", "--orders-db", &db],
+        exit_codes::SUCCESS,
+    );
     fit("consume", consumed, &["max-1t-gold-2026"]);
     let claimed = at_80(
         &["pending-claim", "--min-idle", "0s", "--orders-db", &db],
-        0,
+        exit_codes::SUCCESS,
     );
     fit("pending-claim", claimed, &["max-1t-gold-2026"]);
-    let reconciled = at_80(&["reconcile", "--orders-db", &db], 0);
+    let reconciled = at_80(&["reconcile", "--orders-db", &db], exit_codes::SUCCESS);
     fit("reconcile", reconciled, &["max-1t-gold-2026", "balanced"]);
-    let watched = at_80(&["status"], 0);
+    let watched = at_80(&["status"], exit_codes::SUCCESS);
     fit("status", watched, &["max-1t-gold-2026", "orders-db:"]);
-    let reset = at_80(&["init", "--yes"], 0);
+    let reset = at_80(&["init", "--yes"], exit_codes::SUCCESS);
     fit("init", reset, &["max-1t-gold-2026"]);
 }
 
@@ -241,7 +249,7 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
 fn a_retry_log_line_says_each_cause_once() {
     use crate::support::orders::{log_of, spawn_seckill, terminate, wait_exit, wait_until};
     let server = RedisServer::start();
-    let file = campaign_file(SALE);
+    let file = sale();
     seckill(&["preheat"])
         .campaign(&file)
         .redis(&server)

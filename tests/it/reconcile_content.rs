@@ -6,16 +6,15 @@
 
 use crate::support;
 
+use seckill::model::exit_codes::DRIFT_FOUND;
 use support::mariadb::MariaDb;
-use support::orders::{buy_many, preheat, reconcile, sqlite_path, two_item_campaign};
-use support::{CampaignFile, RedisServer, seckill};
+use support::orders::{buy_many, preheat, reconciling, seckill_on, sqlite_path, two_item_campaign};
+use support::{CampaignFile, RedisServer};
 
 fn drain(file: &CampaignFile, server: &RedisServer, extra: &[&str]) {
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
+    seckill_on(file, server, &["consume", "--drain"])
         .args(extra)
-        .assert()
-        .success();
+        .succeeds();
 }
 
 /// Tamper with one row, reconcile, restore; the tampering must be named drift.
@@ -26,8 +25,8 @@ fn assert_each_tampering_is_drift(
     victim: &str,
     mut execute: impl FnMut(&str),
 ) {
-    let (code, report) = reconcile(file, server, extra);
-    assert_eq!(code, 0, "untouched rows must balance: {report:#}");
+    // Untouched rows must balance.
+    reconciling(file, server, extra).succeeds();
     for (change, undo) in [
         ("qty = qty + 2", "qty = qty - 2"),
         ("user_id = 'mallory'", "user_id = 'a0'"),
@@ -36,8 +35,9 @@ fn assert_each_tampering_is_drift(
         execute(&format!(
             "UPDATE orders SET {change} WHERE order_id = '{victim}'"
         ));
-        let (code, report) = reconcile(file, server, extra);
-        assert_eq!(code, 3, "{change} was not drift: {report:#}");
+        let report = reconciling(file, server, extra)
+            .fails_with(DRIFT_FOUND)
+            .json();
         let item = &report["items"][0];
         assert_eq!(item["balanced"], false, "{change}");
         assert_eq!(item["content_mismatch"]["count"], 1, "{change}: {item:#}");
@@ -46,8 +46,8 @@ fn assert_each_tampering_is_drift(
             "UPDATE orders SET {undo} WHERE order_id = '{victim}'"
         ));
     }
-    let (code, report) = reconcile(file, server, extra);
-    assert_eq!(code, 0, "restored rows must balance again: {report:#}");
+    // Restored rows must balance again.
+    reconciling(file, server, extra).succeeds();
 }
 
 #[test]

@@ -9,11 +9,13 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
+use seckill::model::exit_codes::RUNTIME_ERROR;
+use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, orders_key, preheat, reconcile, sqlite_order_ids, sqlite_path, two_item_campaign,
+    buy_many, dead_key, orders_key, preheat, reconciling, seckill_on, sqlite_order_ids,
+    sqlite_path, two_item_campaign,
 };
-use support::{RedisServer, seckill};
 
 #[test]
 fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() {
@@ -79,25 +81,20 @@ fn refused_order_never_stalls(
     preheat(file, server);
     // Create the schema, then a rule the pipeline does not know about.
     buy_many(server, file, "1001", "first", 1);
-    seckill(&file.path, &server.url())
-        .args(["consume", "--drain"])
+    seckill_on(file, server, &["consume", "--drain"])
         .args(extra)
-        .assert()
-        .success();
+        .succeeds();
     rule(true);
     buy_many(server, file, "1001", "a", 5);
     buy_many(server, file, "1001", "banned", 1);
     buy_many(server, file, "1001", "b", 5);
     buy_many(server, file, "1002", "c", 3);
 
-    let output = seckill(&file.path, &server.url())
-        .args(["consume", "--drain", "--batch", "100"])
+    let stderr = seckill_on(file, server, &["consume", "--drain", "--batch", "100"])
         .args(extra)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+        .within(Duration::from_secs(60))
+        .succeeds()
+        .stderr();
     assert!(stderr.contains("user banned by the fraud team"), "{stderr}");
     assert_eq!(rows(), 1 + 5 + 5 + 3, "the rest of the batch is stored");
     let pending: redis::streams::StreamPendingReply = server
@@ -109,36 +106,29 @@ fn refused_order_never_stalls(
     // pending-claim terminates on every run; the entry goes to the dead letters.
     let mut dead_lettered = false;
     for _ in 0..6 {
-        let output = seckill(&file.path, &server.url())
-            .args(["pending-claim", "--min-idle", "0s", "--max-deliveries", "3"])
-            .args(extra)
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let dead: i64 = server
-            .conn()
-            .xlen(support::orders::dead_key("1001"))
-            .unwrap();
+        seckill_on(
+            file,
+            server,
+            &["pending-claim", "--min-idle", "0s", "--max-deliveries", "3"],
+        )
+        .args(extra)
+        .within(Duration::from_secs(60))
+        .succeeds();
+        let dead: i64 = server.conn().xlen(dead_key("1001")).unwrap();
         if dead == 1 {
             dead_lettered = true;
             break;
         }
     }
     assert!(dead_lettered, "the refused order was never dead-lettered");
-    let (code, report) = reconcile(file, server, extra);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(file, server, extra).succeeds().json();
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 1);
 
     // The way back: list with the reason; re-drive is refused while the cause stays.
-    let listed = dead_letter(file, server, &["list"], extra);
-    assert_eq!(listed.0, 0);
-    let letters = listed.1["letters"].as_array().unwrap().clone();
+    let listed = dead_letter(file, server, &["list"], extra)
+        .succeeds()
+        .json();
+    let letters = listed["letters"].as_array().unwrap().clone();
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert!(
         letters[0]["reason"]
@@ -148,46 +138,37 @@ fn refused_order_never_stalls(
         "{letters:?}"
     );
     let order_id = letters[0]["order_id"].as_str().unwrap().to_string();
-    let (code, results) = dead_letter(file, server, &["redrive"], extra);
-    assert_eq!(code, 1, "{results:#}");
+    let results = dead_letter(file, server, &["redrive"], extra)
+        .fails_with(RUNTIME_ERROR)
+        .json();
     assert_eq!(results["redriven"][0]["stored"], false);
-    let dead: i64 = server
-        .conn()
-        .xlen(support::orders::dead_key("1001"))
-        .unwrap();
+    let dead: i64 = server.conn().xlen(dead_key("1001")).unwrap();
     assert_eq!(dead, 1, "a refused re-drive must keep the dead letter");
 
     // The fraud team lifts the ban: re-drive by order id stores it, once.
     rule(false);
     for _ in 0..2 {
-        let (code, results) = dead_letter(file, server, &["redrive", "--id", &order_id], extra);
-        assert_eq!(code, 0, "{results:#}");
+        dead_letter(file, server, &["redrive", "--id", &order_id], extra).succeeds();
     }
-    let dead: i64 = server
-        .conn()
-        .xlen(support::orders::dead_key("1001"))
-        .unwrap();
+    let dead: i64 = server.conn().xlen(dead_key("1001")).unwrap();
     assert_eq!(dead, 0);
     assert_eq!(rows(), 1 + 5 + 1 + 5 + 3);
-    let (code, report) = reconcile(file, server, extra);
-    assert_eq!(code, 0, "{report:#}");
+    let report = reconciling(file, server, extra).succeeds().json();
     assert_eq!(report["items"][0]["dead_lettered"]["units"], 0);
     assert_eq!(report["items"][0]["stored"]["units"], 12);
 }
 
+/// `dead-letter --format json ARGS EXTRA`, not run yet.
 fn dead_letter(
     file: &support::CampaignFile,
     server: &RedisServer,
     args: &[&str],
     extra: &[&str],
-) -> (i32, serde_json::Value) {
-    let output = seckill(&file.path, &server.url())
-        .args(["dead-letter", "--format", "json"])
+) -> support::spec::Run {
+    seckill_on(file, server, &["dead-letter"])
+        .json()
         .args(args)
         .args(extra)
-        .output()
-        .unwrap();
-    (output.status.code().unwrap(), support::json(&output))
 }
 
 /// A unique index a DBA added (one order per user) refuses a valid order of a
@@ -203,20 +184,17 @@ fn a_unique_index_refusal_stays_pending(
     preheat(file, server);
     buy_many(server, file, "1001", "dup", 1);
     let consume = || {
-        seckill(&file.path, &server.url())
-            .args(["consume", "--drain", "--batch", "100"])
+        seckill_on(file, server, &["consume", "--drain", "--batch", "100"])
             .args(extra)
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap()
+            .within(Duration::from_secs(60))
+            .succeeds()
     };
-    assert_eq!(consume().status.code(), Some(0));
+    consume();
     add_index();
     buy_many(server, file, "1001", "a", 5);
     buy_many(server, file, "1002", "dup", 1);
     buy_many(server, file, "1001", "b", 5);
-    let output = consume();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    consume();
     assert_eq!(rows(), 1 + 5 + 5, "the rest of the batch is stored");
     let pending: redis::streams::StreamPendingReply = server
         .conn()

@@ -8,23 +8,18 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::model::exit_codes;
-use support::{RedisServer, campaign_file, json, seckill};
+use seckill::model::exit_codes::{UNREPLICATED, USAGE_ERROR};
+use support::spec::{Within, campaign, seckill};
+use support::{CampaignFile, RedisServer};
 
-const CAMPAIGN: &str = r#"
-campaign: rep
-per_user_limit: 1
-items:
-  - { id: "1", name: x, price: "1.00", stock: 10 }
-"#;
-
-fn buy(file: &std::path::Path, url: &str, user: &str, extra: &[&str]) -> std::process::Output {
-    seckill(file, url)
-        .args(["buy", "--item", "1", "--user", user, "--format", "json"])
+/// `buy --item 1 --user USER --format json EXTRA` against `server`, given 30 s at most.
+fn buy(file: &CampaignFile, server: &RedisServer, user: &str, extra: &[&str]) -> Within {
+    seckill(&["buy", "--item", "1", "--user", user])
+        .campaign(file)
+        .redis(server)
+        .json()
         .args(extra)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap()
+        .within(Duration::from_secs(30))
 }
 
 #[test]
@@ -32,25 +27,25 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
     let master = RedisServer::start();
     let replica = support::start_replica_of(&master);
     let mut m = master.conn();
-    let file = campaign_file(CAMPAIGN);
-    seckill(&file.path, &master.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    let file = campaign("rep")
+        .per_user_limit(1)
+        .item("1", 10)
+        .named("x")
+        .orders_store(None)
+        .write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&master)
+        .succeeds();
 
-    let output = buy(
-        &file.path,
-        &master.url(),
+    let shown = buy(
+        &file,
+        &master,
         "u1",
         &["--wait-replicas", "1", "--wait-timeout", "2s"],
-    );
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let shown = json(&output);
+    )
+    .succeeds()
+    .json();
     assert_eq!(shown["outcome"], "ok");
     assert_eq!(shown["replicas_acked"], 1);
 
@@ -60,19 +55,14 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
         .arg("ONE")
         .query(&mut replica.conn())
         .unwrap();
-    let output = buy(
-        &file.path,
-        &master.url(),
+    let shown = buy(
+        &file,
+        &master,
         "u2",
         &["--wait-replicas", "1", "--wait-timeout", "300ms"],
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::UNREPLICATED),
-        "{stderr}"
-    );
-    let shown = json(&output);
+    )
+    .fails_with(UNREPLICATED)
+    .json();
     assert_eq!(shown["outcome"], "unreplicated");
     assert_eq!(shown["replicas_acked"], 0);
     assert!(shown["order_id"].as_str().is_some_and(|id| !id.is_empty()));
@@ -81,13 +71,10 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
 
     // Without the flag nothing waits. A WAIT longer than the reply timeout
     // is refused: the client would give up before WAIT answers.
-    assert_eq!(
-        buy(&file.path, &master.url(), "u3", &[]).status.code(),
-        Some(0)
-    );
-    let output = buy(
-        &file.path,
-        &master.url(),
+    buy(&file, &master, "u3", &[]).succeeds();
+    let refused = buy(
+        &file,
+        &master,
         "u4",
         &[
             "--wait-replicas",
@@ -97,7 +84,11 @@ fn a_buy_fewer_replicas_confirmed_is_unreplicated_not_ok() {
             "--response-timeout",
             "5s",
         ],
+    )
+    .fails_with(USAGE_ERROR);
+    assert!(
+        refused
+            .stderr()
+            .contains("--wait-timeout 5s must be shorter")
     );
-    assert_eq!(output.status.code(), Some(exit_codes::USAGE_ERROR));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--wait-timeout 5s must be shorter"));
 }

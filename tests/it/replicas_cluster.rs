@@ -10,15 +10,11 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use seckill::model::exit_codes;
+use seckill::model::exit_codes::UNREPLICATED;
 use seckill::model::keys::{ItemKeys, LIVE_PREFIX};
 use seckill::model::layout::Layout;
 use support::cluster::{RedisCluster, node};
-use support::{campaign_file, json, seckill};
-
-const CAMPAIGN: &str = "campaign: repc\nper_user_limit: 1\nitems:\n  \
-    - { id: \"1\", name: plain, price: \"1.00\", stock: 10 }\n  \
-    - { id: hot, name: hot, price: \"1.00\", stock: 30, buckets: 3 }\n";
+use support::spec::{Run, campaign, seckill};
 
 fn info(port: u16) -> String {
     redis::cmd("INFO")
@@ -64,21 +60,30 @@ fn synced_replica(cluster: &RedisCluster, key: &str) -> u16 {
 #[test]
 fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
     let cluster = RedisCluster::start_with_replicas(1);
-    let file = campaign_file(CAMPAIGN);
+    let file = campaign("repc")
+        .per_user_limit(1)
+        .item("1", 10)
+        .named("plain")
+        .item("hot", 30)
+        .named("hot")
+        .buckets(3)
+        .orders_store(None)
+        .write();
     let urls = cluster.urls();
-    let buy = |item: &str, user: &str, timeout: &str| {
-        seckill(&file.path, &urls)
-            .args(["--cluster", "buy", "--item", item, "--user", user])
-            .args(["--format", "json", "--wait-replicas", "1"])
-            .args(["--wait-timeout", timeout])
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap()
+    let minute = Duration::from_secs(60);
+    let on_cluster = |file, args: &[&str]| -> Run {
+        seckill(&["--cluster"])
+            .args(args)
+            .campaign(file)
+            .redis_url(&urls)
     };
-    seckill(&file.path, &urls)
-        .args(["--cluster", "preheat"])
-        .assert()
-        .success();
+    let buy = |item: &str, user: &str, timeout: &str| {
+        on_cluster(&file, &["buy", "--item", item, "--user", user])
+            .json()
+            .args(&["--wait-replicas", "1", "--wait-timeout", timeout])
+            .within(minute)
+    };
+    on_cluster(&file, &["preheat"]).succeeds();
     let plain = ItemKeys::live("repc", "1").stock;
     let hot = Layout::new(LIVE_PREFIX, "repc", "hot", 3);
     let home_of = |user: &str| hot.home(user).keys.stock;
@@ -89,9 +94,11 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
     // The load test's blocking cluster path sends EVALSHA and WAIT in one
     // write to the item's master. (Its own campaign file: a load test refuses
     // an item that is preheated for real.)
-    let rehearsal = campaign_file(
-        "campaign: repl\nitems:\n  - { id: lt, name: x, price: \"1.00\", stock: 1 }\n",
-    );
+    let rehearsal = campaign("repl")
+        .item("lt", 1)
+        .named("x")
+        .orders_store(None)
+        .write();
     // Healthy replicas answer WAIT at once, so the generous timeout costs
     // nothing there (3 s stays below the 5 s response timeout, as buy
     // requires); it only keeps a fresh cluster's replica link (of the load
@@ -99,22 +106,14 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
     // turning a replicated buy into `unreplicated`. Cut replication answers
     // `unreplicated` after the short one.
     let loadtest = |wait_timeout: &str| {
-        let output = seckill(&rehearsal.path, &urls)
-            .args(["--cluster", "loadtest", "--variant", "full"])
-            .args([
-                "--wait-replicas",
-                "1",
-                "--wait-timeout",
-                wait_timeout,
-                "--format",
-                "json",
-            ])
-            .args(["--connections", "2", "--requests", "30", "--stock", "10"])
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-        json(&output)["variants"][0].clone()
+        on_cluster(&rehearsal, &["loadtest", "--variant", "full"])
+            .json()
+            .args(&["--wait-replicas", "1", "--wait-timeout", wait_timeout])
+            .args(&["--connections", "2", "--requests", "30", "--stock", "10"])
+            .within(minute)
+            .succeeds()
+            .json()["variants"][0]
+            .clone()
     };
     let before = loadtest("3s");
     assert_eq!(
@@ -127,9 +126,7 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
     );
 
     for (item, user) in [("1", "p1"), ("hot", "h1")] {
-        let output = buy(item, user, "2s");
-        assert_eq!(output.status.code(), Some(0), "{output:?}");
-        let shown = json(&output);
+        let shown = buy(item, user, "2s").succeeds().json();
         assert_eq!(shown["outcome"], "ok", "{shown}");
         assert_eq!(shown["replicas_acked"], 1, "{shown}");
     }
@@ -139,13 +136,7 @@ fn wait_replicas_on_a_cluster_reaches_the_buys_own_master() {
     for (item, user, key) in [("1", "p2", plain.clone()), ("hot", "h2", home_of("h2"))] {
         let (master, _) = cluster.master_and_replicas_of(&key);
         cut_replication(master);
-        let output = buy(item, user, "300ms");
-        assert_eq!(
-            output.status.code(),
-            Some(exit_codes::UNREPLICATED),
-            "{item}: {output:?}"
-        );
-        let shown = json(&output);
+        let shown = buy(item, user, "300ms").fails_with(UNREPLICATED).json();
         assert_eq!(shown["outcome"], "unreplicated", "{shown}");
         assert_eq!(shown["replicas_acked"], 0, "{shown}");
         assert!(shown["order_id"].as_str().is_some_and(|id| !id.is_empty()));

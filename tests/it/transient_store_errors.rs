@@ -8,12 +8,12 @@
 use crate::support;
 
 use mysql::prelude::Queryable;
+use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, group_state, log_of, orders_key, preheat, reconcile, sorted, spawn_seckill,
-    two_item_campaign, wait_exit, wait_until,
+    buy_many, group_state, log_of, orders_key, preheat, reconciling, seckill_on, sorted,
+    spawn_seckill, two_item_campaign, wait_exit, wait_until,
 };
-use support::{RedisServer, seckill};
 
 #[test]
 fn a_lock_wait_timeout_retries_the_whole_batch_and_sets_no_order_aside() {
@@ -29,11 +29,9 @@ fn a_lock_wait_timeout_retries_the_whole_batch_and_sets_no_order_aside() {
     let url = db.url();
     let env = [("SECKILL_ORDERS_DB", url.as_str())];
     // consume creates the table (nothing to store yet).
-    seckill(&file.path, &server.url())
+    seckill_on(&file, &server, &["consume", "--drain"])
         .env("SECKILL_ORDERS_DB", &url)
-        .args(["consume", "--drain"])
-        .assert()
-        .success();
+        .succeeds();
 
     let mut ok = buy_many(&server, &file, "1001", "a", 8);
     ok.extend(buy_many(&server, &file, "1002", "b", 4));
@@ -87,6 +85,5 @@ fn a_lock_wait_timeout_retries_the_whole_batch_and_sets_no_order_aside() {
             && line.contains("1205")),
         "the whole batch was retried after the lock wait timeout\n{log}"
     );
-    let (code, report) = reconcile(&file, &server, &["--orders-db", &url]);
-    assert_eq!(code, 0, "{report:#}");
+    reconciling(&file, &server, &["--orders-db", &url]).succeeds();
 }

@@ -47,7 +47,7 @@ pub struct Attempt {
 
 /// One item's preheat: its status, and each bucket's for a bucketed item.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct ItemPreheat {
+pub struct ItemPreheat {
     #[serde(flatten)]
     pub(crate) report: PreheatReport,
     /// The item's bucket count (1 = one slot, the plain layout).
@@ -210,7 +210,7 @@ impl<'a> SaleItem<'a> {
     }
 
     /// Load (or, with `dry_run`, only decide) the file's stock and metadata.
-    pub(crate) fn preheat<C: ConnectionLike>(
+    pub fn preheat<C: ConnectionLike>(
         &self,
         conn: &mut C,
         mode: PreheatMode,

@@ -9,7 +9,7 @@ pub mod orders;
 pub mod spec;
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -128,30 +128,6 @@ pub fn campaign_file(yaml: &str) -> CampaignFile {
     let path = dir.path().join("campaign.yaml");
     std::fs::write(&path, yaml).expect("write campaign");
     CampaignFile { dir, path }
-}
-
-/// The real `seckill` binary with a clean environment pointing at `redis_url`.
-pub fn seckill(campaign: &Path, redis_url: &str) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("seckill").expect("binary");
-    cmd.env_remove("SECKILL_CAMPAIGN")
-        .env_remove("SECKILL_REDIS_CLUSTER")
-        .env_remove("SECKILL_ORDERS_DB")
-        .env_remove("COLUMNS")
-        .env("SECKILL_REDIS_URL", redis_url)
-        .arg("-c")
-        .arg(campaign);
-    cmd
-}
-
-/// Parse a command's stdout as JSON.
-pub fn json(output: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
 }
 
 /// A child process killed when the test ends, pass or fail.

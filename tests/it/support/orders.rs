@@ -4,32 +4,42 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use seckill::domain::slot::{self, BuyRequest, Outcome};
+use seckill::domain::item::SaleItem;
+use seckill::domain::slot::{BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
 use seckill::model::keys::ItemKeys;
 
-use super::{CampaignFile, RedisServer, campaign_file, seckill};
+use super::spec::{Run, campaign, seckill};
+use super::{CampaignFile, RedisServer};
 
 /// A two-item campaign storing orders in `orders.db` next to the file.
 pub fn two_item_campaign(stock_a: i64, stock_b: i64) -> CampaignFile {
-    campaign_file(&format!(
-        "campaign: flash\nper_user_limit: 1\nitems:\n  - id: \"1001\"\n    name: Moutai\n    price: \"1499.00\"\n    stock: {stock_a}\n  - id: \"1002\"\n    name: Phone\n    price: \"4999.00\"\n    stock: {stock_b}\norders:\n  store: sqlite://orders.db\n"
-    ))
+    campaign("flash")
+        .per_user_limit(1)
+        .item("1001", stock_a)
+        .named("Moutai")
+        .price("1499.00")
+        .item("1002", stock_b)
+        .named("Phone")
+        .price("4999.00")
+        .write()
+}
+
+/// `seckill ARGS` on `file` against `server`, not run yet.
+pub fn seckill_on(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> Run {
+    seckill(args).campaign(file).redis(server)
 }
 
 /// Preheat through the binary.
 pub fn preheat(file: &CampaignFile, server: &RedisServer) {
-    seckill(&file.path, &server.url())
-        .arg("preheat")
-        .assert()
-        .success();
+    seckill_on(file, server, &["preheat"]).succeeds();
 }
 
-/// `users` purchase attempts of one unit each on `item` (users `<prefix>0..`);
-/// returns the order ids of the `ok` outcomes.
+/// `users` purchase attempts of one unit each on `item` (users `<prefix>0..`)
+/// through the item layer; returns the order ids of the `ok` outcomes.
 pub fn buy_many(
     server: &RedisServer,
     file: &CampaignFile,
@@ -38,25 +48,28 @@ pub fn buy_many(
     users: usize,
 ) -> Vec<String> {
     let campaign = Campaign::load(&file.path).expect("campaign");
-    let keys = ItemKeys::live(&campaign.id, item);
+    let sale = SaleItem::live(
+        &campaign,
+        campaign.item(item).expect("item of the campaign"),
+    );
     let mut conn = server.conn();
     let mut ok = Vec::new();
     for n in 0..users {
         let user = format!("{prefix}{n}");
-        let reply = slot::buy(
-            &mut conn,
-            &keys,
-            &BuyRequest {
-                campaign: &campaign.id,
-                item,
-                user: &user,
-                qty: 1,
-                request_id: None,
-            },
-        )
-        .expect("buy script");
-        if reply.outcome == Outcome::Ok {
-            ok.push(reply.order_id.expect("ok has an order id"));
+        let attempt = sale
+            .buy(
+                &mut conn,
+                &BuyRequest {
+                    campaign: &campaign.id,
+                    item,
+                    user: &user,
+                    qty: 1,
+                    request_id: None,
+                },
+            )
+            .expect("buy script");
+        if attempt.reply.outcome == Outcome::Ok {
+            ok.push(attempt.reply.order_id.expect("ok has an order id"));
         }
     }
     ok
@@ -128,24 +141,14 @@ pub fn spawn_seckill(
     args: &[&str],
     log_name: &str,
 ) -> Background {
-    let stdout =
-        std::fs::File::create(file.dir.path().join(format!("{log_name}.out"))).expect("log file");
-    let stderr =
-        std::fs::File::create(file.dir.path().join(format!("{log_name}.err"))).expect("log file");
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_seckill"));
-    command
-        .env_remove("SECKILL_CAMPAIGN")
-        .env_remove("SECKILL_REDIS_CLUSTER")
-        .env_remove("SECKILL_ORDERS_DB")
-        .env("SECKILL_REDIS_URL", redis_url)
-        .envs(extra_env.iter().copied())
-        .arg("-c")
-        .arg(&file.path)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr);
-    Background(command.spawn().expect("spawn seckill"))
+    let log = |ext: &str| {
+        std::fs::File::create(file.dir.path().join(format!("{log_name}.{ext}"))).expect("log file")
+    };
+    let mut run = seckill(args).campaign(file).redis_url(redis_url);
+    for (name, value) in extra_env {
+        run = run.env(name, value);
+    }
+    Background(run.spawn_with_output(log("out"), log("err")))
 }
 
 /// What a background process wrote to stderr.
@@ -242,21 +245,10 @@ pub fn group_state(server: &RedisServer, stream: &str) -> (i64, i64, i64) {
     (pending, length - undelivered, undelivered)
 }
 
-/// `reconcile --format json` → (exit code, parsed JSON).
-pub fn reconcile(
-    file: &CampaignFile,
-    server: &RedisServer,
-    extra: &[&str],
-) -> (i32, serde_json::Value) {
-    let output = seckill(&file.path, &server.url())
-        .args(["reconcile", "--format", "json"])
-        .args(extra)
-        .output()
-        .expect("run reconcile");
-    (
-        output.status.code().expect("exit code"),
-        super::json(&output),
-    )
+/// `reconcile --format json EXTRA`, not run yet (then `.succeeds().json()`,
+/// `.fails_with(DRIFT_FOUND).json()`).
+pub fn reconciling(file: &CampaignFile, server: &RedisServer, extra: &[&str]) -> Run {
+    seckill_on(file, server, &["reconcile"]).json().args(extra)
 }
 
 /// Every entry id of `stream`, oldest first.

@@ -8,6 +8,7 @@
 //! so a developer's shell never changes what a test sees.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -155,8 +156,8 @@ impl Run {
         self
     }
 
-    /// In this working directory.
-    pub fn current_dir(mut self, dir: &std::path::Path) -> Run {
+    /// Run it in `dir` (a relative `-c FILE` or `sqlite://` path is read from there).
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Run {
         self.command.current_dir(dir);
         self
     }
@@ -196,9 +197,31 @@ impl Run {
         self.start().finish_within(limit)
     }
 
+    /// Give up on it after `limit`, failing the test (a run that could hang
+    /// on a frozen or unreachable server); then `.succeeds()` and the like.
+    pub fn within(self, limit: Duration) -> Within {
+        Within { run: self, limit }
+    }
+
     /// [`Run::fails_with`], killed after `limit` (see [`Run::runs_within`]).
     pub fn fails_with_within(self, code: i32, limit: Duration) -> Ran {
         self.runs_within(limit).must_exit(code)
+    }
+
+    /// Start it without waiting, its stdout and stderr going to `stdout` and
+    /// `stderr` (log files of a background `consume`, `status --watch`).
+    pub fn spawn_with_output(
+        mut self,
+        stdout: impl Into<Stdio>,
+        stderr: impl Into<Stdio>,
+    ) -> std::process::Child {
+        self.command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn seckill")
     }
 }
 
@@ -494,4 +517,27 @@ fn read_all(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
         let _ = pipe.read_to_end(&mut bytes);
         bytes
     })
+}
+
+/// A run with a time limit ([`Run::within`]).
+pub struct Within {
+    run: Run,
+    limit: Duration,
+}
+
+impl Within {
+    /// Run it whatever it exits with ([`Run::runs_within`]).
+    pub fn runs(self) -> Ran {
+        self.run.runs_within(self.limit)
+    }
+
+    /// Run it; it must exit 0.
+    pub fn succeeds(self) -> Ran {
+        self.fails_with(0)
+    }
+
+    /// Run it; it must exit with `code`.
+    pub fn fails_with(self, code: i32) -> Ran {
+        self.run.fails_with_within(code, self.limit)
+    }
 }
