@@ -7,7 +7,7 @@
 //! lost reply are named as on a plain item.
 
 use crate::corrupt_state::snapshot;
-use crate::outcomes::{assert_not_executed, reply_eating_proxy};
+use crate::outcomes::{assert_says_not_executed, reply_eating_proxy};
 use crate::support;
 
 use std::sync::Arc;
@@ -171,7 +171,7 @@ fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
     let protected = RedisServer::start_with(&["--requirepass", "pw"]);
     let file = bf().write();
     let refused = buy(&file, &protected.url(), &homed_in(0, 0), &[], RUNTIME_ERROR);
-    assert_not_executed(refused.output(), protected.port, "NOAUTH");
+    assert_says_not_executed(&refused.stderr(), protected.port, "NOAUTH");
 
     let server = RedisServer::start();
     let file = preheated(&server);
@@ -184,7 +184,7 @@ fn noauth_noperm_and_a_lost_reply_are_named_on_a_bucketed_item() {
         .unwrap();
     let url = format!("redis://noscript:pw@127.0.0.1:{}/0", server.port);
     let refused = buy(&file, &url, &homed_in(0, 0), &[], RUNTIME_ERROR);
-    assert_not_executed(refused.output(), server.port, "NOPERM");
+    assert_says_not_executed(&refused.stderr(), server.port, "NOPERM");
     assert_eq!(
         stock_total(&mut conn),
         4,

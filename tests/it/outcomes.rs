@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Commands;
-use seckill::model::exit_codes::{self, OUTCOME_UNKNOWN, REQUEST_ID_REUSED, RUNTIME_ERROR};
+use seckill::model::exit_codes::{OUTCOME_UNKNOWN, REQUEST_ID_REUSED, RUNTIME_ERROR};
 use seckill::model::keys::ItemKeys;
 use seckill::redis_client::scripts::ScriptCall;
 use seckill::redis_client::scripts::stream_order_ids::StreamOrderIds;
@@ -68,17 +68,6 @@ pub(crate) fn assert_says_not_executed(stderr: &str, port: u16, cause: &str) {
         stderr.contains("not executed") || stderr.contains("cannot connect"),
         "{stderr}"
     );
-}
-
-/// Exit 1, the server's address, the cause, "not executed", never "unknown".
-pub(crate) fn assert_not_executed(output: &std::process::Output, port: u16, cause: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(exit_codes::RUNTIME_ERROR),
-        "{cause}: {stderr}"
-    );
-    assert_says_not_executed(&stderr, port, cause);
 }
 
 /// The attempt exits 1 saying it was not executed, naming the server and `cause`.

@@ -243,3 +243,64 @@ fn a_unique_index_refusal_is_not_acked_on_mariadb() {
     };
     a_unique_index_refusal_stays_pending(&server, &file, &["--orders-db", &url], add_index, rows);
 }
+
+/// A bucketed item (docs/buckets.md) has a stream per bucket: the refused
+/// order stays pending in its own bucket's stream, never acked unstored.
+#[test]
+fn a_refused_order_of_a_bucketed_item_stays_pending_in_its_buckets_stream() {
+    use crate::support::spec::{campaign, seckill};
+    use seckill::model::layout::Layout;
+    let server = RedisServer::start();
+    let file = campaign("rb").item("1", 20).buckets(2).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let buy = |user: &str| {
+        seckill(&["buy", "--item", "1", "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds();
+    };
+    buy("first");
+    let drain = || {
+        seckill(&["consume", "--drain"])
+            .campaign(&file)
+            .redis(&server)
+            .within(Duration::from_secs(60))
+            .succeeds()
+            .stderr()
+    };
+    drain();
+    rusqlite::Connection::open(sqlite_path(&file))
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER no_banned BEFORE INSERT ON orders WHEN NEW.user_id = 'banned0'
+             BEGIN SELECT RAISE(ABORT, 'user banned by the fraud team'); END;",
+        )
+        .unwrap();
+    for user in ["a0", "banned0", "b0", "c0"] {
+        buy(user);
+    }
+    let stderr = drain();
+    assert!(stderr.contains("user banned by the fraud team"), "{stderr}");
+    assert_eq!(
+        sqlite_order_ids(&sqlite_path(&file)).len(),
+        4,
+        "the rest is stored"
+    );
+    let layout = Layout::new("seckill", "rb", "1", 2);
+    let mut conn = server.conn();
+    let mut pending = |key: &str| -> usize {
+        let reply: redis::streams::StreamPendingReply = conn.xpending(key, "orders-db").unwrap();
+        reply.count()
+    };
+    let home = layout.home("banned0").keys.orders;
+    assert_eq!(
+        pending(&home),
+        1,
+        "the refused entry stays pending in {home}"
+    );
+    let other = layout.bucket(1 - layout.home("banned0").bucket).keys.orders;
+    assert_eq!(pending(&other), 0, "{other}");
+}
