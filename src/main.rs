@@ -37,7 +37,7 @@ fn first_paragraph(error: &clap::Error) -> String {
 /// `--format json` (or `--format=json`, or `SECKILL_FORMAT=json` without a
 /// `--format`) among the raw arguments clap refused.
 fn wants_json() -> bool {
-    let args: Vec<String> = std::env::args().collect();
+    let args = raw_args();
     args.windows(2)
         .any(|pair| pair[0] == "--format" && pair[1] == "json")
         || args.iter().any(|arg| arg == "--format=json")
@@ -51,5 +51,16 @@ fn subcommand() -> Option<String> {
         .get_subcommands()
         .map(|c| c.get_name().to_string())
         .collect();
-    std::env::args().skip(1).find(|arg| names.contains(arg))
+    raw_args()
+        .into_iter()
+        .skip(1)
+        .find(|arg| names.contains(arg))
+}
+
+/// The arguments as text; bytes that are not UTF-8 (which clap has just
+/// refused, naming them) become U+FFFD here instead of a panic.
+fn raw_args() -> Vec<String> {
+    std::env::args_os()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect()
 }

@@ -100,6 +100,12 @@ pub(crate) enum Command {
     /// Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only).
     #[command(after_long_help = crate::invocation::help::long("status"))]
     Status(cmd::status::Args),
+    /// Go / no-go before launch: eviction, persistence, replicas, cluster, clocks, window, database, permissions.
+    #[command(after_long_help = crate::invocation::help::long("doctor"))]
+    Doctor(cmd::doctor::Args),
+    /// The campaigns live on a Redis (recorded by preheat), to see which sale a command would touch.
+    #[command(after_long_help = crate::invocation::help::long("campaigns"))]
+    Campaigns(cmd::campaigns::Args),
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
     #[command(after_long_help = crate::invocation::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
@@ -153,6 +159,8 @@ impl Command {
             Command::Cancel(_) => "cancel",
             Command::Expire(_) => "expire",
             Command::Rebalance(_) => "rebalance",
+            Command::Doctor(_) => "doctor",
+            Command::Campaigns(_) => "campaigns",
         }
     }
 
@@ -188,6 +196,8 @@ impl Command {
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Status(args) => cmd::status::run(ctx, &args),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
+            Command::Doctor(args) => emit(ctx, &cmd::doctor::run(ctx, &args)?),
+            Command::Campaigns(args) => emit(ctx, &cmd::campaigns::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
                 None if args.reservations => {

@@ -9,12 +9,17 @@
 //! (`reconcile` would report them as drift) — unless `--purge-orders ID`
 //! names the campaign again, as its own confirmation.
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
+use crate::domain::orders::entry::{StreamEntry, parse_entry};
+use crate::domain::orders::{OrderStore, stream};
 use crate::domain::orders::{StoreArgs, StoreLocation};
+use crate::domain::registry;
+use crate::domain::slot;
 use crate::domain::slot::PreheatMode;
+use crate::features::monitor::status::{StatusReader, WindowState};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
@@ -53,6 +58,9 @@ pub(crate) struct InitReport {
     /// Why the rows could not be counted (the database unreachable, ...); the
     /// Redis reset happened all the same.
     pub(crate) order_database_problem: Option<String>,
+    /// Orders acknowledged to shoppers (in an order stream) that were not in
+    /// the order database when the reset deleted the streams: lost with it.
+    pub(crate) unstored_orders_deleted: Unstored,
     #[serde(skip)]
     campaign: String,
     #[serde(skip)]
@@ -90,8 +98,24 @@ impl Report for InitReport {
                 },
             ]
         });
+        let lost = &self.unstored_orders_deleted;
+        let lost = if lost.count > 0 {
+            output::paragraph(&format!(
+                "deleted {} acknowledged order(s) that were not in the order database {}: {}{}",
+                lost.count,
+                self.database,
+                lost.ids.join(" "),
+                if lost.count > lost.ids.len() as u64 {
+                    format!(" (and {} more)", lost.count - lost.ids.len() as u64)
+                } else {
+                    String::new()
+                }
+            ))
+        } else {
+            String::new()
+        };
         let mut text = format!(
-            "reset campaign {} on {}\n{}",
+            "reset campaign {} on {}\n{}{lost}",
             self.campaign,
             self.redis,
             output::grid(
@@ -158,6 +182,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         .iter()
         .map(|item| item.state(&mut conn))
         .collect::<Result<Vec<_>>>()?;
+    let unstored = unstored_orders(&mut conn, &items, store.as_deref_mut())?;
+    if args.yes && args.purge_orders.is_none() {
+        refuse_while_selling(&mut conn, &campaign, &items, &unstored)?;
+    }
     if !args.yes {
         let mut refusals = Vec::new();
         let sold: Vec<String> = campaign
@@ -169,9 +197,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
             .collect();
         if !sold.is_empty() {
             refusals.push(format!(
-                "campaign {} already has sales on {}: pass --yes to delete them from Redis",
+                "campaign {} already has sales on {}: pass --yes to delete them from Redis{}",
                 campaign.id,
-                sold.join(", ")
+                sold.join(", "),
+                unstored.warning()
             ));
         }
         let switched: Vec<String> = campaign
@@ -227,7 +256,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         }
         None => None,
     };
+    let by = crate::domain::kill_switch::operator(None)?;
+    let now = slot::redis_now_ms(&mut conn)?;
+    registry::record(&mut conn, &registry::Entry::of(&campaign, now, &by))?;
     Ok(InitReport {
+        unstored_orders_deleted: unstored,
         items: rows,
         database: location.display(),
         order_rows_in_database: order_rows,
@@ -237,4 +270,142 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         campaign_file: campaign.path.display().to_string(),
         redis: target.display,
     })
+}
+
+/// Acknowledged orders not in the order database: exact count, the first
+/// [`NAMED`] named.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct Unstored {
+    pub(crate) count: u64,
+    pub(crate) ids: Vec<String>,
+}
+
+/// Order ids named in refusals and reports (the count is always exact).
+const NAMED: usize = 20;
+
+impl Unstored {
+    /// "; N acknowledged order(s) are not in the order database yet: ..." or "".
+    fn warning(&self) -> String {
+        if self.count == 0 {
+            return String::new();
+        }
+        format!(
+            "; {} acknowledged order(s) are not in the order database yet and would be lost: {}{} \
+             (run `seckill consume --drain` first)",
+            self.count,
+            self.ids.join(" "),
+            if self.count > self.ids.len() as u64 {
+                " ..."
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// The orders in the items' streams that `store` does not hold (all of
+/// them without a database): what a reset would delete for good.
+fn unstored_orders(
+    conn: &mut crate::redis_client::conn::Conn,
+    items: &[SaleItem],
+    mut store: Option<&mut (dyn OrderStore + 'static)>,
+) -> Result<Unstored> {
+    const PAGE: usize = 1000;
+    let mut unstored = Unstored::default();
+    for item in items {
+        for slot in item.slots() {
+            let mut after = "-".to_string();
+            loop {
+                let page = stream::range_after(conn, &slot.keys.orders, &after, "+", PAGE)?;
+                let Some(last) = page.last() else {
+                    break;
+                };
+                after = last.id.clone();
+                let orders: Vec<String> = page
+                    .iter()
+                    .filter_map(
+                        |entry| match parse_entry(entry, &item.campaign.id, item.id()) {
+                            Ok(StreamEntry::Order(order)) => Some(order.order_id),
+                            _ => None,
+                        },
+                    )
+                    .collect();
+                let ids: Vec<&str> = orders.iter().map(String::as_str).collect();
+                let stored = match store.as_deref_mut() {
+                    Some(store) => store.stored_contents(&ids)?,
+                    None => Default::default(),
+                };
+                for id in orders.iter().filter(|id| !stored.contains_key(id.as_str())) {
+                    unstored.count += 1;
+                    if unstored.ids.len() < NAMED {
+                        unstored.ids.push(id.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(unstored)
+}
+
+/// How recent an order must be for a sale to count as selling.
+const FLOWING_MS: i64 = 60_000;
+
+/// `--yes` is not enough on a sale that is selling: while an item's window
+/// is open, its kill switch off, and orders arrive (one in the last minute,
+/// by the Redis clock) or wait unstored, a reset would reopen the stock to
+/// shoppers mid-sale and delete acknowledged orders; the operator must then
+/// type the campaign id (`--purge-orders ID`, which also clears the order
+/// database). Closing the sale first (`shutdown-switch on`) is the other way.
+fn refuse_while_selling(
+    conn: &mut crate::redis_client::conn::Conn,
+    campaign: &crate::model::campaign::Campaign,
+    items: &[SaleItem],
+    unstored: &Unstored,
+) -> Result<()> {
+    let mut reader = StatusReader::default();
+    let mut selling = Vec::new();
+    for item in items {
+        let status = reader.read_item(conn, item)?;
+        if status.window.state != WindowState::Open || status.kill_switch.on {
+            continue;
+        }
+        let mut newest: Option<i64> = None;
+        for slot in item.slots() {
+            let last = last_entry_ms(conn, &slot.keys.orders)?;
+            newest = newest.max(last);
+        }
+        let recent = newest.is_some_and(|ms| status.redis_time_ms - ms < FLOWING_MS);
+        if recent || unstored.count > 0 {
+            selling.push(item.id().to_string());
+        }
+    }
+    if selling.is_empty() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "campaign {} is selling: the window of item(s) {} is open, the kill switch off, and \
+         orders flow; --yes alone does not reset a live sale{}. Close it first \
+         (`shutdown-switch on`), or type the campaign id: `init --yes --purge-orders {}` (it \
+         also deletes the campaign's rows from the order database)",
+        campaign.id,
+        selling.join(", "),
+        unstored.warning(),
+        campaign.id
+    )))
+}
+
+/// The Redis time (ms) of a stream's newest entry: its id's first part.
+fn last_entry_ms(conn: &mut crate::redis_client::conn::Conn, stream: &str) -> Result<Option<i64>> {
+    let newest: Vec<(String, redis::Value)> = redis::cmd("XREVRANGE")
+        .arg(stream)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query(conn)
+        .with_context(|| format!("cannot read the newest entry of {stream}"))?;
+    Ok(newest
+        .first()
+        .and_then(|(id, _)| id.split_once('-'))
+        .and_then(|(ms, _)| ms.parse().ok()))
 }

@@ -7,10 +7,12 @@
 //! clap definition from the context.
 
 pub(crate) mod buy;
+pub(crate) mod campaigns;
 pub(crate) mod cancel;
 pub mod completions;
 pub(crate) mod consume;
 pub(crate) mod dead_letter;
+pub(crate) mod doctor;
 pub(crate) mod expire;
 pub(crate) mod init;
 pub(crate) mod loadtest;

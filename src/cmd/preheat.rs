@@ -7,13 +7,16 @@ use serde::Serialize;
 
 use crate::domain::item::{ItemPreheat, SaleItem};
 use crate::domain::orders::{OrderStore, StoreLocation};
+use crate::domain::preheat_plan::{self, FieldPlan};
 use crate::domain::recovery::{self, Persistence, Recovered, StoredSales};
+use crate::domain::registry;
 use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::{preheat_refused, usage};
 use crate::model::exit_codes;
 use crate::redis_client::conn::Conn;
+use crate::redis_client::server::{self, Eviction};
 use crate::util::output;
 use crate::util::text;
 
@@ -48,6 +51,12 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) require_durable: bool,
 
+    /// Preheat even though another campaign live on this Redis holds the same
+    /// item ids (without it that is refused: usually a typo'd campaign id that
+    /// would start a second copy of the same sale).
+    #[arg(long)]
+    pub(crate) allow_shared_items: bool,
+
     #[command(flatten)]
     pub(crate) store: crate::domain::orders::StoreArgs,
 }
@@ -63,7 +72,7 @@ pub(crate) struct PreheatSummary {
     /// false when every item was kept or refused, or in a dry run.
     pub(crate) written: bool,
     /// One entry per item preheated (or refused).
-    pub(crate) items: Vec<ItemPreheat>,
+    pub(crate) items: Vec<ItemRow>,
     /// Items kept with sales: `--force` would be refused there, so it is not offered.
     #[serde(skip)]
     sold: Vec<String>,
@@ -76,12 +85,34 @@ pub(crate) struct PreheatSummary {
     redis: String,
 }
 
+/// One item's preheat, and how the file and Redis compare.
+#[derive(Debug, Serialize)]
+pub(crate) struct ItemRow {
+    #[serde(flatten)]
+    pub(crate) preheat: ItemPreheat,
+    /// The fields where the file and Redis differed before this preheat:
+    /// applied when the status is `meta_updated` (or `loaded`/`overwritten`),
+    /// left as Redis has them when `kept` (`--update-meta` applies them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) differences: Vec<FieldPlan>,
+}
+
 impl PreheatSummary {
+    /// Items kept while the file says something else.
+    fn not_applied(&self) -> Vec<&ItemRow> {
+        self.items
+            .iter()
+            .filter(|row| {
+                row.preheat.report.status == PreheatStatus::Kept && !row.differences.is_empty()
+            })
+            .collect()
+    }
+
     fn refused(&self) -> Vec<&str> {
         self.items
             .iter()
-            .filter(|r| r.report.status.refused())
-            .map(|r| r.report.item.as_str())
+            .filter(|r| r.preheat.report.status.refused())
+            .map(|r| r.preheat.report.item.as_str())
             .collect()
     }
 }
@@ -116,7 +147,7 @@ impl Report for PreheatSummary {
             "status",
         ]);
         let stock = |s: Option<i64>| s.map_or_else(|| "-".into(), |s| s.to_string());
-        for row in &self.items {
+        for ItemRow { preheat: row, .. } in &self.items {
             let r = &row.report;
             table.add_row(vec![
                 r.item.clone(),
@@ -156,12 +187,31 @@ impl Report for PreheatSummary {
                 )
             })
             .collect();
+        let mut differences = String::new();
+        for row in self.items.iter().filter(|row| !row.differences.is_empty()) {
+            let applied = row.preheat.report.status != PreheatStatus::Kept;
+            let verb = match (self.dry_run, applied) {
+                (true, true) => "would change",
+                (false, true) => "changed",
+                (_, false) => {
+                    "differs, NOT applied (`preheat --update-meta` applies it; the stock needs `--force`, or `init --yes` once sold)"
+                }
+            };
+            for field in &row.differences {
+                differences.push_str(&output::paragraph(&format!(
+                    "{}: {} {verb}: file {} · Redis {}",
+                    row.preheat.report.item, field.field, field.file, field.redis
+                )));
+            }
+        }
         format!(
-            "{} campaign {} on {}{}\n{table}\n{recovered}",
+            "{} campaign {} on {}{}\n{table}\n{differences}{recovered}",
             if self.dry_run {
                 "dry run:"
             } else if self.written {
                 "preheated"
+            } else if !self.not_applied().is_empty() {
+                "not applied (the file differs from Redis):"
             } else {
                 "nothing written:"
             },
@@ -203,7 +253,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         PreheatMode::Load
     };
     let items = campaign.select_items(args.item.as_deref())?;
+    check_eviction(&mut conn, &target.display)?;
     check_persistence(&mut conn, &target.display, args.require_durable)?;
+    if !args.allow_shared_items {
+        check_collisions(&mut conn, &campaign, now)?;
+    }
     let StoredCheck { stored, mut store } =
         stored_sales(&mut conn, &location, &campaign, &items, args, mode)?;
     let mut recovered = Vec::new();
@@ -220,7 +274,22 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
             )?);
             continue;
         }
-        reports.push(SaleItem::live(&campaign, item).preheat(&mut conn, mode, args.dry_run)?);
+        let sale = SaleItem::live(&campaign, item);
+        let differences: Vec<FieldPlan> = preheat_plan::plan(&mut conn, &sale)?
+            .into_iter()
+            .filter(|field| field.differs)
+            .collect();
+        let preheat = sale.preheat(&mut conn, mode, args.dry_run)?;
+        reports.push(ItemRow {
+            preheat,
+            differences,
+        });
+    }
+    let refused_all =
+        !reports.is_empty() && reports.iter().all(|r| r.preheat.report.status.refused());
+    if !args.dry_run && !refused_all {
+        let by = crate::domain::kill_switch::operator(None)?;
+        registry::record(&mut conn, &registry::Entry::of(&campaign, now, &by))?;
     }
     if !args.dry_run {
         for script in crate::redis_client::scripts::sale_scripts() {
@@ -228,7 +297,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         }
     }
     let mut sold = Vec::new();
-    for row in reports.iter().filter(|row| row.kept_anywhere()) {
+    for row in reports
+        .iter()
+        .map(|row| &row.preheat)
+        .filter(|row| row.kept_anywhere())
+    {
         let item = campaign.item(&row.report.item)?;
         if SaleItem::live(&campaign, item)
             .state(&mut conn)?
@@ -239,7 +312,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     }
     Ok(PreheatSummary {
         dry_run: args.dry_run,
-        written: !args.dry_run && reports.iter().any(ItemPreheat::writes),
+        written: !args.dry_run && reports.iter().any(|row| row.preheat.writes()),
         sold,
         expires_at: campaign
             .expire_at_ms()
@@ -249,6 +322,54 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         campaign: campaign.id,
         redis: target.display,
     })
+}
+
+/// Refuse (exit 5) when a master evicts keys under memory pressure: it
+/// would delete the sale's state, and a later preheat would load the full
+/// stock again. A server that will not say (INFO refused) is a warning.
+fn check_eviction(conn: &mut Conn, at: &str) -> Result<()> {
+    let eviction = server::eviction(conn, at);
+    let Some(problem) = eviction.problem() else {
+        return Ok(());
+    };
+    if let Eviction::Unknown(_) = eviction {
+        output::say(format!("seckill preheat: warning: {problem}"));
+        return Ok(());
+    }
+    Err(preheat_refused(format!("nothing was written: {problem}")))
+}
+
+/// Refuse (exit 5) a campaign whose items another campaign live on this
+/// Redis already sells: the same bottles would be on sale twice.
+fn check_collisions(
+    conn: &mut Conn,
+    campaign: &crate::model::campaign::Campaign,
+    now: i64,
+) -> Result<()> {
+    let collisions = registry::collisions(conn, campaign, now)?;
+    if collisions.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = collisions
+        .iter()
+        .map(|(live, shared)| {
+            format!(
+                "campaign {} (preheated from {} by {}, keys expire {}) already sells item(s) {}",
+                live.campaign,
+                live.file,
+                live.by,
+                live.expire_at_ms
+                    .map_or_else(|| "never".to_string(), |ms| text::time_or_dash(Some(ms))),
+                shared.join(", ")
+            )
+        })
+        .collect();
+    Err(preheat_refused(format!(
+        "nothing was written: {}; is {} a typo of that campaign's id? Preheat that campaign's \
+         file, or pass --allow-shared-items if two campaigns really sell the same item ids",
+        lines.join("; "),
+        campaign.id
+    )))
 }
 
 /// Warn when Redis keeps nothing across a restart; `--require-durable` refuses then.

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::domain::item::{SaleItem, SlotsView};
 use crate::domain::kill_switch::{self, Flip};
+use crate::domain::registry;
 use crate::domain::slot;
 use crate::features::monitor::status::{StatusReader, Window};
 use crate::invocation::context::{Context, Opened};
@@ -201,10 +202,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     }
     let by = kill_switch::operator(args.by.as_deref())?;
     let Opened {
-        campaign, mut conn, ..
+        campaign,
+        target,
+        mut conn,
     } = ctx.open()?;
     let items = SaleItem::select(&campaign, args.item.as_deref())?;
     if args.action != Action::Status {
+        refuse_unless_live(&mut conn, &campaign, &items, &target.display)?;
         let flip = Flip {
             closed: args.action == Action::On,
             reason: args.reason.clone(),
@@ -242,4 +246,33 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
         items: rows,
         campaign: campaign.id.clone(),
     })
+}
+
+/// Flip only a sale that is live on this Redis: a wrong campaign file (a
+/// sale never preheated here) must not print `ON (closed)` and exit 0 while
+/// the real sale keeps selling, nor leave keys behind. Live: recorded by
+/// preheat in the registry, or (sales preheated before the registry) an item
+/// whose stock is in Redis.
+fn refuse_unless_live(
+    conn: &mut crate::redis_client::conn::Conn,
+    campaign: &crate::model::campaign::Campaign,
+    items: &[SaleItem],
+    at: &str,
+) -> Result<()> {
+    let now = slot::redis_now_ms(conn)?;
+    if registry::find(conn, &campaign.id, now)?.is_some() {
+        return Ok(());
+    }
+    for item in items {
+        if item.state(conn)?.preheated {
+            return Ok(());
+        }
+    }
+    let live = registry::live(conn, now)?;
+    Err(usage(format!(
+        "campaign {} is not live on Redis at {at} (never preheated there, or its keys expired): \
+         nothing was switched. Live there: {}. Check the campaign file (-c) and the Redis URL",
+        campaign.id,
+        registry::describe(&live)
+    )))
 }

@@ -15,6 +15,8 @@ pub mod buckets;
 pub mod item;
 pub mod kill_switch;
 pub mod orders;
+pub(crate) mod preheat_plan;
 pub(crate) mod recovery;
+pub(crate) mod registry;
 pub mod reservations;
 pub mod slot;

@@ -18,7 +18,7 @@ use crate::domain::orders::transient::{self, OPEN_PATIENCE};
 use crate::domain::orders::{OrderStore, StoreArgs, StoreLocation};
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
-use crate::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
+use crate::redis_client::conn::{Conn, ConnectionArgs, RedisTarget, UrlSource, redact};
 use crate::util::output::Format;
 
 /// What every subcommand gets besides its own flags.
@@ -37,6 +37,7 @@ pub(crate) struct Context {
     pub(crate) connection: ConnectionArgs,
     campaign_id: OnceLock<String>,
     redis_display: OnceLock<String>,
+    redis_source: OnceLock<UrlSource>,
 }
 
 /// Whether opening the order database may create it: only `consume` (and
@@ -71,6 +72,7 @@ impl Context {
             connection,
             campaign_id: OnceLock::new(),
             redis_display: OnceLock::new(),
+            redis_source: OnceLock::new(),
         }
     }
 
@@ -84,10 +86,33 @@ impl Context {
         Ok(campaign)
     }
 
-    /// The Redis target for this campaign (flag/env > file > default).
+    /// The Redis target for this campaign (flag/env > file > default). A
+    /// `SECKILL_REDIS_URL` left in the environment that overrides a
+    /// different `redis:` of the file is said on stderr: it is easy to
+    /// forget, and it sends every command to another Redis.
     pub(crate) fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
-        let target = RedisTarget::resolve(&self.connection, Some(campaign))?;
+        self.redis_of(Some(campaign))
+    }
+
+    /// [`Context::redis`] for a command that may run without a campaign file
+    /// (`seckill campaigns --redis URL`).
+    pub(crate) fn redis_of(&self, campaign: Option<&Campaign>) -> Result<RedisTarget> {
+        let target = RedisTarget::resolve(&self.connection, campaign)?;
+        if target.source == UrlSource::Env
+            && let Some(campaign) = campaign
+            && let Some(file_url) = &campaign.redis_url
+            && Some(file_url) != self.connection.redis_url.as_ref()
+        {
+            crate::util::output::say(format!(
+                "seckill: warning: SECKILL_REDIS_URL sends this command to {}, not to `redis: {}` \
+                 of {} (unset SECKILL_REDIS_URL to use the file's)",
+                target.display,
+                redact(file_url),
+                campaign.path.display()
+            ));
+        }
         let _ = self.redis_display.set(target.display.clone());
+        let _ = self.redis_source.set(target.source.clone());
         Ok(target)
     }
 
@@ -173,6 +198,11 @@ impl Context {
     /// The Redis target (password hidden), once [`Context::redis`] resolved it.
     pub(crate) fn redis_display(&self) -> Option<&str> {
         self.redis_display.get().map(String::as_str)
+    }
+
+    /// Where the Redis URL came from, once [`Context::redis`] resolved it.
+    pub(crate) fn redis_source(&self) -> Option<&UrlSource> {
+        self.redis_source.get()
     }
 
     /// A context with no campaign and default flags, for unit tests.

@@ -102,12 +102,21 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai-reservations.yaml expire",
             "seckill -c campaigns/moutai-reservations.yaml expire --loop --interval 1s --batch 100",
         ],
+        "doctor" => &[
+            "seckill -c campaigns/moutai.yaml doctor",
+            "seckill -c campaigns/moutai-cluster.yaml --cluster doctor --reconcile-at 03:00 --format json",
+        ],
+        "campaigns" => &[
+            "seckill campaigns --redis redis://127.0.0.1:6379/0",
+            "seckill -c campaigns/moutai.yaml campaigns --format json",
+        ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",
         ],
         // `seckill` itself: a launch day.
         "" => &[
+            "seckill -c campaigns/moutai.yaml doctor",
             "seckill -c campaigns/moutai.yaml preheat",
             "seckill -c campaigns/moutai.yaml status --watch 1s",
             "seckill -c campaigns/moutai.yaml consume --metrics-listen 127.0.0.1:9464",

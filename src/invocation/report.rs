@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::invocation::context::Context;
 use crate::model::error::{self, usage};
 use crate::model::exit_codes;
+use crate::redis_client::conn::UrlSource;
 use crate::util::output::{self, Format};
 
 /// Version of the envelope; bumped when a field changes meaning or goes away.
@@ -74,6 +75,9 @@ struct Envelope<'a, R: Serialize> {
     campaign: Option<&'a str>,
     /// The Redis target (password hidden), once it was resolved.
     redis: Option<&'a str>,
+    /// Where its URL came from: `flag` (--redis), `env` (SECKILL_REDIS_URL),
+    /// `file` (the campaign's `redis:`) or `default`.
+    redis_source: Option<&'a str>,
     /// The process's exit code.
     exit_code: i32,
     /// The command's own fields.
@@ -93,7 +97,7 @@ pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> 
         return Ok(code);
     }
     let text = match ctx.format {
-        Format::Table => report.render(),
+        Format::Table => format!("{}{}", redis_line(ctx), report.render()),
         Format::Prometheus => report.exposition().ok_or_else(|| {
             usage(format!(
                 "--format prometheus does not go with `{}`",
@@ -123,6 +127,21 @@ pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> 
     Ok(code)
 }
 
+/// The first line of every table: which Redis, and where its URL came from
+/// (a leftover environment variable or a wrong file is seen at once).
+fn redis_line(ctx: &Context) -> String {
+    match (ctx.redis_display(), ctx.redis_source()) {
+        (Some(redis), Some(source)) => {
+            let from = match source {
+                UrlSource::Default => "the default URL".to_string(),
+                other => other.to_string(),
+            };
+            format!("Redis {redis} ({from})\n")
+        }
+        _ => String::new(),
+    }
+}
+
 /// Report a command that failed without a report: `seckill: error: ...` on
 /// stderr and, under `--format json`, the envelope with `error` on stdout.
 /// Returns the exit code.
@@ -150,6 +169,7 @@ pub fn emit_usage_error(command: Option<&str>, message: &str) {
         command: command.unwrap_or_default(),
         campaign: None,
         redis: None,
+        redis_source: None,
         exit_code: exit_codes::USAGE_ERROR,
         report: None,
         error: Some(ErrorField {
@@ -171,6 +191,7 @@ pub(crate) fn envelope_line<R: Report>(ctx: &Context, report: &R) -> anyhow::Res
         command: ctx.command,
         campaign: ctx.campaign_id(),
         redis: ctx.redis_display(),
+        redis_source: ctx.redis_source().map(UrlSource::short),
         exit_code: report.exit_code(),
         report: Some(report),
         error: None,
@@ -191,6 +212,7 @@ fn envelope_json<R: Serialize>(
         command: ctx.command,
         campaign: ctx.campaign_id(),
         redis: ctx.redis_display(),
+        redis_source: ctx.redis_source().map(UrlSource::short),
         exit_code,
         report,
         error,
@@ -218,7 +240,7 @@ mod tests {
         assert_eq!(
             value,
             serde_json::json!({
-                "schema": 1, "command": "reconcile", "campaign": null, "redis": null,
+                "schema": 1, "command": "reconcile", "campaign": null, "redis": null, "redis_source": null,
                 "exit_code": 3, "counted": 7, "error": null
             })
         );

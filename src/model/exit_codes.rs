@@ -17,6 +17,9 @@ pub const THRESHOLD_FAILED: i32 = 4;
 /// `preheat` refused an item: it has sales (`--force`), or orders but no
 /// stock key; nothing was written for it. Distinct from 1: Redis answered.
 pub const PREHEAT_REFUSED: i32 = 5;
+/// `doctor`: no-go, a check failed (or a critical one could not be made);
+/// each failed line says what to do.
+pub const NO_GO: i32 = 6;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -79,6 +82,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         PREHEAT_REFUSED,
         "preheat_refused",
         "preheat: a reload would sell units again; nothing written",
+    ),
+    (
+        NO_GO,
+        "no_go",
+        "doctor: a check failed; each failed line says what to do",
     ),
     (SOLD_OUT, "sold_out", "buy: not enough stock left"),
     (

@@ -140,6 +140,24 @@ impl Conn {
     }
 }
 
+/// The server took the connection but did not answer `PING` within
+/// `--response-timeout` (paused clients, a busy script, a stopped process).
+#[derive(Debug)]
+struct NoReplyToPing(Duration);
+
+impl std::fmt::Display for NoReplyToPing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "connected, but no reply to PING within --response-timeout {} (a paused or busy \
+             server? CLIENT PAUSE, a long script; raise the flag or wait)",
+            humantime::format_duration(self.0)
+        )
+    }
+}
+
+impl std::error::Error for NoReplyToPing {}
+
 /// A standalone Redis over plain TCP: what the load test's raw connection needs.
 #[derive(Debug, Clone)]
 pub(crate) struct PlainTcp {
@@ -189,6 +207,16 @@ impl std::fmt::Display for UrlSource {
 }
 
 impl UrlSource {
+    /// `flag`, `env`, `file` or `default` (the JSON envelope's `redis_source`).
+    pub(crate) fn short(&self) -> &'static str {
+        match self {
+            UrlSource::Flag => "flag",
+            UrlSource::Env => "env",
+            UrlSource::CampaignFile(_) => "file",
+            UrlSource::Default => "default",
+        }
+    }
+
     /// Which of flag, environment, file or default gave the URL. clap folds
     /// `--redis` and `SECKILL_REDIS_URL` into one value: it is the flag's when
     /// the command line has `--redis`.
@@ -321,6 +349,9 @@ impl RedisTarget {
     /// Say what a failed connect means: a timeout names the flag, a reply
     /// that is not RESP means the port is not a Redis server.
     fn explain_connect_error(&self, error: anyhow::Error) -> anyhow::Error {
+        if error.downcast_ref::<NoReplyToPing>().is_some() {
+            return error;
+        }
         let redis_error = error
             .chain()
             .find_map(|c| c.downcast_ref::<redis::RedisError>());
@@ -356,7 +387,15 @@ impl RedisTarget {
         connection.set_write_timeout(Some(self.response_timeout))?;
         // Verified now: a missing password (NOAUTH) or a server that is not
         // ready (LOADING) fails here, plainly, not as the first real request.
-        redis::cmd("PING").query::<()>(&mut connection)?;
+        // Its reply is waited for within --response-timeout: a server that
+        // took the connection but does not answer (CLIENT PAUSE, a long
+        // script) is named by that limit, not by --connect-timeout.
+        redis::cmd("PING")
+            .query::<()>(&mut connection)
+            .map_err(|e| match e.is_timeout() {
+                true => anyhow::Error::new(NoReplyToPing(self.response_timeout)),
+                false => anyhow::Error::from(e),
+            })?;
         Ok(Conn::Single(connection))
     }
 

@@ -9,3 +9,4 @@ pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod replicas;
 pub mod scripts;
+pub(crate) mod server;

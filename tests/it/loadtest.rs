@@ -301,7 +301,7 @@ fn refuses_a_redis_carrying_the_live_sale() {
         USAGE_ERROR,
     )
     .stderr();
-    assert!(stderr.contains("is preheated on this Redis"), "{stderr}");
+    assert!(stderr.contains("carries live sale(s): lt-test"), "{stderr}");
     let live_stock: i64 = server.conn().get("seckill:{lt-test:sku1}:stock").unwrap();
     assert_eq!(live_stock, 7);
     assert!(loadtest_keys(&server).is_empty());
@@ -335,8 +335,10 @@ fn namespace_is_removed_unless_kept() {
     assert!(loadtest_keys(&server).is_empty());
 }
 
+/// Not only the file's campaign: any sale live on the Redis (another
+/// campaign's) is refused, and its keys stay byte for byte as they were.
 #[test]
-fn other_live_sales_are_untouched() {
+fn a_redis_carrying_another_campaigns_live_sale_is_refused_and_untouched() {
     let server = RedisServer::start();
     let other = bottles("real-sale", 1).write();
     seckill(&["preheat"])
@@ -360,10 +362,14 @@ fn other_live_sales_are_untouched() {
     };
     let before = snapshot(&mut conn);
     assert!(before.len() >= 4, "{before:?}");
-    loadtest_json(
+    let stderr = loadtest(
         &server,
+        &lt_test(),
         "--variant all --connections 4 --requests 100 --stock 10",
-    );
+        USAGE_ERROR,
+    )
+    .stderr();
+    assert!(stderr.contains("live sale(s): real-sale"), "{stderr}");
     assert_eq!(snapshot(&mut conn), before);
     assert!(loadtest_keys(&server).is_empty());
 }

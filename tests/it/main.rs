@@ -16,6 +16,7 @@ mod data_loss;
 mod errors_say_what_to_do;
 mod exit_codes;
 mod failover;
+mod go_no_go;
 mod help;
 mod hostile_input;
 mod kill_switch_audit;

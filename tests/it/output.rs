@@ -241,7 +241,11 @@ fn every_table_fits_80_columns_without_splitting_an_id() {
     fit("reconcile", reconciled, &["max-1t-gold-2026", "balanced"]);
     let watched = at_80(&["status"], exit_codes::SUCCESS);
     fit("status", watched, &["max-1t-gold-2026", "orders-db:"]);
-    let reset = at_80(&["init", "--yes"], exit_codes::SUCCESS);
+    // A sale that is selling is reset only with its id typed (`--purge-orders`).
+    let reset = at_80(
+        &["init", "--yes", "--purge-orders", "fit-80-columns-launch"],
+        exit_codes::SUCCESS,
+    );
     fit("init", reset, &["max-1t-gold-2026"]);
 }
 

@@ -508,7 +508,8 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
         .orders_store(None)
         .write();
     preheat(&file, &server);
-    preheat(&other, &server);
+    // Two campaigns sell item 1001 at once, on purpose: an explicit flag.
+    on(&other, &server, &["preheat", "--allow-shared-items"]).succeeds();
     let orders = reserve_many(&server, &file, "b", 3, |_| 1);
     let (paid, cancelled, reserved) = (&orders[0].0, &orders[1].0, &orders[2].0);
     settle(&file, &server, "pay", paid, SUCCESS);
@@ -559,7 +560,7 @@ fn bad_pay_and_cancel_requests_change_nothing_and_say_why() {
     // The reserved one is still payable; an expired one is not.
     settle(&file, &server, "pay", reserved, SUCCESS);
     let short = reservation_campaign(10, "50ms").write();
-    preheat(&short, &server);
+    on(&short, &server, &["preheat", "--allow-shared-items"]).succeeds();
     let late = reserve_many(&server, &short, "late", 1, |_| 1);
     std::thread::sleep(Duration::from_millis(80));
     let late_before = item_snapshot(&server);

@@ -232,6 +232,8 @@ fn each_role_runs_its_subcommands_and_nothing_else() {
         &["shutdown-switch", "on", "--reason", "t"],
     );
     assert_allowed(&file, &operator, &["shutdown-switch", "off"]);
+    // A sale that has just sold is closed before a reset.
+    assert_allowed(&file, &operator, &["shutdown-switch", "on"]);
     assert_allowed(&file, &operator, &["init", "--yes"]);
 
     // Direct commands outside each role.
@@ -546,6 +548,8 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
         redis::cmd("ZADD").arg(&b0.xfer_pending).arg(1).arg("t"),
     );
 
+    // A sale that has just sold is closed before a reset.
+    assert_allowed(&file, &operator, &["shutdown-switch", "on"]);
     assert_allowed(&file, &operator, &["init", "--yes"]);
 }
 

@@ -14,7 +14,8 @@
 //!    a colleague preheating with the wrong prefix): they are left alone and
 //!    the run is refused. Only the fixed keys and the lock key are probed
 //!    (EXISTS, not SCAN: probing must stay cheap on a big production Redis).
-//! 2. **The target Redis is carrying this campaign's live sale.** If any item
+//! 2. **The target Redis is carrying a live sale.** Any campaign live in the
+//!    registry (`domain::registry`, written by preheat), or any item
 //!    of the campaign is preheated under the live prefix on this Redis, a load
 //!    test would not touch those keys, but saturating the very server that is
 //!    selling would slow real shoppers down. That is refused too; point
@@ -26,6 +27,7 @@ use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 
 use crate::domain::item::SaleItem;
+use crate::domain::registry;
 use crate::domain::slot;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
@@ -57,6 +59,15 @@ pub(crate) fn ensure_free<C: ConnectionLike>(
     keys: &LoadtestKeys,
     campaign: &Campaign,
 ) -> Result<()> {
+    let now = crate::domain::slot::redis_now_ms(conn)?;
+    let live = registry::live(conn, now)?;
+    if !live.is_empty() {
+        return Err(usage(format!(
+            "refusing to load-test: this Redis carries live sale(s): {}; a load test would \
+             compete with them for Redis. Use a rehearsal Redis (--redis URL)",
+            registry::describe(&live)
+        )));
+    }
     for item in SaleItem::select(campaign, None)? {
         if let Some(live) = item.in_redis(conn)? {
             return Err(usage(format!(

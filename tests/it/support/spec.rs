@@ -77,6 +77,13 @@ impl Run {
         self
     }
 
+    /// Arguments that are not UTF-8 (what a shell passes for `$'\xff'`),
+    /// before those of [`seckill`].
+    pub fn raw_args(mut self, args: &[&std::ffi::OsStr]) -> Run {
+        self.command.args(args);
+        self
+    }
+
     /// An environment variable for the run.
     pub fn env(mut self, name: &str, value: &str) -> Run {
         self.command.env(name, value);
