@@ -67,6 +67,9 @@ _seckill() {
             seckill,reconcile)
                 cmd="seckill__subcmd__reconcile"
                 ;;
+            seckill,serve)
+                cmd="seckill__subcmd__serve"
+                ;;
             seckill,shutdown-switch)
                 cmd="seckill__subcmd__shutdown__subcmd__switch"
                 ;;
@@ -124,6 +127,9 @@ _seckill() {
             seckill__subcmd__help,reconcile)
                 cmd="seckill__subcmd__help__subcmd__reconcile"
                 ;;
+            seckill__subcmd__help,serve)
+                cmd="seckill__subcmd__help__subcmd__serve"
+                ;;
             seckill__subcmd__help,shutdown-switch)
                 cmd="seckill__subcmd__help__subcmd__shutdown__subcmd__switch"
                 ;;
@@ -137,7 +143,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns rebalance loadtest help"
+            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -599,7 +605,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns rebalance loadtest help"
+            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -837,6 +843,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__reconcile)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1324,6 +1344,88 @@ _seckill() {
                     return 0
                     ;;
                 --orders-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__serve)
+            opts="-c -q -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --workers --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-in-flight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --body-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shutdown-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recheck)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-replicas)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator-token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -106,6 +106,9 @@ pub(crate) enum Command {
     /// The campaigns live on a Redis (recorded by preheat), to see which sale a command would touch.
     #[command(after_long_help = crate::invocation::help::long("campaigns"))]
     Campaigns(cmd::campaigns::Args),
+    /// The shop's front door: an HTTP buy API through the same scripts (docs/serve.md); runs until SIGTERM.
+    #[command(after_long_help = crate::invocation::help::long("serve"))]
+    Serve(cmd::serve::Args),
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
     #[command(after_long_help = crate::invocation::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
@@ -161,6 +164,7 @@ impl Command {
             Command::Rebalance(_) => "rebalance",
             Command::Doctor(_) => "doctor",
             Command::Campaigns(_) => "campaigns",
+            Command::Serve(_) => "serve",
         }
     }
 
@@ -198,6 +202,7 @@ impl Command {
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Doctor(args) => emit(ctx, &cmd::doctor::run(ctx, &args)?),
             Command::Campaigns(args) => emit(ctx, &cmd::campaigns::run(ctx, &args)?),
+            Command::Serve(args) => emit(ctx, &cmd::serve::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
                 None if args.reservations => {

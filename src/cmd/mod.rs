@@ -22,5 +22,6 @@ pub(crate) mod pending_claim;
 pub(crate) mod preheat;
 pub(crate) mod rebalance;
 pub(crate) mod reconcile;
+pub(crate) mod serve;
 pub(crate) mod shutdown_switch;
 pub(crate) mod status;

@@ -80,7 +80,11 @@ impl Report for StatusReport {
 
     fn exposition(&self) -> Option<String> {
         let mut exposition = Exposition::default();
-        exposition.add_statuses(&self.campaign_id, &self.items);
+        crate::features::monitor::metrics::add_statuses(
+            &mut exposition,
+            &self.campaign_id,
+            &self.items,
+        );
         Some(exposition.render())
     }
 }

@@ -14,6 +14,7 @@
 pub mod buckets;
 pub mod item;
 pub mod kill_switch;
+pub(crate) mod lookup;
 pub mod orders;
 pub(crate) mod preheat_plan;
 pub(crate) mod recovery;

@@ -9,3 +9,4 @@ pub(crate) mod doctor;
 pub(crate) mod loadtest;
 pub(crate) mod monitor;
 pub(crate) mod reconcile;
+pub(crate) mod serve;

@@ -110,6 +110,11 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill campaigns --redis redis://127.0.0.1:6379/0",
             "seckill -c campaigns/moutai.yaml campaigns --format json",
         ],
+        "serve" => &[
+            "seckill -c campaigns/moutai.yaml serve",
+            "seckill -c campaigns/moutai.yaml serve --listen :8080 --max-in-flight 2048",
+            "seckill -c campaigns/moutai-reservations.yaml serve --operator-token-file /etc/seckill/operator.token",
+        ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",

@@ -8,5 +8,6 @@ pub(crate) mod error_text;
 pub(crate) mod identity;
 pub(crate) mod log;
 pub(crate) mod output;
+pub(crate) mod prometheus;
 pub(crate) mod retry;
 pub(crate) mod text;

@@ -11,6 +11,8 @@
 //!
 //! May import: the rest of the domain, the Redis client layer, the model, utilities.
 
+pub mod sell_out;
+
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;

@@ -1,19 +1,12 @@
-//! Metrics for Prometheus: the text exposition format, the counters `consume`
-//! keeps, and the tiny HTTP responder behind `consume --metrics-listen`.
+//! Metrics for Prometheus: the sale's families (written in the text format
+//! of `util::prometheus`), the counters `consume` keeps, and the tiny HTTP
+//! responder behind `consume --metrics-listen`.
 //!
 //! `seckill status --format prometheus` writes the same families for
 //! node_exporter's textfile collector. Every sample carries `campaign` and
 //! `item` labels (the store retries only `campaign`: one database transaction
 //! spans several items).
-//!
-//! The format is written here rather than with the `prometheus-client` crate:
-//! that crate emits OpenMetrics (`# TYPE x counter` over `x_total` samples,
-//! `# EOF`), which the classic text parsers of node_exporter's textfile
-//! collector and `promtool check metrics` read as a metric without help text.
-//! The classic format is a few lines of escaping; `tests/it/status.rs` checks
-//! our output with `promtool`.
 
-use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 
@@ -26,33 +19,7 @@ use crate::domain::orders::counters::{CONSUME, ConsumeCounters};
 use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
-
-/// Content type of the classic text exposition format.
-pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// A metric family: name, type, help.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Metric {
-    pub(crate) name: &'static str,
-    pub(crate) kind: &'static str,
-    pub(crate) help: &'static str,
-}
-
-const fn gauge(name: &'static str, help: &'static str) -> Metric {
-    Metric {
-        name,
-        kind: "gauge",
-        help,
-    }
-}
-
-const fn counter(name: &'static str, help: &'static str) -> Metric {
-    Metric {
-        name,
-        kind: "counter",
-        help,
-    }
-}
+pub(crate) use crate::util::prometheus::{CONTENT_TYPE, Exposition, Metric, counter, gauge};
 
 pub(crate) const STOCK_LEFT: Metric = gauge("seckill_stock_left", "Units left in Redis.");
 pub(crate) const STOCK_INITIAL: Metric = gauge("seckill_stock_initial", "Units preheated.");
@@ -108,110 +75,50 @@ pub(crate) const REDIS_UP: Metric = gauge(
     "1 when this scrape read the item state from Redis, 0 when Redis failed.",
 );
 
-/// Samples grouped by family, written in the classic text format.
-#[derive(Debug, Default)]
-pub(crate) struct Exposition {
-    families: Vec<(Metric, Vec<(String, f64)>)>,
-}
-
-impl Exposition {
-    /// Add one sample of `metric` with these labels.
-    pub(crate) fn add(&mut self, metric: Metric, labels: &[(&str, &str)], value: f64) {
-        let mut rendered = String::new();
-        for (i, (name, value)) in labels.iter().enumerate() {
-            let sep = if i == 0 { "" } else { "," };
-            let _ = write!(rendered, "{sep}{name}=\"{}\"", escape_label(value));
+/// The families of [`ItemStatus`]: stock, sales, window, switch, stream, expiry.
+pub(crate) fn add_statuses(exposition: &mut Exposition, campaign: &str, statuses: &[ItemStatus]) {
+    for s in statuses {
+        let labels = [("campaign", campaign), ("item", s.item.as_str())];
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        exposition.add(PREHEATED, &labels, flag(s.preheated));
+        if let Some(stock) = s.stock_left {
+            exposition.add(STOCK_LEFT, &labels, stock as f64);
         }
-        match self
-            .families
-            .iter_mut()
-            .find(|(m, _)| m.name == metric.name)
-        {
-            Some((_, samples)) => samples.push((rendered, value)),
-            None => self.families.push((metric, vec![(rendered, value)])),
+        if let Some(initial) = s.initial_stock {
+            exposition.add(STOCK_INITIAL, &labels, initial as f64);
         }
-    }
-
-    /// The exposition text: `# HELP`, `# TYPE`, then the samples of each family.
-    pub(crate) fn render(&self) -> String {
-        let mut out = String::new();
-        for (metric, samples) in &self.families {
-            let help = metric.help.replace('\\', "\\\\").replace('\n', "\\n");
-            let _ = writeln!(out, "# HELP {} {help}", metric.name);
-            let _ = writeln!(out, "# TYPE {} {}", metric.name, metric.kind);
-            for (labels, value) in samples {
-                let _ = writeln!(out, "{}{{{labels}}} {}", metric.name, number(*value));
-            }
+        if let Some(sold) = s.sold {
+            exposition.add(SOLD, &labels, sold as f64);
         }
-        out
-    }
-
-    /// The families of [`ItemStatus`]: stock, sales, window, switch, stream, expiry.
-    pub(crate) fn add_statuses(&mut self, campaign: &str, statuses: &[ItemStatus]) {
-        for s in statuses {
-            let labels = [("campaign", campaign), ("item", s.item.as_str())];
-            let flag = |b: bool| if b { 1.0 } else { 0.0 };
-            self.add(PREHEATED, &labels, flag(s.preheated));
-            if let Some(stock) = s.stock_left {
-                self.add(STOCK_LEFT, &labels, stock as f64);
-            }
-            if let Some(initial) = s.initial_stock {
-                self.add(STOCK_INITIAL, &labels, initial as f64);
-            }
-            if let Some(sold) = s.sold {
-                self.add(SOLD, &labels, sold as f64);
-            }
-            self.add(BUYERS, &labels, s.buyers as f64);
-            self.add(
-                WINDOW_OPEN,
-                &labels,
-                flag(s.window.state == WindowState::Open),
-            );
-            self.add(KILL_SWITCH, &labels, flag(s.kill_switch.on));
-            self.add(STREAM_LENGTH, &labels, s.stream.length as f64);
-            self.add(STREAM_PENDING, &labels, s.stream.pending as f64);
-            if let Some(lag) = s.stream.lag {
-                self.add(STREAM_LAG, &labels, lag as f64);
-            }
-            self.add(DEAD_LETTER, &labels, s.dead_letter as f64);
-            if let Some(ms) = s.expires_in_ms {
-                let at = (s.redis_time_ms + ms) as f64 / 1000.0;
-                self.add(KEYS_EXPIRY, &labels, at);
-            }
-            let r = &s.reservations;
-            if r != &crate::domain::reservations::Totals::default() {
-                for (state, units) in [
-                    ("reserved", r.reserved_units),
-                    ("paid", r.paid_units),
-                    ("expired", r.expired_units),
-                    ("cancelled", r.cancelled_units),
-                ] {
-                    let labels = [labels[0], labels[1], ("state", state)];
-                    self.add(RESERVATION_UNITS, &labels, units as f64);
-                }
+        exposition.add(BUYERS, &labels, s.buyers as f64);
+        exposition.add(
+            WINDOW_OPEN,
+            &labels,
+            flag(s.window.state == WindowState::Open),
+        );
+        exposition.add(KILL_SWITCH, &labels, flag(s.kill_switch.on));
+        exposition.add(STREAM_LENGTH, &labels, s.stream.length as f64);
+        exposition.add(STREAM_PENDING, &labels, s.stream.pending as f64);
+        if let Some(lag) = s.stream.lag {
+            exposition.add(STREAM_LAG, &labels, lag as f64);
+        }
+        exposition.add(DEAD_LETTER, &labels, s.dead_letter as f64);
+        if let Some(ms) = s.expires_in_ms {
+            let at = (s.redis_time_ms + ms) as f64 / 1000.0;
+            exposition.add(KEYS_EXPIRY, &labels, at);
+        }
+        let r = &s.reservations;
+        if r != &crate::domain::reservations::Totals::default() {
+            for (state, units) in [
+                ("reserved", r.reserved_units),
+                ("paid", r.paid_units),
+                ("expired", r.expired_units),
+                ("cancelled", r.cancelled_units),
+            ] {
+                let labels = [labels[0], labels[1], ("state", state)];
+                exposition.add(RESERVATION_UNITS, &labels, units as f64);
             }
         }
-    }
-}
-
-/// Label values escape `\`, `"` and newlines.
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// Integers without a fraction; the format's spellings of NaN and infinities.
-fn number(value: f64) -> String {
-    if value.is_nan() {
-        "NaN".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{}", value as i64)
-    } else {
-        format!("{value}")
     }
 }
 
@@ -259,7 +166,7 @@ pub(crate) fn serve_consume(
         })();
         let up = match read {
             Ok(statuses) => {
-                exposition.add_statuses(&campaign.id, &statuses);
+                add_statuses(&mut exposition, &campaign.id, &statuses);
                 1.0
             }
             Err(_) => {

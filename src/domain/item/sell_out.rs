@@ -1,0 +1,98 @@
+//! What a front door needs to refuse attempts without asking Redis each
+//! time: whether an item is sold out for good (a plain item's stock at 0;
+//! a bucketed item's proof in every bucket, docs/buckets.md), its window on
+//! the Redis clock, and who bought it (a retry of an attempt that bought
+//! must reach Redis to get its order back, never a cached refusal).
+
+use std::collections::HashSet;
+
+use anyhow::{Context, Result};
+use redis::ConnectionLike;
+
+use super::SaleItem;
+
+/// An item's window as preheated (Unix ms, Redis clock).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Window {
+    pub starts_at_ms: Option<i64>,
+    pub ends_at_ms: Option<i64>,
+}
+
+/// Users read per HSCAN page.
+const PAGE: usize = 1000;
+
+impl SaleItem<'_> {
+    /// Whether nothing can be bought now and only units coming back (a
+    /// release, a preheat) would change that: a plain item with no stock, a
+    /// bucketed item whose sell-out every bucket records (a bucket short of
+    /// stock while others hold units, or units in transit, is not sold out).
+    /// `None`: not preheated.
+    pub fn sold_out_now<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<bool>> {
+        if !self.moves_stock_between_slots() {
+            let stock: Option<i64> = redis::cmd("GET")
+                .arg(&self.layout().bucket(0).keys.stock)
+                .query(conn)
+                .context("cannot read the stock")?;
+            return Ok(stock.map(|s| s <= 0));
+        }
+        for slot in self.slots() {
+            let (stock, proof): (Option<i64>, Option<String>) = (
+                redis::cmd("GET")
+                    .arg(&slot.keys.stock)
+                    .query(conn)
+                    .with_context(|| format!("cannot read {}", slot.keys.stock))?,
+                redis::cmd("HGET")
+                    .arg(&slot.keys.meta)
+                    .arg("sold_out")
+                    .query(conn)
+                    .with_context(|| format!("cannot read {}", slot.keys.meta))?,
+            );
+            match stock {
+                None => return Ok(None),
+                Some(_) if proof.is_none() => return Ok(Some(false)),
+                Some(_) => {}
+            }
+        }
+        Ok(Some(true))
+    }
+
+    /// The window Redis holds for the item (its first slot's meta).
+    pub fn window<C: ConnectionLike>(&self, conn: &mut C) -> Result<Window> {
+        let meta = &self.layout().bucket(0).keys.meta;
+        let (starts, ends): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(meta)
+            .arg("starts_at_ms")
+            .arg("ends_at_ms")
+            .query(conn)
+            .with_context(|| format!("cannot read {meta}"))?;
+        let ms = |v: Option<String>| v.and_then(|v| v.parse::<i64>().ok());
+        Ok(Window {
+            starts_at_ms: ms(starts),
+            ends_at_ms: ms(ends),
+        })
+    }
+
+    /// Every user who bought the item, from its buyers hashes (HSCAN pages:
+    /// bounded by the stock, since every buyer took at least one unit).
+    pub fn buyers<C: ConnectionLike>(&self, conn: &mut C) -> Result<HashSet<String>> {
+        let mut users = HashSet::new();
+        for slot in self.slots() {
+            let mut cursor: u64 = 0;
+            loop {
+                let (next, pairs): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
+                    .arg(&slot.keys.buyers)
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(PAGE)
+                    .query(conn)
+                    .with_context(|| format!("cannot read {}", slot.keys.buyers))?;
+                users.extend(pairs.into_iter().map(|(user, _)| user));
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(users)
+    }
+}

@@ -1,0 +1,175 @@
+//! What one `serve` instance counts for its `/metrics`: requests by
+//! endpoint, outcome and HTTP status; their latency (a histogram); requests
+//! in flight; Redis round trips; answers given from the cache. Counted with
+//! atomics on the request path, rendered in the text format only on a scrape.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::util::prometheus::{Exposition, Metric, counter, gauge};
+
+const REQUESTS: Metric = counter(
+    "seckill_serve_requests_total",
+    "HTTP requests answered, by endpoint, outcome (the buy outcome, or the refusal) and status.",
+);
+const DURATION: Metric = Metric {
+    name: "seckill_serve_request_duration_seconds",
+    kind: "histogram",
+    help: "Time from a request's arrival to its answer, by endpoint.",
+};
+const IN_FLIGHT: Metric = gauge(
+    "seckill_serve_in_flight",
+    "Requests being answered now (the --max-in-flight limit answers 503 beyond it).",
+);
+const ROUND_TRIPS: Metric = counter(
+    "seckill_serve_redis_round_trips_total",
+    "Redis round trips made for requests (a plain buy: 1; a bucketed buy that swept: more).",
+);
+const CACHE_HITS: Metric = counter(
+    "seckill_serve_cache_hits_total",
+    "Buy attempts refused from memory, without a Redis call, by outcome.",
+);
+
+/// Upper bounds of the latency histogram, seconds.
+const BOUNDS: [f64; 12] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// One endpoint's latency histogram.
+#[derive(Debug, Default)]
+struct Histogram {
+    buckets: [AtomicU64; BOUNDS.len()],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+/// The counters of one instance.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// (endpoint, outcome, status) → requests.
+    requests: Mutex<BTreeMap<(&'static str, &'static str, u16), u64>>,
+    durations: Mutex<BTreeMap<&'static str, std::sync::Arc<Histogram>>>,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) round_trips: AtomicU64,
+    cache_hits: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+impl Metrics {
+    /// One answered request.
+    pub(crate) fn answered(
+        &self,
+        endpoint: &'static str,
+        outcome: &'static str,
+        status: u16,
+        took: Duration,
+    ) {
+        *self
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((endpoint, outcome, status))
+            .or_default() += 1;
+        let histogram = std::sync::Arc::clone(
+            self.durations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(endpoint)
+                .or_default(),
+        );
+        let seconds = took.as_secs_f64();
+        for (bound, bucket) in BOUNDS.iter().zip(&histogram.buckets) {
+            if seconds <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        histogram.count.fetch_add(1, Ordering::Relaxed);
+        histogram
+            .sum_us
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// One attempt refused from memory.
+    pub(crate) fn cache_hit(&self, outcome: &'static str) {
+        *self
+            .cache_hits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(outcome)
+            .or_default() += 1;
+    }
+
+    /// The exposition text.
+    pub(crate) fn render(&self, campaign: &str) -> String {
+        let mut e = Exposition::default();
+        for ((endpoint, outcome, status), n) in self
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            let status = status.to_string();
+            e.add(
+                REQUESTS,
+                &[
+                    ("campaign", campaign),
+                    ("endpoint", endpoint),
+                    ("outcome", outcome),
+                    ("status", &status),
+                ],
+                *n as f64,
+            );
+        }
+        for (endpoint, h) in self
+            .durations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            for (bound, bucket) in BOUNDS.iter().zip(&h.buckets) {
+                let le = bound.to_string();
+                e.add_suffixed(
+                    DURATION,
+                    "_bucket",
+                    &[("campaign", campaign), ("endpoint", endpoint), ("le", &le)],
+                    bucket.load(Ordering::Relaxed) as f64,
+                );
+            }
+            let count = h.count.load(Ordering::Relaxed) as f64;
+            let labels = [("campaign", campaign), ("endpoint", *endpoint)];
+            e.add_suffixed(
+                DURATION,
+                "_bucket",
+                &[labels[0], labels[1], ("le", "+Inf")],
+                count,
+            );
+            e.add_suffixed(
+                DURATION,
+                "_sum",
+                &labels,
+                h.sum_us.load(Ordering::Relaxed) as f64 / 1e6,
+            );
+            e.add_suffixed(DURATION, "_count", &labels, count);
+        }
+        e.add(
+            IN_FLIGHT,
+            &[("campaign", campaign)],
+            self.in_flight.load(Ordering::Relaxed) as f64,
+        );
+        e.add(
+            ROUND_TRIPS,
+            &[("campaign", campaign)],
+            self.round_trips.load(Ordering::Relaxed) as f64,
+        );
+        let hits = self.cache_hits.lock().unwrap_or_else(|e| e.into_inner());
+        for outcome in ["sold_out", "not_started", "ended"] {
+            e.add(
+                CACHE_HITS,
+                &[("campaign", campaign), ("outcome", outcome)],
+                hits.get(outcome).copied().unwrap_or(0) as f64,
+            );
+        }
+        e.render()
+    }
+}
