@@ -41,6 +41,7 @@ mod replicas_cluster;
 mod replicas_loadtest;
 mod reservations;
 mod security;
+mod serve;
 mod status;
 mod tls_auth;
 mod transient_store_errors;

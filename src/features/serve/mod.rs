@@ -114,6 +114,16 @@ struct App {
     running: Mutex<HashSet<(String, String, String)>>,
 }
 
+/// A connection could not be made: nothing was sent, a new attempt is safe.
+#[derive(Debug)]
+struct NotSent;
+
+impl std::fmt::Display for NotSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("nothing was sent")
+    }
+}
+
 /// Blocking Redis connections, one per worker thread at a time.
 struct Pool {
     target: RedisTarget,
@@ -127,7 +137,7 @@ impl Pool {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut conn = match idle {
             Some(conn) => conn,
-            None => self.target.connect()?,
+            None => self.target.connect().map_err(|e| e.context(NotSent))?,
         };
         let result = call(&mut conn);
         if result.is_ok() {
@@ -605,6 +615,13 @@ fn explain(
     request_id: &str,
 ) -> (StatusCode, &'static str, String) {
     let rendered = crate::util::error_text::render(error);
+    if error.downcast_ref::<NotSent>().is_some() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "redis_unreachable",
+            format!("{rendered}: nothing was sent, a new attempt is safe"),
+        );
+    }
     match failure::find(error).map(failure::classify) {
         Some(Failure::NotExecuted(code)) => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -4,8 +4,10 @@
 //! persistence off, waits until it answers PING, and kills it on drop.
 
 pub mod cluster;
+pub mod http;
 pub mod mariadb;
 pub mod orders;
+pub mod serve;
 pub mod spec;
 
 use std::net::TcpListener;
