@@ -188,6 +188,9 @@ fn a_lost_reply_is_504_retry_with_the_same_request_id_and_the_retry_gets_the_ord
     assert_eq!(bought, 1, "the retry bought nothing twice");
 }
 
+/// (what, body, headers, status) of a bad request.
+type Case<'a> = (&'a str, Vec<u8>, &'a [(&'a str, &'a str)], u16);
+
 /// Every bad request is refused with its status and a message, and Redis is
 /// byte for byte as it was.
 #[test]
@@ -205,7 +208,7 @@ fn bad_requests_are_refused_before_redis_and_change_nothing() {
     let before = keys(&server);
     let json_type = [("Content-Type", "application/json")];
     let long = "x".repeat(129);
-    let cases: Vec<(&str, Vec<u8>, &[(&str, &str)], u16)> = vec![
+    let cases: Vec<Case> = vec![
         ("malformed JSON", b"{\"user\": ".to_vec(), &json_type, 400),
         (
             "unknown field",
