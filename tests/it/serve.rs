@@ -802,5 +802,7 @@ fn sigterm_lets_requests_in_flight_finish_and_exits_zero() {
             answer.body
         );
     });
+    let log = serve.log.lock().unwrap().clone();
+    assert!(log.contains("stopping: no new connections"), "{log}");
     assert_eq!(serve.stop("-0"), Some(0), "serve exits 0 after a SIGTERM");
 }
