@@ -384,6 +384,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l buckets -d 
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l hot-buckets -d 'With --buckets: skewed demand, every synthetic user\'s home is one of the first K buckets (default: uniform)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l payment-timeout -d '--reservations: the payment timeout of every reservation (each of --connections is a thread with its own connection; closed loop only)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l pay-share -d '--reservations: share of the reservations paid (0..=1), half of them at the deadline' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l target -d 'Drive a running `seckill serve` over HTTP instead of Redis directly: the same attempts, through the shop\'s front door (closed or open loop, --connections keep-alive connections). Touches no Redis itself' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l print-command -d 'Print the EVALSHA command line the v3 or full variant sends per request (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
 v2\t'WATCH / GET / MULTI / DECR / EXEC, retried on abort'
 v3\t'A minimal Lua script: check stock, DECR'

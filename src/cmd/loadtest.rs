@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::features::loadtest::buckets::{BucketReport, BucketRun};
 use crate::features::loadtest::export::{csv, hgrm, table};
+use crate::features::loadtest::http::{TargetReport, TargetRun};
 use crate::features::loadtest::namespace::LoadtestKeys;
 use crate::features::loadtest::report::{Thresholds, VariantReport};
 use crate::features::loadtest::reservations::{RaceReport, RaceSettings};
@@ -154,10 +155,21 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 0.5, value_parser = parse_share, value_name = "SHARE", requires = "reservations")]
     pub(crate) pay_share: f64,
 
+    /// Drive a running `seckill serve` over HTTP instead of Redis directly:
+    /// the same attempts, through the shop's front door (closed or open loop,
+    /// --connections keep-alive connections). Touches no Redis itself.
+    #[arg(long, value_name = "http://HOST:PORT", value_parser = parse_target,
+          conflicts_with_all = ["variant", "pipeline", "buckets", "reservations", "wait_replicas", "rate_limit", "keep", "hdr_out"])]
+    pub(crate) target: Option<String>,
+
     /// Print the EVALSHA command line the v3 or full variant sends per request
     /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
     #[arg(long, value_name = "VARIANT", hide = true)]
     pub(crate) print_command: Option<Variant>,
+}
+
+fn parse_target(text: &str) -> std::result::Result<String, String> {
+    crate::features::loadtest::http::parse_target(text)
 }
 
 /// clap value parser for a positive rate.
@@ -216,6 +228,12 @@ pub(crate) struct LoadtestReport {
     /// `--buckets N`: the bucketed `full` run (docs/buckets.md).
     #[serde(rename = "buckets", skip_serializing_if = "Option::is_none")]
     pub(crate) split: Option<BucketReport>,
+    /// `--target URL`: the run through a `seckill serve`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) target: Option<TargetReport>,
+    /// Thresholds that failed (`--target` runs; variants keep theirs).
+    #[serde(skip)]
+    target_failed: Vec<String>,
     #[serde(skip)]
     heading: String,
     /// `--wide`: every column in the table.
@@ -228,11 +246,14 @@ impl Report for LoadtestReport {
         if let Some(split) = &self.split {
             return format!("{}\n{}\n", self.heading, table::buckets(split));
         }
+        if let Some(target) = &self.target {
+            return format!("{}\n{}", self.heading, table::target(target));
+        }
         table::variants(&self.heading, &self.variants, self.wide)
     }
 
     fn csv(&self) -> Option<String> {
-        if self.split.is_some() {
+        if self.split.is_some() || self.target.is_some() {
             return None;
         }
         let mut text = Vec::new();
@@ -241,10 +262,11 @@ impl Report for LoadtestReport {
     }
 
     fn exit_code(&self) -> i32 {
-        if self
-            .variants
-            .iter()
-            .any(|v| !v.thresholds_failed.is_empty())
+        if !self.target_failed.is_empty()
+            || self
+                .variants
+                .iter()
+                .any(|v| !v.thresholds_failed.is_empty())
         {
             exit_codes::THRESHOLD_FAILED
         } else {
@@ -262,6 +284,7 @@ impl Report for LoadtestReport {
                     .iter()
                     .map(|f| format!("{}: {f}", v.variant.as_str()))
             })
+            .chain(self.target_failed.iter().cloned())
             .collect();
         (!failed.is_empty()).then(|| format!("threshold failed: {}", failed.join("; ")))
     }
@@ -316,6 +339,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
         )?;
     }
     let settings = settings(args)?;
+    if let Some(address) = &args.target {
+        return run_target(args, &campaign, &item_id, address, &settings);
+    }
     let target = ctx.redis(&campaign)?;
     if args.buckets > 1 || args.hot_buckets.is_some() {
         return run_split(ctx, args, &campaign, &item_id, &target);
@@ -341,7 +367,66 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
         heading: done.heading,
         variants: scenarios::reports(done.runs),
         split: None,
+        target: None,
+        target_failed: Vec::new(),
         wide: args.wide,
+    })
+}
+
+/// `--target URL`: the attempts through a running `seckill serve`.
+fn run_target(
+    args: &Args,
+    campaign: &Campaign,
+    item_id: &str,
+    address: &str,
+    settings: &Settings,
+) -> Result<LoadtestReport> {
+    let run = TargetRun {
+        address: address.to_string(),
+        item: item_id.to_string(),
+        connections: args.connections,
+        requests: settings.requests,
+        pace: settings.pace,
+        users: settings.users,
+        run_id: ulid::Ulid::generate().to_string(),
+    };
+    let report = crate::features::loadtest::http::run(&run)?;
+    let mut failed = Vec::new();
+    if let Some(limit) = args.max_p99
+        && report.latency.p99_ms > limit.as_secs_f64() * 1000.0
+    {
+        failed.push(format!(
+            "target: p99 {:.2} ms over --max-p99 {}",
+            report.latency.p99_ms,
+            humantime::format_duration(limit)
+        ));
+    }
+    if let Some(min) = args.min_qps
+        && report.qps < min
+    {
+        failed.push(format!(
+            "target: {:.0} answers/s under --min-qps {min}",
+            report.qps
+        ));
+    }
+    Ok(LoadtestReport {
+        heading: format!(
+            "load test of campaign {} item {item_id} through {}\n{}, {} connections, {} requests, {} users",
+            campaign.id,
+            report.target,
+            match settings.pace {
+                Pace::Closed => "closed loop".to_string(),
+                Pace::Open { rate } => format!("open loop at {rate} attempts/s"),
+            },
+            run.connections,
+            run.requests,
+            run.users
+        ),
+        variants: Vec::new(),
+        split: None,
+        target: Some(report),
+        target_failed: failed,
+        wide: false,
     })
 }
 
@@ -393,6 +478,8 @@ fn run_split(
         heading,
         variants: Vec::new(),
         split: Some(report),
+        target: None,
+        target_failed: Vec::new(),
         wide: false,
     })
 }

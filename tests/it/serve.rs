@@ -806,3 +806,54 @@ fn sigterm_lets_requests_in_flight_finish_and_exits_zero() {
     assert!(log.contains("stopping: no new connections"), "{log}");
     assert_eq!(serve.stop("-0"), Some(0), "serve exits 0 after a SIGTERM");
 }
+
+/// `loadtest --target`: a rehearsal through the front door sells exactly
+/// the stock and reports the same outcome table.
+#[test]
+fn loadtest_through_serve_sells_exactly_the_stock() {
+    let server = RedisServer::start();
+    let file = campaign("door").item("1", 20).write();
+    preheat(&file, &server);
+    let serve = Serve::start(&file, &server.url(), false, &[]);
+    let target = format!("http://{}", serve.addr);
+    for pace in [&[][..], &["--rate", "400"][..]] {
+        let report = seckill(&[
+            "loadtest",
+            "--target",
+            &target,
+            "--requests",
+            "200",
+            "--connections",
+            "8",
+        ])
+        .args(pace)
+        .campaign(&file)
+        .json()
+        .succeeds()
+        .json();
+        let run = &report["target"];
+        assert_eq!(run["completed"], 200, "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        let sold = run["succeeded"].as_u64().unwrap();
+        assert_eq!(
+            sold + run["sold_out"].as_u64().unwrap() + run["rejected"].as_u64().unwrap(),
+            200
+        );
+        assert_eq!(run["mode"], if pace.is_empty() { "closed" } else { "open" });
+    }
+    let left: i64 = server.conn().get("seckill:{door:1}:stock").unwrap();
+    let entries: i64 = server.conn().xlen("seckill:{door:1}:orders").unwrap();
+    assert_eq!(
+        (left, entries),
+        (0, 20),
+        "the rehearsal sold exactly the stock"
+    );
+    let refused = seckill(&["loadtest", "--target", "https://x:1"])
+        .campaign(&file)
+        .fails_with(seckill::model::exit_codes::USAGE_ERROR);
+    assert!(
+        refused.stderr().contains("http://HOST:PORT"),
+        "{}",
+        refused.describe()
+    );
+}

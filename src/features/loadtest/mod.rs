@@ -17,6 +17,7 @@ pub(crate) mod buckets;
 mod conversation;
 mod event_loop;
 pub(crate) mod export;
+pub(crate) mod http;
 mod measure;
 pub(crate) mod namespace;
 mod raw;

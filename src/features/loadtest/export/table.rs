@@ -5,6 +5,7 @@
 
 use super::super::Variant;
 use super::super::buckets::BucketReport;
+use super::super::http::TargetReport;
 use super::super::report::VariantReport;
 use super::super::reservations::RaceReport;
 use crate::util::output;
@@ -263,4 +264,44 @@ pub(crate) fn reservations(heading: &str, r: &RaceReport) -> String {
         ("verdict", r.verdict.clone()),
     ]);
     format!("{}{fields}", output::paragraph(heading))
+}
+
+/// A run through `seckill serve` (`--target`): outcomes, statuses, latency.
+pub(crate) fn target(r: &TargetReport) -> String {
+    let outcomes: Vec<String> = r.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let statuses: Vec<String> = r.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let ms = |v: f64| format!("{v:.2}");
+    output::fields(&[
+        ("answers/s", format!("{:.0}", r.qps)),
+        (
+            "answered",
+            format!("{} of {} ({} errors)", r.completed, r.requests, r.errors),
+        ),
+        ("succeeded", r.succeeded.to_string()),
+        ("sold out", r.sold_out.to_string()),
+        ("rejected", r.rejected.to_string()),
+        ("outcomes", outcomes.join(", ")),
+        ("HTTP statuses", statuses.join(", ")),
+        (
+            "latency ms",
+            format!(
+                "p50 {} · p90 {} · p99 {} · p99.9 {} · max {} (corrected)",
+                ms(r.latency.p50_ms),
+                ms(r.latency.p90_ms),
+                ms(r.latency.p99_ms),
+                ms(r.latency.p99_9_ms),
+                ms(r.latency.max_ms)
+            ),
+        ),
+        (
+            "service ms",
+            format!(
+                "p50 {} · p99 {} · max {}",
+                ms(r.service.p50_ms),
+                ms(r.service.p99_ms),
+                ms(r.service.max_ms)
+            ),
+        ),
+        ("late sends", r.late_sends.to_string()),
+    ])
 }
