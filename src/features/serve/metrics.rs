@@ -4,7 +4,7 @@
 //! atomics on the request path, rendered in the text format only on a scrape.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -45,15 +45,22 @@ struct Histogram {
     sum_us: AtomicU64,
 }
 
-/// The counters of one instance.
+/// The endpoints counted apart.
+pub(crate) const ENDPOINTS: [&str; 4] = ["buy", "orders", "pay", "cancel"];
+
+/// The outcomes a cache answers.
+const CACHED: [&str; 3] = ["sold_out", "not_started", "ended"];
+
+/// The counters of one instance. The request path takes a read lock (a new
+/// (endpoint, outcome, status) takes the write lock once) and atomics only.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     /// (endpoint, outcome, status) → requests.
-    requests: Mutex<BTreeMap<(&'static str, &'static str, u16), u64>>,
-    durations: Mutex<BTreeMap<&'static str, std::sync::Arc<Histogram>>>,
+    requests: RwLock<BTreeMap<(&'static str, &'static str, u16), AtomicU64>>,
+    durations: [Histogram; ENDPOINTS.len()],
     pub(crate) in_flight: AtomicU64,
     pub(crate) round_trips: AtomicU64,
-    cache_hits: Mutex<BTreeMap<&'static str, u64>>,
+    cache_hits: [AtomicU64; CACHED.len()],
 }
 
 impl Metrics {
@@ -65,19 +72,25 @@ impl Metrics {
         status: u16,
         took: Duration,
     ) {
-        *self
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry((endpoint, outcome, status))
-            .or_default() += 1;
-        let histogram = std::sync::Arc::clone(
-            self.durations
-                .lock()
+        let key = (endpoint, outcome, status);
+        let counted = {
+            let requests = self.requests.read().unwrap_or_else(|e| e.into_inner());
+            requests
+                .get(&key)
+                .map(|n| n.fetch_add(1, Ordering::Relaxed))
+        };
+        if counted.is_none() {
+            self.requests
+                .write()
                 .unwrap_or_else(|e| e.into_inner())
-                .entry(endpoint)
-                .or_default(),
-        );
+                .entry(key)
+                .or_default()
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(at) = ENDPOINTS.iter().position(|e| *e == endpoint) else {
+            return;
+        };
+        let histogram = &self.durations[at];
         let seconds = took.as_secs_f64();
         for (bound, bucket) in BOUNDS.iter().zip(&histogram.buckets) {
             if seconds <= *bound {
@@ -92,12 +105,9 @@ impl Metrics {
 
     /// One attempt refused from memory.
     pub(crate) fn cache_hit(&self, outcome: &'static str) {
-        *self
-            .cache_hits
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(outcome)
-            .or_default() += 1;
+        if let Some(at) = CACHED.iter().position(|o| *o == outcome) {
+            self.cache_hits[at].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The exposition text.
@@ -105,7 +115,7 @@ impl Metrics {
         let mut e = Exposition::default();
         for ((endpoint, outcome, status), n) in self
             .requests
-            .lock()
+            .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
         {
@@ -118,15 +128,10 @@ impl Metrics {
                     ("outcome", outcome),
                     ("status", &status),
                 ],
-                *n as f64,
+                n.load(Ordering::Relaxed) as f64,
             );
         }
-        for (endpoint, h) in self
-            .durations
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
+        for (endpoint, h) in ENDPOINTS.iter().zip(&self.durations) {
             for (bound, bucket) in BOUNDS.iter().zip(&h.buckets) {
                 let le = bound.to_string();
                 e.add_suffixed(
@@ -162,12 +167,11 @@ impl Metrics {
             &[("campaign", campaign)],
             self.round_trips.load(Ordering::Relaxed) as f64,
         );
-        let hits = self.cache_hits.lock().unwrap_or_else(|e| e.into_inner());
-        for outcome in ["sold_out", "not_started", "ended"] {
+        for (outcome, hits) in CACHED.iter().zip(&self.cache_hits) {
             e.add(
                 CACHE_HITS,
                 &[("campaign", campaign), ("outcome", outcome)],
-                hits.get(outcome).copied().unwrap_or(0) as f64,
+                hits.load(Ordering::Relaxed) as f64,
             );
         }
         e.render()
