@@ -4,6 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome, new_order_id};
 use crate::invocation::context::Context;
@@ -48,85 +49,59 @@ pub(crate) struct Args {
 }
 
 /// `seckill buy`'s report: one attempt and its outcome.
+/// `seckill buy`'s answer: the attempt's, and what an operator does next.
 #[derive(Debug, Serialize)]
 pub(crate) struct BuyReport {
-    /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
-    /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused` or
-    /// `unreplicated`; the exit code says the same.
-    pub(crate) outcome: Outcome,
-    /// The order: new on `ok` and `unreplicated`, the user's existing one on
-    /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
-    pub(crate) order_id: Option<String>,
-    /// Units left after this attempt; null when the item is not preheated.
-    pub(crate) stock_left: Option<i64>,
-    /// The item bought.
-    pub(crate) item: String,
-    /// The shopper.
-    pub(crate) user: String,
-    /// Units asked for.
-    pub(crate) qty: u32,
-    /// The idempotency key: retry with it to get this answer again without buying twice.
-    pub(crate) request_id: String,
+    #[serde(flatten)]
+    pub(crate) answer: PurchaseAnswer,
     /// What to do about a refusal that is not the shopper's doing (`not_preheated`:
     /// the preheat command; `not_started`: when the sale opens; `closed`: where to
     /// look); null otherwise.
     pub(crate) next_step: Option<String>,
-    /// `--wait-replicas` only: replicas that confirmed the buy.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) replicas_acked: Option<i64>,
-    /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) problem: Option<String>,
-    /// True when this `ok` is a reservation still to be paid (`payment_timeout`):
-    /// the units are held until `deadline`, then released unless `seckill pay`
-    /// ran. The outcome stays `ok` (exit 0) so scripts reading it keep working.
-    pub(crate) reserved: bool,
-    /// A reservation's state now: `reserved`, or for a retried request id
-    /// `paid`, `expired` or `cancelled`; null when the ok is final.
-    pub(crate) reservation_state: Option<String>,
-    /// Pay before this (RFC 3339, UTC, Redis clock); null when the ok is final.
-    pub(crate) deadline: Option<String>,
-    /// The same deadline in Unix milliseconds.
-    pub(crate) deadline_ms: Option<i64>,
 }
 
 impl Report for BuyReport {
     fn exit_code(&self) -> i32 {
-        self.outcome.exit_code()
+        self.answer.outcome.exit_code()
     }
 
     /// One field per line: the ids a shopper must copy are never cut.
     fn render(&self) -> String {
         let dash = || "-".to_string();
         // A reservation says so where people look first: the outcome line.
-        let outcome = match (&self.reservation_state, self.outcome) {
+        let outcome = match (&self.answer.reservation_state, self.answer.outcome) {
             (Some(state), Outcome::Ok) => state.clone(),
-            _ => self.outcome.as_str().to_string(),
+            _ => self.answer.outcome.as_str().to_string(),
         };
         let mut rows = vec![
             ("outcome", outcome),
-            ("order id", self.order_id.clone().unwrap_or_else(dash)),
+            (
+                "order id",
+                self.answer.order_id.clone().unwrap_or_else(dash),
+            ),
         ];
-        if let (Some(deadline), Some(ms)) = (&self.deadline, self.deadline_ms) {
+        if let (Some(deadline), Some(ms)) = (&self.answer.deadline, self.answer.deadline_ms) {
             rows.push(("pay before", format!("{deadline} ({ms} ms)")));
         }
         rows.extend([
             (
                 "stock left",
-                self.stock_left.map_or_else(dash, |s| s.to_string()),
+                self.answer.stock_left.map_or_else(dash, |s| s.to_string()),
             ),
-            ("item", self.item.clone()),
-            ("user", self.user.clone()),
-            ("qty", self.qty.to_string()),
-            ("request id", self.request_id.clone()),
+            ("item", self.answer.item.clone()),
+            ("user", self.answer.user.clone()),
+            ("qty", self.answer.qty.to_string()),
+            ("request id", self.answer.request_id.clone()),
         ]);
         output::fields(&rows)
             + &self
+                .answer
                 .problem
                 .as_ref()
                 .map(|p| format!("corrupt state, nothing written: {p}\n"))
                 .unwrap_or_default()
             + &self
+                .answer
                 .replicas_acked
                 .map(|n| format!("replicas that confirmed it: {n}\n"))
                 .unwrap_or_default()
@@ -210,27 +185,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
             ));
         }
     }
+    let next_step = next_step(reply.outcome, &campaign, &item.id);
     Ok(BuyReport {
-        outcome,
-        order_id: reply.order_id,
-        stock_left: reply.stock_left,
-        item: item.id.clone(),
-        user: args.user.clone(),
-        qty: args.qty,
-        request_id,
-        next_step: next_step(reply.outcome, &campaign, &item.id),
-        replicas_acked,
-        problem: reply.problem,
-        reserved: reply
-            .reservation
-            .as_ref()
-            .is_some_and(|r| r.state == "reserved"),
-        reservation_state: reply.reservation.as_ref().map(|r| r.state.clone()),
-        deadline: reply
-            .reservation
-            .as_ref()
-            .map(|r| text::time_or_dash(Some(r.deadline_ms))),
-        deadline_ms: reply.reservation.as_ref().map(|r| r.deadline_ms),
+        answer: PurchaseAnswer::of(&request, reply, outcome, replicas_acked),
+        next_step,
     })
 }
 

@@ -160,10 +160,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     }
     let location = StoreLocation::resolve(&args.store, &campaign)?;
     // Purging needs the database before anything is reset; counting is advice only.
-    // A missing SQLite file holds no rows: nothing to say. Any other failure
+    // A missing SQLite file holds no rows: nothing to say or purge. Any other failure
     // to read the database is said, since the count is what init promises.
     let mut problem = None;
     let mut store = match &args.purge_orders {
+        // A SQLite file never made holds no rows: nothing to purge.
+        Some(_) if location.require_existing().is_err() => None,
         Some(_) => Some(location.open_existing()?),
         None if location.require_existing().is_err() => None,
         None => location
@@ -243,7 +245,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     }
     let purged = match (&mut store, &args.purge_orders) {
         (Some(store), Some(_)) => Some(store.delete_campaign(&campaign.id)?),
-        _ => None,
+        (None, Some(_)) => Some(0),
+        (_, None) => None,
     };
     let order_rows = match store
         .as_mut()

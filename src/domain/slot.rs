@@ -206,8 +206,40 @@ pub fn reserve<C: ConnectionLike>(
     request: &BuyRequest,
     payment_timeout_ms: u64,
 ) -> Result<BuyReply> {
-    let order_id = new_order_id();
-    let call = crate::redis_client::scripts::buy::Buy {
+    let reply = buy_call(keys, request, payment_timeout_ms)
+        .invoke(conn)
+        .with_context(|| buy_failed(request))?;
+    parse_reply(reply)
+}
+
+/// [`reserve`] on an async connection (`seckill serve`).
+pub(crate) async fn reserve_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    request: &BuyRequest<'_>,
+    payment_timeout_ms: u64,
+) -> Result<BuyReply> {
+    let reply = buy_call(keys, request, payment_timeout_ms)
+        .invoke_async(conn)
+        .await
+        .with_context(|| buy_failed(request))?;
+    parse_reply(reply)
+}
+
+fn buy_failed(request: &BuyRequest) -> String {
+    format!(
+        "buy script failed for item {} user {}",
+        request.item, request.user
+    )
+}
+
+/// The buy script's KEYS and ARGV for one attempt, with a new order id.
+fn buy_call(
+    keys: &ItemKeys,
+    request: &BuyRequest,
+    payment_timeout_ms: u64,
+) -> crate::redis_client::scripts::buy::Buy<String> {
+    crate::redis_client::scripts::buy::Buy {
         meta: keys.meta.clone(),
         stock: keys.stock.clone(),
         buyers: keys.buyers.clone(),
@@ -218,19 +250,12 @@ pub fn reserve<C: ConnectionLike>(
         user: request.user.to_string(),
         qty: request.qty.to_string(),
         request_id: request.request_id.unwrap_or("").to_string(),
-        order_id,
+        order_id: new_order_id(),
         campaign: request.campaign.to_string(),
         item: request.item.to_string(),
         reservations: keys.reservations.clone(),
         deadlines: keys.deadlines.clone(),
         reservation_counts: keys.reservation_counts.clone(),
         payment_timeout_ms: payment_timeout_ms.to_string(),
-    };
-    let reply = call.invoke(conn).with_context(|| {
-        format!(
-            "buy script failed for item {} user {}",
-            request.item, request.user
-        )
-    })?;
-    parse_reply(reply)
+    }
 }

@@ -365,23 +365,38 @@ impl RedisTarget {
         }
     }
 
-    fn try_connect(&self) -> Result<Conn> {
-        if self.cluster {
-            let mut builder = ClusterClientBuilder::new(self.urls.clone())
-                .connection_timeout(self.connect_timeout)
-                .response_timeout(self.response_timeout);
-            if let Some(ca) = &self.tls_ca {
-                builder = builder.certs(self.certificates(ca));
-            }
-            let connection = builder.build()?.get_connection()?;
-            return Ok(Conn::Cluster(Box::new(connection)));
+    /// Whether the target is a Redis Cluster.
+    pub(crate) fn cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// The cluster client of a cluster target, with its timeouts and CA.
+    pub(crate) fn cluster_client(&self) -> Result<redis::cluster::ClusterClient> {
+        let mut builder = ClusterClientBuilder::new(self.urls.clone())
+            .connection_timeout(self.connect_timeout)
+            .response_timeout(self.response_timeout);
+        if let Some(ca) = &self.tls_ca {
+            builder = builder.certs(self.certificates(ca));
         }
-        let client = match &self.tls_ca {
+        Ok(builder.build()?)
+    }
+
+    /// The client of a standalone target (its first URL), with its CA.
+    pub(crate) fn standalone_client(&self) -> Result<redis::Client> {
+        Ok(match &self.tls_ca {
             Some(ca) => {
                 redis::Client::build_with_tls(self.urls[0].as_str(), self.certificates(ca))?
             }
             None => redis::Client::open(self.urls[0].as_str())?,
-        };
+        })
+    }
+
+    fn try_connect(&self) -> Result<Conn> {
+        if self.cluster {
+            let connection = self.cluster_client()?.get_connection()?;
+            return Ok(Conn::Cluster(Box::new(connection)));
+        }
+        let client = self.standalone_client()?;
         let mut connection = client.get_connection_with_timeout(self.connect_timeout)?;
         connection.set_read_timeout(Some(self.response_timeout))?;
         connection.set_write_timeout(Some(self.response_timeout))?;

@@ -1,12 +1,14 @@
 //! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
 //! timeouts), [`scripts`] (each Lua script's one typed call), [`failure`]
-//! (what a failed request means for the one who sent it) and [`replicas`]
-//! (WAIT after a buy).
+//! (what a failed request means for the one who sent it), [`replicas`]
+//! (WAIT after a buy) and [`multiplexed`] (the shared async connections of
+//! `seckill serve`).
 //!
 //! May import: model, util.
 
 pub mod conn;
 pub(crate) mod failure;
+pub(crate) mod multiplexed;
 pub(crate) mod replicas;
 pub mod scripts;
 pub(crate) mod server;

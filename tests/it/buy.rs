@@ -591,7 +591,8 @@ fn a_reservation_ok_says_reserved_and_its_deadline() {
 
     // Without payment_timeout an ok is final: nothing of the sort.
     let final_file = one_item().write();
-    support::spec::seckill(&["init", "--yes"])
+    // The same campaign id, still selling: a reset names it.
+    support::spec::seckill(&["init", "--yes", "--purge-orders", "spec"])
         .campaign(&final_file)
         .redis(&server)
         .succeeds();

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use redis::ConnectionLike;
 use serde::Serialize;
 
-use super::scripts::{self, Credited, Transfer};
+use super::scripts::{self, Credited, HomeReply, Transfer};
 use crate::domain::slot::{BuyReply, BuyRequest, Outcome, new_order_id};
 use crate::model::layout::{BucketKeys, Layout};
 use crate::redis_client::scripts::CorruptState;
@@ -69,16 +69,44 @@ pub(crate) fn reserve<C: ConnectionLike>(
         None,
         payment_timeout_ms,
     )?;
-    if first.reply.outcome != Outcome::SoldOut || first.proven || !layout.is_bucketed() {
+    if home_answer_is_final(&first, layout) {
         return Ok((first.reply, cost));
     }
+    let reply = after_short_home(
+        conn,
+        layout,
+        request,
+        &order_id,
+        payment_timeout_ms,
+        &mut cost,
+    )?;
+    Ok((reply, cost))
+}
+
+/// Whether the home bucket's first answer is the attempt's answer: anything
+/// but a `sold_out` the item has not proven yet.
+pub(crate) fn home_answer_is_final(first: &HomeReply, layout: &Layout) -> bool {
+    first.reply.outcome != Outcome::SoldOut || first.proven || !layout.is_bucketed()
+}
+
+/// The rest of an attempt whose home bucket was short (its first call,
+/// with `order_id`, answered an unproven `sold_out`): the sweep.
+pub(crate) fn after_short_home<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    request: &BuyRequest,
+    order_id: &str,
+    payment_timeout_ms: u64,
+    cost: &mut BuyCost,
+) -> Result<BuyReply> {
+    let home = layout.home(request.user);
     let buckets = layout.all();
     let reply = match sweep(
         conn,
         &buckets,
-        (&home, &order_id, payment_timeout_ms),
+        (&home, order_id, payment_timeout_ms),
         request,
-        &mut cost,
+        cost,
     ) {
         // A bucket visited on the way holds a malformed value: the buy
         // script's own outcome (that bucket wrote nothing; units already
@@ -95,7 +123,7 @@ pub(crate) fn reserve<C: ConnectionLike>(
         }
         other => other?,
     };
-    Ok((reply, cost))
+    Ok(reply)
 }
 
 /// `target`: the home bucket, the order id and the payment timeout of the attempt.

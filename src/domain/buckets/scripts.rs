@@ -28,7 +28,54 @@ pub(crate) fn home_buy<C: ConnectionLike>(
     credit: Option<&Transfer>,
     payment_timeout_ms: u64,
 ) -> Result<HomeReply> {
-    let call = BucketBuy {
+    let call = home_buy_call(
+        home,
+        request,
+        order_id,
+        count_attempt,
+        credit,
+        payment_timeout_ms,
+    );
+    call.invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(bucket_buy::parse_reply)
+        .with_context(|| home_buy_failed(home, request))
+}
+
+/// An attempt's first call on its home bucket (counted, no credit), on an
+/// async connection (`seckill serve`).
+pub(crate) async fn first_home_buy_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    home: &BucketKeys,
+    request: &BuyRequest<'_>,
+    order_id: &str,
+    payment_timeout_ms: u64,
+) -> Result<HomeReply> {
+    let call = home_buy_call(home, request, order_id, true, None, payment_timeout_ms);
+    call.invoke_async(conn)
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(bucket_buy::parse_reply)
+        .with_context(|| home_buy_failed(home, request))
+}
+
+fn home_buy_failed(home: &BucketKeys, request: &BuyRequest) -> String {
+    format!(
+        "buy script failed in bucket {} of item {} for user {}",
+        home.bucket, request.item, request.user
+    )
+}
+
+/// `lua/bucket_buy.lua`'s KEYS and ARGV for one call on the home bucket.
+fn home_buy_call(
+    home: &BucketKeys,
+    request: &BuyRequest,
+    order_id: &str,
+    count_attempt: bool,
+    credit: Option<&Transfer>,
+    payment_timeout_ms: u64,
+) -> BucketBuy<String> {
+    BucketBuy {
         meta: home.keys.meta.clone(),
         stock: home.keys.stock.clone(),
         buyers: home.keys.buyers.clone(),
@@ -51,16 +98,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
         deadlines: home.keys.deadlines.clone(),
         reservation_counts: home.keys.reservation_counts.clone(),
         payment_timeout_ms: payment_timeout_ms.to_string(),
-    };
-    call.invoke(conn)
-        .map_err(anyhow::Error::from)
-        .and_then(bucket_buy::parse_reply)
-        .with_context(|| {
-            format!(
-                "buy script failed in bucket {} of item {} for user {}",
-                home.bucket, request.item, request.user
-            )
-        })
+    }
 }
 
 /// `lua/bucket_take.lua` on `source`: take at least `qty` (0 = look only) for `dest`.

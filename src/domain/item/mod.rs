@@ -11,6 +11,7 @@
 //!
 //! May import: the rest of the domain, the Redis client layer, the model, utilities.
 
+pub mod answer;
 pub mod sell_out;
 
 use anyhow::{Context, Result};
@@ -45,6 +46,16 @@ pub struct Attempt {
     pub cost: BuyCost,
     /// One key per slot the attempt may have written to (for WAIT).
     pub(crate) written: Vec<String>,
+}
+
+/// What an attempt's first round trip on an async connection decided.
+#[derive(Debug)]
+pub(crate) enum FirstCall {
+    /// The attempt's answer.
+    Done(Attempt),
+    /// The home bucket is short: the attempt goes on to a sweep with this
+    /// order id, having cost this much so far.
+    Short { order_id: String, cost: BuyCost },
 }
 
 /// One item's preheat: its status, and each bucket's for a bucketed item.
@@ -203,6 +214,75 @@ impl<'a> SaleItem<'a> {
             reply,
             cost,
             written,
+        })
+    }
+
+    /// [`SaleItem::reserve`]'s first round trip on an async connection
+    /// (`seckill serve`): a plain item's whole attempt, a bucketed item's
+    /// home-bucket call. A home bucket too short for an item not proven sold
+    /// out yet answers [`FirstCall::Short`]: the caller finishes the attempt
+    /// with [`SaleItem::finish_short`] on a blocking connection (the sweep is
+    /// rare — the last units of a bucket — and many round trips long).
+    pub(crate) async fn reserve_first<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        request: &BuyRequest<'_>,
+        payment_timeout_ms: u64,
+    ) -> Result<FirstCall> {
+        let cost = BuyCost {
+            round_trips: 1,
+            ..BuyCost::default()
+        };
+        if !self.layout.is_bucketed() {
+            let keys = self.layout.bucket(0).keys;
+            let reply = slot::reserve_async(conn, &keys, request, payment_timeout_ms).await?;
+            return Ok(FirstCall::Done(Attempt {
+                reply,
+                cost,
+                written: vec![keys.stock],
+            }));
+        }
+        let home = self.layout.home(request.user);
+        let order_id = slot::new_order_id();
+        let first = buckets::scripts::first_home_buy_async(
+            conn,
+            &home,
+            request,
+            &order_id,
+            payment_timeout_ms,
+        )
+        .await?;
+        if buckets::buy::home_answer_is_final(&first, &self.layout) {
+            return Ok(FirstCall::Done(Attempt {
+                reply: first.reply,
+                cost,
+                written: vec![home.keys.stock],
+            }));
+        }
+        Ok(FirstCall::Short { order_id, cost })
+    }
+
+    /// The rest of an attempt [`SaleItem::reserve_first`] found short: the
+    /// sweep over the buckets, with the attempt's order id.
+    pub(crate) fn finish_short<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        request: &BuyRequest,
+        payment_timeout_ms: u64,
+        (order_id, mut cost): (String, BuyCost),
+    ) -> Result<Attempt> {
+        let reply = buckets::buy::after_short_home(
+            conn,
+            &self.layout,
+            request,
+            &order_id,
+            payment_timeout_ms,
+            &mut cost,
+        )?;
+        Ok(Attempt {
+            reply,
+            cost,
+            written: self.slots().into_iter().map(|b| b.keys.stock).collect(),
         })
     }
 

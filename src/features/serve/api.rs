@@ -12,6 +12,7 @@
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::slot::Outcome;
 
 /// Longest user id, request id or item id accepted.
@@ -76,22 +77,12 @@ impl BuyBody {
     }
 }
 
-/// The answer to a buy: the fields `seckill buy --format json` prints.
-#[derive(Debug, Clone, Serialize)]
+/// The answer to `POST /v1/items/{item}/buy`: the fields of `seckill buy
+/// --format json` (one place makes both), and whether it came from memory.
+#[derive(Debug, Serialize)]
 pub(crate) struct BuyAnswer {
-    pub(crate) outcome: Outcome,
-    pub(crate) order_id: Option<String>,
-    pub(crate) stock_left: Option<i64>,
-    pub(crate) item: String,
-    pub(crate) user: String,
-    pub(crate) qty: u32,
-    pub(crate) request_id: String,
-    /// `--wait-replicas` only: replicas that confirmed the buy.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) replicas_acked: Option<i64>,
-    /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) problem: Option<String>,
+    #[serde(flatten)]
+    pub(crate) answer: PurchaseAnswer,
     /// Answered from this instance's memory, without asking Redis (a
     /// sell-out or a window it already knows).
     #[serde(skip_serializing_if = "std::ops::Not::not")]

@@ -131,6 +131,24 @@ pub trait ScriptCall<T> {
         invocation.invoke(conn)
     }
 
+    /// [`ScriptCall::invoke`] on an async connection (`seckill serve`).
+    fn invoke_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> impl std::future::Future<Output = redis::RedisResult<Value>> + Send
+    where
+        T: AsRef<[u8]>,
+    {
+        let mut invocation = Self::spec().script.prepare_invoke();
+        for key in self.keys() {
+            invocation.key(key.as_ref());
+        }
+        for arg in self.argv() {
+            invocation.arg(arg.as_ref());
+        }
+        async move { invocation.invoke_async(conn).await }
+    }
+
     /// The words of `EVALSHA sha numkeys KEYS... ARGV...` for this call.
     fn evalsha_words(&self) -> Vec<Vec<u8>>
     where

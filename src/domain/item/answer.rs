@@ -1,0 +1,89 @@
+//! One purchase attempt's answer as people and programs read it: the fields
+//! of `seckill buy --format json` and of `seckill serve`'s buy answer, made
+//! in one place from the script's reply, so the two never disagree.
+
+use serde::Serialize;
+
+use crate::domain::slot::{BuyReply, BuyRequest, Outcome};
+use crate::util::text;
+
+/// What an attempt decided.
+#[derive(Debug, Clone, Serialize)]
+pub struct PurchaseAnswer {
+    /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
+    /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused` or
+    /// `unreplicated`; the exit code says the same.
+    pub(crate) outcome: Outcome,
+    /// The order: new on `ok` and `unreplicated`, the user's existing one on
+    /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
+    pub(crate) order_id: Option<String>,
+    /// Units left after this attempt; null when the item is not preheated
+    /// (or the answer came from serve's memory, which does not ask).
+    pub(crate) stock_left: Option<i64>,
+    /// The item bought.
+    pub(crate) item: String,
+    /// The shopper.
+    pub(crate) user: String,
+    /// Units asked for.
+    pub(crate) qty: u32,
+    /// The idempotency key: retry with it to get this answer again without buying twice.
+    pub(crate) request_id: String,
+    /// `--wait-replicas` only: replicas that confirmed the buy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) replicas_acked: Option<i64>,
+    /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) problem: Option<String>,
+    /// True when this `ok` is a reservation still to be paid (`payment_timeout`):
+    /// the units are held until `deadline`, then released unless `seckill pay`
+    /// ran. The outcome stays `ok` (exit 0) so scripts reading it keep working.
+    pub(crate) reserved: bool,
+    /// A reservation's state now: `reserved`, or for a retried request id
+    /// `paid`, `expired` or `cancelled`; null when the ok is final.
+    pub(crate) reservation_state: Option<String>,
+    /// Pay before this (RFC 3339, UTC, Redis clock); null when the ok is final.
+    pub(crate) deadline: Option<String>,
+    /// The same deadline in Unix milliseconds.
+    pub(crate) deadline_ms: Option<i64>,
+}
+
+impl PurchaseAnswer {
+    /// The answer to `request`: the script's `reply`, with `outcome` as
+    /// decided after it (`unreplicated` when WAIT fell short) and the
+    /// replicas that confirmed it (`--wait-replicas`).
+    pub(crate) fn of(
+        request: &BuyRequest,
+        reply: BuyReply,
+        outcome: Outcome,
+        replicas_acked: Option<i64>,
+    ) -> PurchaseAnswer {
+        let reservation = reply.reservation.as_ref();
+        PurchaseAnswer {
+            outcome,
+            order_id: reply.order_id,
+            stock_left: reply.stock_left,
+            item: request.item.to_string(),
+            user: request.user.to_string(),
+            qty: request.qty,
+            request_id: request.request_id.unwrap_or("").to_string(),
+            replicas_acked,
+            problem: reply.problem,
+            reserved: reservation.is_some_and(|r| r.state == "reserved"),
+            reservation_state: reservation.map(|r| r.state.clone()),
+            deadline: reservation.map(|r| text::time_or_dash(Some(r.deadline_ms))),
+            deadline_ms: reservation.map(|r| r.deadline_ms),
+        }
+    }
+
+    /// An answer known without asking Redis (serve's cache): the outcome alone.
+    pub(crate) fn refused(request: &BuyRequest, outcome: Outcome) -> PurchaseAnswer {
+        let reply = BuyReply {
+            outcome,
+            order_id: None,
+            stock_left: None,
+            problem: None,
+            reservation: None,
+        };
+        PurchaseAnswer::of(request, reply, outcome, None)
+    }
+}

@@ -1,0 +1,68 @@
+//! `GET /healthz` (200 while Redis answers and the instance is not
+//! stopping), `GET /metrics` (Prometheus text) and the 404 that names the
+//! endpoints there are.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::app::{App, error_answer, json_answer};
+
+/// 200 while Redis answers and the instance is not stopping, else 503.
+pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
+    if app.draining.load(Ordering::SeqCst) {
+        return error_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "stopping",
+            None,
+        );
+    }
+    let probe = {
+        let app = Arc::clone(&app);
+        tokio::task::spawn_blocking(move || {
+            app.pool
+                .with(|conn| Ok(redis::cmd("PING").query::<String>(conn)?))
+        })
+        .await
+    };
+    match probe {
+        Ok(Ok(_)) => json_answer(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+        Ok(Err(e)) => error_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "redis_unreachable",
+            &crate::util::error_text::render(&e),
+            None,
+        ),
+        Err(_) => error_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "redis_unreachable",
+            "the probe's worker stopped",
+            None,
+        ),
+    }
+}
+
+pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(crate::util::prometheus::CONTENT_TYPE),
+        )],
+        app.metrics.render(&app.campaign.id),
+    )
+        .into_response()
+}
+
+pub(crate) async fn not_found() -> Response {
+    error_answer(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such endpoint: POST /v1/items/{item}/buy, GET /v1/items/{item}/orders/{user}, GET /healthz, GET /metrics (docs/serve.md)",
+        None,
+    )
+}

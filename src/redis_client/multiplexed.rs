@@ -1,0 +1,207 @@
+//! Multiplexed async connections, for `seckill serve`: one connection per
+//! standalone Redis shared by every request in flight (their commands are
+//! pipelined on it, in the order they were sent), or redis-rs's async
+//! cluster client (one multiplexed connection per master, MOVED and
+//! failover followed) on a cluster.
+//!
+//! What a failure means for the one who sent the request is kept apart: a
+//! connection that could not be made is [`NotSent`] (nothing reached Redis,
+//! a new attempt is safe); a connection that broke under a request may have
+//! delivered it (the caller says "outcome unknown"), and is replaced for the
+//! requests after it — never reused, since it may still owe replies.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use super::conn::RedisTarget;
+
+/// A connection could not be made: nothing was sent, a new attempt is safe.
+#[derive(Debug)]
+pub(crate) struct NotSent;
+
+impl std::fmt::Display for NotSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("nothing was sent")
+    }
+}
+
+impl std::error::Error for NotSent {}
+
+/// The shared connection(s) to one Redis target.
+pub(crate) struct Multiplexed {
+    target: RedisTarget,
+    shared: Shared,
+}
+
+enum Shared {
+    Standalone {
+        /// The connection in use and its generation (which connection a
+        /// failed request ran on, so only that one is replaced).
+        current: Mutex<Option<(u64, MultiplexedConnection)>>,
+        /// One reconnect at a time: the requests waiting for it share it.
+        connecting: tokio::sync::Mutex<()>,
+        generations: AtomicU64,
+    },
+    Cluster(ClusterConnection),
+}
+
+/// One request's handle on the shared connection (cheap to clone).
+#[derive(Clone)]
+pub(crate) struct Handle {
+    generation: u64,
+    inner: HandleInner,
+}
+
+#[derive(Clone)]
+enum HandleInner {
+    Standalone(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl Multiplexed {
+    /// Connect now (a cluster: to its masters; standalone: one connection,
+    /// then PING), so a serve that cannot reach its Redis says so at start.
+    pub(crate) async fn connect(target: &RedisTarget) -> Result<Multiplexed> {
+        let shared = if target.cluster() {
+            let connection = target
+                .cluster_client()?
+                .get_async_connection()
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot connect to the Redis Cluster at {} ({})",
+                        target.display, target.source
+                    )
+                })?;
+            Shared::Cluster(connection)
+        } else {
+            let first = open(target).await?;
+            Shared::Standalone {
+                current: Mutex::new(Some((0, first))),
+                connecting: tokio::sync::Mutex::new(()),
+                generations: AtomicU64::new(1),
+            }
+        };
+        Ok(Multiplexed {
+            target: target.clone(),
+            shared,
+        })
+    }
+
+    /// A handle for one request; `Err` (with [`NotSent`] in its chain) when
+    /// no connection can be made.
+    pub(crate) async fn handle(&self) -> Result<Handle> {
+        let (current, connecting, generations) = match &self.shared {
+            Shared::Cluster(connection) => {
+                return Ok(Handle {
+                    generation: 0,
+                    inner: HandleInner::Cluster(connection.clone()),
+                });
+            }
+            Shared::Standalone {
+                current,
+                connecting,
+                generations,
+            } => (current, connecting, generations),
+        };
+        if let Some(handle) = standalone_handle(current) {
+            return Ok(handle);
+        }
+        let _one_at_a_time = connecting.lock().await;
+        if let Some(handle) = standalone_handle(current) {
+            return Ok(handle);
+        }
+        let connection = open(&self.target).await.map_err(|e| e.context(NotSent))?;
+        let generation = generations.fetch_add(1, Ordering::Relaxed);
+        *current.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, connection.clone()));
+        Ok(Handle {
+            generation,
+            inner: HandleInner::Standalone(connection),
+        })
+    }
+
+    /// The request on `handle` failed with `error`: when the connection
+    /// itself broke (or a reply is overdue, so replies may now be out of
+    /// step), the next request gets a new one. The cluster client replaces
+    /// its own connections.
+    pub(crate) fn failed(&self, handle: &Handle, error: &redis::RedisError) {
+        let Shared::Standalone { current, .. } = &self.shared else {
+            return;
+        };
+        if !(error.is_io_error() || error.is_timeout() || error.is_connection_dropped()) {
+            return;
+        }
+        let mut current = current.lock().unwrap_or_else(|e| e.into_inner());
+        if current
+            .as_ref()
+            .is_some_and(|(generation, _)| *generation == handle.generation)
+        {
+            *current = None;
+        }
+    }
+}
+
+fn standalone_handle(current: &Mutex<Option<(u64, MultiplexedConnection)>>) -> Option<Handle> {
+    let current = current.lock().unwrap_or_else(|e| e.into_inner());
+    current.as_ref().map(|(generation, connection)| Handle {
+        generation: *generation,
+        inner: HandleInner::Standalone(connection.clone()),
+    })
+}
+
+/// One multiplexed connection with the target's timeouts, checked by PING.
+async fn open(target: &RedisTarget) -> Result<MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(target.connect_timeout()))
+        .set_response_timeout(Some(target.response_timeout()));
+    let described = || {
+        format!(
+            "cannot connect to Redis at {} ({})",
+            target.display, target.source
+        )
+    };
+    let mut connection = target
+        .standalone_client()
+        .with_context(described)?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .with_context(described)?;
+    redis::cmd("PING")
+        .query_async::<()>(&mut connection)
+        .await
+        .with_context(described)?;
+    Ok(connection)
+}
+
+impl ConnectionLike for Handle {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match &mut self.inner {
+            HandleInner::Standalone(c) => c.req_packed_command(cmd),
+            HandleInner::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.inner {
+            HandleInner::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            HandleInner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.inner {
+            HandleInner::Standalone(c) => c.get_db(),
+            HandleInner::Cluster(c) => c.get_db(),
+        }
+    }
+}
