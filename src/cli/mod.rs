@@ -103,6 +103,9 @@ pub(crate) enum Command {
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
     #[command(after_long_help = crate::invocation::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
+    /// The ACL SETUSER line of a buyer, consumer or operator user for this campaign; --apply writes and proves it.
+    #[command(after_long_help = crate::invocation::help::long("acl"))]
+    Acl(cmd::acl::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     #[command(after_long_help = crate::invocation::help::long("loadtest"))]
     Loadtest(cmd::loadtest::Args),
@@ -153,6 +156,7 @@ impl Command {
             Command::Cancel(_) => "cancel",
             Command::Expire(_) => "expire",
             Command::Rebalance(_) => "rebalance",
+            Command::Acl(_) => "acl",
         }
     }
 
@@ -198,6 +202,7 @@ impl Command {
             Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),
             Command::Cancel(args) => emit(ctx, &cmd::cancel::run(ctx, &args)?),
             Command::Expire(args) => emit(ctx, &cmd::expire::run(ctx, &args)?),
+            Command::Acl(args) => emit(ctx, &cmd::acl::run(ctx, &args)?),
         }
     }
 }

@@ -1,10 +1,12 @@
 //! What is built on the domain: the nightly [`reconcile`] proof, the
-//! [`loadtest`] engine and its scenarios, and [`monitor`] (a live sale's
-//! status and its Prometheus metrics).
+//! [`loadtest`] engine and its scenarios, [`monitor`] (a live sale's
+//! status, its probes and its Prometheus metrics) and [`acl`] (least-privilege
+//! Redis users per campaign, proven with `ACL DRYRUN`).
 //!
 //! May import: domain, redis_client, model, util; features do not import
 //! each other.
 
+pub(crate) mod acl;
 pub(crate) mod loadtest;
 pub(crate) mod monitor;
 pub(crate) mod reconcile;

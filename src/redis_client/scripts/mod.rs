@@ -21,6 +21,7 @@ pub mod bucket_credit;
 pub mod bucket_snapshot;
 pub mod bucket_take;
 pub mod buy;
+pub mod consumer_delete;
 pub mod dead_letter;
 pub mod item_state;
 pub mod item_status;
@@ -78,7 +79,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub(crate) static ALL: [&Spec; 15] = [
+pub(crate) static ALL: [&Spec; 16] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -94,6 +95,7 @@ pub(crate) static ALL: [&Spec; 15] = [
     &bucket_snapshot::SPEC,
     &pay::SPEC,
     &release::SPEC,
+    &consumer_delete::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -364,7 +366,8 @@ mod tests {
                 "bucket_credit",
                 "bucket_snapshot",
                 "pay",
-                "release"
+                "release",
+                "consumer_delete"
             ]
         );
     }
