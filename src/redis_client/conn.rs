@@ -16,6 +16,7 @@ use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
 
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
+use crate::redis_client::trace;
 
 /// Where Redis is when nothing says otherwise.
 pub(crate) const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
@@ -77,12 +78,13 @@ pub enum Conn {
     Cluster(Box<ClusterConnection>),
 }
 
+// Each request goes through `trace` (`-v`): off, that is one atomic load.
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        match self {
+        trace::packed(self, cmd, |conn| match conn {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
-        }
+        })
     }
 
     fn req_packed_commands(
@@ -91,17 +93,17 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        match self {
+        trace::packed(self, cmd, |conn| match conn {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
-        }
+        })
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        match self {
+        trace::command(self, cmd, |conn| match conn {
             Conn::Single(c) => c.req_command(cmd),
             Conn::Cluster(c) => c.req_command(cmd),
-        }
+        })
     }
 
     fn get_db(&self) -> i64 {
@@ -297,6 +299,7 @@ impl RedisTarget {
             Ok(result) => result.map_err(|e| self.explain_connect_error(e)),
             Err(_) => Err(self.no_answer()),
         };
+        trace::connected(&self.display, &self.source, self.cluster);
         result.map_err(|error| {
             // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
             // client library renders it in its own words.

@@ -1,7 +1,7 @@
 //! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
 //! timeouts), [`scripts`] (each Lua script's one typed call), [`failure`]
-//! (what a failed request means for the one who sent it) and [`replicas`]
-//! (WAIT after a buy).
+//! (what a failed request means for the one who sent it), [`replicas`]
+//! (WAIT after a buy) and [`trace`] (`-v`: every command, its node, its time).
 //!
 //! May import: model, util.
 
@@ -9,3 +9,4 @@ pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod replicas;
 pub mod scripts;
+pub(crate) mod trace;

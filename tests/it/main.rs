@@ -40,6 +40,7 @@ mod replicas_cluster;
 mod replicas_loadtest;
 mod reservations;
 mod security;
+mod service;
 mod status;
 mod tls_auth;
 mod transient_store_errors;

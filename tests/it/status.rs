@@ -208,7 +208,7 @@ fn status_never_says_open_before_the_start_or_after_the_end() {
 }
 
 /// `promtool check metrics` on `text`: a real Prometheus parser and linter.
-fn promtool_check(text: &str) {
+pub(crate) fn promtool_check(text: &str) {
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -232,7 +232,7 @@ fn promtool_check(text: &str) {
 }
 
 /// The value of the one sample whose line starts with `series`.
-fn sample(text: &str, series: &str) -> f64 {
+pub(crate) fn sample(text: &str, series: &str) -> f64 {
     let line = text
         .lines()
         .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
@@ -281,7 +281,7 @@ fn status_writes_prometheus_text_that_promtool_accepts() {
 }
 
 /// GET `path` over a plain TCP connection; returns (status line, headers, body).
-fn http_get(port: u16, path: &str) -> std::io::Result<(String, String, String)> {
+pub(crate) fn http_get(port: u16, path: &str) -> std::io::Result<(String, String, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
@@ -713,7 +713,7 @@ fn status_lists_the_groups_consumers_with_idle_time_and_pending() {
 }
 
 /// (type of each family, value of each series) of an exposition text.
-fn parse_exposition(
+pub(crate) fn parse_exposition(
     text: &str,
 ) -> (
     std::collections::HashMap<String, String>,

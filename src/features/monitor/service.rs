@@ -166,7 +166,15 @@ impl Pages for Responder {
         let redis = self.service.target.display.clone();
         let mut said = match self.probe_redis() {
             Ok(()) => format!("Redis at {redis} answered"),
-            Err(error) => return Err(crate::util::error_text::render(&error)),
+            Err(error) => {
+                let why = crate::util::error_text::render(&error);
+                // A connect error names the server itself; a failed call on an open connection does not.
+                return Err(if why.contains(&redis) {
+                    why
+                } else {
+                    format!("Redis at {redis}: {why}")
+                });
+            }
         };
         if let Some(database) = self.probe_database() {
             let shown = self
