@@ -154,6 +154,20 @@ pub(crate) fn terminal_size() -> Option<(u16, u16)> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
+    window_size(libc::STDOUT_FILENO)
+}
+
+/// Columns of the terminal stderr is, if it is one (where progress bars go).
+pub(crate) fn stderr_width() -> Option<u16> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    window_size(libc::STDERR_FILENO).map(|(_, columns)| columns)
+}
+
+/// (rows, columns) of the terminal open on `fd`.
+fn window_size(fd: libc::c_int) -> Option<(u16, u16)> {
     let mut size = libc::winsize {
         ws_row: 0,
         ws_col: 0,
@@ -161,7 +175,7 @@ pub(crate) fn terminal_size() -> Option<(u16, u16)> {
         ws_ypixel: 0,
     };
     // SAFETY: TIOCGWINSZ fills the winsize it is given and nothing else.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_row > 0 && size.ws_col > 0).then_some((size.ws_row, size.ws_col))
 }
 

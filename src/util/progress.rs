@@ -4,10 +4,10 @@
 //! and cron mail stay clean. Dropping it clears the bar, so an error, a
 //! Ctrl-C or an early return never leaves half a bar on the screen.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 /// A bar (or spinner) on stderr, or nothing.
 pub(crate) struct Progress {
@@ -41,7 +41,7 @@ impl Progress {
         if !Progress::wanted() {
             return Progress { bar: None };
         }
-        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar.set_draw_target(ProgressDrawTarget::term_like_with_hz(Box::new(Stderr), 20));
         let style = ProgressStyle::with_template(template)
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
@@ -77,6 +77,76 @@ impl Progress {
             Some(bar) => bar.suspend(print),
             None => print(),
         }
+    }
+}
+
+/// Stderr as indicatif draws on it, three columns narrower than the
+/// terminal: indicatif pads the bar's line to the full width, so the `^C` a
+/// terminal echoes on Ctrl-C would wrap to a new line, and clearing the bar
+/// would then clear that line and leave the bar standing above it.
+#[derive(Debug)]
+struct Stderr;
+
+impl Stderr {
+    fn write(text: &str) -> std::io::Result<()> {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    }
+}
+
+impl TermLike for Stderr {
+    fn width(&self) -> u16 {
+        crate::util::output::stderr_width()
+            .unwrap_or(80)
+            .saturating_sub(3)
+            .max(20)
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        if n == 0 {
+            Ok(())
+        } else {
+            Stderr::write(&format!("\x1b[{n}A"))
+        }
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        if n == 0 {
+            Ok(())
+        } else {
+            Stderr::write(&format!("\x1b[{n}B"))
+        }
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        if n == 0 {
+            Ok(())
+        } else {
+            Stderr::write(&format!("\x1b[{n}C"))
+        }
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        if n == 0 {
+            Ok(())
+        } else {
+            Stderr::write(&format!("\x1b[{n}D"))
+        }
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        Stderr::write(&format!("{s}\n"))
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        Stderr::write(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        Stderr::write("\r\x1b[2K")
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }
 

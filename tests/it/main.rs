@@ -42,5 +42,6 @@ mod reservations;
 mod security;
 mod service;
 mod status;
+mod terminal;
 mod tls_auth;
 mod transient_store_errors;
