@@ -51,7 +51,13 @@ pub struct Cli {
     /// Say on stderr where each setting came from, then each Redis command sent (script
     /// name, first key, slot, node) with its latency: what the command does, without a
     /// packet capture. Never values or passwords.
-    #[arg(short, long, global = true, env = "SECKILL_DEBUG")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "SECKILL_DEBUG",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
     pub(crate) verbose: bool,
 
     #[command(flatten)]

@@ -44,4 +44,5 @@ mod service;
 mod status;
 mod terminal;
 mod tls_auth;
+mod trace;
 mod transient_store_errors;
