@@ -13,6 +13,7 @@ mod cluster;
 mod completions;
 mod corrupt_state;
 mod data_loss;
+mod deploy;
 mod errors_say_what_to_do;
 mod exit_codes;
 mod failover;
