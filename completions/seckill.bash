@@ -131,7 +131,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance acl loadtest help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status rebalance acl loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -173,7 +173,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__acl)
-            opts="-c -q -h -V --role --user --password-file --apply --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -227,7 +227,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,7 +293,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__cancel)
-            opts="-c -q -h -V --order --item --reason --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -347,7 +347,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__completions)
-            opts="-c -q -h -V --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -389,7 +389,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__consume)
-            opts="-c -q -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -447,7 +447,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__dead__subcmd__letter)
-            opts="-c -q -h -V --item --id --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
+            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -501,7 +501,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__expire)
-            opts="-c -q -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -821,7 +821,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__init)
-            opts="-c -q -h -V --yes --purge-orders --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --yes --purge-orders --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -871,7 +871,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --print-command --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --print-command --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -993,7 +993,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__man)
-            opts="-c -q -h -V --out --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1039,7 +1039,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pay)
-            opts="-c -q -h -V --order --item --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1089,7 +1089,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pending__subcmd__claim)
-            opts="-c -q -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1155,7 +1155,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -q -h -V --force --update-meta --dry-run --item --recover --require-durable --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1205,7 +1205,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__rebalance)
-            opts="-c -q -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1263,7 +1263,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__reconcile)
-            opts="-c -q -h -V --repair --item --orders-db --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1313,7 +1313,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -q -h -V --item --reason --buckets --by --history --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -q -v -h -V --item --reason --buckets --by --history --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1367,7 +1367,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__status)
-            opts="-c -q -h -V --item --watch --check --max-lag --reconcile-at --campaign --format --quiet --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --check --max-lag --reconcile-at --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= q/quiet redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet v/verbose redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -34,6 +34,7 @@ complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM fil
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_needs_command" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_needs_command" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_needs_command" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_needs_command" -s V -l version -d 'Print version'
@@ -68,6 +69,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted) or a kill switch is ON (it is turned off)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d 'Print version'
@@ -88,6 +90,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d '
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l recover -d 'After Redis lost data: for an item whose orders are already in the order database, load initial stock minus the units stored and restore its buyers (without it such an item is refused: loading the full stock would sell those units twice)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when Redis persists nothing (no AOF, no snapshots) or will not say'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version -d 'Print version'
@@ -107,6 +110,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d '
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s V -l version -d 'Print version'
@@ -125,6 +129,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l resp
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l buckets -d 'Also show each bucket of a bucketed item (switch, slot, stock, pending transfers)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l history -d 'With `status`: also list the last flips of each item (newest first)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
@@ -138,6 +143,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-c
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s V -l version -d 'Print version'
@@ -152,6 +158,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d '
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s V -l version -d 'Print version'
@@ -170,6 +177,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-time
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l drain -d 'Exit 0 once every stream is consumed (nothing new to read) instead of running until SIGINT/SIGTERM'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s V -l version -d 'Print version'
@@ -189,6 +197,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s V -l version -d 'Print version'
@@ -205,6 +214,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-c
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s V -l version -d 'Print version'
@@ -221,6 +231,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-ti
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l repair -d 'Insert orders that are in the stream but missing from the database (idempotent), then check again'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s V -l version -d 'Print version'
@@ -236,6 +247,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d '
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s V -l version -d 'Print version'
@@ -252,6 +264,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s V -l version -d 'Print version'
@@ -269,6 +282,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeo
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l loop -d 'Keep running: a pass every --interval until SIGINT/SIGTERM'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s V -l version -d 'Print version'
@@ -287,6 +301,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeo
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l check -d 'A probe for cron or nagios: one line per problem and an exit code per kind (40 not preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending above --max-lag; the lowest wins), 0 and "ok" when there is none'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s V -l version -d 'Print version'
@@ -305,6 +320,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-ti
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l watch -d 'Keep going, one pass per interval, until SIGINT/SIGTERM'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s V -l version -d 'Print version'
@@ -325,6 +341,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand acl" -l connect-timeout 
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l apply -d 'Write the user to the Redis given by --redis (connect as an admin user there), then check with ACL DRYRUN that it can run each script of its role and no other role\'s writing script (exit 7 when a check fails). Needs --password-file; one node at a time'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s V -l version -d 'Print version'
@@ -374,6 +391,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Sh
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l reservations -d 'Instead of the variants: buys with a payment timeout, then payments racing expiry (--pay-share of the reservations paid, half of them right at the deadline) while two expirers run; reports the final states and whether initial = left + reserved + paid holds'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s V -l version -d 'Print version'

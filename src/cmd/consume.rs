@@ -15,7 +15,7 @@ use crate::domain::orders::claimer::group_consumers;
 use crate::domain::orders::consumer::{Consumed, Consumer, ConsumerSettings, ItemCounts, Watcher};
 use crate::domain::orders::{StoreArgs, StoreLocation, default_consumer_name, stream};
 use crate::features::monitor::http::parse_listen;
-use crate::features::monitor::service::{self, Service, ServiceState};
+use crate::features::monitor::service::{self, ServiceState};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::campaign::Item;
@@ -123,21 +123,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         },
         mut store,
     ) = ctx.open_with_store(&args.store, &stop)?;
-    let state = Arc::new(ServiceState::default());
-    if let Some(listen) = args.metrics_listen {
-        let service = Service {
-            command: COMMAND,
-            campaign: campaign.clone(),
-            target: target.clone(),
-            store: Some(location),
-            state: Arc::clone(&state),
-        };
-        let bound = service::serve(listen, service)?;
-        log::line(
-            COMMAND,
-            format!("metrics at http://{bound}/metrics, health at /healthz"),
-        );
-    }
+    let state = service::start(
+        args.metrics_listen,
+        COMMAND,
+        &campaign,
+        &target,
+        Some(location),
+    )?;
     let consumer = args
         .consumer
         .clone()

@@ -8,7 +8,6 @@
 //! signal ends the wait between passes at once.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use serde::Serialize;
 
 use crate::domain::reservations::{self, ExpireSettings, ItemExpiry};
 use crate::features::monitor::http::parse_listen;
-use crate::features::monitor::service::{self, Service, ServiceState};
+use crate::features::monitor::service;
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::util::log;
@@ -95,21 +94,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
             ),
         );
     }
-    let state = Arc::new(ServiceState::default());
-    if let Some(listen) = args.metrics_listen {
-        let service = Service {
-            command: "expire",
-            campaign: campaign.clone(),
-            target: target.clone(),
-            store: None,
-            state: Arc::clone(&state),
-        };
-        let bound = service::serve(listen, service)?;
-        log::line(
-            ctx.command,
-            format!("metrics at http://{bound}/metrics, health at /healthz"),
-        );
-    }
+    let state = service::start(args.metrics_listen, "expire", campaign, target, None)?;
     if args.repeat {
         log::line(
             ctx.command,

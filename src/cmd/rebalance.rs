@@ -9,7 +9,6 @@
 //! in transit that the next sweep settles, as after a crash.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use serde::Serialize;
 
 use crate::domain::item::{Pass, SaleItem};
 use crate::features::monitor::http::parse_listen;
-use crate::features::monitor::service::{self, Service, ServiceState};
+use crate::features::monitor::service;
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
@@ -122,21 +121,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
         )));
     }
     let stop = ctx.stop_on_signals()?;
-    let state = Arc::new(ServiceState::default());
-    if let Some(listen) = args.metrics_listen {
-        let service = Service {
-            command: "rebalance",
-            campaign: campaign.clone(),
-            target: target.clone(),
-            store: None,
-            state: Arc::clone(&state),
-        };
-        let bound = service::serve(listen, service)?;
-        log::line(
-            "rebalance",
-            format!("metrics at http://{bound}/metrics, health at /healthz"),
-        );
-    }
+    let state = service::start(args.metrics_listen, "rebalance", &campaign, &target, None)?;
     let mut report = RebalanceReport {
         passes: 0,
         moves: 0,

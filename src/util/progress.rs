@@ -91,6 +91,14 @@ impl Stderr {
     fn write(text: &str) -> std::io::Result<()> {
         std::io::stderr().lock().write_all(text.as_bytes())
     }
+
+    /// Move the cursor `n` places (`direction`: ANSI `A` up, `B` down, `C` right, `D` left).
+    fn cursor(n: usize, direction: char) -> std::io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        Stderr::write(&format!("\x1b[{n}{direction}"))
+    }
 }
 
 impl TermLike for Stderr {
@@ -102,35 +110,19 @@ impl TermLike for Stderr {
     }
 
     fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            Stderr::write(&format!("\x1b[{n}A"))
-        }
+        Stderr::cursor(n, 'A')
     }
 
     fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            Stderr::write(&format!("\x1b[{n}B"))
-        }
+        Stderr::cursor(n, 'B')
     }
 
     fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            Stderr::write(&format!("\x1b[{n}C"))
-        }
+        Stderr::cursor(n, 'C')
     }
 
     fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
-        if n == 0 {
-            Ok(())
-        } else {
-            Stderr::write(&format!("\x1b[{n}D"))
-        }
+        Stderr::cursor(n, 'D')
     }
 
     fn write_line(&self, s: &str) -> std::io::Result<()> {

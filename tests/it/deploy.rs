@@ -11,10 +11,10 @@ use std::process::Command;
 use clap::Parser;
 use seckill::cli::Cli;
 
-use crate::status::http_get;
-use crate::support::orders::{spawn_seckill, terminate, wait_exit, wait_until};
+use crate::status::{consume_with_metrics, scrape_until};
+use crate::support::RedisServer;
+use crate::support::orders::{terminate, wait_exit};
 use crate::support::spec::{campaign, seckill};
-use crate::support::{RedisServer, free_port};
 
 fn promtool(args: &[&str]) -> String {
     let output = Command::new("promtool")
@@ -130,22 +130,10 @@ fn the_dashboard_and_the_rules_use_only_series_a_real_scrape_has() {
             .redis(&server)
             .succeeds();
     }
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut consumer = spawn_seckill(
-        &file,
-        &server.url(),
-        &[],
-        &["consume", "--metrics-listen", &listen],
-        "consume",
-    );
-    let mut scrape = String::new();
-    wait_until("consume stored both orders", || {
-        scrape = http_get(port, "/metrics")
-            .map(|(_, _, body)| body)
-            .unwrap_or_default();
-        scrape.contains("seckill_orders_stored_total{campaign=\"dash\",item=\"1\"} 2\n")
-            && scrape.contains("seckill_last_success_timestamp_seconds{")
+    let (mut consumer, port) = consume_with_metrics(&file, &server);
+    let scrape = scrape_until(port, "consume stored both orders", |text| {
+        text.contains("seckill_orders_stored_total{campaign=\"dash\",item=\"1\"} 2\n")
+            && text.contains("seckill_last_success_timestamp_seconds{")
     });
     let textfile = seckill(&["status", "--format", "prometheus"])
         .campaign(&file)

@@ -21,6 +21,17 @@ fn preheat(file: &CampaignFile, server: &RedisServer) {
         .succeeds();
 }
 
+/// A preheated campaign every loop has work in: reservations, a bucketed item.
+fn loops_sale(server: &RedisServer) -> CampaignFile {
+    let file = campaign("svc")
+        .payment_timeout("1m")
+        .item("1", 40)
+        .buckets(4)
+        .write();
+    preheat(&file, server);
+    file
+}
+
 /// GET `path` until it answers (the service is starting).
 fn get(port: u16, path: &str) -> (String, String) {
     let mut answer = None;
@@ -184,12 +195,7 @@ fn expire_and_rebalance_serve_their_metrics_and_health() {
 #[test]
 fn loop_intervals_below_100ms_are_refused_not_busy_looped() {
     let server = RedisServer::start();
-    let file = campaign("svc")
-        .payment_timeout("1m")
-        .item("1", 40)
-        .buckets(4)
-        .write();
-    preheat(&file, &server);
+    let file = loops_sale(&server);
     for args in [
         &["expire", "--loop", "--interval", "0s"][..],
         &["expire", "--loop", "--interval", "1ms"],
@@ -239,12 +245,7 @@ fn exit_within(child: &mut Background, limit: Duration) -> std::process::ExitSta
 #[test]
 fn every_loop_stops_at_once_on_sigterm_with_exit_0() {
     let server = RedisServer::start();
-    let file = campaign("svc")
-        .payment_timeout("1m")
-        .item("1", 40)
-        .buckets(4)
-        .write();
-    preheat(&file, &server);
+    let file = loops_sale(&server);
     // An hour between passes: before, rebalance slept it out whatever the signal.
     for (args, ready) in [
         (&["rebalance", "--watch", "--interval", "1h"][..], ""),
@@ -267,12 +268,7 @@ fn every_loop_stops_at_once_on_sigterm_with_exit_0() {
 #[test]
 fn a_signal_that_interrupts_a_redis_call_is_retried_not_a_failure() {
     let server = RedisServer::start();
-    let file = campaign("svc")
-        .payment_timeout("1m")
-        .item("1", 40)
-        .buckets(4)
-        .write();
-    preheat(&file, &server);
+    let file = loops_sale(&server);
     for args in [
         &["rebalance", "--watch", "--interval", "100ms"][..],
         &["expire", "--loop", "--interval", "100ms"],

@@ -295,20 +295,42 @@ pub(crate) fn http_get(port: u16, path: &str) -> std::io::Result<(String, String
     Ok((status.to_string(), headers.to_string(), body.to_string()))
 }
 
-#[test]
-fn consume_serves_metrics_over_http_while_it_runs() {
-    let server = RedisServer::start();
-    let file = bottle(30).write();
-    preheat(&file, &server);
+/// `consume --metrics-listen 127.0.0.1:PORT` on `file` in the background; its port.
+pub(crate) fn consume_with_metrics(
+    file: &CampaignFile,
+    server: &RedisServer,
+) -> (crate::support::orders::Background, u16) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut consumer = spawn_seckill(
-        &file,
+    let consumer = spawn_seckill(
+        file,
         &server.url(),
         &[],
         &["consume", "--metrics-listen", &listen],
         "consume",
     );
+    (consumer, port)
+}
+
+/// Scrape `/metrics` at `port` until `done` holds for the text; returns it.
+pub(crate) fn scrape_until(port: u16, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut last = String::new();
+    wait_until(what, || {
+        let Ok((_, _, body)) = http_get(port, "/metrics") else {
+            return false;
+        };
+        last = body;
+        done(&last)
+    });
+    last
+}
+
+#[test]
+fn consume_serves_metrics_over_http_while_it_runs() {
+    let server = RedisServer::start();
+    let file = bottle(30).write();
+    preheat(&file, &server);
+    let (mut consumer, port) = consume_with_metrics(&file, &server);
     wait_until("the metrics endpoint answers", || {
         http_get(port, "/metrics").is_ok()
     });
@@ -489,22 +511,9 @@ fn consume_counts_a_bucketed_items_orders_under_the_item() {
             .redis(&server)
             .succeeds();
     }
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut consumer = spawn_seckill(
-        &file,
-        &server.url(),
-        &[],
-        &["consume", "--metrics-listen", &listen],
-        "consume",
-    );
-    let mut last = String::new();
-    wait_until("the five orders counted under item 1", || {
-        let Ok((_, _, body)) = http_get(port, "/metrics") else {
-            return false;
-        };
-        last = body;
-        last.contains("seckill_orders_stored_total{campaign=\"c\",item=\"1\"} 5\n")
+    let (mut consumer, port) = consume_with_metrics(&file, &server);
+    let last = scrape_until(port, "the five orders counted under item 1", |text| {
+        text.contains("seckill_orders_stored_total{campaign=\"c\",item=\"1\"} 5\n")
     });
     promtool_check(&last);
     assert_eq!(

@@ -56,19 +56,46 @@ impl ServiceState {
 }
 
 /// One service's endpoints.
-pub(crate) struct Service {
+struct Service {
     /// `consume`, `expire` or `rebalance`: the `command` label.
-    pub(crate) command: &'static str,
-    pub(crate) campaign: Campaign,
-    pub(crate) target: RedisTarget,
+    command: &'static str,
+    campaign: Campaign,
+    target: RedisTarget,
     /// The order database `/healthz` checks (`consume`); its presence also
     /// makes `/metrics` carry every item's state and the consume counters.
-    pub(crate) store: Option<StoreLocation>,
-    pub(crate) state: Arc<ServiceState>,
+    store: Option<StoreLocation>,
+    state: Arc<ServiceState>,
+}
+
+/// The state a command's worker shares with its endpoints, served at
+/// `listen` when given (`--metrics-listen`; a log line says where).
+pub(crate) fn start(
+    listen: Option<SocketAddr>,
+    command: &'static str,
+    campaign: &Campaign,
+    target: &RedisTarget,
+    store: Option<StoreLocation>,
+) -> Result<Arc<ServiceState>> {
+    let state = Arc::new(ServiceState::default());
+    if let Some(listen) = listen {
+        let service = Service {
+            command,
+            campaign: campaign.clone(),
+            target: target.clone(),
+            store,
+            state: Arc::clone(&state),
+        };
+        let bound = serve(listen, service)?;
+        crate::util::log::line(
+            command,
+            format!("metrics at http://{bound}/metrics, health at /healthz"),
+        );
+    }
+    Ok(state)
 }
 
 /// Serve `service` at `listen`; returns the bound address (port 0 picks one).
-pub(crate) fn serve(listen: SocketAddr, service: Service) -> Result<SocketAddr> {
+fn serve(listen: SocketAddr, service: Service) -> Result<SocketAddr> {
     http::serve(listen, move || Responder {
         service,
         conn: None,
