@@ -274,14 +274,13 @@ impl<'a> Claimer<'a> {
         report: &mut ItemClaims,
     ) -> Result<Claimed> {
         let consumer = self.settings.consumer.as_str();
-        let conn = self.conn.conn();
-        let (next, entries, deleted) = stream::autoclaim(
-            conn,
-            &keys.orders,
-            consumer,
-            self.settings.min_idle,
-            cursor,
-            self.settings.batch as usize,
+        let (min_idle, batch) = (self.settings.min_idle, self.settings.batch as usize);
+        // Retried like every pipeline call: a SIGTERM cutting the read (EINTR) is no failure.
+        let (next, entries, deleted) = self.conn.retry(
+            COMMAND,
+            "claiming idle pending entries",
+            self.stop,
+            |conn| stream::autoclaim(conn, &keys.orders, consumer, min_idle, cursor, batch),
         )?;
         if !deleted.is_empty() {
             log::line(
@@ -305,16 +304,14 @@ impl<'a> Claimer<'a> {
         let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
             return Ok(claimed);
         };
-        let deliveries: HashMap<String, u64> = stream::pending_deliveries(
-            conn,
-            &keys.orders,
-            &first.id,
-            &last.id,
-            entries.len(),
-            Some(consumer),
-        )?
-        .into_iter()
-        .collect();
+        let deliveries: HashMap<String, u64> = self
+            .conn
+            .retry(COMMAND, "reading delivery counts", self.stop, |conn| {
+                let (first, last, count) = (&first.id, &last.id, entries.len());
+                stream::pending_deliveries(conn, &keys.orders, first, last, count, Some(consumer))
+            })?
+            .into_iter()
+            .collect();
         let mut ids = Vec::new();
         for entry in &entries {
             let delivered = deliveries.get(&entry.id).copied().unwrap_or(0);
