@@ -118,7 +118,7 @@ pub fn examples(command: &str) -> &'static [&'static str] {
         "" => &[
             "seckill -c campaigns/moutai.yaml preheat",
             "seckill -c campaigns/moutai.yaml status --watch 1s",
-            "seckill -c campaigns/moutai.yaml consume --metrics-listen 127.0.0.1:9464",
+            "seckill -c campaigns/moutai.yaml consume --metrics-listen :9464",
             "seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"",
             "seckill -c campaigns/moutai.yaml reconcile --quiet",
         ],

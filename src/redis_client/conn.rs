@@ -78,13 +78,16 @@ pub enum Conn {
     Cluster(Box<ClusterConnection>),
 }
 
-// Each request goes through `trace` (`-v`): off, that is one atomic load.
+// Each request is traced (`-v`): off, that is one atomic load.
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        trace::packed(self, cmd, |conn| match conn {
+        let traced = trace::packed(self.cluster(), cmd);
+        let reply = match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
-        })
+        };
+        trace::finish(traced, &reply);
+        reply
     }
 
     fn req_packed_commands(
@@ -93,17 +96,23 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        trace::packed(self, cmd, |conn| match conn {
+        let traced = trace::packed(self.cluster(), cmd);
+        let replies = match self {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
-        })
+        };
+        trace::finish(traced, &replies);
+        replies
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        trace::command(self, cmd, |conn| match conn {
+        let traced = trace::command(self.cluster(), cmd);
+        let reply = match self {
             Conn::Single(c) => c.req_command(cmd),
             Conn::Cluster(c) => c.req_command(cmd),
-        })
+        };
+        trace::finish(traced, &reply);
+        reply
     }
 
     fn get_db(&self) -> i64 {
@@ -139,6 +148,14 @@ impl Conn {
     /// True on a Redis Cluster connection (multi-key commands must stay in one slot).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self, Conn::Cluster(_))
+    }
+
+    /// The cluster connection itself, for the trace's slot map.
+    fn cluster(&mut self) -> Option<&mut dyn ConnectionLike> {
+        match self {
+            Conn::Cluster(c) => Some(c.as_mut()),
+            Conn::Single(_) => None,
+        }
     }
 }
 

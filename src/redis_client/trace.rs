@@ -23,7 +23,6 @@ use std::time::Instant;
 use redis::{Cmd, ConnectionLike, RedisResult, Value};
 
 use crate::model::layout::key_slot;
-use crate::redis_client::conn::{Conn, UrlSource};
 use crate::redis_client::scripts::ALL;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -52,7 +51,7 @@ pub(crate) fn say(line: impl std::fmt::Display) {
 }
 
 /// A connection to `display` (from `source`) opened: said once per process.
-pub(crate) fn connected(display: &str, source: &UrlSource, cluster: bool) {
+pub(crate) fn connected(display: &str, source: &dyn std::fmt::Display, cluster: bool) {
     if !enabled() {
         return;
     }
@@ -66,27 +65,26 @@ pub(crate) fn connected(display: &str, source: &UrlSource, cluster: bool) {
     }
 }
 
-/// Send one packed command (or a pipeline of them) on `conn`, traced.
-pub(crate) fn packed<T>(
-    conn: &mut Conn,
-    bytes: &[u8],
-    send: impl FnOnce(&mut Conn) -> RedisResult<T>,
-) -> RedisResult<T> {
-    if !enabled() {
-        return send(conn);
-    }
-    let commands = unpack(bytes);
-    timed(conn, &commands, send)
+/// A request being traced: what it is, and when it was sent.
+pub(crate) struct Traced {
+    described: Vec<String>,
+    started: Instant,
 }
 
-/// Send one command on `conn`, traced.
-pub(crate) fn command(
-    conn: &mut Conn,
-    cmd: &Cmd,
-    send: impl FnOnce(&mut Conn) -> RedisResult<Value>,
-) -> RedisResult<Value> {
+/// A packed command (or a pipeline of them) is about to be sent; `cluster`
+/// is the cluster connection (for the slot's master), `None` on a single
+/// server. `None` when tracing is off.
+pub(crate) fn packed(cluster: Option<&mut dyn ConnectionLike>, bytes: &[u8]) -> Option<Traced> {
     if !enabled() {
-        return send(conn);
+        return None;
+    }
+    Some(start(cluster, &unpack(bytes)))
+}
+
+/// [`packed`] for one command not packed yet.
+pub(crate) fn command(cluster: Option<&mut dyn ConnectionLike>, cmd: &Cmd) -> Option<Traced> {
+    if !enabled() {
+        return None;
     }
     let words: Vec<Vec<u8>> = cmd
         .args_iter()
@@ -95,19 +93,27 @@ pub(crate) fn command(
             _ => b"0".to_vec(),
         })
         .collect();
-    timed(conn, &[words], send)
+    Some(start(cluster, &[words]))
 }
 
-fn timed<T>(
-    conn: &mut Conn,
-    commands: &[Vec<Vec<u8>>],
-    send: impl FnOnce(&mut Conn) -> RedisResult<T>,
-) -> RedisResult<T> {
-    let described: Vec<String> = commands.iter().map(|words| describe(conn, words)).collect();
-    let started = Instant::now();
-    let result = send(conn);
+fn start(mut cluster: Option<&mut dyn ConnectionLike>, commands: &[Vec<Vec<u8>>]) -> Traced {
+    let mut described = Vec::with_capacity(commands.len());
+    for words in commands {
+        described.push(describe(cluster.as_deref_mut(), words));
+    }
+    Traced {
+        described,
+        started: Instant::now(),
+    }
+}
+
+/// The request of `traced` got `result`: its line(s) on stderr.
+pub(crate) fn finish<T>(traced: Option<Traced>, result: &RedisResult<T>) {
+    let Some(Traced { described, started }) = traced else {
+        return;
+    };
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    let outcome = match &result {
+    let outcome = match result {
         Ok(_) => "ok".to_string(),
         Err(error) => format!("failed: {}", error.to_string().replace('\n', " ")),
     };
@@ -123,11 +129,10 @@ fn timed<T>(
             ));
         }
     }
-    result
 }
 
 /// `EVALSHA buy seckill:{c:1}:meta slot 6210 on 127.0.0.1:6379`.
-fn describe(conn: &mut Conn, words: &[Vec<u8>]) -> String {
+fn describe(cluster: Option<&mut (dyn ConnectionLike + '_)>, words: &[Vec<u8>]) -> String {
     let text = |i: usize| {
         words
             .get(i)
@@ -178,15 +183,18 @@ fn describe(conn: &mut Conn, words: &[Vec<u8>]) -> String {
     match key {
         Some(key) => {
             let slot = key_slot(&key);
-            format!("{shown} {key} slot {slot} on {}", node_of(conn, Some(slot)))
+            format!(
+                "{shown} {key} slot {slot} on {}",
+                node_of(cluster, Some(slot))
+            )
         }
-        None => format!("{shown} on {}", node_of(conn, None)),
+        None => format!("{shown} on {}", node_of(cluster, None)),
     }
 }
 
 /// The node serving `slot`: the standalone server, or the slot's master.
-fn node_of(conn: &mut Conn, slot: Option<u16>) -> String {
-    let Conn::Cluster(cluster) = conn else {
+fn node_of(cluster: Option<&mut (dyn ConnectionLike + '_)>, slot: Option<u16>) -> String {
+    let Some(cluster) = cluster else {
         return STANDALONE
             .get()
             .cloned()
@@ -197,7 +205,7 @@ fn node_of(conn: &mut Conn, slot: Option<u16>) -> String {
     };
     let mut table = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
     if table.is_none() {
-        // Asked on the inner connection: not traced, and no recursion.
+        // Asked on the inner cluster connection: not traced, and no recursion.
         let reply = cluster.req_command(redis::cmd("CLUSTER").arg("SLOTS"));
         *table = Some(reply.map(|v| slot_table(&v)).unwrap_or_default());
     }
