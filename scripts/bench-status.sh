@@ -28,7 +28,7 @@ for i in $(seq "$orders"); do echo "XADD $stream * order_id o$i"; done | redis-c
 for c in $(seq "$consumers"); do
   redis-cli -p "$REDIS_PORT" XREADGROUP GROUP orders-db "worker-$c" COUNT 10 STREAMS "$stream" '>' >/dev/null
 done
-usec() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[=,]' -v name="cmdstat_$1:calls" '$1 == name { print $5 }'; }
+usec() { redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | awk -F'[=,]' -v name="cmdstat_$1:calls" '$1 == name { print $6 }'; }
 echo "seckill $(git rev-parse --short HEAD 2>/dev/null || echo '?'), release build; $(redis-server --version | awk '{print $1, $2, $3}'); $(nproc) cores"
 echo "$samples status samples per round (status --format prometheus: one sample each), $orders orders in the stream, $consumers consumers"
 printf '| round | item_status µs/call | XINFO CONSUMERS µs/call | XINFO / script |\n|---|---|---|---|\n'
