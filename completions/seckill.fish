@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= q/quiet redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet v/verbose redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -34,6 +34,7 @@ complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM fil
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_needs_command" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_needs_command" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_needs_command" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_needs_command" -s V -l version -d 'Print version'
@@ -55,6 +56,7 @@ complete -c seckill -n "__fish_seckill_needs_command" -f -a "doctor" -d 'Go / no
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "campaigns" -d 'The campaigns live on a Redis (recorded by preheat), to see which sale a command would touch'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "serve" -d 'The shop\'s front door: an HTTP buy API through the same scripts (docs/serve.md); runs until SIGTERM'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
+complete -c seckill -n "__fish_seckill_needs_command" -f -a "acl" -d 'The ACL SETUSER line of a buyer, consumer or operator user for this campaign; --apply writes and proves it'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
 complete -c seckill -n "__fish_seckill_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l purge-orders -d 'Also delete the campaign\'s rows from the order database. The value must be the campaign id: a confirmation of its own' -r
@@ -70,6 +72,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted) or a kill switch is ON (it is turned off)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s V -l version -d 'Print version'
@@ -91,6 +94,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l recover -d '
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when Redis persists nothing (no AOF, no snapshots) or will not say'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l allow-shared-items -d 'Preheat even though another campaign live on this Redis holds the same item ids (without it that is refused: usually a typo\'d campaign id that would start a second copy of the same sale)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s V -l version -d 'Print version'
@@ -110,6 +114,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d '
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s V -l version -d 'Print version'
@@ -128,6 +133,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l resp
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l buckets -d 'Also show each bucket of a bucketed item (switch, slot, stock, pending transfers)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l history -d 'With `status`: also list the last flips of each item (newest first)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s V -l version -d 'Print version'
@@ -141,6 +147,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-c
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s V -l version -d 'Print version'
@@ -155,12 +162,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d '
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 'Consumer name in the group (default: HOST-PID). Reuse a name to take over that consumer\'s pending entries on start' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 'Consumer name in the group (default: the host name, the same across restarts). A consumer started under its old name stores its own pending entries first; give each process on one host its own name' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; each round is stored in one transaction' -r
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l metrics-listen -d 'Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l metrics-listen -d 'Serve http://ADDR/metrics (Prometheus) and /healthz (200 while Redis and the database answer) while consuming: :PORT for every interface, or HOST:PORT' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -173,13 +181,15 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-time
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l drain -d 'Exit 0 once every stream is consumed (nothing new to read) instead of running until SIGINT/SIGTERM'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l min-idle -d 'Claim entries pending at least this long (e.g. 30s, 5m; 0s claims everything pending)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l max-deliveries -d 'Dead-letter a valid order delivered this many times if the database still refuses it (entries that are not orders are dead-lettered at once)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l batch -d 'Entries claimed per XAUTOCLAIM call and stored per transaction' -r
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST-PID)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l delete-consumers -d 'Afterwards, delete the group\'s consumers idle at least this long that hold nothing pending (e.g. 1h: names of consumers that are gone); one with pending entries is never deleted' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l consumer -d 'Consumer name the entries are claimed to (default: pending-claim-HOST, the same every run)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -191,6 +201,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s V -l version -d 'Print version'
@@ -207,6 +218,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-c
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s V -l version -d 'Print version'
@@ -223,6 +235,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-ti
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l repair -d 'Insert orders that are in the stream but missing from the database (idempotent), then check again'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s V -l version -d 'Print version'
@@ -238,6 +251,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d '
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s V -l version -d 'Print version'
@@ -254,10 +268,12 @@ complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand expire" -l interval -d 'Pause between passes with --loop (e.g. 500ms, 1s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l interval -d 'Pause between passes with --loop (e.g. 500ms, 1s; at least 100ms)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l metrics-listen -d 'With --loop: serve http://ADDR/metrics and /healthz (200 while Redis answers); :PORT for every interface, or HOST:PORT' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l batch -d 'Orders released per script call (bounds how long Redis is busy per call)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -270,11 +286,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeo
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l loop -d 'Keep running: a pass every --interval until SIGINT/SIGTERM'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l item -d 'Only this item (default: every item of the campaign)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (in place on a terminal, one block per sample when piped)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (at least 100ms): in place on a terminal, one line per item when the full view does not fit; one block per sample when piped' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l max-lag -d 'With --check: lag (never delivered) or pending (delivered, not acked) above N is a problem' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l reconcile-at -d 'With --check: keys that expire before the next reconcile are a problem. HH:MM is the next such time of day on this machine\'s clock and time zone (as cron reads it), or an RFC 3339 time' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
@@ -284,7 +303,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Red
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l check -d 'A probe for cron or nagios: one line per problem and an exit code per kind (40 not preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending above --max-lag; the lowest wins), 0 and "ok" when there is none'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s V -l version -d 'Print version'
@@ -303,6 +324,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l tls-ca-cert -
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s V -l version -d 'Print version'
@@ -316,6 +338,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l tls-ca-cer
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s V -l version -d 'Print version'
@@ -339,11 +362,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand serve" -l tls-ca-cert -d
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l item -d 'Only this item (default: every bucketed item of the campaign)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l interval -d 'Pause between passes with --watch' -r
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l interval -d 'Pause between passes with --watch (at least 100ms)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l metrics-listen -d 'With --watch: serve http://ADDR/metrics and /healthz (200 while Redis answers); :PORT for every interface, or HOST:PORT' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l low-water -d 'A bucket holding less than this fraction of the mean is refilled up to the mean' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -356,9 +381,31 @@ complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-ti
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l watch -d 'Keep going, one pass per interval, until SIGINT/SIGTERM'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s V -l version -d 'Print version'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l role -d 'The job the user is for: buyer (the web tier\'s `buy`), consumer (`consume`, `pending-claim`), operator (everything else), or all three' -r -f -a "buyer\t''
+consumer\t''
+operator\t''
+all\t''"
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l user -d 'The user\'s name (one role only; default seckill-ROLE). On a Redis shared by several campaigns, give each campaign\'s users their own names: the line replaces the user' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l password-file -d 'Read the password from FILE (one role only; a final newline is not part of it): the line then sets its SHA-256 (`#<hex>`) and never shows it. Without: a `>PASSWORD` placeholder to replace' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
+json\t'One JSON document on stdout, for scripts'
+csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
+prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l apply -d 'Write the user to the Redis given by --redis (connect as an admin user there), then check with ACL DRYRUN that it can run each script of its role and no other role\'s writing script (exit 7 when a check fails). Needs --password-file; one node at a time'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l variant -d 'Which design to run; `all` runs each in turn on a fresh state and prints one table' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
 v2\t'WATCH / GET / MULTI / DECR / EXEC, retried on abort'
 v3\t'A minimal Lua script: check stock, DECR'
@@ -406,26 +453,28 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Sh
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l reservations -d 'Instead of the variants: buys with a payment timeout, then payments racing expiry (--pay-share of the reservations paid, half of them right at the deadline) while two expirers run; reports the final states and whether initial = left + reserved + paid holds'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "man" -d 'Print the manual page (roff), or write every page with --out DIR'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "pay" -d 'Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "cancel" -d 'Cancel one reserved order: its units go back on sale; a paid order is never released'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "expire" -d 'Release every reservation past its payment deadline (Redis clock), once or in a loop'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "doctor" -d 'Go / no-go before launch: eviction, persistence, replicas, cluster, clocks, window, database, permissions'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "campaigns" -d 'The campaigns live on a Redis (recorded by preheat), to see which sale a command would touch'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "serve" -d 'The shop\'s front door: an HTTP buy API through the same scripts (docs/serve.md); runs until SIGTERM'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "init" -d 'Reset a campaign\'s Redis state to the file\'s values (rehearsals, load tests)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "preheat" -d 'Load stock, item data and the sale window into Redis before launch; never clobbers a live sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "buy" -d 'One purchase attempt through the buy script; the exit code tells the outcome'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "shutdown-switch" -d 'The kill switch: `on` refuses every buy from the next call, `off` reopens, `status` shows'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, ...)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "man" -d 'Print the manual page (roff), or write every page with --out DIR'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "consume" -d 'Carry orders from the item streams into the order database: commit, then ack'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "pending-claim" -d 'Recover idle pending orders (store them, or dead-letter the ones that cannot be stored)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "dead-letter" -d 'List dead-lettered entries with their reasons, or re-drive them into the order database'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "reconcile" -d 'Prove initial stock = database + in flight + dead-lettered + left; exit 0 balanced, 3 drift, 1 not checked'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "pay" -d 'Pay one reserved order (campaigns with payment_timeout); exit 0 paid, 30 already paid, 31 expired, 32 cancelled, 33 unknown'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "cancel" -d 'Cancel one reserved order: its units go back on sale; a paid order is never released'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "expire" -d 'Release every reservation past its payment deadline (Redis clock), once or in a loop'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "status" -d 'Live view of a sale per item: stock, rate, window, kill switch, consumer lag, key expiry (read only)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "doctor" -d 'Go / no-go before launch: eviction, persistence, replicas, cluster, clocks, window, database, permissions'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "campaigns" -d 'The campaigns live on a Redis (recorded by preheat), to see which sale a command would touch'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "serve" -d 'The shop\'s front door: an HTTP buy API through the same scripts (docs/serve.md); runs until SIGTERM'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "rebalance" -d 'Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "acl" -d 'The ACL SETUSER line of a buyer, consumer or operator user for this campaign; --apply writes and proves it'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "loadtest" -d 'Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_seen_subcommand_from init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve rebalance acl loadtest help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -6,7 +6,7 @@
 -- KEYS[1] buyers        hash   user -> units bought
 -- KEYS[2] buyer_orders  hash   user -> latest order id
 -- KEYS[3] requests      hash   "<len(user)>:<user>:<request_id>" -> "<order id>:<qty>" (or a bare order id)
--- KEYS[4] reservations  hash   order id -> reservation record (lua/pay.lua has its format)
+-- KEYS[4] reservations  hash   order id -> reservation record (lua/lib/record.lua)
 -- ARGV[1] user          user id
 -- ARGV[2] request_id    "" = none
 --
@@ -14,27 +14,25 @@
 -- units is the buyers hash's value as stored ("0" when none), the others
 -- "" when there is none. Nothing is written.
 
-local function read(...)
-  local reply = redis.pcall(...)
-  if type(reply) == 'table' and reply.err then
-    -- A wrong-typed key or an ACL refusal: raised as itself (nothing was written).
-    error(reply)
-  end
-  return reply
-end
+--- @include "lib/corrupt"
 
-local user = ARGV[1]
-local units = read('HGET', KEYS[1], user) or '0'
-local latest = read('HGET', KEYS[2], user) or ''
-local requested = ''
-if ARGV[2] ~= '' then
-  local remembered = read('HGET', KEYS[3], string.len(user) .. ':' .. user .. ':' .. ARGV[2])
-  if remembered then
-    requested = string.match(remembered, '^([^:]*):%d+$') or remembered
+-- A key of the wrong type is `CORRUPT <key>: ...` (lib/corrupt); an ACL
+-- refusal is raised as itself.
+return guarded(function()
+  local user = ARGV[1]
+  local units = read(KEYS[1], 'HGET', KEYS[1], user) or '0'
+  local latest = read(KEYS[2], 'HGET', KEYS[2], user) or ''
+  local requested = ''
+  if ARGV[2] ~= '' then
+    local field = string.len(user) .. ':' .. user .. ':' .. ARGV[2]
+    local remembered = read(KEYS[3], 'HGET', KEYS[3], field)
+    if remembered then
+      requested = string.match(remembered, '^([^:]*):%d+$') or remembered
+    end
   end
-end
-local record = ''
-if latest ~= '' then
-  record = read('HGET', KEYS[4], latest) or ''
-end
-return {units, latest, requested, record}
+  local record = ''
+  if latest ~= '' then
+    record = read(KEYS[4], 'HGET', KEYS[4], latest) or ''
+  end
+  return {units, latest, requested, record}
+end)

@@ -9,7 +9,7 @@
 //! cli          the command line: the clap parser and the dispatch
 //!  └ cmd       one file per subcommand: flags in, a report out
 //!     └ invocation   what every command gets: its context, the one output path, help
-//!        └ features  above the domain: reconcile, the load test, monitoring
+//!        └ features  above the domain: reconcile, the load test, monitoring, ACLs
 //!           └ domain the sale: items (plain or bucketed), slots, buckets,
 //!              │     orders and their stores, reservations, recovery
 //!              └ redis_client  connections, the typed Lua script calls,

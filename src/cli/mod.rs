@@ -48,6 +48,18 @@ pub struct Cli {
     #[arg(short, long, global = true, env = "SECKILL_QUIET")]
     pub(crate) quiet: bool,
 
+    /// Say on stderr where each setting came from, then each Redis command sent (script
+    /// name, first key, slot, node) with its latency: what the command does, without a
+    /// packet capture. Never values or passwords.
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "SECKILL_DEBUG",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub(crate) verbose: bool,
+
     #[command(flatten)]
     pub(crate) connection: ConnectionArgs,
 
@@ -112,6 +124,9 @@ pub(crate) enum Command {
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
     #[command(after_long_help = crate::invocation::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
+    /// The ACL SETUSER line of a buyer, consumer or operator user for this campaign; --apply writes and proves it.
+    #[command(after_long_help = crate::invocation::help::long("acl"))]
+    Acl(cmd::acl::Args),
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     #[command(after_long_help = crate::invocation::help::long("loadtest"))]
     Loadtest(cmd::loadtest::Args),
@@ -128,6 +143,10 @@ impl Cli {
     /// returns the process exit code.
     pub fn run(self) -> i32 {
         crate::util::output::set_quiet(self.quiet);
+        if self.verbose {
+            crate::redis_client::trace::enable();
+            say_settings();
+        }
         let ctx = Context::new(
             definition,
             self.command.name(),
@@ -138,6 +157,57 @@ impl Cli {
         match self.command.run(&ctx) {
             Ok(code) => code,
             Err(error) => emit_error(&ctx, &error),
+        }
+    }
+}
+
+/// `-v`: every flag of the command line as clap resolved it, and from where
+/// (command line, environment, default); URLs without their password.
+fn say_settings() {
+    let Ok(matches) = definition().try_get_matches_from(std::env::args_os()) else {
+        return;
+    };
+    let root = definition();
+    let mut levels = vec![(&root, &matches)];
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some(command) = root.find_subcommand(name)
+    {
+        levels.push((command, sub));
+    }
+    for (command, matches) in levels {
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            let (Some(source), Ok(Some(values))) =
+                (matches.value_source(id), matches.try_get_raw(id))
+            else {
+                continue;
+            };
+            let value: Vec<String> = values
+                .map(|v| {
+                    let v = v.to_string_lossy();
+                    if v.contains("://") {
+                        crate::redis_client::conn::redact(&v)
+                    } else {
+                        v.into_owned()
+                    }
+                })
+                .collect();
+            let from = match source {
+                clap::parser::ValueSource::CommandLine => "command line".to_string(),
+                clap::parser::ValueSource::EnvVariable => format!(
+                    "environment {}",
+                    arg.get_env()
+                        .map_or_else(String::new, |e| e.to_string_lossy().into_owned())
+                ),
+                _ => "default".to_string(),
+            };
+            let name = arg
+                .get_long()
+                .map_or_else(|| id.to_string(), |l| format!("--{l}"));
+            crate::redis_client::trace::say(format!(
+                "setting {name} = {} ({from})",
+                value.join(",")
+            ));
         }
     }
 }
@@ -165,6 +235,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Campaigns(_) => "campaigns",
             Command::Serve(_) => "serve",
+            Command::Acl(_) => "acl",
         }
     }
 
@@ -213,6 +284,7 @@ impl Command {
             Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),
             Command::Cancel(args) => emit(ctx, &cmd::cancel::run(ctx, &args)?),
             Command::Expire(args) => emit(ctx, &cmd::expire::run(ctx, &args)?),
+            Command::Acl(args) => emit(ctx, &cmd::acl::run(ctx, &args)?),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `seckill doctor`: go / no-go before a launch (`features::doctor` makes the
-//! checks). Exit 0 is go, with warnings listed; exit 6 (`no_go`) names what
+//! checks). Exit 0 is go, with warnings listed; exit 8 (`no_go`) names what
 //! would wreck the sale and what to do. Run it as the admin user: the
 //! checks read INFO, CONFIG and ACL, which the sale's roles may not.
 

@@ -2,18 +2,26 @@
 //! passed (Redis clock), in bounded batches; once, or in a loop beside the
 //! sale. Any number may run at once and any may be killed at any moment:
 //! each release re-checks the order inside one script (see `reservations`).
+//!
+//! The loop is here, one `reservations::expire` pass per round, so each
+//! completed pass is what `/metrics` reports as the last success; a stop
+//! signal ends the wait between passes at once.
 
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::reservations::{self, ExpireSettings, ItemExpiry};
+use crate::features::monitor::http::parse_listen;
+use crate::features::monitor::service;
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
-use crate::redis_client::conn::parse_duration_arg;
 use crate::util::log;
 use crate::util::output;
+use crate::util::retry::{parse_interval_arg, sleep_unless_stopped};
 
 /// Flags of `seckill expire`.
 #[derive(Debug, clap::Args)]
@@ -22,9 +30,14 @@ pub(crate) struct Args {
     #[arg(long = "loop")]
     pub(crate) repeat: bool,
 
-    /// Pause between passes with --loop (e.g. 500ms, 1s).
-    #[arg(long, default_value = "1s", value_parser = parse_duration_arg, value_name = "DURATION")]
+    /// Pause between passes with --loop (e.g. 500ms, 1s; at least 100ms).
+    #[arg(long, default_value = "1s", value_parser = parse_interval_arg, value_name = "DURATION")]
     pub(crate) interval: Duration,
+
+    /// With --loop: serve http://ADDR/metrics and /healthz (200 while Redis answers);
+    /// :PORT for every interface, or HOST:PORT.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, requires = "repeat")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
 
     /// Orders released per script call (bounds how long Redis is busy per call).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
@@ -71,6 +84,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
     let stop = ctx.stop_on_signals()?;
     let opened = ctx.open()?;
     let campaign = &opened.campaign;
+    let target = &opened.target;
     if campaign.payment_timeout.is_none() {
         log::line(
             ctx.command,
@@ -80,25 +94,72 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
             ),
         );
     }
-    let settings = ExpireSettings {
-        batch: args.batch,
-        repeat: args.repeat.then_some(args.interval),
-    };
+    let state = service::start(args.metrics_listen, "expire", campaign, target, None)?;
     if args.repeat {
         log::line(
             ctx.command,
             format!(
-                "releasing due reservations of campaign {} on {} every {:?} until stopped",
-                campaign.id, opened.target.display, args.interval
+                "releasing due reservations of campaign {} on {} every {} until stopped",
+                campaign.id,
+                target.display,
+                humantime::format_duration(args.interval)
             ),
         );
     }
-    let items = reservations::expire(&opened.target, opened.conn, campaign, &settings, &stop)?;
+    let settings = ExpireSettings {
+        batch: args.batch,
+        repeat: None,
+    };
+    let mut conn = Some(opened.conn);
+    let mut totals: Vec<ItemExpiry> = Vec::new();
+    loop {
+        // Each pass takes a connection: the first one opened, then a fresh one.
+        let conn = match conn.take() {
+            Some(conn) => conn,
+            None => target.connect()?,
+        };
+        let pass = reservations::expire(target, conn, campaign, &settings, &stop)?;
+        state.succeeded();
+        for item in &pass {
+            if args.repeat && item.released > 0 {
+                log::line(
+                    ctx.command,
+                    format!(
+                        "item {}: released {} reservation(s), {} unit(s) back in stock",
+                        item.item, item.released, item.units
+                    ),
+                );
+            }
+        }
+        add_pass(&mut totals, pass);
+        if !args.repeat || stop.load(Ordering::SeqCst) {
+            break;
+        }
+        sleep_unless_stopped(args.interval, &stop);
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+    }
     Ok(ExpireReport {
         heading: format!(
             "expired reservations of campaign {} on {}",
-            campaign.id, opened.target.display
+            campaign.id, target.display
         ),
-        items,
+        items: totals,
     })
+}
+
+/// Add one pass's counts to the totals of the passes before (item by item).
+fn add_pass(totals: &mut Vec<ItemExpiry>, pass: Vec<ItemExpiry>) {
+    if totals.is_empty() {
+        *totals = pass;
+        return;
+    }
+    for (total, item) in totals.iter_mut().zip(pass) {
+        total.released += item.released;
+        total.units += item.units;
+        total.calls += item.calls;
+        total.stuck = item.stuck;
+        total.unreadable.extend(item.unreadable);
+    }
 }

@@ -6,6 +6,7 @@
 //! never the command line above (`cli`); `completions` and `man` get the
 //! clap definition from the context.
 
+pub(crate) mod acl;
 pub(crate) mod buy;
 pub(crate) mod campaigns;
 pub(crate) mod cancel;

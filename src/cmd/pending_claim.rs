@@ -12,6 +12,7 @@ use crate::domain::orders::claimer::{ClaimSettings, Claimer, ItemClaims};
 use crate::domain::orders::{StoreArgs, default_consumer_name};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
+use crate::model::exit_codes;
 use crate::redis_client::conn::parse_duration_arg;
 use crate::util::output;
 
@@ -31,7 +32,13 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
     pub(crate) batch: u64,
 
-    /// Consumer name the entries are claimed to (default: pending-claim-HOST-PID).
+    /// Afterwards, delete the group's consumers idle at least this long that hold nothing
+    /// pending (e.g. 1h: names of consumers that are gone); one with pending entries is
+    /// never deleted.
+    #[arg(long, value_parser = parse_duration_arg, value_name = "IDLE")]
+    pub(crate) delete_consumers: Option<Duration>,
+
+    /// Consumer name the entries are claimed to (default: pending-claim-HOST, the same every run).
     #[arg(long, value_name = "NAME")]
     pub(crate) consumer: Option<String>,
 
@@ -55,6 +62,13 @@ pub(crate) struct PendingClaimReport {
     pub(crate) items: Vec<ItemClaims>,
 }
 
+impl PendingClaimReport {
+    /// Orders the database refused, every item.
+    fn refused(&self) -> u64 {
+        self.items.iter().map(|r| r.refused).sum()
+    }
+}
+
 impl Report for PendingClaimReport {
     fn render(&self) -> String {
         let rows = self.items.iter().map(|r| {
@@ -62,15 +76,47 @@ impl Report for PendingClaimReport {
                 r.item.clone(),
                 r.claimed.to_string(),
                 r.stored.to_string(),
+                r.refused.to_string(),
                 r.dead_lettered.to_string(),
                 r.deleted.to_string(),
             ]
         });
-        output::grid(
-            &["item", "claimed", "stored", "dead-lettered", "deleted"],
+        let mut text = output::grid(
+            &[
+                "item",
+                "claimed",
+                "stored",
+                "refused by\nthe database",
+                "dead-lettered",
+                "deleted",
+            ],
             rows.collect(),
             &[],
-        )
+        );
+        let mut gone: Vec<&str> = Vec::new();
+        for name in self.items.iter().flat_map(|r| &r.consumers_deleted) {
+            if !gone.contains(&name.as_str()) {
+                gone.push(name);
+            }
+        }
+        if !gone.is_empty() {
+            text.push_str(&output::paragraph(&format!(
+                "deleted {} idle consumer(s) with nothing pending: {}",
+                gone.len(),
+                gone.join(", ")
+            )));
+        }
+        text
+    }
+
+    /// 6 (`orders_refused`) when the database refused an order: like drift,
+    /// an outcome the table shows (and `-q` does not hide), not an error.
+    fn exit_code(&self) -> i32 {
+        if self.refused() > 0 {
+            exit_codes::ORDERS_REFUSED
+        } else {
+            exit_codes::SUCCESS
+        }
     }
 }
 
@@ -94,6 +140,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PendingClaimReport> {
         min_idle: args.min_idle,
         max_deliveries: args.max_deliveries,
         batch: args.batch,
+        delete_consumers: args.delete_consumers,
     };
     let reports = Claimer::new(&campaign, &target, conn, store.as_mut(), &stop, settings).run()?;
     Ok(PendingClaimReport {

@@ -2,7 +2,13 @@
 //! draining ones (and settle stale transfers), once or, with `--watch`, every
 //! interval until SIGINT/SIGTERM. Optional: buys sell out completely without
 //! it (docs/buckets.md).
+//!
+//! A stop signal ends the wait between passes at once (within 50 ms), and a
+//! call it interrupted (EINTR) is made again on a fresh connection: the pass
+//! reads everything afresh, and a debit whose reply was lost is a transfer
+//! in transit that the next sweep settles, as after a crash.
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -10,17 +16,17 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::{Pass, SaleItem};
+use crate::features::monitor::http::parse_listen;
+use crate::features::monitor::service;
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
-use crate::redis_client::conn::parse_duration_arg;
-use crate::util::output;
+use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::util::retry::{interrupted, parse_interval_arg, sleep_unless_stopped};
+use crate::util::{log, output};
 
 /// Flags of `seckill rebalance`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  \
-seckill -c campaigns/moutai-cluster.yaml --cluster rebalance\n  \
-seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms")]
 pub(crate) struct Args {
     /// Only this item (default: every bucketed item of the campaign).
     #[arg(long, value_name = "ID")]
@@ -30,9 +36,14 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) watch: bool,
 
-    /// Pause between passes with --watch.
-    #[arg(long, default_value = "200ms", value_parser = parse_duration_arg, value_name = "DURATION")]
+    /// Pause between passes with --watch (at least 100ms).
+    #[arg(long, default_value = "200ms", value_parser = parse_interval_arg, value_name = "DURATION")]
     pub(crate) interval: Duration,
+
+    /// With --watch: serve http://ADDR/metrics and /healthz (200 while Redis answers);
+    /// :PORT for every interface, or HOST:PORT.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, requires = "watch")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
 
     /// A bucket holding less than this fraction of the mean is refilled up to the mean.
     #[arg(long, default_value_t = 0.5, value_name = "FRACTION")]
@@ -95,7 +106,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
         return Err(usage("--low-water must be between 0 and 1"));
     }
     let Opened {
-        campaign, mut conn, ..
+        campaign,
+        target,
+        mut conn,
     } = ctx.open()?;
     let items: Vec<SaleItem> = SaleItem::select(&campaign, args.item.as_deref())?
         .into_iter()
@@ -108,6 +121,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
         )));
     }
     let stop = ctx.stop_on_signals()?;
+    let state = service::start(args.metrics_listen, "rebalance", &campaign, &target, None)?;
     let mut report = RebalanceReport {
         passes: 0,
         moves: 0,
@@ -117,37 +131,62 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RebalanceReport> {
     loop {
         report.items.clear();
         for item in &items {
-            let Some(pass) = item.rebalance(&mut conn, args.low_water)? else {
+            let Some(pass) = pass_of(item, &mut conn, args.low_water, &target)? else {
                 continue;
             };
             report.moves += pass.moves.len() as u64;
             report.settled += u64::from(pass.settled);
             if args.watch && (!pass.moves.is_empty() || pass.settled > 0) {
-                let moves: Vec<String> = pass
-                    .moves
-                    .iter()
-                    .map(|m| format!("{} → {}: {} ({})", m.from, m.to, m.units, m.transfer_id))
-                    .collect();
-                crate::util::log::line(
-                    "rebalance",
-                    format!(
-                        "{}: moved {}; settled {}",
-                        pass.item,
-                        if moves.is_empty() {
-                            "nothing".into()
-                        } else {
-                            moves.join(", ")
-                        },
-                        pass.settled
-                    ),
-                );
+                log_pass(&pass);
             }
             report.items.push(pass);
         }
         report.passes += 1;
+        state.succeeded();
         if !args.watch || stop.load(Ordering::SeqCst) {
             return Ok(report);
         }
-        std::thread::sleep(args.interval);
+        sleep_unless_stopped(args.interval, &stop);
+        if stop.load(Ordering::SeqCst) {
+            return Ok(report);
+        }
     }
+}
+
+/// One item's pass; a call a signal interrupted (EINTR) is made again once
+/// on a fresh connection (the old one may still owe a reply).
+fn pass_of(
+    item: &SaleItem,
+    conn: &mut Conn,
+    low_water: f64,
+    target: &RedisTarget,
+) -> Result<Option<Pass>> {
+    match item.rebalance(conn, low_water) {
+        Err(error) if interrupted(&error) => {
+            *conn = target.connect()?;
+            item.rebalance(conn, low_water)
+        }
+        done => done,
+    }
+}
+
+fn log_pass(pass: &Pass) {
+    let moves: Vec<String> = pass
+        .moves
+        .iter()
+        .map(|m| format!("{} → {}: {} ({})", m.from, m.to, m.units, m.transfer_id))
+        .collect();
+    log::line(
+        "rebalance",
+        format!(
+            "{}: moved {}; settled {}",
+            pass.item,
+            if moves.is_empty() {
+                "nothing".into()
+            } else {
+                moves.join(", ")
+            },
+            pass.settled
+        ),
+    );
 }

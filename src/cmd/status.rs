@@ -1,30 +1,34 @@
 //! `seckill status`: the operator's view of a live sale, per item — stock,
-//! sales rate, window, kill switch, order stream and consumer group, dead
-//! letters, key expiry — read only, one round trip per item (see
-//! `crate::features::monitor::status`). `--watch 1s` refreshes it in place on a terminal and
-//! prints one block (or one JSON line) per sample when piped;
-//! `--format prometheus` writes the metrics for node_exporter's textfile
-//! collector.
+//! sales rate, window, kill switch, order stream, consumer group and its
+//! consumers, dead letters, key expiry — read only (see
+//! `crate::features::monitor::status`). `--watch 1s` refreshes it in place
+//! on a terminal (one line per item when the full view does not fit; "stale
+//! since" when Redis stops answering) and prints one block (or one JSON
+//! line) per sample when piped; `--check` is a probe: one line per problem
+//! and an exit code per kind; `--format prometheus` writes the metrics for
+//! node_exporter's textfile collector.
 
-use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::reservations::Totals;
-use crate::features::monitor::metrics::Exposition;
+use crate::features::monitor::check::{self, Problem, Thresholds};
+use crate::features::monitor::metrics::{self, Exposition};
 use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
+use crate::features::monitor::watch::{self, Sample};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::{Report, emit, envelope_line};
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::model::exit_codes;
-use crate::redis_client::conn::{Conn, RedisTarget, parse_duration_arg};
+use crate::redis_client::conn::RedisTarget;
 use crate::util::output::{self, Format};
+use crate::util::retry::parse_interval_arg;
 use crate::util::text;
 use crate::util::text::human_duration_ms;
 
@@ -35,15 +39,72 @@ pub(crate) struct Args {
     #[arg(long, value_name = "ID")]
     pub(crate) item: Option<String>,
 
-    /// Refresh every DURATION until Ctrl-C (in place on a terminal, one block per sample when piped).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    /// Refresh every DURATION until Ctrl-C (at least 100ms): in place on a terminal, one
+    /// line per item when the full view does not fit; one block per sample when piped.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval_arg, conflicts_with = "check")]
     pub(crate) watch: Option<Duration>,
+
+    /// A probe for cron or nagios: one line per problem and an exit code per kind (40 not
+    /// preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending
+    /// above --max-lag; the lowest wins), 0 and "ok" when there is none.
+    #[arg(long)]
+    pub(crate) check: bool,
+
+    /// With --check: lag (never delivered) or pending (delivered, not acked) above N is a problem.
+    #[arg(long, value_name = "N", requires = "check")]
+    pub(crate) max_lag: Option<u64>,
+
+    /// With --check: keys that expire before the next reconcile are a problem. HH:MM is the
+    /// next such time of day on this machine's clock and time zone (as cron reads it), or an
+    /// RFC 3339 time.
+    #[arg(long, value_name = "TIME", value_parser = parse_reconcile_at, requires = "check")]
+    pub(crate) reconcile_at: Option<ReconcileAt>,
 }
 
-/// Shortest `--watch` interval: each sample costs Redis one script per item.
-const MIN_WATCH: Duration = Duration::from_millis(100);
+/// `--reconcile-at`: a time of day (the next one), or one instant.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ReconcileAt {
+    Daily(chrono::NaiveTime),
+    At(chrono::DateTime<chrono::FixedOffset>),
+}
+
+impl ReconcileAt {
+    /// Unix ms of the next reconcile from now (local time for a time of day).
+    fn next_ms(self) -> i64 {
+        match self {
+            ReconcileAt::At(at) => at.timestamp_millis(),
+            ReconcileAt::Daily(time) => {
+                let now = chrono::Local::now();
+                let mut day = now.date_naive();
+                loop {
+                    // A time that does not exist today (a DST gap) is tomorrow's.
+                    if let Some(at) = day
+                        .and_time(time)
+                        .and_local_timezone(chrono::Local)
+                        .earliest()
+                        && at > now
+                    {
+                        return at.timestamp_millis();
+                    }
+                    day = day.succ_opt().unwrap_or(day);
+                }
+            }
+        }
+    }
+}
+
+fn parse_reconcile_at(text: &str) -> std::result::Result<ReconcileAt, String> {
+    if let Ok(time) = chrono::NaiveTime::parse_from_str(text, "%H:%M") {
+        return Ok(ReconcileAt::Daily(time));
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(ReconcileAt::At)
+        .map_err(|_| format!("{text:?} is neither HH:MM (e.g. 03:00) nor an RFC 3339 time (e.g. 2026-11-12T03:00:00+08:00)"))
+}
+
 /// A single status (no `--watch`) samples twice this far apart for the
-/// rate; `--format prometheus` samples once (Prometheus computes rates).
+/// rate; `--format prometheus` and `--check` sample once (Prometheus
+/// computes rates, and a probe must be quick).
 const ONE_SHOT_RATE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// `seckill status`'s report: every selected item at one instant.
@@ -53,6 +114,9 @@ pub(crate) struct StatusReport {
     pub(crate) redis_time: String,
     /// One entry per selected item.
     pub(crate) items: Vec<ItemStatus>,
+    /// `--check`: what is wrong (empty when nothing is); absent without `--check`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) problems: Option<Vec<Problem>>,
     #[serde(skip)]
     campaign_id: String,
     #[serde(skip)]
@@ -66,138 +130,285 @@ impl StatusReport {
         StatusReport {
             redis_time: text::time_or_dash(items.first().map(|s| s.redis_time_ms)),
             items,
+            problems: None,
             campaign_id: campaign.id.clone(),
             campaign_file: campaign.path.display().to_string(),
             redis: target.display.clone(),
         }
     }
+
+    fn heading(&self) -> String {
+        format!(
+            "campaign {} on {} · Redis time {}",
+            self.campaign_id,
+            self.redis,
+            seconds(self.items.first().map(|s| s.redis_time_ms))
+        )
+    }
 }
 
 impl Report for StatusReport {
     fn render(&self) -> String {
-        frame(self)
+        match &self.problems {
+            Some(problems) => check_text(self, problems),
+            None => frame(self),
+        }
+    }
+
+    /// `--check` is a probe: its first line is its first problem (or "OK").
+    fn names_redis(&self) -> bool {
+        self.problems.is_none()
     }
 
     fn exposition(&self) -> Option<String> {
         let mut exposition = Exposition::default();
-        crate::features::monitor::metrics::add_statuses(
-            &mut exposition,
-            &self.campaign_id,
-            &self.items,
-        );
+        metrics::add_statuses(&mut exposition, &self.campaign_id, &self.items);
+        metrics::add_build_info(&mut exposition);
         Some(exposition.render())
+    }
+
+    fn exit_code(&self) -> i32 {
+        self.problems
+            .as_deref()
+            .map_or(exit_codes::SUCCESS, check::exit_code)
     }
 }
 
-/// Show the status once, or every `--watch` until interrupted; exit 0.
+/// Show the status once, check it, or watch it until interrupted.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
-    if let Some(every) = args.watch {
-        if every < MIN_WATCH {
-            return Err(usage(format!(
-                "--watch {} is too short: at least {}",
-                humantime::format_duration(every),
-                humantime::format_duration(MIN_WATCH)
-            )));
-        }
-        if ctx.format == Format::Prometheus {
-            return Err(usage(
-                "--watch cannot be combined with --format prometheus: write the file from cron, \
-                 or scrape `consume --metrics-listen`",
-            ));
-        }
+    if ctx.format == Format::Prometheus && (args.watch.is_some() || args.check) {
+        return Err(usage(
+            "--format prometheus writes one sample: not with --watch or --check (write the file \
+             from cron, or scrape `consume --metrics-listen`)",
+        ));
     }
     let Opened {
         campaign,
         target,
         mut conn,
     } = ctx.open()?;
+    if let Some(every) = args.watch {
+        return watch(ctx, campaign, args.item.clone(), target, conn, every);
+    }
     let items = SaleItem::select(&campaign, args.item.as_deref())?;
-    let Some(every) = args.watch else {
-        let mut reader = StatusReader::default();
-        let mut statuses = reader.read_items(&mut conn, &items)?;
-        if ctx.format != Format::Prometheus {
-            std::thread::sleep(ONE_SHOT_RATE_INTERVAL);
-            statuses = reader.read_items(&mut conn, &items)?;
-        }
-        return emit(ctx, &StatusReport::new(&campaign, &target, statuses));
-    };
-    watch(ctx, &campaign, &items, &target, conn, every)
+    let mut reader = StatusReader::default();
+    let mut statuses = reader.read_items(&mut conn, &items)?;
+    if ctx.format != Format::Prometheus && !args.check {
+        std::thread::sleep(ONE_SHOT_RATE_INTERVAL);
+        statuses = reader.read_items(&mut conn, &items)?;
+    }
+    let mut report = StatusReport::new(&campaign, &target, statuses);
+    if args.check {
+        let thresholds = Thresholds {
+            max_lag: args.max_lag.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+            reconcile_at_ms: args.reconcile_at.map(ReconcileAt::next_ms),
+        };
+        report.problems = Some(check::problems(&report.items, &thresholds));
+    }
+    emit(ctx, &report)
 }
 
-/// Sample every `every` until SIGINT/SIGTERM. A failed sample is shown and
-/// retried on a fresh connection: a Redis blip must not close the console.
+/// `--check`'s text: one line per problem, or one "ok" line.
+fn check_text(report: &StatusReport, problems: &[Problem]) -> String {
+    if problems.is_empty() {
+        return format!(
+            "ok: {} item(s) of campaign {} on {}: no problem found\n",
+            report.items.len(),
+            report.campaign_id,
+            report.redis
+        );
+    }
+    problems
+        .iter()
+        .map(|p| format!("{}: {}\n", p.item, p.message))
+        .collect()
+}
+
+/// Sample every `every` until SIGINT/SIGTERM. Sampling runs on a thread of
+/// its own (`features::monitor::watch`); this loop draws what arrives and
+/// checks for a stop every 50 ms. A failed sample is said — on a terminal
+/// as "stale since" above the last view, otherwise on stderr — and the next
+/// one opens a fresh connection: a Redis blip must not close the console.
 fn watch(
     ctx: &Context,
-    campaign: &Campaign,
-    items: &[SaleItem],
-    target: &RedisTarget,
-    conn: Conn,
+    campaign: Campaign,
+    item: Option<String>,
+    target: RedisTarget,
+    conn: crate::redis_client::conn::Conn,
     every: Duration,
 ) -> Result<i32> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install signal handler")?;
-    }
-    let in_place = ctx.format == Format::Table && std::io::stdout().is_terminal();
-    let mut reader = StatusReader::default();
-    let mut conn = Some(conn);
+    let stop = ctx.stop_on_signals()?;
+    let in_place = ctx.format == Format::Table && output::terminal_size().is_some();
+    let samples = watch::start(campaign.clone(), item, target.clone(), conn, every)?;
     if in_place && !output::write_stdout("\x1b[2J")? {
         return Ok(exit_codes::SUCCESS);
     }
+    // Without a sample for this long, the view is stale even if no read failed yet (a hung Redis).
+    let silence = every + Duration::from_secs(1);
+    let mut last_view: Option<StatusReport> = None;
+    let mut last_sample = Instant::now();
+    let mut stale_since: Option<chrono::DateTime<chrono::Utc>> = None;
     while !stop.load(Ordering::SeqCst) {
-        let started = Instant::now();
-        let sample = (|| -> Result<Vec<ItemStatus>> {
-            let conn = match &mut conn {
-                Some(conn) => conn,
-                None => conn.insert(target.connect()?),
-            };
-            reader.read_items(conn, items)
-        })();
-        let text = match (sample, ctx.format) {
-            (Ok(statuses), Format::Json) => {
-                envelope_line(ctx, &StatusReport::new(campaign, target, statuses))?
+        let text = match samples.recv_timeout(Duration::from_millis(50)) {
+            Ok(Sample::Read(statuses)) => {
+                last_sample = Instant::now();
+                stale_since = None;
+                let report = StatusReport::new(&campaign, &target, statuses);
+                let text = match ctx.format {
+                    Format::Json => envelope_line(ctx, &report)?,
+                    _ if in_place => screen(&fitted(&report)),
+                    _ => format!("{}\n", frame(&report)),
+                };
+                last_view = Some(report);
+                text
             }
-            (Ok(statuses), _) => {
-                let text = frame(&StatusReport::new(campaign, target, statuses));
+            Ok(Sample::Failed(error)) => {
+                last_sample = Instant::now();
+                let since = *stale_since.get_or_insert_with(chrono::Utc::now);
                 if in_place {
-                    // Home, each line cleared to its end, then everything below cleared.
-                    format!("\x1b[H{}\x1b[J", text.replace('\n', "\x1b[K\n"))
+                    screen(&stale_view(since, &error, last_view.as_ref()))
                 } else {
-                    format!("{text}\n")
+                    output::say(format!(
+                        "seckill: status: {error} (retrying every {})",
+                        humantime::format_duration(every)
+                    ));
+                    String::new()
                 }
             }
-            (Err(error), _) => {
-                // The old connection may still owe a reply.
-                conn = None;
-                output::say(format!(
-                    "seckill: status: {} (retrying every {})",
-                    crate::util::error_text::render(&error),
-                    humantime::format_duration(every)
-                ));
-                String::new()
+            Err(RecvTimeoutError::Timeout) if in_place && last_sample.elapsed() > silence => {
+                let since = *stale_since.get_or_insert_with(chrono::Utc::now);
+                let waited = format!(
+                    "no answer for {}",
+                    human_duration_ms(last_sample.elapsed().as_millis() as i64)
+                );
+                screen(&stale_view(since, &waited, last_view.as_ref()))
             }
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
         };
         if !output::write_stdout(&text)? {
             // The reader went away (`| head`): nothing more to show.
             break;
         }
-        crate::util::retry::sleep_unless_stopped(every.saturating_sub(started.elapsed()), &stop);
     }
     Ok(exit_codes::SUCCESS)
 }
 
-/// The text view: a heading, then five lines per item.
-fn frame(report: &StatusReport) -> String {
-    let mut out = output::hanging(
+/// Lines drawn over the screen in place: cursor home, each line cleared to
+/// its end, everything below cleared. No newline after the last line, so a
+/// view exactly as tall as the terminal never scrolls it.
+fn screen(lines: &[String]) -> String {
+    format!("\x1b[H{}\x1b[K\x1b[J", lines.join("\x1b[K\n"))
+}
+
+/// The terminal's (rows, columns); 24 × 80 when it cannot tell.
+fn terminal() -> (u16, u16) {
+    let (rows, columns) = output::terminal_size().unwrap_or((24, 80));
+    (rows, output::width().unwrap_or(columns))
+}
+
+/// The view that fits the terminal: the full one, or one line per item.
+fn fitted(report: &StatusReport) -> Vec<String> {
+    let (rows, columns) = terminal();
+    let full: Vec<String> = frame(report).lines().map(str::to_string).collect();
+    if full.len() <= usize::from(rows) {
+        return full;
+    }
+    let mut lines = vec![output::truncate(
+        &format!("{} · {} items", report.heading(), report.items.len()),
+        columns,
+    )];
+    let id_width = report
+        .items
+        .iter()
+        .map(|s| output::display_width(&s.item))
+        .max()
+        .unwrap_or(0);
+    let room = usize::from(rows).saturating_sub(1);
+    let shown = if report.items.len() > room {
+        room.saturating_sub(1)
+    } else {
+        report.items.len()
+    };
+    for s in &report.items[..shown] {
+        lines.push(output::truncate(&item_line(s, id_width), columns));
+    }
+    if shown < report.items.len() {
+        lines.push(output::truncate(
+            &format!(
+                "… {} more item(s): --item ID shows one, a taller terminal shows more",
+                report.items.len() - shown
+            ),
+            columns,
+        ));
+    }
+    lines
+}
+
+/// "stale since HH:MM:SS UTC — Redis unreachable: why", then the last view
+/// (as old as it says), cut to the terminal.
+fn stale_view(
+    since: chrono::DateTime<chrono::Utc>,
+    why: &str,
+    last: Option<&StatusReport>,
+) -> Vec<String> {
+    let (rows, columns) = terminal();
+    let mut lines = vec![output::truncate(
         &format!(
-            "campaign {} on {} · Redis time {}",
-            report.campaign_id,
-            report.redis,
-            seconds(report.items.first().map(|s| s.redis_time_ms))
+            "stale since {} UTC — Redis unreachable: {why}",
+            since.format("%H:%M:%S")
         ),
-        0,
-    );
+        columns,
+    )];
+    if let Some(last) = last {
+        lines.push(output::truncate("last sample, no longer current:", columns));
+        let room = usize::from(rows).saturating_sub(lines.len());
+        lines.extend(fitted(last).into_iter().take(room));
+    }
+    lines
+}
+
+/// One item on one line (its id padded to `id_width`): the compact view
+/// when the full one does not fit.
+fn item_line(s: &ItemStatus, id_width: u16) -> String {
+    let pad = usize::from(id_width.saturating_sub(output::display_width(&s.item)));
+    let mut parts = vec![format!("{}{}", s.item, " ".repeat(pad))];
+    match (s.stock_left, s.initial_stock) {
+        (Some(left), Some(initial)) => {
+            parts.push(format!("{left}/{initial} left"));
+            parts.push(match s.rate_per_s {
+                Some(rate) => format!("{rate:.1}/s"),
+                None => "-/s".to_string(),
+            });
+        }
+        _ => parts.push("not preheated".to_string()),
+    }
+    parts.push(match s.window.state {
+        WindowState::NotPreheated => "-".to_string(),
+        _ => s.window.describe(),
+    });
+    parts.push(if s.kill_switch.on {
+        "switch ON".to_string()
+    } else {
+        "switch off".to_string()
+    });
+    parts.push(format!(
+        "lag {}",
+        s.stream
+            .lag
+            .map_or_else(|| "?".to_string(), |l| l.to_string())
+    ));
+    parts.push(format!("pending {}", s.stream.pending));
+    if s.dead_letter > 0 {
+        parts.push(format!("{} dead", s.dead_letter));
+    }
+    parts.push(s.name.clone());
+    parts.join("  ")
+}
+
+/// The text view: a heading, then a few lines per item.
+fn frame(report: &StatusReport) -> String {
+    let mut out = output::hanging(&report.heading(), 0);
     for s in &report.items {
         out.push_str(&item_block(&report.campaign_file, s));
     }
@@ -293,6 +504,9 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
             "none yet (preheat or consume creates it)".to_string()
         },
     );
+    if !s.consumers.is_empty() {
+        line("consumer", consumers_text(s));
+    }
     for (b, part) in s.slots.iter().enumerate() {
         line(
             &format!("bucket {b}"),
@@ -321,6 +535,30 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
         },
     );
     out
+}
+
+/// "worker-1 (2 pending, idle 0s), host-a (0 pending, idle 3h 2m)": the
+/// first few, busiest first; `pending-claim --delete-consumers` removes idle
+/// empty ones.
+fn consumers_text(s: &ItemStatus) -> String {
+    const SHOWN: usize = 4;
+    let mut text: Vec<String> = s
+        .consumers
+        .iter()
+        .take(SHOWN)
+        .map(|c| {
+            format!(
+                "{} ({} pending, idle {})",
+                c.name,
+                c.pending,
+                human_duration_ms(c.idle_ms)
+            )
+        })
+        .collect();
+    if s.consumers.len() > SHOWN {
+        text.push(format!("and {} more", s.consumers.len() - SHOWN));
+    }
+    text.join(", ")
 }
 
 /// Columns before a line's text (`  label    `).

@@ -64,14 +64,16 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai.yaml status --watch 1s",
             "seckill -c campaigns/moutai.yaml status --format json --item 1001",
             "seckill -c campaigns/moutai.yaml status --format prometheus",
+            "seckill -c campaigns/moutai.yaml status --check --max-lag 1000 --reconcile-at 03:00 --quiet",
         ],
         "consume" => &[
             "seckill -c campaigns/moutai.yaml consume --drain",
-            "seckill -c campaigns/moutai.yaml consume --consumer worker-1 --metrics-listen 127.0.0.1:9464",
+            "seckill -c campaigns/moutai.yaml consume --consumer worker-1 --metrics-listen :9464",
         ],
         "pending-claim" => &[
             "seckill -c campaigns/moutai.yaml pending-claim",
             "seckill -c campaigns/moutai.yaml pending-claim --min-idle 0s --max-deliveries 3",
+            "seckill -c campaigns/moutai.yaml pending-claim --delete-consumers 1h",
         ],
         "reconcile" => &[
             "seckill -c campaigns/moutai.yaml reconcile",
@@ -101,6 +103,7 @@ pub fn examples(command: &str) -> &'static [&'static str] {
         "expire" => &[
             "seckill -c campaigns/moutai-reservations.yaml expire",
             "seckill -c campaigns/moutai-reservations.yaml expire --loop --interval 1s --batch 100",
+            "seckill -c campaigns/moutai-reservations.yaml expire --loop --metrics-listen :9465",
         ],
         "doctor" => &[
             "seckill -c campaigns/moutai.yaml doctor",
@@ -117,14 +120,19 @@ pub fn examples(command: &str) -> &'static [&'static str] {
         ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
-            "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms",
+            "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms --metrics-listen :9466",
+        ],
+        "acl" => &[
+            "seckill -c campaigns/moutai.yaml acl --role all",
+            "seckill -c campaigns/moutai.yaml acl --role buyer --password-file /etc/seckill/buyer.pw | redis-cli -u redis://admin@127.0.0.1:6379",
+            "seckill -c campaigns/moutai.yaml --redis redis://admin:secret@127.0.0.1:6379 acl --role consumer --password-file consumer.pw --apply",
         ],
         // `seckill` itself: a launch day.
         "" => &[
             "seckill -c campaigns/moutai.yaml doctor",
             "seckill -c campaigns/moutai.yaml preheat",
             "seckill -c campaigns/moutai.yaml status --watch 1s",
-            "seckill -c campaigns/moutai.yaml consume --metrics-listen 127.0.0.1:9464",
+            "seckill -c campaigns/moutai.yaml consume --metrics-listen :9464",
             "seckill -c campaigns/moutai.yaml shutdown-switch on --reason \"payment gateway down\"",
             "seckill -c campaigns/moutai.yaml reconcile --quiet",
         ],

@@ -53,6 +53,12 @@ pub(crate) trait Report: Serialize {
     fn exposition(&self) -> Option<String> {
         None
     }
+
+    /// Whether the table starts with the line naming the Redis (every table
+    /// does but a probe's, whose first line is what a monitoring system shows).
+    fn names_redis(&self) -> bool {
+        true
+    }
 }
 
 /// The envelope's `error`.
@@ -97,7 +103,8 @@ pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> 
         return Ok(code);
     }
     let text = match ctx.format {
-        Format::Table => format!("{}{}", redis_line(ctx), report.render()),
+        Format::Table if report.names_redis() => format!("{}{}", redis_line(ctx), report.render()),
+        Format::Table => report.render(),
         Format::Prometheus => report.exposition().ok_or_else(|| {
             usage(format!(
                 "--format prometheus does not go with `{}`",

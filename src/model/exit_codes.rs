@@ -17,9 +17,17 @@ pub const THRESHOLD_FAILED: i32 = 4;
 /// `preheat` refused an item: it has sales (`--force`), or orders but no
 /// stock key; nothing was written for it. Distinct from 1: Redis answered.
 pub const PREHEAT_REFUSED: i32 = 5;
+/// `consume`/`pending-claim`: the order database refused some orders (a
+/// trigger, a unique index, a charset) while it stored the rest; each refused
+/// order stays pending (or was dead-lettered after `--max-deliveries`) and is
+/// named on stderr. Distinct from 1: everything else was stored.
+pub const ORDERS_REFUSED: i32 = 6;
+/// `acl --apply`: the user was written, but `ACL DRYRUN` found the role unable
+/// to run one of its scripts, or able to run another role's (each check listed).
+pub const ACL_CHECK_FAILED: i32 = 7;
 /// `doctor`: no-go, a check failed (or a critical one could not be made);
 /// each failed line says what to do.
-pub const NO_GO: i32 = 6;
+pub const NO_GO: i32 = 8;
 /// `buy`: the item has no stock left (or not enough for `--qty`).
 pub const SOLD_OUT: i32 = 10;
 /// `buy`: the user already bought up to `per_user_limit`; the existing order id is printed.
@@ -54,6 +62,16 @@ pub const ORDER_EXPIRED: i32 = 31;
 pub const ORDER_CANCELLED: i32 = 32;
 /// `pay`/`cancel`: no reservation with this order id in this campaign (or in `--item`).
 pub const UNKNOWN_ORDER: i32 = 33;
+/// `status --check`: an item is not preheated (never, or its keys expired): buys would fail.
+pub const CHECK_PREHEAT: i32 = 40;
+/// `status --check`: an item's kill switch is ON: every buy is refused.
+pub const CHECK_SWITCH_ON: i32 = 41;
+/// `status --check --reconcile-at T`: an item's keys expire before T: the
+/// nightly reconcile could no longer check it.
+pub const CHECK_EXPIRY: i32 = 42;
+/// `status --check --max-lag N`: more than N order entries wait for the
+/// consumer (lag) or sit delivered and unacknowledged (pending).
+pub const CHECK_LAG: i32 = 43;
 
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
@@ -82,6 +100,16 @@ pub const ALL: &[(i32, &str, &str)] = &[
         PREHEAT_REFUSED,
         "preheat_refused",
         "preheat: a reload would sell units again; nothing written",
+    ),
+    (
+        ORDERS_REFUSED,
+        "orders_refused",
+        "consume/pending-claim: the database refused some orders; everything else was stored",
+    ),
+    (
+        ACL_CHECK_FAILED,
+        "acl_check_failed",
+        "acl: ACL DRYRUN found a check the role fails (each is listed)",
     ),
     (
         NO_GO,
@@ -146,6 +174,26 @@ pub const ALL: &[(i32, &str, &str)] = &[
         UNKNOWN_ORDER,
         "unknown_order",
         "pay/cancel: no such reservation in this campaign",
+    ),
+    (
+        CHECK_PREHEAT,
+        "check_preheat",
+        "status: --check found an item not preheated (or its keys expired)",
+    ),
+    (
+        CHECK_SWITCH_ON,
+        "check_switch_on",
+        "status: --check found a kill switch ON",
+    ),
+    (
+        CHECK_EXPIRY,
+        "check_expiry",
+        "status: --check found keys that expire before --reconcile-at",
+    ),
+    (
+        CHECK_LAG,
+        "check_lag",
+        "status: --check found lag or pending above --max-lag",
     ),
 ];
 

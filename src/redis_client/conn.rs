@@ -16,6 +16,7 @@ use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
 
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
+use crate::redis_client::trace;
 
 /// Where Redis is when nothing says otherwise.
 pub(crate) const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
@@ -77,12 +78,16 @@ pub enum Conn {
     Cluster(Box<ClusterConnection>),
 }
 
+// Each request is traced (`-v`): off, that is one atomic load.
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        match self {
+        let traced = trace::packed(self.cluster(), cmd);
+        let reply = match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
-        }
+        };
+        trace::finish(traced, &reply);
+        reply
     }
 
     fn req_packed_commands(
@@ -91,17 +96,23 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        match self {
+        let traced = trace::packed(self.cluster(), cmd);
+        let replies = match self {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
-        }
+        };
+        trace::finish(traced, &replies);
+        replies
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        match self {
+        let traced = trace::command(self.cluster(), cmd);
+        let reply = match self {
             Conn::Single(c) => c.req_command(cmd),
             Conn::Cluster(c) => c.req_command(cmd),
-        }
+        };
+        trace::finish(traced, &reply);
+        reply
     }
 
     fn get_db(&self) -> i64 {
@@ -137,6 +148,14 @@ impl Conn {
     /// True on a Redis Cluster connection (multi-key commands must stay in one slot).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self, Conn::Cluster(_))
+    }
+
+    /// The cluster connection itself, for the trace's slot map.
+    fn cluster(&mut self) -> Option<&mut dyn ConnectionLike> {
+        match self {
+            Conn::Cluster(c) => Some(c.as_mut()),
+            Conn::Single(_) => None,
+        }
     }
 }
 
@@ -325,6 +344,7 @@ impl RedisTarget {
             Ok(result) => result.map_err(|e| self.explain_connect_error(e)),
             Err(_) => Err(self.no_answer()),
         };
+        trace::connected(&self.display, &self.source, self.cluster);
         result.map_err(|error| {
             // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
             // client library renders it in its own words.

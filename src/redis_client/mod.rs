@@ -1,8 +1,8 @@
 //! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
 //! timeouts), [`scripts`] (each Lua script's one typed call), [`failure`]
 //! (what a failed request means for the one who sent it), [`replicas`]
-//! (WAIT after a buy) and [`multiplexed`] (the shared async connections of
-//! `seckill serve`).
+//! (WAIT after a buy), [`multiplexed`] (the shared async connections of
+//! `seckill serve`) and [`trace`] (`-v`: every command, its node, its time).
 //!
 //! May import: model, util.
 
@@ -12,3 +12,4 @@ pub(crate) mod multiplexed;
 pub(crate) mod replicas;
 pub mod scripts;
 pub(crate) mod server;
+pub(crate) mod trace;

@@ -1,6 +1,7 @@
 //! Small utilities with no knowledge of sales: [`output`] (tables, stdout,
 //! quiet), [`error_text`] (an error on one line), [`log`] (timestamped lines), [`retry`] (backoff, stoppable
-//! sleep), [`text`] (times and durations), [`identity`] (account and host).
+//! sleep, loop intervals), [`progress`] (a bar on a terminal), [`text`]
+//! (times and durations), [`identity`] (account and host).
 //!
 //! May import: nothing of the crate.
 
@@ -8,6 +9,7 @@ pub(crate) mod error_text;
 pub(crate) mod identity;
 pub(crate) mod log;
 pub(crate) mod output;
+pub(crate) mod progress;
 pub(crate) mod prometheus;
 pub(crate) mod retry;
 pub(crate) mod text;

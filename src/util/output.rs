@@ -148,6 +148,56 @@ pub(crate) fn width() -> Option<u16> {
     columns_from_env().or_else(terminal_width)
 }
 
+/// (rows, columns) of the terminal stdout is, if it is one.
+pub(crate) fn terminal_size() -> Option<(u16, u16)> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    window_size(libc::STDOUT_FILENO)
+}
+
+/// Columns of the terminal stderr is, if it is one (where progress bars go).
+pub(crate) fn stderr_width() -> Option<u16> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    window_size(libc::STDERR_FILENO).map(|(_, columns)| columns)
+}
+
+/// (rows, columns) of the terminal open on `fd`.
+fn window_size(fd: libc::c_int) -> Option<(u16, u16)> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills the winsize it is given and nothing else.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_row > 0 && size.ws_col > 0).then_some((size.ws_row, size.ws_col))
+}
+
+/// `text` cut to `width` terminal columns, ending in `…` when cut.
+pub(crate) fn truncate(text: &str, width: u16) -> String {
+    if display_width(text) <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0u16;
+    for c in text.chars() {
+        let w = if is_wide(c) { 2 } else { 1 };
+        if used + w + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
 /// The terminal's width when stdout is one.
 fn terminal_width() -> Option<u16> {
     use std::io::IsTerminal;

@@ -1,5 +1,6 @@
-//! Retrying with bounded exponential backoff, and sleeping that a stop
-//! request (SIGINT/SIGTERM) cuts short: the long-running commands' patience.
+//! Retrying with bounded exponential backoff, sleeping that a stop request
+//! (SIGINT/SIGTERM) cuts short, and the shortest interval a loop may pause:
+//! the long-running commands' patience.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -15,10 +16,44 @@ pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// signal itself interrupted (EINTR), few enough not to hang on a dead server.
 pub(crate) const ATTEMPTS_AFTER_STOP: u32 = 3;
 
+/// Shortest pause of a loop that calls Redis every round (`status --watch`,
+/// `expire --loop`, `rebalance --watch`): a shorter one only busies the
+/// selling master (`--interval 0s` made 2,600–15,000 script calls a second).
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// clap value parser for a loop's interval: a duration of at least [`MIN_INTERVAL`].
+pub(crate) fn parse_interval_arg(text: &str) -> std::result::Result<Duration, String> {
+    let interval =
+        humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 500ms, 2s, 1m)"))?;
+    if interval < MIN_INTERVAL {
+        return Err(format!(
+            "{text} is too short: at least {} (each round calls Redis; a shorter pause only busies the selling master)",
+            humantime::format_duration(MIN_INTERVAL)
+        ));
+    }
+    Ok(interval)
+}
+
+/// True when `error` is a system call cut short by a signal (EINTR): a
+/// socket read with a timeout returns it even under `SA_RESTART`, so the
+/// SIGTERM that asks a loop to stop interrupts the call in flight. Waiting
+/// cannot be the fix and it is no failure: the call is simply made again.
+pub(crate) fn interrupted(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::Interrupted)
+            // Wrapped (redis-rs keeps the io::Error behind an Arc): its words.
+            || cause.to_string().contains("(os error 4)")
+    })
+}
+
 /// Run `attempt` until it succeeds or fails with an error `retriable` says
 /// waiting cannot fix, waiting 100 ms, 200 ms, … up to 5 s between failures
 /// with a log line each; once `stop` is set, gives up after a few more
-/// attempts, and once `deadline` has passed at the next failure.
+/// attempts, and once `deadline` has passed at the next failure. A call a
+/// signal interrupted ([`interrupted`]) is made again at once, without a log
+/// line (a few times at most: a signal per attempt is a storm, not a stop).
 pub(crate) fn retry_while<T>(
     command: &str,
     what: &str,
@@ -30,8 +65,12 @@ pub(crate) fn retry_while<T>(
     let mut delay = BACKOFF_START;
     let mut failures = 0u32;
     let mut failures_after_stop = 0u32;
+    let mut interruptions = 0u32;
     loop {
         match attempt() {
+            Err(error) if interrupted(&error) && interruptions < ATTEMPTS_AFTER_STOP => {
+                interruptions += 1;
+            }
             Ok(value) => {
                 if failures > 0 {
                     crate::util::log::line(

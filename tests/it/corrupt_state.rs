@@ -327,6 +327,11 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             })
             .collect(),
         "dead_letter" => vec![owned(&["orders-db", pending, "reason", "1", "c"])],
+        // The pending entry's consumer (kept: it holds it), and an idle empty one.
+        "consumer_delete" => vec![
+            owned(&["orders-db", "c", "0"]),
+            owned(&["orders-db", "gone", "0"]),
+        ],
         "stream_order_ids" => vec![owned(&[pending, "1-1"])],
         "lock_release" => vec![owned(&["token"])],
         "pay" => vec![owned(&["01ORDERX", "cs", "1"])],
@@ -694,6 +699,17 @@ fn invoke(
                 rebuy,
                 campaign,
                 item,
+            }
+            .invoke(conn)
+        }
+        "consumer_delete" => {
+            let [orders] = exactly(keys, script, k);
+            let [group, consumer, min_idle_ms] = exactly(argv, script, a);
+            scripts::consumer_delete::ConsumerDelete {
+                orders,
+                group,
+                consumer,
+                min_idle_ms,
             }
             .invoke(conn)
         }

@@ -5,7 +5,7 @@
 use clap::{CommandFactory, Parser};
 use seckill::cli::Cli;
 
-/// Split an example like a shell would (double quotes group; `>` ends it).
+/// Split an example like a shell would (double quotes group; `>` and `|` end it).
 fn words(example: &str) -> Vec<String> {
     let mut words = Vec::new();
     let (mut word, mut quoted, mut any) = (String::new(), false, false);
@@ -15,7 +15,7 @@ fn words(example: &str) -> Vec<String> {
                 quoted = !quoted;
                 any = true;
             }
-            '>' if !quoted => break,
+            '>' | '|' if !quoted => break,
             ' ' if !quoted => {
                 if any {
                     words.push(std::mem::take(&mut word));

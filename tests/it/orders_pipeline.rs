@@ -215,9 +215,10 @@ fn an_order_delivered_too_often_is_dead_lettered_only_when_the_database_refuses_
         &["pending-claim", "--min-idle", "0s", "--max-deliveries", "3"],
     )
     .json()
-    .succeeds()
+    .fails_with(seckill::model::exit_codes::ORDERS_REFUSED)
     .json();
     assert_eq!(claims["items"][0]["claimed"], 2);
+    assert_eq!(claims["items"][0]["refused"], 1, "the database refused it");
     assert_eq!(
         claims["items"][0]["dead_lettered"], 1,
         "delivered 4 times ≥ 3, and refused"

@@ -9,7 +9,7 @@ use crate::support;
 use std::time::Duration;
 
 use redis::Commands;
-use seckill::model::exit_codes::RUNTIME_ERROR;
+use seckill::model::exit_codes::{ORDERS_REFUSED, RUNTIME_ERROR, SUCCESS};
 use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
@@ -93,7 +93,7 @@ fn refused_order_never_stalls(
     let stderr = seckill_on(file, server, &["consume", "--drain", "--batch", "100"])
         .args(extra)
         .within(Duration::from_secs(60))
-        .succeeds()
+        .fails_with(ORDERS_REFUSED)
         .stderr();
     assert!(stderr.contains("user banned by the fraud team"), "{stderr}");
     assert_eq!(rows(), 1 + 5 + 5 + 3, "the rest of the batch is stored");
@@ -106,14 +106,18 @@ fn refused_order_never_stalls(
     // pending-claim terminates on every run; the entry goes to the dead letters.
     let mut dead_lettered = false;
     for _ in 0..6 {
-        seckill_on(
+        // Every run the database refuses the order again: it says so (exit 6,
+        // the refused column) until the order is dead-lettered.
+        let ran = seckill_on(
             file,
             server,
             &["pending-claim", "--min-idle", "0s", "--max-deliveries", "3"],
         )
         .args(extra)
+        .json()
         .within(Duration::from_secs(60))
-        .succeeds();
+        .fails_with(ORDERS_REFUSED);
+        assert_eq!(ran.json()["items"][0]["refused"], 1, "{}", ran.describe());
         let dead: i64 = server.conn().xlen(dead_key("1001")).unwrap();
         if dead == 1 {
             dead_lettered = true;
@@ -183,18 +187,18 @@ fn a_unique_index_refusal_stays_pending(
 ) {
     preheat(file, server);
     buy_many(server, file, "1001", "dup", 1);
-    let consume = || {
+    let consume = |code: i32| {
         seckill_on(file, server, &["consume", "--drain", "--batch", "100"])
             .args(extra)
             .within(Duration::from_secs(60))
-            .succeeds()
+            .fails_with(code)
     };
-    consume();
+    consume(SUCCESS);
     add_index();
     buy_many(server, file, "1001", "a", 5);
     buy_many(server, file, "1002", "dup", 1);
     buy_many(server, file, "1001", "b", 5);
-    consume();
+    consume(ORDERS_REFUSED);
     assert_eq!(rows(), 1 + 5 + 5, "the rest of the batch is stored");
     let pending: redis::streams::StreamPendingReply = server
         .conn()
@@ -263,15 +267,15 @@ fn a_refused_order_of_a_bucketed_item_stays_pending_in_its_buckets_stream() {
             .succeeds();
     };
     buy("first");
-    let drain = || {
+    let drain = |code: i32| {
         seckill(&["consume", "--drain"])
             .campaign(&file)
             .redis(&server)
             .within(Duration::from_secs(60))
-            .succeeds()
+            .fails_with(code)
             .stderr()
     };
-    drain();
+    drain(SUCCESS);
     rusqlite::Connection::open(sqlite_path(&file))
         .unwrap()
         .execute_batch(
@@ -282,7 +286,7 @@ fn a_refused_order_of_a_bucketed_item_stays_pending_in_its_buckets_stream() {
     for user in ["a0", "banned0", "b0", "c0"] {
         buy(user);
     }
-    let stderr = drain();
+    let stderr = drain(ORDERS_REFUSED);
     assert!(stderr.contains("user banned by the fraud team"), "{stderr}");
     assert_eq!(
         sqlite_order_ids(&sqlite_path(&file)).len(),

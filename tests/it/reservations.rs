@@ -371,7 +371,7 @@ fn expirers_killed_at_random_moments_release_every_order_exactly_once() {
     preheat(&file, &server);
     let spawn = |n: usize| {
         let name = format!("expirer-{n}");
-        let args = ["expire", "--loop", "--interval", "5ms", "--batch", "3"];
+        let args = ["expire", "--loop", "--interval", "100ms", "--batch", "3"];
         (spawn_seckill(&file, &server.url(), &[], &args, &name), name)
     };
     let mut expirers: Vec<_> = (0..4).map(spawn).collect();

@@ -1,7 +1,9 @@
-//! Least privilege: the `ACL SETUSER` lines of `docs/security.md`, created on
-//! a real Redis exactly as written there. Each subcommand works with its role
-//! and fails (NOPERM, nothing changed) outside it; the dangerous direct
-//! commands fail for every role that must not have them.
+//! Least privilege: the users `seckill acl --apply` writes for a campaign of
+//! the test's own (not a shipped example), on a real Redis. Each subcommand
+//! works with its role and fails (NOPERM, nothing changed) outside it; the
+//! dangerous direct commands fail for every role that must not have them.
+//! docs/security.md shows `seckill acl`'s output, and a test here keeps the
+//! two equal.
 
 use crate::support;
 
@@ -16,10 +18,12 @@ use support::{CampaignFile, RedisServer};
 
 /// One item of 100 units, orders in `orders.db`.
 fn sale() -> CampaignSpec {
-    campaign("moutai-1111").item("1001", 100).named("x")
+    campaign(CAMPAIGN).item("1001", 100).named("x")
 }
 
-const BASE: &str = "seckill:{moutai-1111:1001}";
+/// Not a shipped campaign: the roles are generated for whatever id a file has.
+const CAMPAIGN: &str = "spring-27_b";
+const BASE: &str = "seckill:{spring-27_b:1001}";
 
 /// The same campaign with a bucketed item: 6 units in 2 buckets (3 each).
 fn bucketed() -> CampaignFile {
@@ -27,7 +31,7 @@ fn bucketed() -> CampaignFile {
 }
 
 fn bucketed_layout() -> Layout {
-    Layout::new(LIVE_PREFIX, "moutai-1111", "2002", 2)
+    Layout::new(LIVE_PREFIX, CAMPAIGN, "2002", 2)
 }
 
 /// `count` user ids whose home is bucket `home` of 2.
@@ -39,35 +43,41 @@ fn users_at_home(home: u32, count: usize) -> Vec<String> {
         .collect()
 }
 
-/// The `ACL SETUSER` lines of docs/security.md: (user, password, arguments).
-fn documented_roles() -> Vec<(String, String, Vec<String>)> {
-    let doc = std::fs::read_to_string("docs/security.md").unwrap();
-    let roles: Vec<_> = doc
-        .lines()
-        .filter_map(|l| l.strip_prefix("ACL SETUSER "))
-        .map(|rest| {
-            let args: Vec<String> = rest.split_whitespace().map(String::from).collect();
-            let password = args
-                .iter()
-                .find_map(|a| a.strip_prefix('>'))
-                .unwrap()
-                .to_string();
-            (args[0].clone(), password, args)
-        })
-        .collect();
-    assert_eq!(roles.len(), 3, "docs/security.md must define three roles");
-    roles
+/// Each role's password, in a file beside the campaign.
+fn password_file(file: &CampaignFile, role: &str) -> (String, String) {
+    let password = format!("{role}-pw-{}", std::process::id());
+    let path = file.dir.path().join(format!("{role}.pw"));
+    std::fs::write(&path, format!("{password}\n")).unwrap();
+    (path.display().to_string(), password)
 }
 
-/// Create the documented users; returns the URL of each role by name.
-fn create_roles(server: &RedisServer) -> impl Fn(&str) -> String {
-    let mut conn = server.conn();
+/// `seckill acl --apply` for every role, as the test server's admin (its
+/// default user); returns the URL of each role by name.
+fn create_roles(server: &RedisServer, file: &CampaignFile) -> impl Fn(&str) -> String {
     let mut urls = Vec::new();
-    for (user, password, args) in documented_roles() {
-        set_user(&mut conn, &args);
+    for role in ["buyer", "consumer", "operator"] {
+        let (path, password) = password_file(file, role);
+        let applied = seckill(&["acl", "--role", role, "--password-file", &path, "--apply"])
+            .campaign(file)
+            .redis(server)
+            .json()
+            .succeeds()
+            .json();
+        let user = &applied["users"][0];
+        assert_eq!(user["applied"], true);
+        let checks = user["checks"].as_array().unwrap();
+        assert!(checks.len() >= 16, "{applied}");
+        assert!(checks.iter().all(|c| c["ok"] == true), "{applied}");
+        assert!(
+            !applied.to_string().contains(&password),
+            "the password itself is never shown"
+        );
         urls.push((
-            user.trim_start_matches("seckill-").to_string(),
-            format!("redis://{user}:{password}@127.0.0.1:{}/0", server.port),
+            role.to_string(),
+            format!(
+                "redis://seckill-{role}:{password}@127.0.0.1:{}/0",
+                server.port
+            ),
         ));
     }
     move |role: &str| {
@@ -79,29 +89,26 @@ fn create_roles(server: &RedisServer) -> impl Fn(&str) -> String {
     }
 }
 
-/// `ACL SETUSER` with the words of a doc line (selectors, written `(... ...)`
-/// in the doc, become one argument each).
+/// The `ACL SETUSER` arguments `seckill acl` generates for `role` (selectors one argument each).
+fn generated_args(file: &CampaignFile, role: &str, password_path: &str) -> Vec<String> {
+    let report = seckill(&["acl", "--role", role, "--password-file", password_path])
+        .campaign(file)
+        .json()
+        .succeeds()
+        .json();
+    report["users"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `ACL SETUSER` with these arguments.
 fn set_user(conn: &mut redis::Connection, args: &[String]) {
-    let mut joined: Vec<String> = Vec::new();
-    let mut open: Option<String> = None;
-    for arg in args.iter().cloned() {
-        match open.take() {
-            Some(mut s) => {
-                s.push(' ');
-                s.push_str(&arg);
-                if arg.ends_with(')') {
-                    joined.push(s);
-                } else {
-                    open = Some(s);
-                }
-            }
-            None if arg.starts_with('(') && !arg.ends_with(')') => open = Some(arg),
-            None => joined.push(arg),
-        }
-    }
     let () = redis::cmd("ACL")
         .arg("SETUSER")
-        .arg(&joined)
+        .arg(args)
         .query(conn)
         .unwrap_or_else(|e| panic!("ACL SETUSER {}: {e}", args[0]));
 }
@@ -177,9 +184,9 @@ fn assert_noperm(url: &str, what: &str, cmd: &mut redis::Cmd) {
 #[test]
 fn each_role_runs_its_subcommands_and_nothing_else() {
     let server = RedisServer::start();
-    let url = create_roles(&server);
-    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
     let file = sale().write();
+    let url = create_roles(&server, &file);
+    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
 
     // Nobody but the operator prepares the sale.
     assert_denied(&file, &server, &buyer, &["preheat"]);
@@ -305,8 +312,8 @@ fn each_role_runs_its_subcommands_and_nothing_else() {
 #[test]
 fn the_operator_role_runs_the_load_test() {
     let server = RedisServer::start();
-    let url = create_roles(&server);
     let file = sale().write();
+    let url = create_roles(&server, &file);
     assert_allowed(
         &file,
         &url("operator"),
@@ -378,9 +385,9 @@ fn forge_stale_debit(operator: &str, source: &BucketKeys, dest: u32, id: &str) {
 #[test]
 fn each_role_runs_its_subcommands_on_a_bucketed_item() {
     let server = RedisServer::start();
-    let url = create_roles(&server);
-    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
     let file = bucketed();
+    let url = create_roles(&server, &file);
+    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
     let layout = bucketed_layout();
     let (b0, b1) = (layout.bucket(0), layout.bucket(1));
     let home0 = users_at_home(0, 4);
@@ -560,13 +567,11 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
 #[test]
 fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
     let server = RedisServer::start();
-    let url = create_roles(&server);
     let file = bucketed();
+    let url = create_roles(&server, &file);
     assert_allowed(&file, &url("operator"), &["preheat"]);
-    let (_, password, mut args) = documented_roles()
-        .into_iter()
-        .find(|(user, _, _)| user == "seckill-buyer")
-        .unwrap();
+    let (path, password) = password_file(&file, "buyer");
+    let mut args = generated_args(&file, "buyer", &path);
     args[0] = "seckill-buyer-short".to_string();
     // Every buy path reads meta with HMGET before its first write.
     args.retain(|arg| arg != "+hmget");
@@ -588,9 +593,9 @@ fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
 #[test]
 fn the_documented_roles_run_a_reservation_campaign() {
     let server = RedisServer::start();
-    let url = create_roles(&server);
-    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
     let file = sale().payment_timeout("3s").write();
+    let url = create_roles(&server, &file);
+    let (buyer, consumer, operator) = (url("buyer"), url("consumer"), url("operator"));
     assert_allowed(&file, &operator, &["preheat"]);
 
     // The buyer's buy writes the reservation (record, deadline, counts).
@@ -699,9 +704,9 @@ fn the_documented_roles_run_a_reservation_campaign() {
 #[test]
 fn pay_cancel_and_expire_with_the_buyer_credential_write_nothing() {
     let server = RedisServer::start();
-    let url = create_roles(&server);
-    let (buyer, operator) = (url("buyer"), url("operator"));
     let file = sale().payment_timeout("3s").write();
+    let url = create_roles(&server, &file);
+    let (buyer, operator) = (url("buyer"), url("operator"));
     assert_allowed(&file, &operator, &["preheat"]);
     let buy = |user: &str| -> String {
         as_role(&file, &buyer, &["buy", "--item", "1001", "--user", user])
@@ -751,4 +756,112 @@ fn pay_cancel_and_expire_with_the_buyer_credential_write_nothing() {
     }
     assert_allowed(&file, &url("consumer"), &["consume", "--drain"]);
     assert_allowed(&file, &operator, &["reconcile"]);
+}
+
+/// docs/security.md shows what `seckill acl` prints: every `$ seckill ...`
+/// line of its text blocks is run and must print exactly the lines under it
+/// (`scripts/update-completions.sh` rewrites them).
+#[test]
+fn docs_security_shows_what_seckill_acl_prints() {
+    let doc = std::fs::read_to_string("docs/security.md").unwrap();
+    let mut shown = 0;
+    let mut lines = doc.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.strip_prefix("$ seckill ") else {
+            continue;
+        };
+        let mut expected = Vec::new();
+        while let Some(next) = lines.next_if(|l| !l.starts_with("```") && !l.starts_with("$ ")) {
+            expected.push(next.to_string());
+        }
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let printed = seckill(&args).succeeds().stdout();
+        assert_eq!(
+            printed.lines().collect::<Vec<_>>(),
+            expected,
+            "docs/security.md shows other lines than `seckill {command}` prints: run scripts/update-completions.sh"
+        );
+        shown += 1;
+    }
+    assert!(shown >= 1, "docs/security.md shows no `seckill acl` output");
+}
+
+/// The line is safe to paste into a shell after `redis-cli` and to pipe
+/// into `redis-cli`: both give the user exactly what `--apply` gives it.
+#[test]
+fn the_acl_line_survives_a_shell_and_a_pipe_into_redis_cli() {
+    let server = RedisServer::start();
+    let file = bucketed();
+    let (path, _) = password_file(&file, "buyer");
+    let acl = |user: &str| {
+        seckill(&[
+            "acl",
+            "--role",
+            "buyer",
+            "--user",
+            user,
+            "--password-file",
+            &path,
+        ])
+        .campaign(&file)
+        .succeeds()
+        .stdout()
+    };
+    let rules = |user: &str| -> String {
+        let value: redis::Value = redis::cmd("ACL")
+            .arg("GETUSER")
+            .arg(user)
+            .query(&mut server.conn())
+            .unwrap();
+        format!("{value:?}")
+    };
+    seckill(&[
+        "acl",
+        "--role",
+        "buyer",
+        "--user",
+        "applied",
+        "--password-file",
+        &path,
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .succeeds();
+    let pasted = acl("pasted");
+    // In a directory full of files a glob could match, as a shell would see it.
+    let shell = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("redis-cli -p {} {}", server.port, pasted.trim()))
+        .current_dir(file.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&shell.stdout).trim(),
+        "OK",
+        "{shell:?}"
+    );
+    let piped = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("redis-cli -p {}", server.port))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(acl("piped").as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&piped.stdout).trim(),
+        "OK",
+        "{piped:?}"
+    );
+    assert_eq!(rules("pasted"), rules("applied"));
+    assert_eq!(rules("piped"), rules("applied"));
 }

@@ -208,7 +208,7 @@ fn status_never_says_open_before_the_start_or_after_the_end() {
 }
 
 /// `promtool check metrics` on `text`: a real Prometheus parser and linter.
-fn promtool_check(text: &str) {
+pub(crate) fn promtool_check(text: &str) {
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -232,7 +232,7 @@ fn promtool_check(text: &str) {
 }
 
 /// The value of the one sample whose line starts with `series`.
-fn sample(text: &str, series: &str) -> f64 {
+pub(crate) fn sample(text: &str, series: &str) -> f64 {
     let line = text
         .lines()
         .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
@@ -255,7 +255,7 @@ fn status_writes_prometheus_text_that_promtool_accepts() {
     promtool_check(&text);
     let labels = "{campaign=\"c\",item=\"1\"}";
     assert_eq!(sample(&text, &format!("seckill_stock_left{labels}")), 17.0);
-    assert_eq!(sample(&text, &format!("seckill_sold_total{labels}")), 3.0);
+    assert_eq!(sample(&text, &format!("seckill_sold_units{labels}")), 3.0);
     assert_eq!(sample(&text, &format!("seckill_window_open{labels}")), 1.0);
     assert_eq!(sample(&text, &format!("seckill_kill_switch{labels}")), 0.0);
     assert_eq!(sample(&text, &format!("seckill_stream_lag{labels}")), 3.0);
@@ -281,7 +281,7 @@ fn status_writes_prometheus_text_that_promtool_accepts() {
 }
 
 /// GET `path` over a plain TCP connection; returns (status line, headers, body).
-fn http_get(port: u16, path: &str) -> std::io::Result<(String, String, String)> {
+pub(crate) fn http_get(port: u16, path: &str) -> std::io::Result<(String, String, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
@@ -295,20 +295,42 @@ fn http_get(port: u16, path: &str) -> std::io::Result<(String, String, String)> 
     Ok((status.to_string(), headers.to_string(), body.to_string()))
 }
 
-#[test]
-fn consume_serves_metrics_over_http_while_it_runs() {
-    let server = RedisServer::start();
-    let file = bottle(30).write();
-    preheat(&file, &server);
+/// `consume --metrics-listen 127.0.0.1:PORT` on `file` in the background; its port.
+pub(crate) fn consume_with_metrics(
+    file: &CampaignFile,
+    server: &RedisServer,
+) -> (crate::support::orders::Background, u16) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut consumer = spawn_seckill(
-        &file,
+    let consumer = spawn_seckill(
+        file,
         &server.url(),
         &[],
         &["consume", "--metrics-listen", &listen],
         "consume",
     );
+    (consumer, port)
+}
+
+/// Scrape `/metrics` at `port` until `done` holds for the text; returns it.
+pub(crate) fn scrape_until(port: u16, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut last = String::new();
+    wait_until(what, || {
+        let Ok((_, _, body)) = http_get(port, "/metrics") else {
+            return false;
+        };
+        last = body;
+        done(&last)
+    });
+    last
+}
+
+#[test]
+fn consume_serves_metrics_over_http_while_it_runs() {
+    let server = RedisServer::start();
+    let file = bottle(30).write();
+    preheat(&file, &server);
+    let (mut consumer, port) = consume_with_metrics(&file, &server);
     wait_until("the metrics endpoint answers", || {
         http_get(port, "/metrics").is_ok()
     });
@@ -331,7 +353,7 @@ fn consume_serves_metrics_over_http_while_it_runs() {
     });
     promtool_check(&last);
     assert_eq!(sample(&last, &format!("seckill_stock_left{labels}")), 18.0);
-    assert_eq!(sample(&last, &format!("seckill_sold_total{labels}")), 12.0);
+    assert_eq!(sample(&last, &format!("seckill_sold_units{labels}")), 12.0);
     assert_eq!(sample(&last, "seckill_redis_up{campaign=\"c\"}"), 1.0);
     assert_eq!(
         sample(&last, "seckill_store_retries_total{campaign=\"c\"}"),
@@ -489,22 +511,9 @@ fn consume_counts_a_bucketed_items_orders_under_the_item() {
             .redis(&server)
             .succeeds();
     }
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut consumer = spawn_seckill(
-        &file,
-        &server.url(),
-        &[],
-        &["consume", "--metrics-listen", &listen],
-        "consume",
-    );
-    let mut last = String::new();
-    wait_until("the five orders counted under item 1", || {
-        let Ok((_, _, body)) = http_get(port, "/metrics") else {
-            return false;
-        };
-        last = body;
-        last.contains("seckill_orders_stored_total{campaign=\"c\",item=\"1\"} 5\n")
+    let (mut consumer, port) = consume_with_metrics(&file, &server);
+    let last = scrape_until(port, "the five orders counted under item 1", |text| {
+        text.contains("seckill_orders_stored_total{campaign=\"c\",item=\"1\"} 5\n")
     });
     promtool_check(&last);
     assert_eq!(
@@ -520,4 +529,286 @@ fn consume_counts_a_bucketed_items_orders_under_the_item() {
     );
     terminate(&consumer);
     assert!(wait_exit(&mut consumer).success());
+}
+
+/// `seckill status --check` against `file`, with `extra` flags.
+fn check(file: &CampaignFile, server: &RedisServer, extra: &[&str], code: i32) -> Ran {
+    seckill(&["status", "--check"])
+        .args(extra)
+        .campaign(file)
+        .redis(server)
+        .fails_with(code)
+}
+
+#[test]
+fn status_check_exits_with_a_code_per_problem_one_line_each() {
+    use seckill::model::exit_codes::{
+        CHECK_EXPIRY, CHECK_LAG, CHECK_PREHEAT, CHECK_SWITCH_ON, SUCCESS,
+    };
+    let server = RedisServer::start();
+    // Keys expire at ends_at + keep_after_end: 1 h + 1 h from now.
+    let file = bottle(50)
+        .item("2", 5)
+        .ends_in(3600)
+        .keep_after_end("1h")
+        .write();
+    let text = check(&file, &server, &[], CHECK_PREHEAT).stdout();
+    assert_eq!(text.lines().count(), 2, "one line per problem: {text}");
+    assert!(text.starts_with("1: not preheated"), "{text}");
+
+    preheat(&file, &server);
+    let text = check(&file, &server, &[], SUCCESS).stdout();
+    assert!(text.starts_with("ok: 2 item(s)"), "{text}");
+    assert_eq!(check(&file, &server, &["-q"], SUCCESS).stdout(), "");
+
+    seckill(&["shutdown-switch", "on", "--item", "2", "--reason", "fraud"])
+        .args(&["--by", "alice"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let text = check(&file, &server, &["-q"], CHECK_SWITCH_ON).stdout();
+    assert_eq!(
+        text,
+        "2: kill switch ON: every buy is refused (set by alice: \"fraud\")\n"
+    );
+    seckill(&["shutdown-switch", "off", "--item", "2"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+
+    // Five orders nobody consumed: lag 5.
+    buy_many(&server, &file, "1", "u", 5);
+    let text = check(&file, &server, &["--max-lag", "3"], CHECK_LAG).stdout();
+    assert!(
+        text.starts_with("1: consumer behind: lag 5, pending 0 (more than --max-lag 3)"),
+        "{text}"
+    );
+    check(&file, &server, &["--max-lag", "5"], SUCCESS);
+
+    // The keys expire in about 2 h: a reconcile in 3 h comes too late, one in 1 h does not.
+    let at = |seconds: i64| {
+        (chrono::Utc::now() + chrono::Duration::seconds(seconds))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let text = check(
+        &file,
+        &server,
+        &["--reconcile-at", &at(3 * 3600)],
+        CHECK_EXPIRY,
+    )
+    .stdout();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.contains("1: keys expire at ") && text.contains("before the reconcile at"),
+        "{text}"
+    );
+    check(&file, &server, &["--reconcile-at", &at(3600)], SUCCESS);
+    // A time of day is the next one: within 24 h, so the check runs either way.
+    let ran = seckill(&["status", "--check", "--reconcile-at", "03:00"])
+        .campaign(&file)
+        .redis(&server)
+        .runs();
+    assert!(
+        [SUCCESS, CHECK_EXPIRY].contains(&ran.code()),
+        "{}",
+        ran.describe()
+    );
+
+    // Several problems: one line each, the lowest code wins; JSON names them.
+    seckill(&["shutdown-switch", "on", "--item", "1"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let ran = seckill(&["status", "--check", "--max-lag", "0"])
+        .args(&["--reconcile-at", &at(3 * 3600)])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .fails_with(CHECK_SWITCH_ON);
+    let kinds: Vec<String> = ran.json()["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["item"].as_str().unwrap(),
+                p["kind"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "1 check_switch_on",
+            "1 check_expiry",
+            "1 check_lag",
+            "2 check_expiry"
+        ]
+    );
+    // Bad thresholds are usage errors, before Redis is asked.
+    for bad in [
+        &["--reconcile-at", "3am"][..],
+        &["--max-lag", "-1"],
+        &["--watch", "1s"],
+    ] {
+        check(&file, &server, bad, USAGE_ERROR);
+    }
+    seckill(&["status", "--max-lag", "3"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(USAGE_ERROR);
+}
+
+#[test]
+fn status_lists_the_groups_consumers_with_idle_time_and_pending() {
+    let server = RedisServer::start();
+    let file = bottle(20).write();
+    preheat(&file, &server);
+    buy_many(&server, &file, "1", "u", 4);
+    let mut conn = server.conn();
+    let keys = seckill::model::keys::ItemKeys::live("c", "1");
+    let read = |conn: &mut redis::Connection, consumer: &str, count: usize| {
+        seckill::domain::orders::stream::read_group(
+            conn,
+            consumer,
+            &[(&keys.orders, ">")],
+            count,
+            None,
+        )
+        .unwrap();
+    };
+    read(&mut conn, "worker-1", 3);
+    read(&mut conn, "worker-2", 1);
+    let s = status_json(&file, &server);
+    let consumers = s["consumers"].as_array().unwrap();
+    let named: Vec<(String, i64)> = consumers
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["pending"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [("worker-1".to_string(), 3), ("worker-2".to_string(), 1)]
+    );
+    assert!(
+        consumers
+            .iter()
+            .all(|c| c["idle_ms"].as_i64().unwrap() >= 0)
+    );
+    let text = status_text(&file, &server);
+    assert!(
+        text.contains("consumer worker-1 (3 pending, idle ")
+            && text.contains("worker-2 (1 pending, idle "),
+        "{text}"
+    );
+    let metrics = utf8(
+        &seckill(&["status", "--format", "prometheus"])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds(),
+    );
+    promtool_check(&metrics);
+    let series = "{campaign=\"c\",item=\"1\",consumer=\"worker-1\"}";
+    assert_eq!(
+        sample(&metrics, &format!("seckill_consumer_pending{series}")),
+        3.0
+    );
+    assert!(sample(&metrics, &format!("seckill_consumer_idle_seconds{series}")) >= 0.0);
+}
+
+/// (type of each family, value of each series) of an exposition text.
+pub(crate) fn parse_exposition(
+    text: &str,
+) -> (
+    std::collections::HashMap<String, String>,
+    Vec<(String, f64)>,
+) {
+    let mut types = std::collections::HashMap::new();
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            types.insert(name.to_string(), kind.to_string());
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            samples.push((series.to_string(), value.parse().unwrap()));
+        }
+    }
+    (types, samples)
+}
+
+/// A counter Prometheus reads a drop of as a reset: `rate()` then shows a
+/// spike. Units sold fall when a reservation is released and dead letters
+/// when they are re-driven: they are gauges, and every counter stays.
+#[test]
+fn no_counter_goes_down_when_a_reservation_is_released_or_a_dead_letter_redriven() {
+    let server = RedisServer::start();
+    let file = bottle(20).payment_timeout("1h").write();
+    preheat(&file, &server);
+    let run = |args: &[&str]| seckill(args).campaign(&file).redis(&server);
+    let buy = |user: &str| -> String {
+        run(&["buy", "--item", "1", "--user", user])
+            .json()
+            .succeeds()
+            .json()["order_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let kept = buy("a");
+    run(&["consume", "--drain"]).succeeds();
+    let db = rusqlite::Connection::open(file.dir.path().join("orders.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER no_banned BEFORE INSERT ON orders WHEN NEW.user_id = 'banned'
+         BEGIN SELECT RAISE(ABORT, 'banned'); END;",
+    )
+    .unwrap();
+    buy("banned");
+    run(&["consume", "--drain"]).fails_with(seckill::model::exit_codes::ORDERS_REFUSED);
+    run(&["pending-claim", "--min-idle", "0s", "--max-deliveries", "1"])
+        .fails_with(seckill::model::exit_codes::ORDERS_REFUSED);
+    let exposition = || utf8(&run(&["status", "--format", "prometheus"]).succeeds());
+    let before = exposition();
+    let labels = "{campaign=\"c\",item=\"1\"}";
+    assert_eq!(sample(&before, &format!("seckill_sold_units{labels}")), 2.0);
+    assert_eq!(
+        sample(&before, &format!("seckill_dead_letters{labels}")),
+        1.0
+    );
+
+    run(&["cancel", "--order", &kept]).succeeds();
+    db.execute_batch("DROP TRIGGER no_banned").unwrap();
+    run(&["dead-letter", "redrive"]).succeeds();
+    let after = exposition();
+    promtool_check(&after);
+    assert_eq!(sample(&after, &format!("seckill_sold_units{labels}")), 1.0);
+    assert_eq!(
+        sample(&after, &format!("seckill_dead_letters{labels}")),
+        0.0
+    );
+
+    let (types, old) = parse_exposition(&before);
+    let (_, new) = parse_exposition(&after);
+    assert_eq!(types["seckill_sold_units"], "gauge");
+    assert_eq!(types["seckill_dead_letters"], "gauge");
+    for (series, was) in &old {
+        let family = series.split('{').next().unwrap();
+        if types[family] != "counter" {
+            continue;
+        }
+        let now = new
+            .iter()
+            .find(|(s, _)| s == series)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("counter {series} vanished"));
+        assert!(
+            now >= *was,
+            "counter {series} went down from {was} to {now}"
+        );
+    }
 }

@@ -86,6 +86,8 @@ pub(crate) struct Consumed {
 pub(crate) trait Watcher {
     /// An entry that is not an order was left pending (said once per entry).
     fn left_pending(&mut self, message: String);
+    /// The database refused an order of `item` (left pending).
+    fn refused(&mut self, item: &str);
     /// A round ended; `acked` entries so far.
     fn round_done(&mut self, acked: u64, conn: &mut Conn);
 }
@@ -163,6 +165,11 @@ impl<'a> Consumer<'a> {
         &self.items
     }
 
+    /// Its Redis connection, for what the command shows (who else uses the name).
+    pub(crate) fn conn(&mut self) -> &mut Conn {
+        self.conn.conn()
+    }
+
     /// The item of each stream of [`Consumer::items`], in the same order.
     pub(crate) fn stream_items(&self) -> Vec<crate::model::campaign::Item> {
         self.owners
@@ -202,6 +209,7 @@ impl<'a> Consumer<'a> {
                         // counts are per item; i is the stream (one per bucket).
                         self.counts[self.owners[i]].acked -= 1;
                         self.counts[self.owners[i]].refused += 1;
+                        watcher.refused(&self.campaign.items[self.owners[i]].id);
                     }
                 }
             }

@@ -278,14 +278,15 @@ pub(crate) fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// `host-pid`: a consumer name unique to this process.
+/// `host` (`role-host`): a consumer name that stays the same across
+/// restarts, so a restarted consumer resumes its own pending entries first
+/// and the group does not collect a new name per process.
 pub(crate) fn default_consumer_name(role: &str) -> String {
     let host = crate::util::identity::host_name();
-    let pid = std::process::id();
     if role.is_empty() {
-        format!("{host}-{pid}")
+        host
     } else {
-        format!("{role}-{host}-{pid}")
+        format!("{role}-{host}")
     }
 }
 

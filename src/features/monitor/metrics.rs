@@ -1,31 +1,27 @@
-//! Metrics for Prometheus: the sale's families (written in the text format
-//! of `util::prometheus`), the counters `consume` keeps, and the tiny HTTP
-//! responder behind `consume --metrics-listen`.
+//! Metrics for Prometheus: the sale's families and the counters `consume`
+//! keeps, written in the text format of `util::prometheus`.
 //!
-//! `seckill status --format prometheus` writes the same families for
-//! node_exporter's textfile collector. Every sample carries `campaign` and
-//! `item` labels (the store retries only `campaign`: one database transaction
-//! spans several items).
-
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-
-use std::time::Duration;
-
-use anyhow::{Context, Result};
-
-use crate::domain::item::SaleItem;
-use crate::domain::orders::counters::{CONSUME, ConsumeCounters};
-use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
+//! `seckill status --format prometheus` writes the item families for
+//! node_exporter's textfile collector; the long-running commands serve them
+//! (and their own) at `/metrics` (`features::monitor::service`). Every item
+//! sample carries `campaign` and `item` labels (the store retries only
+//! `campaign`: one database transaction spans several items).
+//!
+//! A family typed `counter` never goes down while the sale runs (only `init`
+//! starts it over), or Prometheus' `rate()` reads a drop as a reset: units
+//! sold fall when a reservation is released, dead letters when they are
+//! re-driven, so both are gauges.
+use crate::domain::orders::counters::ConsumeCounters;
+use crate::features::monitor::status::{ItemStatus, WindowState};
 use crate::model::campaign::Campaign;
-use crate::redis_client::conn::{Conn, RedisTarget};
-pub(crate) use crate::util::prometheus::{CONTENT_TYPE, Exposition, Metric, counter, gauge};
+
+pub(crate) use crate::util::prometheus::{Exposition, Metric, counter, gauge};
 
 pub(crate) const STOCK_LEFT: Metric = gauge("seckill_stock_left", "Units left in Redis.");
 pub(crate) const STOCK_INITIAL: Metric = gauge("seckill_stock_initial", "Units preheated.");
-pub(crate) const SOLD: Metric = counter(
-    "seckill_sold_total",
-    "Units sold: initial stock minus stock left (starts over after init).",
+pub(crate) const SOLD: Metric = gauge(
+    "seckill_sold_units",
+    "Units sold and held: initial stock minus stock left (falls when a reservation is released; starts over after init).",
 );
 pub(crate) const BUYERS: Metric = gauge("seckill_buyers", "Distinct users who bought.");
 pub(crate) const PREHEATED: Metric = gauge(
@@ -50,9 +46,17 @@ pub(crate) const STREAM_LAG: Metric = gauge(
     "seckill_stream_lag",
     "Order entries not yet delivered to any consumer.",
 );
-pub(crate) const DEAD_LETTER: Metric = counter(
-    "seckill_dead_letter_total",
-    "Entries moved to the dead-letter stream by pending-claim.",
+pub(crate) const DEAD_LETTERS: Metric = gauge(
+    "seckill_dead_letters",
+    "Entries in the dead-letter stream (pending-claim adds them, dead-letter redrive removes them).",
+);
+pub(crate) const CONSUMER_PENDING: Metric = gauge(
+    "seckill_consumer_pending",
+    "Order entries delivered to this consumer of the group and not yet acknowledged.",
+);
+pub(crate) const CONSUMER_IDLE: Metric = gauge(
+    "seckill_consumer_idle_seconds",
+    "Seconds since this consumer of the group last read or claimed (a running consume reads every 500 ms).",
 );
 pub(crate) const KEYS_EXPIRY: Metric = gauge(
     "seckill_keys_expiry_timestamp_seconds",
@@ -70,9 +74,25 @@ pub(crate) const STORE_RETRIES: Metric = counter(
     "seckill_store_retries_total",
     "Failed attempts of this consume process to store a batch in the order database.",
 );
+pub(crate) const ORDERS_REFUSED: Metric = counter(
+    "seckill_orders_refused_total",
+    "Orders the database refused while this consume process stored the rest (left pending).",
+);
 pub(crate) const REDIS_UP: Metric = gauge(
     "seckill_redis_up",
-    "1 when this scrape read the item state from Redis, 0 when Redis failed.",
+    "1 when this scrape reached Redis, 0 when Redis failed.",
+);
+pub(crate) const DATABASE_UP: Metric = gauge(
+    "seckill_database_up",
+    "1 when this scrape reached the order database, 0 when it failed.",
+);
+pub(crate) const BUILD_INFO: Metric = gauge(
+    "seckill_build_info",
+    "Always 1: the version and commit of the seckill build serving these metrics.",
+);
+pub(crate) const LAST_SUCCESS: Metric = gauge(
+    "seckill_last_success_timestamp_seconds",
+    "When this process last completed a round of its work (consume: a read and store; expire, rebalance: a pass), Unix time.",
 );
 
 /// The families of [`ItemStatus`]: stock, sales, window, switch, stream, expiry.
@@ -102,7 +122,12 @@ pub(crate) fn add_statuses(exposition: &mut Exposition, campaign: &str, statuses
         if let Some(lag) = s.stream.lag {
             exposition.add(STREAM_LAG, &labels, lag as f64);
         }
-        exposition.add(DEAD_LETTER, &labels, s.dead_letter as f64);
+        exposition.add(DEAD_LETTERS, &labels, s.dead_letter as f64);
+        for consumer in &s.consumers {
+            let labels = [labels[0], labels[1], ("consumer", consumer.name.as_str())];
+            exposition.add(CONSUMER_PENDING, &labels, consumer.pending as f64);
+            exposition.add(CONSUMER_IDLE, &labels, consumer.idle_ms as f64 / 1000.0);
+        }
         if let Some(ms) = s.expires_in_ms {
             let at = (s.redis_time_ms + ms) as f64 / 1000.0;
             exposition.add(KEYS_EXPIRY, &labels, at);
@@ -122,126 +147,45 @@ pub(crate) fn add_statuses(exposition: &mut Exposition, campaign: &str, statuses
     }
 }
 
-/// Add this process' consume counters; every item of the campaign gets a series from 0.
+/// `seckill_build_info{version, commit}`: the package version and the git
+/// commit the build was stamped with (`unknown` for a build outside git).
+pub(crate) fn add_build_info(exposition: &mut Exposition) {
+    let stamp = env!("SECKILL_VERSION");
+    let commit = stamp
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split([' ', ')']).next())
+        .filter(|c| !c.is_empty())
+        .unwrap_or("unknown");
+    exposition.add(
+        BUILD_INFO,
+        &[("version", env!("CARGO_PKG_VERSION")), ("commit", commit)],
+        1.0,
+    );
+}
+
+/// Add a consume process' counters; every item of the campaign gets a series from 0.
 pub(crate) fn add_consume_counters(
     exposition: &mut Exposition,
     counters: &ConsumeCounters,
+    refused: &std::collections::BTreeMap<String, u64>,
     campaign: &Campaign,
 ) {
     let stored = counters.stored();
     for item in &campaign.items {
+        let labels = [
+            ("campaign", campaign.id.as_str()),
+            ("item", item.id.as_str()),
+        ];
         let n = stored.get(&item.id).copied().unwrap_or(0);
-        exposition.add(
-            ORDERS_STORED,
-            &[("campaign", &campaign.id), ("item", &item.id)],
-            n as f64,
-        );
+        exposition.add(ORDERS_STORED, &labels, n as f64);
+        let n = refused.get(&item.id).copied().unwrap_or(0);
+        exposition.add(ORDERS_REFUSED, &labels, n as f64);
     }
     exposition.add(
         STORE_RETRIES,
         &[("campaign", &campaign.id)],
         counters.store_retries() as f64,
     );
-}
-
-/// Serve `/metrics` for a running `consume` on `listen` from a thread of its
-/// own: each scrape reads every item from Redis on its own connection (one
-/// script call per item) and adds this process' counters. Returns the bound
-/// address (port 0 picks a free one).
-pub(crate) fn serve_consume(
-    listen: SocketAddr,
-    campaign: Campaign,
-    target: RedisTarget,
-) -> Result<SocketAddr> {
-    let mut conn: Option<Conn> = None;
-    let mut reader = StatusReader::default();
-    serve(listen, move || {
-        let mut exposition = Exposition::default();
-        let read = (|| -> Result<Vec<ItemStatus>> {
-            let conn = match &mut conn {
-                Some(conn) => conn,
-                None => conn.insert(target.connect()?),
-            };
-            reader.read_items(conn, &SaleItem::select(&campaign, None)?)
-        })();
-        let up = match read {
-            Ok(statuses) => {
-                add_statuses(&mut exposition, &campaign.id, &statuses);
-                1.0
-            }
-            Err(_) => {
-                // The old connection may still owe a reply: the next scrape opens a fresh one.
-                conn = None;
-                0.0
-            }
-        };
-        exposition.add(REDIS_UP, &[("campaign", &campaign.id)], up);
-        add_consume_counters(&mut exposition, &CONSUME, &campaign);
-        exposition.render()
-    })
-}
-
-/// A minimal HTTP/1.1 responder: `GET /metrics` answers `render()`, anything
-/// else 404 (405 for other methods). One connection at a time, closed after
-/// each answer: a scraper every few seconds needs no more.
-pub(crate) fn serve(
-    listen: SocketAddr,
-    mut render: impl FnMut() -> String + Send + 'static,
-) -> Result<SocketAddr> {
-    let listener = TcpListener::bind(listen)
-        .with_context(|| format!("cannot listen for metrics on {listen}"))?;
-    let bound = listener.local_addr().context("metrics listener address")?;
-    std::thread::Builder::new()
-        .name("metrics-http".into())
-        .spawn(move || {
-            for stream in listener.incoming().flatten() {
-                // A broken client must not stop the responder.
-                let _ = answer(stream, &mut render);
-            }
-        })
-        .context("cannot start the metrics thread")?;
-    Ok(bound)
-}
-
-/// Read one request head and answer it.
-fn answer(mut stream: TcpStream, render: &mut impl FnMut() -> String) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&head);
-    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let (status, content_type, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => ("200 OK", CONTENT_TYPE, render()),
-        ("GET" | "HEAD", _) => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "seckill consume serves metrics at /metrics\n".to_string(),
-        ),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "only GET\n".to_string(),
-        ),
-    };
-    let mut response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    if method != "HEAD" {
-        response.push_str(&body);
-    }
-    stream.write_all(response.as_bytes())?;
-    stream.flush()
 }
 
 #[cfg(test)]

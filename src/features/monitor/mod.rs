@@ -1,6 +1,12 @@
 //! Watching a live sale: [`status`] reads each item in one read-only script
-//! per slot, [`metrics`] writes it (and a consume process's counters) as
-//! Prometheus text and serves `/metrics`.
+//! per slot, [`check`] turns a status into the problems a probe reports,
+//! [`metrics`] writes it as Prometheus text, [`service`] serves `/metrics`
+//! and `/healthz` (over [`http`]) for the long-running commands, and
+//! [`watch`] samples for `status --watch`.
 
+pub(crate) mod check;
+pub(crate) mod http;
 pub(crate) mod metrics;
+pub(crate) mod service;
 pub(crate) mod status;
+pub(crate) mod watch;

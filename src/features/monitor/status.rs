@@ -3,8 +3,9 @@
 //!
 //! One script call per item (`lua/item_status.lua`) reads stock, window,
 //! kill switch, order stream, consumer group, dead letters and key expiry at
-//! one instant on the Redis clock, so a status costs one round trip per item,
-//! never writes and never scans the keyspace.
+//! one instant on the Redis clock; one `XINFO CONSUMERS` lists the group's
+//! consumers. A status costs two round trips per item (per bucket of a
+//! bucketed item), never writes and never scans the keyspace.
 //!
 //! The sales rate comes from the order stream: the growth of its
 //! `entries-added` counter between two samples, over the Redis time between
@@ -21,6 +22,7 @@ use redis::ConnectionLike;
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
+use crate::domain::orders::claimer::{GroupConsumer, group_consumers, sort_consumers};
 use crate::domain::reservations::Totals;
 use crate::model::keys::{ItemKeys, ORDER_GROUP};
 use crate::redis_client::scripts::ScriptCall;
@@ -119,6 +121,22 @@ pub(crate) struct StreamStatus {
     pub(crate) last_delivered_id: Option<String>,
 }
 
+/// Consumers of several streams (a bucketed item's) merged by name.
+fn merge_consumers<'a>(lists: impl Iterator<Item = &'a [GroupConsumer]>) -> Vec<GroupConsumer> {
+    let mut merged: Vec<GroupConsumer> = Vec::new();
+    for consumer in lists.flatten() {
+        match merged.iter_mut().find(|m| m.name == consumer.name) {
+            Some(m) => {
+                m.pending += consumer.pending;
+                m.idle_ms = m.idle_ms.min(consumer.idle_ms);
+            }
+            None => merged.push(consumer.clone()),
+        }
+    }
+    sort_consumers(&mut merged);
+    merged
+}
+
 /// Everything `status` knows about one item at one instant.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ItemStatus {
@@ -141,8 +159,12 @@ pub(crate) struct ItemStatus {
     pub(crate) window: Window,
     pub(crate) kill_switch: Switch,
     pub(crate) stream: StreamStatus,
-    /// Entries `pending-claim` moved to the dead-letter stream.
+    /// Entries `pending-claim` moved to the dead-letter stream (fewer again
+    /// once `dead-letter redrive` removes them).
     pub(crate) dead_letter: i64,
+    /// The consumers of the order group (`XINFO CONSUMERS`): a bucketed
+    /// item's streams merged by name (pending summed, the least idle kept).
+    pub(crate) consumers: Vec<GroupConsumer>,
     /// Milliseconds until the item's keys expire (`None`: no expiry or no keys).
     /// The nightly `reconcile` must run before that.
     pub(crate) expires_in_ms: Option<i64>,
@@ -192,6 +214,7 @@ impl ItemStatus {
                 last_delivered_id: None,
             },
             dead_letter: parts.iter().map(|p| p.dead_letter).sum(),
+            consumers: merge_consumers(parts.iter().map(|p| p.consumers.as_slice())),
             expires_in_ms: parts.iter().filter_map(|p| p.expires_in_ms).min(),
             reservations: parts.iter().fold(Totals::default(), |mut sum, p| {
                 sum.add(&p.reservations);
@@ -278,7 +301,12 @@ impl StatusReader {
         };
         self.previous
             .insert(keys.base.clone(), (raw.now_ms, raw.added));
-        Ok(raw.into_status(item, name, rate_per_s, rate_interval_ms))
+        let consumers = if raw.group_exists {
+            group_consumers(conn, &keys.orders)?
+        } else {
+            Vec::new()
+        };
+        Ok(raw.into_status(item, name, rate_per_s, rate_interval_ms, consumers))
     }
 }
 
@@ -367,6 +395,7 @@ impl RawStatus {
         file_name: &str,
         rate_per_s: Option<f64>,
         rate_interval_ms: i64,
+        consumers: Vec<GroupConsumer>,
     ) -> ItemStatus {
         let now = self.now_ms;
         let preheated = self.initial_stock.is_some();
@@ -421,6 +450,7 @@ impl RawStatus {
                 last_delivered_id: (!self.last_delivered.is_empty()).then_some(self.last_delivered),
             },
             dead_letter: self.dead,
+            consumers,
             expires_in_ms,
             reservations: self.reservations,
             slots: Vec::new(),

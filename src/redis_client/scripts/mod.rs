@@ -21,6 +21,7 @@ pub mod bucket_credit;
 pub mod bucket_snapshot;
 pub mod bucket_take;
 pub mod buy;
+pub mod consumer_delete;
 pub mod dead_letter;
 pub mod item_state;
 pub mod item_status;
@@ -81,7 +82,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub(crate) static ALL: [&Spec; 16] = [
+pub(crate) static ALL: [&Spec; 17] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -98,6 +99,7 @@ pub(crate) static ALL: [&Spec; 16] = [
     &pay::SPEC,
     &release::SPEC,
     &order_lookup::SPEC,
+    &consumer_delete::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -551,7 +553,8 @@ mod tests {
                 "bucket_snapshot",
                 "pay",
                 "release",
-                "order_lookup"
+                "order_lookup",
+                "consumer_delete"
             ]
         );
     }

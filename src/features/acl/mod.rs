@@ -1,0 +1,222 @@
+//! Least privilege for one campaign: the `ACL SETUSER` words of the buyer,
+//! consumer and operator roles, written as a line that survives a shell and
+//! `redis-cli` alike, and [`dryrun`], which asks Redis (`ACL DRYRUN`) whether
+//! a role can run each script it needs and none it must not.
+//!
+//! Every selector is always in a role's line, whatever the campaign file
+//! says today: a campaign that later gains a bucketed item or a
+//! `payment_timeout` must never meet a role that lets its scripts start and
+//! then refuses a write halfway (scripts have no rollback). The selectors for
+//! buckets match only bucket tags (`{campaign:item:bN.salt}`: a plain item's
+//! tag has no `.`), so on a campaign without buckets they match no key.
+//! docs/security.md says what each role may and may not do.
+
+pub(crate) mod dryrun;
+
+use serde::Serialize;
+
+use crate::domain::registry::REGISTRY_KEY;
+use crate::model::keys::{LIVE_PREFIX, LOADTEST_PREFIX};
+
+/// A job `seckill` runs, with its own Redis user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Role {
+    /// The web tier: `buy` (and `rebalance`, which uses the buyer's sweep scripts).
+    Buyer,
+    /// `consume` and `pending-claim`: the order streams into the database.
+    Consumer,
+    /// Everything else: preheat, init, the kill switch, reconcile, pay, cancel, expire, loadtest.
+    Operator,
+}
+
+impl Role {
+    /// Every role, in the order the docs list them.
+    pub(crate) const ALL: [Role; 3] = [Role::Buyer, Role::Consumer, Role::Operator];
+
+    /// `buyer`, `consumer`, `operator`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Role::Buyer => "buyer",
+            Role::Consumer => "consumer",
+            Role::Operator => "operator",
+        }
+    }
+
+    /// The user name when none is given: `seckill-buyer`, ...
+    pub(crate) fn default_user(self) -> String {
+        format!("seckill-{}", self.name())
+    }
+}
+
+/// How the line sets the password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Password {
+    /// `>PASSWORD`: to be replaced before use.
+    Placeholder,
+    /// `#<sha256 hex>`: the password's hash, from `--password-file`, so the
+    /// line can be shown, logged and pasted without the password in it.
+    Sha256(String),
+}
+
+impl Password {
+    /// The password of `text` (a file's contents without its final newline).
+    pub(crate) fn of(text: &str) -> Password {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        Password::Sha256(digest.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    fn word(&self) -> String {
+        match self {
+            Password::Placeholder => ">PASSWORD".to_string(),
+            Password::Sha256(hex) => format!("#{hex}"),
+        }
+    }
+}
+
+/// The arguments of `ACL SETUSER` for `role` as `user` on `campaign`: the
+/// user name first, then each rule (a selector, `(...)`, is one argument).
+pub(crate) fn setuser_args(
+    role: Role,
+    user: &str,
+    campaign: &str,
+    password: &Password,
+) -> Vec<String> {
+    let live = format!("{LIVE_PREFIX}:{{{campaign}:");
+    let item = |suffix: &str| format!("~{live}*}}:{suffix}");
+    let bucket = |suffix: &str| format!("~{live}*:b*.*}}:{suffix}");
+    let selector = |commands: &str, keys: &[String]| format!("({commands} {})", keys.join(" "));
+    // `reset` first: the line replaces the user's rules, selectors and passwords, so
+    // running it twice, or after an older line, gives exactly these rights.
+    let mut args: Vec<String> = [user, "reset", "on"].map(String::from).to_vec();
+    args.push(password.word());
+    args.extend(["resetkeys", "resetchannels", "-@all"].map(String::from));
+    match role {
+        Role::Buyer => {
+            args.extend(
+                "+ping +evalsha +script|load +time +hget +hmget +get +xlen +hlen +hexists +zcard +zscore +zrangebyscore +exists"
+                    .split(' ')
+                    .map(String::from),
+            );
+            args.push(format!("~{live}*"));
+            args.push(selector("+incr +set +pexpire", &[item("rate:*")]));
+            args.push(selector("+decrby", &[item("stock")]));
+            args.push(selector(
+                "+hset +hincrby +pexpireat",
+                &[item("buyers"), item("buyer_orders"), item("requests")],
+            ));
+            args.push(selector("+xadd", &[item("orders")]));
+            args.push(selector("+hset +pexpireat", &[item("reservations")]));
+            args.push(selector("+zadd +pexpireat", &[item("deadlines")]));
+            args.push(selector(
+                "+hincrby +pexpireat",
+                &[item("reservation_counts")],
+            ));
+            args.push(selector("+incrby", &[bucket("stock")]));
+            args.push(selector(
+                "+hset +pexpireat",
+                &[bucket("xfer_out"), bucket("xfer_in")],
+            ));
+            args.push(selector(
+                "+zadd +zrem +pexpireat",
+                &[bucket("xfer_pending")],
+            ));
+            args.push(selector("+hset", &[bucket("meta")]));
+        }
+        Role::Consumer => {
+            args.extend(
+                "+ping +evalsha +script|load +time +exists +xreadgroup +xack +xautoclaim +xpending +xrange +xlen +xinfo|groups +xinfo|consumers +xgroup|create +xgroup|delconsumer"
+                    .split(' ')
+                    .map(String::from),
+            );
+            args.push(item("orders"));
+            args.push(item("dead"));
+            args.push(selector("+xadd", &[item("dead")]));
+        }
+        Role::Operator => {
+            // INFO is @dangerous but only reads: preheat checks the eviction
+            // policy with it, doctor reads memory, persistence and replication.
+            args.extend(["+@all", "-@admin", "-@dangerous", "+info"].map(String::from));
+            args.push(format!("~{live}*"));
+            args.push(format!("~{LOADTEST_PREFIX}:{{{campaign}:*"));
+            // The campaign registry: preheat records the sale, the kill
+            // switch and the load test read it.
+            args.push(format!("~{REGISTRY_KEY}"));
+        }
+    }
+    args
+}
+
+/// `ACL SETUSER ...` with each word quoted for a POSIX shell and for
+/// `redis-cli` (which reads single quotes the same way): paste it after
+/// `redis-cli -u URL`, or pipe the line into `redis-cli`. No word holds a
+/// single quote (ids are `[A-Za-z0-9_-]`, the password is a placeholder or
+/// a hex hash), so single quotes suffice.
+pub(crate) fn shell_line(args: &[String]) -> String {
+    let mut line = String::from("ACL SETUSER");
+    for word in args {
+        line.push(' ');
+        line.push_str(&quote(word));
+    }
+    line
+}
+
+/// `word`, single-quoted unless every character is safe in both a shell and
+/// `redis-cli`.
+fn quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '+' | '@' | '#' | '.' | '/' | ':' | '=' | ',')
+        });
+    if safe && !word.starts_with('#') {
+        word.to_string()
+    } else {
+        format!("'{word}'")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_word_a_shell_would_change_is_quoted() {
+        let args = setuser_args(Role::Buyer, "seckill-buyer", "c-1", &Password::Placeholder);
+        let line = shell_line(&args);
+        assert!(
+            line.starts_with("ACL SETUSER seckill-buyer reset on '>PASSWORD' resetkeys"),
+            "{line}"
+        );
+        assert!(line.contains(" '+script|load' "), "{line}");
+        assert!(line.contains(" '~seckill:{c-1:*' "), "{line}");
+        assert!(
+            line.contains(" '(+incr +set +pexpire ~seckill:{c-1:*}:rate:*)' "),
+            "{line}"
+        );
+        // What a shell would split, glob, redirect or pipe is inside quotes.
+        let mut inside = false;
+        for c in line.chars() {
+            if c == '\'' {
+                inside = !inside;
+            } else if !inside {
+                assert!(
+                    !"<>|&;()*?{}~$`\"\\".contains(c),
+                    "{c:?} unquoted in {line}"
+                );
+            }
+        }
+        assert!(!inside);
+        assert_eq!(
+            Password::of("abc"),
+            Password::Sha256(
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".into()
+            )
+        );
+        assert_eq!(
+            quote(&Password::of("abc").word()),
+            "'#ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'"
+        );
+    }
+}

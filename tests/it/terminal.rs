@@ -1,0 +1,239 @@
+//! What a person at a terminal sees, in a real one: tmux at 80 × 24 runs the
+//! binary and the test reads the screen (and the scrollback) as a person
+//! would. `status --watch` redraws in place in one screen and says "stale"
+//! when Redis goes away; `consume --drain` shows a bar with counts, rate and
+//! ETA that is gone from the screen when it ends or is interrupted, and
+//! nothing when piped or quiet.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::orders::{buy_many, sqlite_order_ids, sqlite_path, wait_until};
+use crate::support::spec::{campaign, seckill};
+use crate::support::{CampaignFile, RedisServer};
+
+/// A tmux server of the test's own, one 80 × 24 window running a command.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Run `args` (seckill's) on `file` against `redis_url` in a fresh 80 × 24 terminal.
+    fn run(file: &CampaignFile, redis_url: &str, args: &[&str]) -> Tmux {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let socket = format!(
+            "seckill-it-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let command = format!(
+            "env -u COLUMNS -u LINES -u SECKILL_CAMPAIGN -u SECKILL_FORMAT -u SECKILL_QUIET \
+             SECKILL_REDIS_URL={redis_url} {} -c {} {}; echo EXITED $?; sleep 600",
+            env!("CARGO_BIN_EXE_seckill"),
+            file.path.display(),
+            args.join(" ")
+        );
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "80",
+                "-y",
+                "24",
+            ])
+            .arg(command)
+            .current_dir(file.dir.path())
+            .status()
+            .expect("tmux must be installed (apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        Tmux { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The screen as it is now.
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p"])
+    }
+
+    /// Everything the terminal ever showed, scrolled-off lines included.
+    fn everything(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-S", "-"])
+    }
+
+    fn keys(&self, keys: &str) {
+        self.tmux(&["send-keys", keys]);
+    }
+
+    /// Poll the screen until `seen` holds; returns that screen.
+    fn until(&self, what: &str, seen: impl Fn(&str) -> bool) -> String {
+        let mut screen = String::new();
+        wait_until(what, || {
+            screen = self.screen();
+            seen(&screen)
+        });
+        screen
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+fn ten_items() -> CampaignFile {
+    let mut spec = campaign("wall");
+    for i in 1..=10 {
+        spec = spec
+            .item(&format!("sku-{i}"), 10)
+            .named(&format!("Pro Max 1TB colour {i}"));
+    }
+    spec.write()
+}
+
+#[test]
+fn watch_fits_80x24_redraws_in_place_and_says_stale_when_redis_stops() {
+    let server = RedisServer::start();
+    let file = ten_items();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let term = Tmux::run(&file, &server.url(), &["status", "--watch", "1s"]);
+    let screen = term.until("the view of ten items", |s| s.contains("sku-10"));
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() <= 24, "{screen}");
+    assert!(
+        lines[0].starts_with("campaign wall on 127.0.0.1:"),
+        "{screen}"
+    );
+    for i in 1..=10 {
+        let id = format!("sku-{i} ");
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with(&id)).count(),
+            1,
+            "one line for {id}: {screen}"
+        );
+    }
+    // Sales show up in place, sample after sample, and nothing scrolls.
+    buy_many(&server, &file, "sku-3", "u", 4);
+    term.until("the sales", |s| s.contains("6/10 left"));
+    std::thread::sleep(Duration::from_millis(2500));
+    let everything = term.everything();
+    assert_eq!(
+        everything.matches("campaign wall on").count(),
+        1,
+        "redrawn in place, never scrolled:\n{everything}"
+    );
+
+    let stopped = Instant::now();
+    drop(server);
+    let screen = term.until("stale", |s| s.contains("stale since"));
+    let after = stopped.elapsed();
+    assert!(after < Duration::from_secs(2), "stale only after {after:?}");
+    let first = screen.lines().next().unwrap();
+    assert!(
+        first.starts_with("stale since ") && first.contains(" UTC — Redis unreachable"),
+        "{screen}"
+    );
+    assert!(
+        screen.lines().filter(|l| !l.trim().is_empty()).count() <= 24,
+        "{screen}"
+    );
+    term.keys("C-c");
+    term.until("Ctrl-C ends it with exit 0", |s| s.contains("EXITED 0"));
+}
+
+fn orders_in_db(file: &CampaignFile) -> usize {
+    sqlite_order_ids(&sqlite_path(file)).len()
+}
+
+#[test]
+fn drain_shows_a_bar_on_a_terminal_that_ctrl_c_and_the_end_clear() {
+    let server = RedisServer::start();
+    let file = campaign("bar").item("1", 100_000).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    // One order per transaction: slow enough to watch.
+    let drain = ["consume", "--drain", "--batch", "1"];
+    buy_many(&server, &file, "1", "a", 3000);
+    let term = Tmux::run(&file, &server.url(), &drain);
+    let bar = term.until("the bar", |s| {
+        s.contains("orders stored [") || s.contains("EXITED")
+    });
+    let line = bar
+        .lines()
+        .find(|l| l.contains("orders stored ["))
+        .unwrap_or_else(|| panic!("no bar: {bar}"));
+    assert!(
+        line.contains("/3,000 (") && line.contains("%)") && line.contains("ETA"),
+        "{line}"
+    );
+    term.keys("C-c");
+    let screen = term.until("Ctrl-C ends the drain", |s| s.contains("EXITED"));
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(
+        !screen.contains("ETA") && !screen.contains("orders stored ["),
+        "the bar stays: {screen}"
+    );
+    assert!(
+        screen.contains("seckill consume: stopped after"),
+        "{screen}"
+    );
+    drop(term);
+    let stored = orders_in_db(&file);
+    assert!(stored < 3000, "Ctrl-C came after the end ({stored} stored)");
+
+    // The rest, to the end: the bar is gone then too.
+    let term = Tmux::run(&file, &server.url(), &drain);
+    let screen = term.until("the drain ends", |s| s.contains("EXITED"));
+    assert!(
+        screen.contains("EXITED 0") && !screen.contains("ETA"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("seckill consume: drained after"),
+        "{screen}"
+    );
+    drop(term);
+    assert_eq!(orders_in_db(&file), 3000, "every order stored once");
+
+    // Quiet on a terminal, and piped: no bar at all.
+    buy_many(&server, &file, "1", "b", 300);
+    let term = Tmux::run(
+        &file,
+        &server.url(),
+        &["consume", "--drain", "--batch", "1", "-q"],
+    );
+    let mut saw_bar = false;
+    wait_until("the quiet drain ends", || {
+        let screen = term.screen();
+        saw_bar |= screen.contains("ETA");
+        screen.contains("EXITED")
+    });
+    assert!(!saw_bar, "a bar under -q");
+    drop(term);
+    buy_many(&server, &file, "1", "c", 300);
+    let piped = seckill(&drain).campaign(&file).redis(&server).succeeds();
+    let stderr = piped.stderr();
+    assert!(
+        !stderr.contains("ETA") && !stderr.contains('\x1b'),
+        "{stderr}"
+    );
+    assert_eq!(orders_in_db(&file), 3600);
+}
