@@ -188,6 +188,81 @@ fn a_lost_reply_is_504_retry_with_the_same_request_id_and_the_retry_gets_the_ord
     assert_eq!(bought, 1, "the retry bought nothing twice");
 }
 
+/// A connection Redis dropped under serve is replaced: every attempt it
+/// caught answers 200 or 504 (and the 504's retry with its request id gets
+/// one order), the ones after buy again. A Redis that cannot be reached at
+/// all answers 503 `redis_unreachable` (nothing sent) and /healthz 503.
+#[test]
+fn a_dropped_connection_is_replaced_and_an_unreachable_redis_is_503() {
+    let mut server = RedisServer::start();
+    let file = campaign("drop").item("1", 50).write();
+    preheat(&file, &server);
+    let serve = Serve::start(&file, &server.url(), false, &[]);
+    assert_eq!(http::buy(serve.addr, "1", "before", "b").status, 200);
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .arg("SKIPME")
+        .arg("yes")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(killed >= 1, "serve's connection was not there to drop");
+    for n in 0..5 {
+        let user = format!("after-{n}");
+        let answer = http::buy(serve.addr, "1", &user, &user);
+        match answer.status {
+            200 => {}
+            504 => {
+                let retry = http::buy(serve.addr, "1", &user, &user);
+                assert_eq!(retry.status, 200, "{}", retry.body);
+            }
+            other => panic!("{other} after a dropped connection: {}", answer.body),
+        }
+    }
+    let last = http::buy(serve.addr, "1", "later", "l");
+    assert_eq!(
+        (last.status, outcome(&last)),
+        (200, "ok".into()),
+        "{}",
+        last.body
+    );
+    let buyers: i64 = server.conn().hlen("seckill:{drop:1}:buyers").unwrap();
+    assert_eq!(buyers, 7, "before, after-0..4, later: one order each");
+
+    let _ = server_kill(&mut server);
+    let mut kinds = Vec::new();
+    for n in 0..3 {
+        let user = format!("gone-{n}");
+        let answer = http::buy(serve.addr, "1", &user, &user);
+        kinds.push((answer.status, answer.json()["error"]["kind"].clone()));
+    }
+    assert_eq!(
+        kinds.last().unwrap(),
+        &(503, json!("redis_unreachable")),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds
+            .iter()
+            .all(|(status, _)| *status == 503 || *status == 504),
+        "{kinds:?}"
+    );
+    assert_eq!(http::get(serve.addr, "/healthz").status, 503);
+}
+
+/// Stop `server` for good (its port no longer answers).
+fn server_kill(server: &mut RedisServer) -> std::io::Result<()> {
+    let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN")
+        .arg("NOSAVE")
+        .query(&mut server.conn());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(("127.0.0.1", server.port)).is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
 /// (what, body, headers, status) of a bad request.
 type Case<'a> = (&'a str, Vec<u8>, &'a [(&'a str, &'a str)], u16);
 

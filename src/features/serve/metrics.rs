@@ -37,7 +37,9 @@ const BOUNDS: [f64; 12] = [
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
-/// One endpoint's latency histogram.
+/// One endpoint's latency histogram. Each request adds to the one bucket
+/// it falls in (one atomic on the request path, not one per bound above
+/// it); a scrape sums them into Prometheus' cumulative `le` buckets.
 #[derive(Debug, Default)]
 struct Histogram {
     buckets: [AtomicU64; BOUNDS.len()],
@@ -92,10 +94,8 @@ impl Metrics {
         };
         let histogram = &self.durations[at];
         let seconds = took.as_secs_f64();
-        for (bound, bucket) in BOUNDS.iter().zip(&histogram.buckets) {
-            if seconds <= *bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
+        if let Some(at) = BOUNDS.iter().position(|bound| seconds <= *bound) {
+            histogram.buckets[at].fetch_add(1, Ordering::Relaxed);
         }
         histogram.count.fetch_add(1, Ordering::Relaxed);
         histogram
@@ -132,13 +132,15 @@ impl Metrics {
             );
         }
         for (endpoint, h) in ENDPOINTS.iter().zip(&self.durations) {
+            let mut below = 0;
             for (bound, bucket) in BOUNDS.iter().zip(&h.buckets) {
+                below += bucket.load(Ordering::Relaxed);
                 let le = bound.to_string();
                 e.add_suffixed(
                     DURATION,
                     "_bucket",
                     &[("campaign", campaign), ("endpoint", endpoint), ("le", &le)],
-                    bucket.load(Ordering::Relaxed) as f64,
+                    below as f64,
                 );
             }
             let count = h.count.load(Ordering::Relaxed) as f64;
@@ -175,5 +177,32 @@ impl Metrics {
             );
         }
         e.render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_are_cumulative_in_the_exposition() {
+        let m = Metrics::default();
+        for ms in [0.2, 0.7, 0.7, 30.0, 9000.0] {
+            m.answered("buy", "ok", 200, Duration::from_secs_f64(ms / 1000.0));
+        }
+        let text = m.render("c");
+        let bucket = |le: &str| -> f64 {
+            let prefix = format!(
+                "seckill_serve_request_duration_seconds_bucket{{campaign=\"c\",endpoint=\"buy\",le=\"{le}\"}} "
+            );
+            let line = text.lines().find(|l| l.starts_with(&prefix)).unwrap();
+            line[prefix.len()..].parse().unwrap()
+        };
+        assert_eq!(bucket("0.0005"), 1.0);
+        assert_eq!(bucket("0.001"), 3.0);
+        assert_eq!(bucket("0.025"), 3.0);
+        assert_eq!(bucket("0.05"), 4.0);
+        assert_eq!(bucket("5"), 4.0);
+        assert_eq!(bucket("+Inf"), 5.0);
     }
 }
