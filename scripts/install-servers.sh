@@ -2,8 +2,8 @@
 # Install the servers seckill's tests and demos start themselves, when missing:
 # redis-server + redis-cli (+ redis-benchmark), promtool (Debian's prometheus
 # package: the tests check the metrics text, the alert rules and their unit
-# tests with it), tmux (the tests read what a terminal shows) and, with
-# --mariadb, mariadbd.
+# tests with it), tmux (the tests read what a terminal shows), curl (the
+# README's serve session buys with it) and, with --mariadb, mariadbd.
 # Debian/Ubuntu only (apt-get); uses sudo when not root.
 set -euo pipefail
 need=()
@@ -12,6 +12,7 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if [ "${1:-}" = "--mariadb" ] && ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
   need+=(mariadb-server)
 fi

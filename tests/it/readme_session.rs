@@ -1,11 +1,15 @@
-//! "A real session" in the README runs as shown: every `$ ...` line is run
-//! by `sh` (at `COLUMNS=80`) against a throwaway Redis, from a copy of `campaigns/`, and must
-//! exit with the code shown (`(exit code N)`, else 0) and print every line
-//! shown under it. Order and request ids, times and the port vary and are
-//! compared as placeholders; table rows compare cell by cell.
+//! "A real session" and "The shop's front door" in the README run as
+//! shown: every `$ ...` line is run by `sh` (at `COLUMNS=80`) against a
+//! throwaway Redis, from a copy of `campaigns/`, and must exit with the code
+//! shown (`(exit code N)`, else 0) and print every line shown under it.
+//! Order and request ids, times and the port vary and are compared as
+//! placeholders; table rows compare cell by cell. A line ending in ` &` is
+//! started in the background (and waited for until its `--listen` port
+//! answers); `kill %1` sends it SIGTERM and expects exit 0. The serve
+//! session's port 8080 is replaced by a free one.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::support::RedisServer;
 
@@ -15,8 +19,8 @@ struct Step {
     code: i32,
 }
 
-fn session(readme: &str) -> Vec<Step> {
-    let section = &readme[readme.find("## A real session").expect("section")..];
+fn session(readme: &str, heading: &str) -> Vec<Step> {
+    let section = &readme[readme.find(heading).expect("section")..];
     let block = &section[section.find("```text\n").expect("block") + 8..];
     let block = &block[..block.find("```").expect("block end")];
     let mut steps: Vec<Step> = Vec::new();
@@ -50,6 +54,8 @@ fn normalize(line: &str) -> String {
         let time = t.len() >= 20 && t.as_bytes()[4] == b'-' && t.contains('T') && t.ends_with('Z');
         if ulid {
             "<id>".into()
+        } else if t.starts_with('{') {
+            ids_inside(t)
         } else if time {
             "<time>".into()
         } else if t.starts_with("127.0.0.1:") {
@@ -76,6 +82,29 @@ fn normalize(line: &str) -> String {
     }
 }
 
+/// `text` with every order id (26 of `[0-9A-Z]` between non-alphanumerics,
+/// as in a JSON answer) as `<id>`.
+fn ids_inside(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let run = bytes[i..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+            .count();
+        let bounded = |at: usize| bytes.get(at).is_none_or(|b| !b.is_ascii_alphanumeric());
+        if run == 26 && (i == 0 || bounded(i - 1)) && bounded(i + 26) {
+            out.push_str("<id>");
+            i += 26;
+        } else {
+            out.push(bytes[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -87,8 +116,22 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn the_readme_session_runs_as_shown() {
     let readme = std::fs::read_to_string("README.md").unwrap();
-    let steps = session(&readme);
+    let steps = session(&readme, "## A real session");
     assert!(steps.len() >= 10, "the session lost its commands");
+    run_session(&steps, None);
+}
+
+#[test]
+fn the_readme_serve_session_runs_as_shown() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let steps = session(&readme, "## The shop's front door");
+    assert!(steps.len() >= 8, "the serve session lost its commands");
+    let port = crate::support::free_port().to_string();
+    run_session(&steps, Some(("8080", &port)));
+}
+
+/// Run `steps` in order on one throwaway Redis; `port`: (shown, used).
+fn run_session(steps: &[Step], port: Option<(&str, &str)>) {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     copy_dir(Path::new("campaigns"), &dir.path().join("campaigns"));
@@ -98,10 +141,10 @@ fn the_readme_session_runs_as_shown() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    for step in &steps {
-        let output = Command::new("sh")
-            .arg("-c")
-            .arg(&step.command)
+    let shell = |command: &str| {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(command)
             .current_dir(dir.path())
             .env("PATH", &path)
             .env_remove("SECKILL_CAMPAIGN")
@@ -111,9 +154,39 @@ fn the_readme_session_runs_as_shown() {
             .env_remove("SECKILL_REDIS_CLUSTER")
             .env("SECKILL_REDIS_URL", server.url())
             // The README shows tables at 80 columns.
-            .env("COLUMNS", "80")
-            .output()
-            .unwrap();
+            .env("COLUMNS", "80");
+        sh
+    };
+    let mut background: Option<Background> = None;
+    for step in steps {
+        let command = match port {
+            Some((shown, used)) => step.command.replace(shown, used),
+            None => step.command.clone(),
+        };
+        if let Some(started) = command.strip_suffix(" &") {
+            let child = shell(&format!("exec {started}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let listen = port.map(|(_, used)| used.to_string());
+            background = Some(Background::started(child, listen.as_deref()));
+            continue;
+        }
+        if command == "kill %1" {
+            let mut started = background.take().expect("`kill %1` with nothing started");
+            let _ = Command::new("kill")
+                .args(["-TERM", &started.0.id().to_string()])
+                .status();
+            let status = started.0.wait().unwrap();
+            assert_eq!(
+                status.code(),
+                Some(0),
+                "README: the `&` command exits {status}"
+            );
+            continue;
+        }
+        let output = shell(&command).output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert_eq!(
             output.status.code(),
@@ -132,5 +205,34 @@ fn the_readme_session_runs_as_shown() {
                 step.command
             );
         }
+    }
+    assert!(background.is_none(), "a `&` command was never stopped");
+}
+
+/// A command the session started with `&`, killed if the test fails.
+struct Background(std::process::Child);
+
+impl Background {
+    /// Wait until `port` (if any) accepts connections.
+    fn started(child: std::process::Child, port: Option<&str>) -> Background {
+        let background = Background(child);
+        if let Some(port) = port {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the `&` command never listened on {port}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        background
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
