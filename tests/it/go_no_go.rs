@@ -291,7 +291,7 @@ fn a_server_that_takes_the_connection_but_does_not_answer_names_the_response_tim
 }
 
 /// The three reasons of the "Done when": eviction, no AOF, a
-/// stopped replica — each a FAIL, the whole a no-go (exit 6).
+/// stopped replica — each a FAIL, the whole a no-go (exit 8, `no_go`).
 #[test]
 fn doctor_says_no_go_for_eviction_no_aof_and_a_stopped_replica() {
     let master = RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
