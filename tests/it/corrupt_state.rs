@@ -333,6 +333,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["orders-db", "gone", "0"]),
         ],
         "stream_order_ids" => vec![owned(&[pending, "1-1"])],
+        // A buyer of the seeded state, with and without a request id.
+        "order_lookup" => vec![owned(&["u", "r1"]), owned(&["u", ""])],
         "lock_release" => vec![owned(&["token"])],
         "pay" => vec![owned(&["01ORDERX", "cs", "1"])],
         "release" => vec![
@@ -710,6 +712,19 @@ fn invoke(
                 group,
                 consumer,
                 min_idle_ms,
+            }
+            .invoke(conn)
+        }
+        "order_lookup" => {
+            let [buyers, buyer_orders, requests, reservations] = exactly(keys, script, k);
+            let [user, request_id] = exactly(argv, script, a);
+            scripts::order_lookup::OrderLookup {
+                buyers,
+                buyer_orders,
+                requests,
+                reservations,
+                user,
+                request_id,
             }
             .invoke(conn)
         }

@@ -28,7 +28,7 @@ pub mod item_status;
 #[cfg(test)]
 mod library;
 pub mod lock_release;
-pub(crate) mod order_lookup;
+pub mod order_lookup;
 pub mod pay;
 pub mod preheat;
 pub mod release;
