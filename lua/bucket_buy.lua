@@ -50,6 +50,15 @@
 -- EXISTS while absent), every value it reads validated (lib/strict_int)
 -- before the first write; the `#!lua` shebang makes Redis refuse the whole
 -- script up front under OOM.
+--- @include "lib/sold_out"
+
+-- Proven sold out: answered from the stock and the proof alone. (A credit
+-- brings units: never answered early.)
+local early = ARGV[9] == '' and sold_out_early(true)
+if early then
+  return {'sold_out', '', early, 0, '', 1}
+end
+
 --- @include "lib/purchase"
 
 local crediting = ARGV[9] ~= ''

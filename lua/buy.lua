@@ -51,6 +51,13 @@
 -- front under OOM instead of failing half-way. Only `ok` is remembered under
 -- the request id: a refused attempt changed nothing, so retrying it simply
 -- evaluates again.
+--- @include "lib/sold_out"
+
+local early = sold_out_early(false)
+if early then
+  return {'sold_out', '', early, 0, ''}
+end
+
 --- @include "lib/purchase"
 
 return guarded(function()

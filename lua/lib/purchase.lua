@@ -5,10 +5,7 @@
 --
 -- The order of the work is the cost of a hot item (docs/lua.md):
 --   1. stock, and a retried request id, which answers its order and nothing else;
---   2. sold out early: stock short and the user holds nothing, so no meta
---      is read and nothing counted (`sold_out` wins over every refusal but
---      a replay and `duplicate`); in a bucket only once the item is proven
---      sold out (else the attempt goes on to a sweep);
+--   2. (sold out early is lib/sold_out, run before this is even defined);
 --   3. meta in one HMGET: preheat's terms are trusted when they are exactly
 --      the text preheat validated (`validated`), else validated one by one;
 --   4. every other key the writes touch, read now (type and value), so the
@@ -100,15 +97,6 @@ local function purchase(bucket)
     if not bought then
       corrupt(KEYS[3], 'units of user ' .. shown(user) .. ' hold ' .. shown(bought_value)
         .. ', not an integer')
-    end
-  end
-  if stock and stock < qty and bought == 0 and not crediting then
-    -- A bucket short of stock is final only once a sweep proved the whole
-    -- item sold out; otherwise the attempt goes on (counted, then a sweep).
-    local proven = not bucket
-      or flag_of(KEYS[1], 'sold_out', read(KEYS[1], 'HGET', KEYS[1], 'sold_out'))
-    if proven then
-      return 'sold_out', '', stock, 0, '', bucket and true
     end
   end
 
