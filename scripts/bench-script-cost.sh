@@ -23,6 +23,8 @@
 # fails here rather than measuring another script.
 #
 #   scripts/bench-script-cost.sh [ROUNDS=5] [REQUESTS=100000] [CLIENTS=50]
+#   BEFORE=REV scripts/bench-script-cost.sh ...   also runs lua/buy.lua as it was
+#       at git revision REV (same KEYS and ARGV), ok and sold out, side by side
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -93,6 +95,13 @@ load v3_decr.lua "${v3[1]}" >/dev/null
 bucket_sha=$(load bucket_buy.lua)
 textbook_sha=$(cli -x SCRIPT LOAD <"$repo/bench/textbook.lua")
 calls_sha=$(cli -x SCRIPT LOAD <"$repo/bench/buy_calls.lua")
+before_sha=""
+if [ -n "${BEFORE:-}" ]; then
+    git -C "$repo" show "$BEFORE:lua/buy.lua" >"$work/before.lua"
+    grep -q '^--- @include' "$work/before.lua" \
+        && { echo "bench-script-cost: lua/buy.lua at $BEFORE includes a library: give a revision before lua/lib/" >&2; exit 1; }
+    before_sha=$(cli -x SCRIPT LOAD <"$work/before.lua")
+fi
 
 # buy_call USER REQUEST_ID TIMEOUT: buy.lua's words with those ARGV.
 buy_call() {
@@ -125,6 +134,13 @@ paths=(
     "bucket_buy sold out, proven|plain|proven|$(bucket_call u__rand_int__ 1)"
     "v3 (DECR only)|plain||${v3[*]}"
 )
+if [ -n "$before_sha" ]; then
+    before_call() { buy_call "$@" | sed "s/^EVALSHA [0-9a-f]*/EVALSHA $before_sha/"; }
+    paths+=(
+        "buy.lua at $BEFORE ok, no rate limit|plain||$(before_call u__rand_int__ '' 0)"
+        "buy.lua at $BEFORE sold out, no rate limit|plain|stock 0|$(before_call u__rand_int__ '' 0)"
+    )
+fi
 
 # The state a path starts from, after `init --yes` loaded the item.
 prepare() { # campaign state...
