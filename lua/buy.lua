@@ -53,7 +53,7 @@
 -- evaluates again.
 --- @include "lib/sold_out"
 
-local early = sold_out_early(false)
+local early, stock_seen = sold_out_early(false)
 if early then
   return {'sold_out', '', early, 0, ''}
 end
@@ -61,7 +61,7 @@ end
 --- @include "lib/purchase"
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil)
+  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen)
   return {outcome, order_id, stock_left, deadline_ms, state}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, ''}

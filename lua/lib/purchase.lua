@@ -69,18 +69,23 @@ end
 
 -- The attempt: returns outcome, order_id, stock_left, deadline_ms,
 -- reservation_state, and meta's `sold_out` (the bucket proof, read only with
--- `bucket`). `bucket` is nil for a plain item, else what bucket_buy.lua adds:
+-- `bucket`). `stock_seen`: the stock key's reply lib/sold_out already read
+-- in this call (a string, or false for no key), nil to read it here.
+-- `bucket` is nil for a plain item, else what bucket_buy.lua adds:
 --   counting   count this attempt against the rate limit (its first call)
 --   crediting  a transfer is credited first (`check` and `credit` below)
 --   check()    type-check and read the bucket's own keys; nothing written
 --   credit(stock, expire_at_ms)  the credit, the attempt's first write,
 --              after every read; returns the stock after it
-local function purchase(bucket)
+local function purchase(bucket, stock_seen)
   local user, request_id, order_id = ARGV[1], ARGV[3], ARGV[4]
   local qty = tonumber(ARGV[2])
   local timeout = strict_int(ARGV[7]) or 0
   local crediting = bucket and bucket.crediting
-  local stock_value = read(KEYS[2], 'GET', KEYS[2])
+  local stock_value = stock_seen
+  if stock_value == nil then
+    stock_value = read(KEYS[2], 'GET', KEYS[2])
+  end
   local stock = stock_value and int_of(KEYS[2], 'stock', stock_value)
   local request_field, remembered = false, false
   if request_id ~= '' then

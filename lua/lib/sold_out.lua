@@ -11,23 +11,30 @@
 -- precedence. Reads only: nothing is written, nothing counted.
 --- @include "lib/strict_int"
 
--- The stock to answer `sold_out` with, or nil to go on. Same KEYS and ARGV
--- as lib/purchase (stock, buyers, requests, meta; user, qty, request id).
+-- The stock to answer `sold_out` with (nil to go on), and the stock key's
+-- reply when it was a plain string or no key (false), for the purchase to
+-- reuse rather than read again. Same KEYS and ARGV as lib/purchase (stock,
+-- buyers, requests, meta; user, qty, request id).
 local function sold_out_early(bucket)
-  local stock = strict_int(redis.pcall('GET', KEYS[2]))
+  local reply = redis.pcall('GET', KEYS[2])
+  local seen = nil
+  if type(reply) ~= 'table' then
+    seen = reply
+  end
+  local stock = strict_int(reply)
   if not stock or stock >= tonumber(ARGV[2]) then
-    return nil
+    return nil, seen
   end
   local user, request_id = ARGV[1], ARGV[3]
   if request_id ~= ''
       and redis.pcall('HGET', KEYS[5], #user .. ':' .. user .. ':' .. request_id) ~= false then
-    return nil
+    return nil, seen
   end
   if redis.pcall('HGET', KEYS[3], user) ~= false then
-    return nil
+    return nil, seen
   end
   if bucket and redis.pcall('HGET', KEYS[1], 'sold_out') ~= '1' then
-    return nil
+    return nil, seen
   end
-  return stock
+  return stock, seen
 end
