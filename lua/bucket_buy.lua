@@ -50,6 +50,18 @@
 -- EXISTS while absent), every value it reads validated (lib/strict_int)
 -- before the first write; the `#!lua` shebang makes Redis refuse the whole
 -- script up front under OOM.
+--- @include "lib/sold_out"
+
+-- Proven sold out: answered from the stock and the proof alone. (A credit
+-- brings units: never answered early.)
+local early, stock_seen = nil, nil
+if ARGV[9] == '' then
+  early, stock_seen = sold_out_early(true)
+end
+if early then
+  return {'sold_out', '', early, 0, '', 1}
+end
+
 --- @include "lib/purchase"
 
 local crediting = ARGV[9] ~= ''
@@ -97,7 +109,7 @@ function slot.credit(stock, expire_at)
 end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot)
+  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen)
   return {outcome, order_id, stock_left, deadline_ms, state, proven and 1 or 0}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, '', 0}

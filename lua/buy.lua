@@ -51,10 +51,17 @@
 -- front under OOM instead of failing half-way. Only `ok` is remembered under
 -- the request id: a refused attempt changed nothing, so retrying it simply
 -- evaluates again.
+--- @include "lib/sold_out"
+
+local early, stock_seen = sold_out_early(false)
+if early then
+  return {'sold_out', '', early, 0, ''}
+end
+
 --- @include "lib/purchase"
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil)
+  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen)
   return {outcome, order_id, stock_left, deadline_ms, state}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, ''}

@@ -49,6 +49,7 @@
 --- @include "lib/corrupt"
 --- @include "lib/clock"
 --- @include "lib/record"
+--- @include "lib/order_reply"
 --- @include "lib/counters"
 --- @include "lib/acl"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What one script call costs Redis, per path of the buy scripts, against a
 # textbook buy script (bench/textbook.lua: EXISTS stock, SISMEMBER buyers,
-# GET, DECR, SADD, XADD; no validation). The capacity of a hot item is one
+# GET, DECR, SADD, XADD; no validation), and against the bare commands an
+# `ok` of buy.lua must send (bench/buy_calls.lua: what the data format costs
+# by itself). The capacity of a hot item is one
 # master's single thread: Redis time per attempt is the figure that decides
 # how many masters a sale needs (docs/lua.md).
 #
@@ -21,6 +23,8 @@
 # fails here rather than measuring another script.
 #
 #   scripts/bench-script-cost.sh [ROUNDS=5] [REQUESTS=100000] [CLIENTS=50]
+#   BEFORE=REV scripts/bench-script-cost.sh ...   also runs lua/buy.lua as it was
+#       at git revision REV (same KEYS and ARGV), ok and sold out, side by side
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -54,7 +58,6 @@ resolved() {
         }
         BEGIN { paste(ARGV[1]); exit }' "$repo/lua/$1"
 }
-sha_of() { resolved "$1" | sha1sum | cut -d' ' -f1; }
 
 # Three campaigns on the same item id: no rate limit, the headline's rate
 # limit (campaigns/moutai.yaml: 10 attempts per user per second), reservations.
@@ -77,13 +80,28 @@ base="seckill:{bench:1001}"
 eval "buy=($("$seckill" -c "$work/plain.yaml" loadtest --print-command full))"
 [ "${buy[0]} ${buy[2]}" = "EVALSHA 10" ] || { echo "bench-script-cost: unexpected buy call ${buy[*]}" >&2; exit 1; }
 for ((k = 3; k < 13; k++)); do buy[k]="seckill:${buy[k]#seckill-loadtest:}"; done
-[ "${buy[1]}" = "$(sha_of buy.lua)" ] || { echo "bench-script-cost: lua/buy.lua resolves to another SHA than the binary runs" >&2; exit 1; }
 eval "v3=($("$seckill" -c "$work/plain.yaml" loadtest --print-command v3))"
-[ "${v3[1]}" = "$(sha_of v3_decr.lua)" ] || { echo "bench-script-cost: lua/v3_decr.lua resolves to another SHA than the binary runs" >&2; exit 1; }
+# load SCRIPT [SHA]: SCRIPT LOAD of the resolved lua/SCRIPT; its SHA, which
+# must be SHA when given (the one the binary sends).
+load() {
+    local sha
+    sha=$(cli -x SCRIPT LOAD < <(resolved "$1"))
+    [ -z "${2:-}" ] || [ "$sha" = "$2" ] \
+        || { echo "bench-script-cost: lua/$1 resolves to SHA $sha, the binary runs $2" >&2; exit 1; }
+    echo "$sha"
+}
+load buy.lua "${buy[1]}" >/dev/null
+load v3_decr.lua "${v3[1]}" >/dev/null
+bucket_sha=$(load bucket_buy.lua)
 textbook_sha=$(cli -x SCRIPT LOAD <"$repo/bench/textbook.lua")
-bucket_sha=$(sha_of bucket_buy.lua)
-v3_sha=$(cli -x SCRIPT LOAD < <(resolved v3_decr.lua))
-[ "$v3_sha" = "${v3[1]}" ] || { echo "bench-script-cost: SCRIPT LOAD of v3_decr.lua gave $v3_sha" >&2; exit 1; }
+calls_sha=$(cli -x SCRIPT LOAD <"$repo/bench/buy_calls.lua")
+before_sha=""
+if [ -n "${BEFORE:-}" ]; then
+    git -C "$repo" show "$BEFORE:lua/buy.lua" >"$work/before.lua"
+    grep -q '^--- @include' "$work/before.lua" \
+        && { echo "bench-script-cost: lua/buy.lua at $BEFORE includes a library: give a revision before lua/lib/" >&2; exit 1; }
+    before_sha=$(cli -x SCRIPT LOAD <"$work/before.lua")
+fi
 
 # buy_call USER REQUEST_ID TIMEOUT: buy.lua's words with those ARGV.
 buy_call() {
@@ -102,10 +120,12 @@ bucket_call() {
 paths=(
     "textbook ok|plain|textbook_stock 100000000|EVALSHA $textbook_sha 3 tb:stock tb:buyers tb:orders u__rand_int__ o__rand_int__"
     "textbook sold out|plain|textbook_stock 0|EVALSHA $textbook_sha 3 tb:stock tb:buyers tb:orders u__rand_int__ o__rand_int__"
+    "buy ok's calls alone (bench/buy_calls.lua)|plain||EVALSHA $calls_sha ${buy[*]:2:11} u__rand_int__ 1 '' o__rand_int__ bench 1001 0"
     "buy ok, no rate limit|plain||$(buy_call u__rand_int__ '' 0)"
     "buy ok, rate limit on|rated||$(buy_call u__rand_int__ '' 0)"
     "buy sold out, no rate limit|plain|stock 0|$(buy_call u__rand_int__ '' 0)"
     "buy sold out, rate limit on|rated|stock 0|$(buy_call u__rand_int__ '' 0)"
+    "buy sold out, with a request id|plain|stock 0|$(buy_call u__rand_int__ r__rand_int__ 0)"
     "buy duplicate|plain|bought dup|$(buy_call dup '' 0)"
     "buy rate-limited|rated|limited hot|$(buy_call hot '' 0)"
     "buy request-id replay|plain|replay again r1|$(buy_call again r1 0)"
@@ -114,6 +134,13 @@ paths=(
     "bucket_buy sold out, proven|plain|proven|$(bucket_call u__rand_int__ 1)"
     "v3 (DECR only)|plain||${v3[*]}"
 )
+if [ -n "$before_sha" ]; then
+    before_call() { buy_call "$@" | sed "s/^EVALSHA [0-9a-f]*/EVALSHA $before_sha/"; }
+    paths+=(
+        "buy.lua at $BEFORE ok, no rate limit|plain||$(before_call u__rand_int__ '' 0)"
+        "buy.lua at $BEFORE sold out, no rate limit|plain|stock 0|$(before_call u__rand_int__ '' 0)"
+    )
+fi
 
 # The state a path starts from, after `init --yes` loaded the item.
 prepare() { # campaign state...
@@ -146,7 +173,8 @@ for round in $(seq "$rounds"); do
         # shellcheck disable=SC2086 # the state's words are separate arguments
         prepare "$campaign" $state
         cli CONFIG RESETSTAT >/dev/null
-        eval "redis-benchmark -p $REDIS_PORT -n $requests -c $clients -r 100000000 $call" >/dev/null 2>&1
+        eval "redis-benchmark -p $REDIS_PORT -n $requests -c $clients -r 100000000 $call" >/dev/null 2>&1 \
+            || { echo "bench-script-cost: $name: redis-benchmark failed: $call" >&2; exit 1; }
         usec=$(usec_per_call)
         [ "$usec" != failed ] || { echo "bench-script-cost: $name: the script failed (redis-cli -p $REDIS_PORT; call: $call)" >&2; exit 1; }
         printf '%s|%s\n' "$name" "$usec" >>"$results"
@@ -171,6 +199,7 @@ awk -F'|' '
             p = order[i]; r = ""
             if (p ~ /^textbook/ || p ~ /^v3/) r = "—"
             else if (p ~ /sold out/) r = sprintf("%.2f× textbook sold out", m[p] / so)
+            else if (p ~ /calls alone/) r = sprintf("%.2f× textbook ok", m[p] / ok)
             else if (p == "buy reservation ok" || p == "bucket_buy home-hit ok") r = sprintf("%.2f× textbook ok, %.2f× buy ok", m[p] / ok, m[p] / plain)
             else r = sprintf("%.2f× textbook ok", m[p] / ok)
             printf "| %s | %.1f | %s | %s |\n", p, m[p], v[p], r

@@ -5,10 +5,7 @@
 --
 -- The order of the work is the cost of a hot item (docs/lua.md):
 --   1. stock, and a retried request id, which answers its order and nothing else;
---   2. sold out early: stock short and the user holds nothing, so no meta
---      is read and nothing counted (`sold_out` wins over every refusal but
---      a replay and `duplicate`); in a bucket only once the item is proven
---      sold out (else the attempt goes on to a sweep);
+--   2. (sold out early is lib/sold_out, run before this is even defined);
 --   3. meta in one HMGET: preheat's terms are trusted when they are exactly
 --      the text preheat validated (`validated`), else validated one by one;
 --   4. every other key the writes touch, read now (type and value), so the
@@ -72,18 +69,23 @@ end
 
 -- The attempt: returns outcome, order_id, stock_left, deadline_ms,
 -- reservation_state, and meta's `sold_out` (the bucket proof, read only with
--- `bucket`). `bucket` is nil for a plain item, else what bucket_buy.lua adds:
+-- `bucket`). `stock_seen`: the stock key's reply lib/sold_out already read
+-- in this call (a string, or false for no key), nil to read it here.
+-- `bucket` is nil for a plain item, else what bucket_buy.lua adds:
 --   counting   count this attempt against the rate limit (its first call)
 --   crediting  a transfer is credited first (`check` and `credit` below)
 --   check()    type-check and read the bucket's own keys; nothing written
 --   credit(stock, expire_at_ms)  the credit, the attempt's first write,
 --              after every read; returns the stock after it
-local function purchase(bucket)
+local function purchase(bucket, stock_seen)
   local user, request_id, order_id = ARGV[1], ARGV[3], ARGV[4]
   local qty = tonumber(ARGV[2])
   local timeout = strict_int(ARGV[7]) or 0
   local crediting = bucket and bucket.crediting
-  local stock_value = read(KEYS[2], 'GET', KEYS[2])
+  local stock_value = stock_seen
+  if stock_value == nil then
+    stock_value = read(KEYS[2], 'GET', KEYS[2])
+  end
   local stock = stock_value and int_of(KEYS[2], 'stock', stock_value)
   local request_field, remembered = false, false
   if request_id ~= '' then
@@ -100,15 +102,6 @@ local function purchase(bucket)
     if not bought then
       corrupt(KEYS[3], 'units of user ' .. shown(user) .. ' hold ' .. shown(bought_value)
         .. ', not an integer')
-    end
-  end
-  if stock and stock < qty and bought == 0 and not crediting then
-    -- A bucket short of stock is final only once a sweep proved the whole
-    -- item sold out; otherwise the attempt goes on (counted, then a sweep).
-    local proven = not bucket
-      or flag_of(KEYS[1], 'sold_out', read(KEYS[1], 'HGET', KEYS[1], 'sold_out'))
-    if proven then
-      return 'sold_out', '', stock, 0, '', bucket and true
     end
   end
 

@@ -36,13 +36,3 @@ local function record_of(key, order_id, text)
   end
   return r
 end
-
--- The reply of pay.lua and release.lua's cancel about one order:
--- {outcome, state, qty, deadline_ms, changed_at_ms, user} of record `r`
--- (nil: the order is unknown).
-local function order_reply(outcome, r)
-  if not r then
-    return {outcome, '', 0, 0, 0, ''}
-  end
-  return {outcome, r.state, tonumber(r.qty), tonumber(r.deadline), tonumber(r.changed_at), r.user}
-end

@@ -39,7 +39,10 @@ fn the_toolkit_runs_unchanged_on_a_three_master_cluster() {
     assert!(busy_nodes >= 2, "keys all on one node");
 
     cli(&["shutdown-switch", "on"]).succeeds();
-    cli(&["buy", "--item", "sku-3", "--user", "z"]).fails_with(CLOSED);
+    // Every item is sold out: a newcomer hears sold_out before the switch
+    // (docs/lua.md, "Which answer wins"); a buyer who holds units meets it.
+    cli(&["buy", "--item", "sku-3", "--user", "z"]).fails_with(SOLD_OUT);
+    cli(&["buy", "--item", "sku-3", "--user", "a"]).fails_with(CLOSED);
     let status = cli(&["shutdown-switch", "status"]).json().runs().json();
     let items = status["items"].as_array().unwrap();
     assert_eq!(items.len(), 12);

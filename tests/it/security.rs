@@ -7,7 +7,7 @@
 
 use crate::support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::Commands;
 use seckill::model::exit_codes::{RUNTIME_ERROR, SOLD_OUT, SUCCESS};
@@ -590,6 +590,22 @@ fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
     }
 }
 
+/// Three reservations bought with `url`'s credential (users p1, c1, e1: to
+/// be paid, cancelled, left to expire), and when they were bought.
+fn three_reservations(file: &CampaignFile, url: &str) -> (String, String, String, Instant) {
+    let buy = |user: &str| -> String {
+        as_role(file, url, &["buy", "--item", "1001", "--user", user])
+            .json()
+            .succeeds()
+            .json()["order_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (paid, cancelled, expired) = (buy("p1"), buy("c1"), buy("e1"));
+    (paid, cancelled, expired, Instant::now())
+}
+
 #[test]
 fn the_documented_roles_run_a_reservation_campaign() {
     let server = RedisServer::start();
@@ -599,17 +615,7 @@ fn the_documented_roles_run_a_reservation_campaign() {
     assert_allowed(&file, &operator, &["preheat"]);
 
     // The buyer's buy writes the reservation (record, deadline, counts).
-    let buy = |user: &str| -> String {
-        as_role(&file, &buyer, &["buy", "--item", "1001", "--user", user])
-            .json()
-            .succeeds()
-            .json()["order_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let (paid, cancelled, expired) = (buy("p1"), buy("c1"), buy("e1"));
-    let bought_at = std::time::Instant::now();
+    let (paid, cancelled, expired, bought_at) = three_reservations(&file, &buyer);
     let mut conn = server.conn();
     for order in [&paid, &cancelled, &expired] {
         let record: String = conn.hget(format!("{BASE}:reservations"), order).unwrap();
@@ -708,17 +714,7 @@ fn pay_cancel_and_expire_with_the_buyer_credential_write_nothing() {
     let url = create_roles(&server, &file);
     let (buyer, operator) = (url("buyer"), url("operator"));
     assert_allowed(&file, &operator, &["preheat"]);
-    let buy = |user: &str| -> String {
-        as_role(&file, &buyer, &["buy", "--item", "1001", "--user", user])
-            .json()
-            .succeeds()
-            .json()["order_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let (paid, cancelled, expired) = (buy("p1"), buy("c1"), buy("e1"));
-    let bought_at = std::time::Instant::now();
+    let (paid, cancelled, expired, bought_at) = three_reservations(&file, &buyer);
     let untouched = |args: &[&str]| {
         let before = crate::corrupt_state::snapshot(&mut server.conn());
         let stderr = as_role(&file, &buyer, args)
