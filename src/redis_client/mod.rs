@@ -1,11 +1,13 @@
 //! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
-//! timeouts), [`scripts`] (each Lua script's one typed call), [`failure`]
-//! (what a failed request means for the one who sent it) and [`replicas`]
-//! (WAIT after a buy).
+//! timeouts), [`raw`] (a bare RESP2 connection for the hot paths: the load
+//! test, and reading order streams), [`scripts`] (each Lua script's one
+//! typed call), [`failure`] (what a failed request means for the one who
+//! sent it) and [`replicas`] (WAIT after a buy).
 //!
 //! May import: model, util.
 
 pub mod conn;
 pub(crate) mod failure;
+pub(crate) mod raw;
 pub(crate) mod replicas;
 pub mod scripts;

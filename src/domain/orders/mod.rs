@@ -9,6 +9,7 @@
 //! * [`consumer`]: `consume` as named phases (own pending, new, final pass).
 //! * [`claimer`]: `pending-claim` as a claim step and a settle step.
 //! * [`transient`]: which database errors opening waits out (the rest fail fast).
+//! * [`wire`]: the stream readers' connection, replies parsed straight into entries.
 //! * [`OrderStore`] with two backends chosen by URL: [`sqlite`] (embedded
 //!   default) and [`mysql`] (MySQL/MariaDB for production).
 //! * [`reconcile`]: the nightly equation.
@@ -31,6 +32,7 @@ pub(crate) mod reconnecting;
 pub mod sqlite;
 pub mod stream;
 pub(crate) mod transient;
+pub(crate) mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -19,7 +19,6 @@ mod event_loop;
 pub(crate) mod export;
 mod measure;
 pub(crate) mod namespace;
-mod raw;
 pub(crate) mod report;
 pub(crate) mod reservations;
 mod resp;
