@@ -2,9 +2,11 @@
 //!
 //! One connection, dropped after any error and opened again on the next
 //! call, so a restarted database is picked up without restarting `consume`.
-//! A batch is one lookup of the order ids already stored and one multi-row
-//! `INSERT` of the others inside one transaction: two round trips and one
-//! commit per batch. Not `INSERT IGNORE`: it would also swallow a refusal by
+//! A batch is one multi-row `INSERT` inside one transaction: one round trip
+//! and one commit per batch. When some of its orders are stored already (a
+//! redelivery: the statement fails with a duplicate key and is undone), the
+//! stored ids are looked up in the same transaction and only the others are
+//! inserted. Not `INSERT IGNORE`: it would also swallow a refusal by
 //! a unique index or a constraint a DBA added — the order acked as stored but
 //! never stored (`tests/it/refused_orders.rs`). Only a repeated order id is
 //! idempotent; anything else the database refuses fails the batch, and the
@@ -79,6 +81,9 @@ const ADDED_COLUMNS: [(&str, &str); 6] = [
         "BIGINT NULL COMMENT 'Unix ms, Redis clock: carried over a Redis data loss by preheat --recover'",
     ),
 ];
+
+/// ER_DUP_ENTRY: a row with this key is stored already.
+const DUPLICATE_ENTRY: u16 = 1062;
 
 /// ER_NO_SUCH_TABLE: the database has no seckill schema.
 const NO_SUCH_TABLE: u16 = 1146;
@@ -223,6 +228,30 @@ fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] 
     ]
 }
 
+/// One multi-row INSERT of `orders` (nothing for none); rows inserted.
+fn insert_rows(
+    tx: &mut mysql::Transaction,
+    orders: &[&Order],
+    consumed_at_ms: i64,
+) -> mysql::Result<u64> {
+    if orders.is_empty() {
+        return Ok(0);
+    }
+    let sql = format!(
+        "INSERT INTO orders
+         (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+          state, deadline_at)
+         VALUES {}",
+        placeholders(orders.len(), "(?,?,?,?,?,?,?,?,?,?,?)")
+    );
+    let mut values: Vec<Value> = Vec::with_capacity(orders.len() * 11);
+    for o in orders {
+        values.extend(row_values(o, consumed_at_ms, o.initial_state()));
+    }
+    tx.exec_drop(sql, values)?;
+    Ok(tx.affected_rows())
+}
+
 fn placeholders(rows: usize, per_row: &str) -> String {
     vec![per_row; rows].join(",")
 }
@@ -240,38 +269,38 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot begin a transaction on {display}"))?;
             let mut inserted = 0;
             for chunk in orders.chunks(ROWS_PER_INSERT) {
-                let lookup = format!(
-                    "SELECT order_id FROM orders WHERE order_id IN ({})",
-                    placeholders(chunk.len(), "?")
-                );
-                let ids: Vec<&str> = chunk.iter().map(|o| o.order_id.as_str()).collect();
-                let mut stored: HashSet<String> = tx
-                    .exec(lookup, ids)
-                    .with_context(|| format!("cannot look up orders in {display}"))?
-                    .into_iter()
-                    .collect();
-                // New ones only, each once (a repeated order id is the one idempotent case).
-                let chunk: Vec<&Order> = chunk
-                    .iter()
-                    .filter(|o| stored.insert(o.order_id.clone()))
-                    .collect();
-                if chunk.is_empty() {
-                    continue;
-                }
-                let sql = format!(
-                    "INSERT INTO orders
-                     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
-                      state, deadline_at)
-                     VALUES {}",
-                    placeholders(chunk.len(), "(?,?,?,?,?,?,?,?,?,?,?)")
-                );
-                let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 11);
-                for o in &chunk {
-                    values.extend(row_values(o, consumed_at_ms, o.initial_state()));
-                }
-                tx.exec_drop(sql, values)
-                    .with_context(|| format!("cannot insert {} orders into {display}", chunk.len()))?;
-                inserted += tx.affected_rows();
+                let all: Vec<&Order> = chunk.iter().collect();
+                let new = match insert_rows(&mut tx, &all, consumed_at_ms) {
+                    Ok(rows) => rows,
+                    // Some are stored already (a redelivery): the statement is
+                    // undone, the transaction goes on with the others only.
+                    Err(mysql::Error::MySqlError(e)) if e.code == DUPLICATE_ENTRY => {
+                        let lookup = format!(
+                            "SELECT order_id FROM orders WHERE order_id IN ({})",
+                            placeholders(chunk.len(), "?")
+                        );
+                        let ids: Vec<&str> = chunk.iter().map(|o| o.order_id.as_str()).collect();
+                        let mut stored: HashSet<String> = tx
+                            .exec(lookup, ids)
+                            .with_context(|| format!("cannot look up orders in {display}"))?
+                            .into_iter()
+                            .collect();
+                        // New ones only, each once (a repeated order id is the one idempotent case).
+                        let fresh: Vec<&Order> = chunk
+                            .iter()
+                            .filter(|o| stored.insert(o.order_id.clone()))
+                            .collect();
+                        insert_rows(&mut tx, &fresh, consumed_at_ms).with_context(|| {
+                            format!("cannot insert {} orders into {display}", fresh.len())
+                        })?
+                    }
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("cannot insert {} orders into {display}", chunk.len())
+                        });
+                    }
+                };
+                inserted += new;
             }
             tx.commit()
                 .with_context(|| format!("cannot commit {} orders to {display}", orders.len()))?;

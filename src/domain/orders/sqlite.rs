@@ -228,12 +228,21 @@ impl OrderStore for SqliteStore {
                 .prepare_cached(INSERT)
                 .context("cannot prepare the order insert")?;
             for o in orders {
+                // Bound by reference: nothing of the order is copied for the insert.
                 inserted += statement
-                    .execute(params_from_iter(row_values(
-                        o,
+                    .execute(params![
+                        o.order_id,
+                        o.campaign,
+                        o.item_id,
+                        o.user_id,
+                        o.qty,
+                        o.price_cents,
+                        o.bought_at_ms,
+                        o.stream_id,
                         consumed_at_ms,
-                        o.initial_state(),
-                    )))
+                        o.initial_state().as_str(),
+                        o.deadline_ms,
+                    ])
                     .with_context(|| format!("cannot insert order {}", o.order_id))?
                     as u64;
             }
