@@ -442,3 +442,49 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
     let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["sale_in_progress"], false);
 }
+
+/// Everything delivered again (the group rewound, as after a consumer died
+/// between commit and ack), mixed with new orders: each order is stored once,
+/// the redelivered ones count as already stored, nothing stays pending.
+fn redelivery_stores_each_order_once(extra: &[&str], rows: &dyn Fn() -> Vec<String>) {
+    let server = RedisServer::start();
+    let file = two_item_campaign(100, 10);
+    preheat(&file, &server);
+    let mut ok = buy_many(&server, &file, "1001", "a", 30);
+    seckill_on(&file, &server, &["consume", "--drain"])
+        .args(extra)
+        .succeeds();
+    ok.extend(buy_many(&server, &file, "1001", "b", 20));
+    let () = redis::cmd("XGROUP")
+        .arg(&["SETID", &orders_key("1001"), "orders-db", "0"])
+        .query(&mut server.conn())
+        .unwrap();
+    let summary = seckill_on(&file, &server, &["consume", "--drain"])
+        .args(extra)
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(summary["acked"], 50, "{summary:#}");
+    assert_eq!(summary["inserted"], 20, "{summary:#}");
+    assert_eq!(summary["already_stored"], 30, "{summary:#}");
+    assert_eq!(group_state(&server, &orders_key("1001")), (0, 50, 0));
+    assert_eq!(sorted(rows()), sorted(ok));
+    reconciling(&file, &server, extra).succeeds();
+}
+
+#[test]
+fn a_redelivered_batch_stores_each_order_once_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.db");
+    let url = format!("sqlite://{}", path.display());
+    redelivery_stores_each_order_once(&["--orders-db", &url], &|| sqlite_order_ids(&path));
+}
+
+#[test]
+fn a_redelivered_batch_stores_each_order_once_in_mariadb() {
+    let db = MariaDb::start();
+    let url = db.url();
+    redelivery_stores_each_order_once(&["--orders-db", &url], &|| {
+        db.conn().query("SELECT order_id FROM orders").unwrap()
+    });
+}
