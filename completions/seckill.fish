@@ -155,7 +155,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand man" -l cluster -d 'Trea
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 'Consumer name in the group (default: HOST-PID). Reuse a name to take over that consumer\'s pending entries on start' -r
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; each round is stored in one transaction' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; a round is stored in one transaction (with the rounds read meanwhile, up to 4)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l metrics-listen -d 'Serve Prometheus metrics at http://ADDR/metrics while consuming (e.g. 127.0.0.1:9464)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
