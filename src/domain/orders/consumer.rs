@@ -396,8 +396,11 @@ impl<'a> Consumer<'a> {
                 }
             }
             self.counts[self.owners[i]].acked += ids.len() as u64;
-            if !ids.is_empty() {
-                batch.acks.push((key, ids));
+            // Rounds stored together ack together: one XACK per stream.
+            match batch.acks.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, acked)) => acked.extend(ids),
+                None if !ids.is_empty() => batch.acks.push((key, ids)),
+                None => {}
             }
         }
         batch

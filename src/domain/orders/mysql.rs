@@ -94,8 +94,10 @@ const SCHEMA_LOCK: &str = "seckill_schema_migration";
 /// Columns of one state change row (see `apply_changes`).
 const CHANGE_COLUMNS: usize = 14;
 
-/// Rows per INSERT statement (at most 14 placeholders each: 14,000, below the 65,535 limit).
-const ROWS_PER_INSERT: usize = 1000;
+/// Rows per INSERT statement (at most 14 placeholders each: 56,000, below
+/// the 65,535 limit): a transaction of the 4 rounds `consume` may store
+/// together at its default batch is one statement, one round trip.
+const ROWS_PER_INSERT: usize = 4000;
 /// Order ids per lookup query.
 const LOOKUP_CHUNK: usize = 1000;
 
