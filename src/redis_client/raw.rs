@@ -115,16 +115,40 @@ impl RawConnection {
         self.stream
     }
 
-    /// Send `packed` (one command) and parse its reply with `parse`, which
-    /// sees the whole reply at once and answers what it made of it and the
-    /// bytes it took. An error reply is returned as the error, whatever
-    /// `parse` would have made of it.
+    /// Send `packed` (one command) and parse its reply with `parse_reply`,
+    /// which sees the whole reply at once and answers what it made of it and
+    /// the bytes it took. An error reply is returned as the error, whatever
+    /// `parse_reply` would have made of it.
     pub(crate) fn request_with<T>(
         &mut self,
         packed: &[u8],
         parse_reply: impl FnOnce(&[u8]) -> RedisResult<Option<(T, usize)>>,
     ) -> RedisResult<T> {
         self.send(packed)?;
+        self.read_with(parse_reply)
+    }
+
+    /// [`RawConnection::request_with`] for `packed` holding 1 + `then`
+    /// commands sent at once (one round trip): the first reply parsed with
+    /// `parse_first`, the others as values.
+    pub(crate) fn pipeline_with<T>(
+        &mut self,
+        packed: &[u8],
+        parse_first: impl FnOnce(&[u8]) -> RedisResult<Option<(T, usize)>>,
+        then: usize,
+    ) -> RedisResult<(T, Vec<Value>)> {
+        self.send(packed)?;
+        let first = self.read_with(parse_first)?;
+        let rest = (0..then)
+            .map(|_| self.read_value()?.extract_error())
+            .collect::<RedisResult<Vec<Value>>>()?;
+        Ok((first, rest))
+    }
+
+    fn read_with<T>(
+        &mut self,
+        parse_reply: impl FnOnce(&[u8]) -> RedisResult<Option<(T, usize)>>,
+    ) -> RedisResult<T> {
         let length = self.fill_reply()?;
         let reply = &self.buffer[self.start..self.start + length];
         let parsed = if reply.first() == Some(&b'-') {
@@ -168,8 +192,9 @@ impl RawConnection {
     /// reply is measured without being built, so a large one arriving in
     /// many reads is parsed once, not once per read.
     fn fill_reply(&mut self) -> RedisResult<usize> {
+        let mut scan = Scan::start();
         loop {
-            if let Some(length) = reply_len(&self.buffer[self.start..self.end])? {
+            if let Some(length) = reply_len_from(&self.buffer[self.start..self.end], &mut scan)? {
                 return Ok(length);
             }
             if self.end == self.buffer.len() {
@@ -276,13 +301,30 @@ pub(crate) fn parse_int(digits: &[u8]) -> RedisResult<i64> {
     Ok(if negative { -n } else { n })
 }
 
+/// How far [`reply_len_from`] has measured a reply that is still arriving.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scan {
+    /// Bytes measured (whole elements only).
+    at: usize,
+    /// Elements still owed after those.
+    owed: u64,
+}
+
+impl Scan {
+    /// At the start of a reply.
+    pub(crate) fn start() -> Scan {
+        Scan { at: 0, owed: 1 }
+    }
+}
+
 /// The length of the one RESP2 reply at the front of `data`, `Ok(None)` while
-/// it is incomplete; nothing is built (an iterative count of the items still
-/// owed, so a deep reply cannot exhaust the stack).
-pub(crate) fn reply_len(data: &[u8]) -> RedisResult<Option<usize>> {
-    let mut at = 0;
-    let mut owed: u64 = 1;
-    while owed > 0 {
+/// it is incomplete, going on from `scan`, which it leaves at the first
+/// element not complete yet: a large reply arriving in many reads is measured
+/// once. Nothing is built (an iterative count of the items still owed, so a
+/// deep reply cannot exhaust the stack).
+pub(crate) fn reply_len_from(data: &[u8], scan: &mut Scan) -> RedisResult<Option<usize>> {
+    while scan.owed > 0 {
+        let at = scan.at;
         let Some(end) = line_end(&data[at..]) else {
             return Ok(None);
         };
@@ -290,16 +332,15 @@ pub(crate) fn reply_len(data: &[u8]) -> RedisResult<Option<usize>> {
             return Err(protocol_error("empty line in a Redis reply"));
         }
         let line = &data[at + 1..at + end];
-        let kind = data[at];
-        at += end + 2;
-        owed -= 1;
-        match kind {
+        let mut next = at + end + 2;
+        let mut owed = scan.owed - 1;
+        match data[at] {
             b'+' | b'-' | b':' => {}
             b'$' => {
                 let length = parse_int(line)?;
                 if length >= 0 {
-                    at += length as usize + 2;
-                    if data.len() < at {
+                    next += length as usize + 2;
+                    if data.len() < next {
                         return Ok(None);
                     }
                 }
@@ -307,8 +348,9 @@ pub(crate) fn reply_len(data: &[u8]) -> RedisResult<Option<usize>> {
             b'*' => owed += parse_int(line)?.max(0) as u64,
             _ => return Err(protocol_error("unknown RESP type in a Redis reply")),
         }
+        *scan = Scan { at: next, owed };
     }
-    Ok(Some(at))
+    Ok(Some(scan.at))
 }
 
 /// Parse one RESP2 reply from the front of `data`: `Ok(None)` when it is not
@@ -402,6 +444,32 @@ mod tests {
             assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
         }
         drop(held);
+    }
+
+    #[test]
+    fn a_reply_is_measured_once_however_it_arrives() {
+        let reply = b"*2\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nk\r\n$0\r\n\r\n*-1\r\n+OK\r\n";
+        let whole = reply.len() - 5;
+        assert_eq!(
+            reply_len_from(reply, &mut Scan::start()).unwrap(),
+            Some(whole),
+            "the first reply only"
+        );
+        for cut in 0..whole {
+            assert_eq!(
+                reply_len_from(&reply[..cut], &mut Scan::start()).unwrap(),
+                None
+            );
+            // Measured in two reads: the first leaves the scan where it stopped.
+            let mut scan = Scan::start();
+            assert_eq!(reply_len_from(&reply[..cut], &mut scan).unwrap(), None);
+            assert_eq!(
+                reply_len_from(reply, &mut scan).unwrap(),
+                Some(whole),
+                "cut {cut}"
+            );
+        }
+        assert!(reply_len_from(b"?x\r\n", &mut Scan::start()).is_err());
     }
 
     #[test]

@@ -355,7 +355,7 @@ impl OrderStore for MysqlStore {
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            let mut found = HashMap::new();
+            let mut found = HashMap::with_capacity(order_ids.len());
             for chunk in order_ids.chunks(LOOKUP_CHUNK) {
                 let sql = format!(
                     "SELECT order_id, campaign, item_id, user_id, qty, price_cents, state FROM orders

@@ -148,8 +148,9 @@ fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] 
     ]
 }
 
-/// Order ids looked up per query (well under SQLite's variable limit).
-const LOOKUP_CHUNK: usize = 500;
+/// Order ids looked up per query: a reconcile page in one (SQLite takes
+/// 32,766 variables).
+const LOOKUP_CHUNK: usize = 1000;
 
 /// An open SQLite order store.
 pub struct SqliteStore {
@@ -324,7 +325,7 @@ impl OrderStore for SqliteStore {
     }
 
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
-        let mut found = HashMap::new();
+        let mut found = HashMap::with_capacity(order_ids.len());
         for chunk in order_ids.chunks(LOOKUP_CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
             let sql = format!(

@@ -166,22 +166,77 @@ pub(crate) fn pending_deliveries<C: ConnectionLike>(
     count: usize,
     consumer: Option<&str>,
 ) -> Result<Vec<(String, u64)>> {
+    let mut cmd = pending_range(stream, first, last, count);
+    if let Some(consumer) = consumer {
+        cmd.arg(consumer);
+    }
+    let rows: Value = cmd
+        .query(conn)
+        .with_context(|| format!("XPENDING on {stream} failed"))?;
+    pending_rows(rows, stream)
+}
+
+/// The XPENDING command of [`pending_deliveries`] (any consumer).
+fn pending_range(stream: &str, first: &str, last: &str, count: usize) -> redis::Cmd {
     let mut cmd = redis::cmd("XPENDING");
     cmd.arg(stream)
         .arg(ORDER_GROUP)
         .arg(first)
         .arg(last)
         .arg(count);
-    if let Some(consumer) = consumer {
-        cmd.arg(consumer);
-    }
-    let rows: Vec<(String, String, u64, u64)> = cmd
-        .query(conn)
-        .with_context(|| format!("XPENDING on {stream} failed"))?;
+    cmd
+}
+
+/// (id, deliveries) of an XPENDING reply's rows.
+fn pending_rows(reply: Value, stream: &str) -> Result<Vec<(String, u64)>> {
+    let rows: Vec<(String, String, u64, u64)> = redis::from_redis_value(reply)
+        .with_context(|| format!("unexpected XPENDING reply on {stream}"))?;
     Ok(rows
         .into_iter()
         .map(|(id, _, _, deliveries)| (id, deliveries))
         .collect())
+}
+
+/// One page of a walk: up to `count` entries with id > `after` up to
+/// `until`, and the ids among them pending in the group — read in one round
+/// trip where the connection can (the pending ids of the page's range are
+/// asked for together with the page, more only when that many are pending).
+pub(crate) fn page_with_pending<C: ReadsStreams>(
+    conn: &mut C,
+    stream: &str,
+    after: &str,
+    until: &str,
+    count: usize,
+) -> Result<(Vec<RawEntry>, HashSet<String>)> {
+    let first = if after == "-" {
+        "-".to_string()
+    } else {
+        format!("({after}")
+    };
+    let (entries, pending) = conn
+        .entries_then(
+            &range(stream, after, until, count),
+            &pending_range(stream, &first, until, count),
+        )
+        .with_context(|| format!("XRANGE and XPENDING on {stream} failed"))?;
+    let Some(last) = entries.last().map(|e| e.id.clone()) else {
+        return Ok((entries, HashSet::new()));
+    };
+    let last_key = stream_id_key(&last);
+    let rows = pending_rows(pending, stream)?;
+    let seen_to = rows.iter().filter_map(|(id, _)| stream_id_key(id)).max();
+    let full = rows.len() == count;
+    let mut pending: HashSet<String> = rows
+        .into_iter()
+        .map(|(id, _)| id)
+        .filter(|id| stream_id_key(id) <= last_key)
+        .collect();
+    if full && seen_to < last_key {
+        // More pending than one reply holds: the rest of the page's range.
+        let from = seen_to.map_or(first, |(ms, seq)| format!("({ms}-{seq}"));
+        pending.extend(pending_ids_between(conn, stream, &from, &last)?);
+    }
+    Ok((entries, pending))
 }
 
 /// Every pending id between `first` and `last` inclusive (paged, so a range
@@ -265,18 +320,6 @@ pub(crate) fn range_after<C: ConnectionLike>(
         .query(conn)
         .with_context(|| format!("XRANGE on {stream} failed"))?;
     parse_entries(&reply)
-}
-
-/// [`range_after`] on a stream reader: a page of a long walk.
-pub(crate) fn range_page<C: ReadsStreams>(
-    conn: &mut C,
-    stream: &str,
-    after: &str,
-    until: &str,
-    count: usize,
-) -> Result<Vec<RawEntry>> {
-    conn.entries(&range(stream, after, until, count))
-        .with_context(|| format!("XRANGE on {stream} failed"))
 }
 
 /// The XRANGE command of [`range_after`].

@@ -30,6 +30,12 @@ pub(crate) trait ReadsStreams: ConnectionLike + Sized {
     fn entries(&mut self, cmd: &Cmd) -> Result<Vec<RawEntry>>;
     /// Run `cmd`, whose reply is streams with their entries (XREADGROUP).
     fn streams(&mut self, cmd: &Cmd) -> Result<Streams>;
+    /// Run `cmd` (a list of entries) and `then` (any reply), in one round
+    /// trip where the connection can.
+    fn entries_then(&mut self, cmd: &Cmd, then: &Cmd) -> Result<(Vec<RawEntry>, Value)> {
+        let entries = self.entries(cmd)?;
+        Ok((entries, then.query(self)?))
+    }
 }
 
 impl ReadsStreams for Conn {
@@ -86,6 +92,18 @@ impl ReadsStreams for ReadConn {
             ReadConn::Raw(raw) => Ok(raw.request_with(&cmd.get_packed_command(), stream_list)?),
             ReadConn::Client(conn) => conn.streams(cmd),
         }
+    }
+
+    fn entries_then(&mut self, cmd: &Cmd, then: &Cmd) -> Result<(Vec<RawEntry>, Value)> {
+        let ReadConn::Raw(raw) = self else {
+            // A cluster connection does not pipeline: one after the other.
+            let entries = self.entries(cmd)?;
+            return Ok((entries, then.query(self)?));
+        };
+        let mut packed = cmd.get_packed_command();
+        packed.extend(then.get_packed_command());
+        let (entries, mut rest) = raw.pipeline_with(&packed, entry_list, 1)?;
+        Ok((entries, rest.pop().unwrap_or(Value::Nil)))
     }
 }
 

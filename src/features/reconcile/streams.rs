@@ -30,6 +30,11 @@ use crate::redis_client::conn::Conn;
 /// Pages the reader may hold ready ahead of the database look-ups.
 const READ_AHEAD: usize = 2;
 
+/// Stream entries per page of the walk (each page is one round trip for the
+/// entries and their pending ids, and one database look-up): a few MB of
+/// memory per page in flight, whatever the stream's length.
+const WALK_PAGE: usize = 2000;
+
 /// Sum of the units in a slot's buyers hash, by HSCAN pages.
 pub(crate) fn sum_buyers<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<i64> {
     let mut cursor: u64 = 0;
@@ -111,22 +116,21 @@ fn read_pages(
 ) -> Result<i64> {
     let mut after = "-".to_string();
     loop {
-        let page = stream::range_page(conn, &keys.orders, &after, end, PAGE).and_then(|entries| {
-            let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-                return Ok(None);
-            };
-            let pending = stream::pending_ids_between(conn, &keys.orders, &first.id, &last.id)?;
-            after.clone_from(&last.id);
-            let parsed = entries
-                .iter()
-                .map(|e| parse_entry(e, &campaign.id, &item.id))
-                .collect();
-            Ok(Some(Page {
-                entries,
-                parsed,
-                pending,
-            }))
-        });
+        let page = stream::page_with_pending(conn, &keys.orders, &after, end, WALK_PAGE).map(
+            |(entries, pending)| {
+                let last = entries.last()?.id.clone();
+                after = last;
+                let parsed = entries
+                    .iter()
+                    .map(|e| parse_entry(e, &campaign.id, &item.id))
+                    .collect();
+                Some(Page {
+                    entries,
+                    parsed,
+                    pending,
+                })
+            },
+        );
         match page {
             Ok(Some(page)) => {
                 if pages.send(Ok(page)).is_err() {
