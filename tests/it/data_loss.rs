@@ -273,18 +273,28 @@ fn names(list: &serde_json::Value) -> Vec<String> {
     ids
 }
 
+/// `users` orders of campaign `loss` stored, then Redis loses everything (a
+/// restart without persistence: every key is gone, the stream with them).
+/// Returns the stored order ids, sorted.
+fn stored_then_lost(
+    file: &support::CampaignFile,
+    server: &RedisServer,
+    users: usize,
+) -> Vec<String> {
+    let run = |args: &[&str]| seckill_on(file, server, args).current_dir(file.dir.path());
+    run(&["preheat"]).succeeds();
+    let sold = sorted(buy_many(server, file, "1", "early", users));
+    run(&["consume", "--drain"]).succeeds();
+    let () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    sold
+}
+
 #[test]
 fn after_redis_lost_its_data_reconcile_names_the_stored_orders_as_drift_and_the_next_step() {
     let server = RedisServer::start();
     let file = loss(20).write();
     let run = |args: &[&str]| seckill_on(&file, &server, args).current_dir(file.dir.path());
-    run(&["preheat"]).succeeds();
-    let mut sold = buy_many(&server, &file, "1", "early", 10);
-    sold.sort();
-    run(&["consume", "--drain"]).succeeds();
-
-    // A restart without persistence: every key is gone, the stream with them.
-    let () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    let sold = stored_then_lost(&file, &server, 10);
     let report = reconcile_loss(&file, &server, DRIFT_FOUND);
     let item = &report["items"][0];
     assert_eq!(item["checked"], true, "{item:#}");
@@ -314,10 +324,7 @@ fn after_preheat_recover_reconcile_balances_against_the_known_loss_and_a_new_los
     let server = RedisServer::start();
     let file = loss(20).write();
     let run = |args: &[&str]| seckill_on(&file, &server, args).current_dir(file.dir.path());
-    run(&["preheat"]).succeeds();
-    buy_many(&server, &file, "1", "early", 12);
-    run(&["consume", "--drain"]).succeeds();
-    let () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    stored_then_lost(&file, &server, 12);
     run(&["preheat", "--recover"]).succeeds();
 
     // Every night from now on: balanced, the loss shown, not paged on.

@@ -256,6 +256,19 @@ pub struct BuyerTotal {
     pub(crate) latest_order_id: String,
 }
 
+impl Recovery {
+    /// This recovery as recorded, once its transaction counted what it marked
+    /// (`rows`, `units`) and every unit stored of the item (`all_units`).
+    pub(crate) fn counted(&self, rows: i64, units: i64, all_units: i64) -> Recovery {
+        Recovery {
+            rows_carried: rows,
+            units_carried: units,
+            stock_loaded: (self.initial_stock - all_units).max(0),
+            ..self.clone()
+        }
+    }
+}
+
 /// An order database. Every method is one transaction or one query.
 pub trait OrderStore {
     /// Where it is, without password.

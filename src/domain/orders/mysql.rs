@@ -457,12 +457,7 @@ impl OrderStore for MysqlStore {
                 )
                 .with_context(|| format!("cannot count the carried-over orders in {display}"))?;
             let (rows, units, all_units) = counted.unwrap_or_default();
-            let written = Recovery {
-                rows_carried: rows,
-                units_carried: units,
-                stock_loaded: (recovery.initial_stock - all_units).max(0),
-                ..recovery.clone()
-            };
+            let written = recovery.counted(rows, units, all_units);
             if rows == 0 {
                 return Ok(written);
             }

@@ -451,12 +451,7 @@ impl OrderStore for SqliteStore {
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )
             .with_context(|| format!("cannot count the carried-over orders in {display}"))?;
-        let written = Recovery {
-            rows_carried: rows,
-            units_carried: units,
-            stock_loaded: (recovery.initial_stock - all_units).max(0),
-            ..recovery.clone()
-        };
+        let written = recovery.counted(rows, units, all_units);
         if rows == 0 {
             return Ok(written);
         }

@@ -107,45 +107,50 @@ impl ReadsStreams for ReadConn {
     }
 }
 
-impl ConnectionLike for ReadConn {
-    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+impl ReadConn {
+    fn inner(&mut self) -> &mut dyn ConnectionLike {
         match self {
-            ReadConn::Raw(raw) => raw.req_packed_command(cmd),
-            ReadConn::Client(conn) => conn.req_packed_command(cmd),
+            ReadConn::Raw(raw) => raw,
+            ReadConn::Client(conn) => conn,
         }
     }
 
-    fn req_packed_commands(
-        &mut self,
-        cmd: &[u8],
-        offset: usize,
-        count: usize,
-    ) -> RedisResult<Vec<Value>> {
+    fn inner_ref(&self) -> &dyn ConnectionLike {
         match self {
-            ReadConn::Raw(raw) => raw.req_packed_commands(cmd, offset, count),
-            ReadConn::Client(conn) => conn.req_packed_commands(cmd, offset, count),
+            ReadConn::Raw(raw) => raw,
+            ReadConn::Client(conn) => conn,
         }
+    }
+}
+
+/// Every call goes to the connection inside (a cluster's routes by command).
+impl ConnectionLike for ReadConn {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.inner().req_packed_command(cmd)
+    }
+
+    fn req_packed_commands(&mut self, cmd: &[u8], at: usize, n: usize) -> RedisResult<Vec<Value>> {
+        self.inner().req_packed_commands(cmd, at, n)
+    }
+
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        self.inner().req_command(cmd)
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            ReadConn::Raw(raw) => raw.get_db(),
-            ReadConn::Client(conn) => conn.get_db(),
-        }
+        self.inner_ref().get_db()
+    }
+
+    fn supports_pipelining(&self) -> bool {
+        self.inner_ref().supports_pipelining()
     }
 
     fn check_connection(&mut self) -> bool {
-        match self {
-            ReadConn::Raw(raw) => raw.check_connection(),
-            ReadConn::Client(conn) => conn.check_connection(),
-        }
+        self.inner().check_connection()
     }
 
     fn is_open(&self) -> bool {
-        match self {
-            ReadConn::Raw(raw) => raw.is_open(),
-            ReadConn::Client(conn) => conn.is_open(),
-        }
+        self.inner_ref().is_open()
     }
 }
 
