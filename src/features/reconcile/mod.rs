@@ -80,7 +80,7 @@ use crate::model::layout::share;
 use crate::redis_client::conn::{Conn, RedisTarget};
 use baseline::KnownLoss;
 use reservations::ReservationCheck;
-use streams::SlotWalk;
+use streams::{Rows, SlotWalk};
 use transfers::{MAX_READINGS, TransferReport};
 
 /// Stream entries / database rows handled per page.
@@ -167,7 +167,7 @@ pub(crate) struct ItemReport {
     pub(crate) database_walked: bool,
     /// Rows whose stream entry came after the snapshot (stored while the
     /// check ran; known only when `database_walked`).
-    pub(crate) database_after_snapshot: ItemTotals,
+    pub(crate) database_after_snapshot: Rows,
     /// Orders inserted by `--repair`.
     pub(crate) repaired: u64,
     /// Orders in the stream, acked, yet neither in the database nor dead-lettered.
@@ -322,15 +322,13 @@ pub(crate) fn reconcile_item(
     }
     report.database = store.item_totals(&campaign.id, &item.id)?;
     let loss = baseline::known_loss(&recoveries, &report.database);
-    let as_of_snapshot = ItemTotals {
+    let as_of_snapshot = Rows {
         rows: report.database.rows - report.database.carried_rows,
         units: report.database.units - report.database.carried_units,
-        ..ItemTotals::default()
     };
-    let stored_entries = ItemTotals {
+    let stored_entries = Rows {
         rows: report.stored.entries as i64,
         units: report.stored.units,
-        ..ItemTotals::default()
     };
     report.database_units_excess = if as_of_snapshot == stored_entries {
         // Every row is a stored entry: nothing else to look at.

@@ -21,7 +21,7 @@ use super::reservations::{WalkPosition, compare_states};
 use super::{ItemReport, PAGE};
 use crate::domain::orders::entry::{Order, RawEntry, StreamEntry, parse_entry, stream_id_key};
 use crate::domain::orders::wire::ReadConn;
-use crate::domain::orders::{ItemTotals, OrderStore, StoredContent, now_ms, stream};
+use crate::domain::orders::{OrderStore, StoredContent, now_ms, stream};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::ItemKeys;
 use crate::model::layout::BucketKeys;
@@ -277,14 +277,21 @@ fn row_matches(order: &Order, row: &StoredContent) -> bool {
         && row.price_cents == order.price_cents
 }
 
+/// Database rows and the units they order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Rows {
+    pub(crate) rows: i64,
+    pub(crate) units: i64,
+}
+
 /// What the row-by-row check of the database found, beyond the names.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct DatabaseWalk {
-    /// Rows (and units) whose stream entry is at or before its slot's snapshot end.
-    pub(crate) as_of_snapshot: ItemTotals,
-    /// Rows (and units) whose stream entry came after the snapshot: stored
-    /// while the check ran, not part of this check's equation.
-    pub(crate) after_snapshot: ItemTotals,
+    /// Rows whose stream entry is at or before its slot's snapshot end.
+    pub(crate) as_of_snapshot: Rows,
+    /// Rows whose stream entry came after the snapshot: stored while the
+    /// check ran, not part of this check's equation.
+    pub(crate) after_snapshot: Rows,
 }
 
 /// Every database order of the item that is not carried over a data loss
