@@ -167,7 +167,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand man" -l cluster -d 'Trea
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l consumer -d 'Consumer name in the group (default: the host name, the same across restarts). A consumer started under its old name stores its own pending entries first; give each process on one host its own name' -r
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; each round is stored in one transaction' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l batch -d 'Entries read per stream per round; a round is stored in one transaction (with the rounds read meanwhile, up to 4)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l metrics-listen -d 'Serve http://ADDR/metrics (Prometheus) and /healthz (200 while Redis and the database answer) while consuming: :PORT for every interface, or HOST:PORT' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F

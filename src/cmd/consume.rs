@@ -33,7 +33,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "NAME")]
     pub(crate) consumer: Option<String>,
 
-    /// Entries read per stream per round; each round is stored in one transaction.
+    /// Entries read per stream per round; a round is stored in one transaction (with the rounds read meanwhile, up to 4).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
     pub(crate) batch: u64,
 

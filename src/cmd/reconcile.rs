@@ -1,10 +1,13 @@
 //! `seckill reconcile`: the nightly proof that nothing was lost or doubled
-//! between Redis and the order database (see `orders::reconcile`).
+//! between Redis and the order database (see `features::reconcile`).
 //!
-//! Exit codes, for cron: 0 balanced; 3 drift found (the offending order ids
-//! are printed); 1 could not check (an item not preheated or expired, Redis
-//! or the database unreachable). Drift wins over "could not check" when
-//! both happen in one run, because drift is what someone must act on.
+//! Exit codes, for cron: 0 balanced (a known loss recorded by `preheat
+//! --recover` included); 3 drift found (the offending order ids are
+//! printed; Redis holding nothing of an item whose orders are stored is
+//! drift too); 1 could not check (an item not preheated or expired, Redis or
+//! the database unreachable, a database without the seckill schema — never
+//! created here). Drift wins over "could not check" when both happen in one
+//! run, because drift is what someone must act on.
 
 use std::sync::atomic::AtomicBool;
 
@@ -13,6 +16,7 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
+use crate::features::reconcile::baseline::KnownLoss;
 use crate::features::reconcile::transfers::TransferReport;
 use crate::features::reconcile::{ItemReport, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
@@ -101,12 +105,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
     for item in SaleItem::select(&campaign, args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift
         // already found on another: it is reported as "could not check".
-        let checked =
-            reconcile_item(&mut conn, store.as_mut(), &item, args.repair).and_then(|report| {
-                if !(args.repair && report.checked) {
+        let checked = reconcile_item(&mut conn, &target, store.as_mut(), &item, args.repair)
+            .and_then(|report| {
+                if !(args.repair && report.checked) || report.redis_lost_data {
                     return Ok(report);
                 }
-                let mut again = reconcile_item(&mut conn, store.as_mut(), &item, false)?;
+                let mut again = reconcile_item(&mut conn, &target, store.as_mut(), &item, false)?;
                 again.repaired = report.repaired;
                 again.reservations.states_repaired = report.reservations.states_repaired;
                 if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
@@ -153,10 +157,10 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
         "result",
     ]);
     for r in reports {
-        if !r.checked {
+        if !r.checked || r.redis_lost_data {
             let mut row = vec![r.item.clone()];
             row.extend(std::iter::repeat_n("-".to_string(), 5));
-            row.push("NOT CHECKED".into());
+            row.push(if r.checked { "DRIFT" } else { "NOT CHECKED" }.into());
             table.add_row(row);
             continue;
         }
@@ -174,6 +178,10 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
     text.push_str(&format!("{table}\n"));
     for r in reports.iter().filter(|r| r.checked) {
         let mut line = |line: String| text.push_str(&output::paragraph(&line));
+        if r.redis_lost_data {
+            lost_lines(r, &mut line);
+            continue;
+        }
         line(format!(
             "{}: {} (initial stock from {}; {} database rows; buyers hold {} units, {} users)",
             r.item, r.equation, r.initial_stock_from, r.database.rows, r.sold_per_redis, r.buyers
@@ -184,10 +192,29 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
                 r.item, r.repaired
             ));
         }
+        if let Some(loss) = &r.known_loss {
+            known_loss_lines(&r.item, loss, &mut line);
+        }
+        if r.database_after_snapshot.rows > 0 {
+            line(format!(
+                "{}: {} row(s) ({} units) stored for orders after the snapshot (the sale and a \
+                 consumer went on during the check): not part of this equation",
+                r.item, r.database_after_snapshot.rows, r.database_after_snapshot.units
+            ));
+        }
         if r.database_units_excess != 0 {
             line(format!(
-                "{}: the database holds {} units, the orders it stores {}",
-                r.item, r.database.units, r.stored.units
+                "{}: as of the snapshot the database holds {} units more than the orders it \
+                 stores{}",
+                r.item,
+                r.database_units_excess,
+                if (0..=r.in_flight.units + r.dead_lettered.units)
+                    .contains(&r.database_units_excess)
+                {
+                    " (committed since from what was in flight: fine)"
+                } else {
+                    ""
+                }
             ));
         }
         if let Some(t) = &r.transfers {
@@ -247,6 +274,53 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
         }
     }
     text
+}
+
+/// An item whose Redis state is gone while its orders are stored.
+fn lost_lines(r: &ItemReport, line: &mut impl FnMut(String)) {
+    if let Some(problem) = &r.problem {
+        line(format!("{}: DRIFT: {problem}", r.item));
+    }
+    let list = &r.not_in_redis;
+    let more = list.count - list.ids.len() as u64;
+    line(format!(
+        "{}: {} order(s) stored, their stream entries gone: {}{}",
+        r.item,
+        list.count,
+        list.ids.join(" "),
+        if more > 0 {
+            format!(" (and {more} more)")
+        } else {
+            String::new()
+        }
+    ));
+    if let Some(next) = &r.next_step {
+        line(format!("{}: next: {next}", r.item));
+    }
+}
+
+/// The recoveries an item balances against, and whether they are intact.
+fn known_loss_lines(item: &str, loss: &KnownLoss, line: &mut impl FnMut(String)) {
+    for recovery in &loss.recoveries {
+        line(format!(
+            "{item}: known loss: Redis lost its data; `preheat --recover` at {} by {} carried over \
+             {} order(s) ({} units) stored before the loss and loaded {} of {}; orders \
+             acknowledged but not yet stored then cannot be known",
+            crate::util::text::time_or_dash(Some(recovery.recovered_at_ms)),
+            recovery.recovered_by,
+            recovery.rows_carried,
+            recovery.units_carried,
+            recovery.stock_loaded,
+            recovery.initial_stock
+        ));
+    }
+    if !loss.intact {
+        line(format!(
+            "{item}: DRIFT: the database marks {} row(s) ({} units) carried over, the recoveries \
+             recorded {} ({} units): carried-over orders were changed or deleted since",
+            loss.database_rows, loss.database_units, loss.rows_carried, loss.units_carried
+        ));
+    }
 }
 
 /// The transfer lines of a bucketed item (docs/buckets.md).

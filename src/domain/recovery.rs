@@ -14,6 +14,16 @@
 //! not in the database, so a retry of an old request id is judged by the
 //! per-user limit instead; the kill switch's state before the loss is gone.
 //!
+//! The recovery baseline: before Redis is loaded, one database transaction
+//! marks every stored order of the item as carried over (`recovered_at`;
+//! their stream entries went with Redis) and records the recovery
+//! (`seckill_recoveries`: when, by whom, rows and units carried, stock
+//! loaded). `reconcile` balances against it — `initial = carried + the new
+//! stream's orders + left` — and shows it as a known loss on every run
+//! instead of paging on the same orders every night; anything the baseline
+//! does not cover (a row stored after the recovery from the lost stream, a
+//! carried row changed or deleted, a new loss) is still drift.
+//!
 //! `persistence` tells whether the Redis server keeps anything across a
 //! restart, so `preheat` can warn (and `--require-durable` refuse) before the
 //! sale rather than after the loss.
@@ -24,7 +34,7 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::kill_switch::Flip;
-use crate::domain::orders::{ItemTotals, OrderStore};
+use crate::domain::orders::{ItemTotals, OrderStore, Recovery};
 use crate::domain::slot::{self, PreheatMode, PreheatStatus};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::layout::home_bucket;
@@ -126,7 +136,7 @@ pub(crate) fn items_with_stored_orders<C: ConnectionLike>(
         if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
             continue;
         }
-        let ItemTotals { rows, units } = store.item_totals(&campaign.id, &item.id)?;
+        let ItemTotals { rows, units, .. } = store.item_totals(&campaign.id, &item.id)?;
         if rows > 0 {
             found.push(StoredSales {
                 item: item.id.clone(),
@@ -146,6 +156,9 @@ pub(crate) struct Recovered {
     pub(crate) units_stored: i64,
     pub(crate) stock_loaded: i64,
     pub(crate) buyers_restored: u64,
+    /// The baseline written to the order database (`None` when an earlier,
+    /// interrupted `--recover` had already carried every stored order over).
+    pub(crate) baseline: Option<Recovery>,
     /// What recovery cannot know, in words.
     pub(crate) cannot_be_known: String,
 }
@@ -158,13 +171,34 @@ pub(crate) fn recover_item<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
     sale: &SaleItem,
-    stored: &StoredSales,
+    // What preheat found; counted again in the baseline's transaction.
+    _found: &StoredSales,
     mode: PreheatMode,
 ) -> Result<Recovered> {
     let (campaign, item) = (sale.campaign, sale.item);
     refuse_partial_loss(conn, sale, mode)?;
     let by = crate::domain::kill_switch::operator(None)?;
     let expire_at = campaign.expire_at_ms();
+    // The baseline first: if loading Redis fails below, the next
+    // `--recover` finds the rows marked already and loads the same stock.
+    // What is left is counted in that transaction, after marking: a consumer
+    // still storing what it read from the lost stream may have added rows
+    // since `preheat` looked.
+    let baseline = store.record_recovery(&Recovery {
+        campaign: campaign.id.clone(),
+        item_id: item.id.clone(),
+        recovered_at_ms: slot::redis_now_ms(conn)?,
+        recovered_by: by.clone(),
+        rows_carried: 0,
+        units_carried: 0,
+        initial_stock: item.stock,
+        stock_loaded: 0,
+    })?;
+    let ItemTotals {
+        rows: stored_rows,
+        units: stored_units,
+        ..
+    } = store.item_totals(&campaign.id, &item.id)?;
     let flip = |conn: &mut C, closed: bool, reason: &str| -> Result<()> {
         let flip = Flip {
             closed,
@@ -180,7 +214,7 @@ pub(crate) fn recover_item<C: ConnectionLike>(
         true,
         "preheat --recover: restoring after Redis lost data",
     )?;
-    let left = (item.stock - stored.units).max(0);
+    let left = baseline.stock_loaded;
     // A bucketed item: what is left split evenly over the buckets, as a first preheat splits.
     let status = sale.preheat_stock(conn, left, mode, false)?.report.status;
     if !matches!(status, PreheatStatus::Loaded | PreheatStatus::Overwritten) {
@@ -193,10 +227,10 @@ pub(crate) fn recover_item<C: ConnectionLike>(
     }
     let buyers_restored = restore_buyers(conn, store, sale, expire_at)?;
     flip(conn, false, "preheat --recover: restored")?;
-    let oversold = if stored.units > item.stock {
+    let oversold = if stored_units > item.stock {
         format!(
             " The database already holds {} units more than the stock: they were sold twice.",
-            stored.units - item.stock
+            stored_units - item.stock
         )
     } else {
         String::new()
@@ -204,17 +238,20 @@ pub(crate) fn recover_item<C: ConnectionLike>(
     Ok(Recovered {
         item: item.id.clone(),
         initial_stock: item.stock,
-        units_stored: stored.units,
+        units_stored: stored_units,
         stock_loaded: left,
         buyers_restored,
+        baseline: (baseline.rows_carried > 0).then_some(baseline),
         cannot_be_known: format!(
             "Orders acknowledged but not yet in the order database when Redis lost its data \
              cannot be known: they were lost with Redis (AOF with appendfsync always prevents \
              that), and their units are on sale again. Request ids of stored orders are not \
              stored, so a retry of one is judged by the per-user limit. The kill switch's \
-             state before the loss is gone: the item is open. `reconcile` names the {} stored \
-             order(s) as not in Redis: their stream entries were lost.{oversold}",
-            stored.rows
+             state before the loss is gone: the item is open. The {} stored order(s) are \
+             recorded in {} as carried over (their stream entries were lost): `reconcile` \
+             shows them as a known loss and balances against them.{oversold}",
+            stored_rows,
+            store.display()
         ),
     })
 }

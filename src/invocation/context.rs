@@ -162,8 +162,11 @@ impl Context {
         }
         let what = format!("opening {}", location.display());
         let deadline = Some(Instant::now() + OPEN_PATIENCE);
-        let store =
-            transient::retry_until(self.command, &what, stop, deadline, || location.open())?;
+        let store = transient::retry_until(self.command, &what, stop, deadline, || match access {
+            StoreAccess::CreateIfMissing => location.open(),
+            // A database without the schema is refused, never given one.
+            StoreAccess::MustExist => location.open_existing(),
+        })?;
         Ok((
             Opened {
                 campaign,

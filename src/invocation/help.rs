@@ -34,7 +34,11 @@ pub(crate) const THRESHOLD_NOTE: &str = "A threshold fails on --max-p99, --min-q
 
 /// What 1 and 3 mean for cron, under the generated exit-code table.
 pub(crate) const CRON_NOTE: &str = "1 also means an item could not be checked (not preheated, or its keys \
-     expired); drift (3) wins when both happen. The JSON names the offending order ids.";
+     expired) or the order database has no seckill schema (reconcile never creates one); drift (3) \
+     wins when both happen. Redis holding nothing of an item whose orders are stored (it lost its \
+     data) is drift, and `next:` says to run `preheat --recover`; from then on the orders it \
+     carried over are a known loss, shown and balanced against (0). The JSON names the offending \
+     order ids.";
 
 /// Examples of `command` (as typed, e.g. `shutdown-switch`), one command line each.
 pub fn examples(command: &str) -> &'static [&'static str] {

@@ -1,14 +1,17 @@
 //! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
-//! timeouts), [`scripts`] (each Lua script's one typed call), [`failure`]
-//! (what a failed request means for the one who sent it), [`replicas`]
-//! (WAIT after a buy), [`multiplexed`] (the shared async connections of
-//! `seckill serve`) and [`trace`] (`-v`: every command, its node, its time).
+//! timeouts), [`raw`] (a bare RESP2 connection for the hot paths: the load
+//! test, and reading order streams), [`scripts`] (each Lua script's one
+//! typed call), [`failure`] (what a failed request means for the one who
+//! sent it), [`replicas`] (WAIT after a buy), [`multiplexed`] (the shared
+//! async connections of `seckill serve`) and [`trace`] (`-v`: every
+//! command, its node, its time).
 //!
 //! May import: model, util.
 
 pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod multiplexed;
+pub(crate) mod raw;
 pub(crate) mod replicas;
 pub mod scripts;
 pub(crate) mod server;

@@ -4,6 +4,11 @@
 //! loads what is left and restores the buyers. `preheat` warns when Redis
 //! persists nothing (`--require-durable` refuses), and a SIGKILLed Redis
 //! with AOF and `appendfsync always` keeps every acknowledged buy.
+//!
+//! Reconcile after the loss: drift naming the stored orders whose stream
+//! entries are gone, with `preheat --recover` as the next step (it used to
+//! exit 1, "not preheated"); after the recovery, balanced against the
+//! recorded baseline every night, while a new loss still pages.
 
 use crate::support;
 
@@ -17,9 +22,9 @@ use redis::Commands;
 use seckill::domain::item::SaleItem;
 use seckill::domain::slot::{BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
-use seckill::model::exit_codes::{DUPLICATE, NOT_PREHEATED, PREHEAT_REFUSED};
+use seckill::model::exit_codes::{DRIFT_FOUND, DUPLICATE, NOT_PREHEATED, PREHEAT_REFUSED, SUCCESS};
 use seckill::model::keys::ItemKeys;
-use support::orders::{buy_many, seckill_on, sqlite_order_ids, sqlite_path};
+use support::orders::{buy_many, seckill_on, sorted, sqlite_order_ids, sqlite_path};
 use support::spec::{CampaignSpec, campaign, seckill};
 use support::{KillOnDrop, RedisServer};
 
@@ -242,4 +247,143 @@ fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
         "stock and stream disagree after the restart"
     );
     assert!(stream.ids.len() >= acknowledged.len());
+}
+
+/// `reconcile --format json` of campaign `loss`, run where the campaign file is.
+fn reconcile_loss(
+    file: &support::CampaignFile,
+    server: &RedisServer,
+    code: i32,
+) -> serde_json::Value {
+    seckill_on(file, server, &["reconcile"])
+        .json()
+        .current_dir(file.dir.path())
+        .fails_with(code)
+        .json()
+}
+
+fn names(list: &serde_json::Value) -> Vec<String> {
+    let mut ids: Vec<String> = list["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// `users` orders of campaign `loss` stored, then Redis loses everything (a
+/// restart without persistence: every key is gone, the stream with them).
+/// Returns the stored order ids, sorted.
+fn stored_then_lost(
+    file: &support::CampaignFile,
+    server: &RedisServer,
+    users: usize,
+) -> Vec<String> {
+    let run = |args: &[&str]| seckill_on(file, server, args).current_dir(file.dir.path());
+    run(&["preheat"]).succeeds();
+    let sold = sorted(buy_many(server, file, "1", "early", users));
+    run(&["consume", "--drain"]).succeeds();
+    let () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    sold
+}
+
+#[test]
+fn after_redis_lost_its_data_reconcile_names_the_stored_orders_as_drift_and_the_next_step() {
+    let server = RedisServer::start();
+    let file = loss(20).write();
+    let run = |args: &[&str]| seckill_on(&file, &server, args).current_dir(file.dir.path());
+    let sold = stored_then_lost(&file, &server, 10);
+    let report = reconcile_loss(&file, &server, DRIFT_FOUND);
+    let item = &report["items"][0];
+    assert_eq!(item["checked"], true, "{item:#}");
+    assert_eq!(item["redis_lost_data"], true, "{item:#}");
+    assert_eq!(item["not_in_redis"]["count"], 10, "{item:#}");
+    assert_eq!(
+        names(&item["not_in_redis"]),
+        sold,
+        "the stored orders are named"
+    );
+    assert!(
+        item["next_step"]
+            .as_str()
+            .is_some_and(|s| s.contains("preheat --recover")),
+        "{item:#}"
+    );
+    let text = run(&["reconcile"]).fails_with(DRIFT_FOUND).stdout();
+    assert!(text.contains("Redis lost its data"), "{text}");
+    assert!(text.contains("next: seckill -c"), "{text}");
+    assert!(text.contains(&sold[0]), "{text}");
+    // Reconcile wrote nothing: preheat still refuses to sell them again.
+    run(&["preheat"]).fails_with(PREHEAT_REFUSED);
+}
+
+#[test]
+fn after_preheat_recover_reconcile_balances_against_the_known_loss_and_a_new_loss_still_pages() {
+    let server = RedisServer::start();
+    let file = loss(20).write();
+    let run = |args: &[&str]| seckill_on(&file, &server, args).current_dir(file.dir.path());
+    stored_then_lost(&file, &server, 12);
+    run(&["preheat", "--recover"]).succeeds();
+
+    // Every night from now on: balanced, the loss shown, not paged on.
+    for _night in 0..2 {
+        let report = reconcile_loss(&file, &server, SUCCESS);
+        let item = &report["items"][0];
+        assert_eq!(item["balanced"], true, "{item:#}");
+        let known = &item["known_loss"];
+        assert_eq!(known["rows_carried"], 12, "{item:#}");
+        assert_eq!(known["units_carried"], 12, "{item:#}");
+        assert_eq!(known["intact"], true, "{item:#}");
+        assert_eq!(known["recoveries"][0]["stock_loaded"], 8, "{item:#}");
+        assert_eq!(item["initial_stock"], 20, "{item:#}");
+        assert_eq!(item["not_in_redis"]["count"], 0, "{item:#}");
+    }
+    let text = run(&["reconcile"]).succeeds().stdout();
+    assert!(text.contains("known loss"), "{text}");
+    assert!(text.contains("12 carried over"), "{text}");
+
+    // New sales after the recovery are checked as ever.
+    let late = buy_many(&server, &file, "1", "late", 3);
+    assert_eq!(late.len(), 3);
+    run(&["consume", "--drain"]).succeeds();
+    let report = reconcile_loss(&file, &server, SUCCESS);
+    assert_eq!(report["items"][0]["stored"]["units"], 3);
+    assert_eq!(report["items"][0]["remaining"], 5);
+
+    // A carried-over order changed behind the baseline's back is drift again.
+    let db = rusqlite::Connection::open(sqlite_path(&file)).unwrap();
+    let carried: String = db
+        .query_row(
+            "SELECT order_id FROM orders WHERE recovered_at IS NOT NULL LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    db.execute("UPDATE orders SET qty = 2 WHERE order_id = ?1", [&carried])
+        .unwrap();
+    let report = reconcile_loss(&file, &server, DRIFT_FOUND);
+    assert_eq!(report["items"][0]["known_loss"]["intact"], false);
+    db.execute("UPDATE orders SET qty = 1 WHERE order_id = ?1", [&carried])
+        .unwrap();
+    reconcile_loss(&file, &server, SUCCESS);
+
+    // Redis loses its data again: only the 3 orders since the recovery are news.
+    let () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    let report = reconcile_loss(&file, &server, DRIFT_FOUND);
+    let item = &report["items"][0];
+    assert_eq!(item["redis_lost_data"], true, "{item:#}");
+    assert_eq!(names(&item["not_in_redis"]), sorted(late), "{item:#}");
+    // And the second recovery adds them to the baseline.
+    run(&["preheat", "--recover"]).succeeds();
+    let report = reconcile_loss(&file, &server, SUCCESS);
+    let known = &report["items"][0]["known_loss"];
+    assert_eq!(known["rows_carried"], 15, "{known:#}");
+    assert_eq!(
+        known["recoveries"].as_array().unwrap().len(),
+        2,
+        "{known:#}"
+    );
+    assert_eq!(report["items"][0]["remaining"], 5);
 }

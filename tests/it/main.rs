@@ -36,6 +36,7 @@ mod output;
 mod quiet;
 mod readme_session;
 mod reconcile_content;
+mod reconcile_live;
 mod refused_orders;
 mod replicas;
 mod replicas_cluster;

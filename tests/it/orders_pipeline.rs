@@ -443,3 +443,90 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
     let report = reconciling(&file, &server, &[]).succeeds().json();
     assert_eq!(report["items"][0]["sale_in_progress"], false);
 }
+
+/// Everything delivered again (the group rewound, as after a consumer died
+/// between commit and ack), mixed with new orders: each order is stored once,
+/// the redelivered ones count as already stored, nothing stays pending.
+fn redelivery_stores_each_order_once(extra: &[&str], rows: &dyn Fn() -> Vec<String>) {
+    let server = RedisServer::start();
+    let file = two_item_campaign(100, 10);
+    preheat(&file, &server);
+    let mut ok = buy_many(&server, &file, "1001", "a", 30);
+    seckill_on(&file, &server, &["consume", "--drain"])
+        .args(extra)
+        .succeeds();
+    ok.extend(buy_many(&server, &file, "1001", "b", 20));
+    let () = redis::cmd("XGROUP")
+        .arg(&["SETID", &orders_key("1001"), "orders-db", "0"])
+        .query(&mut server.conn())
+        .unwrap();
+    let summary = seckill_on(&file, &server, &["consume", "--drain"])
+        .args(extra)
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(summary["acked"], 50, "{summary:#}");
+    assert_eq!(summary["inserted"], 20, "{summary:#}");
+    assert_eq!(summary["already_stored"], 30, "{summary:#}");
+    assert_eq!(group_state(&server, &orders_key("1001")), (0, 50, 0));
+    assert_eq!(sorted(rows()), sorted(ok));
+    reconciling(&file, &server, extra).succeeds();
+}
+
+#[test]
+fn a_redelivered_batch_stores_each_order_once_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.db");
+    let url = format!("sqlite://{}", path.display());
+    redelivery_stores_each_order_once(&["--orders-db", &url], &|| sqlite_order_ids(&path));
+}
+
+#[test]
+fn a_redelivered_batch_stores_each_order_once_in_mariadb() {
+    let db = MariaDb::start();
+    let url = db.url();
+    redelivery_stores_each_order_once(&["--orders-db", &url], &|| {
+        db.conn().query("SELECT order_id FROM orders").unwrap()
+    });
+}
+
+/// Pending ids of entries deleted from the stream stay in the pending list:
+/// a page's range can then hold more pending ids than one XPENDING reply
+/// (the page's size) brings. Every entry still there must count as in flight
+/// — none as missing — while the deleted ones' units are drift.
+#[test]
+fn reconcile_counts_every_pending_entry_when_deleted_ids_crowd_a_page() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(3000, 10);
+    preheat(&file, &server);
+    // The database exists, and holds nothing: consume ran before the sale.
+    seckill_on(&file, &server, &["consume", "--drain"]).succeeds();
+    assert_eq!(buy_many(&server, &file, "1001", "a", 2300).len(), 2300);
+    let key = orders_key("1001");
+    let mut conn = server.conn();
+    // A consumer that reads everything and dies before storing any of it.
+    let _ =
+        seckill::domain::orders::stream::read_group(&mut conn, "ghost", &[(&key, ">")], 5000, None)
+            .unwrap();
+    let ids = support::orders::stream_ids(&server, &key);
+    let deleted: Vec<&String> = ids.iter().skip(100).take(400).collect();
+    let removed: i64 = redis::cmd("XDEL")
+        .arg(&key)
+        .arg(&deleted)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(removed, 400);
+    assert_eq!(support::orders::pending_ids(&server, &key).len(), 2300);
+
+    let report = reconciling(&file, &server, &["--item", "1001"])
+        .fails_with(DRIFT_FOUND)
+        .json();
+    let item = &report["items"][0];
+    assert_eq!(item["in_flight"]["entries"], 1900, "{item:#}");
+    assert_eq!(item["missing_from_database"]["count"], 0, "{item:#}");
+    assert_eq!(item["stored"]["entries"], 0, "{item:#}");
+    assert!(
+        item["equation"].as_str().unwrap().contains("3000 ≠ 2600"),
+        "the deleted entries' 400 units are unaccounted: {item:#}"
+    );
+}

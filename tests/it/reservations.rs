@@ -720,7 +720,7 @@ fn sqlite_schema_1_migrates_and_state_changes_apply_conditionally() {
         .unwrap()
         .query_row("SELECT MAX(version) FROM seckill_schema", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, seckill::domain::orders::SCHEMA_VERSION);
 }
 
 #[test]
@@ -755,7 +755,7 @@ fn mariadb_schema_1_migrates_and_state_changes_apply_conditionally() {
         .conn()
         .query_first("SELECT MAX(version) FROM seckill_schema")
         .unwrap();
-    assert_eq!(version, Some(2));
+    assert_eq!(version, Some(seckill::domain::orders::SCHEMA_VERSION));
 }
 
 #[test]

@@ -11,20 +11,32 @@
 //!   more: a read the signal interrupted may still have delivered entries to
 //!   us, and they are the batch in hand to finish before exiting.
 //!
+//! New entries are read by a thread of their own on a connection of its own
+//! ([`read_new_entries`], a `wire::ReadConn`): while this thread commits one
+//! batch and then acks it, the reader already reads and parses the next —
+//! at most one batch waits between them, so memory stays flat. Nothing
+//! changes for the pipeline's rule: only this thread stores and acks, each
+//! ack after its commit; what the reader read is pending under our name
+//! until then, like any read that is not acked yet. The reader stops at a
+//! stop request, at a read that failed (we re-read our own pending entries
+//! first, as before) and, with `drain`, at the first read that finds nothing.
+//!
 //! Entries that are not orders are left pending and reported once each:
 //! `pending-claim` dead-letters them, so one poison entry never stops the
 //! flow and is never silently dropped.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use serde::Serialize;
 
 use super::entry::{RawEntry, StreamEntry, parse_entry};
 use super::pipeline::{Batch, store_then_ack};
 use super::reconnecting::ReconnectingConn;
+use super::wire::{ReadConn, ReadsStreams};
 use super::{OrderStore, stream};
 use crate::model::campaign::Campaign;
 use crate::model::keys::ItemKeys;
@@ -32,6 +44,10 @@ use crate::redis_client::conn::{Conn, RedisTarget};
 
 /// The command name in log lines.
 const COMMAND: &str = "consume";
+
+/// Read rounds stored in one transaction at most, when the reader has them
+/// ready (each round is `--batch` entries per stream at most).
+const MAX_ROUNDS_PER_COMMIT: usize = 4;
 
 /// How one consumer runs.
 #[derive(Debug, Clone)]
@@ -86,10 +102,10 @@ pub(crate) struct Consumed {
 pub(crate) trait Watcher {
     /// An entry that is not an order was left pending (said once per entry).
     fn left_pending(&mut self, message: String);
-    /// The database refused an order of `item` (left pending).
-    fn refused(&mut self, item: &str);
     /// A round ended; `acked` entries so far.
     fn round_done(&mut self, acked: u64, conn: &mut Conn);
+    /// The database refused an order of `item` (left pending).
+    fn refused(&mut self, item: &str);
 }
 
 /// One consumer of the campaign's order streams.
@@ -100,7 +116,10 @@ pub(crate) struct Consumer<'a> {
     owners: Vec<usize>,
     /// Stream key → position in `items`.
     index: HashMap<String, usize>,
+    /// Stream key → item id, for parsing.
+    streams: StreamItems,
     settings: ConsumerSettings,
+    target: &'a RedisTarget,
     conn: ReconnectingConn<'a>,
     store: &'a mut dyn OrderStore,
     stop: &'a AtomicBool,
@@ -136,6 +155,13 @@ impl<'a> Consumer<'a> {
             .enumerate()
             .map(|(i, k)| (k.orders.clone(), i))
             .collect();
+        let streams = StreamItems {
+            item_of: items
+                .iter()
+                .zip(&owners)
+                .map(|(k, &owner)| (k.orders.clone(), campaign.items[owner].id.clone()))
+                .collect(),
+        };
         let counts = campaign
             .items
             .iter()
@@ -149,7 +175,9 @@ impl<'a> Consumer<'a> {
             items,
             owners,
             index,
+            streams,
             settings,
+            target,
             conn,
             store,
             stop,
@@ -160,14 +188,14 @@ impl<'a> Consumer<'a> {
         })
     }
 
-    /// The item streams this consumer reads.
-    pub(crate) fn items(&self) -> &[ItemKeys] {
-        &self.items
-    }
-
     /// Its Redis connection, for what the command shows (who else uses the name).
     pub(crate) fn conn(&mut self) -> &mut Conn {
         self.conn.conn()
+    }
+
+    /// The item streams this consumer reads.
+    pub(crate) fn items(&self) -> &[ItemKeys] {
+        &self.items
     }
 
     /// The item of each stream of [`Consumer::items`], in the same order.
@@ -186,46 +214,135 @@ impl<'a> Consumer<'a> {
                 phase = Phase::FinalPass(self.pending_from_start());
                 self.conn.start_afresh();
             }
-            let round = self.read(&phase)?;
-            let read_any = round.reads.iter().any(|(_, entries)| !entries.is_empty());
-            let batch = self.assemble(&mut phase, round.reads, watcher);
-            if batch.ack_count() > 0 {
-                let stored =
-                    store_then_ack(COMMAND, &mut *self.store, &mut self.conn, &batch, self.stop)?;
-                self.inserted += stored.inserted;
-                self.acked += stored.acked;
-                for (key, ids) in &batch.acks {
-                    if let Some(&i) = self.index.get(key.as_str()) {
-                        // Stream i belongs to item owners[i] (one stream per bucket);
-                        // entries the database refused stay pending, not stored.
-                        let refused = stored.refused.iter().filter(|(k, _, _)| k == key).count();
-                        let item = &self.campaign.items[self.owners[i]].id;
-                        crate::domain::orders::counters::CONSUME
-                            .add_stored(item, (ids.len() - refused) as u64);
-                    }
-                }
-                for (key, _, _) in &stored.refused {
-                    if let Some(&i) = self.index.get(key.as_str()) {
-                        // counts are per item; i is the stream (one per bucket).
-                        self.counts[self.owners[i]].acked -= 1;
-                        self.counts[self.owners[i]].refused += 1;
-                        watcher.refused(&self.campaign.items[self.owners[i]].id);
-                    }
-                }
+            if phase == Phase::NewEntries {
+                phase = match self.new_entries(watcher)? {
+                    NewEnded::Drained => return Ok(self.finish(false)),
+                    // The stop check above turns this into the final pass.
+                    NewEnded::Stopped => Phase::NewEntries,
+                    // A failed `>` read may still have delivered entries to
+                    // us, now pending under our name: read those next.
+                    NewEnded::ReadFailed => Phase::OwnPending(self.pending_from_start()),
+                };
+                continue;
             }
+            let reads = self.read(&phase)?;
+            let read_any = reads.iter().any(|(_, entries)| !entries.is_empty());
+            let parsed = self.streams.parse(&self.campaign.id, reads);
+            let batch = self.assemble(&mut phase, parsed, watcher);
+            self.store(&batch, watcher)?;
             phase = match phase {
-                // A failed `>` read may still have delivered entries to us,
-                // now pending under our name: read those next.
-                _ if round.new_read_failed => Phase::OwnPending(self.pending_from_start()),
                 Phase::FinalPass(_) if !read_any => return Ok(self.finish(true)),
                 Phase::OwnPending(_) if !read_any => Phase::NewEntries,
-                Phase::NewEntries if !read_any && self.settings.drain => {
-                    return Ok(self.finish(false));
-                }
                 phase => phase,
             };
             watcher.round_done(self.acked, self.conn.conn());
         }
+    }
+
+    /// Store `batch` (commit, then ack) and count it.
+    fn store(&mut self, batch: &Batch, watcher: &mut dyn Watcher) -> Result<()> {
+        if batch.ack_count() == 0 {
+            return Ok(());
+        }
+        let stored = store_then_ack(COMMAND, &mut *self.store, &mut self.conn, batch, self.stop)?;
+        self.inserted += stored.inserted;
+        self.acked += stored.acked;
+        for (key, ids) in &batch.acks {
+            if let Some(&i) = self.index.get(key.as_str()) {
+                // Stream i belongs to item owners[i] (one stream per bucket);
+                // entries the database refused stay pending, not stored.
+                let refused = stored.refused.iter().filter(|(k, _, _)| k == key).count();
+                let item = &self.campaign.items[self.owners[i]].id;
+                crate::domain::orders::counters::CONSUME
+                    .add_stored(item, (ids.len() - refused) as u64);
+            }
+        }
+        for (key, _, _) in &stored.refused {
+            if let Some(&i) = self.index.get(key.as_str()) {
+                // counts are per item; i is the stream (one per bucket).
+                self.counts[self.owners[i]].acked -= 1;
+                self.counts[self.owners[i]].refused += 1;
+                watcher.refused(&self.campaign.items[self.owners[i]].id);
+            }
+        }
+        Ok(())
+    }
+
+    /// New entries, read by a reader thread while this one stores: until
+    /// drained (`drain`), stopped, or a read failed.
+    fn new_entries(&mut self, watcher: &mut dyn Watcher) -> Result<NewEnded> {
+        let reader = Reader {
+            target: self.target,
+            consumer: self.settings.consumer.clone(),
+            items: self.items.clone(),
+            streams: self.streams.clone(),
+            campaign: self.campaign.id.clone(),
+            batch: self.settings.batch as usize,
+            block: (!self.settings.drain).then_some(self.settings.block),
+            stop: self.stop,
+        };
+        // Rounds wait here while the one before them is stored.
+        let (sender, receiver) = sync_channel(MAX_ROUNDS_PER_COMMIT - 1);
+        std::thread::scope(|scope| {
+            let reading = scope.spawn(move || reader.run(&sender));
+            let ended = self.take_new_entries(&receiver, watcher);
+            // Stored no further: the reader stops at its next hand-over.
+            drop(receiver);
+            let read = reading
+                .join()
+                .map_err(|_| anyhow!("the order stream reader panicked"))?;
+            match (ended?, read) {
+                (_, Err(error)) => Err(error),
+                (Some(ended), Ok(())) => Ok(ended),
+                (None, Ok(())) => Err(anyhow!("the order stream reader ended without a word")),
+            }
+        })
+    }
+
+    /// Store what the reader hands over; `None` when it went away (its error says why).
+    fn take_new_entries(
+        &mut self,
+        receiver: &Receiver<Read>,
+        watcher: &mut dyn Watcher,
+    ) -> Result<Option<NewEnded>> {
+        while let Ok(read) = receiver.recv() {
+            let (mut reads, mut failed) = match read {
+                Read::Entries { reads, failed } => (reads, failed),
+                Read::Drained => return Ok(Some(NewEnded::Drained)),
+                Read::Stopped => return Ok(Some(NewEnded::Stopped)),
+            };
+            // Rounds the reader has ready already go into the same
+            // transaction: fewer commits (each one fsync) while catching up,
+            // and nothing is held back to wait for more.
+            let mut ended = None;
+            for _ in 0..MAX_ROUNDS_PER_COMMIT - 1 {
+                match receiver.try_recv() {
+                    Ok(Read::Entries {
+                        reads: more,
+                        failed: more_failed,
+                    }) => {
+                        reads.extend(more);
+                        failed = more_failed;
+                    }
+                    Ok(Read::Drained) => ended = Some(NewEnded::Drained),
+                    Ok(Read::Stopped) => ended = Some(NewEnded::Stopped),
+                    Err(_) => {}
+                }
+                if failed || ended.is_some() {
+                    break;
+                }
+            }
+            let batch = self.assemble(&mut Phase::NewEntries, reads, watcher);
+            self.store(&batch, watcher)?;
+            watcher.round_done(self.acked, self.conn.conn());
+            if failed {
+                return Ok(Some(NewEnded::ReadFailed));
+            }
+            if ended.is_some() {
+                return Ok(ended);
+            }
+        }
+        Ok(None)
     }
 
     /// Cursors at the start of every stream's pending list.
@@ -233,93 +350,65 @@ impl<'a> Consumer<'a> {
         vec!["0".to_string(); self.items.len()]
     }
 
-    /// One XREADGROUP round for `phase`, retried on a fresh connection.
-    fn read(&mut self, phase: &Phase) -> Result<Round> {
-        let (start_ids, wait) = match phase {
-            Phase::OwnPending(cursors) | Phase::FinalPass(cursors) => (cursors.clone(), None),
-            Phase::NewEntries => (
-                vec![">".to_string(); self.items.len()],
-                (!self.settings.drain).then_some(self.settings.block),
-            ),
+    /// One XREADGROUP round of our own pending entries, retried on a fresh connection.
+    fn read(&mut self, phase: &Phase) -> Result<Vec<(String, Vec<RawEntry>)>> {
+        let (Phase::OwnPending(start_ids) | Phase::FinalPass(start_ids)) = phase else {
+            return Ok(Vec::new());
         };
-        let reading_new = *phase == Phase::NewEntries;
-        let final_pass = matches!(phase, Phase::FinalPass(_));
         let (settings, items, stop) = (&self.settings, &self.items, self.stop);
-        let mut new_read_failed = false;
-        let mut interrupted = false;
-        let reads = self
-            .conn
+        self.conn
             .retry(COMMAND, "reading the order streams", stop, |conn| {
-                let result = stream::read_items(
+                stream::read_items(
                     conn,
                     &settings.consumer,
                     items,
-                    &start_ids,
+                    start_ids,
                     settings.batch as usize,
-                    wait,
-                );
-                new_read_failed |= result.is_err() && reading_new;
-                if result.is_err() && stop.load(Ordering::SeqCst) && !final_pass {
-                    // The stop signal interrupted this read (EINTR): not an
-                    // error. The final pass re-reads whatever it delivered.
-                    interrupted = true;
-                    return Ok(Vec::new());
-                }
-                result
-            })?;
-        if interrupted {
-            self.conn.start_afresh();
-        }
-        Ok(Round {
-            reads,
-            new_read_failed,
-        })
+                    None,
+                )
+            })
     }
 
     /// Turn one round's entries into a batch (orders to store, ids to ack);
     /// moves the pending cursors of `phase` past what was read.
-    fn assemble(
-        &mut self,
-        phase: &mut Phase,
-        reads: Vec<(String, Vec<RawEntry>)>,
-        watcher: &mut dyn Watcher,
-    ) -> Batch {
+    fn assemble(&mut self, phase: &mut Phase, reads: Parsed, watcher: &mut dyn Watcher) -> Batch {
         let mut batch = Batch::default();
         for (key, entries) in reads {
             let Some(&i) = self.index.get(key.as_str()) else {
                 continue;
             };
-            if let (Phase::OwnPending(cursors) | Phase::FinalPass(cursors), Some(last)) =
+            if let (Phase::OwnPending(cursors) | Phase::FinalPass(cursors), Some((last, _))) =
                 (&mut *phase, entries.last())
             {
-                cursors[i].clone_from(&last.id);
+                cursors[i].clone_from(last);
             }
-            let item = &self.campaign.items[self.owners[i]];
             let mut ids = Vec::with_capacity(entries.len());
-            for entry in &entries {
-                match parse_entry(entry, &self.campaign.id, &item.id) {
+            for (id, parsed) in entries {
+                match parsed {
                     Ok(StreamEntry::Order(order)) => {
-                        ids.push(entry.id.clone());
+                        ids.push(id);
                         batch.push_order(&key, order);
                     }
                     Ok(StreamEntry::Change(change)) => {
-                        ids.push(entry.id.clone());
+                        ids.push(id);
                         batch.changes.push(change);
                     }
                     Err(reason) => {
-                        if self.not_orders.insert(format!("{key} {}", entry.id)) {
+                        if self.not_orders.insert(format!("{key} {id}")) {
                             self.counts[self.owners[i]].left_pending += 1;
                             watcher.left_pending(format!(
-                                "entry {} of {key} is not an order ({reason}): left pending for `seckill pending-claim` to dead-letter",
-                                entry.id
+                                "entry {id} of {key} is not an order ({reason}): left pending for `seckill pending-claim` to dead-letter"
                             ));
                         }
                     }
                 }
             }
             self.counts[self.owners[i]].acked += ids.len() as u64;
-            if !ids.is_empty() {
-                batch.acks.push((key, ids));
+            // Rounds stored together ack together: one XACK per stream.
+            match batch.acks.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, acked)) => acked.extend(ids),
+                None if !ids.is_empty() => batch.acks.push((key, ids)),
+                None => {}
             }
         }
         batch
@@ -335,9 +424,112 @@ impl<'a> Consumer<'a> {
     }
 }
 
-/// What one read round brought.
-struct Round {
-    reads: Vec<(String, Vec<RawEntry>)>,
-    /// A read of new entries failed at least once this round.
-    new_read_failed: bool,
+/// Each stream's entries as read: the stream id and what the parser made of it.
+type Parsed = Vec<(
+    String,
+    Vec<(String, std::result::Result<StreamEntry, String>)>,
+)>;
+
+/// Which item each stream belongs to, for parsing its entries.
+#[derive(Debug, Clone)]
+struct StreamItems {
+    /// Stream key → item id.
+    item_of: HashMap<String, String>,
+}
+
+impl StreamItems {
+    fn parse(&self, campaign: &str, reads: Vec<(String, Vec<RawEntry>)>) -> Parsed {
+        reads
+            .into_iter()
+            .filter_map(|(key, entries)| {
+                let item = self.item_of.get(&key)?;
+                let parsed = entries
+                    .into_iter()
+                    .map(|entry| {
+                        let parsed = parse_entry(&entry, campaign, item);
+                        (entry.id, parsed)
+                    })
+                    .collect();
+                Some((key, parsed))
+            })
+            .collect()
+    }
+}
+
+/// How the reader thread's run ended, as the storing thread sees it.
+enum NewEnded {
+    Drained,
+    Stopped,
+    ReadFailed,
+}
+
+/// What the reader hands over.
+enum Read {
+    /// One round (nothing, when a blocking read timed out); `failed`: the read
+    /// failed at least once, so entries may have been delivered to us unseen,
+    /// and the reader stopped.
+    Entries { reads: Parsed, failed: bool },
+    /// Nothing new was left (`drain`); the reader stopped.
+    Drained,
+    /// A stop request; the reader stopped.
+    Stopped,
+}
+
+/// The reader thread: XREADGROUP `>` rounds on a connection of its own.
+struct Reader<'a> {
+    target: &'a RedisTarget,
+    consumer: String,
+    items: Vec<ItemKeys>,
+    streams: StreamItems,
+    campaign: String,
+    batch: usize,
+    /// BLOCK per read; `None` (drain) reads without waiting.
+    block: Option<Duration>,
+    stop: &'a AtomicBool,
+}
+
+impl Reader<'_> {
+    fn run(&self, hand_over: &SyncSender<Read>) -> Result<()> {
+        let conn = ReadConn::open(self.target)?;
+        let mut conn = ReconnectingConn::new(self.target, conn).with_groups(&self.items)?;
+        let start_ids = vec![">".to_string(); self.items.len()];
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                let _ = hand_over.send(Read::Stopped);
+                return Ok(());
+            }
+            let (mut failed, mut interrupted) = (false, false);
+            let reads = conn.retry(COMMAND, "reading the order streams", self.stop, |conn| {
+                let result = stream::read_items(
+                    conn,
+                    &self.consumer,
+                    &self.items,
+                    &start_ids,
+                    self.batch,
+                    self.block,
+                );
+                failed |= result.is_err();
+                if result.is_err() && self.stop.load(Ordering::SeqCst) {
+                    // The stop signal interrupted this read (EINTR): not an
+                    // error. The final pass re-reads whatever it delivered.
+                    interrupted = true;
+                    return Ok(Vec::new());
+                }
+                result
+            })?;
+            if interrupted {
+                let _ = hand_over.send(Read::Stopped);
+                return Ok(());
+            }
+            let nothing = reads.iter().all(|(_, entries)| entries.is_empty());
+            if nothing && !failed && self.block.is_none() {
+                let _ = hand_over.send(Read::Drained);
+                return Ok(());
+            }
+            let reads = self.streams.parse(&self.campaign, reads);
+            if hand_over.send(Read::Entries { reads, failed }).is_err() || failed {
+                return Ok(());
+            }
+        }
+    }
 }

@@ -9,9 +9,9 @@
 //! * [`consumer`]: `consume` as named phases (own pending, new, final pass).
 //! * [`claimer`]: `pending-claim` as a claim step and a settle step.
 //! * [`transient`]: which database errors opening waits out (the rest fail fast).
+//! * [`wire`]: the stream readers' connection, replies parsed straight into entries.
 //! * [`OrderStore`] with two backends chosen by URL: [`sqlite`] (embedded
 //!   default) and [`mysql`] (MySQL/MariaDB for production).
-//! * [`reconcile`]: the nightly equation.
 //!
 //! Where the database is: `--orders-db URL` > `SECKILL_ORDERS_DB` > the
 //! campaign file's `orders.store` > `sqlite://orders.db`. A relative SQLite
@@ -31,6 +31,7 @@ pub(crate) mod reconnecting;
 pub mod sqlite;
 pub mod stream;
 pub(crate) mod transient;
+pub(crate) mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -43,8 +44,10 @@ use crate::redis_client::conn::redact;
 
 pub use entry::{Order, OrderState, StateChange};
 
-/// Version of the schema this build writes (table `seckill_schema`).
-pub const SCHEMA_VERSION: i64 = 2;
+/// Version of the schema this build writes (table `seckill_schema`): 2 added
+/// the reservation states, 3 the recovery baseline (`orders.recovered_at`,
+/// table `seckill_recoveries`).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The order database when neither flag, environment nor file names one.
 pub(crate) const DEFAULT_STORE: &str = "sqlite://orders.db";
@@ -125,12 +128,15 @@ impl StoreLocation {
         }
     }
 
-    /// Connect to a database that must already exist: a mistyped SQLite path
-    /// is "no such database", never a fresh empty file (only `consume`
-    /// creates the database; everything else reads what it wrote).
+    /// Connect to a database that must already exist with its schema: a
+    /// mistyped SQLite path is "no such database", never a fresh empty file,
+    /// and a database without the seckill schema is "no schema", never a
+    /// fresh empty one (only `consume` creates them; everything else reads
+    /// what it wrote). An older schema is upgraded in place, as `consume`
+    /// would.
     pub(crate) fn open_existing(&self) -> Result<Box<dyn OrderStore>> {
         self.require_existing()?;
-        self.open()
+        self.open_as(Schema::MustExist)
     }
 
     /// Fail with "no such database" when a SQLite file is missing.
@@ -149,11 +155,38 @@ impl StoreLocation {
 
     /// Connect, creating the database file (SQLite) and the schema when missing.
     pub fn open(&self) -> Result<Box<dyn OrderStore>> {
+        self.open_as(Schema::CreateIfMissing)
+    }
+
+    fn open_as(&self, schema: Schema) -> Result<Box<dyn OrderStore>> {
         Ok(match self {
-            StoreLocation::Sqlite(path) => Box::new(sqlite::SqliteStore::open(path)?),
-            StoreLocation::Mysql(url) => Box::new(mysql::MysqlStore::open(url, self.display())?),
+            StoreLocation::Sqlite(path) => Box::new(sqlite::SqliteStore::open_as(path, schema)?),
+            StoreLocation::Mysql(url) => {
+                Box::new(mysql::MysqlStore::open(url, self.display(), schema)?)
+            }
         })
     }
+}
+
+/// Whether opening a store may create the seckill schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schema {
+    /// `consume` and the other writers: create the tables when missing.
+    CreateIfMissing,
+    /// Readers (`reconcile`): a database without the tables holds no orders
+    /// of seckill, and creating them would make it look consumed into.
+    MustExist,
+}
+
+/// The error of [`Schema::MustExist`] on a database without the tables:
+/// permanent (waiting does not create a schema), and it says what to do.
+pub(crate) fn no_schema(display: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{display} has no seckill schema (table seckill_schema is missing): it holds no orders \
+         of seckill, so there is nothing to check against, and this command does not create \
+         one. Point --orders-db, SECKILL_ORDERS_DB or the campaign file's orders.store at the \
+         database `seckill consume` stores into; only `seckill consume` creates the schema"
+    )
 }
 
 /// Rows and units of one campaign item in the database.
@@ -163,6 +196,10 @@ pub struct ItemTotals {
     pub(crate) rows: i64,
     /// Units those rows ordered.
     pub(crate) units: i64,
+    /// Of those, rows `preheat --recover` carried over a Redis data loss.
+    pub(crate) carried_rows: i64,
+    /// Units of the carried-over rows.
+    pub(crate) carried_units: i64,
 }
 
 /// A stored order's identity, for comparing the database against the stream.
@@ -170,6 +207,31 @@ pub struct ItemTotals {
 pub struct StoredOrder {
     pub(crate) order_id: String,
     pub(crate) stream_id: String,
+    pub(crate) qty: i64,
+    /// Carried over a Redis data loss by `preheat --recover`: its stream
+    /// entry is gone by definition.
+    pub(crate) carried: bool,
+}
+
+/// One `preheat --recover` of one item: the baseline reconcile balances
+/// against. Written to the order database before Redis is loaded, with
+/// the rows it carried over marked (`orders.recovered_at`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Recovery {
+    pub(crate) campaign: String,
+    pub(crate) item_id: String,
+    /// Unix ms, Redis clock; also the `recovered_at` of the rows it carried.
+    pub(crate) recovered_at_ms: i64,
+    /// Who ran it (`--by`-style operator name).
+    pub(crate) recovered_by: String,
+    /// Orders stored before the loss, carried over (their stream entries are gone).
+    pub(crate) rows_carried: i64,
+    /// Their units.
+    pub(crate) units_carried: i64,
+    /// The item's stock at the recovery (the campaign file's).
+    pub(crate) initial_stock: i64,
+    /// What was loaded into Redis: initial − every unit stored.
+    pub(crate) stock_loaded: i64,
 }
 
 /// What a stored row says about its order: reconcile compares it with the
@@ -192,6 +254,19 @@ pub struct BuyerTotal {
     pub(crate) units: i64,
     /// The user's latest order (order ids sort by time).
     pub(crate) latest_order_id: String,
+}
+
+impl Recovery {
+    /// This recovery as recorded, once its transaction counted what it marked
+    /// (`rows`, `units`) and every unit stored of the item (`all_units`).
+    pub(crate) fn counted(&self, rows: i64, units: i64, all_units: i64) -> Recovery {
+        Recovery {
+            rows_carried: rows,
+            units_carried: units,
+            stock_loaded: (self.initial_stock - all_units).max(0),
+            ..self.clone()
+        }
+    }
 }
 
 /// An order database. Every method is one transaction or one query.
@@ -237,8 +312,21 @@ pub trait OrderStore {
     /// Rows of one campaign, every item (also items no longer in the file).
     fn campaign_rows(&mut self, campaign: &str) -> Result<i64>;
 
-    /// Delete every row of one campaign in one transaction; returns how many.
+    /// Delete every row of one campaign, and its recovery records, in one
+    /// transaction; returns how many rows.
     fn delete_campaign(&mut self, campaign: &str) -> Result<u64>;
+
+    /// In ONE transaction: mark every stored row of the item not yet carried
+    /// over as carried by this recovery (`recovered_at`), count what it
+    /// marked (`rows_carried`, `units_carried`) and what is left of the
+    /// initial stock after every stored unit (`stock_loaded`, at least 0),
+    /// and record it. Returns the record; nothing newly marked
+    /// (`rows_carried` 0: an interrupted `--recover` marked them already)
+    /// records nothing.
+    fn record_recovery(&mut self, recovery: &Recovery) -> Result<Recovery>;
+
+    /// Every recovery recorded for one campaign item, oldest first.
+    fn recoveries(&mut self, campaign: &str, item: &str) -> Result<Vec<Recovery>>;
     /// Up to `limit` buyers of one campaign item with user id > `after`, in user id order.
     fn item_buyers_after(
         &mut self,

@@ -2,9 +2,11 @@
 //!
 //! One connection, dropped after any error and opened again on the next
 //! call, so a restarted database is picked up without restarting `consume`.
-//! A batch is one lookup of the order ids already stored and one multi-row
-//! `INSERT` of the others inside one transaction: two round trips and one
-//! commit per batch. Not `INSERT IGNORE`: it would also swallow a refusal by
+//! A batch is one multi-row `INSERT` inside one transaction: one round trip
+//! and one commit per batch. When some of its orders are stored already (a
+//! redelivery: the statement fails with a duplicate key and is undone), the
+//! stored ids are looked up in the same transaction and only the others are
+//! inserted. Not `INSERT IGNORE`: it would also swallow a refusal by
 //! a unique index or a constraint a DBA added — the order acked as stored but
 //! never stored (`tests/it/refused_orders.rs`). Only a repeated order id is
 //! idempotent; anything else the database refuses fails the batch, and the
@@ -19,11 +21,11 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
-    StoredContent, StoredOrder, change_times, parse_state,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, Recovery, SCHEMA_VERSION, Schema,
+    StateChange, StoredContent, StoredOrder, change_times, no_schema, parse_state,
 };
 
-const SCHEMA: [&str; 2] = [
+const SCHEMA: [&str; 3] = [
     "CREATE TABLE IF NOT EXISTS seckill_schema (version INT NOT NULL) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS orders (
         order_id    VARCHAR(64)  NOT NULL PRIMARY KEY,
@@ -40,16 +42,29 @@ const SCHEMA: [&str; 2] = [
         paid_at     BIGINT       NULL COMMENT 'Unix ms, Redis clock',
         released_at BIGINT       NULL COMMENT 'Unix ms, Redis clock (expired or cancelled)',
         release_reason VARCHAR(255) NULL,
+        recovered_at BIGINT      NULL COMMENT 'Unix ms, Redis clock: carried over a Redis data loss by preheat --recover',
         KEY orders_by_item (campaign, item_id, order_id)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE IF NOT EXISTS seckill_recoveries (
+        campaign      VARCHAR(64)  NOT NULL,
+        item_id       VARCHAR(64)  NOT NULL,
+        recovered_at  BIGINT       NOT NULL COMMENT 'Unix ms, Redis clock',
+        recovered_by  VARCHAR(255) NOT NULL,
+        rows_carried  BIGINT       NOT NULL,
+        units_carried BIGINT       NOT NULL,
+        initial_stock BIGINT       NOT NULL,
+        stock_loaded  BIGINT       NOT NULL,
+        PRIMARY KEY (campaign, item_id, recovered_at)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
 ];
 
-/// Schema 1 → 2: the order state and its times (`payment_timeout`), added
-/// to an existing table (an instant ADD COLUMN on MariaDB 10.3+); rows
-/// stored before are `confirmed` (final on ok), as they were. DDL is not
-/// transactional here: the migration runs under a named lock and re-reads
-/// the columns, so two processes starting at once add each column once.
-const STATE_COLUMNS: [(&str, &str); 5] = [
+/// Columns later schemas added to `orders`, added to an existing table (an
+/// instant ADD COLUMN on MariaDB 10.3+). Schema 2: the order state and its
+/// times (`payment_timeout`; rows stored before are `confirmed`, final on
+/// ok, as they were). Schema 3: `recovered_at` (the recovery baseline). DDL
+/// is not transactional here: the migration runs under a named lock and
+/// re-reads the columns, so two processes starting at once add each column once.
+const ADDED_COLUMNS: [(&str, &str); 6] = [
     ("state", "VARCHAR(16) NOT NULL DEFAULT 'confirmed'"),
     (
         "deadline_at",
@@ -61,7 +76,17 @@ const STATE_COLUMNS: [(&str, &str); 5] = [
         "BIGINT NULL COMMENT 'Unix ms, Redis clock (expired or cancelled)'",
     ),
     ("release_reason", "VARCHAR(255) NULL"),
+    (
+        "recovered_at",
+        "BIGINT NULL COMMENT 'Unix ms, Redis clock: carried over a Redis data loss by preheat --recover'",
+    ),
 ];
+
+/// ER_DUP_ENTRY: a row with this key is stored already.
+const DUPLICATE_ENTRY: u16 = 1062;
+
+/// ER_NO_SUCH_TABLE: the database has no seckill schema.
+const NO_SUCH_TABLE: u16 = 1146;
 
 /// Named lock held while the schema is created or migrated.
 const SCHEMA_LOCK: &str = "seckill_schema_migration";
@@ -69,8 +94,10 @@ const SCHEMA_LOCK: &str = "seckill_schema_migration";
 /// Columns of one state change row (see `apply_changes`).
 const CHANGE_COLUMNS: usize = 14;
 
-/// Rows per INSERT statement (at most 14 placeholders each: 14,000, below the 65,535 limit).
-const ROWS_PER_INSERT: usize = 1000;
+/// Rows per INSERT statement (at most 14 placeholders each: 56,000, below
+/// the 65,535 limit): a transaction of the 4 rounds `consume` may store
+/// together at its default batch is one statement, one round trip.
+const ROWS_PER_INSERT: usize = 4000;
 /// Order ids per lookup query.
 const LOOKUP_CHUNK: usize = 1000;
 
@@ -82,8 +109,9 @@ pub(crate) struct MysqlStore {
 }
 
 impl MysqlStore {
-    /// Connect and create the schema when missing. `display` is the URL without password.
-    pub(crate) fn open(url: &str, display: String) -> Result<MysqlStore> {
+    /// Connect and create the schema when missing (with [`Schema::MustExist`]:
+    /// refuse a database without it). `display` is the URL without password.
+    pub(crate) fn open(url: &str, display: String, schema: Schema) -> Result<MysqlStore> {
         let opts = Opts::from_url(url)
             .map_err(|_| anyhow::anyhow!("invalid order database URL {display}"))?;
         let opts: Opts = OptsBuilder::from_opts(opts)
@@ -96,7 +124,7 @@ impl MysqlStore {
             connection: None,
             display,
         };
-        store.create_schema()?;
+        store.create_schema(schema)?;
         Ok(store)
     }
 
@@ -118,9 +146,22 @@ impl MysqlStore {
         result
     }
 
-    fn create_schema(&mut self) -> Result<()> {
+    fn create_schema(&mut self, schema: Schema) -> Result<()> {
         let display = self.display.clone();
         self.with_conn(|conn| {
+            // A read first: a reader needs no lock nor DDL rights on a current schema.
+            let current: mysql::Result<Option<Option<i64>>> =
+                conn.query_first("SELECT MAX(version) FROM seckill_schema");
+            match current {
+                Ok(Some(Some(SCHEMA_VERSION))) => return Ok(()),
+                Ok(Some(Some(_))) => {}
+                Err(mysql::Error::MySqlError(e)) if e.code == NO_SUCH_TABLE && schema == Schema::MustExist => {
+                    return Err(no_schema(&display));
+                }
+                Ok(_) if schema == Schema::MustExist => return Err(no_schema(&display)),
+                Ok(_) | Err(mysql::Error::MySqlError(_)) => {}
+                Err(e) => return Err(e).context("cannot read seckill_schema"),
+            }
             let locked: Option<Option<i64>> = conn
                 .exec_first("SELECT GET_LOCK(?, 30)", (SCHEMA_LOCK,))
                 .context("cannot take the schema lock")?;
@@ -135,13 +176,13 @@ impl MysqlStore {
                 .query_first("SELECT MAX(version) FROM seckill_schema FOR UPDATE")
                 .context("cannot read seckill_schema")?;
             match version.flatten() {
-                None | Some(1) => tx
-                    .exec_drop("INSERT INTO seckill_schema (version) VALUES (?)", (SCHEMA_VERSION,))
-                    .context("cannot record the schema version")?,
                 Some(v) if v > SCHEMA_VERSION => bail!(
                     "{display} has schema version {v}, newer than this seckill understands ({SCHEMA_VERSION}): upgrade seckill"
                 ),
-                Some(_) => {}
+                Some(SCHEMA_VERSION) => {}
+                _ => tx
+                    .exec_drop("INSERT INTO seckill_schema (version) VALUES (?)", (SCHEMA_VERSION,))
+                    .context("cannot record the schema version")?,
             }
             tx.commit().context("cannot commit the schema")
         })
@@ -160,7 +201,7 @@ fn create_and_migrate(conn: &mut Conn, display: &str) -> Result<()> {
              WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'orders'",
         )
         .with_context(|| format!("cannot read the columns of orders in {display}"))?;
-    let missing: Vec<String> = STATE_COLUMNS
+    let missing: Vec<String> = ADDED_COLUMNS
         .iter()
         .filter(|(column, _)| !existing.iter().any(|e| e.eq_ignore_ascii_case(column)))
         .map(|(column, definition)| format!("ADD COLUMN {column} {definition}"))
@@ -189,6 +230,30 @@ fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] 
     ]
 }
 
+/// One multi-row INSERT of `orders` (nothing for none); rows inserted.
+fn insert_rows(
+    tx: &mut mysql::Transaction,
+    orders: &[&Order],
+    consumed_at_ms: i64,
+) -> mysql::Result<u64> {
+    if orders.is_empty() {
+        return Ok(0);
+    }
+    let sql = format!(
+        "INSERT INTO orders
+         (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+          state, deadline_at)
+         VALUES {}",
+        placeholders(orders.len(), "(?,?,?,?,?,?,?,?,?,?,?)")
+    );
+    let mut values: Vec<Value> = Vec::with_capacity(orders.len() * 11);
+    for o in orders {
+        values.extend(row_values(o, consumed_at_ms, o.initial_state()));
+    }
+    tx.exec_drop(sql, values)?;
+    Ok(tx.affected_rows())
+}
+
 fn placeholders(rows: usize, per_row: &str) -> String {
     vec![per_row; rows].join(",")
 }
@@ -206,38 +271,38 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot begin a transaction on {display}"))?;
             let mut inserted = 0;
             for chunk in orders.chunks(ROWS_PER_INSERT) {
-                let lookup = format!(
-                    "SELECT order_id FROM orders WHERE order_id IN ({})",
-                    placeholders(chunk.len(), "?")
-                );
-                let ids: Vec<&str> = chunk.iter().map(|o| o.order_id.as_str()).collect();
-                let mut stored: HashSet<String> = tx
-                    .exec(lookup, ids)
-                    .with_context(|| format!("cannot look up orders in {display}"))?
-                    .into_iter()
-                    .collect();
-                // New ones only, each once (a repeated order id is the one idempotent case).
-                let chunk: Vec<&Order> = chunk
-                    .iter()
-                    .filter(|o| stored.insert(o.order_id.clone()))
-                    .collect();
-                if chunk.is_empty() {
-                    continue;
-                }
-                let sql = format!(
-                    "INSERT INTO orders
-                     (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
-                      state, deadline_at)
-                     VALUES {}",
-                    placeholders(chunk.len(), "(?,?,?,?,?,?,?,?,?,?,?)")
-                );
-                let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 11);
-                for o in &chunk {
-                    values.extend(row_values(o, consumed_at_ms, o.initial_state()));
-                }
-                tx.exec_drop(sql, values)
-                    .with_context(|| format!("cannot insert {} orders into {display}", chunk.len()))?;
-                inserted += tx.affected_rows();
+                let all: Vec<&Order> = chunk.iter().collect();
+                let new = match insert_rows(&mut tx, &all, consumed_at_ms) {
+                    Ok(rows) => rows,
+                    // Some are stored already (a redelivery): the statement is
+                    // undone, the transaction goes on with the others only.
+                    Err(mysql::Error::MySqlError(e)) if e.code == DUPLICATE_ENTRY => {
+                        let lookup = format!(
+                            "SELECT order_id FROM orders WHERE order_id IN ({})",
+                            placeholders(chunk.len(), "?")
+                        );
+                        let ids: Vec<&str> = chunk.iter().map(|o| o.order_id.as_str()).collect();
+                        let mut stored: HashSet<String> = tx
+                            .exec(lookup, ids)
+                            .with_context(|| format!("cannot look up orders in {display}"))?
+                            .into_iter()
+                            .collect();
+                        // New ones only, each once (a repeated order id is the one idempotent case).
+                        let fresh: Vec<&Order> = chunk
+                            .iter()
+                            .filter(|o| stored.insert(o.order_id.clone()))
+                            .collect();
+                        insert_rows(&mut tx, &fresh, consumed_at_ms).with_context(|| {
+                            format!("cannot insert {} orders into {display}", fresh.len())
+                        })?
+                    }
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("cannot insert {} orders into {display}", chunk.len())
+                        });
+                    }
+                };
+                inserted += new;
             }
             tx.commit()
                 .with_context(|| format!("cannot commit {} orders to {display}", orders.len()))?;
@@ -290,7 +355,7 @@ impl OrderStore for MysqlStore {
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            let mut found = HashMap::new();
+            let mut found = HashMap::with_capacity(order_ids.len());
             for chunk in order_ids.chunks(LOOKUP_CHUNK) {
                 let sql = format!(
                     "SELECT order_id, campaign, item_id, user_id, qty, price_cents, state FROM orders
@@ -321,14 +386,16 @@ impl OrderStore for MysqlStore {
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            let row: Option<(i64, i64)> = conn
+            let row: Option<(i64, i64, i64, i64)> = conn
                 .exec_first(
-                    "SELECT COUNT(*), CAST(COALESCE(SUM(qty), 0) AS SIGNED) FROM orders WHERE campaign = ? AND item_id = ?",
+                    "SELECT COUNT(*), CAST(COALESCE(SUM(qty), 0) AS SIGNED), COUNT(recovered_at),
+                            CAST(COALESCE(SUM(CASE WHEN recovered_at IS NOT NULL THEN qty END), 0) AS SIGNED)
+                     FROM orders WHERE campaign = ? AND item_id = ?",
                     (campaign, item),
                 )
                 .with_context(|| format!("cannot count orders of {campaign}/{item} in {display}"))?;
-            let (rows, units) = row.unwrap_or((0, 0));
-            Ok(ItemTotals { rows, units })
+            let (rows, units, carried_rows, carried_units) = row.unwrap_or_default();
+            Ok(ItemTotals { rows, units, carried_rows, carried_units })
         })
     }
 
@@ -348,9 +415,102 @@ impl OrderStore for MysqlStore {
     fn delete_campaign(&mut self, campaign: &str) -> Result<u64> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            conn.exec_drop("DELETE FROM orders WHERE campaign = ?", (campaign,))
+            let mut tx = conn
+                .start_transaction(TxOpts::default())
+                .with_context(|| format!("cannot begin a transaction on {display}"))?;
+            tx.exec_drop("DELETE FROM orders WHERE campaign = ?", (campaign,))
                 .with_context(|| format!("cannot delete orders of {campaign} from {display}"))?;
-            Ok(conn.affected_rows())
+            let deleted = tx.affected_rows();
+            tx.exec_drop(
+                "DELETE FROM seckill_recoveries WHERE campaign = ?",
+                (campaign,),
+            )
+            .with_context(|| {
+                format!("cannot delete the recoveries of {campaign} from {display}")
+            })?;
+            tx.commit()
+                .with_context(|| format!("cannot commit the purge of {campaign} in {display}"))?;
+            Ok(deleted)
+        })
+    }
+
+    fn record_recovery(&mut self, recovery: &Recovery) -> Result<Recovery> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let (campaign, item, at) = (&recovery.campaign, &recovery.item_id, recovery.recovered_at_ms);
+            let mut tx = conn
+                .start_transaction(TxOpts::default())
+                .with_context(|| format!("cannot begin a transaction on {display}"))?;
+            tx.exec_drop(
+                "UPDATE orders SET recovered_at = ?
+                 WHERE campaign = ? AND item_id = ? AND recovered_at IS NULL",
+                (at, campaign, item),
+            )
+            .with_context(|| format!("cannot mark the orders of {campaign}/{item} carried over in {display}"))?;
+            let counted: Option<(i64, i64, i64)> = tx
+                .exec_first(
+                    "SELECT COUNT(CASE WHEN recovered_at = ? THEN 1 END),
+                            CAST(COALESCE(SUM(CASE WHEN recovered_at = ? THEN qty END), 0) AS SIGNED),
+                            CAST(COALESCE(SUM(qty), 0) AS SIGNED)
+                     FROM orders WHERE campaign = ? AND item_id = ?",
+                    (at, at, campaign, item),
+                )
+                .with_context(|| format!("cannot count the carried-over orders in {display}"))?;
+            let (rows, units, all_units) = counted.unwrap_or_default();
+            let written = recovery.counted(rows, units, all_units);
+            if rows == 0 {
+                return Ok(written);
+            }
+            tx.exec_drop(
+                "INSERT INTO seckill_recoveries (campaign, item_id, recovered_at, recovered_by,
+                     rows_carried, units_carried, initial_stock, stock_loaded)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    campaign,
+                    item,
+                    at,
+                    &written.recovered_by,
+                    rows,
+                    units,
+                    written.initial_stock,
+                    written.stock_loaded,
+                ),
+            )
+            .with_context(|| format!("cannot record the recovery of {campaign}/{item} in {display}"))?;
+            tx.commit()
+                .with_context(|| format!("cannot commit the recovery of {campaign}/{item} to {display}"))?;
+            Ok(written)
+        })
+    }
+
+    fn recoveries(&mut self, campaign: &str, item: &str) -> Result<Vec<Recovery>> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            type Row = (i64, String, i64, i64, i64, i64);
+            let rows: Vec<Row> = conn
+                .exec(
+                    "SELECT recovered_at, recovered_by, rows_carried, units_carried, initial_stock,
+                            stock_loaded
+                     FROM seckill_recoveries WHERE campaign = ? AND item_id = ?
+                     ORDER BY recovered_at",
+                    (campaign, item),
+                )
+                .with_context(|| {
+                    format!("cannot read the recoveries of {campaign}/{item} in {display}")
+                })?;
+            Ok(rows
+                .into_iter()
+                .map(|(at, by, rows, units, initial, loaded)| Recovery {
+                    campaign: campaign.to_string(),
+                    item_id: item.to_string(),
+                    recovered_at_ms: at,
+                    recovered_by: by,
+                    rows_carried: rows,
+                    units_carried: units,
+                    initial_stock: initial,
+                    stock_loaded: loaded,
+                })
+                .collect())
         })
     }
 
@@ -391,9 +551,9 @@ impl OrderStore for MysqlStore {
     ) -> Result<Vec<StoredOrder>> {
         let display = self.display.clone();
         self.with_conn(|conn| {
-            let rows: Vec<(String, String)> = conn
+            let rows: Vec<(String, String, i64, bool)> = conn
                 .exec(
-                    "SELECT order_id, stream_id FROM orders
+                    "SELECT order_id, stream_id, qty, recovered_at IS NOT NULL FROM orders
                      WHERE campaign = ? AND item_id = ? AND order_id > ?
                      ORDER BY order_id LIMIT ?",
                     (campaign, item, after, limit as u64),
@@ -401,9 +561,11 @@ impl OrderStore for MysqlStore {
                 .with_context(|| format!("cannot page orders of {campaign}/{item} in {display}"))?;
             Ok(rows
                 .into_iter()
-                .map(|(order_id, stream_id)| StoredOrder {
+                .map(|(order_id, stream_id, qty, carried)| StoredOrder {
                     order_id,
                     stream_id,
+                    qty,
+                    carried,
                 })
                 .collect())
         })

@@ -13,23 +13,25 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::stream;
+use super::wire::ReadsStreams;
 use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::redis_client::failure;
 
-/// A connection to `target` that is replaced after any failed call.
-pub(crate) struct ReconnectingConn<'t> {
+/// A connection to `target` that is replaced after any failed call: the
+/// ordinary one, or a stream reader (`wire::ReadConn`).
+pub(crate) struct ReconnectingConn<'t, C: ReadsStreams = Conn> {
     target: &'t RedisTarget,
-    conn: Conn,
+    conn: C,
     /// The last call failed (or a fresh start was asked for): reconnect first.
     stale: bool,
     /// Items whose consumer group is re-created after reconnecting.
     groups: Vec<ItemKeys>,
 }
 
-impl<'t> ReconnectingConn<'t> {
+impl<'t, C: ReadsStreams> ReconnectingConn<'t, C> {
     /// Wrap `conn`, a working connection to `target`.
-    pub(crate) fn new(target: &'t RedisTarget, conn: Conn) -> ReconnectingConn<'t> {
+    pub(crate) fn new(target: &'t RedisTarget, conn: C) -> ReconnectingConn<'t, C> {
         ReconnectingConn {
             target,
             conn,
@@ -39,7 +41,7 @@ impl<'t> ReconnectingConn<'t> {
     }
 
     /// Create the consumer group of each of `items` now and after every reconnect.
-    pub(crate) fn with_groups(mut self, items: &[ItemKeys]) -> Result<ReconnectingConn<'t>> {
+    pub(crate) fn with_groups(mut self, items: &[ItemKeys]) -> Result<ReconnectingConn<'t, C>> {
         self.groups = items.to_vec();
         for keys in &self.groups {
             stream::ensure_group(&mut self.conn, keys)?;
@@ -49,9 +51,9 @@ impl<'t> ReconnectingConn<'t> {
 
     /// Run one call; a failure marks the connection stale, so the next
     /// attempt starts on a fresh one.
-    pub(crate) fn attempt<T>(&mut self, call: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+    pub(crate) fn attempt<T>(&mut self, call: impl FnOnce(&mut C) -> Result<T>) -> Result<T> {
         if self.stale {
-            let mut fresh = self.target.connect()?;
+            let mut fresh = C::open(self.target)?;
             for keys in &self.groups {
                 stream::ensure_group(&mut fresh, keys)?;
             }
@@ -70,7 +72,7 @@ impl<'t> ReconnectingConn<'t> {
         command: &str,
         what: &str,
         stop: &AtomicBool,
-        mut call: impl FnMut(&mut Conn) -> Result<T>,
+        mut call: impl FnMut(&mut C) -> Result<T>,
     ) -> Result<T> {
         failure::retry(command, what, stop, None, || self.attempt(&mut call))
     }
@@ -83,7 +85,7 @@ impl<'t> ReconnectingConn<'t> {
 
     /// The connection as it is, for calls that are not retried (their error
     /// ends the command).
-    pub(crate) fn conn(&mut self) -> &mut Conn {
+    pub(crate) fn conn(&mut self) -> &mut C {
         &mut self.conn
     }
 }

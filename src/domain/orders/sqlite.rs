@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -16,8 +17,8 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, params, params_from_iter};
 
 use super::{
-    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, SCHEMA_VERSION, StateChange,
-    StoredContent, StoredOrder, change_times, parse_state,
+    BuyerTotal, ItemTotals, Order, OrderState, OrderStore, Recovery, SCHEMA_VERSION, Schema,
+    StateChange, StoredContent, StoredOrder, change_times, no_schema, parse_state,
 };
 
 const SCHEMA: &str = "
@@ -36,20 +37,35 @@ CREATE TABLE IF NOT EXISTS orders (
     deadline_at INTEGER,          -- Unix ms, Redis clock; NULL = final on ok
     paid_at     INTEGER,          -- Unix ms, Redis clock
     released_at INTEGER,          -- Unix ms, Redis clock (expired or cancelled)
-    release_reason TEXT
+    release_reason TEXT,
+    recovered_at INTEGER          -- Unix ms, Redis clock: carried over a Redis data loss by preheat --recover
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS orders_by_item ON orders (campaign, item_id, order_id);
+CREATE TABLE IF NOT EXISTS seckill_recoveries (
+    campaign      TEXT    NOT NULL,
+    item_id       TEXT    NOT NULL,
+    recovered_at  INTEGER NOT NULL, -- Unix ms, Redis clock
+    recovered_by  TEXT    NOT NULL,
+    rows_carried  INTEGER NOT NULL,
+    units_carried INTEGER NOT NULL,
+    initial_stock INTEGER NOT NULL,
+    stock_loaded  INTEGER NOT NULL,
+    PRIMARY KEY (campaign, item_id, recovered_at)
+) WITHOUT ROWID;
 ";
 
-/// Schema 1 → 2: the order state and its times (`payment_timeout`). Added
-/// to an existing table column by column, inside the schema transaction;
-/// rows stored before are `confirmed` (final on ok), as they were.
-const STATE_COLUMNS: [(&str, &str); 5] = [
+/// Columns later schemas added to `orders`, added to an existing table column
+/// by column inside the schema transaction. Schema 2: the order state and its
+/// times (`payment_timeout`; rows stored before are `confirmed`, final on ok,
+/// as they were). Schema 3: `recovered_at` (the recovery baseline; rows
+/// stored before were carried over by nothing).
+const ADDED_COLUMNS: [(&str, &str); 6] = [
     ("state", "TEXT NOT NULL DEFAULT 'confirmed'"),
     ("deadline_at", "INTEGER"),
     ("paid_at", "INTEGER"),
     ("released_at", "INTEGER"),
     ("release_reason", "TEXT"),
+    ("recovered_at", "INTEGER"),
 ];
 
 /// Apply a final state change: create the row in that state when the order
@@ -67,11 +83,53 @@ const APPLY_CHANGE: &str = "INSERT INTO orders
 /// Idempotent for a repeated order id only: `INSERT OR IGNORE` would also
 /// swallow a refusal by a unique index or a CHECK a DBA added, and the order
 /// would be acked as stored but never stored (`tests/it/refused_orders.rs`).
-const INSERT: &str = "INSERT INTO orders
-    (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
-     state, deadline_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-    ON CONFLICT (order_id) DO NOTHING";
+fn insert_statement(rows: usize) -> String {
+    format!(
+        "INSERT INTO orders
+         (order_id, campaign, item_id, user_id, qty, price_cents, bought_at, stream_id, consumed_at,
+          state, deadline_at)
+         VALUES {}
+         ON CONFLICT (order_id) DO NOTHING",
+        vec!["(?,?,?,?,?,?,?,?,?,?,?)"; rows].join(",")
+    )
+}
+
+/// Orders per INSERT statement (11 variables each, far below SQLite's
+/// 32,766): one statement step per 50 rows instead of one per row cut the
+/// insert's CPU (bench-consume.sh); the rest of a batch goes one by one.
+const ROWS_PER_STATEMENT: usize = 50;
+
+static INSERT_MANY: LazyLock<String> = LazyLock::new(|| insert_statement(ROWS_PER_STATEMENT));
+static INSERT_ONE: LazyLock<String> = LazyLock::new(|| insert_statement(1));
+
+/// One INSERT of `orders` (as many as `sql` has rows), each bound by
+/// reference: nothing of an order is copied for it. Rows new.
+fn insert_rows(
+    tx: &rusqlite::Transaction,
+    sql: &str,
+    orders: &[Order],
+    consumed_at_ms: i64,
+) -> rusqlite::Result<u64> {
+    let mut statement = tx.prepare_cached(sql)?;
+    let states: Vec<&str> = orders.iter().map(|o| o.initial_state().as_str()).collect();
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(orders.len() * 11);
+    for (o, state) in orders.iter().zip(&states) {
+        values.extend([
+            &o.order_id as &dyn rusqlite::ToSql,
+            &o.campaign,
+            &o.item_id,
+            &o.user_id,
+            &o.qty,
+            &o.price_cents,
+            &o.bought_at_ms,
+            &o.stream_id,
+            &consumed_at_ms,
+            state,
+            &o.deadline_ms,
+        ]);
+    }
+    Ok(statement.execute(values.as_slice())? as u64)
+}
 
 /// An order row's first eleven columns, in INSERT order (see the schema).
 fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] {
@@ -90,8 +148,9 @@ fn row_values(o: &Order, consumed_at_ms: i64, state: OrderState) -> [Value; 11] 
     ]
 }
 
-/// Order ids looked up per query (well under SQLite's variable limit).
-const LOOKUP_CHUNK: usize = 500;
+/// Order ids looked up per query: a reconcile page in one (SQLite takes
+/// 32,766 variables).
+const LOOKUP_CHUNK: usize = 1000;
 
 /// An open SQLite order store.
 pub struct SqliteStore {
@@ -102,12 +161,21 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Open (creating file and schema when missing).
     pub fn open(path: &Path) -> Result<SqliteStore> {
+        SqliteStore::open_as(path, Schema::CreateIfMissing)
+    }
+
+    /// Open; with [`Schema::MustExist`] a file without the seckill tables is
+    /// refused before anything is written to it (not even the WAL switch).
+    pub(crate) fn open_as(path: &Path, schema: Schema) -> Result<SqliteStore> {
         let display = format!("sqlite://{}", path.display());
         let connection = Connection::open(path)
             .with_context(|| format!("cannot open order database {display}"))?;
         connection
             .busy_timeout(Duration::from_millis(500))
             .context("cannot set SQLite busy timeout")?;
+        if schema == Schema::MustExist && schema_version(&connection).is_none() {
+            return Err(no_schema(&display));
+        }
         let mode: String = connection
             .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
             .with_context(|| format!("cannot switch {display} to WAL"))?;
@@ -128,12 +196,7 @@ impl SqliteStore {
     fn create_schema(&mut self) -> Result<()> {
         // A read first: opening a database that has the schema must not need
         // the write lock, so a consumer can start while another writer holds it.
-        let current: rusqlite::Result<Option<i64>> =
-            self.connection
-                .query_row("SELECT MAX(version) FROM seckill_schema", [], |row| {
-                    row.get(0)
-                });
-        if let Ok(Some(SCHEMA_VERSION)) = current {
+        if schema_version(&self.connection) == Some(SCHEMA_VERSION) {
             return Ok(());
         }
         let tx = self
@@ -150,7 +213,7 @@ impl SqliteStore {
                     .collect()
             })
             .with_context(|| format!("cannot read the columns of orders in {}", self.display))?;
-        for (column, definition) in STATE_COLUMNS {
+        for (column, definition) in ADDED_COLUMNS {
             if !existing.contains(column) {
                 tx.execute_batch(&format!(
                     "ALTER TABLE orders ADD COLUMN {column} {definition}"
@@ -166,21 +229,31 @@ impl SqliteStore {
             })
             .context("cannot read seckill_schema")?;
         match version {
-            None | Some(1) => {
+            Some(v) if v > SCHEMA_VERSION => bail!(
+                "{} has schema version {v}, newer than this seckill understands ({SCHEMA_VERSION}): upgrade seckill",
+                self.display
+            ),
+            Some(SCHEMA_VERSION) => {}
+            _ => {
                 tx.execute(
                     "INSERT INTO seckill_schema (version) VALUES (?1)",
                     [SCHEMA_VERSION],
                 )
                 .context("cannot record the schema version")?;
             }
-            Some(v) if v > SCHEMA_VERSION => bail!(
-                "{} has schema version {v}, newer than this seckill understands ({SCHEMA_VERSION}): upgrade seckill",
-                self.display
-            ),
-            Some(_) => {}
         }
         tx.commit().context("cannot commit the schema")
     }
+}
+
+/// The recorded schema version; `None` when there is no seckill schema.
+fn schema_version(connection: &Connection) -> Option<i64> {
+    connection
+        .query_row("SELECT MAX(version) FROM seckill_schema", [], |row| {
+            row.get(0)
+        })
+        .ok()
+        .flatten()
 }
 
 impl OrderStore for SqliteStore {
@@ -194,19 +267,17 @@ impl OrderStore for SqliteStore {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .with_context(|| format!("cannot begin a transaction on {}", self.display))?;
         let mut inserted = 0u64;
-        {
-            let mut statement = tx
-                .prepare_cached(INSERT)
-                .context("cannot prepare the order insert")?;
-            for o in orders {
-                inserted += statement
-                    .execute(params_from_iter(row_values(
-                        o,
-                        consumed_at_ms,
-                        o.initial_state(),
-                    )))
-                    .with_context(|| format!("cannot insert order {}", o.order_id))?
-                    as u64;
+        for chunk in orders.chunks(ROWS_PER_STATEMENT) {
+            if chunk.len() == ROWS_PER_STATEMENT {
+                inserted += insert_rows(&tx, &INSERT_MANY, chunk, consumed_at_ms)
+                    .with_context(|| format!("cannot insert {} orders", chunk.len()))?;
+                continue;
+            }
+            // The tail of a batch, and a lone order: one by one.
+            for one in chunk {
+                inserted +=
+                    insert_rows(&tx, &INSERT_ONE, std::slice::from_ref(one), consumed_at_ms)
+                        .with_context(|| format!("cannot insert order {}", one.order_id))?;
             }
         }
         tx.commit().with_context(|| {
@@ -254,7 +325,7 @@ impl OrderStore for SqliteStore {
     }
 
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>> {
-        let mut found = HashMap::new();
+        let mut found = HashMap::with_capacity(order_ids.len());
         for chunk in order_ids.chunks(LOOKUP_CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
             let sql = format!(
@@ -301,11 +372,25 @@ impl OrderStore for SqliteStore {
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
         self.connection
             .query_row(
-                "SELECT COUNT(*), COALESCE(SUM(qty), 0) FROM orders WHERE campaign = ?1 AND item_id = ?2",
+                "SELECT COUNT(*), COALESCE(SUM(qty), 0), COUNT(recovered_at),
+                        COALESCE(SUM(CASE WHEN recovered_at IS NOT NULL THEN qty END), 0)
+                 FROM orders WHERE campaign = ?1 AND item_id = ?2",
                 [campaign, item],
-                |row| Ok(ItemTotals { rows: row.get(0)?, units: row.get(1)? }),
+                |row| {
+                    Ok(ItemTotals {
+                        rows: row.get(0)?,
+                        units: row.get(1)?,
+                        carried_rows: row.get(2)?,
+                        carried_units: row.get(3)?,
+                    })
+                },
             )
-            .with_context(|| format!("cannot count orders of {campaign}/{item} in {}", self.display))
+            .with_context(|| {
+                format!(
+                    "cannot count orders of {campaign}/{item} in {}",
+                    self.display
+                )
+            })
     }
 
     fn campaign_rows(&mut self, campaign: &str) -> Result<i64> {
@@ -319,11 +404,110 @@ impl OrderStore for SqliteStore {
     }
 
     fn delete_campaign(&mut self, campaign: &str) -> Result<u64> {
-        let deleted = self
+        let display = self.display.clone();
+        let tx = self
             .connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .with_context(|| format!("cannot begin a transaction on {display}"))?;
+        let deleted = tx
             .execute("DELETE FROM orders WHERE campaign = ?1", [campaign])
-            .with_context(|| format!("cannot delete orders of {campaign} from {}", self.display))?;
+            .with_context(|| format!("cannot delete orders of {campaign} from {display}"))?;
+        tx.execute(
+            "DELETE FROM seckill_recoveries WHERE campaign = ?1",
+            [campaign],
+        )
+        .with_context(|| format!("cannot delete the recoveries of {campaign} from {display}"))?;
+        tx.commit()
+            .with_context(|| format!("cannot commit the purge of {campaign} in {display}"))?;
         Ok(deleted as u64)
+    }
+
+    fn record_recovery(&mut self, recovery: &Recovery) -> Result<Recovery> {
+        let display = self.display.clone();
+        let (campaign, item, at) = (
+            &recovery.campaign,
+            &recovery.item_id,
+            recovery.recovered_at_ms,
+        );
+        let tx = self
+            .connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .with_context(|| format!("cannot begin a transaction on {display}"))?;
+        tx.execute(
+            "UPDATE orders SET recovered_at = ?3
+             WHERE campaign = ?1 AND item_id = ?2 AND recovered_at IS NULL",
+            params![campaign, item, at],
+        )
+        .with_context(|| {
+            format!("cannot mark the orders of {campaign}/{item} carried over in {display}")
+        })?;
+        let (rows, units, all_units): (i64, i64, i64) = tx
+            .query_row(
+                "SELECT COUNT(CASE WHEN recovered_at = ?3 THEN 1 END),
+                        COALESCE(SUM(CASE WHEN recovered_at = ?3 THEN qty END), 0),
+                        COALESCE(SUM(qty), 0)
+                 FROM orders WHERE campaign = ?1 AND item_id = ?2",
+                params![campaign, item, at],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .with_context(|| format!("cannot count the carried-over orders in {display}"))?;
+        let written = recovery.counted(rows, units, all_units);
+        if rows == 0 {
+            return Ok(written);
+        }
+        tx.execute(
+            "INSERT INTO seckill_recoveries (campaign, item_id, recovered_at, recovered_by,
+                 rows_carried, units_carried, initial_stock, stock_loaded)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                campaign,
+                item,
+                at,
+                written.recovered_by,
+                rows,
+                units,
+                written.initial_stock,
+                written.stock_loaded
+            ],
+        )
+        .with_context(|| format!("cannot record the recovery of {campaign}/{item} in {display}"))?;
+        tx.commit().with_context(|| {
+            format!("cannot commit the recovery of {campaign}/{item} to {display}")
+        })?;
+        Ok(written)
+    }
+
+    fn recoveries(&mut self, campaign: &str, item: &str) -> Result<Vec<Recovery>> {
+        let mut statement = self
+            .connection
+            .prepare_cached(
+                "SELECT recovered_at, recovered_by, rows_carried, units_carried, initial_stock,
+                        stock_loaded
+                 FROM seckill_recoveries WHERE campaign = ?1 AND item_id = ?2
+                 ORDER BY recovered_at",
+            )
+            .context("cannot prepare the recovery query")?;
+        let rows = statement
+            .query_map(params![campaign, item], |row| {
+                Ok(Recovery {
+                    campaign: campaign.to_string(),
+                    item_id: item.to_string(),
+                    recovered_at_ms: row.get(0)?,
+                    recovered_by: row.get(1)?,
+                    rows_carried: row.get(2)?,
+                    units_carried: row.get(3)?,
+                    initial_stock: row.get(4)?,
+                    stock_loaded: row.get(5)?,
+                })
+            })
+            .with_context(|| {
+                format!(
+                    "cannot read the recoveries of {campaign}/{item} in {}",
+                    self.display
+                )
+            })?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .context("cannot read a recovery row")
     }
 
     fn item_buyers_after(
@@ -369,7 +553,7 @@ impl OrderStore for SqliteStore {
         let mut statement = self
             .connection
             .prepare_cached(
-                "SELECT order_id, stream_id FROM orders
+                "SELECT order_id, stream_id, qty, recovered_at IS NOT NULL FROM orders
                  WHERE campaign = ?1 AND item_id = ?2 AND order_id > ?3
                  ORDER BY order_id LIMIT ?4",
             )
@@ -379,6 +563,8 @@ impl OrderStore for SqliteStore {
                 Ok(StoredOrder {
                     order_id: row.get(0)?,
                     stream_id: row.get(1)?,
+                    qty: row.get(2)?,
+                    carried: row.get(3)?,
                 })
             })
             .with_context(|| {

@@ -14,8 +14,8 @@ use redis::{ConnectionLike, Value};
 use super::entry::{
     RawEntry, parse_autoclaim_reply, parse_entries, parse_read_reply, stream_id_key,
 };
+use super::wire::ReadsStreams;
 use crate::model::keys::{ItemKeys, ORDER_GROUP};
-use crate::redis_client::conn::Conn;
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::dead_letter::{self, DeadLetter};
 use crate::redis_client::scripts::stream_order_ids::{self, StreamOrderIds};
@@ -50,6 +50,19 @@ pub fn read_group<C: ConnectionLike>(
     count: usize,
     block: Option<Duration>,
 ) -> Result<Vec<(String, Vec<RawEntry>)>> {
+    let reply: Value = group_read(consumer, streams, count, block)
+        .query(conn)
+        .with_context(|| format!("XREADGROUP failed on {} stream(s)", streams.len()))?;
+    parse_read_reply(&reply)
+}
+
+/// The XREADGROUP command of [`read_group`].
+fn group_read(
+    consumer: &str,
+    streams: &[(&str, &str)],
+    count: usize,
+    block: Option<Duration>,
+) -> redis::Cmd {
     let mut cmd = redis::cmd("XREADGROUP");
     cmd.arg("GROUP")
         .arg(ORDER_GROUP)
@@ -66,18 +79,15 @@ pub fn read_group<C: ConnectionLike>(
     for (_, id) in streams {
         cmd.arg(*id);
     }
-    let reply: Value = cmd
-        .query(conn)
-        .with_context(|| format!("XREADGROUP failed on {} stream(s)", streams.len()))?;
-    parse_read_reply(&reply)
+    cmd
 }
 
 /// One XREADGROUP round over every item of `items`, each from its start id
 /// (`>` for new entries, an id for this consumer's own pending ones): all
 /// streams in one call on a single server, one call per item on a cluster
 /// (each item's stream lives in its own slot). `block` = None returns at once.
-pub(crate) fn read_items(
-    conn: &mut Conn,
+pub(crate) fn read_items<C: ReadsStreams>(
+    conn: &mut C,
     consumer: &str,
     items: &[ItemKeys],
     start_ids: &[String],
@@ -89,20 +99,18 @@ pub(crate) fn read_items(
         .zip(start_ids)
         .map(|(k, id)| (k.orders.as_str(), id.as_str()))
         .collect();
+    let read = |conn: &mut C, streams: &[(&str, &str)], block| {
+        conn.streams(&group_read(consumer, streams, count, block))
+            .with_context(|| format!("XREADGROUP failed on {} stream(s)", streams.len()))
+    };
     if !conn.is_cluster() {
-        return read_group(conn, consumer, &streams, count, block);
+        return read(conn, &streams, block);
     }
     let mut all = Vec::new();
     for one in &streams {
         // Blocking on each of several items in turn would add their waits up.
         let each_block = if streams.len() == 1 { block } else { None };
-        all.extend(read_group(
-            conn,
-            consumer,
-            std::slice::from_ref(one),
-            count,
-            each_block,
-        )?);
+        all.extend(read(conn, std::slice::from_ref(one), each_block)?);
     }
     if let (Some(pause), true) = (block, streams.len() > 1)
         && all.iter().all(|(_, entries)| entries.is_empty())
@@ -158,22 +166,77 @@ pub(crate) fn pending_deliveries<C: ConnectionLike>(
     count: usize,
     consumer: Option<&str>,
 ) -> Result<Vec<(String, u64)>> {
+    let mut cmd = pending_range(stream, first, last, count);
+    if let Some(consumer) = consumer {
+        cmd.arg(consumer);
+    }
+    let rows: Value = cmd
+        .query(conn)
+        .with_context(|| format!("XPENDING on {stream} failed"))?;
+    pending_rows(rows, stream)
+}
+
+/// The XPENDING command of [`pending_deliveries`] (any consumer).
+fn pending_range(stream: &str, first: &str, last: &str, count: usize) -> redis::Cmd {
     let mut cmd = redis::cmd("XPENDING");
     cmd.arg(stream)
         .arg(ORDER_GROUP)
         .arg(first)
         .arg(last)
         .arg(count);
-    if let Some(consumer) = consumer {
-        cmd.arg(consumer);
-    }
-    let rows: Vec<(String, String, u64, u64)> = cmd
-        .query(conn)
-        .with_context(|| format!("XPENDING on {stream} failed"))?;
+    cmd
+}
+
+/// (id, deliveries) of an XPENDING reply's rows.
+fn pending_rows(reply: Value, stream: &str) -> Result<Vec<(String, u64)>> {
+    let rows: Vec<(String, String, u64, u64)> = redis::from_redis_value(reply)
+        .with_context(|| format!("unexpected XPENDING reply on {stream}"))?;
     Ok(rows
         .into_iter()
         .map(|(id, _, _, deliveries)| (id, deliveries))
         .collect())
+}
+
+/// One page of a walk: up to `count` entries with id > `after` up to
+/// `until`, and the ids among them pending in the group — read in one round
+/// trip where the connection can (the pending ids of the page's range are
+/// asked for together with the page, more only when that many are pending).
+pub(crate) fn page_with_pending<C: ReadsStreams>(
+    conn: &mut C,
+    stream: &str,
+    after: &str,
+    until: &str,
+    count: usize,
+) -> Result<(Vec<RawEntry>, HashSet<String>)> {
+    let first = if after == "-" {
+        "-".to_string()
+    } else {
+        format!("({after}")
+    };
+    let (entries, pending) = conn
+        .entries_then(
+            &range(stream, after, until, count),
+            &pending_range(stream, &first, until, count),
+        )
+        .with_context(|| format!("XRANGE and XPENDING on {stream} failed"))?;
+    let Some(last) = entries.last().map(|e| e.id.clone()) else {
+        return Ok((entries, HashSet::new()));
+    };
+    let last_key = stream_id_key(&last);
+    let rows = pending_rows(pending, stream)?;
+    let seen_to = rows.iter().filter_map(|(id, _)| stream_id_key(id)).max();
+    let full = rows.len() == count;
+    let mut pending: HashSet<String> = rows
+        .into_iter()
+        .map(|(id, _)| id)
+        .filter(|id| stream_id_key(id) <= last_key)
+        .collect();
+    if full && seen_to < last_key {
+        // More pending than one reply holds: the rest of the page's range.
+        let from = seen_to.map_or(first, |(ms, seq)| format!("({ms}-{seq}"));
+        pending.extend(pending_ids_between(conn, stream, &from, &last)?);
+    }
+    Ok((entries, pending))
 }
 
 /// Every pending id between `first` and `last` inclusive (paged, so a range
@@ -245,7 +308,7 @@ pub(crate) fn group_info<C: ConnectionLike>(
         }))
 }
 
-/// Up to `count` entries with id > `after` (`-` for the start).
+/// Up to `count` entries with id > `after` (`-` for the start), up to `until`.
 pub(crate) fn range_after<C: ConnectionLike>(
     conn: &mut C,
     stream: &str,
@@ -253,20 +316,26 @@ pub(crate) fn range_after<C: ConnectionLike>(
     until: &str,
     count: usize,
 ) -> Result<Vec<RawEntry>> {
+    let reply: Value = range(stream, after, until, count)
+        .query(conn)
+        .with_context(|| format!("XRANGE on {stream} failed"))?;
+    parse_entries(&reply)
+}
+
+/// The XRANGE command of [`range_after`].
+fn range(stream: &str, after: &str, until: &str, count: usize) -> redis::Cmd {
     let start = if after == "-" {
         "-".to_string()
     } else {
         format!("({after}")
     };
-    let reply: Value = redis::cmd("XRANGE")
-        .arg(stream)
+    let mut cmd = redis::cmd("XRANGE");
+    cmd.arg(stream)
         .arg(start)
         .arg(until)
         .arg("COUNT")
-        .arg(count)
-        .query(conn)
-        .with_context(|| format!("XRANGE on {stream} failed"))?;
-    parse_entries(&reply)
+        .arg(count);
+    cmd
 }
 
 /// The order_id field of the entries with these stream ids, in one round

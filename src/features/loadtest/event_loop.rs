@@ -31,10 +31,10 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::conversation::{Conversation, Next};
 use super::measure::Tally;
-use super::raw::{self, RawConnection};
 use super::schedule::{Attempt, Source};
 use super::{Job, Variant};
 use crate::redis_client::conn::PlainTcp;
+use crate::redis_client::raw::{self, RawConnection};
 
 /// Initial read buffer per connection; grows only for a reply larger than this.
 const BUFFER_BYTES: usize = 16 * 1024;

@@ -20,7 +20,6 @@ pub(crate) mod export;
 pub(crate) mod http;
 mod measure;
 pub(crate) mod namespace;
-mod raw;
 pub(crate) mod report;
 pub(crate) mod reservations;
 mod resp;

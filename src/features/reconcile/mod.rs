@@ -14,17 +14,36 @@
 //! The rows' content is checked too: each stored row's campaign, item, user,
 //! qty and price must be those of its order entry (while the entry exists),
 //! and the database's units must equal the stored entries' units — a row
-//! changed behind the pipeline's back is drift (`content_mismatch`). With
-//! orders in flight during the check, a `consume` may commit some of them
-//! after the stream walk: then the database may hold up to that many more
-//! units, never fewer and never more.
+//! changed behind the pipeline's back is drift (`content_mismatch`).
 //!
-//! "Units in the database" are those of the stream's orders found there,
-//! each entry classified once, database last: an entry is looked up in the
-//! pending list first and in the database after, and a commit cannot be
-//! undone, so a `consume` running during the check never makes one order
-//! count twice or not at all. Database rows that are no stream entry are
-//! caught by the second check and named.
+//! Everything is checked as of one snapshot per slot (stock and the
+//! stream's last id, read together by one script), so a sale still selling
+//! and a `consume` still storing never make a balanced item look drifted:
+//!
+//! * "Units in the database" are those of the stream's orders found there,
+//!   each entry classified once, database last: an entry is looked up in the
+//!   pending list first and in the database after, and a commit cannot be
+//!   undone, so a commit landing mid-check never makes one order count twice
+//!   or not at all.
+//! * The database's own totals are compared after the walk. When its rows
+//!   (less those carried over a data loss) are exactly the stored entries —
+//!   every night once the consumers are done — that proves every row is an
+//!   entry and nothing more is read. Otherwise each row is checked against
+//!   the streams ([`streams::check_database_against_streams`]): rows that are
+//!   no stream entry are named (`not_in_redis`), rows whose entry came after
+//!   the snapshot are set aside (`database_after_snapshot`), and the rest
+//!   must hold the stored entries' units plus at most what was in flight or
+//!   dead-lettered during the walk (committed, or re-driven, since).
+//!
+//! After a Redis data loss (`docs/orders.md`, "When Redis lost its data"):
+//! an item Redis holds nothing of while the database holds orders whose
+//! stream entries are gone is drift naming them, with `preheat --recover` as
+//! the next step; after that recovery the carried-over orders are the
+//! baseline ([`baseline`]) the equation balances against:
+//!
+//! ```text
+//! initial = carried over + database + in flight + dead-lettered + left
+//! ```
 //!
 //! An item of several slots (a bucketed item, docs/buckets.md) is checked
 //! slot by slot, each slot's stream walked as a plain item's, and adds the
@@ -36,27 +55,32 @@
 //!
 //! Memory stays bounded with millions of orders: the stream is read in
 //! XRANGE pages and each page's order ids are looked up in the database
-//! with one query; database rows are paged by order id and checked against
-//! the streams with one script call per page (`lua/stream_order_ids.lua`); buyers are summed with HSCAN.
+//! with one query; database rows, when they must be checked one by one, are
+//! paged by order id and checked against the streams with one script call
+//! per page (`lua/stream_order_ids.lua`); buyers are summed with HSCAN.
 //! Only the dead-letter ids (the exceptions) and at most [`MAX_NAMED`]
 //! offending order ids per list are held.
 //!
 //! May import: the domain, the Redis client layer, the model, utilities.
 
+pub(crate) mod baseline;
 pub(crate) mod reservations;
 pub(crate) mod streams;
 pub(crate) mod transfers;
 
 use anyhow::Result;
-use redis::ConnectionLike;
 use serde::Serialize;
 
 use crate::domain::buckets::scripts::Transfer;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::entry::{Order, stream_id_key};
+use crate::domain::orders::wire::{ReadConn, ReadsStreams};
 use crate::domain::orders::{ItemTotals, OrderStore, stream};
 use crate::model::layout::share;
+use crate::redis_client::conn::{Conn, RedisTarget};
+use baseline::KnownLoss;
 use reservations::ReservationCheck;
+use streams::{Rows, SlotWalk};
 use transfers::{MAX_READINGS, TransferReport};
 
 /// Stream entries / database rows handled per page.
@@ -110,13 +134,15 @@ pub(crate) struct ItemReport {
     pub(crate) item: String,
     /// False when the item could not be checked (see `problem`).
     pub(crate) checked: bool,
-    /// Why the item could not be checked (Redis, the database, not preheated).
+    /// Why the item could not be checked (Redis, the database, not preheated),
+    /// or, with `redis_lost_data`, what the drift is.
     pub(crate) problem: Option<String>,
     /// The stock equation holds and the order sets agree.
     pub(crate) balanced: bool,
-    /// Units at the start of the sale.
+    /// Units at the start of the sale (with a recovery: Redis's start plus
+    /// the units carried over).
     pub(crate) initial_stock: i64,
-    /// `redis` (meta initial_stock) or `file`.
+    /// `redis` (meta initial_stock), `file`, or `redis + recovery`.
     pub(crate) initial_stock_from: String,
     /// Units left in Redis.
     pub(crate) remaining: i64,
@@ -134,18 +160,35 @@ pub(crate) struct ItemReport {
     pub(crate) dead_lettered: Tally,
     /// XLEN of the dead-letter stream.
     pub(crate) dead_letter_stream_len: u64,
-    /// Rows and units of this item in the database.
+    /// Rows and units of this item in the database, read after the walk.
     pub(crate) database: ItemTotals,
+    /// The database's rows were checked one by one against the streams
+    /// (their totals did not equal the stored entries' at once).
+    pub(crate) database_walked: bool,
+    /// Rows whose stream entry came after the snapshot (stored while the
+    /// check ran; known only when `database_walked`).
+    pub(crate) database_after_snapshot: Rows,
     /// Orders inserted by `--repair`.
     pub(crate) repaired: u64,
     /// Orders in the stream, acked, yet neither in the database nor dead-lettered.
     pub(crate) missing_from_database: Named,
-    /// Database orders whose stream entry does not exist (or is another order).
+    /// Database orders whose stream entry does not exist (or is another
+    /// order), carried-over orders excepted.
     pub(crate) not_in_redis: Named,
     /// Database rows whose campaign, item, user, qty or price differ from their order entry.
     pub(crate) content_mismatch: Named,
-    /// Database units minus the units of the stored entries (0 when the rows are intact).
+    /// Database units as of the snapshot minus the units of the stored
+    /// entries (0 when the rows are intact and nothing was in flight).
     pub(crate) database_units_excess: i64,
+    /// Redis holds nothing of the item (no stock, no order stream) while the
+    /// database holds orders of it whose stream entries are gone (`not_in_redis`).
+    pub(crate) redis_lost_data: bool,
+    /// What to run next, when there is one thing to run.
+    pub(crate) next_step: Option<String>,
+    /// Recoveries after earlier data losses (`preheat --recover`): the
+    /// orders carried over, balanced against, shown on every run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) known_loss: Option<KnownLoss>,
     /// The equation with numbers filled in.
     pub(crate) equation: String,
     /// Orders arrived while checking: the stock equation holds at one
@@ -160,9 +203,11 @@ pub(crate) struct ItemReport {
 }
 
 /// Check one item; with `repair`, settle transfers in transit and insert
-/// stream orders missing from the database on the way.
-pub(crate) fn reconcile_item<C: ConnectionLike>(
-    conn: &mut C,
+/// stream orders missing from the database on the way. `target` gives the
+/// stream walk its second connection.
+pub(crate) fn reconcile_item(
+    conn: &mut Conn,
+    target: &RedisTarget,
     store: &mut dyn OrderStore,
     sale: &SaleItem,
     repair: bool,
@@ -189,18 +234,16 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
         ));
         return Ok(report);
     };
-    if let Some(missing) = reading.snapshots.iter().position(|s| s.stock.is_none()) {
-        let slot = &slots[missing];
-        report.problem = Some(match sale.bucket_of(slot) {
-            Some(b) => format!(
-                "bucket {b} of item {} is not preheated or its keys expired (no {}): nothing to check against",
-                item.id, slot.keys.stock
-            ),
-            None => format!(
-                "item {} is not preheated or its keys expired (no {}): nothing to check against",
-                item.id, slot.keys.stock
-            ),
-        });
+    let recoveries = store.recoveries(&campaign.id, &item.id)?;
+    if reading.snapshots.iter().any(|s| s.stock.is_none()) {
+        baseline::without_stock(
+            conn,
+            store,
+            sale,
+            &reading.snapshots,
+            &recoveries,
+            &mut report,
+        )?;
         return Ok(report);
     }
     if repair && moves {
@@ -216,6 +259,7 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
     report.checked = true;
     let from_file = reading.snapshots.iter().any(|s| s.initial_stock.is_none());
     report.initial_stock_from = if from_file { "file" } else { "redis" }.into();
+    let mut reader = ReadConn::open(target)?;
     for (slot, snap) in slots.iter().zip(&reading.snapshots) {
         let initial = snap
             .initial_stock
@@ -225,7 +269,6 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
         report.remaining += left;
         report.dead_letter_stream_len += snap.dead_len;
         report.buyers += snap.buyers;
-        report.sold_per_redis += streams::sum_buyers(conn, &slot.keys)?;
         if moves {
             let units = |log: &std::collections::HashMap<String, Transfer>,
                          of: fn(&Transfer) -> u32| {
@@ -244,20 +287,24 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
             });
         }
         if snap.last_order_id.is_empty() {
+            report.sold_per_redis += streams::sum_buyers(conn, &slot.keys)?;
             continue;
         }
         let group = stream::group_info(conn, &slot.keys)?.unwrap_or_default();
-        let last_delivered = stream_id_key(&group.last_delivered_id).unwrap_or((0, 0));
-        let dead_ids = stream::dead_original_ids(conn, &slot.keys)?;
-        streams::walk_stream(
+        let mut walk = SlotWalk {
+            keys: &slot.keys,
+            last_delivered: stream_id_key(&group.last_delivered_id).unwrap_or((0, 0)),
+            snapshot_end: &snap.last_order_id,
+            dead_ids: stream::dead_original_ids(conn, &slot.keys)?,
+        };
+        report.sold_per_redis += streams::walk_stream(
             conn,
+            &mut reader,
             store,
-            &slot.keys,
             campaign,
             item,
             repair,
-            (last_delivered, &snap.last_order_id),
-            &dead_ids,
+            &mut walk,
             &mut report,
         )?;
     }
@@ -274,9 +321,44 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
         }
     }
     report.database = store.item_totals(&campaign.id, &item.id)?;
-    streams::check_database_against_streams(conn, store, &slots, campaign, item, &mut report)?;
+    let loss = baseline::known_loss(&recoveries, &report.database);
+    let as_of_snapshot = Rows {
+        rows: report.database.rows - report.database.carried_rows,
+        units: report.database.units - report.database.carried_units,
+    };
+    let stored_entries = Rows {
+        rows: report.stored.entries as i64,
+        units: report.stored.units,
+    };
+    report.database_units_excess = if as_of_snapshot == stored_entries {
+        // Every row is a stored entry: nothing else to look at.
+        0
+    } else {
+        report.database_walked = true;
+        let ends: Vec<Option<(u64, u64)>> = reading
+            .snapshots
+            .iter()
+            .map(|s| stream_id_key(&s.last_order_id))
+            .collect();
+        let walk = streams::check_database_against_streams(
+            conn,
+            store,
+            &slots,
+            &ends,
+            campaign,
+            item,
+            &mut report,
+        )?;
+        report.database_after_snapshot = walk.after_snapshot;
+        walk.as_of_snapshot.units - report.stored.units
+    };
 
     let transit = transfers.in_transit_units;
+    let carried = loss.as_ref().map_or(0, |l| l.units_carried);
+    report.initial_stock += carried;
+    if loss.is_some() {
+        report.initial_stock_from = format!("{} + recovery", report.initial_stock_from);
+    }
     // Reservations (`reservations`): released units are back in `left` of
     // the slot they came from and still in their order entries.
     let released = report.reservations.released_units;
@@ -286,7 +368,8 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
     } else {
         released
     };
-    let accounted = report.stored.units
+    let accounted = carried
+        + report.stored.units
         + report.in_flight.units
         + report.dead_lettered.units
         + report.remaining
@@ -300,14 +383,18 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
         ),
         false => format!("{} left", report.remaining),
     };
+    let carried_text = match carried {
+        0 => String::new(),
+        units => format!("{units} carried over + "),
+    };
     let mut sides = format!(
-        "{} database + {} in flight + {} dead-lettered + {left}",
+        "{carried_text}{} database + {} in flight + {} dead-lettered + {left}",
         report.stored.units, report.in_flight.units, report.dead_lettered.units
     );
     if report.reservations.any() {
         let r = &report.reservations;
         sides = format!(
-            "{left} + {} reserved + {} paid{} (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
+            "{carried_text}{left} + {} reserved + {} paid{} (order units: {} database + {} in flight + {} dead-lettered − {released} released)",
             r.reserved_units,
             r.paid_units,
             if r.confirmed_units > 0 {
@@ -327,9 +414,11 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
     };
     let buyers_expected =
         report.initial_stock - report.remaining - transit + report.reservations.buyers_keep;
-    report.database_units_excess = report.database.units - report.stored.units;
-    // Entries in flight during the walk may have been committed since.
-    let units_agree = (0..=report.in_flight.units).contains(&report.database_units_excess);
+    // Entries in flight (or dead-lettered) during the walk may have been
+    // committed (or re-driven) since; nothing else may add units.
+    let committed_since = report.in_flight.units + report.dead_lettered.units;
+    let units_agree = (0..=committed_since).contains(&report.database_units_excess);
+    let baseline_intact = loss.as_ref().is_none_or(|l| l.intact);
     report.balanced = accounted == report.initial_stock
         && (report.sale_in_progress || report.sold_per_redis == buyers_expected)
         && report.missing_from_database.count == 0
@@ -337,7 +426,9 @@ pub(crate) fn reconcile_item<C: ConnectionLike>(
         && report.reservations.state_mismatch_count == 0
         && report.content_mismatch.count == 0
         && transfers.unmatched_credits.count == 0
-        && units_agree;
+        && units_agree
+        && baseline_intact;
+    report.known_loss = loss;
     report.transfers = moves.then_some(transfers);
     Ok(report)
 }

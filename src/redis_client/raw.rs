@@ -1,15 +1,20 @@
-//! The load test's bare RESP2 layer for a standalone, plain-TCP Redis: open a
-//! connection (blocking, to AUTH and SELECT) and hand its socket to the event
-//! loop; parse replies straight from the event loop's read buffer into
-//! `redis::Value`.
+//! A bare RESP2 layer for a standalone, plain-TCP Redis: open a connection
+//! (blocking, to AUTH and SELECT), then either hand its socket to the load
+//! test's event loop or keep it as a blocking connection whose replies are
+//! read whole and parsed by a parser of the caller's (the order streams'
+//! pages go straight into entries, `domain::orders::wire`).
 //!
-//! Why not redis-rs's sync `Connection` here: measured side by side against
-//! `redis-benchmark` on a 2-core machine where client and server share the
-//! cores, it cost the client 15–20% of the server's throughput. Every blocking
-//! read on a socket with `SO_RCVTIMEO` arms and cancels a kernel timer, and its
-//! reply reader zeroes a fresh buffer region per read. The sockets here have
-//! no socket timeout: the event loop gives up when Redis stops answering.
-//! TLS, Unix sockets and Cluster targets keep using redis-rs (`blocking`).
+//! Why not redis-rs's sync `Connection` on these paths: measured side by side
+//! against `redis-benchmark` on a 2-core machine where client and server
+//! share the cores, it cost the load-test client 15–20% of the server's
+//! throughput (every blocking read on a socket with `SO_RCVTIMEO` arms and
+//! cancels a kernel timer, and its reply reader zeroes a fresh buffer region
+//! per read); and its reply parser took half of `consume`'s and `reconcile`'s
+//! CPU on 1000-entry stream pages (about 5 µs per entry; [`parse`] takes
+//! about 1.4 and the stream parser well under one). The load test's sockets
+//! have no socket timeout (its event loop gives up when Redis stops
+//! answering); the blocking ones keep the response timeout. TLS, Unix
+//! sockets and Cluster targets keep using redis-rs.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -39,6 +44,23 @@ impl RawConnection {
     /// runs before the load-test watchdog starts, so it has socket timeouts of
     /// its own (`response_timeout`), cleared once the connection is ready.
     pub(crate) fn connect(
+        target: &PlainTcp,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> Result<RawConnection> {
+        let connection = RawConnection::open(target, connect_timeout, response_timeout)?;
+        connection
+            .stream
+            .set_read_timeout(None)
+            .and_then(|()| connection.stream.set_write_timeout(None))
+            .context("cannot clear the socket timeouts")?;
+        Ok(connection)
+    }
+
+    /// [`RawConnection::connect`] for blocking use: the socket keeps
+    /// `response_timeout` on every read and write, so a silent server is an
+    /// error, never a hang.
+    pub(crate) fn open(
         target: &PlainTcp,
         connect_timeout: Duration,
         response_timeout: Duration,
@@ -85,11 +107,6 @@ impl RawConnection {
                     )
                 })?;
         }
-        connection
-            .stream
-            .set_read_timeout(None)
-            .and_then(|()| connection.stream.set_write_timeout(None))
-            .context("cannot clear the socket timeouts")?;
         Ok(connection)
     }
 
@@ -98,15 +115,87 @@ impl RawConnection {
         self.stream
     }
 
+    /// Send `packed` (one command) and parse its reply with `parse_reply`,
+    /// which sees the whole reply at once and answers what it made of it and
+    /// the bytes it took. An error reply is returned as the error, whatever
+    /// `parse_reply` would have made of it.
+    pub(crate) fn request_with<T>(
+        &mut self,
+        packed: &[u8],
+        parse_reply: impl FnOnce(&[u8]) -> RedisResult<Option<(T, usize)>>,
+    ) -> RedisResult<T> {
+        self.send(packed)?;
+        self.read_with(parse_reply)
+    }
+
+    /// [`RawConnection::request_with`] for `packed` holding 1 + `then`
+    /// commands sent at once (one round trip): the first reply parsed with
+    /// `parse_first`, the others as values.
+    pub(crate) fn pipeline_with<T>(
+        &mut self,
+        packed: &[u8],
+        parse_first: impl FnOnce(&[u8]) -> RedisResult<Option<(T, usize)>>,
+        then: usize,
+    ) -> RedisResult<(T, Vec<Value>)> {
+        self.send(packed)?;
+        let first = self.read_with(parse_first)?;
+        let rest = (0..then)
+            .map(|_| self.read_value()?.extract_error())
+            .collect::<RedisResult<Vec<Value>>>()?;
+        Ok((first, rest))
+    }
+
+    fn read_with<T>(
+        &mut self,
+        parse_reply: impl FnOnce(&[u8]) -> RedisResult<Option<(T, usize)>>,
+    ) -> RedisResult<T> {
+        let length = self.fill_reply()?;
+        let reply = &self.buffer[self.start..self.start + length];
+        let parsed = if reply.first() == Some(&b'-') {
+            Err(redis::parse_redis_value(reply)?
+                .extract_error()
+                .err()
+                .unwrap_or_else(|| protocol_error("an error reply that is no error")))
+        } else {
+            match parse_reply(reply) {
+                Ok(Some((value, used))) if used == length => Ok(value),
+                Ok(_) => Err(protocol_error("a Redis reply of an unexpected shape")),
+                Err(e) => Err(e),
+            }
+        };
+        self.consume(length);
+        if parsed.is_err() {
+            // What follows an unexpected reply cannot be trusted.
+            self.open = false;
+        }
+        parsed
+    }
+
     fn read_value(&mut self) -> RedisResult<Value> {
+        let length = self.fill_reply()?;
+        let value = parse(&self.buffer[self.start..self.start + length])?
+            .map(|(value, _)| value)
+            .ok_or_else(|| protocol_error("a Redis reply that ends early"));
+        self.consume(length);
+        value
+    }
+
+    fn consume(&mut self, length: usize) {
+        self.start += length;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Read until the buffer holds one whole reply; returns its length. The
+    /// reply is measured without being built, so a large one arriving in
+    /// many reads is parsed once, not once per read.
+    fn fill_reply(&mut self) -> RedisResult<usize> {
+        let mut scan = Scan::start();
         loop {
-            if let Some((value, used)) = parse(&self.buffer[self.start..self.end])? {
-                self.start += used;
-                if self.start == self.end {
-                    self.start = 0;
-                    self.end = 0;
-                }
-                return Ok(value);
+            if let Some(length) = reply_len_from(&self.buffer[self.start..self.end], &mut scan)? {
+                return Ok(length);
             }
             if self.end == self.buffer.len() {
                 if self.start > 0 {
@@ -182,20 +271,86 @@ impl ConnectionLike for RawConnection {
     }
 }
 
-fn protocol_error(what: &'static str) -> RedisError {
+pub(crate) fn protocol_error(what: &'static str) -> RedisError {
     RedisError::from((ErrorKind::Parse, what))
 }
 
 /// Position of the `\r\n` ending the line that starts at `data[0]`.
-fn line_end(data: &[u8]) -> Option<usize> {
-    data.windows(2).position(|pair| pair == b"\r\n")
+pub(crate) fn line_end(data: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let cr = from + data[from..].iter().position(|&b| b == b'\r')?;
+        match data.get(cr + 1) {
+            Some(b'\n') => return Some(cr),
+            Some(_) => from = cr + 1,
+            None => return None,
+        }
+    }
 }
 
-fn parse_int(digits: &[u8]) -> RedisResult<i64> {
-    std::str::from_utf8(digits)
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .ok_or_else(|| protocol_error("invalid integer in a Redis reply"))
+/// A RESP integer (lengths, counts, `:` replies): optional `-`, 1 to 18 digits.
+pub(crate) fn parse_int(digits: &[u8]) -> RedisResult<i64> {
+    let (negative, body) = match digits.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, digits),
+    };
+    if body.is_empty() || body.len() > 18 || !body.iter().all(u8::is_ascii_digit) {
+        return Err(protocol_error("invalid integer in a Redis reply"));
+    }
+    let n = body.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0'));
+    Ok(if negative { -n } else { n })
+}
+
+/// How far [`reply_len_from`] has measured a reply that is still arriving.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scan {
+    /// Bytes measured (whole elements only).
+    at: usize,
+    /// Elements still owed after those.
+    owed: u64,
+}
+
+impl Scan {
+    /// At the start of a reply.
+    pub(crate) fn start() -> Scan {
+        Scan { at: 0, owed: 1 }
+    }
+}
+
+/// The length of the one RESP2 reply at the front of `data`, `Ok(None)` while
+/// it is incomplete, going on from `scan`, which it leaves at the first
+/// element not complete yet: a large reply arriving in many reads is measured
+/// once. Nothing is built (an iterative count of the items still owed, so a
+/// deep reply cannot exhaust the stack).
+pub(crate) fn reply_len_from(data: &[u8], scan: &mut Scan) -> RedisResult<Option<usize>> {
+    while scan.owed > 0 {
+        let at = scan.at;
+        let Some(end) = line_end(&data[at..]) else {
+            return Ok(None);
+        };
+        if end == 0 {
+            return Err(protocol_error("empty line in a Redis reply"));
+        }
+        let line = &data[at + 1..at + end];
+        let mut next = at + end + 2;
+        let mut owed = scan.owed - 1;
+        match data[at] {
+            b'+' | b'-' | b':' => {}
+            b'$' => {
+                let length = parse_int(line)?;
+                if length >= 0 {
+                    next += length as usize + 2;
+                    if data.len() < next {
+                        return Ok(None);
+                    }
+                }
+            }
+            b'*' => owed += parse_int(line)?.max(0) as u64,
+            _ => return Err(protocol_error("unknown RESP type in a Redis reply")),
+        }
+        *scan = Scan { at: next, owed };
+    }
+    Ok(Some(scan.at))
 }
 
 /// Parse one RESP2 reply from the front of `data`: `Ok(None)` when it is not
@@ -289,6 +444,32 @@ mod tests {
             assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
         }
         drop(held);
+    }
+
+    #[test]
+    fn a_reply_is_measured_once_however_it_arrives() {
+        let reply = b"*2\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nk\r\n$0\r\n\r\n*-1\r\n+OK\r\n";
+        let whole = reply.len() - 5;
+        assert_eq!(
+            reply_len_from(reply, &mut Scan::start()).unwrap(),
+            Some(whole),
+            "the first reply only"
+        );
+        for cut in 0..whole {
+            assert_eq!(
+                reply_len_from(&reply[..cut], &mut Scan::start()).unwrap(),
+                None
+            );
+            // Measured in two reads: the first leaves the scan where it stopped.
+            let mut scan = Scan::start();
+            assert_eq!(reply_len_from(&reply[..cut], &mut scan).unwrap(), None);
+            assert_eq!(
+                reply_len_from(reply, &mut scan).unwrap(),
+                Some(whole),
+                "cut {cut}"
+            );
+        }
+        assert!(reply_len_from(b"?x\r\n", &mut Scan::start()).is_err());
     }
 
     #[test]
