@@ -1,10 +1,18 @@
-//! Build script: stamps `seckill --version` with the git commit it was built
-//! from (`0.1.0 (3f2a9c1d7e 2026-11-30)`), so an operator can say exactly
-//! which build ran a sale. Without git or a repository (a source tarball,
-//! `cargo install` from a registry) the version is the package version alone.
+//! Build script, two jobs:
+//! * stamps `seckill --version` with the git commit it was built from
+//!   (`0.1.0 (3f2a9c1d7e 2026-11-30)`), so an operator can say exactly which
+//!   build ran a sale. Without git or a repository (a source tarball, `cargo
+//!   install` from a registry) the version is the package version alone;
+//! * builds every script of `lua/` from the shared library `lua/lib/`
+//!   (`--- @include "lib/<name>"` lines resolved, docs/lua.md) into
+//!   `$OUT_DIR/lua/`, the text the scripts' Rust homes embed and run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "src/redis_client/scripts/library.rs"]
+#[allow(dead_code)] // the unit tests use more of it than the build does
+mod library;
 
 fn git(args: &[&str]) -> Option<String> {
     let output = Command::new("git")
@@ -16,7 +24,30 @@ fn git(args: &[&str]) -> Option<String> {
     (output.status.success() && !text.is_empty()).then_some(text)
 }
 
+/// Resolve every `lua/*.lua` into `$OUT_DIR/lua/`; a script that does not
+/// resolve fails the build, naming the file and line.
+fn build_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("lua");
+    std::fs::create_dir_all(&out).expect("OUT_DIR is writable");
+    let scripts = library::scripts(&root).unwrap_or_else(|e| panic!("{e}"));
+    for file in &scripts {
+        let text = library::resolve(&root, file).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(out.join(file), text).expect("OUT_DIR is writable");
+    }
+    // A new, changed or removed script or library rebuilds them all.
+    println!("cargo:rerun-if-changed=lua");
+    println!("cargo:rerun-if-changed=lua/lib");
+    for dir in [root.clone(), root.join("lib")] {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            println!("cargo:rerun-if-changed={}", entry.path().display());
+        }
+    }
+    println!("cargo:rerun-if-changed=src/redis_client/scripts/library.rs");
+}
+
 fn main() {
+    build_scripts();
     let package = env!("CARGO_PKG_VERSION");
     let version = match (
         git(&["rev-parse", "--short=10", "HEAD"]),

@@ -20,38 +20,26 @@
 -- its id and reason only. Both writes happen in one script: the entry is
 -- never acked without being kept, nor kept without being acked.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." before any write.
+--- @include "lib/corrupt"
+--- @include "lib/clock"
 
--- A read whose WRONGTYPE error names its key (error code CORRUPT).
-local function read(key, ...)
-  local reply = redis.pcall(...)
-  -- A command or key the caller's ACL refuses is no damaged key: raised as
-  -- itself (NOPERM; reads come before the first write).
-  if type(reply) == 'table' and reply.err
-      and string.find(reply.err, "The user executing the script can't", 1, true) then
-    error(reply)
+return guarded(function()
+  local pending = read(KEYS[1], 'XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+  read(KEYS[2], 'XLEN', KEYS[2])
+  if #pending == 0 then
+    return 0
   end
-  if type(reply) == 'table' and reply.err then
-    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
-  end
-  return reply
-end
 
-local pending = read(KEYS[1], 'XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
-read(KEYS[2], 'XLEN', KEYS[2])
-if #pending == 0 then
-  return 0
-end
-
-local time = redis.call('TIME')
-local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local dead = {'dead_original_id', ARGV[2], 'dead_reason', ARGV[3], 'dead_deliveries', ARGV[4],
-  'dead_consumer', ARGV[5], 'dead_at_ms', now_ms}
-local original = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
-if #original == 1 then
-  for _, value in ipairs(original[1][2]) do
-    dead[#dead + 1] = value
+  local now = now_ms()
+  local dead = {'dead_original_id', ARGV[2], 'dead_reason', ARGV[3], 'dead_deliveries', ARGV[4],
+    'dead_consumer', ARGV[5], 'dead_at_ms', now}
+  local original = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
+  if #original == 1 then
+    for _, value in ipairs(original[1][2]) do
+      dead[#dead + 1] = value
+    end
   end
-end
-redis.call('XADD', KEYS[2], '*', unpack(dead))
-redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-return 1
+  redis.call('XADD', KEYS[2], '*', unpack(dead))
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+  return 1
+end)

@@ -29,52 +29,40 @@
 -- Constant work whatever the stream's size (no entry is read): the caller
 -- gets the sales rate from two samples of entries-added.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
+--- @include "lib/corrupt"
+--- @include "lib/clock"
 
--- A read whose WRONGTYPE error names its key (error code CORRUPT).
-local function read(key, ...)
-  local reply = redis.pcall(...)
-  -- A command or key the caller's ACL refuses is no damaged key: raised as
-  -- itself (NOPERM; reads come before the first write).
-  if type(reply) == 'table' and reply.err
-      and string.find(reply.err, "The user executing the script can't", 1, true) then
-    error(reply)
-  end
-  if type(reply) == 'table' and reply.err then
-    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
-  end
-  return reply
-end
+return guarded(function()
+  local now = now_ms()
+  local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms',
+    'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by')
+  local counts = read(KEYS[6], 'HMGET', KEYS[6],
+    'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
+    'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units')
 
-local time = redis.call('TIME')
-local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms',
-  'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by')
-local counts = read(KEYS[6], 'HMGET', KEYS[6],
-  'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
-  'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units')
-
-local length, added = 0, 0
-local group_exists, pending, lag, last_delivered = 0, 0, -1, ''
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  local info = read(KEYS[4], 'XINFO', 'STREAM', KEYS[4])
-  for i = 1, #info, 2 do
-    if info[i] == 'length' then length = info[i + 1] end
-    if info[i] == 'entries-added' then added = info[i + 1] end
-  end
-  for _, group in ipairs(read(KEYS[4], 'XINFO', 'GROUPS', KEYS[4])) do
-    local fields = {}
-    for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end
-    if fields['name'] == ARGV[1] then
-      group_exists = 1
-      pending = fields['pending']
-      if type(fields['lag']) == 'number' then lag = fields['lag'] end
-      last_delivered = fields['last-delivered-id']
+  local length, added = 0, 0
+  local group_exists, pending, lag, last_delivered = 0, 0, -1, ''
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    local info = read(KEYS[4], 'XINFO', 'STREAM', KEYS[4])
+    for i = 1, #info, 2 do
+      if info[i] == 'length' then length = info[i + 1] end
+      if info[i] == 'entries-added' then added = info[i + 1] end
+    end
+    for _, group in ipairs(read(KEYS[4], 'XINFO', 'GROUPS', KEYS[4])) do
+      local fields = {}
+      for i = 1, #group, 2 do fields[group[i]] = group[i + 1] end
+      if fields['name'] == ARGV[1] then
+        group_exists = 1
+        pending = fields['pending']
+        if type(fields['lag']) == 'number' then lag = fields['lag'] end
+        last_delivered = fields['last-delivered-id']
+      end
     end
   end
-end
 
-return {now_ms, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], meta[8],
-  read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
-  length, added, group_exists, pending, lag, last_delivered,
-  read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1]),
-  counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7], counts[8]}
+  return {now, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], meta[8],
+    read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
+    length, added, group_exists, pending, lag, last_delivered,
+    read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1]),
+    counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7], counts[8]}
+end)

@@ -10,23 +10,11 @@
 -- Returns 1 when the lock was ours and is now deleted, 0 when it was not ours
 -- (expired, or taken over): the caller counts that as a lock failure.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." before the DEL.
+--- @include "lib/corrupt"
 
--- A read whose WRONGTYPE error names its key (error code CORRUPT).
-local function read(key, ...)
-  local reply = redis.pcall(...)
-  -- A command or key the caller's ACL refuses is no damaged key: raised as
-  -- itself (NOPERM; reads come before the first write).
-  if type(reply) == 'table' and reply.err
-      and string.find(reply.err, "The user executing the script can't", 1, true) then
-    error(reply)
+return guarded(function()
+  if read(KEYS[1], 'GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
   end
-  if type(reply) == 'table' and reply.err then
-    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
-  end
-  return reply
-end
-
-if read(KEYS[1], 'GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
+  return 0
+end)

@@ -34,104 +34,123 @@
 --                  twice, so nothing is written
 -- In mode "dry" the same status is returned and nothing is written.
 -- Every read (and so every type error) comes before the first write. A key
--- of the wrong type, or a stock that is not a strict integer (Redis's own
--- syntax: `1.5`, ` 5`, `5e0`, `0x10` are not), is an error
--- "CORRUPT <key>: <what>" and nothing is written.
+-- of the wrong type, or a stock that is not a strict integer (lib/strict_int:
+-- `1.5`, ` 5`, `5e0`, `0x10` are not), is an error "CORRUPT <key>: <what>"
+-- and nothing is written; terms in ARGV that break the same rules are an
+-- error "ERR preheat: ..." before any read.
+--
+-- Preheat writes the purchase terms — initial_stock, starts_at_ms,
+-- ends_at_ms, per_user_limit, rate_window_ms, rate_max, price_cents,
+-- expire_at_ms — one field each, and `validated`: the eight as checked here,
+-- joined by ' '. The buy scripts read them all in one HMGET and trust them
+-- when they are exactly that text (lib/purchase); anything else is checked
+-- field by field.
+--- @include "lib/corrupt"
 
--- A read whose WRONGTYPE error names its key (error code CORRUPT).
-local function read(key, ...)
-  local reply = redis.pcall(...)
-  -- A command or key the caller's ACL refuses is no damaged key: raised as
-  -- itself (NOPERM; reads come before the first write).
-  if type(reply) == 'table' and reply.err
-      and string.find(reply.err, "The user executing the script can't", 1, true) then
-    error(reply)
-  end
-  if type(reply) == 'table' and reply.err then
-    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
-  end
-  return reply
-end
-
--- Redis's own integer syntax (string2ll), narrowed to what a double holds
--- exactly (|n| <= 2^53): the same rule as buy.lua.
-local TWO_TO_53 = '9007199254740992'
-local function strict_int(value)
-  if value == '0' then
-    return 0
-  end
-  local digits = type(value) == 'string' and string.match(value, '^%-?([1-9]%d*)$')
-  if not digits or #digits > #TWO_TO_53 or (#digits == #TWO_TO_53 and digits > TWO_TO_53) then
+-- The n-th ARGV (`what`) as a strict integer, at least `least`; "" allowed when `optional`.
+local function term(n, what, least, optional)
+  local value = ARGV[n]
+  if optional and value == '' then
     return nil
   end
-  return tonumber(value)
-end
-
-local mode = ARGV[1]
-local stands_for = mode == 'dry' and ARGV[12] or mode
-local force = stands_for == 'force'
-local before = read(KEYS[2], 'GET', KEYS[2])
-if before and not strict_int(before) then
-  error({err = 'CORRUPT ' .. KEYS[2] .. ': stock holds ' .. string.format('%q', string.sub(before, 1, 40))
-    .. ', not an integer'})
-end
-read(KEYS[1], 'HLEN', KEYS[1])
-local has_sales = read(KEYS[3], 'HLEN', KEYS[3]) > 0 or read(KEYS[4], 'XLEN', KEYS[4]) > 0
-local status
-if before then
-  if stands_for == 'meta' then
-    status = 'meta_updated'
-  elseif not force then
-    status = 'kept'
-  elseif has_sales then
-    status = 'has_sales'
-  else
-    status = 'overwritten'
+  local number = strict_int(value)
+  if not number or number < least then
+    error({err = 'ERR preheat: ' .. what .. ' ' .. shown(value) .. ' is not an integer >= ' .. least})
   end
-elseif has_sales then
-  status = 'stock_missing'
-else
-  status = 'loaded'
-end
-local before_n = tonumber(before or '-1')
-local writes = status == 'loaded' or status == 'overwritten' or status == 'meta_updated'
-if mode == 'dry' or not writes then
-  return {status, before_n, before_n}
+  return number
 end
 
-if status == 'meta_updated' then
-  redis.call('HSET', KEYS[1], 'name', ARGV[3], 'price_cents', ARGV[4],
-    'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
-    'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
-  for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}) do
-    if ARGV[10] ~= '' then
-      redis.call('PEXPIREAT', key, ARGV[10])
+return guarded(function()
+  term(2, 'initial_stock', 0)
+  term(4, 'price_cents', 0)
+  term(5, 'starts_at_ms', -9007199254740992, true)
+  term(6, 'ends_at_ms', -9007199254740992, true)
+  term(7, 'per_user_limit', 1)
+  local rate_max = term(9, 'rate_max', 0)
+  if rate_max > 0 or ARGV[8] ~= '' then
+    term(8, 'rate_window_ms', 1, rate_max == 0)
+  end
+  term(10, 'expire_at_ms', 1, true)
+  local validated = table.concat({ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
+    ARGV[4], ARGV[10]}, ' ')
+
+  local mode = ARGV[1]
+  local stands_for = mode == 'dry' and ARGV[12] or mode
+  local force = stands_for == 'force'
+  local before = read(KEYS[2], 'GET', KEYS[2])
+  if before then
+    int_of(KEYS[2], 'stock', before)
+  end
+  local initial = read(KEYS[1], 'HGET', KEYS[1], 'initial_stock')
+  if initial then
+    int_of(KEYS[1], 'initial_stock', initial)
+  end
+  local has_sales = read(KEYS[3], 'HLEN', KEYS[3]) > 0 or read(KEYS[4], 'XLEN', KEYS[4]) > 0
+  local status
+  if before then
+    if stands_for == 'meta' then
+      status = 'meta_updated'
+    elseif not force then
+      status = 'kept'
+    elseif has_sales then
+      status = 'has_sales'
     else
-      redis.call('PERSIST', key)
+      status = 'overwritten'
+    end
+  elseif has_sales then
+    status = 'stock_missing'
+  else
+    status = 'loaded'
+  end
+  local before_n = tonumber(before or '-1')
+  local writes = status == 'loaded' or status == 'overwritten' or status == 'meta_updated'
+  if mode == 'dry' or not writes then
+    return {status, before_n, before_n}
+  end
+
+  if status == 'meta_updated' then
+    redis.call('HSET', KEYS[1], 'name', ARGV[3], 'price_cents', ARGV[4],
+      'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
+      'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
+    -- initial_stock stays what the load wrote (checked above): the terms'
+    -- text is built with it.
+    if initial then
+      redis.call('HSET', KEYS[1], 'validated', table.concat({initial, ARGV[5], ARGV[6],
+        ARGV[7], ARGV[8], ARGV[9], ARGV[4], ARGV[10]}, ' '))
+    end
+    for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}) do
+      if ARGV[10] ~= '' then
+        redis.call('PEXPIREAT', key, ARGV[10])
+      else
+        redis.call('PERSIST', key)
+      end
+    end
+    return {status, before_n, before_n}
+  end
+
+  local has_group = false
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    for _, group in ipairs(read(KEYS[4], 'XINFO', 'GROUPS', KEYS[4])) do
+      for i = 1, #group, 2 do
+        if group[i] == 'name' and group[i + 1] == ARGV[11] then
+          has_group = true
+        end
+      end
     end
   end
-  return {status, before_n, before_n}
-end
 
-local has_group = false
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  for _, group in ipairs(read(KEYS[4], 'XINFO', 'GROUPS', KEYS[4])) do
-    for i = 1, #group, 2 do
-      if group[i] == 'name' and group[i + 1] == ARGV[11] then has_group = true end
-    end
+  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[1],
+    'initial_stock', ARGV[2], 'name', ARGV[3], 'price_cents', ARGV[4],
+    'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
+    'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10],
+    'validated', validated)
+  if not has_group then
+    redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[11], '0', 'MKSTREAM')
   end
-end
-
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('HSET', KEYS[1],
-  'initial_stock', ARGV[2], 'name', ARGV[3], 'price_cents', ARGV[4],
-  'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
-  'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
-if not has_group then
-  redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[11], '0', 'MKSTREAM')
-end
-if ARGV[10] ~= '' then
-  redis.call('PEXPIREAT', KEYS[1], ARGV[10])
-  redis.call('PEXPIREAT', KEYS[2], ARGV[10])
-end
-return {status, before_n, tonumber(ARGV[2])}
+  if ARGV[10] ~= '' then
+    redis.call('PEXPIREAT', KEYS[1], ARGV[10])
+    redis.call('PEXPIREAT', KEYS[2], ARGV[10])
+  end
+  return {status, before_n, tonumber(ARGV[2])}
+end)

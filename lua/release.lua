@@ -3,7 +3,7 @@
 -- exactly once. Either one named order (`seckill cancel`) or up to `limit`
 -- orders whose deadline has passed on the Redis clock (`seckill expire`).
 --
--- KEYS[1] reservations  hash   order id -> reservation record (format in lua/pay.lua)
+-- KEYS[1] reservations  hash   order id -> reservation record (lua/lib/record.lua)
 -- KEYS[2] deadlines     zset   order id -> deadline ms, reserved orders only
 -- KEYS[3] meta          hash   initial_stock (preheated?); a bucket's `sold_out` proof
 --                              is cleared by a release
@@ -40,92 +40,42 @@
 -- each release re-checks the record's state (and, for expiry, its deadline)
 -- inside this script, so an order is released at most once and a paid order
 -- never. Key-expiry notifications play no part. Every key is read (type
--- checked) and every stored number validated before the first write; a
--- wrong type or a malformed value is an error "CORRUPT <key>..." and nothing
--- is written (in mode expire, a malformed buyer count fails the call after the
--- orders before it were released, each of them whole).
-
--- A read whose WRONGTYPE error names its key (error code CORRUPT).
-local function read(key, ...)
-  local reply = redis.pcall(...)
-  -- A command or key the caller's ACL refuses is no damaged key: raised as
-  -- itself (NOPERM; reads come before the first write).
-  if type(reply) == 'table' and reply.err
-      and string.find(reply.err, "The user executing the script can't", 1, true) then
-    error(reply)
-  end
-  if type(reply) == 'table' and reply.err then
-    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
-  end
-  return reply
-end
-
--- A stored number as strictly as INCRBY/HINCRBY take it (no sign but '-',
--- no leading zero, |n| <= 2^53), or an error naming where it is; nil stays nil.
-local function integer(where, value)
-  if not value then return nil end
-  if not (value == '0' or string.match(value, '^-?[1-9]%d*$')) or #value > 17
-      or math.abs(tonumber(value)) > 9007199254740992 then
-    error({err = 'CORRUPT ' .. where .. ' is not an integer: ' .. string.format('%q', value)})
-  end
-  return tonumber(value)
-end
-
--- A reservation record (format above), every number checked; nil when absent.
-local function parse(key, order_id, record)
-  if not record then return nil end
-  local r = {}
-  r.state, r.qty, r.price, r.bought_at, r.deadline, r.changed_at, r.event_id, r.user =
-    string.match(record, '^(%l+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) (.*)$')
-  local where = key .. ' field ' .. order_id
-  if not r.state then
-    error({err = 'CORRUPT ' .. where .. ' is not a reservation record'})
-  end
-  for _, name in ipairs({'qty', 'price', 'bought_at', 'deadline', 'changed_at'}) do
-    integer(where .. ' (' .. name .. ')', r[name])
-  end
-  if r.state ~= 'reserved' and r.state ~= 'paid' and r.state ~= 'expired' and r.state ~= 'cancelled' then
-    error({err = 'CORRUPT ' .. where .. ': unknown state ' .. r.state})
-  end
-  return r
-end
-
--- The counters a state change moves, checked before the first write.
-local COUNTERS = {'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
-  'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units'}
-local function check_counters(meta)
-  local values = read(meta, 'HMGET', meta, unpack(COUNTERS))
-  for i, name in ipairs(COUNTERS) do
-    integer(meta .. ' field ' .. name, values[i])
-  end
-end
-
+-- checked) and every stored number validated (lib/strict_int) before the
+-- first write; a wrong type or a malformed value is an error "CORRUPT
+-- <key>: ..." and nothing is written (in mode expire, a malformed buyer
+-- count fails the call after the orders before it were released, each of
+-- them whole). A caller whose ACL lacks one of the writes (the buyer's role)
+-- is refused with NOPERM before the first (lib/acl): nothing is written.
+--- @include "lib/corrupt"
+--- @include "lib/clock"
+--- @include "lib/record"
+--- @include "lib/counters"
+--- @include "lib/acl"
 
 local mode = ARGV[1]
 local rebuy = ARGV[5] == '1'
 
-local stock = integer(KEYS[4], read(KEYS[4], 'GET', KEYS[4]))
-if not read(KEYS[3], 'HGET', KEYS[3], 'initial_stock') then
-  stock = nil -- meta gone (expired): the item is not preheated any more
+-- The writes a release makes, for the ACL check before the first.
+local function release_writes()
+  local writes = {{'XADD', KEYS[7], '*', 'event', 'expired'}, {'INCRBY', KEYS[4], '1'},
+    {'HDEL', KEYS[3], 'sold_out'}, {'HSET', KEYS[1], 'o', 'r'}, {'ZREM', KEYS[2], 'o'},
+    {'ZADD', KEYS[2], '1', 'o'}, {'HINCRBY', KEYS[8], 'reserved_units', '1'}}
+  if rebuy then
+    table.insert(writes, {'HINCRBY', KEYS[5], 'u', '-1'})
+    table.insert(writes, {'HDEL', KEYS[5], 'u'})
+    table.insert(writes, {'HDEL', KEYS[6], 'u'})
+  end
+  return writes
 end
-check_counters(KEYS[8])
-read(KEYS[1], 'HLEN', KEYS[1])
-read(KEYS[2], 'ZCARD', KEYS[2])
-read(KEYS[5], 'HLEN', KEYS[5])
-read(KEYS[6], 'HLEN', KEYS[6])
-read(KEYS[7], 'XLEN', KEYS[7])
 
-local time = redis.call('TIME')
-local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local now = string.format('%d', now_ms)
-
--- Release one reserved order (its record fields parsed): every read first,
--- so a malformed value fails before this order's first write.
-local function release(order_id, r, new_state, reason)
+-- Release one reserved order (its record `r` parsed) at `now`: every read
+-- first, so a malformed value fails before this order's first write.
+local function release_order(order_id, r, new_state, reason, now)
   local qty = tonumber(r.qty)
   local bought = 0
   if rebuy then
-    bought = integer(KEYS[5] .. ' field ' .. r.user, redis.call('HGET', KEYS[5], r.user)) or 0
+    bought = int_of(KEYS[5], 'units of user ' .. shown(r.user),
+      redis.call('HGET', KEYS[5], r.user) or '0')
   end
   local event_id = redis.call('XADD', KEYS[7], '*',
     'order_id', order_id, 'campaign', ARGV[6], 'item_id', ARGV[7], 'user_id', r.user,
@@ -145,8 +95,8 @@ local function release(order_id, r, new_state, reason)
       redis.call('HINCRBY', KEYS[5], r.user, -qty)
     end
   end
-  redis.call('HSET', KEYS[1], order_id, table.concat(
-    {new_state, r.qty, r.price, r.bought_at, r.deadline, now, event_id, r.user}, ' '))
+  redis.call('HSET', KEYS[1], order_id,
+    record_text(new_state, r.qty, r.price, r.bought_at, r.deadline, now, event_id, r.user))
   redis.call('ZREM', KEYS[2], order_id)
   redis.call('HINCRBY', KEYS[8], 'reserved_orders', -1)
   redis.call('HINCRBY', KEYS[8], 'reserved_units', -qty)
@@ -155,52 +105,78 @@ local function release(order_id, r, new_state, reason)
   r.state, r.changed_at = new_state, now
 end
 
-if mode == 'cancel' then
-  local order_id = ARGV[2]
-  local r = parse(KEYS[1], order_id, redis.call('HGET', KEYS[1], order_id))
-  if not r then
-    return {'unknown_order', '', 0, 0, 0, ''}
+return guarded(function()
+  local stock_value = read(KEYS[4], 'GET', KEYS[4])
+  local stock = stock_value and int_of(KEYS[4], 'stock', stock_value)
+  if not read(KEYS[3], 'HGET', KEYS[3], 'initial_stock') then
+    stock = nil -- meta gone (expired): the item is not preheated any more
   end
-  local function reply(outcome)
-    return {outcome, r.state, tonumber(r.qty), tonumber(r.deadline), tonumber(r.changed_at), r.user}
-  end
-  if r.state == 'cancelled' then return reply('already_cancelled') end
-  if r.state == 'expired' or r.state == 'paid' then return reply(r.state) end
-  if not stock then return reply('not_preheated') end
-  release(order_id, r, 'cancelled', ARGV[3])
-  return reply('cancelled')
-elseif mode == 'expire' then
-  local limit = tonumber(ARGV[4])
-  if not limit or limit < 1 then
-    return redis.error_reply('ERR release.lua: limit must be >= 1, got ' .. tostring(ARGV[4]))
-  end
-  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
-  if #due > 0 and not stock then
-    -- No stock key: the sale's keys expired or were deleted. Releasing would
-    -- create a stock key without expiry; leave the reservations as they are.
-    return {0, 0, #due, {}}
-  end
-  local released, units, unreadable = 0, 0, {}
-  for _, order_id in ipairs(due) do
-    local record = redis.call('HGET', KEYS[1], order_id)
-    local ok, parsed = pcall(parse, KEYS[1], order_id, record)
-    local r = ok and parsed or nil
-    if r and r.state == 'reserved' and tonumber(r.deadline) <= now_ms then
-      release(order_id, r, 'expired', '')
-      released = released + 1
-      units = units + tonumber(r.qty)
-    elseif r and r.state == 'reserved' then
-      -- The record's deadline is later than its score: trust the record.
-      redis.call('ZADD', KEYS[2], r.deadline, order_id)
-    else
-      -- Paid or released already, no record, or a record that does not
-      -- parse: nothing this script may release, and it must not block the
-      -- due orders behind it. Unparsable ones are named for the operator.
-      if record and not r then table.insert(unreadable, order_id) end
-      redis.call('ZREM', KEYS[2], order_id)
+  check_counters(KEYS[8])
+  read(KEYS[1], 'HLEN', KEYS[1])
+  read(KEYS[2], 'ZCARD', KEYS[2])
+  read(KEYS[5], 'HLEN', KEYS[5])
+  read(KEYS[6], 'HLEN', KEYS[6])
+  read(KEYS[7], 'XLEN', KEYS[7])
+  local now_number = now_ms()
+  local now = string.format('%d', now_number)
+
+  if mode == 'cancel' then
+    local order_id = ARGV[2]
+    local r = record_of(KEYS[1], order_id, redis.call('HGET', KEYS[1], order_id))
+    if not r then
+      return order_reply('unknown_order', nil)
     end
+    if r.state == 'cancelled' then
+      return order_reply('already_cancelled', r)
+    end
+    if r.state == 'expired' or r.state == 'paid' then
+      return order_reply(r.state, r)
+    end
+    if not stock then
+      return order_reply('not_preheated', r)
+    end
+    refuse_unless_allowed(release_writes())
+    release_order(order_id, r, 'cancelled', ARGV[3], now)
+    return order_reply('cancelled', r)
+  elseif mode == 'expire' then
+    local limit = tonumber(ARGV[4])
+    if not limit or limit < 1 then
+      return redis.error_reply('ERR release.lua: limit must be >= 1, got ' .. tostring(ARGV[4]))
+    end
+    local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+    if #due > 0 and not stock then
+      -- No stock key: the sale's keys expired or were deleted. Releasing would
+      -- create a stock key without expiry; leave the reservations as they are.
+      return {0, 0, #due, {}}
+    end
+    if #due > 0 then
+      refuse_unless_allowed(release_writes())
+    end
+    local released, units, unreadable = 0, 0, {}
+    for _, order_id in ipairs(due) do
+      local record = redis.call('HGET', KEYS[1], order_id)
+      local parsed, r = pcall(record_of, KEYS[1], order_id, record)
+      if not parsed then
+        r = nil
+      end
+      if r and r.state == 'reserved' and tonumber(r.deadline) <= now_number then
+        release_order(order_id, r, 'expired', '', now)
+        released = released + 1
+        units = units + tonumber(r.qty)
+      elseif r and r.state == 'reserved' then
+        -- The record's deadline is later than its score: trust the record.
+        redis.call('ZADD', KEYS[2], r.deadline, order_id)
+      else
+        -- Paid or released already, no record, or a record that does not
+        -- parse: nothing this script may release, and it must not block the
+        -- due orders behind it. Unparsable ones are named for the operator.
+        if record and not r then
+          table.insert(unreadable, order_id)
+        end
+        redis.call('ZREM', KEYS[2], order_id)
+      end
+    end
+    return {released, units, redis.call('ZCOUNT', KEYS[2], '-inf', now), unreadable}
   end
-  return {released, units, redis.call('ZCOUNT', KEYS[2], '-inf', now), unreadable}
-else
   return redis.error_reply('ERR release.lua: mode must be cancel or expire, got ' .. tostring(mode))
-end
+end)

@@ -9,35 +9,23 @@
 -- A script rather than a pipeline because a Redis Cluster connection does
 -- not pipeline; one key, so it runs in that item's slot. Read-only.
 -- A key of the wrong type is an error "CORRUPT <key>: ...".
+--- @include "lib/corrupt"
 
--- A read whose WRONGTYPE error names its key (error code CORRUPT).
-local function read(key, ...)
-  local reply = redis.pcall(...)
-  -- A command or key the caller's ACL refuses is no damaged key: raised as
-  -- itself (NOPERM; reads come before the first write).
-  if type(reply) == 'table' and reply.err
-      and string.find(reply.err, "The user executing the script can't", 1, true) then
-    error(reply)
-  end
-  if type(reply) == 'table' and reply.err then
-    error({err = 'CORRUPT ' .. key .. ': ' .. reply.err})
-  end
-  return reply
-end
-
-local found = {}
-for i, id in ipairs(ARGV) do
-  local entry = read(KEYS[1], 'XRANGE', KEYS[1], id, id)
-  local order_id = ''
-  if #entry == 1 then
-    local fields = entry[1][2]
-    for j = 1, #fields, 2 do
-      if fields[j] == 'order_id' then
-        order_id = fields[j + 1]
-        break
+return guarded(function()
+  local found = {}
+  for i, id in ipairs(ARGV) do
+    local entry = read(KEYS[1], 'XRANGE', KEYS[1], id, id)
+    local order_id = ''
+    if #entry == 1 then
+      local fields = entry[1][2]
+      for j = 1, #fields, 2 do
+        if fields[j] == 'order_id' then
+          order_id = fields[j + 1]
+          break
+        end
       end
     end
+    found[i] = order_id
   end
-  found[i] = order_id
-end
-return found
+  return found
+end)

@@ -77,6 +77,17 @@ pub(crate) struct BuyReport {
     /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) problem: Option<String>,
+    /// True when this `ok` is a reservation still to be paid (`payment_timeout`):
+    /// the units are held until `deadline`, then released unless `seckill pay`
+    /// ran. The outcome stays `ok` (exit 0) so scripts reading it keep working.
+    pub(crate) reserved: bool,
+    /// A reservation's state now: `reserved`, or for a retried request id
+    /// `paid`, `expired` or `cancelled`; null when the ok is final.
+    pub(crate) reservation_state: Option<String>,
+    /// Pay before this (RFC 3339, UTC, Redis clock); null when the ok is final.
+    pub(crate) deadline: Option<String>,
+    /// The same deadline in Unix milliseconds.
+    pub(crate) deadline_ms: Option<i64>,
 }
 
 impl Report for BuyReport {
@@ -87,9 +98,19 @@ impl Report for BuyReport {
     /// One field per line: the ids a shopper must copy are never cut.
     fn render(&self) -> String {
         let dash = || "-".to_string();
-        output::fields(&[
-            ("outcome", self.outcome.as_str().to_string()),
+        // A reservation says so where people look first: the outcome line.
+        let outcome = match (&self.reservation_state, self.outcome) {
+            (Some(state), Outcome::Ok) => state.clone(),
+            _ => self.outcome.as_str().to_string(),
+        };
+        let mut rows = vec![
+            ("outcome", outcome),
             ("order id", self.order_id.clone().unwrap_or_else(dash)),
+        ];
+        if let (Some(deadline), Some(ms)) = (&self.deadline, self.deadline_ms) {
+            rows.push(("pay before", format!("{deadline} ({ms} ms)")));
+        }
+        rows.extend([
             (
                 "stock left",
                 self.stock_left.map_or_else(dash, |s| s.to_string()),
@@ -98,11 +119,13 @@ impl Report for BuyReport {
             ("user", self.user.clone()),
             ("qty", self.qty.to_string()),
             ("request id", self.request_id.clone()),
-        ]) + &self
-            .problem
-            .as_ref()
-            .map(|p| format!("corrupt state, nothing written: {p}\n"))
-            .unwrap_or_default()
+        ]);
+        output::fields(&rows)
+            + &self
+                .problem
+                .as_ref()
+                .map(|p| format!("corrupt state, nothing written: {p}\n"))
+                .unwrap_or_default()
             + &self
                 .replicas_acked
                 .map(|n| format!("replicas that confirmed it: {n}\n"))
@@ -198,6 +221,16 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
         next_step: next_step(reply.outcome, &campaign, &item.id),
         replicas_acked,
         problem: reply.problem,
+        reserved: reply
+            .reservation
+            .as_ref()
+            .is_some_and(|r| r.state == "reserved"),
+        reservation_state: reply.reservation.as_ref().map(|r| r.state.clone()),
+        deadline: reply
+            .reservation
+            .as_ref()
+            .map(|r| text::time_or_dash(Some(r.deadline_ms))),
+        deadline_ms: reply.reservation.as_ref().map(|r| r.deadline_ms),
     })
 }
 

@@ -434,3 +434,171 @@ fn a_key_of_the_wrong_type_is_corrupt_state_before_any_write() {
         Outcome::Ok
     );
 }
+
+/// `seckill buy ARGS` on `file` against `server`, JSON.
+fn buy_json(
+    file: &support::CampaignFile,
+    server: &RedisServer,
+    args: &[&str],
+    code: i32,
+) -> serde_json::Value {
+    support::spec::seckill(&["buy", "--item", "1001"])
+        .args(args)
+        .campaign(file)
+        .redis(server)
+        .json()
+        .fails_with(code)
+        .json()
+}
+
+/// The documented precedence (docs/lua.md): on a sold-out item a shopper who
+/// holds nothing hears `sold_out` before the kill switch, the window and the
+/// rate limit, and such an attempt is not counted; a retried request id
+/// still answers its order, and a holder goes the whole way as before
+/// (rate limit, switch, `duplicate`). Before: `closed` and `rate_limited` won.
+#[test]
+fn sold_out_wins_before_the_switch_the_window_and_the_rate_limit() {
+    use seckill::model::exit_codes::{CLOSED, RATE_LIMITED, SOLD_OUT, SUCCESS};
+    let server = RedisServer::start();
+    let file = one_item().rate_limit("1h", 1).write();
+    support::spec::seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let keys = ItemKeys::live("spec", "1001");
+    let () = server.conn().set(&keys.stock, 1).unwrap();
+    let alice = buy_json(
+        &file,
+        &server,
+        &["--user", "alice", "--request-id", "a1"],
+        SUCCESS,
+    );
+    assert_eq!(alice["stock_left"], 0);
+    // Two attempts of bob within the 1-per-hour window: both sold out,
+    // neither counted (the second would be rate_limited if the first were).
+    for _ in 0..2 {
+        let bob = buy_json(&file, &server, &["--user", "bob"], SOLD_OUT);
+        assert_eq!(bob["outcome"], "sold_out", "{bob}");
+    }
+    let rate: Option<i64> = server.conn().get(keys.rate("bob")).unwrap();
+    assert_eq!(rate, None, "a sold-out attempt was counted");
+    // The holder goes the whole way, as before: her second attempt in the
+    // window is over the rate limit (never sold_out, which she could misread).
+    buy_json(&file, &server, &["--user", "alice"], RATE_LIMITED);
+    support::spec::seckill(&["shutdown-switch", "on", "--reason", "t"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let carol = buy_json(&file, &server, &["--user", "carol"], SOLD_OUT);
+    assert_eq!(carol["outcome"], "sold_out", "{carol}");
+    // A holder meets the switch; a retried request id still answers its order.
+    buy_json(&file, &server, &["--user", "alice"], CLOSED);
+    let replay = buy_json(
+        &file,
+        &server,
+        &["--user", "alice", "--request-id", "a1"],
+        SUCCESS,
+    );
+    assert_eq!(replay["order_id"], alice["order_id"]);
+    // Units back: the first attempt of a shopper is counted again, as ever.
+    support::spec::seckill(&["shutdown-switch", "off"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let () = server.conn().set(&keys.stock, 1).unwrap();
+    buy_json(&file, &server, &["--user", "bob"], SUCCESS);
+}
+
+/// Issue 20: a reservation's `ok` says it is one and when it is due, in the
+/// table and in JSON (`outcome` stays `ok`, exit 0, for scripts that read it;
+/// `reserved`, `deadline` in RFC 3339 and `deadline_ms` say the rest); a
+/// retried request id says what became of it; a final `ok` says none of it.
+#[test]
+fn a_reservation_ok_says_reserved_and_its_deadline() {
+    use seckill::model::exit_codes::SUCCESS;
+    let server = RedisServer::start();
+    let file = one_item().payment_timeout("15m").write();
+    support::spec::seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let before = chrono::Utc::now().timestamp_millis();
+    let ok = buy_json(
+        &file,
+        &server,
+        &["--user", "ann", "--request-id", "r1"],
+        SUCCESS,
+    );
+    let after = chrono::Utc::now().timestamp_millis();
+    assert_eq!(ok["outcome"], "ok", "{ok}");
+    assert_eq!(ok["reserved"], true, "{ok}");
+    assert_eq!(ok["reservation_state"], "reserved", "{ok}");
+    let deadline_ms = ok["deadline_ms"].as_i64().unwrap();
+    let fifteen_minutes = 15 * 60 * 1000;
+    assert!(
+        (before + fifteen_minutes - 2000..=after + fifteen_minutes + 2000).contains(&deadline_ms),
+        "{ok}"
+    );
+    let deadline = ok["deadline"].as_str().unwrap();
+    assert_eq!(
+        chrono::DateTime::parse_from_rfc3339(deadline)
+            .unwrap()
+            .timestamp_millis(),
+        deadline_ms,
+        "{ok}"
+    );
+    let table = support::spec::seckill(&[
+        "buy",
+        "--item",
+        "1001",
+        "--user",
+        "ann",
+        "--request-id",
+        "r1",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .columns(80)
+    .succeeds()
+    .stdout();
+    assert!(table.contains("│ outcome    ┆ reserved"), "{table}");
+    assert!(
+        table.contains(&format!("{deadline} ({deadline_ms} ms)")),
+        "{table}"
+    );
+
+    // Paid: a retry of the request says so, and is no reservation any more.
+    let order = ok["order_id"].as_str().unwrap();
+    support::spec::seckill(&["pay", "--order", order])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let retried = buy_json(
+        &file,
+        &server,
+        &["--user", "ann", "--request-id", "r1"],
+        SUCCESS,
+    );
+    assert_eq!(retried["order_id"], ok["order_id"]);
+    assert_eq!(
+        (
+            retried["reserved"].clone(),
+            retried["reservation_state"].clone()
+        ),
+        (false.into(), "paid".into())
+    );
+    assert_eq!(retried["deadline_ms"], deadline_ms);
+
+    // Without payment_timeout an ok is final: nothing of the sort.
+    let final_file = one_item().write();
+    support::spec::seckill(&["init", "--yes"])
+        .campaign(&final_file)
+        .redis(&server)
+        .succeeds();
+    let plain = buy_json(&final_file, &server, &["--user", "bo"], SUCCESS);
+    assert_eq!(plain["reserved"], false, "{plain}");
+    assert!(
+        plain["deadline"].is_null() && plain["deadline_ms"].is_null(),
+        "{plain}"
+    );
+}

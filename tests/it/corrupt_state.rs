@@ -288,7 +288,7 @@ fn must_refuse(
     if !script.starts_with("bucket_") {
         return false;
     }
-    let counted = script == "bucket_buy" && argv[6] == "1";
+    let counted = script == "bucket_buy" && argv[7] == "1";
     let is_rate = key.ends_with(":rate:u");
     match corruption {
         Corruption::WrongType(wrong) => wrong != kind && (!is_rate || counted),
@@ -337,9 +337,9 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         // A home buy counting the attempt; a credit then a buy; both at once
         // (payment_timeout_ms 0: an ok is final).
         "bucket_buy" => [
-            ["1", "", "0", "0", "0"],
-            ["0", "01XFER", "3", "2", "0"],
-            ["1", "01XFER", "3", "2", "0"],
+            ["0", "1", "", "0", "0"],
+            ["0", "0", "01XFER", "3", "2"],
+            ["0", "1", "01XFER", "3", "2"],
         ]
         .iter()
         .map(|tail| {
@@ -551,10 +551,10 @@ fn invoke(
                 requests,
                 orders,
                 rate,
-                xfer_in,
                 reservations,
                 deadlines,
                 reservation_counts,
+                xfer_in,
             ] = exactly(keys, script, k);
             let [
                 user,
@@ -563,11 +563,11 @@ fn invoke(
                 order_id,
                 campaign,
                 item,
+                payment_timeout_ms,
                 count_attempt,
                 credit_id,
                 credit_source,
                 credit_units,
-                payment_timeout_ms,
             ] = exactly(argv, script, a);
             scripts::bucket_buy::BucketBuy {
                 meta,
@@ -705,9 +705,12 @@ fn invoke(
 fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_values() {
     let server = RedisServer::start();
     let file = cs();
+    // The scripts, not the library they are built from (`lua/lib/`): each
+    // script's own header names its keys.
     let mut scripts: Vec<_> = std::fs::read_dir("lua")
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
         .collect();
     scripts.sort();
     assert!(scripts.len() >= 12, "the lua/ directory shrank");

@@ -236,16 +236,20 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
     let file = reservation_campaign(1200, "3s").write();
     preheat(&file, &server);
     let orders = reserve_many(&server, &file, "u", 1000, |_| 1);
-    let first_deadline = records(&server)
-        .values()
-        .map(|r| r.deadline_ms)
-        .min()
-        .unwrap();
+    let deadlines: HashMap<String, i64> = records(&server)
+        .into_iter()
+        .map(|(id, record)| (id, record.deadline_ms))
+        .collect();
+    let first_deadline = *deadlines.values().min().unwrap();
 
-    // 4 expirers polling every 150 ms, and 4 payers paying every other order
-    // from shortly before the first deadline: many payments land on either
-    // side of their order's deadline, some after it and before an expirer
-    // came by (the deadline alone must decide), while the expirers release.
+    // 4 expirers polling every 150 ms, and 4 payers paying every other order,
+    // each payment sent at a time set by its order's deadline — 400 ms before,
+    // within ±20 ms of it, or 80 ms after — so payments land on either side
+    // of their deadline, some after it and before an expirer came by (the
+    // deadline alone must decide), while the expirers release. (Paced by the
+    // clock, not by how fast `seckill pay` starts: paced by the process, 500
+    // payments finished before the first deadline on a quiet machine — 500
+    // paid, 0 refused — and straddled on a busy one.)
     let mut expirers: Vec<_> = (0..4)
         .map(|n| {
             let name = format!("expirer-{n}");
@@ -259,14 +263,35 @@ fn pay_racing_expire_at_the_deadline_ends_each_order_in_exactly_one_state() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let to_pay: Vec<&String> = orders.iter().step_by(2).map(|(id, _)| id).collect();
+    let mut rng = rand::rng();
+    let aimed: Vec<(&String, i64)> = to_pay
+        .iter()
+        .enumerate()
+        .map(|(n, id)| {
+            let offset = match n % 3 {
+                0 => -400,
+                1 => rng.random_range(-20..=20),
+                _ => 80,
+            };
+            (*id, deadlines[*id] + offset)
+        })
+        .collect();
     let outcomes: Vec<(String, i32)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..4)
             .map(|w| {
-                let mine: Vec<&String> = to_pay.iter().skip(w).step_by(4).copied().collect();
+                let mut mine: Vec<(&String, i64)> =
+                    aimed.iter().skip(w).step_by(4).copied().collect();
+                mine.sort_by_key(|(_, at)| *at);
                 let (file, server) = (&file, &server);
                 scope.spawn(move || {
                     mine.into_iter()
-                        .map(|id| (id.clone(), order_command(file, server, "pay", id)))
+                        .map(|(id, at)| {
+                            let wait = at - now_ms();
+                            if wait > 0 {
+                                std::thread::sleep(Duration::from_millis(wait as u64));
+                            }
+                            (id.clone(), order_command(file, server, "pay", id))
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -1175,6 +1200,9 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
                 ("value", "1.5"),
                 ("value", "05"),
                 ("value", "99999999999999999999"),
+                // 2^53 + 1: Lua's tonumber rounds it to 2^53, so a check that
+                // compares the number (not the text) lets it through.
+                ("value", "9007199254740993"),
             ];
             for (how, what) in corruptions {
                 let mut conn = server.conn();

@@ -568,7 +568,8 @@ fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
         .find(|(user, _, _)| user == "seckill-buyer")
         .unwrap();
     args[0] = "seckill-buyer-short".to_string();
-    args.retain(|arg| arg != "+hlen" && arg != "+xlen");
+    // Every buy path reads meta with HMGET before its first write.
+    args.retain(|arg| arg != "+hmget");
     set_user(&mut server.conn(), &args);
     let short = format!(
         "redis://seckill-buyer-short:{password}@127.0.0.1:{}/0",
@@ -684,4 +685,70 @@ fn the_documented_roles_run_a_reservation_campaign() {
     assert_eq!(states, expected);
     assert_allowed(&file, &operator, &["reconcile"]);
     assert_allowed(&file, &operator, &["status"]);
+}
+
+/// Issue 20, defect 1: `pay`, `cancel` and `expire` run with the documented
+/// buyer credential (a plausible mistake: the web tier's credential on the
+/// back office) must refuse before their first write — the buyer may `XADD`
+/// an event and `HSET` a record but not `ZREM` a deadline, and a script has
+/// no rollback. Each is refused with NOPERM and every key is byte for byte
+/// what it was (DUMP); the operator then settles the same orders and
+/// `reconcile` balances. (Before the fix: the `paid` event was appended and
+/// the record marked paid, the order still on the deadline list — "paying
+/// again is safe", said exit 1, while reconcile showed drift.)
+#[test]
+fn pay_cancel_and_expire_with_the_buyer_credential_write_nothing() {
+    let server = RedisServer::start();
+    let url = create_roles(&server);
+    let (buyer, operator) = (url("buyer"), url("operator"));
+    let file = sale().payment_timeout("3s").write();
+    assert_allowed(&file, &operator, &["preheat"]);
+    let buy = |user: &str| -> String {
+        as_role(&file, &buyer, &["buy", "--item", "1001", "--user", user])
+            .json()
+            .succeeds()
+            .json()["order_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (paid, cancelled, expired) = (buy("p1"), buy("c1"), buy("e1"));
+    let bought_at = std::time::Instant::now();
+    let untouched = |args: &[&str]| {
+        let before = crate::corrupt_state::snapshot(&mut server.conn());
+        let stderr = as_role(&file, &buyer, args)
+            .fails_with(RUNTIME_ERROR)
+            .stderr();
+        assert_eq!(
+            before,
+            crate::corrupt_state::snapshot(&mut server.conn()),
+            "{args:?} as the buyer wrote half a state change: {stderr}"
+        );
+        assert!(
+            stderr.contains("can't run this command") && stderr.contains("nothing was written"),
+            "{args:?}: {stderr}"
+        );
+    };
+    untouched(&["pay", "--order", &paid]);
+    untouched(&["cancel", "--order", &cancelled, "--reason", "by the buyer"]);
+    // The same orders, settled by the role that may (before their deadline).
+    assert_allowed(&file, &operator, &["pay", "--order", &paid]);
+    assert_allowed(&file, &operator, &["cancel", "--order", &cancelled]);
+    std::thread::sleep(Duration::from_millis(3300).saturating_sub(bought_at.elapsed()));
+    untouched(&["expire"]);
+    assert_allowed(&file, &operator, &["expire"]);
+    let mut conn = server.conn();
+    for (order, state) in [
+        (&paid, "paid"),
+        (&cancelled, "cancelled"),
+        (&expired, "expired"),
+    ] {
+        let record: String = conn.hget(format!("{BASE}:reservations"), order).unwrap();
+        assert!(
+            record.starts_with(&format!("{state} ")),
+            "{order}: {record}"
+        );
+    }
+    assert_allowed(&file, &url("consumer"), &["consume", "--drain"]);
+    assert_allowed(&file, &operator, &["reconcile"]);
 }

@@ -90,6 +90,7 @@ pub(crate) fn reserve<C: ConnectionLike>(
                 order_id: None,
                 stock_left: None,
                 problem,
+                reservation: None,
             }
         }
         other => other?,
@@ -205,6 +206,7 @@ fn sweep<C: ConnectionLike>(
                 order_id: None,
                 stock_left: Some(home_stock),
                 problem: None,
+                reservation: None,
             });
         }
         quiet_before = quiet.then_some(in_counts);

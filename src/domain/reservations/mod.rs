@@ -7,7 +7,8 @@
 //! came from:
 //! * `…:reservations` hash: order id → record `"<state> <qty> <price_cents>
 //!   <bought_at_ms> <deadline_ms> <changed_at_ms> <event_stream_id> <user>"`
-//!   (written by `lua/buy.lua`, changed only by `lua/pay.lua` and
+//!   (the format is `lua/lib/record.lua`'s, [`Record`] its one Rust reading;
+//!   written by the buy scripts, changed only by `lua/pay.lua` and
 //!   `lua/release.lua`);
 //! * `…:deadlines` zset: order id → deadline (ms), reserved orders only;
 //! * counters in `…:reservation_counts` (not `meta`: the buyer role must not write
@@ -49,7 +50,9 @@ pub(crate) use crate::redis_client::scripts::pay::{OrderOutcome, OrderReply};
 /// Longest `--reason` kept with a cancellation.
 pub(crate) const MAX_REASON_BYTES: usize = 255;
 
-/// A reservation record as `lua/buy.lua` writes it (format in the module doc).
+/// A reservation record: the one Rust reading and writing of the format
+/// `lua/lib/record.lua` owns on the Lua side (module doc), with the same
+/// integer rule (`lua/lib/strict_int.lua`: digits, no leading zero, at most 2^53).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
     pub state: String,
@@ -63,28 +66,52 @@ pub struct Record {
     pub(crate) user: String,
 }
 
+/// The states a record can be in, as the scripts write them.
+const STATES: [&str; 4] = ["reserved", "paid", "expired", "cancelled"];
+
+/// A non-negative number as the scripts accept it (`lua/lib/strict_int.lua`).
+fn strict_number(part: &str) -> Option<i64> {
+    let digits_only = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let leading_zero = part.len() > 1 && part.starts_with('0');
+    let value: i64 = part.parse().ok()?;
+    (digits_only && !leading_zero && value <= 1 << 53).then_some(value)
+}
+
 impl Record {
     /// Parse a record; `None` when it is not one.
     pub fn parse(text: &str) -> Option<Record> {
         let mut parts = text.splitn(8, ' ');
         let mut next = || parts.next();
         let state = next()?.to_string();
-        let number = |part: Option<&str>| part?.parse::<i64>().ok();
         let record = Record {
             state,
-            qty: number(next())?,
-            price_cents: number(next())?,
-            bought_at_ms: number(next())?,
-            deadline_ms: number(next())?,
-            changed_at_ms: number(next())?,
-            event_stream_id: next()?.to_string(),
+            qty: strict_number(next()?)?,
+            price_cents: strict_number(next()?)?,
+            bought_at_ms: strict_number(next()?)?,
+            deadline_ms: strict_number(next()?)?,
+            changed_at_ms: strict_number(next()?)?,
+            event_stream_id: next().filter(|id| !id.is_empty())?.to_string(),
             user: next()?.to_string(),
         };
-        matches!(
-            record.state.as_str(),
-            "reserved" | "paid" | "expired" | "cancelled"
+        STATES.contains(&record.state.as_str()).then_some(record)
+    }
+}
+
+impl std::fmt::Display for Record {
+    /// The record's text, exactly as the scripts write it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {} {} {} {} {} {}",
+            self.state,
+            self.qty,
+            self.price_cents,
+            self.bought_at_ms,
+            self.deadline_ms,
+            self.changed_at_ms,
+            self.event_stream_id,
+            self.user
         )
-        .then_some(record)
     }
 }
 
@@ -566,14 +593,28 @@ mod tests {
 
     #[test]
     fn records_parse_with_spaces_in_the_user() {
-        let record =
-            Record::parse("paid 2 149900 1700000000000 1700000900000 1700000100000 17-0 a b c")
-                .unwrap();
+        let text = "paid 2 149900 1700000000000 1700000900000 1700000100000 17-0 a b c";
+        let record = Record::parse(text).unwrap();
         assert_eq!(record.state, "paid");
         assert_eq!(record.qty, 2);
         assert_eq!(record.user, "a b c");
         assert_eq!(record.event_stream_id, "17-0");
+        assert_eq!(record.to_string(), text, "written as read");
         assert!(Record::parse("odd 1 1 1 1 1 1-0 u").is_none());
         assert!(Record::parse("reserved x 1 1 1 1 1-0 u").is_none());
+    }
+
+    /// The integer rule of `lua/lib/strict_int.lua`, which 2^53 + 1 breaks
+    /// (a Lua double cannot hold it): the Rust reading agrees with the scripts.
+    #[test]
+    fn records_follow_the_scripts_integer_rule() {
+        let with_deadline = |deadline: &str| format!("reserved 1 1 1 {deadline} 1 1-0 u");
+        assert!(Record::parse(&with_deadline("9007199254740992")).is_some());
+        for bad in ["9007199254740993", "05", "-1", "+1", "1.5", ""] {
+            assert!(
+                Record::parse(&with_deadline(bad)).is_none(),
+                "{bad:?} was accepted"
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! `lua/buy.lua`, the whole purchase: kill switch, window, rate limit, dedupe,
-//! stock and order stream in one atomic step. Its call, outcomes and reply.
+//! stock and order stream in one atomic step (`lua/lib/purchase.lua`). Its
+//! call, outcomes and reply.
 
 use anyhow::{Result, bail};
 use redis::Value;
@@ -91,6 +92,18 @@ pub struct BuyReply {
     pub stock_left: Option<i64>,
     /// `corrupt_state` only: which key holds what malformed value.
     pub problem: Option<String>,
+    /// An `ok` that is a reservation (`payment_timeout`): its deadline and state.
+    pub reservation: Option<Reservation>,
+}
+
+/// The reservation an `ok` holds (campaigns with `payment_timeout`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reservation {
+    /// Pay before this, Unix ms on the Redis clock.
+    pub deadline_ms: i64,
+    /// `reserved` for a new one; a retried request id's order may be `paid`,
+    /// `expired` or `cancelled` by now.
+    pub state: String,
 }
 
 /// The outcome of a reply (its first field) without reading the rest: the
@@ -111,10 +124,11 @@ pub(crate) fn outcome_of(reply: &Value) -> Result<Outcome> {
     }
 }
 
-/// Parse the reply `{outcome, order_id, stock_left}`.
+/// Parse the reply `{outcome, order_id, stock_left, deadline_ms, reservation_state}`.
 pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
     let outcome = outcome_of(&reply)?;
-    let (_, order_id, stock_left): (Value, String, i64) = redis::from_redis_value(reply)?;
+    let (_, order_id, stock_left, deadline_ms, state): (Value, String, i64, i64, String) =
+        redis::from_redis_value(reply)?;
     // corrupt_state puts the problem ("<key>: <what>") where an order id would be.
     let (order_id, problem) = match outcome {
         Outcome::CorruptState => (String::new(), Some(order_id)),
@@ -125,5 +139,6 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         order_id: (!order_id.is_empty()).then_some(order_id),
         stock_left: (stock_left >= 0).then_some(stock_left),
         problem,
+        reservation: (!state.is_empty()).then_some(Reservation { deadline_ms, state }),
     })
 }

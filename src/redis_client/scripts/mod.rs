@@ -24,6 +24,8 @@ pub mod buy;
 pub mod dead_letter;
 pub mod item_state;
 pub mod item_status;
+#[cfg(test)]
+mod library;
 pub mod lock_release;
 pub(crate) mod order_lookup;
 pub mod pay;
@@ -161,13 +163,13 @@ macro_rules! script_call {
         /// The script's file, source and KEYS/ARGV names.
         pub(crate) static SPEC: $crate::redis_client::scripts::Spec = $crate::redis_client::scripts::Spec {
             file: $file,
-            source: include_str!(concat!("../../../lua/", $file)),
+            source: include_str!(concat!(env!("OUT_DIR"), "/lua/", $file)),
             keys: &[$(stringify!($key)),*],
             argv: &[$(stringify!($arg)),*],
             argv_rest: $crate::redis_client::scripts::script_call!(@rest $($rest)?),
             purpose: $crate::redis_client::scripts::Purpose::$purpose,
             script: std::sync::LazyLock::new(|| {
-                redis::Script::new(include_str!(concat!("../../../lua/", $file)))
+                redis::Script::new(include_str!(concat!(env!("OUT_DIR"), "/lua/", $file)))
             }),
         };
 
@@ -276,18 +278,38 @@ mod tests {
         (keys, argv, rest)
     }
 
+    fn lua_root() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua")
+    }
+
+    /// Every script of `lua/` as it runs: includes resolved.
     fn lua_files() -> BTreeMap<String, String> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua");
-        std::fs::read_dir(dir)
+        let root = lua_root();
+        library::scripts(&root)
             .expect("lua/ is readable")
-            .map(|entry| entry.expect("lua/ entry").path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
-            .map(|path| {
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                let source = std::fs::read_to_string(&path).expect("lua file is readable");
-                (name, source)
+            .into_iter()
+            .map(|file| {
+                let source = library::resolve(&root, &file).unwrap_or_else(|e| panic!("{e}"));
+                (file, source)
             })
             .collect()
+    }
+
+    /// Every file of `lua/` and `lua/lib/`, unresolved: (path under lua/, text).
+    fn lua_sources() -> Vec<(String, String)> {
+        let root = lua_root();
+        let mut found = Vec::new();
+        for dir in ["", "lib/"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("lua/ is readable") {
+                let path = entry.expect("lua/ entry").path();
+                if path.extension().is_some_and(|ext| ext == "lua") {
+                    let name = format!("{dir}{}", path.file_name().unwrap().to_string_lossy());
+                    found.push((name, std::fs::read_to_string(&path).expect("readable")));
+                }
+            }
+        }
+        found.sort();
+        found
     }
 
     #[test]
@@ -308,6 +330,8 @@ mod tests {
         );
     }
 
+    /// The header test on what runs: each resolved script's own KEYS/ARGV
+    /// lines against its Rust call (a library has none of its own).
     #[test]
     fn lua_headers_match_the_rust_calls() {
         let files = lua_files();
@@ -316,6 +340,11 @@ mod tests {
             assert_eq!(
                 source, spec.source,
                 "{}: embedded source is stale",
+                spec.file
+            );
+            assert!(
+                !source.starts_with("--- @include") && !source.contains("\n--- @include"),
+                "{}: an include was left unresolved",
                 spec.file
             );
             let (keys, argv, rest) = header_contract(spec.file, source);
@@ -328,6 +357,143 @@ mod tests {
                 spec.file
             );
         }
+        for (name, source) in lua_sources() {
+            if name.starts_with("lib/") {
+                assert_eq!(
+                    header_contract(&name, &source),
+                    (Vec::new(), Vec::new(), None),
+                    "lua/{name}: a library must not carry KEYS/ARGV contract lines"
+                );
+            }
+        }
+    }
+
+    /// One library: every named function of `lua/**/*.lua` is defined in
+    /// exactly one file, every include names a library that exists, and every
+    /// library is included by some script.
+    #[test]
+    fn every_helper_is_defined_once_and_every_include_resolves() {
+        let sources = lua_sources();
+        let mut defined: BTreeMap<String, String> = BTreeMap::new();
+        let mut included = std::collections::BTreeSet::new();
+        for (name, source) in &sources {
+            for line in source.lines() {
+                let line = line.trim_start();
+                let helper = line
+                    .strip_prefix("local function ")
+                    .or_else(|| line.strip_prefix("function "))
+                    .and_then(|rest| rest.split('(').next());
+                if let Some(helper) = helper
+                    && let Some(first) = defined.insert(helper.to_string(), name.clone())
+                {
+                    panic!("{helper} is defined in lua/{first} and again in lua/{name}");
+                }
+            }
+            for library in library::includes_of(source).unwrap_or_else(|e| panic!("{name}: {e}")) {
+                assert!(
+                    sources
+                        .iter()
+                        .any(|(file, _)| *file == format!("{library}.lua")),
+                    "lua/{name} includes {library}, which is not in lua/lib/"
+                );
+                included.insert(format!("{library}.lua"));
+            }
+        }
+        for (name, _) in &sources {
+            if name.starts_with("lib/") {
+                assert!(included.contains(name), "lua/{name} is included by nothing");
+            }
+        }
+        for spec in ALL {
+            library::resolve(&lua_root(), spec.file).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    /// `#!lua` stays on line 1 of every script that has it (Redis honours the
+    /// shebang nowhere else), and the resolver refuses an include there.
+    #[test]
+    fn the_shebang_stays_on_line_one() {
+        for (name, source) in lua_sources() {
+            let resolved = &lua_files().get(&name).cloned();
+            if let Some(resolved) = resolved {
+                assert_eq!(
+                    source.starts_with("#!lua"),
+                    resolved.starts_with("#!lua"),
+                    "lua/{name}: the shebang moved"
+                );
+                assert!(
+                    !resolved.lines().skip(1).any(|l| l.starts_with("#!")),
+                    "lua/{name}: a shebang below line 1"
+                );
+            }
+        }
+        let dir = tempfile_dir("shebang");
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("lib/x.lua"), "local function x() end\n").unwrap();
+        std::fs::write(dir.join("s.lua"), "--- @include \"lib/x\"\n#!lua\n").unwrap();
+        let refused = library::resolve(&dir, "s.lua").unwrap_err();
+        assert!(refused.contains("line 1"), "{refused}");
+        std::fs::write(dir.join("t.lua"), "#!lua\n--- @include \"lib/y\"\n").unwrap();
+        let missing = library::resolve(&dir, "t.lua").unwrap_err();
+        assert!(
+            missing.contains("lua/t.lua:2") && missing.contains("lib/y.lua"),
+            "{missing}"
+        );
+        std::fs::write(dir.join("lib/a.lua"), "--- @include \"lib/b\"\n").unwrap();
+        std::fs::write(dir.join("lib/b.lua"), "--- @include \"lib/a\"\n").unwrap();
+        std::fs::write(dir.join("u.lua"), "#!lua\n--- @include \"lib/a\"\n").unwrap();
+        let circle = library::resolve(&dir, "u.lua").unwrap_err();
+        assert!(circle.contains("circle"), "{circle}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A scratch directory under the target dir (no temp-dir crate in the lib's tests).
+    fn tempfile_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(format!("lua-library-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Scripts are content-addressed: a changed library changes the SHA of
+    /// every script that includes it, and only theirs.
+    #[test]
+    fn changing_a_shared_helper_changes_every_sha_that_includes_it() {
+        let dir = tempfile_dir("sha");
+        let root = lua_root();
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        for (name, source) in lua_sources() {
+            std::fs::write(dir.join(&name), source).unwrap();
+        }
+        let sha = |root: &std::path::Path, file: &str| {
+            Script::new(&library::resolve(root, file).unwrap())
+                .get_hash()
+                .to_string()
+        };
+        let helper = "lib/strict_int.lua";
+        let edited = std::fs::read_to_string(root.join(helper)).unwrap() + "-- edited\n";
+        std::fs::write(dir.join(helper), edited).unwrap();
+        let mut including = 0;
+        for spec in ALL {
+            assert_eq!(
+                sha(&root, spec.file),
+                spec.sha(),
+                "{}: SHA of what runs",
+                spec.file
+            );
+            let uses = spec.source.contains("local function strict_int(");
+            assert_eq!(
+                sha(&dir, spec.file) != spec.sha(),
+                uses,
+                "{}: includes {helper}: {uses}, but its SHA did not follow",
+                spec.file
+            );
+            including += usize::from(uses);
+        }
+        assert!(including >= 10, "only {including} scripts include {helper}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

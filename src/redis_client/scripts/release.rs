@@ -34,26 +34,3 @@ pub(crate) fn parse_expire_reply(reply: Value) -> Result<ExpireBatch> {
         unreadable,
     })
 }
-
-#[cfg(test)]
-mod tests {
-    /// The helpers `lua/pay.lua` and `lua/release.lua` share (key-naming
-    /// reads, strict integers, the record parser, the counter check): two
-    /// EVALSHA scripts cannot share a library, so the text is repeated and
-    /// must stay identical.
-    #[test]
-    fn pay_and_release_share_one_prelude() {
-        let prelude = |source: &str, next: &str| {
-            let start = source
-                .find("-- A read whose WRONGTYPE")
-                .expect("prelude start");
-            let end = source.find(next).expect("prelude end");
-            source[start..end].to_string()
-        };
-        assert_eq!(
-            prelude(super::super::pay::SPEC.source, "\nlocal r = parse("),
-            prelude(super::SPEC.source, "\nlocal mode = ARGV[1]"),
-            "lua/pay.lua and lua/release.lua: the shared helpers differ"
-        );
-    }
-}

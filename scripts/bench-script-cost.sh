@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# What one script call costs Redis, per path of the buy scripts, against a
+# textbook buy script (bench/textbook.lua: EXISTS stock, SISMEMBER buyers,
+# GET, DECR, SADD, XADD; no validation). The capacity of a hot item is one
+# master's single thread: Redis time per attempt is the figure that decides
+# how many masters a sale needs (docs/lua.md).
+#
+# On one throwaway redis-server: redis-benchmark drives each path's EVALSHA
+# (REQUESTS calls, CLIENTS connections); before each run CONFIG RESETSTAT,
+# after it `usec_per_call` of evalsha from INFO commandstats. The paths
+# alternate within each round, ROUNDS rounds; the table gives each path's
+# median and its ratio to the textbook's median of the same run (the
+# machine is shared: single runs swing ±20-30 %, so only medians of
+# alternated rounds are quoted).
+#
+# The sale's calls are the binary's own: `seckill loadtest --print-command
+# full` gives buy.lua's EVALSHA word by word (its keys moved from the load-test
+# namespace to the live one, where `seckill init` loaded the item), and the
+# SHA of each script is checked against the text this script resolves from
+# lua/ (lua/lib/ included the way build.rs does), so a drifted resolution
+# fails here rather than measuring another script.
+#
+#   scripts/bench-script-cost.sh [ROUNDS=5] [REQUESTS=100000] [CLIENTS=50]
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+rounds=${1:-5} requests=${2:-100000} clients=${3:-50}
+. scripts/lib.sh
+lib_need redis-server "apt-get install -y redis-server"
+lib_need redis-benchmark "apt-get install -y redis-tools"
+lib_cargo
+cargo build --release --quiet
+seckill="$repo/target/release/seckill"
+lib_workdir
+work="$LIB_WORK"
+lib_start_redis bench
+cli() { redis-cli -p "$REDIS_PORT" "$@"; }
+
+# lua/FILE with its includes resolved as build.rs resolves them: each
+# `--- @include "lib/NAME"` line replaced by lua/lib/NAME.lua (its own
+# includes first), each library once per script.
+resolved() {
+    LC_ALL=C awk -v root="$repo/lua" '
+        function paste(file,    line, name) {
+            while ((getline line < file) > 0) {
+                if (line ~ /^--- @include "lib\/[a-z0-9_]+"$/) {
+                    name = substr(line, 15, length(line) - 15)
+                    if (!(name in seen)) { seen[name] = 1; paste(root "/" name ".lua") }
+                } else {
+                    print line
+                }
+            }
+            close(file)
+        }
+        BEGIN { paste(ARGV[1]); exit }' "$repo/lua/$1"
+}
+sha_of() { resolved "$1" | sha1sum | cut -d' ' -f1; }
+
+# Three campaigns on the same item id: no rate limit, the headline's rate
+# limit (campaigns/moutai.yaml: 10 attempts per user per second), reservations.
+campaign_file() { # name extra-yaml
+    cat >"$work/$1.yaml" <<YAML
+campaign: bench
+per_user_limit: 1
+$2
+items:
+  - { id: "1001", name: bench, price: "1499.00", stock: 100000000 }
+YAML
+}
+campaign_file plain ""
+campaign_file rated "rate_limit: { window: 1s, max_requests: 10 }"
+campaign_file reserving "payment_timeout: 15m"
+export SECKILL_REDIS_URL="$REDIS_URL"
+base="seckill:{bench:1001}"
+
+# The buy call, word by word: EVALSHA sha 10 KEYS... user qty request_id order_id campaign item timeout.
+eval "buy=($("$seckill" -c "$work/plain.yaml" loadtest --print-command full))"
+[ "${buy[0]} ${buy[2]}" = "EVALSHA 10" ] || { echo "bench-script-cost: unexpected buy call ${buy[*]}" >&2; exit 1; }
+for ((k = 3; k < 13; k++)); do buy[k]="seckill:${buy[k]#seckill-loadtest:}"; done
+[ "${buy[1]}" = "$(sha_of buy.lua)" ] || { echo "bench-script-cost: lua/buy.lua resolves to another SHA than the binary runs" >&2; exit 1; }
+eval "v3=($("$seckill" -c "$work/plain.yaml" loadtest --print-command v3))"
+[ "${v3[1]}" = "$(sha_of v3_decr.lua)" ] || { echo "bench-script-cost: lua/v3_decr.lua resolves to another SHA than the binary runs" >&2; exit 1; }
+textbook_sha=$(cli -x SCRIPT LOAD <"$repo/bench/textbook.lua")
+bucket_sha=$(sha_of bucket_buy.lua)
+v3_sha=$(cli -x SCRIPT LOAD < <(resolved v3_decr.lua))
+[ "$v3_sha" = "${v3[1]}" ] || { echo "bench-script-cost: SCRIPT LOAD of v3_decr.lua gave $v3_sha" >&2; exit 1; }
+
+# buy_call USER REQUEST_ID TIMEOUT: buy.lua's words with those ARGV.
+buy_call() {
+    local words=("${buy[@]:0:13}" "$1" 1 "$2" "o__rand_int__" bench 1001 "$3")
+    printf '%q ' "${words[@]}"
+}
+# bucket_call USER COUNT: bucket_buy.lua on the item's keys (a bucket's are
+# the same keys under its own tag) plus its transfer log; no credit.
+bucket_call() {
+    local words=(EVALSHA "$bucket_sha" 11 "${buy[@]:3:10}" "$base:xfer_in"
+        "$1" 1 "" "o__rand_int__" bench 1001 0 "$2" "" 0 0)
+    printf '%q ' "${words[@]}"
+}
+
+# Each path: name | campaign file | state after `init --yes` | the call.
+paths=(
+    "textbook ok|plain|textbook_stock 100000000|EVALSHA $textbook_sha 3 tb:stock tb:buyers tb:orders u__rand_int__ o__rand_int__"
+    "textbook sold out|plain|textbook_stock 0|EVALSHA $textbook_sha 3 tb:stock tb:buyers tb:orders u__rand_int__ o__rand_int__"
+    "buy ok, no rate limit|plain||$(buy_call u__rand_int__ '' 0)"
+    "buy ok, rate limit on|rated||$(buy_call u__rand_int__ '' 0)"
+    "buy sold out, no rate limit|plain|stock 0|$(buy_call u__rand_int__ '' 0)"
+    "buy sold out, rate limit on|rated|stock 0|$(buy_call u__rand_int__ '' 0)"
+    "buy duplicate|plain|bought dup|$(buy_call dup '' 0)"
+    "buy rate-limited|rated|limited hot|$(buy_call hot '' 0)"
+    "buy request-id replay|plain|replay again r1|$(buy_call again r1 0)"
+    "buy reservation ok|reserving||$(buy_call u__rand_int__ '' 900000)"
+    "bucket_buy home-hit ok|plain||$(bucket_call u__rand_int__ 1)"
+    "bucket_buy sold out, proven|plain|proven|$(bucket_call u__rand_int__ 1)"
+    "v3 (DECR only)|plain||${v3[*]}"
+)
+
+# The state a path starts from, after `init --yes` loaded the item.
+prepare() { # campaign state...
+    "$seckill" -c "$work/$1.yaml" init --yes >/dev/null
+    cli DEL tb:stock tb:buyers tb:orders >/dev/null
+    case "${2:-}" in
+        textbook_stock) cli SET tb:stock "$3" >/dev/null ;;
+        stock) cli SET "$base:stock" "$3" >/dev/null ;;
+        bought) "$seckill" -c "$work/$1.yaml" buy --item 1001 --user "$3" >/dev/null ;;
+        limited) for _ in $(seq 12); do "$seckill" -c "$work/rated.yaml" buy --item 1001 --user "$3" >/dev/null || true; done ;;
+        replay) "$seckill" -c "$work/$1.yaml" buy --item 1001 --user "$3" --request-id "$4" >/dev/null ;;
+        proven) cli SET "$base:stock" 0 >/dev/null; cli HSET "$base:meta" sold_out 1 >/dev/null ;;
+        "") ;;
+    esac
+}
+
+usec_per_call() {
+    cli INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_evalsha" {
+        for (i = 2; i < NF; i += 2) { if ($i == "usec_per_call") u = $(i + 1); if ($i == "failed_calls") f = $(i + 1) }
+    } END { if (f > 0) { print "failed"; exit } print u + 0 }'
+}
+
+results="$work/results"
+: >"$results"
+echo "seckill $(git rev-parse --short HEAD 2>/dev/null || echo '?'), release build; redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$requests calls per run, $clients clients, $rounds alternated rounds; $(date -u +%Y-%m-%d)"
+for round in $(seq "$rounds"); do
+    for path in "${paths[@]}"; do
+        IFS='|' read -r name campaign state call <<<"$path"
+        # shellcheck disable=SC2086 # the state's words are separate arguments
+        prepare "$campaign" $state
+        cli CONFIG RESETSTAT >/dev/null
+        eval "redis-benchmark -p $REDIS_PORT -n $requests -c $clients -r 100000000 $call" >/dev/null 2>&1
+        usec=$(usec_per_call)
+        [ "$usec" != failed ] || { echo "bench-script-cost: $name: the script failed (redis-cli -p $REDIS_PORT; call: $call)" >&2; exit 1; }
+        printf '%s|%s\n' "$name" "$usec" >>"$results"
+    done
+    echo "round $round done" >&2
+done
+
+# Medians, then each path against the textbook's path of the same outcome.
+awk -F'|' '
+    { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+    function median(list,    a, k, i, j, t) {
+        k = split(list, a, " ")
+        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    }
+    END {
+        for (i = 1; i <= n; i++) m[order[i]] = median(v[order[i]])
+        ok = m["textbook ok"]; so = m["textbook sold out"]; plain = m["buy ok, no rate limit"]
+        print "| path | Redis µs per call (median) | rounds | ratio |"
+        print "|---|---|---|---|"
+        for (i = 1; i <= n; i++) {
+            p = order[i]; r = ""
+            if (p ~ /^textbook/ || p ~ /^v3/) r = "—"
+            else if (p ~ /sold out/) r = sprintf("%.2f× textbook sold out", m[p] / so)
+            else if (p == "buy reservation ok" || p == "bucket_buy home-hit ok") r = sprintf("%.2f× textbook ok, %.2f× buy ok", m[p] / ok, m[p] / plain)
+            else r = sprintf("%.2f× textbook ok", m[p] / ok)
+            printf "| %s | %.1f | %s | %s |\n", p, m[p], v[p], r
+        }
+    }' "$results"
