@@ -12,29 +12,24 @@
 --
 -- Returns {units, latest_order_id, request_order_id, record_of_latest_order}:
 -- units is the buyers hash's value as stored ("0" when none), the others
--- "" when there is none. Nothing is written.
+-- "" when there is none. Nothing is written; a key of the wrong type is the
+-- error "CORRUPT <key>: ..." (lib/corrupt's read), an ACL refusal itself.
+--- @include "lib/corrupt"
 
-local function read(...)
-  local reply = redis.pcall(...)
-  if type(reply) == 'table' and reply.err then
-    -- A wrong-typed key or an ACL refusal: raised as itself (nothing was written).
-    error(reply)
+return guarded(function()
+  local user = ARGV[1]
+  local units = read(KEYS[1], 'HGET', KEYS[1], user) or '0'
+  local latest = read(KEYS[2], 'HGET', KEYS[2], user) or ''
+  local requested = ''
+  if ARGV[2] ~= '' then
+    local remembered = read(KEYS[3], 'HGET', KEYS[3], string.len(user) .. ':' .. user .. ':' .. ARGV[2])
+    if remembered then
+      requested = string.match(remembered, '^([^:]*):%d+$') or remembered
+    end
   end
-  return reply
-end
-
-local user = ARGV[1]
-local units = read('HGET', KEYS[1], user) or '0'
-local latest = read('HGET', KEYS[2], user) or ''
-local requested = ''
-if ARGV[2] ~= '' then
-  local remembered = read('HGET', KEYS[3], string.len(user) .. ':' .. user .. ':' .. ARGV[2])
-  if remembered then
-    requested = string.match(remembered, '^([^:]*):%d+$') or remembered
+  local record = ''
+  if latest ~= '' then
+    record = read(KEYS[4], 'HGET', KEYS[4], latest) or ''
   end
-end
-local record = ''
-if latest ~= '' then
-  record = read('HGET', KEYS[4], latest) or ''
-end
-return {units, latest, requested, record}
+  return {units, latest, requested, record}
+end)
