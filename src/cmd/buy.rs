@@ -88,6 +88,10 @@ pub(crate) struct BuyReport {
     pub(crate) deadline: Option<String>,
     /// The same deadline in Unix milliseconds.
     pub(crate) deadline_ms: Option<i64>,
+    /// `not_admitted` / `admission_expired`: where the user stands in the
+    /// item's waiting room (position, serving position, wait in ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting: Option<crate::redis_client::scripts::buy::Waiting>,
 }
 
 impl Report for BuyReport {
@@ -120,6 +124,9 @@ impl Report for BuyReport {
             ("qty", self.qty.to_string()),
             ("request id", self.request_id.clone()),
         ]);
+        if let Some(waiting) = &self.waiting {
+            rows.push(("queue", waiting.describe()));
+        }
         output::fields(&rows)
             + &self
                 .problem
@@ -231,6 +238,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
             .as_ref()
             .map(|r| text::time_or_dash(Some(r.deadline_ms))),
         deadline_ms: reply.reservation.as_ref().map(|r| r.deadline_ms),
+        waiting: reply.waiting,
     })
 }
 
@@ -282,6 +290,12 @@ fn next_step(
         }),
         Outcome::Closed => Some(format!(
             "the kill switch is ON: `seckill -c {file} shutdown-switch status` says why and who"
+        )),
+        Outcome::NotQueued => Some(format!(
+            "item {item} has a waiting room: join it first, `seckill -c {file} queue join --item {item} --user USER`"
+        )),
+        Outcome::NotRegistered => Some(format!(
+            "item {item}'s waiting room takes registered users only: `seckill -c {file} register --user USER --device DEVICE`"
         )),
         _ => None,
     }

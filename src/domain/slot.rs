@@ -8,7 +8,7 @@ use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use crate::model::campaign::{Campaign, Item};
-use crate::model::keys::{ItemKeys, ORDER_GROUP};
+use crate::model::keys::{ItemKeys, ORDER_GROUP, RoomKeys};
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::buy::parse_reply;
 pub use crate::redis_client::scripts::buy::{BuyReply, Outcome};
@@ -83,6 +83,12 @@ pub fn preheat_item<C: ConnectionLike>(
         expire_at_ms: opt(campaign.expire_at_ms()),
         group: ORDER_GROUP.to_string(),
         dry_mode: mode_name.to_string(),
+        waiting_room: if item.waiting_room.is_some() {
+            "1"
+        } else {
+            "0"
+        }
+        .to_string(),
     };
     let reply = call
         .invoke(conn)
@@ -206,7 +212,20 @@ pub fn reserve<C: ConnectionLike>(
     request: &BuyRequest,
     payment_timeout_ms: u64,
 ) -> Result<BuyReply> {
+    reserve_in_room(conn, keys, request, payment_timeout_ms, None)
+}
+
+/// [`reserve`] for an item with a waiting room (`room`: its keys, passed
+/// only then, so a sale without one sends the keys it always did).
+pub(crate) fn reserve_in_room<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    request: &BuyRequest,
+    payment_timeout_ms: u64,
+    room: Option<&RoomKeys>,
+) -> Result<BuyReply> {
     let order_id = new_order_id();
+    let key = |pick: fn(&RoomKeys) -> &String| room.map(|r| pick(r).clone());
     let call = crate::redis_client::scripts::buy::Buy {
         meta: keys.meta.clone(),
         stock: keys.stock.clone(),
@@ -224,6 +243,13 @@ pub fn reserve<C: ConnectionLike>(
         reservations: keys.reservations.clone(),
         deadlines: keys.deadlines.clone(),
         reservation_counts: keys.reservation_counts.clone(),
+        room: key(|r| &r.room),
+        queue: key(|r| &r.queue),
+        registered: key(|r| &r.registered),
+        risk: key(|r| &r.risk),
+        admitted: key(|r| &r.admitted),
+        active: key(|r| &r.active),
+        shuffled: key(|r| &r.shuffled),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     };
     let reply = call.invoke(conn).with_context(|| {

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::model::error::usage;
+use crate::model::waiting_room::{self, RawWaitingRoom, WaitingRoom};
 
 /// Largest stock one item may have. Past this a typo is likelier than a real
 /// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
@@ -50,6 +51,9 @@ struct RawCampaign {
     payment_timeout: Option<Spanned<String>>,
     #[serde(default)]
     rebuy_after_release: Option<bool>,
+    /// Every item's waiting room (an item's own `waiting_room` replaces it).
+    #[serde(default)]
+    waiting_room: Option<RawWaitingRoom>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,6 +72,8 @@ struct RawItem {
     stock: Spanned<i64>,
     #[serde(default)]
     buckets: Option<Spanned<i64>>,
+    #[serde(default)]
+    waiting_room: Option<RawWaitingRoom>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,6 +129,9 @@ pub struct Item {
     pub stock: i64,
     /// Stock buckets, 1..=[`MAX_BUCKETS`] (see `docs/buckets.md`); 1 = one slot, today's layout.
     pub(crate) buckets: u32,
+    /// The item's waiting room (docs/waiting-room.md); `None`: off, every
+    /// buy goes straight to the buy script as before.
+    pub waiting_room: Option<WaitingRoom>,
 }
 
 impl Campaign {
@@ -276,7 +285,11 @@ fn yaml_options() -> serde_saphyr::Options {
     }
 }
 
-fn at<T>(path: &Path, spanned: &Spanned<T>, message: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn at<T>(
+    path: &Path,
+    spanned: &Spanned<T>,
+    message: impl std::fmt::Display,
+) -> anyhow::Error {
     usage(format!(
         "{}:{}:{}: {message}",
         path.display(),
@@ -376,6 +389,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
     if raw.items.value.is_empty() {
         return Err(at(path, &raw.items, "items must list at least one item"));
     }
+    let campaign_room = raw
+        .waiting_room
+        .as_ref()
+        .map(|room| waiting_room::validate(path, room, starts_at_ms))
+        .transpose()?;
     let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
     let mut items = Vec::with_capacity(raw.items.value.len());
     for item in &raw.items.value {
@@ -442,12 +460,17 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             Some(b) => b.value as u32,
             None => 1,
         };
+        let waiting_room = match &item.waiting_room {
+            Some(room) => Some(waiting_room::validate(path, room, starts_at_ms)?),
+            None => campaign_room.clone(),
+        };
         items.push(Item {
             id: id.value.clone(),
             name: item.name.clone(),
             price_cents,
             stock: item.stock.value,
             buckets,
+            waiting_room,
         });
     }
     Ok(Campaign {
@@ -507,7 +530,7 @@ impl Campaign {
     }
 }
 
-fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
+pub(crate) fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
     chrono::DateTime::parse_from_rfc3339(text.value.trim())
         .map(|t| t.timestamp_millis())
         .map_err(|e| {
@@ -527,7 +550,7 @@ fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
 /// a Lua number (a double) exactly.
 pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
 
-fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Duration> {
+pub(crate) fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Duration> {
     let duration = humantime::parse_duration(text.value.trim()).map_err(|e| {
         at(
             path,

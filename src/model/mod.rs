@@ -1,5 +1,5 @@
 //! The vocabulary everything else speaks: the [`campaign`] file, the Redis
-//! [`keys`] of an item and the [`layout`] of a bucketed one, the
+//! [`keys`] of an item and the [`layout`] of a bucketed one, an item's [`waiting_room`], the
 //! [`exit_codes`] and the [`error`] kinds that decide them.
 //!
 //! May import: util.
@@ -9,3 +9,4 @@ pub mod error;
 pub mod exit_codes;
 pub mod keys;
 pub mod layout;
+pub mod waiting_room;

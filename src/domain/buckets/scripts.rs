@@ -18,7 +18,9 @@ pub use crate::redis_client::scripts::bucket_credit::Credited;
 pub(crate) use crate::redis_client::scripts::bucket_snapshot::Snapshot;
 pub use crate::redis_client::scripts::bucket_take::{Take, Transfer, parse_log_record};
 
-/// `lua/bucket_buy.lua` on the home bucket.
+/// `lua/bucket_buy.lua` on the home bucket; `queued`: the item has a
+/// waiting room, so the bucket's admissions key goes with the call.
+#[allow(clippy::too_many_arguments)] // the script's own ARGV, each a decision of the caller
 pub(crate) fn home_buy<C: ConnectionLike>(
     conn: &mut C,
     home: &BucketKeys,
@@ -27,6 +29,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
     count_attempt: bool,
     credit: Option<&Transfer>,
     payment_timeout_ms: u64,
+    queued: bool,
 ) -> Result<HomeReply> {
     let call = BucketBuy {
         meta: home.keys.meta.clone(),
@@ -50,6 +53,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
         reservations: home.keys.reservations.clone(),
         deadlines: home.keys.deadlines.clone(),
         reservation_counts: home.keys.reservation_counts.clone(),
+        admissions: queued.then(|| home.keys.room().admissions),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     };
     call.invoke(conn)
