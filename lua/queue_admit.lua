@@ -4,7 +4,8 @@
 -- position order fill the free places. Any number of admitters may run:
 -- each tick is one atomic step.
 --
--- KEYS[1] room        hash   the room (lib/admission): serving is the last position reached
+-- KEYS[1] room        hash   the room (lib/admission): serving is the last position reached,
+--                            admitted_total the admissions so far (the wait estimate)
 -- KEYS[2] line        list   users in position order (position p at index p - 1)
 -- KEYS[3] admitted    hash   user -> admission start ms
 -- KEYS[4] active      zset   user -> admission end ms: the places taken
@@ -83,6 +84,9 @@ return guarded(function()
   end
   if serving ~= r.serving then
     redis.call('HSET', KEYS[1], 'serving', string.format('%d', serving))
+  end
+  if #admit > 0 then
+    redis.call('HINCRBY', KEYS[1], 'admitted_total', #admit)
   end
   if expire_at and #admit > 0 then
     redis.call('PEXPIREAT', KEYS[3], string.format('%d', expire_at))

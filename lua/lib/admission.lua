@@ -11,8 +11,9 @@
 -- slot, where the room is) and the state the scripts move:
 -- joined (positions handed out, 1..joined), opened_at_ms (when the clock
 -- started: the first join at or after starts_at, or the pre-queue's
--- shuffle), paused_ms and paused_since_ms (the pauses), serving (max_active:
--- the admitter's last position), prequeue_last (the last position joined
+-- shuffle), paused_ms and paused_since_ms (the pauses), serving and
+-- admitted_total (max_active: the admitter's last position, its admissions
+-- so far), prequeue_last (the last position joined
 -- before starts_at), shuffled, fanned (a bucketed item's fan-out cursor).
 --
 -- Rate mode needs no admitter: position p is admitted once the clock has run
@@ -28,7 +29,7 @@
 local ROOM_FIELDS = {'mode', 'rate_count', 'rate_per_ms', 'max_active', 'ttl_ms', 'prequeue',
   'registration', 'joined', 'opened_at_ms', 'paused_ms', 'paused_since_ms', 'serving',
   'prequeue_last', 'shuffled', 'reg_until_ms', 'per_device', 'per_ip', 'fanned',
-  'starts_at_ms', 'ends_at_ms', 'expire_at_ms'}
+  'starts_at_ms', 'ends_at_ms', 'expire_at_ms', 'admitted_total'}
 
 -- `value` of `what` in `key` as an integer of at least `least`.
 local function at_least(key, what, value, least)
@@ -71,6 +72,7 @@ local function room_of(key)
   r.starts_at = optional_int_of(key, 'starts_at_ms', v[19])
   r.ends_at = optional_int_of(key, 'ends_at_ms', v[20])
   r.expire_at = expiry_of(key, 'expire_at_ms', v[21])
+  r.admitted_total = optional_int_of(key, 'admitted_total', v[22]) or 0
   return r
 end
 
@@ -119,11 +121,17 @@ end
 
 -- Milliseconds from `now` until position p's turn as best known (rate: the
 -- clock; before the clock opens, the pre-queue's start plus the clock;
--- max_active: at most one admission_ttl per max_active places ahead).
+-- max_active: the admissions so far per time since the opening, never more
+-- than one admission_ttl per max_active places ahead, the slowest a full
+-- active set can turn over).
 local function wait_for(r, p, now)
   if r.mode == 'max_active' then
     local ahead = math.max(p - r.serving, 1)
-    return math.ceil(ahead / r.max_active) * r.ttl
+    local slowest = math.ceil(ahead / r.max_active) * r.ttl
+    if r.admitted_total > 0 and r.opened_at and now > r.opened_at then
+      return math.min(slowest, math.ceil(ahead * (now - r.opened_at) / r.admitted_total))
+    end
+    return slowest
   end
   local elapsed = room_elapsed(r, now)
   if not elapsed then

@@ -218,6 +218,9 @@ impl Command {
                 None if args.reservations => {
                     emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
                 }
+                None if args.variant == cmd::loadtest::VariantChoice::Queue => {
+                    emit(ctx, &cmd::loadtest::run_queue(ctx, &args)?)
+                }
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
             },
             Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),

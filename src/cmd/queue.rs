@@ -110,7 +110,7 @@ pub(crate) struct ShuffleArgs {
 
 /// Flags of `seckill queue penalize`.
 #[derive(Debug, clap::Args)]
-#[group(id = "penalty", required = true, multiple = false, args = ["delay", "block", "clear"])]
+#[command(group(clap::ArgGroup::new("penalty").required(true).args(["delay", "block", "clear"])))]
 pub(crate) struct PenalizeArgs {
     /// The item.
     #[arg(long, value_name = "ID")]

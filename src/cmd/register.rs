@@ -20,9 +20,10 @@ use crate::util::text::time_or_dash;
 /// Flags of `seckill register`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The user to register.
-    #[arg(long, value_name = "UID")]
-    pub(crate) user: String,
+    /// The user to register (repeat the flag to register several on the same
+    /// device, e.g. a household's or a batch the shop imports).
+    #[arg(long = "user", value_name = "UID", required = true)]
+    pub(crate) users: Vec<String>,
 
     /// The device the user registers from (an id the shop's app knows it by;
     /// no spaces).
@@ -39,9 +40,10 @@ pub(crate) struct Args {
     pub(crate) item: Option<String>,
 }
 
-/// One item's registration.
+/// One user's registration for one item.
 #[derive(Debug, Serialize)]
 pub(crate) struct RegisterRow {
+    pub(crate) user: String,
     pub(crate) item: String,
     /// `registered` (new, or a repeat from the same device: nothing changed) or a refusal.
     pub(crate) outcome: RegisterOutcome,
@@ -55,17 +57,16 @@ pub(crate) struct RegisterRow {
 /// `seckill register`'s report.
 #[derive(Debug, Serialize)]
 pub(crate) struct RegisterReport {
-    pub(crate) user: String,
     pub(crate) device: String,
     /// The prefix the IP counts under (null without --ip).
     pub(crate) ip_prefix: Option<String>,
-    pub(crate) items: Vec<RegisterRow>,
+    pub(crate) registrations: Vec<RegisterRow>,
 }
 
 impl Report for RegisterReport {
-    /// The first refused item's outcome, else 0.
+    /// The first refused registration's outcome, else 0.
     fn exit_code(&self) -> i32 {
-        self.items
+        self.registrations
             .iter()
             .map(|row| row.outcome.exit_code())
             .find(|code| *code != exit_codes::SUCCESS)
@@ -74,10 +75,11 @@ impl Report for RegisterReport {
 
     fn render(&self) -> String {
         let rows = self
-            .items
+            .registrations
             .iter()
             .map(|row| {
                 vec![
+                    row.user.clone(),
                     row.item.clone(),
                     row.outcome.as_str().to_string(),
                     row.registered_at.clone().unwrap_or_else(|| "-".into()),
@@ -87,8 +89,7 @@ impl Report for RegisterReport {
             })
             .collect();
         format!(
-            "registration of {} on device {}{}\n{}",
-            self.user,
+            "registration on device {}{}\n{}",
             self.device,
             self.ip_prefix
                 .as_ref()
@@ -96,6 +97,7 @@ impl Report for RegisterReport {
                 .unwrap_or_default(),
             output::grid(
                 &[
+                    "user",
                     "item",
                     "outcome",
                     "registered at",
@@ -111,7 +113,9 @@ impl Report for RegisterReport {
 
 /// Register the user for each selected item.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
-    check_user_id(&args.user)?;
+    for user in &args.users {
+        check_user_id(user)?;
+    }
     check_device(&args.device).map_err(|e| usage(format!("--device: {e}")))?;
     let prefix = args
         .ip
@@ -136,10 +140,25 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
             campaign.path.display()
         )));
     }
+    if args.ip.is_none()
+        && let Some(room) = rooms
+            .iter()
+            .find(|room| room.settings.registration.is_some_and(|r| r.per_ip > 0))
+    {
+        return Err(usage(format!(
+            "item {}'s registration caps accounts per IP (per_ip): give the caller's address, --ip IP",
+            room.item
+        )));
+    }
     let mut items = Vec::new();
-    for room in rooms {
-        let reply = room.register(&mut conn, &args.user, &args.device, args.ip.as_deref())?;
+    for (user, room) in args
+        .users
+        .iter()
+        .flat_map(|user| rooms.iter().map(move |room| (user, room)))
+    {
+        let reply = room.register(&mut conn, user, &args.device, args.ip.as_deref())?;
         items.push(RegisterRow {
+            user: user.clone(),
             item: room.item.clone(),
             outcome: reply.outcome,
             registered_at: (reply.registered_at_ms > 0)
@@ -149,9 +168,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
         });
     }
     Ok(RegisterReport {
-        user: args.user.clone(),
         device: args.device.clone(),
         ip_prefix: prefix,
-        items,
+        registrations: items,
     })
 }

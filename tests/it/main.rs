@@ -45,3 +45,4 @@ mod serve;
 mod status;
 mod tls_auth;
 mod transient_store_errors;
+mod waiting_room;

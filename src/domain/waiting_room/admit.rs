@@ -90,7 +90,16 @@ impl Room {
             None
         };
         let admit = match self.settings.mode {
-            AdmissionMode::MaxActive(_) => Some(self.admit(conn, batch)?),
+            AdmissionMode::MaxActive(_) => {
+                let bought = if self.fans_out() {
+                    self.release_bought(conn, batch)?
+                } else {
+                    0
+                };
+                let mut tick = self.admit(conn, batch)?;
+                tick.freed += bought;
+                Some(tick)
+            }
             AdmissionMode::Rate { .. } => None,
         };
         let fan_out = if self.fans_out() {
@@ -123,6 +132,41 @@ impl Room {
             }
         }
         Ok(total)
+    }
+
+    /// A bucketed max_active room: the buy runs in the user's home bucket,
+    /// which cannot take the user out of the active set in the item's slot,
+    /// so the admitter looks: an active user who holds units in its home
+    /// bucket gives its place back now instead of at the end of its
+    /// admission. The `batch` places that end first are looked at per pass.
+    /// Returns the places given back.
+    fn release_bought<C: ConnectionLike>(&self, conn: &mut C, batch: usize) -> Result<i64> {
+        let active: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&self.room.active)
+            .arg(0)
+            .arg(batch.max(1) - 1)
+            .query(conn)
+            .with_context(|| format!("cannot read {}", self.room.active))?;
+        let mut bought = Vec::new();
+        for user in active {
+            let buyers = self.layout.home(&user).keys.buyers;
+            let units: Option<String> = redis::cmd("HGET")
+                .arg(&buyers)
+                .arg(&user)
+                .query(conn)
+                .with_context(|| format!("cannot read {buyers}"))?;
+            if units.is_some_and(|u| u != "0") {
+                bought.push(user);
+            }
+        }
+        if bought.is_empty() {
+            return Ok(0);
+        }
+        redis::cmd("ZREM")
+            .arg(&self.room.active)
+            .arg(&bought)
+            .query(conn)
+            .with_context(|| format!("cannot update {}", self.room.active))
     }
 
     /// One admitter tick (`lua/queue_admit.lua`).

@@ -99,6 +99,10 @@ pub(crate) struct BuyAnswer {
     /// sell-out or a window it already knows).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) from_cache: bool,
+    /// `not_admitted` / `admission_expired`: where the user stands in the
+    /// waiting room (position, serving position, wait in ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting: Option<crate::redis_client::scripts::buy::Waiting>,
 }
 
 /// The HTTP status of an outcome.

@@ -8,6 +8,8 @@
 //!   ([`api::status_of`]); `request_id` is required, so a retry is safe.
 //! - `GET /v1/items/{item}/orders/{user}[?request_id=R]` → `ok` with the
 //!   order, `none`, or `pending` while this instance still runs that attempt.
+//! - `POST /v1/items/{item}/queue` `{"user"}` and `GET
+//!   /v1/items/{item}/queue/{user}`: the waiting room's door ([`queue`]).
 //! - `POST /v1/orders/{order}/pay|cancel`: operator endpoints, only with
 //!   `--operator-token-file` (a bearer token compared in constant time).
 //! - `GET /healthz`, `GET /metrics`.
@@ -31,6 +33,7 @@
 pub(crate) mod api;
 pub(crate) mod cache;
 pub(crate) mod metrics;
+mod queue;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -281,6 +284,8 @@ fn routes(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/items/{item}/buy", post(buy))
         .route("/v1/items/{item}/orders/{user}", get(order_of))
+        .route("/v1/items/{item}/queue", post(queue::join))
+        .route("/v1/items/{item}/queue/{user}", get(queue::position))
         .route("/v1/orders/{order}/pay", post(pay))
         .route("/v1/orders/{order}/cancel", post(cancel))
         .route("/healthz", get(healthz))
@@ -461,11 +466,8 @@ async fn buy_answer(
     if let Err(r) = body.validate(app.campaign.per_user_limit) {
         return refused(r);
     }
-    let answer = |outcome: Outcome,
-                  reply: Option<(Option<String>, Option<i64>, Option<String>)>,
-                  acked,
-                  from_cache| {
-        let (order_id, stock_left, problem) = reply.unwrap_or_default();
+    let answer = |outcome: Outcome, reply: Option<Reply>, acked, from_cache| {
+        let (order_id, stock_left, problem, waiting) = reply.unwrap_or_default();
         BuyAnswer {
             outcome,
             order_id,
@@ -477,6 +479,7 @@ async fn buy_answer(
             replicas_acked: acked,
             problem,
             from_cache,
+            waiting,
         }
     };
     if let Some(outcome) = app.cache.refusal(&item, &body.user) {
@@ -545,7 +548,12 @@ async fn buy_answer(
     }
 }
 
-type Reply = (Option<String>, Option<i64>, Option<String>);
+type Reply = (
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<crate::redis_client::scripts::buy::Waiting>,
+);
 
 /// One attempt on a worker thread: the buy, then WAIT when asked.
 fn attempt(
@@ -585,7 +593,12 @@ fn attempt(
         }
         Ok((
             outcome,
-            (reply.order_id, reply.stock_left, reply.problem),
+            (
+                reply.order_id,
+                reply.stock_left,
+                reply.problem,
+                reply.waiting,
+            ),
             acked,
         ))
     })
@@ -602,6 +615,13 @@ fn outcome_answer(app: &App, shown: &BuyAnswer) -> Response {
         if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
             answer.headers_mut().insert(header::RETRY_AFTER, value);
         }
+    }
+    if let Some(waiting) = shown
+        .waiting
+        .as_ref()
+        .filter(|_| shown.outcome == Outcome::NotAdmitted)
+    {
+        queue::retry_after(&mut answer, waiting.eta_ms);
     }
     answer
 }
