@@ -16,6 +16,9 @@
 -- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
 -- KEYS[10] reservation_counts hash reservation counters of this bucket (not in meta)
 -- KEYS[11] xfer_in      hash   transfer id -> "<source bucket> <units> <ms>", every credit
+-- KEYS[12] admissions   hash   user -> "<start ms> <end ms>", the admissions the waiting
+--                              room fanned out to this bucket; passed only for an
+--                              item whose room is on (meta waiting_room = 1)
 -- ARGV[1] user id
 -- ARGV[2] qty (integer >= 1)
 -- ARGV[3] request_id ("" = no idempotency)
@@ -109,7 +112,7 @@ function slot.credit(stock, expire_at)
 end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen)
+  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen, bucket_room(12))
   return {outcome, order_id, stock_left, deadline_ms, state, proven and 1 or 0}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, '', 0}

@@ -15,6 +15,15 @@
 -- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
 -- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
 --                             role never needs a write on meta (docs/security.md)
+-- KEYS[11] room         hash   the waiting room (lib/admission); KEYS[11..17] are
+--                              passed only for an item whose room is on (meta
+--                              waiting_room = 1): off, the call is the ten keys above
+-- KEYS[12] queue        hash   user -> "<position> <joined at ms>"
+-- KEYS[13] registered   hash   user -> registration (a room with registration)
+-- KEYS[14] risk         hash   user -> "block" | "delay <ms> <set at ms>"
+-- KEYS[15] admitted     hash   user -> admission start ms (max_active mode)
+-- KEYS[16] active       zset   user -> admission end ms (max_active: an ok leaves it)
+-- KEYS[17] shuffled     zset   user -> final position of a shuffled pre-queue
 -- ARGV[1] user          user id
 -- ARGV[2] qty           integer >= 1
 -- ARGV[3] request_id    "" = no idempotency
@@ -28,10 +37,12 @@
 -- Returns {outcome, order_id, stock_left, deadline_ms, reservation_state}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
 --              | not_preheated | corrupt_state | request_id_reused
+--              | not_registered | not_queued | not_admitted | admission_expired
 --   order_id   the new order (ok), the remembered order (ok on a retried request id;
 --              request_id_reused when that retry asks another qty: nothing is bought),
 --              the user's existing order (duplicate); for corrupt_state the problem,
---              "<key>: <what is wrong>"; otherwise ""
+--              "<key>: <what is wrong>"; not_admitted "<position> <serving> <eta ms>";
+--              admission_expired "<admitted from ms> <until ms>"; otherwise ""
 --   stock_left units left after this attempt, -1 when not preheated or corrupt
 --   deadline_ms       an ok that is a reservation: its payment deadline (Unix ms,
 --                     Redis clock; a retried request id: the order's); else 0
@@ -41,8 +52,9 @@
 -- Which answer wins when several apply: a retried request id's order; then
 -- `sold_out` when the stock is short and the user holds nothing (before the
 -- kill switch, window and rate limit, and not counted: nothing is left to
--- protect); then not_preheated, closed, not_started / ended, rate_limited,
--- duplicate, sold_out (docs/lua.md). Nothing is written before every value
+-- protect); then not_preheated, closed, not_started / ended, the waiting
+-- room's refusals (docs/waiting-room.md), rate_limited, duplicate, sold_out
+-- (docs/lua.md). Nothing is written before every value
 -- the writes depend on is read and validated as strictly as the command
 -- that writes it (lib/strict_int; a key of the wrong type): a corrupt one is
 -- the corrupt_state outcome and nothing at all is written. A refusal writes
@@ -61,7 +73,7 @@ end
 --- @include "lib/purchase"
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen)
+  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, plain_room(11))
   return {outcome, order_id, stock_left, deadline_ms, state}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, ''}

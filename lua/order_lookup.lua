@@ -12,12 +12,10 @@
 --
 -- Returns {units, latest_order_id, request_order_id, record_of_latest_order}:
 -- units is the buyers hash's value as stored ("0" when none), the others
--- "" when there is none. Nothing is written.
-
+-- "" when there is none. Nothing is written; a key of the wrong type is the
+-- error "CORRUPT <key>: ..." (lib/corrupt's read), an ACL refusal itself.
 --- @include "lib/corrupt"
 
--- A key of the wrong type is `CORRUPT <key>: ...` (lib/corrupt); an ACL
--- refusal is raised as itself.
 return guarded(function()
   local user = ARGV[1]
   local units = read(KEYS[1], 'HGET', KEYS[1], user) or '0'

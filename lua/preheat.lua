@@ -20,6 +20,8 @@
 -- ARGV[10] expire_at_ms    "" = never expire
 -- ARGV[11] group           consumer group name for the order stream
 -- ARGV[12] dry_mode        in mode "dry": the mode the dry run stands for ("load", "force" or "meta")
+-- ARGV[13] waiting_room    "1" = the item's waiting room is on (the buy scripts then check
+--                          admission: docs/waiting-room.md), "0" = off; written with the terms
 --
 -- Returns {status, stock_in_redis_before (-1 = none), stock_in_redis_after (-1 = none)}:
 --   loaded         no stock and no sales in Redis; loaded now
@@ -71,6 +73,9 @@ return guarded(function()
     term(8, 'rate_window_ms', 1, rate_max == 0)
   end
   term(10, 'expire_at_ms', 1, true)
+  if ARGV[13] ~= '0' and ARGV[13] ~= '1' then
+    error({err = 'ERR preheat: waiting_room ' .. shown(ARGV[13]) .. ' is not "1" or "0"'})
+  end
   local validated = table.concat({ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
     ARGV[4], ARGV[10]}, ' ')
 
@@ -111,7 +116,8 @@ return guarded(function()
   if status == 'meta_updated' then
     redis.call('HSET', KEYS[1], 'name', ARGV[3], 'price_cents', ARGV[4],
       'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
-      'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10])
+      'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10],
+      'waiting_room', ARGV[13])
     -- initial_stock stays what the load wrote (checked above): the terms'
     -- text is built with it.
     if initial then
@@ -144,7 +150,7 @@ return guarded(function()
     'initial_stock', ARGV[2], 'name', ARGV[3], 'price_cents', ARGV[4],
     'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
     'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10],
-    'validated', validated)
+    'validated', validated, 'waiting_room', ARGV[13])
   if not has_group then
     redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[11], '0', 'MKSTREAM')
   end

@@ -14,9 +14,14 @@
 --      writes nothing), per-user limit, stock;
 --   6. the order entry (XADD) is the first write of an `ok` and checks the
 --      stream's type itself; a refusal's only write is counting the attempt.
+-- With the item's waiting room on (meta `waiting_room` = 1, written by
+-- preheat), the admission is read with the other keys (4.) and decided after
+-- the window (5.), before the rate limit: a refused admission writes
+-- nothing (lib/admission). Off, not one more command runs.
 --- @include "lib/corrupt"
 --- @include "lib/clock"
 --- @include "lib/record"
+--- @include "lib/admission"
 
 -- The numbers of preheat's terms — initial_stock, starts_at_ms, ends_at_ms,
 -- per_user_limit, rate_window_ms, rate_max, price_cents, expire_at_ms, read
@@ -77,7 +82,9 @@ end
 --   check()    type-check and read the bucket's own keys; nothing written
 --   credit(stock, expire_at_ms)  the credit, the attempt's first write,
 --              after every read; returns the stock after it
-local function purchase(bucket, stock_seen)
+-- `room` is the script's waiting room (lib/admission: plain_room or
+-- bucket_room), read only when meta says the room is on.
+local function purchase(bucket, stock_seen, room)
   local user, request_id, order_id = ARGV[1], ARGV[3], ARGV[4]
   local qty = tonumber(ARGV[2])
   local timeout = strict_int(ARGV[7]) or 0
@@ -109,11 +116,11 @@ local function purchase(bucket, stock_seen)
   if bucket then
     meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'starts_at_ms', 'ends_at_ms',
       'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms', 'validated',
-      'closed', 'sold_out')
+      'closed', 'sold_out', 'waiting_room')
   else
     meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'starts_at_ms', 'ends_at_ms',
       'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms', 'validated',
-      'closed')
+      'closed', 'waiting_room')
   end
   local preheated = meta[1] and stock
   local starts_at, ends_at, limit, rate_window, rate_max, expire_at
@@ -141,6 +148,8 @@ local function purchase(bucket, stock_seen)
       attempts = int_of(KEYS[7], 'attempts', attempts)
     end
   end
+  local gate = preheated and flag_of(KEYS[1], 'waiting_room', meta[bucket and 12 or 11])
+    and room.read(user)
   if bucket then
     bucket.check()
   end
@@ -163,6 +172,9 @@ local function purchase(bucket, stock_seen)
   end
   if ends_at and now >= ends_at then
     return 'ended', '', stock, 0, '', proven
+  end
+  if gate and gate.refused then
+    return gate.refused, gate.detail, stock, 0, '', proven
   end
   -- A rate-limited attempt is not counted again: the window closes when it
   -- would have anyway, and the answer stays rate_limited until then.
@@ -212,6 +224,9 @@ local function purchase(bucket, stock_seen)
   redis.call('HSET', KEYS[4], user, order_id)
   if request_field then
     redis.call('HSET', KEYS[5], request_field, order_id .. ':' .. qty)
+  end
+  if gate then
+    gate.spent()
   end
   if expire_at then
     -- The order stream never expires: it holds promises not yet in the database.

@@ -121,6 +121,12 @@ pub(crate) enum Command {
     /// The shop's front door: an HTTP buy API through the same scripts (docs/serve.md); runs until SIGTERM.
     #[command(after_long_help = crate::invocation::help::long("serve"))]
     Serve(cmd::serve::Args),
+    /// The waiting room in front of the buy script: join, position, status, pause/resume, admit, shuffle, penalize.
+    #[command(after_long_help = crate::invocation::help::long("queue"))]
+    Queue(cmd::queue::Args),
+    /// Pre-register a user on a device for the waiting rooms that take registered users only (预约).
+    #[command(after_long_help = crate::invocation::help::long("register"))]
+    Register(cmd::register::Args),
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
     #[command(after_long_help = crate::invocation::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
@@ -236,6 +242,8 @@ impl Command {
             Command::Campaigns(_) => "campaigns",
             Command::Serve(_) => "serve",
             Command::Acl(_) => "acl",
+            Command::Queue(_) => "queue",
+            Command::Register(_) => "register",
         }
     }
 
@@ -274,10 +282,15 @@ impl Command {
             Command::Doctor(args) => emit(ctx, &cmd::doctor::run(ctx, &args)?),
             Command::Campaigns(args) => emit(ctx, &cmd::campaigns::run(ctx, &args)?),
             Command::Serve(args) => emit(ctx, &cmd::serve::run(ctx, &args)?),
+            Command::Queue(args) => emit(ctx, &cmd::queue::run(ctx, &args)?),
+            Command::Register(args) => emit(ctx, &cmd::register::run(ctx, &args)?),
             Command::Loadtest(args) => match args.print_command {
                 Some(variant) => cmd::loadtest::print_command(ctx, &args, variant),
                 None if args.reservations => {
                     emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
+                }
+                None if args.variant == cmd::loadtest::VariantChoice::Queue => {
+                    emit(ctx, &cmd::loadtest::run_queue(ctx, &args)?)
                 }
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
             },

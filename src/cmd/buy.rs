@@ -93,6 +93,9 @@ impl Report for BuyReport {
             ("qty", self.answer.qty.to_string()),
             ("request id", self.answer.request_id.clone()),
         ]);
+        if let Some(waiting) = &self.answer.waiting {
+            rows.push(("queue", waiting.describe()));
+        }
         output::fields(&rows)
             + &self
                 .answer
@@ -240,6 +243,12 @@ fn next_step(
         }),
         Outcome::Closed => Some(format!(
             "the kill switch is ON: `seckill -c {file} shutdown-switch status` says why and who"
+        )),
+        Outcome::NotQueued => Some(format!(
+            "item {item} has a waiting room: join it first, `seckill -c {file} queue join --item {item} --user USER`"
+        )),
+        Outcome::NotRegistered => Some(format!(
+            "item {item}'s waiting room takes registered users only: `seckill -c {file} register --user USER --device DEVICE`"
         )),
         _ => None,
     }

@@ -16,6 +16,7 @@ use crate::features::loadtest::buckets::{BucketReport, BucketRun};
 use crate::features::loadtest::export::{csv, hgrm, table};
 use crate::features::loadtest::http::{TargetReport, TargetRun};
 use crate::features::loadtest::namespace::LoadtestKeys;
+use crate::features::loadtest::queue::{QueueReport, QueueRun};
 use crate::features::loadtest::report::{Thresholds, VariantReport};
 use crate::features::loadtest::reservations::{RaceReport, RaceSettings};
 use crate::features::loadtest::schedule::Pace;
@@ -38,8 +39,9 @@ use crate::util::output;
     help::THRESHOLD_NOTE
 ))]
 pub(crate) struct Args {
-    /// Which design to run; `all` runs each in turn on a fresh state and prints one table.
-    #[arg(long, value_enum, default_value_t = VariantChoice::ALL)]
+    /// Which design to run; `all` runs each in turn on a fresh state and prints one table;
+    /// `queue` rehearses the item's waiting room (docs/waiting-room.md).
+    #[arg(long, value_enum, default_value_t = VariantChoice::All)]
     pub(crate) variant: VariantChoice,
 
     /// Item whose settings to use (default: the campaign's first item).
@@ -180,42 +182,49 @@ fn parse_rate(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// `--variant`: one [`Variant`] or `all`. Help texts come from [`Variant`]'s docs.
+/// `--variant`: one [`Variant`], `all`, or `queue`. Help texts come from [`Variant`]'s docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct VariantChoice(Option<Variant>);
+pub(crate) enum VariantChoice {
+    One(Variant),
+    /// `--variant all`.
+    All,
+    /// `--variant queue`: the waiting room, a scenario of its own.
+    Queue,
+}
 
 impl VariantChoice {
-    /// `--variant all`.
-    pub(crate) const ALL: VariantChoice = VariantChoice(None);
-
     fn variants(self) -> Vec<Variant> {
-        match self.0 {
-            Some(variant) => vec![variant],
-            None => Variant::ALL.to_vec(),
+        match self {
+            VariantChoice::One(variant) => vec![variant],
+            VariantChoice::All | VariantChoice::Queue => Variant::ALL.to_vec(),
         }
     }
 }
 
 impl clap::ValueEnum for VariantChoice {
     fn value_variants<'a>() -> &'a [Self] {
-        const CHOICES: [VariantChoice; 7] = [
-            VariantChoice(Some(Variant::V1)),
-            VariantChoice(Some(Variant::V2)),
-            VariantChoice(Some(Variant::V3)),
-            VariantChoice(Some(Variant::V4)),
-            VariantChoice(Some(Variant::Full)),
-            VariantChoice(Some(Variant::Lock)),
-            VariantChoice::ALL,
+        const CHOICES: [VariantChoice; 8] = [
+            VariantChoice::One(Variant::V1),
+            VariantChoice::One(Variant::V2),
+            VariantChoice::One(Variant::V3),
+            VariantChoice::One(Variant::V4),
+            VariantChoice::One(Variant::Full),
+            VariantChoice::One(Variant::Lock),
+            VariantChoice::All,
+            VariantChoice::Queue,
         ];
         &CHOICES
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        match self.0 {
-            Some(variant) => variant.to_possible_value(),
-            None => {
+        match self {
+            VariantChoice::One(variant) => variant.to_possible_value(),
+            VariantChoice::All => {
                 Some(PossibleValue::new("all").help("Every variant in turn, one comparison table"))
             }
+            VariantChoice::Queue => Some(PossibleValue::new("queue").help(
+                "The item's waiting room: arrivals at --rate, admissions, buys; fairness and waits",
+            )),
         }
     }
 }
@@ -451,7 +460,7 @@ fn run_split(
              the unbucketed load test, not to --buckets",
         ));
     }
-    if args.variant != VariantChoice(Some(Variant::Full)) {
+    if args.variant != VariantChoice::One(Variant::Full) {
         return Err(usage(
             "--buckets runs the real buy path: pass --variant full",
         ));
@@ -481,6 +490,135 @@ fn run_split(
         target: None,
         target_failed: Vec::new(),
         wide: false,
+    })
+}
+
+/// `seckill loadtest --variant queue`'s report: the waiting room rehearsed.
+#[derive(serde::Serialize)]
+pub(crate) struct QueueLoadReport {
+    #[serde(flatten)]
+    pub(crate) run: QueueReport,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for QueueLoadReport {
+    /// 0 when positions, orders and impostors all check out, else 4
+    /// (`threshold_failed`: the run broke a promise).
+    fn exit_code(&self) -> i32 {
+        if self.run.verdict == "exact" {
+            exit_codes::SUCCESS
+        } else {
+            exit_codes::THRESHOLD_FAILED
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        (self.run.verdict != "exact")
+            .then(|| format!("the waiting room broke a promise: {}", self.run.verdict))
+    }
+
+    fn render(&self) -> String {
+        let r = &self.run;
+        let ms = |v: f64| format!("{v:.0}");
+        let rows = [
+            (
+                "arrivals",
+                format!(
+                    "{} at {:.0}/s asked, {:.0}/s sent",
+                    r.arrivals, r.arrival_rate, r.arrival_rate_achieved
+                ),
+            ),
+            (
+                "admission rate",
+                match r.admit_rate {
+                    Some(rate) => {
+                        format!("{rate:.0}/s asked, {:.0}/s achieved", r.admit_rate_achieved)
+                    }
+                    None => format!("{:.0}/s achieved (max_active)", r.admit_rate_achieved),
+                },
+            ),
+            (
+                "positions",
+                format!(
+                    "{} joined · {} duplicates · {} holes",
+                    r.joined, r.duplicates, r.holes
+                ),
+            ),
+            (
+                "kendall τ-b",
+                format!(
+                    "{:.4} arrival vs admission · {:.4} Redis join order vs admission",
+                    r.kendall_tau_b, r.kendall_tau_b_positions
+                ),
+            ),
+            (
+                "wait ms",
+                format!(
+                    "p50 {} · p99 {} · max {}",
+                    ms(r.wait_p50_ms),
+                    ms(r.wait_p99_ms),
+                    ms(r.wait_max_ms)
+                ),
+            ),
+            (
+                "wait error ms",
+                format!(
+                    "p50 {} · p99 {} · max {} (against position / rate)",
+                    ms(r.wait_error_p50_ms),
+                    ms(r.wait_error_p99_ms),
+                    ms(r.wait_error_max_ms)
+                ),
+            ),
+            (
+                "buys",
+                format!(
+                    "{} ok · {} sold out · {} admissions expired · {} not_admitted answers",
+                    r.ok, r.sold_out, r.admission_expired, r.not_admitted_answers
+                ),
+            ),
+            (
+                "ok without admission",
+                format!(
+                    "{} · impostors refused {} of {}",
+                    r.ok_without_admission, r.impostors_refused, r.impostor_buys
+                ),
+            ),
+            ("verdict", r.verdict.clone()),
+        ];
+        format!("{}\n{}", self.heading, output::fields(&rows))
+    }
+}
+
+/// `--variant queue`: the item's waiting room, rehearsed in the load test's namespace.
+pub(crate) fn run_queue(ctx: &Context, args: &Args) -> Result<QueueLoadReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let item = campaign.item(&item_id)?;
+    let Some(room) = &item.waiting_room else {
+        return Err(crate::features::loadtest::queue::no_room(
+            &campaign, &item_id,
+        ));
+    };
+    let admit = room.per_second().unwrap_or(1000.0);
+    // Arrivals faster than admissions, so a queue forms: twice the room's rate.
+    let rate = args.rate.unwrap_or((2.0 * admit).max(1.0));
+    let duration = args.duration.unwrap_or(Duration::from_secs(3));
+    let arrivals = args
+        .users
+        .unwrap_or_else(|| (rate * duration.as_secs_f64()).ceil().max(1.0) as u64);
+    let run = QueueRun {
+        arrivals,
+        rate,
+        threads: args.threads.unwrap_or(8),
+        stock: args.stock,
+        buckets: args.buckets,
+    };
+    let target = ctx.redis(&campaign)?;
+    let (heading, report) = scenarios::queue(&target, &campaign, &item_id, &run, args.keep)?;
+    Ok(QueueLoadReport {
+        run: report,
+        heading,
     })
 }
 

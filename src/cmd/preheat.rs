@@ -187,6 +187,17 @@ impl Report for PreheatSummary {
                 )
             })
             .collect();
+        let rooms: String = self
+            .items
+            .iter()
+            .filter_map(|row| Some((&row.preheat.report.item, row.preheat.waiting_room.as_ref()?)))
+            .map(|(item, room)| {
+                output::paragraph(&format!(
+                    "{item}: waiting room {}: {}; shuffle seed sha256 {}",
+                    room.status, room.config, room.seed_sha256
+                ))
+            })
+            .collect();
         let mut differences = String::new();
         for row in self.items.iter().filter(|row| !row.differences.is_empty()) {
             let applied = row.preheat.report.status != PreheatStatus::Kept;
@@ -205,7 +216,7 @@ impl Report for PreheatSummary {
             }
         }
         format!(
-            "{} campaign {} on {}{}\n{table}\n{differences}{recovered}",
+            "{} campaign {} on {}{}\n{table}\n{rooms}{differences}{recovered}",
             if self.dry_run {
                 "dry run:"
             } else if self.written {

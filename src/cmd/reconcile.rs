@@ -9,8 +9,6 @@
 //! created here). Drift wins over "could not check" when both happen in one
 //! run, because drift is what someone must act on.
 
-use std::sync::atomic::AtomicBool;
-
 use anyhow::Result;
 use serde::Serialize;
 
@@ -18,12 +16,13 @@ use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
 use crate::features::reconcile::baseline::KnownLoss;
 use crate::features::reconcile::transfers::TransferReport;
-use crate::features::reconcile::{ItemReport, reconcile_item};
+use crate::features::reconcile::{ItemReport, Run, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
 use crate::invocation::report::Report;
 use crate::model::exit_codes;
 use crate::util::output;
+use crate::util::progress::Progress;
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]
@@ -90,9 +89,9 @@ impl Report for ReconcileReport {
 
 /// Check every selected item; exit 0 balanced, 3 drift, 1 could not check.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
-    // Nothing to stop: reconcile keeps the default SIGINT (it writes only with --repair,
-    // one idempotent transaction at a time).
-    let never = AtomicBool::new(false);
+    // SIGINT/SIGTERM stop the walk between pages (it writes only with
+    // --repair, one idempotent transaction at a time), so the bar is cleared.
+    let stop = ctx.stop_on_signals()?;
     let (
         Opened {
             campaign,
@@ -100,17 +99,24 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
             mut conn,
         },
         mut store,
-    ) = ctx.open_with_store_as(&args.store, &never, StoreAccess::MustExist)?;
+    ) = ctx.open_with_store_as(&args.store, &stop, StoreAccess::MustExist)?;
     let mut reports = Vec::new();
+    // Cleared when dropped: on an error, and before the report is printed.
+    let progress = Progress::bar(0, "stream entries checked");
+    let run = Run {
+        progress: &progress,
+        stop: &stop,
+    };
     for item in SaleItem::select(&campaign, args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift
         // already found on another: it is reported as "could not check".
-        let checked = reconcile_item(&mut conn, &target, store.as_mut(), &item, args.repair)
+        let checked = reconcile_item(&mut conn, &target, store.as_mut(), &item, args.repair, run)
             .and_then(|report| {
                 if !(args.repair && report.checked) || report.redis_lost_data {
                     return Ok(report);
                 }
-                let mut again = reconcile_item(&mut conn, &target, store.as_mut(), &item, false)?;
+                let mut again =
+                    reconcile_item(&mut conn, &target, store.as_mut(), &item, false, run)?;
                 again.repaired = report.repaired;
                 again.reservations.states_repaired = report.reservations.states_repaired;
                 if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
@@ -118,6 +124,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
                 }
                 Ok(again)
             });
+        run.check_stop()?;
         let report = checked.unwrap_or_else(|error| {
             // After an error the connection may still owe a reply: start afresh.
             if let Ok(fresh) = target.connect() {

@@ -460,6 +460,9 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
         );
     }
     line("window", s.window.describe());
+    if let Some(room) = &s.room {
+        line("room", room.describe());
+    }
     let switch = &s.kill_switch;
     line(
         "switch",

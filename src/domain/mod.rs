@@ -4,10 +4,11 @@
 //! is what a split item adds (the sweep, transfers, the rebalancer);
 //! [`orders`] carries orders from the streams into the order database;
 //! [`reservations`] pays, cancels and expires; [`recovery`] reloads after
-//! Redis lost data; [`kill_switch`] flips and remembers who flipped.
+//! Redis lost data; [`kill_switch`] flips and remembers who flipped;
+//! [`waiting_room`] admits shoppers fairly in front of the buy script.
 //!
-//! Inside, imports point one way: item → buckets → slot → kill_switch;
-//! reservations, recovery and orders use item, never the reverse.
+//! Inside, imports point one way: item → waiting_room → buckets → slot →
+//! kill_switch; reservations, recovery and orders use item, never the reverse.
 //!
 //! May import: redis_client, model, util.
 
@@ -21,3 +22,4 @@ pub(crate) mod recovery;
 pub(crate) mod registry;
 pub mod reservations;
 pub mod slot;
+pub mod waiting_room;

@@ -19,7 +19,7 @@ use crate::util::text;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldPlan {
     /// `stock`, `name`, `price`, `per_user_limit`, `rate_limit`, `starts_at`,
-    /// `ends_at`, `keys_expire_at`.
+    /// `ends_at`, `keys_expire_at`, `waiting_room`.
     pub field: &'static str,
     pub file: String,
     pub redis: String,
@@ -28,7 +28,7 @@ pub struct FieldPlan {
 }
 
 /// Meta fields read, in this order.
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
     "initial_stock",
     "name",
     "price_cents",
@@ -38,6 +38,7 @@ const FIELDS: [&str; 9] = [
     "starts_at_ms",
     "ends_at_ms",
     "expire_at_ms",
+    "waiting_room",
 ];
 
 /// Every field of `sale`, file vs Redis; empty when Redis holds no meta for it.
@@ -77,6 +78,22 @@ pub(crate) fn plan<C: ConnectionLike>(conn: &mut C, sale: &SaleItem) -> Result<V
         None => "none".to_string(),
     };
     let price = |cents: i64| format!("{}.{:02}", cents / 100, cents % 100);
+    // The room's settings are in the item's slot, what is on in every slot's meta.
+    let room_in_redis = if redis(9) == "1" {
+        let room = slot_room(sale);
+        let config: Option<String> = redis::cmd("HGET")
+            .arg(&room)
+            .arg("config")
+            .query(conn)
+            .with_context(|| format!("cannot read {room}"))?;
+        config.unwrap_or_else(|| "on, without settings".to_string())
+    } else {
+        "off".to_string()
+    };
+    let room_in_file = item
+        .waiting_room
+        .as_ref()
+        .map_or_else(|| "off".to_string(), |room| room.config_text());
     let rows = [
         ("stock", item.stock.to_string(), initial.to_string()),
         ("name", item.name.clone(), redis(1)),
@@ -98,6 +115,7 @@ pub(crate) fn plan<C: ConnectionLike>(conn: &mut C, sale: &SaleItem) -> Result<V
             opt_ms(campaign.expire_at_ms()),
             ms(&redis(8)),
         ),
+        ("waiting_room", room_in_file, room_in_redis),
     ];
     Ok(rows
         .into_iter()
@@ -108,4 +126,12 @@ pub(crate) fn plan<C: ConnectionLike>(conn: &mut C, sale: &SaleItem) -> Result<V
             redis,
         })
         .collect())
+}
+
+/// The room hash of `sale`'s own slot (a bucketed item's plain tag).
+fn slot_room(sale: &SaleItem) -> String {
+    let layout = sale.layout();
+    crate::model::keys::ItemKeys::new(&layout.prefix, &layout.campaign, &layout.item)
+        .room()
+        .room
 }

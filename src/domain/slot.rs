@@ -8,7 +8,7 @@ use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use crate::model::campaign::{Campaign, Item};
-use crate::model::keys::{ItemKeys, ORDER_GROUP};
+use crate::model::keys::{ItemKeys, ORDER_GROUP, RoomKeys};
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::buy::parse_reply;
 pub use crate::redis_client::scripts::buy::{BuyReply, Outcome};
@@ -83,6 +83,12 @@ pub fn preheat_item<C: ConnectionLike>(
         expire_at_ms: opt(campaign.expire_at_ms()),
         group: ORDER_GROUP.to_string(),
         dry_mode: mode_name.to_string(),
+        waiting_room: if item.waiting_room.is_some() {
+            "1"
+        } else {
+            "0"
+        }
+        .to_string(),
     };
     let reply = call
         .invoke(conn)
@@ -206,20 +212,33 @@ pub fn reserve<C: ConnectionLike>(
     request: &BuyRequest,
     payment_timeout_ms: u64,
 ) -> Result<BuyReply> {
-    let reply = buy_call(keys, request, payment_timeout_ms)
+    reserve_in_room(conn, keys, request, payment_timeout_ms, None)
+}
+
+/// [`reserve`] for an item with a waiting room (`room`: its keys, passed
+/// only then, so a sale without one sends the keys it always did).
+pub(crate) fn reserve_in_room<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    request: &BuyRequest,
+    payment_timeout_ms: u64,
+    room: Option<&RoomKeys>,
+) -> Result<BuyReply> {
+    let reply = buy_call(keys, request, payment_timeout_ms, room)
         .invoke(conn)
         .with_context(|| buy_failed(request))?;
     parse_reply(reply)
 }
 
-/// [`reserve`] on an async connection (`seckill serve`).
+/// [`reserve_in_room`] on an async connection (`seckill serve`).
 pub(crate) async fn reserve_async<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     keys: &ItemKeys,
     request: &BuyRequest<'_>,
     payment_timeout_ms: u64,
+    room: Option<&RoomKeys>,
 ) -> Result<BuyReply> {
-    let reply = buy_call(keys, request, payment_timeout_ms)
+    let reply = buy_call(keys, request, payment_timeout_ms, room)
         .invoke_async(conn)
         .await
         .with_context(|| buy_failed(request))?;
@@ -233,12 +252,15 @@ fn buy_failed(request: &BuyRequest) -> String {
     )
 }
 
-/// The buy script's KEYS and ARGV for one attempt, with a new order id.
+/// The buy script's KEYS and ARGV for one attempt, with a new order id
+/// (`room`: the waiting room's keys, only for an item that has one).
 fn buy_call(
     keys: &ItemKeys,
     request: &BuyRequest,
     payment_timeout_ms: u64,
+    room: Option<&RoomKeys>,
 ) -> crate::redis_client::scripts::buy::Buy<String> {
+    let key = |pick: fn(&RoomKeys) -> &String| room.map(|r| pick(r).clone());
     crate::redis_client::scripts::buy::Buy {
         meta: keys.meta.clone(),
         stock: keys.stock.clone(),
@@ -256,6 +278,13 @@ fn buy_call(
         reservations: keys.reservations.clone(),
         deadlines: keys.deadlines.clone(),
         reservation_counts: keys.reservation_counts.clone(),
+        room: key(|r| &r.room),
+        queue: key(|r| &r.queue),
+        registered: key(|r| &r.registered),
+        risk: key(|r| &r.risk),
+        admitted: key(|r| &r.admitted),
+        active: key(|r| &r.active),
+        shuffled: key(|r| &r.shuffled),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     }
 }

@@ -122,6 +122,19 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai.yaml serve --listen :8080 --max-in-flight 2048",
             "seckill -c campaigns/moutai-reservations.yaml serve --operator-token-file /etc/seckill/operator.token",
         ],
+        "queue" => &[
+            "seckill -c campaigns/moutai-queue.yaml queue join --item 1001 --user alice",
+            "seckill -c campaigns/moutai-queue.yaml queue position --item 1001 --user alice --format json",
+            "seckill -c campaigns/moutai-queue.yaml queue status",
+            "seckill -c campaigns/moutai-queue.yaml queue pause --item 1001",
+            "seckill -c campaigns/moutai-queue.yaml queue admit --loop --interval 100ms",
+            "seckill -c campaigns/moutai-queue.yaml queue shuffle --wait",
+            "seckill -c campaigns/moutai-queue.yaml queue penalize --item 1001 --user bot-7 --delay 2s",
+        ],
+        "register" => &[
+            "seckill -c campaigns/moutai-queue.yaml register --user alice --device phone-4f2a --ip 203.0.113.7",
+            "seckill -c campaigns/moutai-queue.yaml register --user bob --device tab-9 --item 1001 --format json",
+        ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms --metrics-listen :9466",
@@ -181,6 +194,11 @@ pub(crate) fn long(command: &str) -> String {
                      cron: each pass releases everything due, in calls of at most --batch orders."
                 .to_string()
         }
+        "queue" => "\n\njoin also answers not_started (14: before starts_at, in a room without a \
+                     pre-queue), ended (15) and not_preheated (16: no room in Redis). A rate room \
+                     admits by the Redis clock alone; `queue admit --loop` is needed for a \
+                     max_active room, a bucketed item (the fan-out) and a pre-queue (the shuffle)."
+            .to_string(),
         "dead-letter" => {
             "\n\nredrive exits 0 when every selected dead letter is stored, 1 when one \
                           is still refused."

@@ -15,6 +15,9 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::model::error::usage;
+pub use crate::model::fields::MAX_DURATION;
+use crate::model::fields::{at, parse_duration, parse_time};
+use crate::model::waiting_room::{self, RawWaitingRoom, WaitingRoom};
 
 /// Largest stock one item may have. Past this a typo is likelier than a real
 /// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
@@ -50,6 +53,9 @@ struct RawCampaign {
     payment_timeout: Option<Spanned<String>>,
     #[serde(default)]
     rebuy_after_release: Option<bool>,
+    /// Every item's waiting room (an item's own `waiting_room` replaces it).
+    #[serde(default)]
+    waiting_room: Option<RawWaitingRoom>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,6 +74,8 @@ struct RawItem {
     stock: Spanned<i64>,
     #[serde(default)]
     buckets: Option<Spanned<i64>>,
+    #[serde(default)]
+    waiting_room: Option<RawWaitingRoom>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,6 +131,9 @@ pub struct Item {
     pub stock: i64,
     /// Stock buckets, 1..=[`MAX_BUCKETS`] (see `docs/buckets.md`); 1 = one slot, today's layout.
     pub(crate) buckets: u32,
+    /// The item's waiting room (docs/waiting-room.md); `None`: off, every
+    /// buy goes straight to the buy script as before.
+    pub waiting_room: Option<WaitingRoom>,
 }
 
 impl Campaign {
@@ -276,15 +287,6 @@ fn yaml_options() -> serde_saphyr::Options {
     }
 }
 
-fn at<T>(path: &Path, spanned: &Spanned<T>, message: impl std::fmt::Display) -> anyhow::Error {
-    usage(format!(
-        "{}:{}:{}: {message}",
-        path.display(),
-        spanned.referenced.line(),
-        spanned.referenced.column()
-    ))
-}
-
 /// Ids go into Redis keys and database rows: keep them to a safe alphabet.
 pub(crate) fn is_valid_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
@@ -376,6 +378,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
     if raw.items.value.is_empty() {
         return Err(at(path, &raw.items, "items must list at least one item"));
     }
+    let campaign_room = raw
+        .waiting_room
+        .as_ref()
+        .map(|room| waiting_room::validate(path, room, starts_at_ms))
+        .transpose()?;
     let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
     let mut items = Vec::with_capacity(raw.items.value.len());
     for item in &raw.items.value {
@@ -442,12 +449,17 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             Some(b) => b.value as u32,
             None => 1,
         };
+        let waiting_room = match &item.waiting_room {
+            Some(room) => Some(waiting_room::validate(path, room, starts_at_ms)?),
+            None => campaign_room.clone(),
+        };
         items.push(Item {
             id: id.value.clone(),
             name: item.name.clone(),
             price_cents,
             stock: item.stock.value,
             buckets,
+            waiting_room,
         });
     }
     Ok(Campaign {
@@ -505,51 +517,6 @@ impl Campaign {
     pub fn payment_timeout_ms(&self) -> u64 {
         self.payment_timeout.map_or(0, |t| t.as_millis() as u64)
     }
-}
-
-fn parse_time(path: &Path, text: &Spanned<String>, field: &str) -> Result<i64> {
-    chrono::DateTime::parse_from_rfc3339(text.value.trim())
-        .map(|t| t.timestamp_millis())
-        .map_err(|e| {
-            at(
-                path,
-                text,
-                format!(
-                    "{field} {:?} is not an RFC 3339 time like 2026-11-11T10:00:00+08:00 ({e})",
-                    text.value
-                ),
-            )
-        })
-}
-
-/// Longest duration a campaign may give (`keep_after_end`, `rate_limit.window`):
-/// ten years in milliseconds still fits an `i64` added to any `ends_at`, and
-/// a Lua number (a double) exactly.
-pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
-
-fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -> Result<Duration> {
-    let duration = humantime::parse_duration(text.value.trim()).map_err(|e| {
-        at(
-            path,
-            text,
-            format!(
-                "{field} {:?} is not a duration like 1s, 30m or 1h ({e})",
-                text.value
-            ),
-        )
-    })?;
-    if duration > MAX_DURATION {
-        return Err(at(
-            path,
-            text,
-            format!(
-                "{field} {:?} is longer than the largest allowed duration, {} days",
-                text.value,
-                MAX_DURATION.as_secs() / 86_400
-            ),
-        ));
-    }
-    Ok(duration)
 }
 
 /// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.

@@ -72,6 +72,25 @@ pub const CHECK_EXPIRY: i32 = 42;
 /// `status --check --max-lag N`: more than N order entries wait for the
 /// consumer (lag) or sit delivered and unacknowledged (pending).
 pub const CHECK_LAG: i32 = 43;
+/// `buy`/`queue`: the item's waiting room takes registered users only
+/// (`seckill register`), and this user is not (docs/waiting-room.md).
+pub const NOT_REGISTERED: i32 = 50;
+/// `buy`: the item has a waiting room and the user never joined it (`seckill queue join`).
+pub const NOT_QUEUED: i32 = 51;
+/// `buy`: the user waits in the waiting room, not admitted yet; the position,
+/// serving position and wait are printed (retry after it).
+pub const NOT_ADMITTED: i32 = 52;
+/// `buy`: the user's admission ran out (`admission_ttl`) before a buy.
+pub const ADMISSION_EXPIRED: i32 = 53;
+/// `register`: the user registered before from another device or IP prefix;
+/// the first registration stands.
+pub const ALREADY_REGISTERED: i32 = 54;
+/// `register`: the device has `per_device` accounts registered already.
+pub const DEVICE_LIMIT: i32 = 55;
+/// `register`: the IP prefix has `per_ip` accounts registered already.
+pub const IP_LIMIT: i32 = 56;
+/// `register`: registration is closed (`registration.until`, Redis clock).
+pub const REGISTRATION_CLOSED: i32 = 57;
 
 /// (code, name, meaning) for documentation and tests.
 pub const ALL: &[(i32, &str, &str)] = &[
@@ -195,9 +214,50 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "check_lag",
         "status: --check found lag or pending above --max-lag",
     ),
+    (
+        NOT_REGISTERED,
+        "not_registered",
+        "buy/queue: the waiting room takes registered users only; this one is not",
+    ),
+    (
+        NOT_QUEUED,
+        "not_queued",
+        "buy: the user never joined the item's waiting room",
+    ),
+    (
+        NOT_ADMITTED,
+        "not_admitted",
+        "buy: not admitted by the waiting room yet; position and wait printed",
+    ),
+    (
+        ADMISSION_EXPIRED,
+        "admission_expired",
+        "buy: the user's admission ran out before a buy",
+    ),
+    (
+        ALREADY_REGISTERED,
+        "already_registered",
+        "register: registered before from another device or IP; the first one stands",
+    ),
+    (
+        DEVICE_LIMIT,
+        "device_limit",
+        "register: the device has per_device accounts already",
+    ),
+    (
+        IP_LIMIT,
+        "ip_limit",
+        "register: the IP prefix has per_ip accounts already",
+    ),
+    (
+        REGISTRATION_CLOSED,
+        "registration_closed",
+        "register: registration is closed (registration.until, Redis clock)",
+    ),
 ];
 
-/// Every outcome a script answers (`buy`; `pay` and `cancel`), as the
+/// Every outcome a script answers (`buy`; `pay` and `cancel`; the waiting
+/// room's `queue join` and `register`), as the
 /// script and the JSON name it, and the exit code it is: the one map from
 /// outcome to exit code.
 pub const OUTCOMES: &[(&str, i32)] = &[
@@ -219,6 +279,17 @@ pub const OUTCOMES: &[(&str, i32)] = &[
     ("was_cancelled", ORDER_CANCELLED),
     ("expired", ORDER_EXPIRED),
     ("unknown_order", UNKNOWN_ORDER),
+    ("not_registered", NOT_REGISTERED),
+    ("not_queued", NOT_QUEUED),
+    ("not_admitted", NOT_ADMITTED),
+    ("admission_expired", ADMISSION_EXPIRED),
+    ("joined", SUCCESS),
+    ("queued", SUCCESS),
+    ("registered", SUCCESS),
+    ("already_registered", ALREADY_REGISTERED),
+    ("device_limit", DEVICE_LIMIT),
+    ("ip_limit", IP_LIMIT),
+    ("registration_closed", REGISTRATION_CLOSED),
 ];
 
 /// The exit code of the outcome named `outcome` in [`OUTCOMES`]

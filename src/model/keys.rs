@@ -20,6 +20,10 @@
 //! | `…:deadlines` | zset | order id → payment deadline (ms), reserved orders only |
 //! | `…:reservation_counts` | hash | reservation counters (`reserved_orders`, `paid_units`, …): not in `meta`, so the buyer role that counts a reservation cannot write `meta` (docs/security.md) |
 //! | `…:switch_log` | list | the last kill-switch flips (JSON), newest first |
+//!
+//! An item with a waiting room (docs/waiting-room.md) adds [`RoomKeys`] in
+//! the same slot; a bucketed item's admissions are fanned out to each
+//! user's home bucket, under that bucket's tag.
 
 /// Key prefix of real campaigns.
 pub const LIVE_PREFIX: &str = "seckill";
@@ -101,6 +105,79 @@ impl ItemKeys {
     }
 }
 
+/// The waiting room's keys of one slot (docs/waiting-room.md): the room,
+/// its queue and registrations in the item's slot; `admissions` and
+/// `admission_count` are what a bucketed item's fan-out writes into a
+/// bucket's slot (a plain item's slot never has them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomKeys {
+    /// hash: the room's settings, clock (opened, paused), counters, seed.
+    pub room: String,
+    /// hash: user → `<position> <joined at ms>`.
+    pub queue: String,
+    /// list: users in position order (position p at index p − 1).
+    pub line: String,
+    /// hash: user → `<joined at ms> <device> <ip prefix>` of a registration.
+    pub registered: String,
+    /// hash: device id → accounts registered on it.
+    pub devices: String,
+    /// hash: IP prefix → accounts registered from it.
+    pub ips: String,
+    /// hash: user → `block` or `delay <ms> <set at ms>` (the operator's risk list).
+    pub risk: String,
+    /// hash: user → admission start ms (max_active mode).
+    pub admitted: String,
+    /// zset: user → admission end ms, the active set (max_active mode).
+    pub active: String,
+    /// zset: user → final position, the pre-queue's shuffle.
+    pub shuffled: String,
+    /// hash: user → `<start ms> <end ms>`, admissions fanned out to this bucket.
+    pub admissions: String,
+    /// string: admissions this bucket ever granted (each user at most once).
+    pub admission_count: String,
+}
+
+impl ItemKeys {
+    /// The waiting room's keys in this slot.
+    pub fn room(&self) -> RoomKeys {
+        let key = |name: &str| format!("{}{name}", self.base);
+        RoomKeys {
+            room: key("room"),
+            queue: key("queue"),
+            line: key("line"),
+            registered: key("registered"),
+            devices: key("devices"),
+            ips: key("ips"),
+            risk: key("risk"),
+            admitted: key("admitted"),
+            active: key("active"),
+            shuffled: key("shuffled"),
+            admissions: key("admissions"),
+            admission_count: key("admission_count"),
+        }
+    }
+}
+
+impl RoomKeys {
+    /// Every key, for DEL.
+    pub(crate) fn all(&self) -> [&str; 12] {
+        [
+            &self.room,
+            &self.queue,
+            &self.line,
+            &self.registered,
+            &self.devices,
+            &self.ips,
+            &self.risk,
+            &self.admitted,
+            &self.active,
+            &self.shuffled,
+            &self.admissions,
+            &self.admission_count,
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,7 +187,7 @@ mod tests {
         let keys = ItemKeys::live("moutai-1111", "1001");
         assert_eq!(keys.stock, "seckill:{moutai-1111:1001}:stock");
         assert_eq!(keys.rate("u{1}"), "seckill:{moutai-1111:1001}:rate:u{1}");
-        for key in keys.fixed() {
+        for key in keys.fixed().into_iter().chain(keys.room().all()) {
             assert!(key.starts_with("seckill:{moutai-1111:1001}:"));
         }
         assert_ne!(

@@ -1,5 +1,6 @@
-//! The vocabulary everything else speaks: the [`campaign`] file, the Redis
-//! [`keys`] of an item and the [`layout`] of a bucketed one, the
+//! The vocabulary everything else speaks: the [`campaign`] file (its
+//! [`fields`]: places and value syntax), the Redis
+//! [`keys`] of an item and the [`layout`] of a bucketed one, an item's [`waiting_room`], the
 //! [`exit_codes`] and the [`error`] kinds that decide them.
 //!
 //! May import: util.
@@ -7,5 +8,7 @@
 pub mod campaign;
 pub mod error;
 pub mod exit_codes;
+pub mod fields;
 pub mod keys;
 pub mod layout;
+pub mod waiting_room;

@@ -64,6 +64,20 @@ impl Progress {
         }
     }
 
+    /// `more` units of work found (the total grows, e.g. the next item's entries).
+    pub(crate) fn grow(&self, more: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc_length(more);
+        }
+    }
+
+    /// `units` more done.
+    pub(crate) fn advance(&self, units: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(units);
+        }
+    }
+
     /// Replace the message (a spinner's text, or a bar's label).
     pub(crate) fn message(&self, text: String) {
         if let Some(bar) = &self.bar {

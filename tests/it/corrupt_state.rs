@@ -290,6 +290,11 @@ fn must_refuse(
     }
     let counted = script == "bucket_buy" && argv[7] == "1";
     let is_rate = key.ends_with(":rate:u");
+    // bucket_buy reads a bucket's admissions only with the item's waiting
+    // room on; this campaign has none.
+    if script == "bucket_buy" && key.ends_with(":admissions") {
+        return false;
+    }
     match corruption {
         Corruption::WrongType(wrong) => wrong != kind && (!is_rate || counted),
         Corruption::Value(_) => {
@@ -323,6 +328,7 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
                     "",
                     "orders-db",
                     "force",
+                    "0",
                 ])
             })
             .collect(),
@@ -363,6 +369,27 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "bucket_credit" => vec![owned(&["01XFER", "3", "2"])],
         "item_status" => vec![owned(&["orders-db"])],
         "set_switch" => vec![owned(&["1", "why", "alice", "1", "", "20"])],
+        "queue_setup" => ["create", "update"]
+            .iter()
+            .map(|mode| {
+                owned(&[
+                    mode, "rate", "5", "1000", "", "60000", "0", "1", "1", "3", "0", "rate", "ab",
+                    "cd", "", "", "",
+                ])
+            })
+            .collect(),
+        "queue_join" => vec![owned(&["u"])],
+        "queue_read" => vec![owned(&["u", "w"])],
+        "queue_clock" => vec![owned(&["pause"]), owned(&["resume"])],
+        "queue_admit" => vec![owned(&["10"])],
+        "queue_fanout" => vec![owned(&["read", "10", ""]), owned(&["advance", "0", "0"])],
+        "queue_register" => vec![owned(&["u", "phone", "203.0.113.0/24"])],
+        "queue_penalize" => vec![owned(&["u", "delay", "2000"]), owned(&["u", "block", ""])],
+        "queue_shuffle" => vec![owned(&["prepare"]), owned(&["commit", "0"])],
+        "bucket_admit" => vec![
+            owned(&["grant", "", "u", "1", "2"]),
+            owned(&["revoke", "", "u"]),
+        ],
         _ => vec![vec![]],
     }
 }
@@ -408,6 +435,13 @@ fn invoke(
                 reservations,
                 deadlines,
                 reservation_counts,
+                room,
+                queue,
+                registered,
+                risk,
+                admitted,
+                active,
+                shuffled,
             ] = exactly(keys, script, k);
             let [
                 user,
@@ -419,6 +453,13 @@ fn invoke(
                 payment_timeout_ms,
             ] = exactly(argv, script, a);
             scripts::buy::Buy {
+                room: Some(room),
+                queue: Some(queue),
+                registered: Some(registered),
+                risk: Some(risk),
+                admitted: Some(admitted),
+                active: Some(active),
+                shuffled: Some(shuffled),
                 meta,
                 stock,
                 buyers,
@@ -454,8 +495,10 @@ fn invoke(
                 expire_at_ms,
                 group,
                 dry_mode,
+                waiting_room,
             ] = exactly(argv, script, a);
             scripts::preheat::Preheat {
+                waiting_room,
                 meta,
                 stock,
                 buyers,
@@ -562,6 +605,7 @@ fn invoke(
                 deadlines,
                 reservation_counts,
                 xfer_in,
+                admissions,
             ] = exactly(keys, script, k);
             let [
                 user,
@@ -577,6 +621,7 @@ fn invoke(
                 credit_units,
             ] = exactly(argv, script, a);
             scripts::bucket_buy::BucketBuy {
+                admissions: Some(admissions),
                 meta,
                 stock,
                 buyers,
@@ -725,6 +770,187 @@ fn invoke(
                 reservations,
                 user,
                 request_id,
+            }
+            .invoke(conn)
+        }
+        "queue_setup" => {
+            let [
+                room,
+                queue,
+                line,
+                registered,
+                devices,
+                ips,
+                risk,
+                admitted,
+                active,
+                shuffled,
+            ] = exactly(keys, script, k);
+            let [
+                mode,
+                room_mode,
+                rate_count,
+                rate_per_ms,
+                max_active,
+                ttl_ms,
+                prequeue,
+                registration,
+                reg_until_ms,
+                per_device,
+                per_ip,
+                config,
+                seed,
+                seed_sha256,
+                expire_at_ms,
+                starts_at_ms,
+                ends_at_ms,
+            ] = exactly(argv, script, a);
+            scripts::queue_setup::QueueSetup {
+                room,
+                queue,
+                line,
+                registered,
+                devices,
+                ips,
+                risk,
+                admitted,
+                active,
+                shuffled,
+                mode,
+                room_mode,
+                rate_count,
+                rate_per_ms,
+                max_active,
+                ttl_ms,
+                prequeue,
+                registration,
+                reg_until_ms,
+                per_device,
+                per_ip,
+                config,
+                seed,
+                seed_sha256,
+                expire_at_ms,
+                starts_at_ms,
+                ends_at_ms,
+            }
+            .invoke(conn)
+        }
+        "queue_join" => {
+            let [room, queue, line, registered, risk, admitted, shuffled] =
+                exactly(keys, script, k);
+            let [user] = exactly(argv, script, a);
+            scripts::queue_join::QueueJoin {
+                room,
+                queue,
+                line,
+                registered,
+                risk,
+                admitted,
+                shuffled,
+                user,
+            }
+            .invoke(conn)
+        }
+        "queue_read" => {
+            let [room, queue, registered, risk, admitted, shuffled, active] =
+                exactly(keys, script, k);
+            scripts::queue_read::QueueRead {
+                room,
+                queue,
+                registered,
+                risk,
+                admitted,
+                shuffled,
+                active,
+                user: argv.iter().collect(),
+            }
+            .invoke(conn)
+        }
+        "queue_clock" => {
+            let [room] = exactly(keys, script, k);
+            let [action] = exactly(argv, script, a);
+            scripts::queue_clock::QueueClock { room, action }.invoke(conn)
+        }
+        "queue_admit" => {
+            let [room, line, admitted, active, risk, shuffled] = exactly(keys, script, k);
+            let [batch] = exactly(argv, script, a);
+            scripts::queue_admit::QueueAdmit {
+                room,
+                line,
+                admitted,
+                active,
+                risk,
+                shuffled,
+                batch,
+            }
+            .invoke(conn)
+        }
+        "queue_fanout" => {
+            let [room, queue, line, risk, admitted, shuffled] = exactly(keys, script, k);
+            let [mode, batch, to] = exactly(argv, script, a);
+            scripts::queue_fanout::QueueFanout {
+                room,
+                queue,
+                line,
+                risk,
+                admitted,
+                shuffled,
+                mode,
+                batch,
+                to,
+            }
+            .invoke(conn)
+        }
+        "queue_register" => {
+            let [room, registered, devices, ips] = exactly(keys, script, k);
+            let [user, device, ip_prefix] = exactly(argv, script, a);
+            scripts::queue_register::QueueRegister {
+                room,
+                registered,
+                devices,
+                ips,
+                user,
+                device,
+                ip_prefix,
+            }
+            .invoke(conn)
+        }
+        "queue_penalize" => {
+            let [room, risk, admitted, active] = exactly(keys, script, k);
+            let [user, action, delay_ms] = exactly(argv, script, a);
+            scripts::queue_penalize::QueuePenalize {
+                room,
+                risk,
+                admitted,
+                active,
+                user,
+                action,
+                delay_ms,
+            }
+            .invoke(conn)
+        }
+        "queue_shuffle" => {
+            let [room, shuffled] = exactly(keys, script, k);
+            let (mode, value) = argv.split_first().expect("a mode");
+            scripts::queue_shuffle::QueueShuffle {
+                room,
+                shuffled,
+                mode,
+                value: value.iter().collect(),
+            }
+            .invoke(conn)
+        }
+        "bucket_admit" => {
+            let [admissions, admission_count] = exactly(keys, script, k);
+            let (fixed, entry) = argv.split_at(2);
+            let [mode, expire_at_ms] = exactly(fixed, script, a);
+            scripts::bucket_admit::BucketAdmit {
+                admissions,
+                admission_count,
+                mode,
+                expire_at_ms,
+                entry: entry.iter().collect(),
             }
             .invoke(conn)
         }

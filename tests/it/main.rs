@@ -50,3 +50,4 @@ mod terminal;
 mod tls_auth;
 mod trace;
 mod transient_store_errors;
+mod waiting_room;

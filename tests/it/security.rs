@@ -132,7 +132,9 @@ fn assert_denied(file: &CampaignFile, server: &RedisServer, url: &str, args: &[&
         .stderr()
         .to_lowercase();
     assert!(
-        stderr.contains("noperm") || stderr.contains("can't run this command"),
+        stderr.contains("noperm")
+            || stderr.contains("can't run this command")
+            || stderr.contains("can't access at least one of the keys"),
         "{args:?}: {stderr}"
     );
     assert_eq!(before, state(server), "{args:?} changed something");
@@ -860,4 +862,74 @@ fn the_acl_line_survives_a_shell_and_a_pipe_into_redis_cli() {
     );
     assert_eq!(rules("pasted"), rules("applied"));
     assert_eq!(rules("piped"), rules("applied"));
+}
+
+/// The waiting room's door runs as the buyer (register, join, position, a
+/// buy that leaves the active set); admitting and the risk list are the
+/// operator's: the buyer is refused them with nothing changed.
+#[test]
+fn the_buyer_runs_the_waiting_room_door_and_the_operator_admits() {
+    use seckill::model::exit_codes::NOT_ADMITTED;
+    let server = RedisServer::start();
+    let until = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let file = sale()
+        .room(&format!(
+            "{{ mode: max_active, max_active: 1, admission_ttl: 1m, registration: {{ until: \"{until}\", per_device: 3 }} }}"
+        ))
+        .write();
+    let url = create_roles(&server, &file);
+    let (buyer, operator) = (url("buyer"), url("operator"));
+    assert_allowed(&file, &operator, &["preheat"]);
+    for user in ["alice", "bob"] {
+        assert_allowed(
+            &file,
+            &buyer,
+            &["register", "--user", user, "--device", "d1"],
+        );
+        assert_allowed(
+            &file,
+            &buyer,
+            &["queue", "join", "--item", "1001", "--user", user],
+        );
+    }
+    as_role(&file, &buyer, &["buy", "--item", "1001", "--user", "alice"]).fails_with(NOT_ADMITTED);
+    assert_denied(&file, &server, &buyer, &["queue", "admit"]);
+    assert_denied(
+        &file,
+        &server,
+        &buyer,
+        &[
+            "queue", "penalize", "--item", "1001", "--user", "bob", "--block",
+        ],
+    );
+    assert_allowed(&file, &operator, &["queue", "admit"]);
+    // A buyer one write short (no ZREM on the active set, the ok's last
+    // write) is refused before the first: no sale, alice keeps her place.
+    let (path, password) = password_file(&file, "buyer");
+    let mut args = generated_args(&file, "buyer", &path);
+    args[0] = "seckill-buyer-short".to_string();
+    let active_rule = format!("(+zrem ~seckill:{{{CAMPAIGN}:*}}:active)");
+    assert!(args.contains(&active_rule), "{args:?}");
+    args.retain(|arg| *arg != active_rule);
+    set_user(&mut server.conn(), &args);
+    let short = format!(
+        "redis://seckill-buyer-short:{password}@127.0.0.1:{}/0",
+        server.port
+    );
+    assert_denied(
+        &file,
+        &server,
+        &short,
+        &["buy", "--item", "1001", "--user", "alice"],
+    );
+    let active: i64 = server.conn().zcard(format!("{BASE}:active")).unwrap();
+    assert_eq!(active, 1);
+    // max_active 1: alice's ok gives her place back (ZREM active, as the buyer).
+    assert_allowed(&file, &buyer, &["buy", "--item", "1001", "--user", "alice"]);
+    let mut conn = server.conn();
+    let active: i64 = conn.zcard(format!("{BASE}:active")).unwrap();
+    assert_eq!(active, 0, "alice's place was not given back");
+    assert_allowed(&file, &operator, &["queue", "admit"]);
+    assert_allowed(&file, &buyer, &["buy", "--item", "1001", "--user", "bob"]);
 }

@@ -237,3 +237,55 @@ fn drain_shows_a_bar_on_a_terminal_that_ctrl_c_and_the_end_clear() {
     );
     assert_eq!(orders_in_db(&file), 3600);
 }
+
+#[test]
+fn reconcile_shows_a_bar_on_a_terminal_that_ctrl_c_and_the_end_clear() {
+    let server = RedisServer::start();
+    let file = campaign("rbar").item("1", 1_000_000).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    // The schema, then orders not consumed yet: the walk looks up every one
+    // of them (in flight, balanced), slow enough to watch.
+    seckill(&["consume", "--drain"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    buy_many(&server, &file, "1", "r", 60_000);
+    let term = Tmux::run(&file, &server.url(), &["reconcile"]);
+    let bar = term.until("the bar", |s| {
+        s.contains("stream entries checked [") || s.contains("EXITED")
+    });
+    let line = bar
+        .lines()
+        .find(|l| l.contains("stream entries checked ["))
+        .unwrap_or_else(|| panic!("no bar: {bar}"));
+    assert!(
+        line.contains("/60,000 (") && line.contains("%)") && line.contains("ETA"),
+        "{line}"
+    );
+    let screen = term.until("the end", |s| s.contains("EXITED"));
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(!screen.contains("ETA"), "the bar stays: {screen}");
+    drop(term);
+
+    let term = Tmux::run(&file, &server.url(), &["reconcile"]);
+    term.until("the bar", |s| s.contains("stream entries checked ["));
+    term.keys("C-c");
+    let screen = term.until("Ctrl-C ends it", |s| s.contains("EXITED"));
+    assert!(screen.contains("EXITED 1"), "{screen}");
+    assert!(screen.contains("reconcile interrupted"), "{screen}");
+    assert!(!screen.contains("ETA"), "the bar stays: {screen}");
+    drop(term);
+
+    let piped = seckill(&["reconcile"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let stderr = piped.stderr();
+    assert!(
+        !stderr.contains("ETA") && !stderr.contains('\x1b'),
+        "{stderr}"
+    );
+}

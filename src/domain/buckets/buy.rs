@@ -43,16 +43,19 @@ pub fn buy<C: ConnectionLike>(
     layout: &Layout,
     request: &BuyRequest,
 ) -> Result<(BuyReply, BuyCost)> {
-    reserve(conn, layout, request, 0)
+    reserve(conn, layout, request, 0, false)
 }
 
 /// [`buy`]; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
 /// in the home bucket, whose stock the units came from (`reservations`).
+/// `queued`: the item has a waiting room, whose admissions every call of
+/// the home bucket checks (the item layer refines its refusals).
 pub(crate) fn reserve<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     request: &BuyRequest,
     payment_timeout_ms: u64,
+    queued: bool,
 ) -> Result<(BuyReply, BuyCost)> {
     let home = layout.home(request.user);
     let order_id = new_order_id();
@@ -68,6 +71,7 @@ pub(crate) fn reserve<C: ConnectionLike>(
         true,
         None,
         payment_timeout_ms,
+        queued,
     )?;
     if home_answer_is_final(&first, layout) {
         return Ok((first.reply, cost));
@@ -76,8 +80,7 @@ pub(crate) fn reserve<C: ConnectionLike>(
         conn,
         layout,
         request,
-        &order_id,
-        payment_timeout_ms,
+        (&order_id, payment_timeout_ms, queued),
         &mut cost,
     )?;
     Ok((reply, cost))
@@ -91,12 +94,13 @@ pub(crate) fn home_answer_is_final(first: &HomeReply, layout: &Layout) -> bool {
 
 /// The rest of an attempt whose home bucket was short (its first call,
 /// with `order_id`, answered an unproven `sold_out`): the sweep.
+/// `attempt`: the order id, the payment timeout and whether the item has a
+/// waiting room.
 pub(crate) fn after_short_home<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     request: &BuyRequest,
-    order_id: &str,
-    payment_timeout_ms: u64,
+    (order_id, payment_timeout_ms, queued): (&str, u64, bool),
     cost: &mut BuyCost,
 ) -> Result<BuyReply> {
     let home = layout.home(request.user);
@@ -104,7 +108,7 @@ pub(crate) fn after_short_home<C: ConnectionLike>(
     let reply = match sweep(
         conn,
         &buckets,
-        (&home, order_id, payment_timeout_ms),
+        (&home, order_id, payment_timeout_ms, queued),
         request,
         cost,
     ) {
@@ -119,6 +123,7 @@ pub(crate) fn after_short_home<C: ConnectionLike>(
                 stock_left: None,
                 problem,
                 reservation: None,
+                waiting: None,
             }
         }
         other => other?,
@@ -126,11 +131,12 @@ pub(crate) fn after_short_home<C: ConnectionLike>(
     Ok(reply)
 }
 
-/// `target`: the home bucket, the order id and the payment timeout of the attempt.
+/// `target`: the home bucket, the order id, the payment timeout of the
+/// attempt and whether the item has a waiting room.
 fn sweep<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
-    (home, order_id, payment_timeout_ms): (&BucketKeys, &str, u64),
+    (home, order_id, payment_timeout_ms, queued): (&BucketKeys, &str, u64, bool),
     request: &BuyRequest,
     cost: &mut BuyCost,
 ) -> Result<BuyReply> {
@@ -182,6 +188,7 @@ fn sweep<C: ConnectionLike>(
                     false,
                     None,
                     payment_timeout_ms,
+                    queued,
                 );
                 home_buy?.reply
             } else if seen.taken > 0 {
@@ -202,6 +209,7 @@ fn sweep<C: ConnectionLike>(
                     false,
                     credit,
                     payment_timeout_ms,
+                    queued,
                 )?
                 .reply;
                 if matches!(reply.outcome, Outcome::CorruptState | Outcome::NotPreheated) {
@@ -235,6 +243,7 @@ fn sweep<C: ConnectionLike>(
                 stock_left: Some(home_stock),
                 problem: None,
                 reservation: None,
+                waiting: None,
             });
         }
         quiet_before = quiet.then_some(in_counts);

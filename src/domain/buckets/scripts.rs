@@ -18,7 +18,9 @@ pub use crate::redis_client::scripts::bucket_credit::Credited;
 pub(crate) use crate::redis_client::scripts::bucket_snapshot::Snapshot;
 pub use crate::redis_client::scripts::bucket_take::{Take, Transfer, parse_log_record};
 
-/// `lua/bucket_buy.lua` on the home bucket.
+/// `lua/bucket_buy.lua` on the home bucket; `queued`: the item has a
+/// waiting room, so the bucket's admissions key goes with the call.
+#[allow(clippy::too_many_arguments)] // the script's own ARGV, each a decision of the caller
 pub(crate) fn home_buy<C: ConnectionLike>(
     conn: &mut C,
     home: &BucketKeys,
@@ -27,6 +29,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
     count_attempt: bool,
     credit: Option<&Transfer>,
     payment_timeout_ms: u64,
+    queued: bool,
 ) -> Result<HomeReply> {
     let call = home_buy_call(
         home,
@@ -35,6 +38,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
         count_attempt,
         credit,
         payment_timeout_ms,
+        queued,
     );
     call.invoke(conn)
         .map_err(anyhow::Error::from)
@@ -43,15 +47,24 @@ pub(crate) fn home_buy<C: ConnectionLike>(
 }
 
 /// An attempt's first call on its home bucket (counted, no credit), on an
-/// async connection (`seckill serve`).
+/// async connection (`seckill serve`); `queued` as in [`home_buy`].
 pub(crate) async fn first_home_buy_async<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     home: &BucketKeys,
     request: &BuyRequest<'_>,
     order_id: &str,
     payment_timeout_ms: u64,
+    queued: bool,
 ) -> Result<HomeReply> {
-    let call = home_buy_call(home, request, order_id, true, None, payment_timeout_ms);
+    let call = home_buy_call(
+        home,
+        request,
+        order_id,
+        true,
+        None,
+        payment_timeout_ms,
+        queued,
+    );
     call.invoke_async(conn)
         .await
         .map_err(anyhow::Error::from)
@@ -74,6 +87,7 @@ fn home_buy_call(
     count_attempt: bool,
     credit: Option<&Transfer>,
     payment_timeout_ms: u64,
+    queued: bool,
 ) -> BucketBuy<String> {
     BucketBuy {
         meta: home.keys.meta.clone(),
@@ -97,6 +111,7 @@ fn home_buy_call(
         reservations: home.keys.reservations.clone(),
         deadlines: home.keys.deadlines.clone(),
         reservation_counts: home.keys.reservation_counts.clone(),
+        admissions: queued.then(|| home.keys.room().admissions),
         payment_timeout_ms: payment_timeout_ms.to_string(),
     }
 }

@@ -11,8 +11,9 @@ use crate::util::text;
 #[derive(Debug, Clone, Serialize)]
 pub struct PurchaseAnswer {
     /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
-    /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused` or
-    /// `unreplicated`; the exit code says the same.
+    /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused`,
+    /// `unreplicated`, or the waiting room's `not_registered`, `not_queued`,
+    /// `not_admitted`, `admission_expired`; the exit code says the same.
     pub(crate) outcome: Outcome,
     /// The order: new on `ok` and `unreplicated`, the user's existing one on
     /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
@@ -45,6 +46,10 @@ pub struct PurchaseAnswer {
     pub(crate) deadline: Option<String>,
     /// The same deadline in Unix milliseconds.
     pub(crate) deadline_ms: Option<i64>,
+    /// `not_admitted` / `admission_expired`: where the user stands in the
+    /// item's waiting room (position, serving position, wait in ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting: Option<crate::redis_client::scripts::buy::Waiting>,
 }
 
 impl PurchaseAnswer {
@@ -72,6 +77,7 @@ impl PurchaseAnswer {
             reservation_state: reservation.map(|r| r.state.clone()),
             deadline: reservation.map(|r| text::time_or_dash(Some(r.deadline_ms))),
             deadline_ms: reservation.map(|r| r.deadline_ms),
+            waiting: reply.waiting,
         }
     }
 
@@ -83,6 +89,7 @@ impl PurchaseAnswer {
             stock_left: None,
             problem: None,
             reservation: None,
+            waiting: None,
         };
         PurchaseAnswer::of(request, reply, outcome, None)
     }

@@ -24,8 +24,9 @@ pub(crate) use crate::domain::buckets::rebalance::Pass;
 use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
 use crate::domain::kill_switch::{self, Flip};
 use crate::domain::slot::{
-    self, BuyReply, BuyRequest, ItemState, PreheatMode, PreheatReport, PreheatStatus,
+    self, BuyReply, BuyRequest, ItemState, Outcome, PreheatMode, PreheatReport, PreheatStatus,
 };
+use crate::domain::waiting_room::{self, Room, RoomPreheat, Setup};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::{ItemKeys, LIVE_PREFIX};
 use crate::model::layout::{BucketKeys, Layout};
@@ -72,6 +73,9 @@ pub struct ItemPreheat {
     /// in Redis differs from the file's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) refused_because: Option<String>,
+    /// The item's waiting room, when the file turns one on (docs/waiting-room.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting_room: Option<RoomPreheat>,
 }
 
 impl ItemPreheat {
@@ -143,6 +147,11 @@ impl<'a> SaleItem<'a> {
         &self.item.id
     }
 
+    /// The item's waiting room, when the file turns one on (docs/waiting-room.md).
+    pub fn room(&self) -> Option<Room> {
+        Room::of(&self.layout.prefix, self.campaign, self.item)
+    }
+
     /// Where the item's keys are.
     pub fn layout(&self) -> &Layout {
         &self.layout
@@ -190,9 +199,17 @@ impl<'a> SaleItem<'a> {
         request: &BuyRequest,
         payment_timeout_ms: u64,
     ) -> Result<Attempt> {
+        let room = self.room();
         if !self.layout.is_bucketed() {
             let keys = self.layout.bucket(0).keys;
-            let reply = slot::reserve(conn, &keys, request, payment_timeout_ms)?;
+            let room_keys = room.as_ref().map(|_| keys.room());
+            let reply = slot::reserve_in_room(
+                conn,
+                &keys,
+                request,
+                payment_timeout_ms,
+                room_keys.as_ref(),
+            )?;
             return Ok(Attempt {
                 reply,
                 cost: BuyCost {
@@ -202,7 +219,20 @@ impl<'a> SaleItem<'a> {
                 written: vec![keys.stock],
             });
         }
-        let (reply, cost) = buckets::buy::reserve(conn, &self.layout, request, payment_timeout_ms)?;
+        let (mut reply, mut cost) = buckets::buy::reserve(
+            conn,
+            &self.layout,
+            request,
+            payment_timeout_ms,
+            room.is_some(),
+        )?;
+        if let Some(room) = room.as_ref().filter(|_| needs_room_read(&reply)) {
+            cost.round_trips += 1;
+            let (_, standing) = room.read(conn, &[request.user])?;
+            if let Some(standing) = standing.first() {
+                waiting_room::refine(&mut reply, standing);
+            }
+        }
         // One round trip wrote to the home bucket only; a sweep may have
         // debited, settled or marked any bucket.
         let written = if cost.round_trips > 1 {
@@ -229,13 +259,17 @@ impl<'a> SaleItem<'a> {
         request: &BuyRequest<'_>,
         payment_timeout_ms: u64,
     ) -> Result<FirstCall> {
-        let cost = BuyCost {
+        let mut cost = BuyCost {
             round_trips: 1,
             ..BuyCost::default()
         };
+        let room = self.room();
         if !self.layout.is_bucketed() {
             let keys = self.layout.bucket(0).keys;
-            let reply = slot::reserve_async(conn, &keys, request, payment_timeout_ms).await?;
+            let room_keys = room.as_ref().map(|_| keys.room());
+            let reply =
+                slot::reserve_async(conn, &keys, request, payment_timeout_ms, room_keys.as_ref())
+                    .await?;
             return Ok(FirstCall::Done(Attempt {
                 reply,
                 cost,
@@ -250,11 +284,20 @@ impl<'a> SaleItem<'a> {
             request,
             &order_id,
             payment_timeout_ms,
+            room.is_some(),
         )
         .await?;
         if buckets::buy::home_answer_is_final(&first, &self.layout) {
+            let mut reply = first.reply;
+            if let Some(room) = room.as_ref().filter(|_| needs_room_read(&reply)) {
+                cost.round_trips += 1;
+                let (_, standing) = room.read_async(conn, &[request.user]).await?;
+                if let Some(standing) = standing.first() {
+                    waiting_room::refine(&mut reply, standing);
+                }
+            }
             return Ok(FirstCall::Done(Attempt {
-                reply: first.reply,
+                reply,
                 cost,
                 written: vec![home.keys.stock],
             }));
@@ -271,14 +314,21 @@ impl<'a> SaleItem<'a> {
         payment_timeout_ms: u64,
         (order_id, mut cost): (String, BuyCost),
     ) -> Result<Attempt> {
-        let reply = buckets::buy::after_short_home(
+        let room = self.room();
+        let mut reply = buckets::buy::after_short_home(
             conn,
             &self.layout,
             request,
-            &order_id,
-            payment_timeout_ms,
+            (&order_id, payment_timeout_ms, room.is_some()),
             &mut cost,
         )?;
+        if let Some(room) = room.as_ref().filter(|_| needs_room_read(&reply)) {
+            cost.round_trips += 1;
+            let (_, standing) = room.read(conn, &[request.user])?;
+            if let Some(standing) = standing.first() {
+                waiting_room::refine(&mut reply, standing);
+            }
+        }
         Ok(Attempt {
             reply,
             cost,
@@ -316,12 +366,49 @@ impl<'a> SaleItem<'a> {
             stock,
             ..self.item.clone()
         };
+        // Before the stock: a first load never sells with the room on but unset.
+        let room = self.room();
+        let created = match (&room, dry_run) {
+            (Some(room), false) => Some(room.setup(conn, Setup::Create)?),
+            _ => None,
+        };
+        let mut preheat = self.preheat_slots(conn, &item, mode, dry_run)?;
+        if let Some(room) = &room {
+            let applied = !dry_run
+                && preheat.report.status.writes()
+                && created.as_ref().is_none_or(|c| c.status != "created");
+            let setup = if applied {
+                Some(room.setup(conn, Setup::Update)?)
+            } else {
+                created
+            };
+            if let Some(refused) = setup.as_ref().filter(|s| s.status == "refused") {
+                anyhow::bail!(
+                    "item {}: the waiting room in Redis ({}) has users, so its mode and pre-queue                      stay as they are: the file's {} was not applied (`init --yes` starts over)",
+                    self.item.id,
+                    refused.config,
+                    room.settings.config_text()
+                );
+            }
+            preheat.waiting_room = setup;
+        }
+        Ok(preheat)
+    }
+
+    /// The stock and metadata of every slot (see [`SaleItem::preheat_stock`]).
+    fn preheat_slots<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        item: &Item,
+        mode: PreheatMode,
+        dry_run: bool,
+    ) -> Result<ItemPreheat> {
         if self.layout.is_bucketed() {
             let split = buckets::state::preheat_item(
                 conn,
                 &self.layout,
                 self.campaign,
-                &item,
+                item,
                 mode,
                 dry_run,
             )?;
@@ -330,6 +417,7 @@ impl<'a> SaleItem<'a> {
                 buckets: self.layout.buckets,
                 per_bucket: split.buckets,
                 refused_because: split.refused_because,
+                waiting_room: None,
             });
         }
         let conflict = buckets::state::layout_conflict(conn, &self.layout)?;
@@ -338,7 +426,7 @@ impl<'a> SaleItem<'a> {
             conn,
             &keys,
             self.campaign,
-            &item,
+            item,
             mode,
             dry_run || conflict.is_some(),
         )?;
@@ -350,6 +438,7 @@ impl<'a> SaleItem<'a> {
             buckets: 1,
             per_bucket: Vec::new(),
             refused_because: conflict,
+            waiting_room: None,
         })
     }
 
@@ -418,6 +507,8 @@ impl<'a> SaleItem<'a> {
         let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
         let mut deleted = slot::delete_item(conn, &plain, scan_too)?;
         deleted += buckets::state::delete_item(conn, &self.layout, scan_too)?;
+        // A room's keys go whether or not the file still has one.
+        deleted += waiting_room::delete_keys(conn, &self.layout)?;
         Ok(deleted)
     }
 
@@ -501,4 +592,12 @@ pub(crate) fn order_streams(campaign: &Campaign) -> Vec<(&Item, ItemKeys)> {
                 .map(move |bucket| (item, bucket.keys))
         })
         .collect()
+}
+
+/// Whether a bucketed item's refusal needs the room in the item's slot: the
+/// home bucket knows only the admissions fanned out to it, so a `not_admitted`
+/// without a position asks the room why not, and for the wait (nothing was
+/// written either way).
+fn needs_room_read(reply: &BuyReply) -> bool {
+    reply.outcome == Outcome::NotAdmitted && reply.waiting.as_ref().is_some_and(|w| w.position == 0)
 }

@@ -22,7 +22,8 @@ use crate::model::keys::{LIVE_PREFIX, LOADTEST_PREFIX};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Role {
-    /// The web tier: `buy` (and `rebalance`, which uses the buyer's sweep scripts).
+    /// The web tier: `buy`, `serve`, the waiting room's `queue join` and
+    /// `register` (and `rebalance`, which uses the buyer's sweep scripts).
     Buyer,
     /// `consume` and `pending-claim`: the order streams into the database.
     Consumer,
@@ -95,7 +96,7 @@ pub(crate) fn setuser_args(
     match role {
         Role::Buyer => {
             args.extend(
-                "+ping +evalsha +script|load +time +hget +hmget +get +xlen +hlen +hexists +zcard +zscore +zrangebyscore +exists"
+                "+ping +evalsha +script|load +time +hget +hmget +get +xlen +hlen +hexists +zcard +zscore +zrangebyscore +zcount +llen +exists"
                     .split(' ')
                     .map(String::from),
             );
@@ -123,6 +124,19 @@ pub(crate) fn setuser_args(
                 &[bucket("xfer_pending")],
             ));
             args.push(selector("+hset", &[bucket("meta")]));
+            // The waiting room's door (docs/waiting-room.md): a join counts
+            // and places the user, registration counts devices and IPs, and
+            // a buy in max_active mode leaves the active set. Admitting,
+            // pausing, the risk list and the shuffle are the operator's.
+            args.push(selector("+hincrby +hset", &[item("room")]));
+            args.push(selector("+hset +pexpireat", &[item("queue")]));
+            args.push(selector("+rpush +pexpireat", &[item("line")]));
+            args.push(selector("+zrem", &[item("active")]));
+            args.push(selector("+hset +pexpireat", &[item("registered")]));
+            args.push(selector(
+                "+hincrby +pexpireat",
+                &[item("devices"), item("ips")],
+            ));
         }
         Role::Consumer => {
             args.extend(

@@ -115,6 +115,8 @@ pub(crate) fn run(
     copy.items.retain(|i| i.id == item_id);
     copy.items[0].stock = run.stock;
     copy.items[0].buckets = run.buckets;
+    // The waiting room has its own scenario (`--variant queue`).
+    copy.items[0].waiting_room = None;
     let sale = SaleItem::under(LOADTEST_PREFIX, &copy, &copy.items[0]);
     let layout = sale.layout().clone();
     let mut control = target.connect()?;

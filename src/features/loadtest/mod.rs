@@ -10,7 +10,8 @@
 //! Either way a variant's logic is its `conversation`, its pacing (closed or
 //! open loop) its `schedule`, and what it measured a `measure::Tally` per
 //! worker, merged at the end into a `report`. Presentation (table, JSON,
-//! CSV, `.hgrm`) is the caller's and `export`'s business.
+//! CSV, `.hgrm`) is the caller's and `export`'s business. The waiting room
+//! (`--variant queue`) is a scenario of its own: `queue`.
 
 mod blocking;
 pub(crate) mod buckets;
@@ -20,6 +21,7 @@ pub(crate) mod export;
 pub(crate) mod http;
 mod measure;
 pub(crate) mod namespace;
+pub(crate) mod queue;
 pub(crate) mod report;
 pub(crate) mod reservations;
 mod resp;

@@ -1,6 +1,7 @@
-//! The three load-test scenarios, each set up, run and cleaned up here: the
+//! The load-test scenarios, each set up, run and cleaned up here: the
 //! stock-decrement variants (the engine, `run_variant`), the bucketed buy
-//! path (`buckets`) and the reservations race (`reservations`). The command
+//! path (`buckets`), the reservations race (`reservations`) and the waiting
+//! room (`queue`). The command
 //! turns flags into one of them; what it gets back is the report to show.
 //!
 //! Every scenario works in the load test's own namespace and refuses (exit 2)
@@ -11,6 +12,7 @@ use indicatif::ProgressBar;
 
 use super::buckets::{BucketReport, BucketRun};
 use super::namespace::{self, LoadtestKeys};
+use super::queue::{QueueReport, QueueRun};
 use super::report::{Thresholds, VariantReport};
 use super::reservations::{RaceReport, RaceSettings};
 use super::schedule::Pace;
@@ -147,6 +149,72 @@ pub(crate) fn reservations(
     Ok((heading, report))
 }
 
+/// The waiting room rehearsed (see `queue`): its heading and report. The
+/// item keeps its room but no pre-queue or registration (synthetic shoppers
+/// neither wait for a start nor register), no window, no rate limit; its
+/// stock and buckets are the flags'.
+pub(crate) fn queue(
+    target: &RedisTarget,
+    campaign: &Campaign,
+    item_id: &str,
+    run: &QueueRun,
+    keep: bool,
+) -> Result<(String, QueueReport)> {
+    super::queue::check(run)?;
+    let keys = LoadtestKeys::new(&campaign.id, item_id);
+    let mut control = target.connect()?;
+    namespace::ensure_free(&mut control, &keys, campaign)?;
+    let mut copy = campaign.clone();
+    copy.starts_at_ms = None;
+    copy.ends_at_ms = None;
+    copy.rate_limit = None;
+    copy.payment_timeout = None;
+    copy.items.retain(|item| item.id == item_id);
+    let item = &mut copy.items[0];
+    item.stock = run.stock;
+    item.buckets = run.buckets;
+    let Some(room) = item.waiting_room.as_mut() else {
+        return Err(super::queue::no_room(campaign, item_id));
+    };
+    room.prequeue = false;
+    room.registration = None;
+    let sale = crate::domain::item::SaleItem::under(
+        crate::model::keys::LOADTEST_PREFIX,
+        &copy,
+        &copy.items[0],
+    );
+    let clean = |conn: &mut crate::redis_client::conn::Conn| -> Result<()> {
+        namespace::remove(conn, &keys)?;
+        sale.delete(conn, !conn.is_cluster())?;
+        Ok(())
+    };
+    clean(&mut control)?;
+    namespace::reset(&mut control, &keys, &ulid::Ulid::generate().to_string())?;
+    let outcome = super::queue::run(target, &copy, run);
+    let report = if keep {
+        outcome?
+    } else {
+        let cleaned = clean(&mut control);
+        let report = outcome?;
+        cleaned?;
+        report
+    };
+    let heading = format!(
+        "waiting-room load test of campaign {} item {item_id} on {}\n\
+         {} arrivals at {}/s (open loop), {} threads, stock {}, {} bucket(s)\n\
+         room: {}",
+        campaign.id,
+        target.display,
+        run.arrivals,
+        run.rate,
+        run.threads,
+        run.stock,
+        run.buckets,
+        report.room
+    );
+    Ok((heading, report))
+}
+
 /// The campaign as the `full` variant preheats it: only the chosen item, with
 /// --stock; no sale window (the real sale's dates say nothing about when a
 /// rehearsal runs); the rate limit only with --rate-limit.
@@ -160,6 +228,8 @@ fn loadtest_campaign(campaign: &Campaign, item_id: &str, settings: &Settings) ->
     copy.items.retain(|item| item.id == item_id);
     for item in &mut copy.items {
         item.stock = settings.stock;
+        // The waiting room has its own scenario (`--variant queue`).
+        item.waiting_room = None;
     }
     copy
 }

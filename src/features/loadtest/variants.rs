@@ -89,6 +89,14 @@ fn buy_call(
         reservations: fixed(&keys.reservations),
         deadlines: fixed(&keys.deadlines),
         reservation_counts: fixed(&keys.reservation_counts),
+        // The load test's item has no waiting room (`--variant queue` is its own scenario).
+        room: None,
+        queue: None,
+        registered: None,
+        risk: None,
+        admitted: None,
+        active: None,
+        shuffled: None,
         payment_timeout_ms: fixed("0"),
     }
 }

@@ -176,6 +176,9 @@ pub(crate) struct ItemStatus {
     /// only when every bucket is closed).
     #[serde(rename = "buckets", skip_serializing_if = "Vec::is_empty")]
     pub(crate) slots: Vec<ItemStatus>,
+    /// The item's waiting room, when it has one (`room`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) room: Option<super::room::RoomView>,
 }
 
 impl ItemStatus {
@@ -260,10 +263,13 @@ impl StatusReader {
             .iter()
             .map(|slot| self.read(conn, &slot.keys, item.id(), &item.item.name))
             .collect::<Result<Vec<_>>>()?;
-        if parts.len() == 1 {
-            return Ok(parts.remove(0));
-        }
-        Ok(ItemStatus::sum(parts))
+        let mut status = if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            ItemStatus::sum(parts)
+        };
+        status.room = super::room::read(conn, item)?;
+        Ok(status)
     }
 
     /// Read one item. `name` is shown when Redis has none (not preheated).
@@ -454,6 +460,7 @@ impl RawStatus {
             expires_in_ms,
             reservations: self.reservations,
             slots: Vec::new(),
+            room: None,
         }
     }
 }

@@ -68,6 +68,8 @@ pub(crate) mod reservations;
 pub(crate) mod streams;
 pub(crate) mod transfers;
 
+use std::sync::atomic::AtomicBool;
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -78,6 +80,7 @@ use crate::domain::orders::wire::{ReadConn, ReadsStreams};
 use crate::domain::orders::{ItemTotals, OrderStore, stream};
 use crate::model::layout::share;
 use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::util::progress::Progress;
 use baseline::KnownLoss;
 use reservations::ReservationCheck;
 use streams::{Rows, SlotWalk};
@@ -202,15 +205,38 @@ pub(crate) struct ItemReport {
     pub(crate) transfers: Option<TransferReport>,
 }
 
+/// What a whole reconcile run shares with each item's walk: the bar of
+/// stream entries checked (each item's total is added once its snapshot is
+/// read), and the flag SIGINT/SIGTERM set, checked between pages, so an
+/// interrupted run stops at once with the bar cleared and concludes nothing.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'a> {
+    pub(crate) progress: &'a Progress,
+    pub(crate) stop: &'a AtomicBool,
+}
+
+impl Run<'_> {
+    /// An error when the run was interrupted.
+    pub(crate) fn check_stop(&self) -> Result<()> {
+        if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            anyhow::bail!(
+                "reconcile interrupted (SIGINT/SIGTERM): nothing was concluded, run it again"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Check one item; with `repair`, settle transfers in transit and insert
 /// stream orders missing from the database on the way. `target` gives the
-/// stream walk its second connection.
+/// stream walk its second connection; `run` shows its progress and may stop it.
 pub(crate) fn reconcile_item(
     conn: &mut Conn,
     target: &RedisTarget,
     store: &mut dyn OrderStore,
     sale: &SaleItem,
     repair: bool,
+    run: Run,
 ) -> Result<ItemReport> {
     let (campaign, item) = (sale.campaign, sale.item);
     let slots = sale.slots();
@@ -260,6 +286,8 @@ pub(crate) fn reconcile_item(
     let from_file = reading.snapshots.iter().any(|s| s.initial_stock.is_none());
     report.initial_stock_from = if from_file { "file" } else { "redis" }.into();
     let mut reader = ReadConn::open(target)?;
+    run.progress
+        .grow(reading.snapshots.iter().map(|s| s.stream_len).sum());
     for (slot, snap) in slots.iter().zip(&reading.snapshots) {
         let initial = snap
             .initial_stock
@@ -296,6 +324,7 @@ pub(crate) fn reconcile_item(
             last_delivered: stream_id_key(&group.last_delivered_id).unwrap_or((0, 0)),
             snapshot_end: &snap.last_order_id,
             dead_ids: stream::dead_original_ids(conn, &slot.keys)?,
+            run,
         };
         report.sold_per_redis += streams::walk_stream(
             conn,

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, anyhow};
 use redis::ConnectionLike;
 
 use super::reservations::{WalkPosition, compare_states};
-use super::{ItemReport, PAGE};
+use super::{ItemReport, PAGE, Run};
 use crate::domain::orders::entry::{Order, RawEntry, StreamEntry, parse_entry, stream_id_key};
 use crate::domain::orders::wire::ReadConn;
 use crate::domain::orders::{OrderStore, StoredContent, now_ms, stream};
@@ -64,6 +64,8 @@ pub(crate) struct SlotWalk<'a> {
     pub(crate) snapshot_end: &'a str,
     /// Original ids of the dead-lettered entries, read before the walk.
     pub(crate) dead_ids: HashSet<String>,
+    /// The run's bar and stop flag.
+    pub(crate) run: Run<'a>,
 }
 
 /// One page, read and parsed by the reader before the database sees it.
@@ -157,6 +159,7 @@ fn classify_pages(
     report: &mut ItemReport,
 ) -> Result<()> {
     for page in pages {
+        slot.run.check_stop()?;
         classify_page(conn, store, repair, slot, page?, report)?;
     }
     Ok(())
@@ -176,6 +179,7 @@ fn classify_page(
     };
     // State changes are counted apart: their units are not sold again.
     let mut orders: Vec<(&RawEntry, Option<Order>)> = Vec::with_capacity(page.entries.len());
+    slot.run.progress.advance(page.entries.len() as u64);
     for (entry, parsed) in page.entries.iter().zip(page.parsed) {
         report.stream_entries += 1;
         match parsed {

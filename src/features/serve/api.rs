@@ -7,6 +7,9 @@
 //! `ended`, 425 `not_started`, 429 `rate_limited` (with `Retry-After`), 503
 //! `closed` / `not_preheated` and a Redis that refused before running, 504
 //! outcome unknown (retry with the same `request_id`), 500 `corrupt_state`;
+//! the waiting room's (docs/waiting-room.md): 403 `not_registered`, 428
+//! `not_queued` (join first), 425 `not_admitted` (with `Retry-After`), 410
+//! `admission_expired`;
 //! 400/404/405/413/415 for requests that are wrong, never touching Redis.
 
 use axum::http::StatusCode;
@@ -99,6 +102,10 @@ pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
         Outcome::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         Outcome::Closed | Outcome::NotPreheated => StatusCode::SERVICE_UNAVAILABLE,
         Outcome::CorruptState => StatusCode::INTERNAL_SERVER_ERROR,
+        Outcome::NotRegistered => StatusCode::FORBIDDEN,
+        Outcome::NotQueued => StatusCode::PRECONDITION_REQUIRED,
+        Outcome::NotAdmitted => StatusCode::TOO_EARLY,
+        Outcome::AdmissionExpired => StatusCode::GONE,
     }
 }
 

@@ -20,6 +20,7 @@ use super::cache::Cache;
 use super::metrics::Metrics;
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::redis_client::failure::{self, Failure};
 use crate::redis_client::multiplexed::{Multiplexed, NotSent};
 
 /// Largest request body accepted (a buy is well under 1 KiB).
@@ -209,4 +210,55 @@ pub(crate) fn counted(
     );
     app.answered.fetch_add(1, Ordering::Relaxed);
     answer
+}
+
+/// What a failed attempt means for the client: refused before running
+/// (503, a new attempt is safe), unknown (504, retry with the same request
+/// id), or failed at the server (500, retry with the same request id).
+pub(crate) fn explain(
+    error: &anyhow::Error,
+    at: &str,
+    request_id: &str,
+) -> (StatusCode, &'static str, String) {
+    let rendered = crate::util::error_text::render(error);
+    if error.downcast_ref::<NotSent>().is_some() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "redis_unreachable",
+            format!("{rendered}: nothing was sent, a new attempt is safe"),
+        );
+    }
+    match failure::find(error).map(failure::classify) {
+        Some(Failure::NotExecuted(code)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_executed",
+            format!(
+                "Redis at {at} refused the attempt, it was not executed ({code}): a new attempt is safe; {rendered}"
+            ),
+        ),
+        Some(Failure::Failed) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "redis_error",
+            format!(
+                "Redis at {at} reported an error running the attempt: retry with request_id {request_id}; {rendered}"
+            ),
+        ),
+        // A lost reply, a connection that could not be made or broke: unknown.
+        _ => (
+            StatusCode::GATEWAY_TIMEOUT,
+            "outcome_unknown",
+            format!(
+                "outcome unknown: the attempt may or may not have run on Redis at {at} ({rendered}); \
+                 retry with the same request_id, never a new one"
+            ),
+        ),
+    }
+}
+
+/// `Retry-After` for a wait of `eta_ms`: whole seconds, at least 1.
+pub(crate) fn retry_after(answer: &mut Response, eta_ms: i64) {
+    let seconds = (eta_ms.max(0) as u64).div_ceil(1000).max(1);
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        answer.headers_mut().insert(header::RETRY_AFTER, value);
+    }
 }

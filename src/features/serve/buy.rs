@@ -14,13 +14,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 
 use super::api::{self, BuyAnswer, BuyBody, Refusal};
-use super::app::{App, admit, counted, error_answer, json_answer, json_body};
+use super::app::{App, admit, counted, error_answer, explain, json_answer, json_body, retry_after};
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::item::{Attempt, FirstCall, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome};
 use crate::redis_client::conn::Conn;
-use crate::redis_client::failure::{self, Failure};
-use crate::redis_client::multiplexed::NotSent;
+use crate::redis_client::failure;
 use crate::redis_client::replicas;
 
 pub(crate) async fn buy(
@@ -250,7 +249,8 @@ fn counted_attempt(
     PurchaseAnswer::of(request, done.reply, outcome, waited.map(|(c, _)| c))
 }
 
-/// A buy answer with its status (and `Retry-After` on `rate_limited`).
+/// A buy answer with its status (and `Retry-After` on `rate_limited` and
+/// `not_admitted`).
 fn outcome_answer(app: &App, shown: &BuyAnswer) -> Response {
     let outcome = shown.answer.outcome;
     let mut answer = json_answer(api::status_of(outcome), shown);
@@ -263,48 +263,13 @@ fn outcome_answer(app: &App, shown: &BuyAnswer) -> Response {
             answer.headers_mut().insert(header::RETRY_AFTER, value);
         }
     }
+    if let Some(waiting) = shown
+        .answer
+        .waiting
+        .as_ref()
+        .filter(|_| outcome == Outcome::NotAdmitted)
+    {
+        retry_after(&mut answer, waiting.eta_ms);
+    }
     answer
-}
-
-/// What a failed attempt means for the client: refused before running
-/// (503, a new attempt is safe), unknown (504, retry with the same request
-/// id), or failed at the server (500, retry with the same request id).
-fn explain(
-    error: &anyhow::Error,
-    at: &str,
-    request_id: &str,
-) -> (StatusCode, &'static str, String) {
-    let rendered = crate::util::error_text::render(error);
-    if error.downcast_ref::<NotSent>().is_some() {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "redis_unreachable",
-            format!("{rendered}: nothing was sent, a new attempt is safe"),
-        );
-    }
-    match failure::find(error).map(failure::classify) {
-        Some(Failure::NotExecuted(code)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_executed",
-            format!(
-                "Redis at {at} refused the attempt, it was not executed ({code}): a new attempt is safe; {rendered}"
-            ),
-        ),
-        Some(Failure::Failed) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "redis_error",
-            format!(
-                "Redis at {at} reported an error running the attempt: retry with request_id {request_id}; {rendered}"
-            ),
-        ),
-        // A lost reply, a connection that could not be made or broke: unknown.
-        _ => (
-            StatusCode::GATEWAY_TIMEOUT,
-            "outcome_unknown",
-            format!(
-                "outcome unknown: the attempt may or may not have run on Redis at {at} ({rendered}); \
-                 retry with the same request_id, never a new one"
-            ),
-        ),
-    }
 }

@@ -8,6 +8,8 @@
 //!   ([`api::status_of`]); `request_id` is required, so a retry is safe.
 //! - `GET /v1/items/{item}/orders/{user}[?request_id=R]` → `ok` with the
 //!   order, `none`, or `pending` while this instance still runs that attempt.
+//! - `POST /v1/items/{item}/queue` `{"user"}` and `GET
+//!   /v1/items/{item}/queue/{user}`: the waiting room's door ([`queue`]).
 //! - `POST /v1/orders/{order}/pay|cancel`: operator endpoints, only with
 //!   `--operator-token-file` (a bearer token compared in constant time).
 //! - `GET /healthz`, `GET /metrics`.
@@ -41,6 +43,7 @@ pub(crate) mod metrics;
 mod operator;
 mod orders;
 mod probes;
+mod queue;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -209,6 +212,8 @@ fn routes(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/items/{item}/buy", post(buy::buy))
         .route("/v1/items/{item}/orders/{user}", get(orders::order_of))
+        .route("/v1/items/{item}/queue", post(queue::join))
+        .route("/v1/items/{item}/queue/{user}", get(queue::position))
         .route("/v1/orders/{order}/pay", post(operator::pay))
         .route("/v1/orders/{order}/cancel", post(operator::cancel))
         .route("/healthz", get(probes::healthz))

@@ -1,6 +1,7 @@
 //! `lua/buy.lua`, the whole purchase: kill switch, window, rate limit, dedupe,
-//! stock and order stream in one atomic step (`lua/lib/purchase.lua`). Its
-//! call, outcomes and reply.
+//! stock and order stream in one atomic step (`lua/lib/purchase.lua`), and
+//! the waiting room's admission when the item has one (`lua/lib/admission.lua`).
+//! Its call, outcomes and reply.
 
 use anyhow::{Result, bail};
 use redis::Value;
@@ -12,6 +13,7 @@ super::script_call! {
     /// One purchase attempt: KEYS then ARGV of `lua/buy.lua`.
     Buy = "buy.lua", Sale;
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts }
+    optional { room, queue, registered, risk, admitted, active, shuffled }
     argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms }
 }
 
@@ -34,11 +36,20 @@ pub enum Outcome {
     /// `--wait-replicas`: bought, but fewer replicas confirmed it in time
     /// (decided after the script by WAIT; the script never returns it).
     Unreplicated,
+    /// The item's waiting room takes registered users only, and this one is not.
+    NotRegistered,
+    /// The item has a waiting room and the user never joined it.
+    NotQueued,
+    /// The user is in the waiting room, not admitted yet (position, serving
+    /// position and wait are in [`BuyReply::waiting`]).
+    NotAdmitted,
+    /// The user's admission ran out (`admission_ttl`) before a buy.
+    AdmissionExpired,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 15] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -50,6 +61,10 @@ impl Outcome {
         Outcome::CorruptState,
         Outcome::RequestIdReused,
         Outcome::Unreplicated,
+        Outcome::NotRegistered,
+        Outcome::NotQueued,
+        Outcome::NotAdmitted,
+        Outcome::AdmissionExpired,
     ];
 
     /// The name used by the script and in JSON.
@@ -66,6 +81,10 @@ impl Outcome {
             Outcome::CorruptState => "corrupt_state",
             Outcome::RequestIdReused => "request_id_reused",
             Outcome::Unreplicated => "unreplicated",
+            Outcome::NotRegistered => "not_registered",
+            Outcome::NotQueued => "not_queued",
+            Outcome::NotAdmitted => "not_admitted",
+            Outcome::AdmissionExpired => "admission_expired",
         }
     }
 
@@ -94,6 +113,44 @@ pub struct BuyReply {
     pub problem: Option<String>,
     /// An `ok` that is a reservation (`payment_timeout`): its deadline and state.
     pub reservation: Option<Reservation>,
+    /// `not_admitted` / `admission_expired`: where the user stands in the
+    /// waiting room (docs/waiting-room.md).
+    pub waiting: Option<Waiting>,
+}
+
+/// Where a refused shopper stands in the waiting room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waiting {
+    /// The user's position (0 when a bucket only knows "no admission here yet").
+    pub position: i64,
+    /// The last position admitted.
+    pub serving: i64,
+    /// About this long until the user's turn (`not_admitted`), ms.
+    pub eta_ms: i64,
+    /// `admission_expired`: the admission that ran out, Unix ms (Redis clock).
+    pub admitted_from_ms: Option<i64>,
+    pub admitted_until_ms: Option<i64>,
+}
+
+impl Waiting {
+    /// "N people ahead of you, about M s", for a page or a table.
+    pub fn describe(&self) -> String {
+        if let Some(until) = self.admitted_until_ms {
+            return format!(
+                "the admission ran out at {}",
+                crate::util::text::time_or_dash(Some(until))
+            );
+        }
+        let ahead = (self.position - self.serving - 1).max(0);
+        let wait = crate::util::text::human_duration_ms(self.eta_ms.max(0));
+        if self.position == 0 {
+            return format!("not admitted yet; about {wait}");
+        }
+        format!(
+            "position {} · serving {} · {ahead} ahead of you · about {wait}",
+            self.position, self.serving
+        )
+    }
 }
 
 /// The reservation an `ok` holds (campaigns with `payment_timeout`).
@@ -129,10 +186,15 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
     let outcome = outcome_of(&reply)?;
     let (_, order_id, stock_left, deadline_ms, state): (Value, String, i64, i64, String) =
         redis::from_redis_value(reply)?;
-    // corrupt_state puts the problem ("<key>: <what>") where an order id would be.
-    let (order_id, problem) = match outcome {
-        Outcome::CorruptState => (String::new(), Some(order_id)),
-        _ => (order_id, None),
+    // corrupt_state puts the problem ("<key>: <what>") where an order id
+    // would be; the waiting room's refusals their detail.
+    let (order_id, problem, waiting) = match outcome {
+        Outcome::CorruptState => (String::new(), Some(order_id), None),
+        Outcome::NotAdmitted | Outcome::AdmissionExpired => {
+            let waiting = waiting_of(outcome, &order_id)?;
+            (String::new(), None, Some(waiting))
+        }
+        _ => (order_id, None, None),
     };
     Ok(BuyReply {
         outcome,
@@ -140,5 +202,32 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         stock_left: (stock_left >= 0).then_some(stock_left),
         problem,
         reservation: (!state.is_empty()).then_some(Reservation { deadline_ms, state }),
+        waiting,
     })
+}
+
+/// `not_admitted`'s "<position> <serving> <eta ms>", `admission_expired`'s "<from ms> <to ms>".
+fn waiting_of(outcome: Outcome, detail: &str) -> Result<Waiting> {
+    let numbers: Vec<i64> = detail
+        .split(' ')
+        .map(str::parse)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| anyhow::anyhow!("buy script answered {outcome:?} with {detail:?}"))?;
+    match (outcome, numbers.as_slice()) {
+        (Outcome::NotAdmitted, &[position, serving, eta_ms]) => Ok(Waiting {
+            position,
+            serving,
+            eta_ms,
+            admitted_from_ms: None,
+            admitted_until_ms: None,
+        }),
+        (Outcome::AdmissionExpired, &[from, to]) => Ok(Waiting {
+            position: 0,
+            serving: 0,
+            eta_ms: 0,
+            admitted_from_ms: Some(from),
+            admitted_until_ms: Some(to),
+        }),
+        _ => bail!("buy script answered {outcome:?} with {detail:?}"),
+    }
 }

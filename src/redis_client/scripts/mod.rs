@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use redis::{ConnectionLike, Script, Value};
 
+pub mod bucket_admit;
 pub mod bucket_buy;
 pub mod bucket_credit;
 pub mod bucket_snapshot;
@@ -31,6 +32,15 @@ pub mod lock_release;
 pub mod order_lookup;
 pub mod pay;
 pub mod preheat;
+pub mod queue_admit;
+pub mod queue_clock;
+pub mod queue_fanout;
+pub mod queue_join;
+pub mod queue_penalize;
+pub mod queue_read;
+pub mod queue_register;
+pub mod queue_setup;
+pub mod queue_shuffle;
 pub mod release;
 pub mod set_switch;
 pub mod stream_order_ids;
@@ -82,7 +92,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub(crate) static ALL: [&Spec; 17] = [
+pub(crate) static ALL: [&Spec; 27] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -100,6 +110,16 @@ pub(crate) static ALL: [&Spec; 17] = [
     &release::SPEC,
     &order_lookup::SPEC,
     &consumer_delete::SPEC,
+    &queue_setup::SPEC,
+    &queue_join::SPEC,
+    &queue_read::SPEC,
+    &queue_clock::SPEC,
+    &queue_admit::SPEC,
+    &queue_fanout::SPEC,
+    &queue_register::SPEC,
+    &queue_penalize::SPEC,
+    &queue_shuffle::SPEC,
+    &bucket_admit::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -169,7 +189,10 @@ pub trait ScriptCall<T> {
 }
 
 /// Declare one script's [`Spec`] (`SPEC`) and its call type, listing KEYS then
-/// ARGV once: the field order is the script's order.
+/// ARGV once: the field order is the script's order. `optional { ... }` keys
+/// follow the others and are `Option`s: a call passes them only when it has
+/// them (the buy scripts' waiting-room keys, passed only for an item whose
+/// room is on, so a sale without one sends exactly the keys it always did).
 macro_rules! script_call {
     (@rest) => { None };
     (@rest $rest:ident) => { Some(stringify!($rest)) };
@@ -177,6 +200,7 @@ macro_rules! script_call {
         $(#[$doc:meta])*
         $call:ident = $file:literal, $purpose:ident;
         keys { $($key:ident),* $(,)? }
+        $(optional { $($optional:ident),* $(,)? })?
         argv { $($arg:ident),* $(,)? }
         $(rest { $rest:ident })?
     ) => {
@@ -184,7 +208,7 @@ macro_rules! script_call {
         pub(crate) static SPEC: $crate::redis_client::scripts::Spec = $crate::redis_client::scripts::Spec {
             file: $file,
             source: include_str!(concat!(env!("OUT_DIR"), "/lua/", $file)),
-            keys: &[$(stringify!($key)),*],
+            keys: &[$(stringify!($key),)* $($(stringify!($optional)),*)?],
             argv: &[$(stringify!($arg)),*],
             argv_rest: $crate::redis_client::scripts::script_call!(@rest $($rest)?),
             purpose: $crate::redis_client::scripts::Purpose::$purpose,
@@ -197,6 +221,7 @@ macro_rules! script_call {
         #[derive(Debug, Clone)]
         pub struct $call<T> {
             $(pub $key: T,)*
+            $($(pub $optional: Option<T>,)*)?
             $(pub $arg: T,)*
             $(pub $rest: Vec<T>,)?
         }
@@ -205,8 +230,11 @@ macro_rules! script_call {
             fn spec() -> &'static $crate::redis_client::scripts::Spec {
                 &SPEC
             }
+            #[allow(unused_mut)]
             fn keys(&self) -> Vec<&T> {
-                vec![$(&self.$key),*]
+                let mut keys: Vec<&T> = vec![$(&self.$key),*];
+                $($(keys.extend(self.$optional.as_ref());)*)?
+                keys
             }
             #[allow(unused_mut)]
             fn argv(&self) -> Vec<&T> {
@@ -523,6 +551,12 @@ mod tests {
             .iter()
             .map(|o| o.as_str())
             .chain(pay::OrderOutcome::ALL.iter().map(|o| o.as_str()))
+            .chain(queue_join::JoinOutcome::ALL.iter().map(|o| o.as_str()))
+            .chain(
+                queue_register::RegisterOutcome::ALL
+                    .iter()
+                    .map(|o| o.as_str()),
+            )
             .collect();
         for name in &names {
             assert_ne!(of_outcome(name), RUNTIME_ERROR, "{name} has no exit code");
@@ -554,7 +588,17 @@ mod tests {
                 "pay",
                 "release",
                 "order_lookup",
-                "consumer_delete"
+                "consumer_delete",
+                "queue_setup",
+                "queue_join",
+                "queue_read",
+                "queue_clock",
+                "queue_admit",
+                "queue_fanout",
+                "queue_register",
+                "queue_penalize",
+                "queue_shuffle",
+                "bucket_admit"
             ]
         );
     }

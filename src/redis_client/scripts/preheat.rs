@@ -11,7 +11,7 @@ super::script_call! {
     keys { meta, stock, buyers, orders, buyer_orders, requests }
     argv {
         mode, initial_stock, name, price_cents, starts_at_ms, ends_at_ms, per_user_limit,
-        rate_window_ms, rate_max, expire_at_ms, group, dry_mode,
+        rate_window_ms, rate_max, expire_at_ms, group, dry_mode, waiting_room,
     }
 }
 

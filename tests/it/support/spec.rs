@@ -311,6 +311,7 @@ struct ItemSpec {
     price: String,
     stock: i64,
     buckets: Option<u32>,
+    waiting_room: Option<String>,
 }
 
 /// A campaign with id `id` and no item yet.
@@ -332,6 +333,7 @@ impl CampaignSpec {
             price: "1.00".into(),
             stock,
             buckets: None,
+            waiting_room: None,
         });
         self
     }
@@ -357,6 +359,13 @@ impl CampaignSpec {
     /// Split the last item's stock into `n` buckets (docs/buckets.md).
     pub fn buckets(mut self, n: u32) -> CampaignSpec {
         self.last().buckets = Some(n);
+        self
+    }
+
+    /// The last item's waiting room, as YAML (`"{ mode: rate, admit_rate: 100/s }"`);
+    /// campaign-wide: `.field("waiting_room", ...)` (docs/waiting-room.md).
+    pub fn room(mut self, yaml: &str) -> CampaignSpec {
+        self.last().waiting_room = Some(yaml.to_string());
         self
     }
 
@@ -426,6 +435,9 @@ impl CampaignSpec {
             ));
             if let Some(n) = item.buckets {
                 text.push_str(&format!("    buckets: {n}\n"));
+            }
+            if let Some(room) = &item.waiting_room {
+                text.push_str(&format!("    waiting_room: {room}\n"));
             }
         }
         if let Some(store) = &self.orders_store {

@@ -1,0 +1,175 @@
+//! `seckill register`: pre-registration (预约) for the waiting rooms that
+//! take registered users only (docs/waiting-room.md) — one user, one device
+//! (and the IP it came from), before `registration.until` on the Redis
+//! clock, at most `per_device` accounts per device and `per_ip` per IP
+//! prefix. The shop's back end calls it with what it knows of the caller.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cmd::buy::check_user_id;
+use crate::domain::item::SaleItem;
+use crate::domain::waiting_room::registration::{RegisterOutcome, check_device, ip_prefix};
+use crate::invocation::context::{Context, Opened};
+use crate::invocation::report::Report;
+use crate::model::error::usage;
+use crate::model::exit_codes;
+use crate::util::output;
+use crate::util::text::time_or_dash;
+
+/// Flags of `seckill register`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The user to register (repeat the flag to register several on the same
+    /// device, e.g. a household's or a batch the shop imports).
+    #[arg(long = "user", value_name = "UID", required = true)]
+    pub(crate) users: Vec<String>,
+
+    /// The device the user registers from (an id the shop's app knows it by;
+    /// no spaces).
+    #[arg(long, value_name = "DEVICE")]
+    pub(crate) device: String,
+
+    /// The caller's IP address (IPv4 or IPv6); counted under its /24 or /64.
+    /// Required when a room caps accounts per IP (per_ip).
+    #[arg(long, value_name = "IP")]
+    pub(crate) ip: Option<String>,
+
+    /// Only this item (default: every item whose waiting room takes registrations).
+    #[arg(long, value_name = "ID")]
+    pub(crate) item: Option<String>,
+}
+
+/// One user's registration for one item.
+#[derive(Debug, Serialize)]
+pub(crate) struct RegisterRow {
+    pub(crate) user: String,
+    pub(crate) item: String,
+    /// `registered` (new, or a repeat from the same device: nothing changed) or a refusal.
+    pub(crate) outcome: RegisterOutcome,
+    /// When the user's registration was made (RFC 3339, Redis clock); null when refused.
+    pub(crate) registered_at: Option<String>,
+    /// Accounts on the device, and from the IP prefix, after this call.
+    pub(crate) device_accounts: i64,
+    pub(crate) ip_accounts: i64,
+}
+
+/// `seckill register`'s report.
+#[derive(Debug, Serialize)]
+pub(crate) struct RegisterReport {
+    pub(crate) device: String,
+    /// The prefix the IP counts under (null without --ip).
+    pub(crate) ip_prefix: Option<String>,
+    pub(crate) registrations: Vec<RegisterRow>,
+}
+
+impl Report for RegisterReport {
+    /// The first refused registration's outcome, else 0.
+    fn exit_code(&self) -> i32 {
+        self.registrations
+            .iter()
+            .map(|row| row.outcome.exit_code())
+            .find(|code| *code != exit_codes::SUCCESS)
+            .unwrap_or(exit_codes::SUCCESS)
+    }
+
+    fn render(&self) -> String {
+        let rows = self
+            .registrations
+            .iter()
+            .map(|row| {
+                vec![
+                    row.user.clone(),
+                    row.item.clone(),
+                    row.outcome.as_str().to_string(),
+                    row.registered_at.clone().unwrap_or_else(|| "-".into()),
+                    row.device_accounts.to_string(),
+                    row.ip_accounts.to_string(),
+                ]
+            })
+            .collect();
+        format!(
+            "registration on device {}{}\n{}",
+            self.device,
+            self.ip_prefix
+                .as_ref()
+                .map(|p| format!(" from {p}"))
+                .unwrap_or_default(),
+            output::grid(
+                &[
+                    "user",
+                    "item",
+                    "outcome",
+                    "registered at",
+                    "accounts\non device",
+                    "accounts\nfrom IP",
+                ],
+                rows,
+                &[],
+            )
+        )
+    }
+}
+
+/// Register the user for each selected item.
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
+    for user in &args.users {
+        check_user_id(user)?;
+    }
+    check_device(&args.device).map_err(|e| usage(format!("--device: {e}")))?;
+    let prefix = args
+        .ip
+        .as_deref()
+        .map(ip_prefix)
+        .transpose()
+        .map_err(|e| usage(format!("--ip: {e:#}")))?;
+    let Opened {
+        campaign, mut conn, ..
+    } = ctx.open()?;
+    let rooms: Vec<_> = SaleItem::select(&campaign, args.item.as_deref())?
+        .iter()
+        .filter_map(SaleItem::room)
+        .filter(|room| room.settings.registration.is_some())
+        .collect();
+    if rooms.is_empty() {
+        return Err(usage(format!(
+            "no {} of {} has a waiting room with `registration:` (docs/waiting-room.md)",
+            args.item
+                .as_ref()
+                .map_or_else(|| "item".to_string(), |i| format!("item {i}")),
+            campaign.path.display()
+        )));
+    }
+    if args.ip.is_none()
+        && let Some(room) = rooms
+            .iter()
+            .find(|room| room.settings.registration.is_some_and(|r| r.per_ip > 0))
+    {
+        return Err(usage(format!(
+            "item {}'s registration caps accounts per IP (per_ip): give the caller's address, --ip IP",
+            room.item
+        )));
+    }
+    let mut items = Vec::new();
+    for (user, room) in args
+        .users
+        .iter()
+        .flat_map(|user| rooms.iter().map(move |room| (user, room)))
+    {
+        let reply = room.register(&mut conn, user, &args.device, args.ip.as_deref())?;
+        items.push(RegisterRow {
+            user: user.clone(),
+            item: room.item.clone(),
+            outcome: reply.outcome,
+            registered_at: (reply.registered_at_ms > 0)
+                .then(|| time_or_dash(Some(reply.registered_at_ms))),
+            device_accounts: reply.device_accounts,
+            ip_accounts: reply.ip_accounts,
+        });
+    }
+    Ok(RegisterReport {
+        device: args.device.clone(),
+        ip_prefix: prefix,
+        registrations: items,
+    })
+}

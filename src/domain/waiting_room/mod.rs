@@ -1,0 +1,378 @@
+//! The waiting room (docs/waiting-room.md): fair admission in front of the
+//! buy script. Shoppers join an item's room and get a position from a
+//! counter in Redis, at Redis time; the buy script then sells only to those
+//! the room admitted, in the same atomic call (`lua/lib/admission.lua`).
+//!
+//! - [`clock`]: the rate room's admission as a pure function of the Redis
+//!   clock (the mirror of the Lua rule: no admitter process);
+//! - [`shuffle`]: the pre-queue's seeded Fisher–Yates and its published seed;
+//! - [`admit`]: what runs beside a sale — max_active's admitter, the
+//!   pre-queue's shuffle at the start, a bucketed item's fan-out of
+//!   admissions to each user's home bucket;
+//! - [`registration`]: pre-registration with per-device and per-IP caps;
+//! - here: [`Room`], one item's room, and the calls on it (set up, join,
+//!   read, pause and resume, penalize).
+//!
+//! All of an item's room keys live in the item's own slot (its hash tag);
+//! a bucketed item's admissions are copied to each user's home bucket by the
+//! fan-out, so `lua/bucket_buy.lua` checks them in its own slot.
+//!
+//! May import: buckets, slot, the Redis client layer, the model, utilities.
+
+pub mod admit;
+pub mod clock;
+pub mod registration;
+pub mod shuffle;
+
+use anyhow::{Context, Result, bail};
+use redis::{Commands, ConnectionLike};
+use serde::Serialize;
+
+use crate::domain::buckets;
+use crate::domain::slot::{BuyReply, Outcome};
+use crate::model::campaign::{Campaign, Item};
+use crate::model::keys::{ItemKeys, RoomKeys};
+use crate::model::layout::Layout;
+use crate::model::waiting_room::{AdmissionMode, WaitingRoom};
+use crate::redis_client::scripts::ScriptCall;
+use crate::redis_client::scripts::buy::Waiting;
+use crate::redis_client::scripts::queue_join::{self, QueueJoin};
+pub use crate::redis_client::scripts::queue_join::{JoinOutcome, JoinReply};
+use crate::redis_client::scripts::queue_read::{self, QueueRead};
+pub use crate::redis_client::scripts::queue_read::{RoomFigures, Standing, State};
+use crate::redis_client::scripts::queue_setup::{self, QueueSetup, SetupStatus};
+use crate::redis_client::scripts::{queue_clock, queue_penalize};
+use shuffle::Seed;
+
+/// One item's waiting room: its settings and where its keys are.
+#[derive(Debug, Clone)]
+pub struct Room {
+    pub item: String,
+    pub settings: WaitingRoom,
+    /// The room's keys, in the item's own slot (a bucketed item: its plain tag).
+    pub(crate) room: RoomKeys,
+    /// Where the item's stock is: a bucketed item fans admissions out to it.
+    pub(crate) layout: Layout,
+    /// The item's keys expire then (Unix ms), like every key of the sale.
+    pub(crate) expire_at_ms: Option<i64>,
+    /// The sale window (Unix ms), copied into the room for its scripts.
+    pub(crate) starts_at_ms: Option<i64>,
+    pub(crate) ends_at_ms: Option<i64>,
+}
+
+/// How `setup` treats settings already in Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Setup {
+    /// Write them only when the room has none (before the stock is loaded).
+    Create,
+    /// Take them from the file (preheat applied the file's terms).
+    Update,
+}
+
+/// What preheat did to an item's room.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoomPreheat {
+    /// `created`, `kept`, `updated`, or `refused` (the mode or the pre-queue
+    /// would change after users joined).
+    pub status: &'static str,
+    /// The settings as one line, now in Redis.
+    pub config: String,
+    /// SHA-256 of the pre-queue's shuffle seed (published now, the seed after the shuffle).
+    pub seed_sha256: String,
+}
+
+/// A pause or a resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    Pause,
+    Resume,
+}
+
+/// What a pause or resume did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClockChange {
+    /// `paused`, `already_paused`, `resumed`, `not_paused`, `no_room`.
+    pub status: String,
+    /// Pauses in total so far.
+    pub paused_ms: i64,
+}
+
+/// An entry of the operator's risk list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Penalty {
+    /// The admission starts this many ms later.
+    Delay(u64),
+    /// Never admitted (and an admission already granted is taken back).
+    Block,
+    /// Off the list.
+    Clear,
+}
+
+impl Room {
+    /// The room of `item` under `prefix`, when it has one.
+    pub(crate) fn of(prefix: &str, campaign: &Campaign, item: &Item) -> Option<Room> {
+        let settings = item.waiting_room.clone()?;
+        Some(Room {
+            item: item.id.clone(),
+            settings,
+            room: ItemKeys::new(prefix, &campaign.id, &item.id).room(),
+            layout: Layout::new(prefix, &campaign.id, &item.id, item.buckets),
+            expire_at_ms: campaign.expire_at_ms(),
+            starts_at_ms: campaign.starts_at_ms,
+            ends_at_ms: campaign.ends_at_ms,
+        })
+    }
+
+    /// Whether admissions must be fanned out to buckets (a bucketed item).
+    pub fn fans_out(&self) -> bool {
+        self.layout.is_bucketed()
+    }
+
+    /// Write the file's settings into Redis (preheat; see [`Setup`]). A new
+    /// room gets a fresh shuffle seed, whose hash is public from now on.
+    pub(crate) fn setup<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        mode: Setup,
+    ) -> Result<RoomPreheat> {
+        let s = &self.settings;
+        let (count, per, max) = match s.mode {
+            AdmissionMode::Rate { count, per_ms } => {
+                (count.to_string(), per_ms.to_string(), String::new())
+            }
+            AdmissionMode::MaxActive(n) => (String::new(), String::new(), n.to_string()),
+        };
+        let registration = s.registration;
+        let seed = Seed::generate();
+        let r = &self.room;
+        let call = QueueSetup::<&str> {
+            room: &r.room,
+            queue: &r.queue,
+            line: &r.line,
+            registered: &r.registered,
+            devices: &r.devices,
+            ips: &r.ips,
+            risk: &r.risk,
+            admitted: &r.admitted,
+            active: &r.active,
+            shuffled: &r.shuffled,
+            mode: match mode {
+                Setup::Create => "create",
+                Setup::Update => "update",
+            },
+            room_mode: s.mode_name(),
+            rate_count: &count,
+            rate_per_ms: &per,
+            max_active: &max,
+            ttl_ms: &s.admission_ttl.as_millis().to_string(),
+            prequeue: if s.prequeue { "1" } else { "0" },
+            registration: if registration.is_some() { "1" } else { "0" },
+            reg_until_ms: &registration.map_or(String::new(), |r| r.until_ms.to_string()),
+            per_device: &registration.map_or(0, |r| r.per_device).to_string(),
+            per_ip: &registration.map_or(0, |r| r.per_ip).to_string(),
+            config: &s.config_text(),
+            seed: &seed.hex(),
+            seed_sha256: &seed.sha256_hex(),
+            expire_at_ms: &self.expire_at_ms.map_or(String::new(), |ms| ms.to_string()),
+            starts_at_ms: &self.starts_at_ms.map_or(String::new(), |ms| ms.to_string()),
+            ends_at_ms: &self.ends_at_ms.map_or(String::new(), |ms| ms.to_string()),
+        };
+        let (status, before) = call
+            .invoke(conn)
+            .map_err(anyhow::Error::from)
+            .and_then(queue_setup::parse_reply)
+            .with_context(|| format!("cannot set up the waiting room of item {}", self.item))?;
+        let published: Option<String> = conn
+            .hget(&r.room, "seed_sha256")
+            .with_context(|| format!("cannot read {}", r.room))?;
+        Ok(RoomPreheat {
+            status: match status {
+                SetupStatus::Created => "created",
+                SetupStatus::Kept => "kept",
+                SetupStatus::Updated => "updated",
+                SetupStatus::Refused => "refused",
+            },
+            config: match status {
+                SetupStatus::Kept | SetupStatus::Refused => before,
+                _ => s.config_text(),
+            },
+            seed_sha256: published.unwrap_or_default(),
+        })
+    }
+
+    /// `user` joins (a repeat join returns the same position).
+    pub fn join<C: ConnectionLike>(&self, conn: &mut C, user: &str) -> Result<JoinReply> {
+        let r = &self.room;
+        QueueJoin::<&str> {
+            room: &r.room,
+            queue: &r.queue,
+            line: &r.line,
+            registered: &r.registered,
+            risk: &r.risk,
+            admitted: &r.admitted,
+            shuffled: &r.shuffled,
+            user,
+        }
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(queue_join::parse_reply)
+        .with_context(|| {
+            format!(
+                "cannot join the waiting room of item {} for {user}",
+                self.item
+            )
+        })
+    }
+
+    /// The room's figures and where each of `users` stands, at one instant.
+    pub fn read<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        users: &[&str],
+    ) -> Result<(RoomFigures, Vec<Standing>)> {
+        let reply = self.read_call(users).invoke(conn);
+        self.read_reply(reply, users)
+    }
+
+    /// [`Room::read`] on an async connection (`seckill serve`).
+    pub(crate) async fn read_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        users: &[&str],
+    ) -> Result<(RoomFigures, Vec<Standing>)> {
+        let reply = self.read_call(users).invoke_async(conn).await;
+        self.read_reply(reply, users)
+    }
+
+    fn read_call<'u>(&'u self, users: &[&'u str]) -> QueueRead<&'u str> {
+        let r = &self.room;
+        QueueRead::<&str> {
+            room: &r.room,
+            queue: &r.queue,
+            registered: &r.registered,
+            risk: &r.risk,
+            admitted: &r.admitted,
+            shuffled: &r.shuffled,
+            active: &r.active,
+            user: users.to_vec(),
+        }
+    }
+
+    fn read_reply(
+        &self,
+        reply: redis::RedisResult<redis::Value>,
+        users: &[&str],
+    ) -> Result<(RoomFigures, Vec<Standing>)> {
+        reply
+            .map_err(anyhow::Error::from)
+            .and_then(|reply| queue_read::parse_reply(reply, users))
+            .with_context(|| format!("cannot read the waiting room of item {}", self.item))
+    }
+
+    /// Pause or resume the room.
+    pub fn clock<C: ConnectionLike>(&self, conn: &mut C, change: Clock) -> Result<ClockChange> {
+        let action = match change {
+            Clock::Pause => "pause",
+            Clock::Resume => "resume",
+        };
+        let (status, paused_ms, _) = queue_clock::QueueClock::<&str> {
+            room: self.room.room.as_str(),
+            action,
+        }
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(queue_clock::parse_reply)
+        .with_context(|| format!("cannot {action} the waiting room of item {}", self.item))?;
+        Ok(ClockChange { status, paused_ms })
+    }
+
+    /// Put `user` on the risk list (or off it). A block also takes back an
+    /// admission a bucketed item already fanned out to the user's home bucket.
+    /// Returns the status and the entry it replaced.
+    pub fn penalize<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        user: &str,
+        penalty: Penalty,
+    ) -> Result<(String, String)> {
+        let (action, delay) = match penalty {
+            Penalty::Delay(ms) => ("delay", ms.to_string()),
+            Penalty::Block => ("block", String::new()),
+            Penalty::Clear => ("clear", String::new()),
+        };
+        let r = &self.room;
+        let (status, previous, _) = queue_penalize::QueuePenalize::<&str> {
+            room: r.room.as_str(),
+            risk: &r.risk,
+            admitted: &r.admitted,
+            active: &r.active,
+            user,
+            action,
+            delay_ms: &delay,
+        }
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(queue_penalize::parse_reply)
+        .with_context(|| format!("cannot penalize {user} in the room of item {}", self.item))?;
+        if status == "no_room" {
+            bail!(
+                "item {} has no waiting room in Redis: run `seckill preheat` first",
+                self.item
+            );
+        }
+        if penalty == Penalty::Block && self.fans_out() {
+            buckets::admissions::revoke(conn, &self.layout.home(user), user)?;
+        }
+        Ok((status, previous))
+    }
+}
+
+/// A bucketed item's refused buy made precise from where the user stands in
+/// the room: the home bucket only holds the admissions fanned out to it, so
+/// "none here" may be not registered, not queued, waiting (with a position
+/// and a wait), admitted but not carried yet (the fan-out is on its way), or
+/// expired.
+pub(crate) fn refine(reply: &mut BuyReply, standing: &Standing) {
+    let waiting = Waiting {
+        position: standing.position,
+        serving: standing.serving,
+        eta_ms: if standing.state == State::Admitted {
+            0
+        } else {
+            standing.eta_ms
+        },
+        admitted_from_ms: None,
+        admitted_until_ms: None,
+    };
+    let (outcome, waiting) = match standing.state {
+        State::NotRegistered => (Outcome::NotRegistered, None),
+        State::NotQueued => (Outcome::NotQueued, None),
+        State::Expired => (
+            Outcome::AdmissionExpired,
+            Some(Waiting {
+                admitted_from_ms: standing.from_ms,
+                admitted_until_ms: standing.to_ms,
+                ..waiting
+            }),
+        ),
+        State::Admitted | State::Waiting | State::Prequeue => (Outcome::NotAdmitted, Some(waiting)),
+    };
+    reply.outcome = outcome;
+    reply.waiting = waiting;
+}
+
+/// Delete every waiting-room key of the item laid out as `layout`: the item
+/// slot's and each bucket's admissions (for `init`, whether or not the file
+/// still has a room).
+pub(crate) fn delete_keys<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<u64> {
+    let plain = ItemKeys::new(&layout.prefix, &layout.campaign, &layout.item).room();
+    let mut keys: Vec<String> = plain.all().iter().map(|k| k.to_string()).collect();
+    if layout.is_bucketed() {
+        for bucket in layout.all() {
+            let room = bucket.keys.room();
+            keys.extend([room.admissions, room.admission_count]);
+        }
+    }
+    conn.del(&keys)
+        .with_context(|| format!("cannot delete the waiting room of item {}", layout.item))
+}
