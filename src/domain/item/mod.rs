@@ -226,13 +226,7 @@ impl<'a> SaleItem<'a> {
             payment_timeout_ms,
             room.is_some(),
         )?;
-        if let Some(room) = room.as_ref().filter(|_| needs_room_read(&reply)) {
-            cost.round_trips += 1;
-            let (_, standing) = room.read(conn, &[request.user])?;
-            if let Some(standing) = standing.first() {
-                waiting_room::refine(&mut reply, standing);
-            }
-        }
+        refine_in_room(conn, room.as_ref(), request.user, &mut reply, &mut cost)?;
         // One round trip wrote to the home bucket only; a sweep may have
         // debited, settled or marked any bucket.
         let written = if cost.round_trips > 1 {
@@ -322,13 +316,7 @@ impl<'a> SaleItem<'a> {
             (&order_id, payment_timeout_ms, room.is_some()),
             &mut cost,
         )?;
-        if let Some(room) = room.as_ref().filter(|_| needs_room_read(&reply)) {
-            cost.round_trips += 1;
-            let (_, standing) = room.read(conn, &[request.user])?;
-            if let Some(standing) = standing.first() {
-                waiting_room::refine(&mut reply, standing);
-            }
-        }
+        refine_in_room(conn, room.as_ref(), request.user, &mut reply, &mut cost)?;
         Ok(Attempt {
             reply,
             cost,
@@ -592,6 +580,25 @@ pub(crate) fn order_streams(campaign: &Campaign) -> Vec<(&Item, ItemKeys)> {
                 .map(move |bucket| (item, bucket.keys))
         })
         .collect()
+}
+
+/// A bucketed item's `not_admitted` without a position, refined by the room
+/// in the item's slot (one more round trip); anything else as it is.
+fn refine_in_room<C: ConnectionLike>(
+    conn: &mut C,
+    room: Option<&Room>,
+    user: &str,
+    reply: &mut BuyReply,
+    cost: &mut BuyCost,
+) -> Result<()> {
+    if let Some(room) = room.filter(|_| needs_room_read(reply)) {
+        cost.round_trips += 1;
+        let (_, standing) = room.read(conn, &[user])?;
+        if let Some(standing) = standing.first() {
+            waiting_room::refine(reply, standing);
+        }
+    }
+    Ok(())
 }
 
 /// Whether a bucketed item's refusal needs the room in the item's slot: the
