@@ -112,7 +112,7 @@ function slot.credit(stock, expire_at)
 end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen, bucket_room(12))
+  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen, 12)
   return {outcome, order_id, stock_left, deadline_ms, state, proven and 1 or 0}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, '', 0}

@@ -73,7 +73,7 @@ end
 --- @include "lib/purchase"
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, plain_room(11))
+  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, 11)
   return {outcome, order_id, stock_left, deadline_ms, state}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, ''}

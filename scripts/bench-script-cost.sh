@@ -24,7 +24,9 @@
 #
 #   scripts/bench-script-cost.sh [ROUNDS=5] [REQUESTS=100000] [CLIENTS=50]
 #   BEFORE=REV scripts/bench-script-cost.sh ...   also runs lua/buy.lua as it was
-#       at git revision REV (same KEYS and ARGV), ok and sold out, side by side
+#       at git revision REV (its lua/lib/ included; same KEYS and ARGV): ok, sold
+#       out, duplicate and request-id replay, side by side
+#   ONLY=REGEX scripts/bench-script-cost.sh ...   only the paths whose name matches
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -43,8 +45,8 @@ cli() { redis-cli -p "$REDIS_PORT" "$@"; }
 # lua/FILE with its includes resolved as build.rs resolves them: each
 # `--- @include "lib/NAME"` line replaced by lua/lib/NAME.lua (its own
 # includes first), each library once per script.
-resolved() {
-    LC_ALL=C awk -v root="$repo/lua" '
+resolved() { # FILE [LUA_DIR]
+    LC_ALL=C awk -v root="${2:-$repo/lua}" '
         function paste(file,    line, name) {
             while ((getline line < file) > 0) {
                 if (line ~ /^--- @include "lib\/[a-z0-9_]+"$/) {
@@ -56,7 +58,7 @@ resolved() {
             }
             close(file)
         }
-        BEGIN { paste(ARGV[1]); exit }' "$repo/lua/$1"
+        BEGIN { paste(ARGV[1]); exit }' "${2:-$repo/lua}/$1"
 }
 
 # Three campaigns on the same item id: no rate limit, the headline's rate
@@ -97,9 +99,10 @@ textbook_sha=$(cli -x SCRIPT LOAD <"$repo/bench/textbook.lua")
 calls_sha=$(cli -x SCRIPT LOAD <"$repo/bench/buy_calls.lua")
 before_sha=""
 if [ -n "${BEFORE:-}" ]; then
-    git -C "$repo" show "$BEFORE:lua/buy.lua" >"$work/before.lua"
-    grep -q '^--- @include' "$work/before.lua" \
-        && { echo "bench-script-cost: lua/buy.lua at $BEFORE includes a library: give a revision before lua/lib/" >&2; exit 1; }
+    # lua/ as it was at BEFORE, its includes resolved the same way.
+    mkdir -p "$work/before"
+    git -C "$repo" archive "$BEFORE" lua | tar -x -C "$work/before"
+    resolved buy.lua "$work/before/lua" >"$work/before.lua"
     before_sha=$(cli -x SCRIPT LOAD <"$work/before.lua")
 fi
 
@@ -139,12 +142,25 @@ if [ -n "$before_sha" ]; then
     paths+=(
         "buy.lua at $BEFORE ok, no rate limit|plain||$(before_call u__rand_int__ '' 0)"
         "buy.lua at $BEFORE sold out, no rate limit|plain|stock 0|$(before_call u__rand_int__ '' 0)"
+        "buy.lua at $BEFORE duplicate|plain|bought dup|$(before_call dup '' 0)"
+        "buy.lua at $BEFORE request-id replay|plain|replay again r1|$(before_call again r1 0)"
     )
+fi
+# ONLY=REGEX keeps the paths whose name matches (e.g. a quick side-by-side
+# of two paths with more rounds).
+if [ -n "${ONLY:-}" ]; then
+    kept=()
+    for path in "${paths[@]}"; do
+        [[ "${path%%|*}" =~ $ONLY ]] && kept+=("$path")
+    done
+    paths=("${kept[@]}")
 fi
 
 # The state a path starts from, after `init --yes` loaded the item.
 prepare() { # campaign state...
-    "$seckill" -c "$work/$1.yaml" init --yes >/dev/null
+    # The previous path's orders were never consumed: init names them and
+    # deletes them only when told which campaign (`--purge-orders`).
+    "$seckill" -c "$work/$1.yaml" init --yes --purge-orders bench >/dev/null
     cli DEL tb:stock tb:buyers tb:orders >/dev/null
     case "${2:-}" in
         textbook_stock) cli SET tb:stock "$3" >/dev/null ;;

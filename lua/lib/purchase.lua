@@ -17,11 +17,28 @@
 -- With the item's waiting room on (meta `waiting_room` = 1, written by
 -- preheat), the admission is read with the other keys (4.) and decided after
 -- the window (5.), before the rate limit: a refused admission writes
--- nothing (lib/admission). Off, not one more command runs.
+-- nothing (lib/admission). Off, not one more command runs, and the room's
+-- library is not even defined (below).
 --- @include "lib/corrupt"
 --- @include "lib/clock"
 --- @include "lib/record"
+
+-- The waiting room's library, defined only when an item's room is on: Lua
+-- creates every helper of a script again on each call, and lib/admission's
+-- cost a sale without a room ≈ 3 µs per attempt (docs/waiting-room.md).
+local function room_library()
 --- @include "lib/admission"
+  return {plain_room = plain_room, bucket_room = bucket_room}
+end
+
+-- The room whose keys start at KEYS[at]: a bucket's, or a plain item's.
+local function room_gate(bucket, at)
+  local library = room_library()
+  if bucket then
+    return library.bucket_room(at)
+  end
+  return library.plain_room(at)
+end
 
 -- The numbers of preheat's terms — initial_stock, starts_at_ms, ends_at_ms,
 -- per_user_limit, rate_window_ms, rate_max, price_cents, expire_at_ms, read
@@ -82,9 +99,10 @@ end
 --   check()    type-check and read the bucket's own keys; nothing written
 --   credit(stock, expire_at_ms)  the credit, the attempt's first write,
 --              after every read; returns the stock after it
--- `room` is the script's waiting room (lib/admission: plain_room or
--- bucket_room), read only when meta says the room is on.
-local function purchase(bucket, stock_seen, room)
+-- `room_at` is where the script's waiting-room keys start (lib/admission's
+-- plain_room or, with `bucket`, bucket_room), read only when meta says the
+-- room is on.
+local function purchase(bucket, stock_seen, room_at)
   local user, request_id, order_id = ARGV[1], ARGV[3], ARGV[4]
   local qty = tonumber(ARGV[2])
   local timeout = strict_int(ARGV[7]) or 0
@@ -149,7 +167,7 @@ local function purchase(bucket, stock_seen, room)
     end
   end
   local gate = preheated and flag_of(KEYS[1], 'waiting_room', meta[bucket and 12 or 11])
-    and room.read(user)
+    and room_gate(bucket, room_at).read(user)
   if bucket then
     bucket.check()
   end

@@ -67,6 +67,8 @@ pub(crate) struct Args {
 
     /// Open loop: attempts per second over all connections, sent on schedule
     /// whatever Redis does; latency is measured from the planned send time.
+    /// With `--variant queue`: the shoppers' arrival rate at the room
+    /// (default: twice its admission rate, so a queue forms).
     #[arg(long, value_name = "PER_SECOND", value_parser = parse_rate)]
     pub(crate) rate: Option<f64>,
 
@@ -75,7 +77,9 @@ pub(crate) struct Args {
     pub(crate) duration: Option<Duration>,
 
     /// Distinct synthetic shoppers; request n is user `u<n mod users>` (default: = --requests,
-    /// so stock, not the per-user limit, runs out).
+    /// so stock, not the per-user limit, runs out). With `--variant queue`: the
+    /// number of arrivals, each joining once and buying once admitted
+    /// (default: --rate × --duration).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) users: Option<u64>,
 
@@ -131,8 +135,8 @@ pub(crate) struct Args {
     pub(crate) fail_on_oversell: bool,
 
     /// Split the stock into N buckets (docs/buckets.md) and run the bucket buy
-    /// path (`--variant full` only); reports round trips per buy, the transfer
-    /// share and per-bucket figures.
+    /// path (`--variant full` or `queue` only); reports round trips per buy,
+    /// the transfer share and per-bucket figures.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub(crate) buckets: u32,
 

@@ -117,7 +117,7 @@ pub struct RoomKeys {
     pub queue: String,
     /// list: users in position order (position p at index p − 1).
     pub line: String,
-    /// hash: user → `<joined at ms> <device> <ip prefix>` of a registration.
+    /// hash: user → `<registered at ms> <ip prefix or -> <device>` of a registration.
     pub registered: String,
     /// hash: device id → accounts registered on it.
     pub devices: String,

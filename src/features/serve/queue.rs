@@ -105,6 +105,30 @@ fn shown(
     }
 }
 
+/// An error answer of the queue door, counted.
+fn failed(
+    app: &App,
+    started: Instant,
+    status: StatusCode,
+    kind: &'static str,
+    message: &str,
+) -> Response {
+    counted(
+        app,
+        "queue",
+        kind,
+        started,
+        error_answer(status, kind, message, None),
+    )
+}
+
+/// What a failed Redis call means for the queue page (no request id: a
+/// join or a read may always be sent again).
+fn redis_failed(app: &App, started: Instant, error: &anyhow::Error) -> Response {
+    let (status, kind, message) = explain(error, &app.target.display, "");
+    failed(app, started, status, kind, &message)
+}
+
 /// `POST /v1/items/{item}/queue`.
 pub(super) async fn join(
     State(app): State<Arc<App>>,
@@ -117,15 +141,7 @@ pub(super) async fn join(
         Ok(permit) => permit,
         Err(answer) => return counted(&app, "queue", "refused", started, *answer),
     };
-    let refused = |r: Refusal| {
-        counted(
-            &app,
-            "queue",
-            r.kind,
-            started,
-            error_answer(r.status, r.kind, &r.message, None),
-        )
-    };
+    let refused = |r: Refusal| failed(&app, started, r.status, r.kind, &r.message);
     let bytes = match json_body(&app, &headers, body).await {
         Ok(bytes) => bytes,
         Err(r) => return refused(r),
@@ -157,28 +173,14 @@ pub(super) async fn join(
                 answer(outcome, &shown(&item, &body.user, outcome, reply.standing)),
             )
         }
-        Ok(Err(error)) => {
-            // A join is idempotent: any retry is safe, so no request id is named.
-            let (status, kind, message) = explain(&error, &app.target.display, "");
-            counted(
-                &app,
-                "queue",
-                kind,
-                started,
-                error_answer(status, kind, &message, None),
-            )
-        }
-        Err(_) => counted(
+        // A join is idempotent: any retry is safe, so no request id is named.
+        Ok(Err(error)) => redis_failed(&app, started, &error),
+        Err(_) => failed(
             &app,
-            "queue",
-            "outcome_unknown",
             started,
-            error_answer(
-                StatusCode::GATEWAY_TIMEOUT,
-                "outcome_unknown",
-                "the join's worker stopped: join again (a repeat join returns the same position)",
-                None,
-            ),
+            StatusCode::GATEWAY_TIMEOUT,
+            "outcome_unknown",
+            "the join's worker stopped: join again (a repeat join returns the same position)",
         ),
     }
 }
@@ -193,15 +195,7 @@ pub(super) async fn position(
         Ok(permit) => permit,
         Err(answer) => return counted(&app, "queue", "refused", started, *answer),
     };
-    let refused = |r: Refusal| {
-        counted(
-            &app,
-            "queue",
-            r.kind,
-            started,
-            error_answer(r.status, r.kind, &r.message, None),
-        )
-    };
+    let refused = |r: Refusal| failed(&app, started, r.status, r.kind, &r.message);
     if let Err(r) = check_id("user", &user) {
         return refused(r);
     }
@@ -226,27 +220,13 @@ pub(super) async fn position(
                 answer(None, &shown(&item, &user, None, standing)),
             )
         }
-        Ok(Err(error)) => {
-            let (status, kind, message) = explain(&error, &app.target.display, "");
-            counted(
-                &app,
-                "queue",
-                kind,
-                started,
-                error_answer(status, kind, &message, None),
-            )
-        }
-        Err(_) => counted(
+        Ok(Err(error)) => redis_failed(&app, started, &error),
+        Err(_) => failed(
             &app,
-            "queue",
-            "redis_error",
             started,
-            error_answer(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "redis_error",
-                "the read's worker stopped: ask again",
-                None,
-            ),
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "redis_error",
+            "the read's worker stopped: ask again",
         ),
     }
 }
