@@ -211,15 +211,9 @@ for path in "${paths[@]}"; do
         || { echo "bench-queue: $name: one call answered $(head -3 <<<"$got" | tr '\n' ' '), not $expected" >&2; exit 1; }
 done
 
-usec_per_call() {
-    cli INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_evalsha" {
-        for (i = 2; i < NF; i += 2) { if ($i == "usec_per_call") u = $(i + 1); if ($i == "failed_calls") f = $(i + 1) }
-    } END { if (f > 0) { print "failed"; exit } print u + 0 }'
-}
-
 results="$work/results"
 : >"$results"
-echo "seckill $(git rev-parse --short HEAD 2>/dev/null || echo '?'), release build; redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+lib_bench_header
 echo "$requests calls per run, $clients clients, $rounds alternated rounds, $users users joined; $(date -u +%Y-%m-%dT%H:%MZ)"
 for round in $(seq "$rounds"); do
     for path in "${paths[@]}"; do
@@ -229,20 +223,15 @@ for round in $(seq "$rounds"); do
         cli CONFIG RESETSTAT >/dev/null
         eval "redis-benchmark -p $REDIS_PORT -n $requests -c $clients $range $call" >/dev/null 2>&1 \
             || { echo "bench-queue: $name: redis-benchmark failed: $call" >&2; exit 1; }
-        usec=$(usec_per_call)
+        usec=$(lib_evalsha_usec)
         [ "$usec" != failed ] || { echo "bench-queue: $name: the script failed (call: $call)" >&2; exit 1; }
         printf '%s|%s\n' "$name" "$usec" >>"$results"
     done
     echo "round $round done" >&2
 done
 
-awk -F'|' '
+awk -F'|' "$LIB_AWK_MEDIAN"'
     { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
-    function median(list,    a, k, i, j, t) {
-        k = split(list, a, " ")
-        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
-    }
     END {
         for (i = 1; i <= n; i++) m[order[i]] = median(v[order[i]])
         ok = m["buy ok, room off"]; so = m["buy sold out, room off"]

@@ -173,15 +173,9 @@ prepare() { # campaign state...
     esac
 }
 
-usec_per_call() {
-    cli INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_evalsha" {
-        for (i = 2; i < NF; i += 2) { if ($i == "usec_per_call") u = $(i + 1); if ($i == "failed_calls") f = $(i + 1) }
-    } END { if (f > 0) { print "failed"; exit } print u + 0 }'
-}
-
 results="$work/results"
 : >"$results"
-echo "seckill $(git rev-parse --short HEAD 2>/dev/null || echo '?'), release build; redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+lib_bench_header
 echo "$requests calls per run, $clients clients, $rounds alternated rounds; $(date -u +%Y-%m-%d)"
 for round in $(seq "$rounds"); do
     for path in "${paths[@]}"; do
@@ -191,7 +185,7 @@ for round in $(seq "$rounds"); do
         cli CONFIG RESETSTAT >/dev/null
         eval "redis-benchmark -p $REDIS_PORT -n $requests -c $clients -r 100000000 $call" >/dev/null 2>&1 \
             || { echo "bench-script-cost: $name: redis-benchmark failed: $call" >&2; exit 1; }
-        usec=$(usec_per_call)
+        usec=$(lib_evalsha_usec)
         [ "$usec" != failed ] || { echo "bench-script-cost: $name: the script failed (redis-cli -p $REDIS_PORT; call: $call)" >&2; exit 1; }
         printf '%s|%s\n' "$name" "$usec" >>"$results"
     done
@@ -199,13 +193,8 @@ for round in $(seq "$rounds"); do
 done
 
 # Medians, then each path against the textbook's path of the same outcome.
-awk -F'|' '
+awk -F'|' "$LIB_AWK_MEDIAN"'
     { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
-    function median(list,    a, k, i, j, t) {
-        k = split(list, a, " ")
-        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
-    }
     END {
         for (i = 1; i <= n; i++) m[order[i]] = median(v[order[i]])
         ok = m["textbook ok"]; so = m["textbook sold out"]; plain = m["buy ok, no rate limit"]

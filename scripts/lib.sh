@@ -86,3 +86,25 @@ lib_cargo() {
         exit 1
     }
 }
+
+# lib_evalsha_usec: usec_per_call of EVALSHA on $REDIS_PORT since the last
+# CONFIG RESETSTAT (INFO commandstats), or "failed" when any call failed.
+lib_evalsha_usec() {
+    redis-cli -p "$REDIS_PORT" INFO commandstats | tr -d '\r' | awk -F'[:,=]' '$1 == "cmdstat_evalsha" {
+        for (i = 2; i < NF; i += 2) { if ($i == "usec_per_call") u = $(i + 1); if ($i == "failed_calls") f = $(i + 1) }
+    } END { if (f > 0) { print "failed"; exit } print u + 0 }'
+}
+
+# lib_bench_header: the line that says what a bench measured on.
+lib_bench_header() {
+    echo "seckill $(git rev-parse --short HEAD 2>/dev/null || echo '?'), release build; redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'); $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# The awk function median(list): the median of the numbers of a
+# space-separated list; prepend it to a bench's awk program.
+LIB_AWK_MEDIAN='
+    function median(list,    a, k, i, j, t) {
+        k = split(list, a, " ")
+        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    }'
