@@ -103,6 +103,22 @@ fn join_started(
 }
 
 /// Every join answer of a finished `queue join`: (user, outcome, position).
+/// `users` join in processes of `per_process` users each, all at once; each succeeds.
+fn join_concurrently(
+    server: &RedisServer,
+    file: &CampaignFile,
+    users: &[String],
+    per_process: usize,
+) {
+    for ran in users
+        .chunks(per_process)
+        .map(|chunk| join_started(server, file, chunk))
+        .collect::<Vec<_>>()
+    {
+        assert_eq!(ran.finish_within(HANG).code(), SUCCESS);
+    }
+}
+
 fn joins_of(ran: &Ran) -> Vec<(String, String, i64)> {
     ran.json()["joins"]
         .as_array()
@@ -543,13 +559,7 @@ fn no_bucket_sells_to_a_user_the_room_did_not_admit() {
             .room("{ mode: rate, admit_rate: 100/s, admission_ttl: 1h }"),
     );
     let queued = users("b", 0..600);
-    for ran in queued
-        .chunks(300)
-        .map(|chunk| join_started(&server, &file, chunk))
-        .collect::<Vec<_>>()
-    {
-        assert_eq!(ran.finish_within(HANG).code(), SUCCESS);
-    }
+    join_concurrently(&server, &file, &queued, 300);
     let mut admitter = seckill(&["queue", "admit", "--loop", "--interval", "20ms"])
         .campaign(&file)
         .redis(&server)
@@ -638,13 +648,7 @@ fn the_admission_fan_out_survives_twenty_sigkills_and_admits_everyone_exactly_on
             .room("{ mode: rate, admit_rate: 1000/s, admission_ttl: 1h }"),
     );
     let everyone = users("k", 0..5000);
-    for ran in everyone
-        .chunks(1000)
-        .map(|chunk| join_started(&server, &file, chunk))
-        .collect::<Vec<_>>()
-    {
-        assert_eq!(ran.finish_within(HANG).code(), SUCCESS);
-    }
+    join_concurrently(&server, &file, &everyone, 1000);
     let mut mid_way = 0;
     let mut rng = rand::rng();
     for _ in 0..20 {
