@@ -202,14 +202,8 @@ impl<'a> SaleItem<'a> {
         let room = self.room();
         if !self.layout.is_bucketed() {
             let keys = self.layout.bucket(0).keys;
-            let room_keys = room.as_ref().map(|_| keys.room());
-            let reply = slot::reserve_in_room(
-                conn,
-                &keys,
-                request,
-                payment_timeout_ms,
-                room_keys.as_ref(),
-            )?;
+            let room_keys = room.as_ref().map(|r| &r.room);
+            let reply = slot::reserve_in_room(conn, &keys, request, payment_timeout_ms, room_keys)?;
             return Ok(Attempt {
                 reply,
                 cost: BuyCost {
@@ -260,10 +254,9 @@ impl<'a> SaleItem<'a> {
         let room = self.room();
         if !self.layout.is_bucketed() {
             let keys = self.layout.bucket(0).keys;
-            let room_keys = room.as_ref().map(|_| keys.room());
+            let room_keys = room.as_ref().map(|r| &r.room);
             let reply =
-                slot::reserve_async(conn, &keys, request, payment_timeout_ms, room_keys.as_ref())
-                    .await?;
+                slot::reserve_async(conn, &keys, request, payment_timeout_ms, room_keys).await?;
             return Ok(FirstCall::Done(Attempt {
                 reply,
                 cost,
