@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::features::acl::dryrun::{self, Check};
-use crate::features::acl::{self, Password, Role};
+use crate::operator::acl::dryrun::{self, Check};
+use crate::operator::acl::{self, Password, Role};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::error::usage;

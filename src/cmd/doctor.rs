@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::orders::{StoreArgs, StoreLocation};
-use crate::features::doctor::{self, Check, Request, Verdict};
+use crate::operator::doctor::{self, Check, Request, Verdict};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;

@@ -15,8 +15,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::reservations::{self, ExpireSettings, ItemExpiry};
-use crate::features::monitor::http::parse_listen;
-use crate::features::monitor::service;
+use crate::operator::monitor::http::parse_listen;
+use crate::operator::monitor::service;
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::util::log;

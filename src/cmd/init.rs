@@ -19,7 +19,7 @@ use crate::domain::orders::{StoreArgs, StoreLocation};
 use crate::domain::registry;
 use crate::domain::slot;
 use crate::domain::slot::PreheatMode;
-use crate::features::monitor::status::{StatusReader, WindowState};
+use crate::operator::monitor::status::{StatusReader, WindowState};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;

@@ -16,8 +16,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::{Pass, SaleItem};
-use crate::features::monitor::http::parse_listen;
-use crate::features::monitor::service;
+use crate::operator::monitor::http::parse_listen;
+use crate::operator::monitor::service;
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;

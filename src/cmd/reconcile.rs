@@ -14,9 +14,9 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
-use crate::features::reconcile::baseline::KnownLoss;
-use crate::features::reconcile::transfers::TransferReport;
-use crate::features::reconcile::{ItemReport, Run, reconcile_item};
+use crate::domain::reconcile::baseline::KnownLoss;
+use crate::domain::reconcile::transfers::TransferReport;
+use crate::domain::reconcile::{ItemReport, Run, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
 use crate::invocation::report::Report;

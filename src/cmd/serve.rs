@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::features::serve::{self, Served, Settings};
+use crate::http::{self, Served, Settings};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
@@ -140,7 +140,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ServeReport> {
         ),
     };
     let (campaign_id, redis) = (campaign.id.clone(), target.display.clone());
-    let served = serve::run(campaign, target, settings, |bound| {
+    let served = http::run(campaign, target, settings, |bound| {
         log::line(
             "serve",
             format!("listening on http://{bound} (campaign {campaign_id}, Redis {redis})"),

@@ -10,7 +10,7 @@ use crate::domain::item::{SaleItem, SlotsView};
 use crate::domain::kill_switch::{self, Flip};
 use crate::domain::registry;
 use crate::domain::slot;
-use crate::features::monitor::status::{StatusReader, Window};
+use crate::operator::monitor::status::{StatusReader, Window};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;

@@ -1,7 +1,7 @@
 //! `seckill status`: the operator's view of a live sale, per item — stock,
 //! sales rate, window, kill switch, order stream, consumer group and its
 //! consumers, dead letters, key expiry — read only (see
-//! `crate::features::monitor::status`). `--watch 1s` refreshes it in place
+//! `crate::operator::monitor::status`). `--watch 1s` refreshes it in place
 //! on a terminal (one line per item when the full view does not fit; "stale
 //! since" when Redis stops answering) and prints one block (or one JSON
 //! line) per sample when piped; `--check` is a probe: one line per problem
@@ -17,10 +17,10 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::reservations::Totals;
-use crate::features::monitor::check::{self, Problem, Thresholds};
-use crate::features::monitor::metrics::{self, Exposition};
-use crate::features::monitor::status::{ItemStatus, StatusReader, WindowState};
-use crate::features::monitor::watch::{self, Sample};
+use crate::operator::monitor::check::{self, Problem, Thresholds};
+use crate::operator::monitor::metrics::{self, Exposition};
+use crate::operator::monitor::status::{ItemStatus, StatusReader, WindowState};
+use crate::operator::monitor::watch::{self, Sample};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::{Report, emit, envelope_line};
 use crate::model::campaign::Campaign;

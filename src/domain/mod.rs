@@ -18,6 +18,7 @@ pub mod kill_switch;
 pub(crate) mod lookup;
 pub mod orders;
 pub(crate) mod preheat_plan;
+pub(crate) mod reconcile;
 pub(crate) mod recovery;
 pub(crate) mod registry;
 pub mod reservations;

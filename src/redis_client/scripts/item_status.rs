@@ -1,6 +1,6 @@
 //! `lua/item_status.lua`: everything `seckill status` shows about one item,
 //! read at one instant (read-only). Its call; the reply is parsed by
-//! `crate::features::monitor::status`, which owns the meaning of each field.
+//! `crate::operator::monitor::status`, which owns the meaning of each field.
 
 super::script_call! {
     /// Read one item's status: KEYS and ARGV of `lua/item_status.lua`.

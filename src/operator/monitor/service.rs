@@ -19,9 +19,9 @@ use anyhow::Result;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::counters::CONSUME;
 use crate::domain::orders::{OrderStore, StoreLocation};
-use crate::features::monitor::http::{self, Pages};
-use crate::features::monitor::metrics::{self, Exposition};
-use crate::features::monitor::status::StatusReader;
+use crate::operator::monitor::http::{self, Pages};
+use crate::operator::monitor::metrics::{self, Exposition};
+use crate::operator::monitor::status::StatusReader;
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
 

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::features::monitor::status::ItemStatus;
+use crate::operator::monitor::status::ItemStatus;
 use crate::model::exit_codes;
 use crate::util::text::{human_duration_ms, time_or_dash};
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::domain::item::SaleItem;
-use crate::features::monitor::status::{ItemStatus, StatusReader};
+use crate::operator::monitor::status::{ItemStatus, StatusReader};
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
 

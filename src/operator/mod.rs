@@ -1,0 +1,9 @@
+//! The operator's tools above the sale: the launch-day [`doctor`], the
+//! least-privilege roles of [`acl`] (proven with `ACL DRYRUN`), and
+//! [`monitor`] (a live sale's status, its checks and its Prometheus text).
+//!
+//! May import: domain, redis_client, model, util.
+
+pub(crate) mod acl;
+pub(crate) mod doctor;
+pub(crate) mod monitor;
