@@ -44,6 +44,7 @@ mod replicas_loadtest;
 mod reservations;
 mod security;
 mod serve;
+mod serve_door;
 mod service;
 mod status;
 mod terminal;
