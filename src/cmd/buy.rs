@@ -5,12 +5,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::answer::PurchaseAnswer;
-use crate::domain::item::{Attempt, SaleItem};
-use crate::domain::slot::{BuyRequest, Outcome, new_order_id};
+use crate::domain::operation::buy::Buy;
+use crate::domain::slot::{Outcome, new_order_id};
 use crate::invocation::context::Context;
+use crate::invocation::failure;
 use crate::invocation::report::Report;
-use crate::model::error::{OutcomeUnknown, usage};
-use crate::redis_client::failure::{self, Failure};
 use crate::redis_client::replicas;
 use crate::util::output;
 use crate::util::text;
@@ -116,107 +115,40 @@ impl Report for BuyReport {
     }
 }
 
-/// Validate a user id: it goes into a Redis key suffix and a database row.
-pub(crate) fn check_user_id(user: &str) -> Result<()> {
-    if user.is_empty() || user.len() > 128 || user.chars().any(char::is_control) {
-        return Err(usage(format!(
-            "--user {user:?} must be 1..128 bytes (UTF-8) without control characters, got {} bytes",
-            user.len()
-        )));
-    }
-    Ok(())
-}
-
 /// Make one attempt; the exit code is the outcome's.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
     let campaign = ctx.campaign()?;
-    let item = campaign.item(&args.item)?;
-    check_user_id(&args.user)?;
-    if args.qty > campaign.per_user_limit {
-        return Err(usage(format!(
-            "--qty {} is more than per_user_limit {} of campaign {}",
-            args.qty, campaign.per_user_limit, campaign.id
-        )));
-    }
-    let request_id = match &args.request_id {
-        Some(id) if id.is_empty() || id.len() > 128 => {
-            return Err(usage(format!(
-                "--request-id must be 1..128 bytes (UTF-8), got {} bytes",
-                id.len()
-            )));
-        }
-        Some(id) => id.clone(),
-        None => new_order_id(),
+    let request_id = args.request_id.clone().unwrap_or_else(new_order_id);
+    let buy = Buy {
+        item: &args.item,
+        user: &args.user,
+        qty: args.qty,
+        request_id: &request_id,
+        wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
     };
-    if args.wait_replicas.is_some() {
+    buy.check(&campaign)
+        .map_err(|failure| failure::say(failure, "the attempt"))?;
+    if buy.wait.is_some() {
         replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
     }
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
-    let request = BuyRequest {
-        campaign: &campaign.id,
-        item: &item.id,
-        user: &args.user,
-        qty: args.qty,
-        request_id: Some(&request_id),
-    };
-    // `written` names one key per slot the attempt may have written to, for WAIT.
-    let Attempt { reply, written, .. } = SaleItem::live(&campaign, item)
-        .reserve(&mut conn, &request, campaign.payment_timeout_ms())
-        .map_err(|e| explain_failure(e, &target.display, &request_id))?;
-    let mut outcome = reply.outcome;
-    let mut replicas_acked = None;
-    if let (Some(wanted), Outcome::Ok) = (args.wait_replicas, reply.outcome) {
-        let written: Vec<&str> = written.iter().map(String::as_str).collect();
-        let acked = replicas::wait_after_buy(&mut conn, &written, wanted, args.wait_timeout)
-            .map_err(|e| {
-                e.context(format!(
-                    "bought order {} at {}, but could not wait for replicas",
-                    reply.order_id.as_deref().unwrap_or("-"),
-                    target.display
-                ))
-            })?;
-        replicas_acked = Some(acked);
-        if acked < i64::from(wanted) {
-            outcome = Outcome::Unreplicated;
-            crate::util::output::say(format!(
-                "seckill buy: order {} was bought on {} but only {acked} of {wanted} replica(s) \
-                 confirmed it within {:?}: a failover now could lose it (`reconcile` would name it)",
-                reply.order_id.as_deref().unwrap_or("-"),
-                target.display,
-                args.wait_timeout
-            ));
-        }
+    let bought = buy
+        .run(&campaign, &mut conn, &target.display)
+        .map_err(|failure| failure::say(failure, "the attempt"))?;
+    let answer = bought.answer;
+    if let (Outcome::Unreplicated, Some(acked), Some((wanted, timeout))) =
+        (answer.outcome, answer.replicas_acked, buy.wait)
+    {
+        output::say(format!(
+            "seckill buy: order {} was bought on {} but only {acked} of {wanted} replica(s) \
+             confirmed it within {timeout:?}: a failover now could lose it (`reconcile` would name it)",
+            answer.order_id.as_deref().unwrap_or("-"),
+            target.display,
+        ));
     }
-    let next_step = next_step(reply.outcome, &campaign, &item.id);
-    Ok(BuyReport {
-        answer: PurchaseAnswer::of(&request, reply, outcome, replicas_acked),
-        next_step,
-    })
-}
-
-/// Say what a failed attempt means: refused before running (safe to retry),
-/// unknown (retry only with the same request id), or failed at the server.
-fn explain_failure(error: anyhow::Error, at: &str, request_id: &str) -> anyhow::Error {
-    let Some(redis_error) = failure::find(&error) else {
-        return error;
-    };
-    match failure::classify(redis_error) {
-        Failure::NotExecuted(code) => error.context(format!(
-            "Redis at {at} refused the attempt, it was not executed ({code}); nothing was bought, a new attempt is safe"
-        )),
-        Failure::Unknown => {
-            let message = format!(
-                "outcome unknown: the attempt was sent to Redis at {at} but its reply was lost ({}); \
-                 retry with --request-id {request_id}, never a new one",
-                crate::util::error_text::render(&error)
-            );
-            anyhow::Error::new(OutcomeUnknown(message))
-        }
-        Failure::Failed => error.context(format!(
-            "Redis at {at} reported an error running the attempt; retry with --request-id {request_id}"
-        )),
-    }
+    let next_step = next_step(answer.outcome, &campaign, &args.item);
+    Ok(BuyReport { answer, next_step })
 }
 
 /// What to do about a refusal that is not the shopper's doing.

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::pay::OrderReport;
-use crate::domain::reservations;
+use crate::domain::operation::order::{Change, OrderChange};
 use crate::invocation::context::Context;
 
 /// Flags of `seckill cancel`.
@@ -26,13 +26,14 @@ pub(crate) struct Args {
 
 /// Cancel one order; the exit code is the outcome's.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
-    let mut opened = ctx.open()?;
-    let result = reservations::cancel(
-        &mut opened.conn,
-        &opened.campaign,
-        args.item.as_deref(),
-        &args.order,
-        &args.reason,
-    )?;
-    Ok(OrderReport { result })
+    super::pay::apply(
+        ctx,
+        &OrderChange {
+            order: &args.order,
+            item: args.item.as_deref(),
+            change: Change::Cancel {
+                reason: &args.reason,
+            },
+        },
+    )
 }

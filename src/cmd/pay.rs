@@ -4,8 +4,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::reservations::{self, OrderResult};
+use crate::domain::operation::order::{Change, OrderChange};
+use crate::domain::reservations::OrderResult;
 use crate::invocation::context::Context;
+use crate::invocation::failure;
 use crate::invocation::report::Report;
 use crate::util::output;
 use crate::util::text::time_or_dash;
@@ -54,12 +56,30 @@ impl Report for OrderReport {
 
 /// Pay one order; the exit code is the outcome's.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<OrderReport> {
-    let mut opened = ctx.open()?;
-    let result = reservations::pay(
-        &mut opened.conn,
-        &opened.campaign,
-        args.item.as_deref(),
-        &args.order,
-    )?;
+    apply(
+        ctx,
+        &OrderChange {
+            order: &args.order,
+            item: args.item.as_deref(),
+            change: Change::Pay,
+        },
+    )
+}
+
+/// Check `change`, then apply it (`pay` and `cancel`).
+pub(crate) fn apply(ctx: &Context, change: &OrderChange) -> Result<OrderReport> {
+    let what = match change.change {
+        Change::Pay => "the payment",
+        Change::Cancel { .. } => "the cancellation",
+    };
+    let campaign = ctx.campaign()?;
+    change
+        .check(&campaign)
+        .map_err(|f| failure::say(f, what))?;
+    let target = ctx.redis(&campaign)?;
+    let mut conn = target.connect()?;
+    let result = change
+        .run(&campaign, &mut conn, &target.display)
+        .map_err(|f| failure::say(f, what))?;
     Ok(OrderReport { result })
 }

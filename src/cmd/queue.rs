@@ -11,13 +11,15 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::buy::check_user_id;
 use crate::domain::item::SaleItem;
+use crate::domain::operation::check_id;
+use crate::domain::operation::queue::{Join, Position};
 use crate::domain::waiting_room::admit::{Pass, Shuffled, Verified};
 use crate::domain::waiting_room::{
     Clock, ClockChange, JoinOutcome, Penalty, Room, RoomFigures, Standing, State,
 };
 use crate::invocation::context::{Context, Opened};
+use crate::invocation::failure;
 use crate::invocation::report::Report;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
@@ -137,7 +139,7 @@ pub(crate) struct PenalizeArgs {
 /// The item's room, or a usage error saying how to turn one on.
 fn room_of(campaign: &Campaign, item: &str) -> Result<Room> {
     let sale = SaleItem::live(campaign, campaign.item(item)?);
-    sale.room().ok_or_else(|| {
+    sale.into_room().ok_or_else(|| {
         usage(format!(
             "item {item} of {} has no waiting room: give it (or the campaign) a `waiting_room:` \
              and preheat (docs/waiting-room.md)",
@@ -152,8 +154,8 @@ fn rooms(campaign: &Campaign, item: Option<&str>) -> Result<Vec<Room>> {
         return Ok(vec![room_of(campaign, item)?]);
     }
     let rooms: Vec<Room> = SaleItem::select(campaign, None)?
-        .iter()
-        .filter_map(SaleItem::room)
+        .into_iter()
+        .filter_map(SaleItem::into_room)
         .collect();
     if rooms.is_empty() {
         return Err(usage(format!(
@@ -168,15 +170,18 @@ fn rooms(campaign: &Campaign, item: Option<&str>) -> Result<Vec<Room>> {
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<QueueReport> {
     if let Action::Join(users) | Action::Position(users) = &args.action {
         for user in &users.users {
-            check_user_id(user)?;
+            check_id("user", user, true).map_err(|f| failure::say(f, "the request"))?;
         }
     }
     let Opened {
-        campaign, mut conn, ..
+        campaign,
+        target,
+        mut conn,
     } = ctx.open()?;
+    let at = &target.display;
     let report = match &args.action {
-        Action::Join(users) => join(&mut conn, &room_of(&campaign, &users.item)?, users)?,
-        Action::Position(users) => position(&mut conn, &room_of(&campaign, &users.item)?, users)?,
+        Action::Join(users) => join(&mut conn, &campaign, at, users)?,
+        Action::Position(users) => position(&mut conn, &campaign, at, users)?,
         Action::Status(items) => status(&mut conn, &rooms(&campaign, items.item.as_deref())?)?,
         Action::Pause(items) | Action::Resume(items) => {
             let change = match args.action {
@@ -195,7 +200,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<QueueReport> {
         Action::Admit(admit) => run_admit(ctx, &mut conn, &campaign, admit)?,
         Action::Shuffle(shuffle) => run_shuffle(&mut conn, &campaign, shuffle)?,
         Action::Penalize(p) => {
-            check_user_id(&p.user)?;
+            check_id("user", &p.user, true).map_err(|f| failure::say(f, "the request"))?;
             let penalty = match (p.delay, p.block) {
                 (Some(delay), _) => Penalty::Delay(delay.as_millis().max(1) as u64),
                 (None, true) => Penalty::Block,
@@ -596,40 +601,56 @@ fn room_block(r: &RoomRow) -> String {
     out
 }
 
-fn join(conn: &mut Conn, room: &Room, users: &Users) -> Result<QueueReport> {
+fn join(conn: &mut Conn, campaign: &Campaign, at: &str, users: &Users) -> Result<QueueReport> {
     let mut joins = Vec::new();
     for user in &users.users {
-        let reply = room.join(conn, user)?;
+        let line = Join {
+            item: &users.item,
+            user,
+        }
+        .run(campaign, conn, at)
+        .map_err(|f| failure::say(f, "the join"))?;
         joins.push(JoinRow {
             user: user.clone(),
-            outcome: reply.outcome,
-            standing: reply.standing,
-            at_ms: reply.now_ms,
+            outcome: line.outcome.unwrap_or(JoinOutcome::Queued),
+            standing: line.standing,
+            at_ms: line.at_ms.unwrap_or_default(),
         });
     }
     Ok(QueueReport::Join {
-        item: room.item.clone(),
+        item: users.item.clone(),
         joins,
     })
 }
 
-fn position(conn: &mut Conn, room: &Room, users: &Users) -> Result<QueueReport> {
+fn position(
+    conn: &mut Conn,
+    campaign: &Campaign,
+    at: &str,
+    users: &Users,
+) -> Result<QueueReport> {
     let names: Vec<&str> = users.users.iter().map(String::as_str).collect();
-    let (figures, standings) = room.read(conn, &names)?;
-    let users = users
-        .users
-        .iter()
-        .zip(standings)
-        .map(|(user, standing)| PositionRow {
-            user: user.clone(),
-            buy_outcome: buy_outcome(standing.state),
-            standing,
+    let (figures, lines) = Position {
+        item: &users.item,
+        users: &names,
+    }
+    .run(campaign, conn, at)
+    .map_err(|f| failure::say(f, "the read"))?;
+    let rows = lines
+        .into_iter()
+        .filter_map(|line| {
+            let standing = line.standing?;
+            Some(PositionRow {
+                user: line.user,
+                buy_outcome: buy_outcome(standing.state),
+                standing,
+            })
         })
         .collect();
     Ok(QueueReport::Position {
-        item: room.item.clone(),
+        item: users.item.clone(),
         room: figures,
-        users,
+        users: rows,
     })
 }
 
@@ -637,21 +658,17 @@ fn status(conn: &mut Conn, rooms: &[Room]) -> Result<QueueReport> {
     let mut rows = Vec::new();
     for room in rooms {
         let (figures, _) = room.read(conn, &[])?;
-        let buckets = if room.fans_out() {
-            Some(
-                room.bucket_admissions(conn)?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(b, (held, granted))| BucketAdmissions {
-                        bucket: b as u32,
-                        held,
-                        granted,
-                    })
-                    .collect(),
-            )
-        } else {
-            None
-        };
+        let buckets = room.bucket_admissions(conn)?.map(|counts| {
+            counts
+                .into_iter()
+                .enumerate()
+                .map(|(b, (held, granted))| BucketAdmissions {
+                    bucket: b as u32,
+                    held,
+                    granted,
+                })
+                .collect()
+        });
         rows.push(RoomRow {
             item: room.item.clone(),
             settings: room.settings.describe(),

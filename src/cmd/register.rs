@@ -7,7 +7,9 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::buy::check_user_id;
+use crate::domain::operation::check_id;
+use crate::domain::operation::register::Register;
+use crate::invocation::failure;
 use crate::domain::item::SaleItem;
 use crate::domain::waiting_room::registration::{RegisterOutcome, check_device, ip_prefix};
 use crate::invocation::context::{Context, Opened};
@@ -114,7 +116,7 @@ impl Report for RegisterReport {
 /// Register the user for each selected item.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
     for user in &args.users {
-        check_user_id(user)?;
+        check_id("user", user, true).map_err(|f| failure::say(f, "the registration"))?;
     }
     check_device(&args.device).map_err(|e| usage(format!("--device: {e}")))?;
     let prefix = args
@@ -124,11 +126,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
         .transpose()
         .map_err(|e| usage(format!("--ip: {e:#}")))?;
     let Opened {
-        campaign, mut conn, ..
+        campaign,
+        target,
+        mut conn,
     } = ctx.open()?;
     let rooms: Vec<_> = SaleItem::select(&campaign, args.item.as_deref())?
-        .iter()
-        .filter_map(SaleItem::room)
+        .into_iter()
+        .filter_map(SaleItem::into_room)
         .filter(|room| room.settings.registration.is_some())
         .collect();
     if rooms.is_empty() {
@@ -156,15 +160,23 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
         .iter()
         .flat_map(|user| rooms.iter().map(move |room| (user, room)))
     {
-        let reply = room.register(&mut conn, user, &args.device, args.ip.as_deref())?;
+        let registered = Register {
+            item: &room.item,
+            user,
+            device: &args.device,
+            ip: args.ip.as_deref(),
+        }
+        .run(&campaign, &mut conn, &target.display)
+        .map_err(|f| failure::say(f, "the registration"))?;
         items.push(RegisterRow {
-            user: user.clone(),
-            item: room.item.clone(),
-            outcome: reply.outcome,
-            registered_at: (reply.registered_at_ms > 0)
-                .then(|| time_or_dash(Some(reply.registered_at_ms))),
-            device_accounts: reply.device_accounts,
-            ip_accounts: reply.ip_accounts,
+            user: registered.user,
+            item: registered.item,
+            outcome: registered.outcome,
+            registered_at: registered
+                .registered_at_ms
+                .map(|at| time_or_dash(Some(at))),
+            device_accounts: registered.device_accounts,
+            ip_accounts: registered.ip_accounts,
         });
     }
     Ok(RegisterReport {

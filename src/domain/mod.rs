@@ -16,6 +16,7 @@ pub mod buckets;
 pub mod item;
 pub mod kill_switch;
 pub(crate) mod lookup;
+pub mod operation;
 pub mod orders;
 pub(crate) mod preheat_plan;
 pub(crate) mod reconcile;

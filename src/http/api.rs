@@ -1,25 +1,24 @@
-//! The HTTP API's words: what a request may say (validated before anything
-//! touches Redis), what an answer says (the fields of `seckill buy --format
-//! json`), and which HTTP status each outcome is.
+//! The HTTP API's words: what a request may say, and which HTTP status each
+//! outcome is. The checks themselves are the operations' (`domain::operation`),
+//! shared with the command line.
 //!
 //! Statuses: 200 `ok` (and `unreplicated`: bought, fewer replicas
 //! confirmed), 409 `duplicate` / `request_id_reused`, 410 `sold_out` /
 //! `ended`, 425 `not_started`, 429 `rate_limited` (with `Retry-After`), 503
 //! `closed` / `not_preheated` and a Redis that refused before running, 504
-//! outcome unknown (retry with the same `request_id`), 500 `corrupt_state`;
-//! the waiting room's (docs/waiting-room.md): 403 `not_registered`, 428
-//! `not_queued` (join first), 425 `not_admitted` (with `Retry-After`), 410
-//! `admission_expired`;
-//! 400/404/405/413/415 for requests that are wrong, never touching Redis.
+//! outcome unknown, 500 `corrupt_state`; the waiting room's
+//! (docs/waiting-room.md): 403 `not_registered`, 428 `not_queued` (join
+//! first), 425 `not_admitted` (with `Retry-After`), 410 `admission_expired`;
+//! 400/404/405/408/413/415 for requests that are wrong, never touching Redis.
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::item::answer::PurchaseAnswer;
+use crate::domain::reservations::{OrderOutcome, OrderResult};
 use crate::domain::slot::Outcome;
-
-/// Longest user id, request id or item id accepted.
-pub(crate) const MAX_ID_BYTES: usize = 128;
+use crate::domain::waiting_room::JoinOutcome;
+use crate::redis_client::scripts::queue_register::RegisterOutcome;
 
 /// The body of `POST /v1/items/{item}/buy`.
 #[derive(Debug, Deserialize)]
@@ -36,48 +35,36 @@ fn one() -> u32 {
     1
 }
 
-/// A request refused before Redis: its status and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    pub(crate) status: StatusCode,
-    pub(crate) kind: &'static str,
-    pub(crate) message: String,
+/// The body of `POST /v1/items/{item}/queue`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JoinBody {
+    pub(crate) user: String,
 }
 
-impl Refusal {
-    pub(crate) fn bad_request(message: impl Into<String>) -> Refusal {
-        Refusal {
-            status: StatusCode::BAD_REQUEST,
-            kind: "bad_request",
-            message: message.into(),
-        }
-    }
+/// The body of `POST /v1/items/{item}/register`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RegisterBody {
+    pub(crate) user: String,
+    pub(crate) device: String,
+    /// The caller's address as the shop saw it (required by a room with `per_ip`).
+    #[serde(default)]
+    pub(crate) ip: Option<String>,
 }
 
-/// An id a shopper or the shop sends: 1..128 bytes, no control characters.
-pub(crate) fn check_id(what: &str, id: &str) -> Result<(), Refusal> {
-    if id.is_empty() || id.len() > MAX_ID_BYTES || id.chars().any(char::is_control) {
-        return Err(Refusal::bad_request(format!(
-            "{what} must be 1..{MAX_ID_BYTES} bytes of UTF-8 without control characters, got {} bytes",
-            id.len()
-        )));
-    }
-    Ok(())
+/// The body of `POST /v1/orders/{order}/cancel` (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CancelBody {
+    #[serde(default)]
+    pub(crate) reason: String,
 }
 
-impl BuyBody {
-    /// Check every field; `per_user_limit` bounds `qty`.
-    pub(crate) fn validate(&self, per_user_limit: u32) -> Result<(), Refusal> {
-        check_id("user", &self.user)?;
-        check_id("request_id", &self.request_id)?;
-        if self.qty == 0 || self.qty > per_user_limit {
-            return Err(Refusal::bad_request(format!(
-                "qty must be 1..{per_user_limit} (the campaign's per_user_limit), got {}",
-                self.qty
-            )));
-        }
-        Ok(())
-    }
+/// `GET /v1/items/{item}/orders/{user}`'s query.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LookupQuery {
+    pub(crate) request_id: Option<String>,
 }
 
 /// The answer to `POST /v1/items/{item}/buy`: the fields of `seckill buy
@@ -92,7 +79,7 @@ pub(crate) struct BuyAnswer {
     pub(crate) from_cache: bool,
 }
 
-/// The HTTP status of an outcome.
+/// The HTTP status of a buy outcome.
 pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
     match outcome {
         Outcome::Ok | Outcome::Unreplicated => StatusCode::OK,
@@ -109,19 +96,38 @@ pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
     }
 }
 
-/// The error body every refusal and failure has: `{"error": {"kind", "message"}}`.
-#[derive(Debug, Serialize)]
-pub(crate) struct ErrorBody<'a> {
-    pub(crate) error: ErrorField<'a>,
+/// The HTTP status of a join's outcome.
+pub(crate) fn join_status(outcome: Option<JoinOutcome>) -> StatusCode {
+    match outcome {
+        Some(JoinOutcome::NotRegistered) => StatusCode::FORBIDDEN,
+        Some(JoinOutcome::NotStarted) => StatusCode::TOO_EARLY,
+        Some(JoinOutcome::Ended) => StatusCode::GONE,
+        Some(JoinOutcome::NotPreheated) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::OK,
+    }
 }
 
-#[derive(Debug, Serialize)]
-pub(crate) struct ErrorField<'a> {
-    pub(crate) kind: &'a str,
-    pub(crate) message: &'a str,
-    /// Outcome unknown only: retry with this id, never a new one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) request_id: Option<&'a str>,
+/// The HTTP status of a pay/cancel outcome.
+pub(crate) fn order_status(result: &OrderResult) -> StatusCode {
+    match result.reply.outcome {
+        OrderOutcome::Paid | OrderOutcome::Cancelled => StatusCode::OK,
+        OrderOutcome::AlreadyPaid | OrderOutcome::AlreadyCancelled | OrderOutcome::WasCancelled => {
+            StatusCode::CONFLICT
+        }
+        OrderOutcome::Expired => StatusCode::GONE,
+        OrderOutcome::UnknownOrder => StatusCode::NOT_FOUND,
+        OrderOutcome::NotPreheated => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// The HTTP status of a registration's outcome.
+pub(crate) fn register_status(outcome: RegisterOutcome) -> StatusCode {
+    match outcome {
+        RegisterOutcome::Registered => StatusCode::OK,
+        RegisterOutcome::AlreadyRegistered => StatusCode::CONFLICT,
+        RegisterOutcome::DeviceLimit | RegisterOutcome::IpLimit => StatusCode::FORBIDDEN,
+        RegisterOutcome::RegistrationClosed => StatusCode::GONE,
+    }
 }
 
 /// Constant-time comparison of a presented token with the configured one
@@ -139,22 +145,6 @@ pub(crate) fn same_token(presented: &[u8], expected: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bodies_are_checked_field_by_field() {
-        let body = |user: &str, qty, request_id: &str| BuyBody {
-            user: user.into(),
-            qty,
-            request_id: request_id.into(),
-        };
-        assert!(body("u", 1, "r").validate(1).is_ok());
-        assert!(body("", 1, "r").validate(1).is_err());
-        assert!(body("u", 1, "").validate(1).is_err());
-        assert!(body("u", 2, "r").validate(1).is_err());
-        assert!(body("u", 0, "r").validate(1).is_err());
-        assert!(body(&"x".repeat(129), 1, "r").validate(1).is_err());
-        assert!(body("a\u{7}b", 1, "r").validate(1).is_err());
-    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -39,6 +39,9 @@ pub(crate) mod api;
 mod app;
 mod buy;
 pub(crate) mod cache;
+mod error;
+mod extract;
+mod layer;
 pub(crate) mod metrics;
 mod operator;
 mod orders;
@@ -92,6 +95,7 @@ pub(crate) fn run(
         .context("cannot start the HTTP runtime")?;
     let redis = runtime
         .block_on(Multiplexed::connect(&target))
+        .map(Arc::new)
         .context("cannot start serve's Redis connection")?;
     let app = Arc::new(App {
         cache: Cache::new(&campaign),
@@ -112,7 +116,7 @@ pub(crate) fn run(
     // The first refresh before the first request: a cache that knows the
     // window and any sell-out from the start.
     app.pool
-        .with(|conn| cache::refresh(conn, &app.cache, &app.campaign))
+        .with(|e| e, |conn| cache::refresh(conn, &app.cache, &app.campaign))
         .context("cannot read the campaign's state from Redis")?;
     let refresher = spawn_refresher(Arc::clone(&app));
     let served = runtime.block_on(accept(Arc::clone(&app), ready));
@@ -129,7 +133,7 @@ fn spawn_refresher(app: Arc<App>) -> std::thread::JoinHandle<()> {
             std::thread::sleep(app.settings.recheck);
             let refreshed = app
                 .pool
-                .with(|conn| cache::refresh(conn, &app.cache, &app.campaign));
+                .with(|e| e, |conn| cache::refresh(conn, &app.cache, &app.campaign));
             match (refreshed, failing) {
                 (Err(error), false) => {
                     failing = true;
@@ -208,14 +212,23 @@ async fn accept(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<Served>
     })
 }
 
+/// The endpoints: `/v1` behind the door's one layer (`layer::door`), the
+/// probes and the 404 beside it.
 fn routes(app: Arc<App>) -> Router {
-    Router::new()
+    let v1 = Router::new()
         .route("/v1/items/{item}/buy", post(buy::buy))
         .route("/v1/items/{item}/orders/{user}", get(orders::order_of))
         .route("/v1/items/{item}/queue", post(queue::join))
         .route("/v1/items/{item}/queue/{user}", get(queue::position))
+        .route("/v1/items/{item}/register", post(queue::register))
         .route("/v1/orders/{order}/pay", post(operator::pay))
         .route("/v1/orders/{order}/cancel", post(operator::cancel))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            layer::door,
+        ));
+    Router::new()
+        .merge(v1)
         .route("/healthz", get(probes::healthz))
         .route("/metrics", get(probes::metrics_text))
         .fallback(probes::not_found)

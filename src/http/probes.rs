@@ -9,7 +9,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::app::{App, error_answer, json_answer};
+use super::app::App;
+use super::error::{error_answer, json_answer};
 
 /// 200 while Redis answers and the instance is not stopping, else 503.
 pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
@@ -24,13 +25,15 @@ pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
     let probe = {
         let app = Arc::clone(&app);
         tokio::task::spawn_blocking(move || {
-            app.pool
-                .with(|conn| Ok(redis::cmd("PING").query::<String>(conn)?))
+            app.pool.with(
+                |e| e,
+                |conn| Ok(redis::cmd("PING").query::<String>(conn)?),
+            )
         })
         .await
     };
     match probe {
-        Ok(Ok(_)) => json_answer(StatusCode::OK, &serde_json::json!({"status": "ok"})),
+        Ok(Ok(_)) => json_answer(StatusCode::OK, "ok", &serde_json::json!({"status": "ok"})),
         Ok(Err(e)) => error_answer(
             StatusCode::SERVICE_UNAVAILABLE,
             "redis_unreachable",
@@ -58,11 +61,20 @@ pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
-pub(crate) async fn not_found() -> Response {
+/// The 404 that names every endpoint.
+pub(crate) fn not_found_answer() -> Response {
     error_answer(
         StatusCode::NOT_FOUND,
         "not_found",
-        "no such endpoint: POST /v1/items/{item}/buy, GET /v1/items/{item}/orders/{user}, GET /healthz, GET /metrics (docs/serve.md)",
+        "no such endpoint: POST /v1/items/{item}/buy, GET /v1/items/{item}/orders/{user}, \
+         POST /v1/items/{item}/queue, GET /v1/items/{item}/queue/{user}, \
+         POST /v1/items/{item}/register, POST /v1/orders/{order}/pay, \
+         POST /v1/orders/{order}/cancel (with --operator-token-file), GET /healthz, \
+         GET /metrics (docs/serve.md)",
         None,
     )
+}
+
+pub(crate) async fn not_found() -> Response {
+    not_found_answer()
 }

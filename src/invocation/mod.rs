@@ -6,5 +6,6 @@
 //! May import: features, domain, redis_client, model, util.
 
 pub(crate) mod context;
+pub(crate) mod failure;
 pub mod help;
 pub mod report;

@@ -95,15 +95,10 @@ impl Layout {
         }
     }
 
-    /// True for N > 1 (N = 1 is a plain item).
-    pub(crate) fn is_bucketed(&self) -> bool {
-        self.buckets > 1
-    }
-
     /// Bucket `b`'s hash tag contents, e.g. `moutai-1111:1001:b3.41`
-    /// (for N = 1: `moutai-1111:1001`, the plain item's).
+    /// (for N = 1: `moutai-1111:1001`, the plain item's: one bucket is the item).
     pub(crate) fn tag(&self, b: u32) -> String {
-        if !self.is_bucketed() {
+        if self.buckets == 1 {
             return format!("{}:{}", self.campaign, self.item);
         }
         let (low, high) = slot_window(b, self.buckets);
@@ -115,15 +110,11 @@ impl Layout {
 
     /// The keys of bucket `b` (`b < buckets`).
     pub fn bucket(&self, b: u32) -> BucketKeys {
-        let keys = if self.is_bucketed() {
-            let tag = self.tag(b);
-            let item_part = tag
-                .strip_prefix(&format!("{}:", self.campaign))
-                .expect("the tag starts with the campaign id");
-            ItemKeys::new(&self.prefix, &self.campaign, item_part)
-        } else {
-            ItemKeys::new(&self.prefix, &self.campaign, &self.item)
-        };
+        let tag = self.tag(b);
+        let item_part = tag
+            .strip_prefix(&format!("{}:", self.campaign))
+            .expect("the tag starts with the campaign id");
+        let keys = ItemKeys::new(&self.prefix, &self.campaign, item_part);
         BucketKeys {
             bucket: b,
             xfer_out: format!("{}xfer_out", keys.base),

@@ -11,8 +11,10 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use redis::aio::{ConnectionLike as _, MultiplexedConnection};
 use redis::cluster::{ClusterClientBuilder, ClusterConnection};
-use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisResult, Value};
+use redis::cluster_routing::RoutingInfo;
+use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisError, RedisResult, Value};
 
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
@@ -76,6 +78,9 @@ pub(crate) fn parse_duration_arg(text: &str) -> std::result::Result<Duration, St
 pub enum Conn {
     Single(redis::Connection),
     Cluster(Box<ClusterConnection>),
+    /// `seckill serve`'s shared connection (standalone or cluster), seen by
+    /// one request on a blocking worker.
+    Shared(SharedConn),
 }
 
 // Each request is traced (`-v`): off, that is one atomic load.
@@ -85,6 +90,7 @@ impl ConnectionLike for Conn {
         let reply = match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Shared(c) => c.req_packed_command(cmd),
         };
         trace::finish(traced, &reply);
         reply
@@ -100,6 +106,7 @@ impl ConnectionLike for Conn {
         let replies = match self {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Shared(c) => c.req_packed_commands(cmd, offset, count),
         };
         trace::finish(traced, &replies);
         replies
@@ -110,6 +117,7 @@ impl ConnectionLike for Conn {
         let reply = match self {
             Conn::Single(c) => c.req_command(cmd),
             Conn::Cluster(c) => c.req_command(cmd),
+            Conn::Shared(c) => c.req_command(cmd),
         };
         trace::finish(traced, &reply);
         reply
@@ -119,6 +127,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Shared(c) => c.get_db(),
         }
     }
 
@@ -126,6 +135,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.supports_pipelining(),
             Conn::Cluster(c) => c.supports_pipelining(),
+            Conn::Shared(c) => c.supports_pipelining(),
         }
     }
 
@@ -133,6 +143,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.check_connection(),
             Conn::Cluster(c) => c.check_connection(),
+            Conn::Shared(c) => c.check_connection(),
         }
     }
 
@@ -140,6 +151,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.is_open(),
             Conn::Cluster(c) => c.is_open(),
+            Conn::Shared(c) => c.is_open(),
         }
     }
 }
@@ -147,16 +159,134 @@ impl ConnectionLike for Conn {
 impl Conn {
     /// True on a Redis Cluster connection (multi-key commands must stay in one slot).
     pub(crate) fn is_cluster(&self) -> bool {
-        matches!(self, Conn::Cluster(_))
+        match self {
+            Conn::Single(_) => false,
+            Conn::Cluster(_) => true,
+            Conn::Shared(c) => c.cluster(),
+        }
     }
 
-    /// The cluster connection itself, for the trace's slot map.
+    /// `cmd` sent where `routing` says on a cluster (a node of a slot,
+    /// every master); on a standalone Redis, to it.
+    pub(crate) fn route(&mut self, cmd: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_command(cmd),
+            Conn::Cluster(c) => c.route_command(cmd, routing),
+            Conn::Shared(c) => c.route(cmd, routing),
+        }
+    }
+
+    /// The blocking cluster connection itself, for the trace's slot map.
     fn cluster(&mut self) -> Option<&mut dyn ConnectionLike> {
         match self {
             Conn::Cluster(c) => Some(c.as_mut()),
-            Conn::Single(_) => None,
+            Conn::Single(_) | Conn::Shared(_) => None,
         }
     }
+}
+
+/// Where a [`SharedConn`]'s commands go.
+pub(crate) enum SharedRoute {
+    Standalone(MultiplexedConnection),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+/// One request's blocking view of `seckill serve`'s shared async connection
+/// (`multiplexed::Multiplexed::blocking`), for a blocking worker of the
+/// runtime that drives it: each command is sent on the shared connection,
+/// pipelined with those of every other request in flight, and this thread
+/// waits for its reply.
+pub struct SharedConn {
+    route: SharedRoute,
+    runtime: tokio::runtime::Handle,
+    /// Told of every failed command (a broken connection is replaced).
+    on_error: Box<dyn Fn(&RedisError) + Send>,
+}
+
+impl SharedConn {
+    pub(crate) fn new(
+        route: SharedRoute,
+        runtime: tokio::runtime::Handle,
+        on_error: Box<dyn Fn(&RedisError) + Send>,
+    ) -> SharedConn {
+        SharedConn {
+            route,
+            runtime,
+            on_error,
+        }
+    }
+
+    fn cluster(&self) -> bool {
+        matches!(self.route, SharedRoute::Cluster(_))
+    }
+
+    fn route(&mut self, cmd: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
+        let reply = match &mut self.route {
+            SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+            SharedRoute::Cluster(c) => self
+                .runtime
+                .block_on(c.route_command(cmd.clone(), routing)),
+        };
+        if let Err(error) = &reply {
+            (self.on_error)(error);
+        }
+        reply
+    }
+}
+
+impl std::fmt::Debug for SharedConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.cluster() {
+            "SharedConn(cluster)"
+        } else {
+            "SharedConn(standalone)"
+        })
+    }
+}
+
+impl ConnectionLike for SharedConn {
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        let reply = match &mut self.route {
+            SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+            SharedRoute::Cluster(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+        };
+        if let Err(error) = &reply {
+            (self.on_error)(error);
+        }
+        reply
+    }
+
+    /// Commands reach the shared connection whole (a cluster routes each by
+    /// its keys); raw bytes cannot be routed, so they are refused unsent.
+    fn req_packed_command(&mut self, _: &[u8]) -> RedisResult<Value> {
+        Err(unsent_bytes())
+    }
+
+    fn req_packed_commands(&mut self, _: &[u8], _: usize, _: usize) -> RedisResult<Vec<Value>> {
+        Err(unsent_bytes())
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.route {
+            SharedRoute::Standalone(c) => c.get_db(),
+            SharedRoute::Cluster(c) => c.get_db(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        true
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
+}
+
+fn unsent_bytes() -> RedisError {
+    RedisError::from((
+        redis::ErrorKind::Client,
+        "a pipeline is never sent on the shared connection (nothing was sent)",
+    ))
 }
 
 /// The server took the connection but did not answer `PING` within

@@ -4,13 +4,18 @@
 //! cluster client (one multiplexed connection per master, MOVED and
 //! failover followed) on a cluster.
 //!
+//! The operations are written once, blocking (`domain::operation`); serve
+//! runs each on a blocking worker with a `conn::SharedConn`, through which every
+//! command still goes over the shared connection, pipelined with those of
+//! every other request in flight, while the worker waits for its own reply.
+//!
 //! What a failure means for the one who sent the request is kept apart: a
 //! connection that could not be made is [`NotSent`] (nothing reached Redis,
 //! a new attempt is safe); a connection that broke under a request may have
 //! delivered it (the caller says "outcome unknown"), and is replaced for the
 //! requests after it — never reused, since it may still owe replies.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
@@ -18,7 +23,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use super::conn::RedisTarget;
+use super::conn::{RedisTarget, SharedConn, SharedRoute};
 
 /// A connection could not be made: nothing was sent, a new attempt is safe.
 #[derive(Debug)]
@@ -125,11 +130,11 @@ impl Multiplexed {
         })
     }
 
-    /// The request on `handle` failed with `error`: when the connection
+    /// A request on the connection of `generation` failed with `error`: when the connection
     /// itself broke (or a reply is overdue, so replies may now be out of
     /// step), the next request gets a new one. The cluster client replaces
     /// its own connections.
-    pub(crate) fn failed(&self, handle: &Handle, error: &redis::RedisError) {
+    fn failed(&self, generation: u64, error: &redis::RedisError) {
         let Shared::Standalone { current, .. } = &self.shared else {
             return;
         };
@@ -139,7 +144,7 @@ impl Multiplexed {
         let mut current = current.lock().unwrap_or_else(|e| e.into_inner());
         if current
             .as_ref()
-            .is_some_and(|(generation, _)| *generation == handle.generation)
+            .is_some_and(|(current, _)| *current == generation)
         {
             *current = None;
         }
@@ -203,5 +208,29 @@ impl ConnectionLike for Handle {
             HandleInner::Standalone(c) => c.get_db(),
             HandleInner::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+impl Multiplexed {
+    /// One request's blocking view of the shared connection through
+    /// `handle` (taken with [`Multiplexed::handle`] before the request
+    /// starts, so a connection that cannot be made is [`NotSent`]), for a
+    /// blocking worker of `runtime`: a command whose connection broke has the
+    /// connection replaced for the requests after it.
+    pub(crate) fn blocking(
+        self: &Arc<Self>,
+        handle: Handle,
+        runtime: tokio::runtime::Handle,
+    ) -> SharedConn {
+        let shared = Arc::clone(self);
+        let generation = handle.generation;
+        let on_error = move |error: &redis::RedisError| {
+            shared.failed(generation, error);
+        };
+        let route = match handle.inner {
+            HandleInner::Standalone(c) => SharedRoute::Standalone(c),
+            HandleInner::Cluster(c) => SharedRoute::Cluster(c),
+        };
+        SharedConn::new(route, runtime, Box::new(on_error))
     }
 }

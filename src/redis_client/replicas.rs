@@ -50,30 +50,29 @@ pub(crate) fn wait_after_buy(
     timeout: Duration,
 ) -> Result<i64> {
     let cmd = wait_command(replicas, timeout);
-    match conn {
-        Conn::Single(single) => cmd.query(single).context("WAIT for replicas failed"),
-        Conn::Cluster(cluster) => {
-            let mut slots: Vec<u16> = written_keys
-                .iter()
-                .map(|key| crate::model::layout::key_slot(key))
-                .collect();
-            slots.sort_unstable();
-            slots.dedup();
-            let mut fewest = i64::MAX;
-            for slot in slots {
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
-                    Route::new(slot, SlotAddr::Master),
-                ));
-                let reply = cluster.route_command(&cmd, route).with_context(|| {
-                    format!("WAIT for replicas failed on the master of slot {slot}")
-                })?;
-                let acked: i64 = redis::from_redis_value(reply)
-                    .with_context(|| format!("WAIT on the master of slot {slot} answered oddly"))?;
-                fewest = fewest.min(acked);
-            }
-            Ok(if fewest == i64::MAX { 0 } else { fewest })
-        }
+    if !conn.is_cluster() {
+        return cmd.query(conn).context("WAIT for replicas failed");
     }
+    let mut slots: Vec<u16> = written_keys
+        .iter()
+        .map(|key| crate::model::layout::key_slot(key))
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    let mut fewest = i64::MAX;
+    for slot in slots {
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
+            slot,
+            SlotAddr::Master,
+        )));
+        let reply = conn
+            .route(&cmd, route)
+            .with_context(|| format!("WAIT for replicas failed on the master of slot {slot}"))?;
+        let acked: i64 = redis::from_redis_value(reply)
+            .with_context(|| format!("WAIT on the master of slot {slot} answered oddly"))?;
+        fewest = fewest.min(acked);
+    }
+    Ok(if fewest == i64::MAX { 0 } else { fewest })
 }
 
 /// Refuse a WAIT that would outlast the reply timeout: the client would give

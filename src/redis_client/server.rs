@@ -30,31 +30,27 @@ pub(crate) fn on_every_master(
     cmd: &Cmd,
     single: &str,
 ) -> Result<Vec<Answer<Value>>> {
-    match conn {
-        Conn::Single(single_conn) => {
-            let value = cmd.query(single_conn)?;
-            Ok(vec![Answer {
-                node: single.to_string(),
-                value,
-            }])
-        }
-        Conn::Cluster(cluster) => {
-            let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
-            let reply = cluster.route_command(cmd, routing)?;
-            let Value::Map(nodes) = reply else {
-                return Err(anyhow!("the cluster's masters answered {reply:?}"));
-            };
-            let mut answers = Vec::new();
-            for (node, value) in nodes {
-                answers.push(Answer {
-                    node: redis::from_redis_value(node).context("a node address")?,
-                    value,
-                });
-            }
-            answers.sort_by(|a, b| a.node.cmp(&b.node));
-            Ok(answers)
-        }
+    if !conn.is_cluster() {
+        let value = cmd.query(conn)?;
+        return Ok(vec![Answer {
+            node: single.to_string(),
+            value,
+        }]);
     }
+    let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+    let reply = conn.route(cmd, routing)?;
+    let Value::Map(nodes) = reply else {
+        return Err(anyhow!("the cluster's masters answered {reply:?}"));
+    };
+    let mut answers = Vec::new();
+    for (node, value) in nodes {
+        answers.push(Answer {
+            node: redis::from_redis_value(node).context("a node address")?,
+            value,
+        });
+    }
+    answers.sort_by(|a, b| a.node.cmp(&b.node));
+    Ok(answers)
 }
 
 /// `INFO section` of every master, as `field → value`.

@@ -36,17 +36,7 @@ pub struct BuyCost {
     pub(crate) sweeps: u32,
 }
 
-/// One attempt. `buckets: 1` items take the plain path's single round trip
-/// (the caller normally uses `crate::domain::slot::buy` for them).
-pub fn buy<C: ConnectionLike>(
-    conn: &mut C,
-    layout: &Layout,
-    request: &BuyRequest,
-) -> Result<(BuyReply, BuyCost)> {
-    reserve(conn, layout, request, 0, false)
-}
-
-/// [`buy`]; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
+/// One attempt; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
 /// in the home bucket, whose stock the units came from (`reservations`).
 /// `queued`: the item has a waiting room, whose admissions every call of
 /// the home bucket checks (the item layer refines its refusals).
@@ -73,7 +63,7 @@ pub(crate) fn reserve<C: ConnectionLike>(
         payment_timeout_ms,
         queued,
     )?;
-    if home_answer_is_final(&first, layout) {
+    if home_answer_is_final(&first) {
         return Ok((first.reply, cost));
     }
     let reply = after_short_home(
@@ -88,15 +78,15 @@ pub(crate) fn reserve<C: ConnectionLike>(
 
 /// Whether the home bucket's first answer is the attempt's answer: anything
 /// but a `sold_out` the item has not proven yet.
-pub(crate) fn home_answer_is_final(first: &HomeReply, layout: &Layout) -> bool {
-    first.reply.outcome != Outcome::SoldOut || first.proven || !layout.is_bucketed()
+fn home_answer_is_final(first: &HomeReply) -> bool {
+    first.reply.outcome != Outcome::SoldOut || first.proven
 }
 
 /// The rest of an attempt whose home bucket was short (its first call,
 /// with `order_id`, answered an unproven `sold_out`): the sweep.
 /// `attempt`: the order id, the payment timeout and whether the item has a
 /// waiting room.
-pub(crate) fn after_short_home<C: ConnectionLike>(
+fn after_short_home<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     request: &BuyRequest,

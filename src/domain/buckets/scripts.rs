@@ -31,7 +31,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
     payment_timeout_ms: u64,
     queued: bool,
 ) -> Result<HomeReply> {
-    let call = home_buy_call(
+    home_buy_call(
         home,
         request,
         order_id,
@@ -39,34 +39,8 @@ pub(crate) fn home_buy<C: ConnectionLike>(
         credit,
         payment_timeout_ms,
         queued,
-    );
-    call.invoke(conn)
-        .map_err(anyhow::Error::from)
-        .and_then(bucket_buy::parse_reply)
-        .with_context(|| home_buy_failed(home, request))
-}
-
-/// An attempt's first call on its home bucket (counted, no credit), on an
-/// async connection (`seckill serve`); `queued` as in [`home_buy`].
-pub(crate) async fn first_home_buy_async<C: redis::aio::ConnectionLike + Send>(
-    conn: &mut C,
-    home: &BucketKeys,
-    request: &BuyRequest<'_>,
-    order_id: &str,
-    payment_timeout_ms: u64,
-    queued: bool,
-) -> Result<HomeReply> {
-    let call = home_buy_call(
-        home,
-        request,
-        order_id,
-        true,
-        None,
-        payment_timeout_ms,
-        queued,
-    );
-    call.invoke_async(conn)
-        .await
+    )
+    .invoke(conn)
         .map_err(anyhow::Error::from)
         .and_then(bucket_buy::parse_reply)
         .with_context(|| home_buy_failed(home, request))

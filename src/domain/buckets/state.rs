@@ -11,41 +11,7 @@ use serde::Serialize;
 use super::scripts::{self, Snapshot};
 use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
 use crate::model::campaign::{Campaign, Item};
-use crate::model::keys::ItemKeys;
 use crate::model::layout::{Layout, key_slot, share};
-
-/// Why the layout in Redis does not match the file, if it does not.
-pub(crate) fn layout_conflict<C: ConnectionLike>(
-    conn: &mut C,
-    layout: &Layout,
-) -> Result<Option<String>> {
-    let marker = layout.marker();
-    let recorded: Option<u32> = conn
-        .get(&marker)
-        .with_context(|| format!("cannot read {marker}"))?;
-    let conflict = match recorded {
-        Some(n) if n != layout.buckets => Some(format!(
-            "Redis holds item {} in {n} bucket(s), the file says {}: changing the count moves every \
-             user's home bucket; finish the sale with the old count, or `init --yes` to start over",
-            layout.item, layout.buckets
-        )),
-        None if layout.is_bucketed() => {
-            let plain = ItemKeys::new(&layout.prefix, &layout.campaign, &layout.item);
-            let exists: bool = conn
-                .exists(&plain.stock)
-                .with_context(|| format!("cannot read {}", plain.stock))?;
-            exists.then(|| {
-                format!(
-                    "Redis holds item {} unbucketed ({} exists), the file says {} buckets: \
-                     `init --yes` to start over",
-                    layout.item, plain.stock, layout.buckets
-                )
-            })
-        }
-        _ => None,
-    };
-    Ok(conflict)
-}
 
 /// One bucket's preheat result.
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +33,28 @@ pub(crate) struct BucketsPreheat {
     pub(crate) refused_because: Option<String>,
 }
 
+/// An item-level preheat result before any bucket is looked at.
+fn summary_of(item: &Item, status: PreheatStatus) -> PreheatReport {
+    PreheatReport {
+        item: item.id.clone(),
+        name: item.name.clone(),
+        status,
+        file_stock: item.stock,
+        redis_stock_before: None,
+        redis_stock_after: None,
+    }
+}
+
+/// The whole item refused before any bucket was looked at (its layout in
+/// Redis differs from the file's: `why`).
+pub(crate) fn refused(item: &Item, why: String) -> BucketsPreheat {
+    BucketsPreheat {
+        summary: summary_of(item, PreheatStatus::StockMissing),
+        buckets: Vec::new(),
+        refused_because: Some(why),
+    }
+}
+
 /// Preheat every bucket of `item`: first decide every bucket (a dry run);
 /// when any bucket refuses, or has transfers a reload would double, nothing
 /// is written to any bucket.
@@ -79,22 +67,7 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
     dry_run: bool,
 ) -> Result<BucketsPreheat> {
     let buckets = layout.all();
-    let mut summary = PreheatReport {
-        item: item.id.clone(),
-        name: item.name.clone(),
-        status: PreheatStatus::Kept,
-        file_stock: item.stock,
-        redis_stock_before: None,
-        redis_stock_after: None,
-    };
-    if let Some(why) = layout_conflict(conn, layout)? {
-        summary.status = PreheatStatus::StockMissing;
-        return Ok(BucketsPreheat {
-            summary,
-            buckets: Vec::new(),
-            refused_because: Some(why),
-        });
-    }
+    let mut summary = summary_of(item, PreheatStatus::Kept);
     let mut decided = Vec::new();
     for bucket in &buckets {
         let part = Item {

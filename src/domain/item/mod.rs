@@ -4,15 +4,18 @@
 //! with an item without their ever asking which: buy or reserve, preheat,
 //! read its state, flip its kill switch, reset it, list its order streams.
 //!
-//! A plain item is one slot ([`slot`]); a bucketed item runs the same slot
+//! The item's [`shape`] is decided once, when the item is built: a plain
+//! item is one slot ([`slot`]); a bucketed item runs the same slot
 //! operations on every bucket plus what buckets add ([`buckets`]: the sweep
-//! with logged transfers, the all-or-nothing preheat, the sell-out proof). A
-//! new kind of item is a new arm here and a folder of its own.
+//! with logged transfers, the all-or-nothing preheat, the sell-out proof).
+//! Every operation that differs is one `match` on the shape, so a new kind
+//! of item is a compile error at each place that needs its arm.
 //!
-//! May import: the rest of the domain, the Redis client layer, the model, utilities.
+//! May import: domain::waiting_room, domain::buckets, domain::slot, domain::kill_switch, redis_client, model, util.
 
 pub mod answer;
 pub mod sell_out;
+pub mod shape;
 
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
@@ -30,13 +33,16 @@ use crate::domain::waiting_room::{self, Room, RoomPreheat, Setup};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::{ItemKeys, LIVE_PREFIX};
 use crate::model::layout::{BucketKeys, Layout};
+use shape::Shape;
 
-/// One item of a campaign, with where its keys are.
+/// One item of a campaign: its shape (where its stock is) and its waiting
+/// room, both resolved when it is built.
 #[derive(Debug, Clone)]
 pub struct SaleItem<'a> {
     pub campaign: &'a Campaign,
     pub(crate) item: &'a Item,
-    layout: Layout,
+    shape: Shape,
+    room: Option<Room>,
 }
 
 /// One purchase attempt's answer, and what it cost.
@@ -47,16 +53,6 @@ pub struct Attempt {
     pub cost: BuyCost,
     /// One key per slot the attempt may have written to (for WAIT).
     pub(crate) written: Vec<String>,
-}
-
-/// What an attempt's first round trip on an async connection decided.
-#[derive(Debug)]
-pub(crate) enum FirstCall {
-    /// The attempt's answer.
-    Done(Attempt),
-    /// The home bucket is short: the attempt goes on to a sweep with this
-    /// order id, having cost this much so far.
-    Short { order_id: String, cost: BuyCost },
 }
 
 /// One item's preheat: its status, and each bucket's for a bucketed item.
@@ -126,10 +122,19 @@ impl<'a> SaleItem<'a> {
 
     /// `item` under `prefix` (the live sale's, or the load test's).
     pub(crate) fn under(prefix: &str, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+        SaleItem::laid_out(Layout::new(prefix, &campaign.id, &item.id, item.buckets), campaign, item)
+    }
+
+    /// `item` laid out as `layout`, its shape and room resolved from it.
+    fn laid_out(layout: Layout, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
+        let shape = Shape::of(layout);
+        let prefix = &shape.layout().prefix;
+        let room = Room::of(prefix, campaign, item, shape.fan_out_targets());
         SaleItem {
             campaign,
             item,
-            layout: Layout::new(prefix, &campaign.id, &item.id, item.buckets),
+            shape,
+            room,
         }
     }
 
@@ -148,45 +153,58 @@ impl<'a> SaleItem<'a> {
     }
 
     /// The item's waiting room, when the file turns one on (docs/waiting-room.md).
-    pub fn room(&self) -> Option<Room> {
-        Room::of(&self.layout.prefix, self.campaign, self.item)
+    pub fn room(&self) -> Option<&Room> {
+        self.room.as_ref()
+    }
+
+    /// [`SaleItem::room`], taken out of the item.
+    pub fn into_room(self) -> Option<Room> {
+        self.room
+    }
+
+    /// How the item's stock lies in Redis.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
     }
 
     /// Where the item's keys are.
     pub fn layout(&self) -> &Layout {
-        &self.layout
+        self.shape.layout()
     }
 
     /// Every slot's keys, in bucket order (one for a plain item).
     pub fn slots(&self) -> Vec<BucketKeys> {
-        self.layout.all()
+        self.shape.slots()
+    }
+
+    /// The slot holding `user`'s purchases, reservations and lookups.
+    pub fn home(&self, user: &str) -> BucketKeys {
+        self.shape.home(user)
     }
 
     /// The bucket number of `slot` when the item is bucketed (what reports show).
     pub(crate) fn bucket_of(&self, slot: &BucketKeys) -> Option<u32> {
-        self.layout.is_bucketed().then_some(slot.bucket)
+        self.shape.bucket_of(slot)
     }
 
-    /// Whether stock can move between the item's slots (transfers, the
-    /// rebalancer): a bucketed item.
+    /// Whether stock can move between the item's slots (transfers, the rebalancer).
     pub(crate) fn moves_stock_between_slots(&self) -> bool {
-        self.layout.is_bucketed()
+        self.shape.moves_stock()
     }
 
     /// The item as Redis recorded it at preheat (its bucket count marker),
     /// which decides where its orders are whatever the file says now.
     pub(crate) fn recorded<C: ConnectionLike>(&self, conn: &mut C) -> Result<SaleItem<'a>> {
-        let marker = self.layout.marker();
+        let layout = self.layout();
+        let marker = layout.marker();
         let recorded: Option<u32> = conn
             .get(&marker)
             .with_context(|| format!("cannot read {marker}"))?;
-        Ok(SaleItem {
-            layout: Layout {
-                buckets: recorded.unwrap_or(self.layout.buckets).max(1),
-                ..self.layout.clone()
-            },
-            ..self.clone()
-        })
+        let layout = Layout {
+            buckets: recorded.unwrap_or(layout.buckets).max(1),
+            ..layout.clone()
+        };
+        Ok(SaleItem::laid_out(layout, self.campaign, self.item))
     }
 
     /// One purchase attempt (`payment_timeout_ms` > 0: a reservation due that
@@ -199,122 +217,45 @@ impl<'a> SaleItem<'a> {
         request: &BuyRequest,
         payment_timeout_ms: u64,
     ) -> Result<Attempt> {
-        let room = self.room();
-        if !self.layout.is_bucketed() {
-            let keys = self.layout.bucket(0).keys;
-            let room_keys = room.as_ref().map(|r| &r.room);
-            let reply = slot::reserve_in_room(conn, &keys, request, payment_timeout_ms, room_keys)?;
-            return Ok(Attempt {
-                reply,
-                cost: BuyCost {
-                    round_trips: 1,
-                    ..BuyCost::default()
-                },
-                written: vec![keys.stock],
-            });
-        }
-        let (mut reply, mut cost) = buckets::buy::reserve(
-            conn,
-            &self.layout,
-            request,
-            payment_timeout_ms,
-            room.is_some(),
-        )?;
-        refine_in_room(conn, room.as_ref(), request.user, &mut reply, &mut cost)?;
-        // One round trip wrote to the home bucket only; a sweep may have
-        // debited, settled or marked any bucket.
-        let written = if cost.round_trips > 1 {
-            self.slots().into_iter().map(|b| b.keys.stock).collect()
-        } else {
-            vec![self.layout.home(request.user).keys.stock]
-        };
-        Ok(Attempt {
-            reply,
-            cost,
-            written,
-        })
-    }
-
-    /// [`SaleItem::reserve`]'s first round trip on an async connection
-    /// (`seckill serve`): a plain item's whole attempt, a bucketed item's
-    /// home-bucket call. A home bucket too short for an item not proven sold
-    /// out yet answers [`FirstCall::Short`]: the caller finishes the attempt
-    /// with [`SaleItem::finish_short`] on a blocking connection (the sweep is
-    /// rare — the last units of a bucket — and many round trips long).
-    pub(crate) async fn reserve_first<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-        request: &BuyRequest<'_>,
-        payment_timeout_ms: u64,
-    ) -> Result<FirstCall> {
-        let mut cost = BuyCost {
-            round_trips: 1,
-            ..BuyCost::default()
-        };
-        let room = self.room();
-        if !self.layout.is_bucketed() {
-            let keys = self.layout.bucket(0).keys;
-            let room_keys = room.as_ref().map(|r| &r.room);
-            let reply =
-                slot::reserve_async(conn, &keys, request, payment_timeout_ms, room_keys).await?;
-            return Ok(FirstCall::Done(Attempt {
-                reply,
-                cost,
-                written: vec![keys.stock],
-            }));
-        }
-        let home = self.layout.home(request.user);
-        let order_id = slot::new_order_id();
-        let first = buckets::scripts::first_home_buy_async(
-            conn,
-            &home,
-            request,
-            &order_id,
-            payment_timeout_ms,
-            room.is_some(),
-        )
-        .await?;
-        if buckets::buy::home_answer_is_final(&first, &self.layout) {
-            let mut reply = first.reply;
-            if let Some(room) = room.as_ref().filter(|_| needs_room_read(&reply)) {
-                cost.round_trips += 1;
-                let (_, standing) = room.read_async(conn, &[request.user]).await?;
-                if let Some(standing) = standing.first() {
-                    waiting_room::refine(&mut reply, standing);
-                }
+        match &self.shape {
+            Shape::Plain(layout) => {
+                let keys = layout.bucket(0).keys;
+                let room_keys = self.room.as_ref().map(|r| &r.room);
+                let reply =
+                    slot::reserve_in_room(conn, &keys, request, payment_timeout_ms, room_keys)?;
+                Ok(Attempt {
+                    reply,
+                    cost: BuyCost {
+                        round_trips: 1,
+                        ..BuyCost::default()
+                    },
+                    written: vec![keys.stock],
+                })
             }
-            return Ok(FirstCall::Done(Attempt {
-                reply,
-                cost,
-                written: vec![home.keys.stock],
-            }));
+            Shape::Bucketed(layout) => {
+                let room = self.room.as_ref();
+                let (mut reply, mut cost) = buckets::buy::reserve(
+                    conn,
+                    layout,
+                    request,
+                    payment_timeout_ms,
+                    room.is_some(),
+                )?;
+                refine_in_room(conn, room, request.user, &mut reply, &mut cost)?;
+                // One round trip wrote to the home bucket only; a sweep may have
+                // debited, settled or marked any bucket.
+                let written = if cost.round_trips > 1 {
+                    layout.all().into_iter().map(|b| b.keys.stock).collect()
+                } else {
+                    vec![layout.home(request.user).keys.stock]
+                };
+                Ok(Attempt {
+                    reply,
+                    cost,
+                    written,
+                })
+            }
         }
-        Ok(FirstCall::Short { order_id, cost })
-    }
-
-    /// The rest of an attempt [`SaleItem::reserve_first`] found short: the
-    /// sweep over the buckets, with the attempt's order id.
-    pub(crate) fn finish_short<C: ConnectionLike>(
-        &self,
-        conn: &mut C,
-        request: &BuyRequest,
-        payment_timeout_ms: u64,
-        (order_id, mut cost): (String, BuyCost),
-    ) -> Result<Attempt> {
-        let room = self.room();
-        let mut reply = buckets::buy::after_short_home(
-            conn,
-            &self.layout,
-            request,
-            (&order_id, payment_timeout_ms, room.is_some()),
-            &mut cost,
-        )?;
-        refine_in_room(conn, room.as_ref(), request.user, &mut reply, &mut cost)?;
-        Ok(Attempt {
-            reply,
-            cost,
-            written: self.slots().into_iter().map(|b| b.keys.stock).collect(),
-        })
     }
 
     /// [`SaleItem::reserve`] with no payment timeout: an `ok` is final.
@@ -348,13 +289,13 @@ impl<'a> SaleItem<'a> {
             ..self.item.clone()
         };
         // Before the stock: a first load never sells with the room on but unset.
-        let room = self.room();
-        let created = match (&room, dry_run) {
+        let room = self.room.as_ref();
+        let created = match (room, dry_run) {
             (Some(room), false) => Some(room.setup(conn, Setup::Create)?),
             _ => None,
         };
         let mut preheat = self.preheat_slots(conn, &item, mode, dry_run)?;
-        if let Some(room) = &room {
+        if let Some(room) = room {
             let applied = !dry_run
                 && preheat.report.status.writes()
                 && created.as_ref().is_none_or(|c| c.status != "created");
@@ -376,7 +317,9 @@ impl<'a> SaleItem<'a> {
         Ok(preheat)
     }
 
-    /// The stock and metadata of every slot (see [`SaleItem::preheat_stock`]).
+    /// The stock and metadata of every slot (see [`SaleItem::preheat_stock`]);
+    /// an item whose layout in Redis differs from the file's is refused
+    /// before any slot is touched.
     fn preheat_slots<C: ConnectionLike>(
         &self,
         conn: &mut C,
@@ -384,51 +327,57 @@ impl<'a> SaleItem<'a> {
         mode: PreheatMode,
         dry_run: bool,
     ) -> Result<ItemPreheat> {
-        if self.layout.is_bucketed() {
-            let split = buckets::state::preheat_item(
-                conn,
-                &self.layout,
-                self.campaign,
-                item,
-                mode,
-                dry_run,
-            )?;
-            return Ok(ItemPreheat {
-                report: split.summary,
-                buckets: self.layout.buckets,
-                per_bucket: split.buckets,
-                refused_because: split.refused_because,
-                waiting_room: None,
-            });
+        let conflict = self.shape.conflict(conn)?;
+        match &self.shape {
+            Shape::Plain(layout) => {
+                let keys = layout.bucket(0).keys;
+                let mut report = slot::preheat_item(
+                    conn,
+                    &keys,
+                    self.campaign,
+                    item,
+                    mode,
+                    dry_run || conflict.is_some(),
+                )?;
+                if conflict.is_some() {
+                    report.status = PreheatStatus::StockMissing;
+                }
+                Ok(ItemPreheat {
+                    report,
+                    buckets: 1,
+                    per_bucket: Vec::new(),
+                    refused_because: conflict,
+                    waiting_room: None,
+                })
+            }
+            Shape::Bucketed(layout) => {
+                let split = match conflict {
+                    Some(why) => buckets::state::refused(item, why),
+                    None => buckets::state::preheat_item(
+                        conn,
+                        layout,
+                        self.campaign,
+                        item,
+                        mode,
+                        dry_run,
+                    )?,
+                };
+                Ok(ItemPreheat {
+                    report: split.summary,
+                    buckets: layout.buckets,
+                    per_bucket: split.buckets,
+                    refused_because: split.refused_because,
+                    waiting_room: None,
+                })
+            }
         }
-        let conflict = buckets::state::layout_conflict(conn, &self.layout)?;
-        let keys = self.layout.bucket(0).keys;
-        let mut report = slot::preheat_item(
-            conn,
-            &keys,
-            self.campaign,
-            item,
-            mode,
-            dry_run || conflict.is_some(),
-        )?;
-        if conflict.is_some() {
-            report.status = PreheatStatus::StockMissing;
-        }
-        Ok(ItemPreheat {
-            report,
-            buckets: 1,
-            per_bucket: Vec::new(),
-            refused_because: conflict,
-            waiting_room: None,
-        })
     }
 
     /// The item's state, summed over its slots (`closed` only when every slot is).
     pub(crate) fn state<C: ConnectionLike>(&self, conn: &mut C) -> Result<ItemState> {
-        if self.layout.is_bucketed() {
-            buckets::state::item_state(conn, &self.layout)
-        } else {
-            slot::item_state(conn, &self.layout.bucket(0).keys)
+        match &self.shape {
+            Shape::Plain(layout) => slot::item_state(conn, &layout.bucket(0).keys),
+            Shape::Bucketed(layout) => buckets::state::item_state(conn, layout),
         }
     }
 
@@ -440,23 +389,27 @@ impl<'a> SaleItem<'a> {
         flip: &Flip,
         expire_at_ms: Option<i64>,
     ) -> Result<()> {
-        if !self.layout.is_bucketed() {
-            return kill_switch::set(conn, &self.layout.bucket(0).keys, flip, expire_at_ms);
+        match &self.shape {
+            Shape::Plain(layout) => {
+                kill_switch::set(conn, &layout.bucket(0).keys, flip, expire_at_ms)
+            }
+            Shape::Bucketed(layout) => {
+                for bucket in layout.all() {
+                    kill_switch::set(conn, &bucket.keys, flip, expire_at_ms).with_context(|| {
+                        format!(
+                            "kill switch NOT set in bucket {} ({}) of item {}: the item is only partly switched; run the command again",
+                            bucket.bucket, bucket.keys.meta, self.item.id
+                        )
+                    })?;
+                }
+                Ok(())
+            }
         }
-        for bucket in self.slots() {
-            kill_switch::set(conn, &bucket.keys, flip, expire_at_ms).with_context(|| {
-                format!(
-                    "kill switch NOT set in bucket {} ({}) of item {}: the item is only partly switched; run the command again",
-                    bucket.bucket, bucket.keys.meta, self.item.id
-                )
-            })?;
-        }
-        Ok(())
     }
 
     /// The kept flips of the kill switch, newest first (every flip goes to every slot).
     pub(crate) fn switch_history<C: ConnectionLike>(&self, conn: &mut C) -> Result<Vec<Flip>> {
-        kill_switch::history(conn, &self.layout.bucket(0).keys)
+        kill_switch::history(conn, &self.layout().bucket(0).keys)
     }
 
     /// How the slots stand: buckets closed and, with `each`, every bucket's status.
@@ -465,19 +418,21 @@ impl<'a> SaleItem<'a> {
         conn: &mut C,
         each: bool,
     ) -> Result<SlotsView> {
-        if !self.layout.is_bucketed() {
-            return Ok(SlotsView {
+        match &self.shape {
+            Shape::Plain(_) => Ok(SlotsView {
                 buckets: 1,
                 buckets_closed: None,
                 per_bucket: None,
-            });
+            }),
+            Shape::Bucketed(layout) => {
+                let statuses = buckets::state::bucket_statuses(conn, layout)?;
+                Ok(SlotsView {
+                    buckets: layout.buckets,
+                    buckets_closed: Some(statuses.iter().filter(|b| b.closed).count() as u32),
+                    per_bucket: each.then_some(statuses),
+                })
+            }
         }
-        let statuses = buckets::state::bucket_statuses(conn, &self.layout)?;
-        Ok(SlotsView {
-            buckets: self.layout.buckets,
-            buckets_closed: Some(statuses.iter().filter(|b| b.closed).count() as u32),
-            per_bucket: each.then_some(statuses),
-        })
     }
 
     /// Delete every key of the item — the plain layout's and every bucket
@@ -485,20 +440,22 @@ impl<'a> SaleItem<'a> {
     /// bucket count changed starts clean. Per-user keys go by SCAN when
     /// `scan_too` (one node only: on a cluster they expire within one window).
     pub(crate) fn delete<C: ConnectionLike>(&self, conn: &mut C, scan_too: bool) -> Result<u64> {
-        let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
+        let layout = self.layout();
+        let plain = ItemKeys::new(&layout.prefix, &self.campaign.id, &self.item.id);
         let mut deleted = slot::delete_item(conn, &plain, scan_too)?;
-        deleted += buckets::state::delete_item(conn, &self.layout, scan_too)?;
+        deleted += buckets::state::delete_item(conn, layout, scan_too)?;
         // A room's keys go whether or not the file still has one.
-        deleted += waiting_room::delete_keys(conn, &self.layout)?;
+        deleted += waiting_room::delete_keys(conn, &plain, self.shape.fan_out_targets())?;
         Ok(deleted)
     }
 
     /// Whether Redis holds the item: a plain item's meta or stock, or a
     /// bucketed layout's marker (what a load test must never compete with).
     pub(crate) fn in_redis<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<String>> {
-        let plain = ItemKeys::new(&self.layout.prefix, &self.campaign.id, &self.item.id);
+        let layout = self.layout();
+        let plain = ItemKeys::new(&layout.prefix, &self.campaign.id, &self.item.id);
         let found: u64 = conn
-            .exists(&[&plain.meta, &plain.stock, &self.layout.marker()][..])
+            .exists(&[&plain.meta, &plain.stock, &layout.marker()][..])
             .with_context(|| format!("cannot check for keys of {}", plain.base))?;
         Ok((found > 0).then(|| format!("{}*", plain.base)))
     }
@@ -507,13 +464,15 @@ impl<'a> SaleItem<'a> {
     /// item's proven sell-out (`sold_out` in every bucket's meta) is no
     /// longer true, so it is cleared in every bucket. Idempotent.
     pub(crate) fn units_returned<C: ConnectionLike>(&self, conn: &mut C) -> Result<()> {
-        if !self.layout.is_bucketed() {
-            return Ok(());
+        match &self.shape {
+            Shape::Plain(_) => Ok(()),
+            Shape::Bucketed(layout) => {
+                for bucket in layout.all() {
+                    buckets::scripts::clear_sold_out(conn, &bucket)?;
+                }
+                Ok(())
+            }
         }
-        for bucket in self.slots() {
-            buckets::scripts::clear_sold_out(conn, &bucket)?;
-        }
-        Ok(())
     }
 
     /// One rebalancing pass (docs/buckets.md): a slot holding less than
@@ -524,10 +483,10 @@ impl<'a> SaleItem<'a> {
         conn: &mut C,
         low_water: f64,
     ) -> Result<Option<Pass>> {
-        if !self.layout.is_bucketed() {
-            return Ok(None);
+        match &self.shape {
+            Shape::Plain(_) => Ok(None),
+            Shape::Bucketed(layout) => buckets::rebalance::pass(conn, layout, low_water).map(Some),
         }
-        buckets::rebalance::pass(conn, &self.layout, low_water).map(Some)
     }
 
     /// A bucketed item proven sold out while some bucket holds units again
@@ -537,12 +496,13 @@ impl<'a> SaleItem<'a> {
         &self,
         conn: &mut C,
     ) -> Result<Option<i64>> {
-        if !self.layout.is_bucketed() {
-            return Ok(None);
-        }
+        let layout = match &self.shape {
+            Shape::Plain(_) => return Ok(None),
+            Shape::Bucketed(layout) => layout,
+        };
         let mut stock = 0i64;
         let mut proven = false;
-        for bucket in self.slots() {
+        for bucket in layout.all() {
             let left: Option<i64> = conn
                 .get(&bucket.keys.stock)
                 .with_context(|| format!("cannot read {}", bucket.keys.stock))?;

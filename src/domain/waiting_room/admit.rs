@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::Room;
 use super::shuffle::{Seed, shuffle};
 use crate::domain::buckets::admissions::{self, Grant};
+use crate::model::layout::Layout;
 use crate::model::waiting_room::AdmissionMode;
 use crate::redis_client::scripts::ScriptCall;
 pub use crate::redis_client::scripts::queue_admit::AdmitTick;
@@ -91,10 +92,9 @@ impl Room {
         };
         let admit = match self.settings.mode {
             AdmissionMode::MaxActive(_) => {
-                let bought = if self.fans_out() {
-                    self.release_bought(conn, batch)?
-                } else {
-                    0
+                let bought = match &self.buckets {
+                    Some(buckets) => self.release_bought(conn, buckets, batch)?,
+                    None => 0,
                 };
                 let mut tick = self.admit(conn, batch)?;
                 tick.freed += bought;
@@ -102,10 +102,9 @@ impl Room {
             }
             AdmissionMode::Rate { .. } => None,
         };
-        let fan_out = if self.fans_out() {
-            Some(self.fan_out(conn, batch)?)
-        } else {
-            None
+        let fan_out = match &self.buckets {
+            Some(buckets) => Some(self.fan_out(conn, buckets, batch)?),
+            None => None,
         };
         Ok(Pass {
             item: self.item.clone(),
@@ -140,7 +139,12 @@ impl Room {
     /// bucket gives its place back now instead of at the end of its
     /// admission. The `batch` places that end first are looked at per pass.
     /// Returns the places given back.
-    fn release_bought<C: ConnectionLike>(&self, conn: &mut C, batch: usize) -> Result<i64> {
+    fn release_bought<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        buckets: &Layout,
+        batch: usize,
+    ) -> Result<i64> {
         let active: Vec<String> = redis::cmd("ZRANGE")
             .arg(&self.room.active)
             .arg(0)
@@ -149,7 +153,7 @@ impl Room {
             .with_context(|| format!("cannot read {}", self.room.active))?;
         let mut bought = Vec::new();
         for user in active {
-            let buyers = self.layout.home(&user).keys.buyers;
+            let buyers = buckets.home(&user).keys.buyers;
             let units: Option<String> = redis::cmd("HGET")
                 .arg(&buyers)
                 .arg(&user)
@@ -325,9 +329,14 @@ impl Room {
         })
     }
 
-    /// A bucketed item: carry the admissions decided since the last pass to
-    /// their users' home buckets, `batch` positions per round trip.
-    pub fn fan_out<C: ConnectionLike>(&self, conn: &mut C, batch: usize) -> Result<FannedOut> {
+    /// Carry the admissions decided since the last pass to their users' home
+    /// buckets of `buckets`, `batch` positions per round trip.
+    fn fan_out<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        buckets: &Layout,
+        batch: usize,
+    ) -> Result<FannedOut> {
         let mut done = FannedOut::default();
         loop {
             let r = &self.room;
@@ -353,7 +362,7 @@ impl Room {
             let mut per_bucket: BTreeMap<u32, Vec<Grant>> = BTreeMap::new();
             for (user, admission) in &next.entries {
                 if let Some((from, to)) = admission {
-                    let home = self.layout.home(user).bucket;
+                    let home = buckets.home(user).bucket;
                     per_bucket
                         .entry(home)
                         .or_default()
@@ -363,7 +372,7 @@ impl Room {
             for (bucket, grants) in &per_bucket {
                 let (new, _) = admissions::grant(
                     conn,
-                    &self.layout.bucket(*bucket),
+                    &buckets.bucket(*bucket),
                     grants,
                     self.expire_at_ms,
                 )?;
@@ -395,12 +404,21 @@ impl Room {
         }
     }
 
-    /// Every bucket's admissions: (held now, granted in all), in bucket order.
-    pub fn bucket_admissions<C: ConnectionLike>(&self, conn: &mut C) -> Result<Vec<(i64, i64)>> {
-        self.layout
-            .all()
-            .iter()
-            .map(|bucket| admissions::counts(conn, bucket))
-            .collect()
+    /// Every bucket's copies of the admissions: (held now, granted in all),
+    /// in bucket order; `None` when the room copies none (the buy reads it).
+    pub fn bucket_admissions<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Option<Vec<(i64, i64)>>> {
+        self.buckets
+            .as_ref()
+            .map(|buckets| {
+                buckets
+                    .all()
+                    .iter()
+                    .map(|bucket| admissions::counts(conn, bucket))
+                    .collect()
+            })
+            .transpose()
     }
 }

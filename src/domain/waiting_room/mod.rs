@@ -51,8 +51,10 @@ pub struct Room {
     pub settings: WaitingRoom,
     /// The room's keys, in the item's own slot (a bucketed item: its plain tag).
     pub(crate) room: RoomKeys,
-    /// Where the item's stock is: a bucketed item fans admissions out to it.
-    pub(crate) layout: Layout,
+    /// The buckets whose buy checks admissions in its own slot, so the room
+    /// copies each admission to the user's home bucket there (the item's
+    /// shape says which; none: the buy reads the room itself).
+    pub(crate) buckets: Option<Layout>,
     /// The item's keys expire then (Unix ms), like every key of the sale.
     pub(crate) expire_at_ms: Option<i64>,
     /// The sale window (Unix ms), copied into the room for its scripts.
@@ -109,23 +111,24 @@ pub enum Penalty {
 }
 
 impl Room {
-    /// The room of `item` under `prefix`, when it has one.
-    pub(crate) fn of(prefix: &str, campaign: &Campaign, item: &Item) -> Option<Room> {
+    /// The room of `item` under `prefix`, when it has one, fanning its
+    /// admissions out to `buckets` when there are any.
+    pub(crate) fn of(
+        prefix: &str,
+        campaign: &Campaign,
+        item: &Item,
+        buckets: Option<&Layout>,
+    ) -> Option<Room> {
         let settings = item.waiting_room.clone()?;
         Some(Room {
             item: item.id.clone(),
             settings,
             room: ItemKeys::new(prefix, &campaign.id, &item.id).room(),
-            layout: Layout::new(prefix, &campaign.id, &item.id, item.buckets),
+            buckets: buckets.cloned(),
             expire_at_ms: campaign.expire_at_ms(),
             starts_at_ms: campaign.starts_at_ms,
             ends_at_ms: campaign.ends_at_ms,
         })
-    }
-
-    /// Whether admissions must be fanned out to buckets (a bucketed item).
-    pub fn fans_out(&self) -> bool {
-        self.layout.is_bucketed()
     }
 
     /// Write the file's settings into Redis (preheat; see [`Setup`]). A new
@@ -234,16 +237,6 @@ impl Room {
         self.read_reply(reply, users)
     }
 
-    /// [`Room::read`] on an async connection (`seckill serve`).
-    pub(crate) async fn read_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-        users: &[&str],
-    ) -> Result<(RoomFigures, Vec<Standing>)> {
-        let reply = self.read_call(users).invoke_async(conn).await;
-        self.read_reply(reply, users)
-    }
-
     fn read_call<'u>(&'u self, users: &[&'u str]) -> QueueRead<&'u str> {
         let r = &self.room;
         QueueRead::<&str> {
@@ -320,8 +313,8 @@ impl Room {
                 self.item
             );
         }
-        if penalty == Penalty::Block && self.fans_out() {
-            buckets::admissions::revoke(conn, &self.layout.home(user), user)?;
+        if let (Penalty::Block, Some(copies)) = (penalty, &self.buckets) {
+            buckets::admissions::revoke(conn, &copies.home(user), user)?;
         }
         Ok((status, previous))
     }
@@ -361,18 +354,19 @@ pub(crate) fn refine(reply: &mut BuyReply, standing: &Standing) {
     reply.waiting = waiting;
 }
 
-/// Delete every waiting-room key of the item laid out as `layout`: the item
-/// slot's and each bucket's admissions (for `init`, whether or not the file
-/// still has a room).
-pub(crate) fn delete_keys<C: ConnectionLike>(conn: &mut C, layout: &Layout) -> Result<u64> {
-    let plain = ItemKeys::new(&layout.prefix, &layout.campaign, &layout.item).room();
-    let mut keys: Vec<String> = plain.all().iter().map(|k| k.to_string()).collect();
-    if layout.is_bucketed() {
-        for bucket in layout.all() {
-            let room = bucket.keys.room();
-            keys.extend([room.admissions, room.admission_count]);
-        }
+/// Delete every waiting-room key of `item`: those in its own slot (`keys`)
+/// and the admissions copied to each of `buckets` (for `init`, whether or
+/// not the file still has a room).
+pub(crate) fn delete_keys<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    buckets: Option<&Layout>,
+) -> Result<u64> {
+    let mut doomed: Vec<String> = keys.room().all().iter().map(|k| k.to_string()).collect();
+    for bucket in buckets.map(Layout::all).unwrap_or_default() {
+        let room = bucket.keys.room();
+        doomed.extend([room.admissions, room.admission_count]);
     }
-    conn.del(&keys)
-        .with_context(|| format!("cannot delete the waiting room of item {}", layout.item))
+    conn.del(&doomed)
+        .with_context(|| format!("cannot delete the waiting room of {}", keys.base))
 }

@@ -162,6 +162,7 @@ pub(crate) fn run(
     let sale = SaleItem::under(LOADTEST_PREFIX, campaign, item);
     let room = sale
         .room()
+        .cloned()
         .ok_or_else(|| anyhow!("the load-test item has no waiting room"))?;
     let mut control = target.connect()?;
     sale.preheat(&mut control, PreheatMode::Force, false)?;
@@ -197,7 +198,7 @@ pub(crate) fn run(
         2.0 * (run.arrivals as f64 / run.rate + run.arrivals as f64 / admit_per_s) + 30.0,
     );
     let needs_admitter =
-        room.fans_out() || matches!(room.settings.mode, AdmissionMode::MaxActive(_));
+        room.buckets.is_some() || matches!(room.settings.mode, AdmissionMode::MaxActive(_));
     std::thread::scope(|scope| -> Result<()> {
         let admitter = needs_admitter.then(|| {
             scope.spawn(|| -> Result<()> {

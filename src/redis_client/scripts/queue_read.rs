@@ -75,6 +75,11 @@ pub struct Standing {
 }
 
 impl Standing {
+    /// Still in line (waiting, or in the pre-queue).
+    pub fn waits(&self) -> bool {
+        matches!(self.state, State::Waiting | State::Prequeue)
+    }
+
     /// Parse `state, position, serving, eta_ms, from_ms, to_ms` (from and to 0: none).
     pub(crate) fn parse(fields: &[Value]) -> Result<Standing> {
         let [state, position, serving, eta, from, to] = fields else {

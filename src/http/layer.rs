@@ -1,0 +1,131 @@
+//! The door's one layer, around every `/v1` request whatever its kind:
+//! refuse it while stopping (503 `shutting_down`), read its body whole
+//! within `--body-timeout` and [`MAX_BODY`] (408, 413) *before* it takes a
+//! place, take a place under `--max-in-flight` (503 `overloaded` with
+//! `Retry-After`, never a queue), count it in flight while it runs, then
+//! count its answer (endpoint, outcome, status, latency). A handler only
+//! answers; it cannot forget any of this.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::app::App;
+use super::error::{Counted, error_answer};
+
+/// Largest request body accepted (a buy is well under 1 KiB).
+pub(crate) const MAX_BODY: usize = 16 * 1024;
+
+/// The metrics' endpoint label of a route.
+fn endpoint(route: Option<&str>) -> &'static str {
+    match route.unwrap_or("") {
+        "/v1/items/{item}/buy" => "buy",
+        "/v1/items/{item}/orders/{user}" => "orders",
+        "/v1/items/{item}/queue" | "/v1/items/{item}/queue/{user}" => "queue",
+        "/v1/items/{item}/register" => "register",
+        "/v1/orders/{order}/pay" => "pay",
+        "/v1/orders/{order}/cancel" => "cancel",
+        _ => "other",
+    }
+}
+
+/// The layer (`axum::middleware::from_fn_with_state`).
+pub(crate) async fn door(
+    State(app): State<Arc<App>>,
+    route: Option<MatchedPath>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let endpoint = endpoint(route.as_ref().map(MatchedPath::as_str));
+    let answer = admit_and_run(&app, request, next).await;
+    let outcome = answer
+        .extensions()
+        .get::<Counted>()
+        .map_or("answered", |c| c.0);
+    app.metrics
+        .answered(endpoint, outcome, answer.status().as_u16(), started.elapsed());
+    app.answered.fetch_add(1, Ordering::Relaxed);
+    answer
+}
+
+async fn admit_and_run(app: &Arc<App>, request: Request, next: Next) -> Response {
+    if app.draining.load(Ordering::SeqCst) {
+        let mut answer = error_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "this instance is stopping: send the request to another one",
+            None,
+        );
+        answer
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return answer;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(
+        app.settings.body_timeout,
+        axum::body::to_bytes(body, MAX_BODY),
+    )
+    .await
+    {
+        Err(_) => {
+            return error_answer(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                &format!(
+                    "the body did not arrive within {:?} (--body-timeout)",
+                    app.settings.body_timeout
+                ),
+                None,
+            );
+        }
+        Ok(Err(_)) => {
+            return error_answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                &format!("the body is over {MAX_BODY} bytes"),
+                None,
+            );
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let Ok(_place) = Arc::clone(&app.permits).try_acquire_owned() else {
+        let mut answer = error_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "too many requests in flight on this instance: retry shortly",
+            None,
+        );
+        answer
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return answer;
+    };
+    let _in_flight = InFlight::enter(app);
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// One request in flight, counted until it is dropped (answered, or its
+/// client gone and the handler dropped with it).
+struct InFlight<'a>(&'a App);
+
+impl<'a> InFlight<'a> {
+    fn enter(app: &'a App) -> InFlight<'a> {
+        app.metrics.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(app)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
