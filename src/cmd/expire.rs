@@ -15,8 +15,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::reservations::{self, ExpireSettings, ItemExpiry};
-use crate::operator::monitor::http::parse_listen;
-use crate::operator::monitor::service;
+use crate::http::service::{self, parse_listen};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::util::log;

@@ -16,8 +16,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::{Pass, SaleItem};
-use crate::operator::monitor::http::parse_listen;
-use crate::operator::monitor::service;
+use crate::http::service::{self, parse_listen};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;

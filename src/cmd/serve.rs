@@ -1,5 +1,5 @@
 //! `seckill serve`: the shop's front door, an HTTP buy API through the same
-//! scripts as `seckill buy` (`features::serve`; `docs/serve.md`). Runs until
+//! operations as `seckill buy` (`http`; `docs/serve.md`). Runs until
 //! SIGTERM or SIGINT, then reports what it answered.
 
 use std::net::SocketAddr;
@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
+use crate::http::service::parse_listen;
 use crate::http::{self, Served, Settings};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
@@ -63,16 +64,6 @@ pub(crate) struct Args {
 
 /// Shortest --recheck: each costs one Redis read per item.
 const MIN_RECHECK: Duration = Duration::from_millis(10);
-
-/// `HOST:PORT`, or `:PORT` for every interface.
-pub(crate) fn parse_listen(text: &str) -> std::result::Result<SocketAddr, String> {
-    let full = match text.strip_prefix(':') {
-        Some(port) => format!("0.0.0.0:{port}"),
-        None => text.to_string(),
-    };
-    full.parse()
-        .map_err(|e| format!("{text:?} is not HOST:PORT or :PORT ({e}), e.g. 127.0.0.1:8080"))
-}
 
 /// `seckill serve`'s report, when it stopped.
 #[derive(Debug, Serialize)]

@@ -47,6 +47,7 @@ mod operator;
 mod orders;
 mod probes;
 mod queue;
+pub(crate) mod service;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -174,7 +175,11 @@ async fn accept(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<Served>
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors, say: a pause, not a busy loop.
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let service = TowerToHyperService::new(router.clone());
                 let connection = hyper::server::conn::http1::Builder::new()

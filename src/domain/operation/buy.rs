@@ -41,14 +41,19 @@ impl Buy<'_> {
         let item = item_of(campaign, self.item)?;
         check_id("user", self.user, true)?;
         check_id("request_id", self.request_id, false)?;
-        if self.qty == 0 || self.qty > campaign.per_user_limit {
+        let problem = match self.qty {
+            0 => Some("0 is not at least 1".to_string()),
+            qty if qty > campaign.per_user_limit => Some(format!(
+                "{qty} is more than per_user_limit {} of campaign {}",
+                campaign.per_user_limit, campaign.id
+            )),
+            _ => None,
+        };
+        if let Some(problem) = problem {
             return Err(Failure::invalid(Invalid::Field {
                 field: "qty",
                 value: None,
-                problem: format!(
-                    "must be 1..{} (per_user_limit of campaign {}), got {}",
-                    campaign.per_user_limit, campaign.id, self.qty
-                ),
+                problem,
             }));
         }
         Ok(item)

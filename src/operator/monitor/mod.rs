@@ -6,7 +6,6 @@
 //! waiting room.
 
 pub(crate) mod check;
-pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod room;
 pub(crate) mod service;

@@ -10,7 +10,6 @@
 //! a probe never waits behind the worker's batch and never disturbs it.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +18,6 @@ use anyhow::Result;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::counters::CONSUME;
 use crate::domain::orders::{OrderStore, StoreLocation};
-use crate::operator::monitor::http::{self, Pages};
 use crate::operator::monitor::metrics::{self, Exposition};
 use crate::operator::monitor::status::StatusReader;
 use crate::model::campaign::Campaign;
@@ -55,6 +53,14 @@ impl ServiceState {
     }
 }
 
+/// What a service's probes answer; each call answers one request.
+pub(crate) trait Pages {
+    /// The exposition text of `/metrics`.
+    fn metrics(&mut self) -> String;
+    /// `/healthz`: `Ok(what answered)` is healthy, `Err(what failed)` is not.
+    fn health(&mut self) -> Result<String, String>;
+}
+
 /// One service's endpoints.
 struct Service {
     /// `consume`, `expire` or `rebalance`: the `command` label.
@@ -67,48 +73,38 @@ struct Service {
     state: Arc<ServiceState>,
 }
 
-/// The state a command's worker shares with its endpoints, served at
-/// `listen` when given (`--metrics-listen`; a log line says where).
-pub(crate) fn start(
-    listen: Option<SocketAddr>,
-    command: &'static str,
-    campaign: &Campaign,
-    target: &RedisTarget,
-    store: Option<StoreLocation>,
-) -> Result<Arc<ServiceState>> {
-    let state = Arc::new(ServiceState::default());
-    if let Some(listen) = listen {
-        let service = Service {
-            command,
-            campaign: campaign.clone(),
-            target: target.clone(),
-            store,
-            state: Arc::clone(&state),
-        };
-        let bound = serve(listen, service)?;
-        crate::util::log::line(
-            command,
-            format!("metrics at http://{bound}/metrics, health at /healthz"),
-        );
-    }
-    Ok(state)
-}
-
-/// Serve `service` at `listen`; returns the bound address (port 0 picks one).
-fn serve(listen: SocketAddr, service: Service) -> Result<SocketAddr> {
-    http::serve(listen, move || Responder {
-        service,
-        conn: None,
-        store: None,
-        reader: StatusReader::default(),
-    })
-}
-
-struct Responder {
+/// The pages of one service, with connections of their own (opened on
+/// first use, dropped after a failure), so a probe never waits behind the
+/// worker's batch and never disturbs it.
+pub(crate) struct Responder {
     service: Service,
     conn: Option<Conn>,
     store: Option<Box<dyn OrderStore>>,
     reader: StatusReader,
+}
+
+impl Responder {
+    /// The pages of `command`'s service, sharing `state` with its worker.
+    pub(crate) fn new(
+        command: &'static str,
+        campaign: &Campaign,
+        target: &RedisTarget,
+        store: Option<StoreLocation>,
+        state: Arc<ServiceState>,
+    ) -> Responder {
+        Responder {
+            service: Service {
+                command,
+                campaign: campaign.clone(),
+                target: target.clone(),
+                store,
+                state,
+            },
+            conn: None,
+            store: None,
+            reader: StatusReader::default(),
+        }
+    }
 }
 
 impl Responder {
