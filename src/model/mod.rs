@@ -11,4 +11,5 @@ pub mod exit_codes;
 pub mod fields;
 pub mod keys;
 pub mod layout;
+pub mod role;
 pub mod waiting_room;

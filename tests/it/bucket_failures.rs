@@ -24,7 +24,7 @@ use seckill::model::exit_codes::{
 };
 use seckill::model::layout::{Layout, home_bucket};
 use support::spec::{CampaignSpec, Ran, campaign, seckill};
-use support::{CampaignFile, RedisServer};
+use support::{CampaignFile, Preheat, RedisServer};
 
 fn bf() -> CampaignSpec {
     campaign("bf").per_user_limit(2).item("1", 4).buckets(2)
@@ -44,14 +44,7 @@ fn homed_in(bucket: u32, i: usize) -> String {
 }
 
 fn preheated(server: &RedisServer) -> CampaignFile {
-    let file = bf().write();
-    let mut conn = server.conn();
-    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-    seckill(&["preheat"])
-        .campaign(&file)
-        .redis(server)
-        .succeeds();
-    file
+    Preheat::on(server).flushed().spec(&bf())
 }
 
 /// `seckill buy --item 1 --user USER EXTRA` against `url`, with short Redis

@@ -13,9 +13,11 @@ use std::collections::BTreeMap;
 
 use redis::Commands;
 use seckill::model::exit_codes;
-use seckill::redis_client::scripts::{self, ScriptCall};
+use seckill::model::keys::LIVE_PREFIX;
+use seckill::model::layout::Layout;
+use seckill::redis_client::scripts::{self, Spec};
 use support::spec::{campaign, seckill};
-use support::{CampaignFile, RedisServer};
+use support::{CampaignFile, Preheat, RedisServer};
 
 /// A rate limit, so the buy script's earliest write (the rate counter) is in play.
 fn cs() -> CampaignFile {
@@ -64,14 +66,10 @@ pub(crate) fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String
         .collect()
 }
 
+/// An emptied Redis with `file` preheated, and a connection to it.
 fn fresh(server: &RedisServer, file: &CampaignFile) -> redis::Connection {
-    let mut conn = server.conn();
-    let () = redis::cmd("FLUSHALL").query(&mut conn).unwrap();
-    seckill(&["preheat"])
-        .campaign(file)
-        .redis(server)
-        .succeeds();
-    conn
+    Preheat::on(server).flushed().file(file);
+    server.conn()
 }
 
 fn wrong_type(conn: &mut redis::Connection, key: &str, kind: &str) {
@@ -241,37 +239,65 @@ impl Corruption {
     }
 }
 
-/// The keys a Lua file reads, from its `-- KEYS[n] name` header lines.
-fn header_keys(source: &str) -> Vec<String> {
-    source
-        .lines()
-        .filter_map(|line| line.strip_prefix("-- KEYS["))
-        .map(|rest| {
-            let name = rest
-                .split(']')
-                .nth(1)
-                .unwrap()
-                .split_whitespace()
-                .next()
-                .unwrap();
-            match name {
-                "rate" => format!("{BASE}:rate:u"),
-                other => format!("{BASE}:{other}"),
-            }
-        })
-        .collect()
+/// The key a script's `KEYS[n] name` header line gets for item `cs:1`:
+/// the model's own field of that name (`ItemKeys`, its room's, the bucket's
+/// transfer log), so the test corrupts the keys the sale really passes.
+fn key_named(name: &str) -> String {
+    let slot = Layout::new(LIVE_PREFIX, "cs", "1", 1).bucket(0);
+    let (item, room) = (&slot.keys, slot.keys.room());
+    let field = match name {
+        "meta" => &item.meta,
+        "stock" => &item.stock,
+        "buyers" => &item.buyers,
+        "buyer_orders" => &item.buyer_orders,
+        "orders" => &item.orders,
+        "dead" => &item.dead,
+        "reservations" => &item.reservations,
+        "deadlines" => &item.deadlines,
+        "reservation_counts" => &item.reservation_counts,
+        "switch_log" => &item.switch_log,
+        "xfer_out" => &slot.xfer_out,
+        "xfer_pending" => &slot.xfer_pending,
+        "xfer_in" => &slot.xfer_in,
+        "room" => &room.room,
+        "queue" => &room.queue,
+        "line" => &room.line,
+        "registered" => &room.registered,
+        "devices" => &room.devices,
+        "ips" => &room.ips,
+        "risk" => &room.risk,
+        "admitted" => &room.admitted,
+        "active" => &room.active,
+        "shuffled" => &room.shuffled,
+        "admissions" => &room.admissions,
+        "admission_count" => &room.admission_count,
+        // The user of every ARGV table below.
+        "rate" => return item.rate("u"),
+        // `requests` is the crate's own field; `lock` is the load test's key.
+        "requests" | "lock" => return format!("{}{name}", item.base),
+        other => panic!("KEYS name {other} has no key of the model in this test: add it"),
+    };
+    field.clone()
 }
 
-/// The type column of each `-- KEYS[n] name type` header line.
-fn header_kinds(source: &str) -> Vec<String> {
-    source
+/// The type column of each `-- KEYS[n] name type` header line of `spec`.
+fn header_kinds(spec: &Spec) -> Vec<String> {
+    let kinds: Vec<String> = spec
+        .source
         .lines()
         .filter_map(|line| line.strip_prefix("-- KEYS["))
         .map(|rest| {
             let words: Vec<&str> = rest.split(']').nth(1).unwrap().split_whitespace().collect();
             words.get(1).map_or(String::new(), |w| w.to_string())
         })
-        .collect()
+        .collect();
+    assert_eq!(
+        kinds.len(),
+        spec.keys.len(),
+        "lua/{}: KEYS header",
+        spec.file
+    );
+    kinds
 }
 
 /// The bucket scripts validate before anything else: a key of another type
@@ -402,581 +428,30 @@ fn seed_transfers(conn: &mut redis::Connection) {
     let () = conn.hset(format!("{BASE}:xfer_in"), "t0", "3 1 1").unwrap();
 }
 
-/// `values` as exactly `N` of them (a script's KEYS or ARGV).
-fn exactly<'a, const N: usize>(values: &'a [String], script: &str, what: &str) -> &'a [String; N] {
-    values.try_into().unwrap_or_else(|_| {
-        panic!(
-            "{script}: {} {what} from its header and ARGV variants, its call takes {N}",
-            values.len()
-        )
-    })
-}
-
-/// Run `lua/<script>.lua` once through its typed call
-/// (`seckill::redis_client::scripts`), with `keys` and `argv` in the order of
-/// the script's header, which is the order of the call's fields.
+/// Run `spec`'s script once through its typed call, with `keys` and `argv`
+/// in the order of its header (`scripts::invoke_positional`).
 fn invoke(
     conn: &mut redis::Connection,
-    script: &str,
+    spec: &Spec,
     keys: &[String],
     argv: &[String],
 ) -> redis::RedisResult<redis::Value> {
-    let (k, a) = ("KEYS", "ARGV");
-    match script {
-        "buy" => {
-            let [
-                meta,
-                stock,
-                buyers,
-                buyer_orders,
-                requests,
-                orders,
-                rate,
-                reservations,
-                deadlines,
-                reservation_counts,
-                room,
-                queue,
-                registered,
-                risk,
-                admitted,
-                active,
-                shuffled,
-            ] = exactly(keys, script, k);
-            let [
-                user,
-                qty,
-                request_id,
-                order_id,
-                campaign,
-                item,
-                payment_timeout_ms,
-            ] = exactly(argv, script, a);
-            scripts::buy::Buy {
-                room: Some(room),
-                queue: Some(queue),
-                registered: Some(registered),
-                risk: Some(risk),
-                admitted: Some(admitted),
-                active: Some(active),
-                shuffled: Some(shuffled),
-                meta,
-                stock,
-                buyers,
-                buyer_orders,
-                requests,
-                orders,
-                rate,
-                reservations,
-                deadlines,
-                reservation_counts,
-                user,
-                qty,
-                request_id,
-                order_id,
-                campaign,
-                item,
-                payment_timeout_ms,
-            }
-            .invoke(conn)
-        }
-        "preheat" => {
-            let [meta, stock, buyers, orders, buyer_orders, requests] = exactly(keys, script, k);
-            let [
-                mode,
-                initial_stock,
-                name,
-                price_cents,
-                starts_at_ms,
-                ends_at_ms,
-                per_user_limit,
-                rate_window_ms,
-                rate_max,
-                expire_at_ms,
-                group,
-                dry_mode,
-                waiting_room,
-            ] = exactly(argv, script, a);
-            scripts::preheat::Preheat {
-                waiting_room,
-                meta,
-                stock,
-                buyers,
-                orders,
-                buyer_orders,
-                requests,
-                mode,
-                initial_stock,
-                name,
-                price_cents,
-                starts_at_ms,
-                ends_at_ms,
-                per_user_limit,
-                rate_window_ms,
-                rate_max,
-                expire_at_ms,
-                group,
-                dry_mode,
-            }
-            .invoke(conn)
-        }
-        "item_state" => {
-            let [meta, stock, buyers, orders] = exactly(keys, script, k);
-            let [] = exactly(argv, script, a);
-            scripts::item_state::ReadItemState {
-                meta,
-                stock,
-                buyers,
-                orders,
-            }
-            .invoke(conn)
-        }
-        "item_status" => {
-            let [meta, stock, buyers, orders, dead, reservation_counts] = exactly(keys, script, k);
-            let [group] = exactly(argv, script, a);
-            scripts::item_status::ReadItemStatus {
-                meta,
-                stock,
-                buyers,
-                orders,
-                dead,
-                reservation_counts,
-                group,
-            }
-            .invoke(conn)
-        }
-        "set_switch" => {
-            let [meta, switch_log] = exactly(keys, script, k);
-            let [closed, reason, by, at_ms, expire_at_ms, keep] = exactly(argv, script, a);
-            scripts::set_switch::SetSwitch {
-                meta,
-                switch_log,
-                closed,
-                reason,
-                by,
-                at_ms,
-                expire_at_ms,
-                keep,
-            }
-            .invoke(conn)
-        }
-        "dead_letter" => {
-            let [orders, dead] = exactly(keys, script, k);
-            let [group, stream_id, reason, deliveries, consumer] = exactly(argv, script, a);
-            scripts::dead_letter::DeadLetter {
-                orders,
-                dead,
-                group,
-                stream_id,
-                reason,
-                deliveries,
-                consumer,
-            }
-            .invoke(conn)
-        }
-        "stream_order_ids" => {
-            let [orders] = exactly(keys, script, k);
-            scripts::stream_order_ids::StreamOrderIds {
-                orders,
-                stream_id: argv.iter().collect(),
-            }
-            .invoke(conn)
-        }
-        "v3_decr" => {
-            let [stock] = exactly(keys, script, k);
-            let [] = exactly(argv, script, a);
-            scripts::v3_decr::V3Decr { stock }.invoke(conn)
-        }
-        "lock_release" => {
-            let [lock] = exactly(keys, script, k);
-            let [token] = exactly(argv, script, a);
-            scripts::lock_release::LockRelease { lock, token }.invoke(conn)
-        }
-        "bucket_buy" => {
-            let [
-                meta,
-                stock,
-                buyers,
-                buyer_orders,
-                requests,
-                orders,
-                rate,
-                reservations,
-                deadlines,
-                reservation_counts,
-                xfer_in,
-                admissions,
-            ] = exactly(keys, script, k);
-            let [
-                user,
-                qty,
-                request_id,
-                order_id,
-                campaign,
-                item,
-                payment_timeout_ms,
-                count_attempt,
-                credit_id,
-                credit_source,
-                credit_units,
-            ] = exactly(argv, script, a);
-            scripts::bucket_buy::BucketBuy {
-                admissions: Some(admissions),
-                meta,
-                stock,
-                buyers,
-                buyer_orders,
-                requests,
-                orders,
-                rate,
-                xfer_in,
-                reservations,
-                deadlines,
-                reservation_counts,
-                user,
-                qty,
-                request_id,
-                order_id,
-                campaign,
-                item,
-                count_attempt,
-                credit_id,
-                credit_source,
-                credit_units,
-                payment_timeout_ms,
-            }
-            .invoke(conn)
-        }
-        "bucket_take" => {
-            let [meta, stock, xfer_out, xfer_pending, xfer_in] = exactly(keys, script, k);
-            let [qty, transfer_id, dest, stale_ms, max_stale, exact] = exactly(argv, script, a);
-            scripts::bucket_take::BucketTake {
-                meta,
-                stock,
-                xfer_out,
-                xfer_pending,
-                xfer_in,
-                qty,
-                transfer_id,
-                dest,
-                stale_ms,
-                max_stale,
-                exact,
-            }
-            .invoke(conn)
-        }
-        "bucket_credit" => {
-            let [meta, stock, xfer_in] = exactly(keys, script, k);
-            let [transfer_id, source, units] = exactly(argv, script, a);
-            scripts::bucket_credit::BucketCredit {
-                meta,
-                stock,
-                xfer_in,
-                transfer_id,
-                source,
-                units,
-            }
-            .invoke(conn)
-        }
-        "bucket_snapshot" => {
-            let [
-                meta,
-                stock,
-                orders,
-                dead,
-                xfer_out,
-                xfer_in,
-                xfer_pending,
-                buyers,
-            ] = exactly(keys, script, k);
-            let [] = exactly(argv, script, a);
-            scripts::bucket_snapshot::BucketSnapshot {
-                meta,
-                stock,
-                orders,
-                dead,
-                xfer_out,
-                xfer_in,
-                xfer_pending,
-                buyers,
-            }
-            .invoke(conn)
-        }
-        "pay" => {
-            let [reservations, deadlines, meta, orders, reservation_counts] =
-                exactly(keys, script, k);
-            let [order_id, campaign, item] = exactly(argv, script, a);
-            scripts::pay::Pay {
-                reservations,
-                deadlines,
-                meta,
-                orders,
-                reservation_counts,
-                order_id,
-                campaign,
-                item,
-            }
-            .invoke(conn)
-        }
-        "release" => {
-            let [
-                reservations,
-                deadlines,
-                meta,
-                stock,
-                buyers,
-                buyer_orders,
-                orders,
-                reservation_counts,
-            ] = exactly(keys, script, k);
-            let [mode, order_id, reason, limit, rebuy, campaign, item] = exactly(argv, script, a);
-            scripts::release::Release {
-                reservations,
-                deadlines,
-                meta,
-                stock,
-                buyers,
-                buyer_orders,
-                orders,
-                reservation_counts,
-                mode,
-                order_id,
-                reason,
-                limit,
-                rebuy,
-                campaign,
-                item,
-            }
-            .invoke(conn)
-        }
-        "consumer_delete" => {
-            let [orders] = exactly(keys, script, k);
-            let [group, consumer, min_idle_ms] = exactly(argv, script, a);
-            scripts::consumer_delete::ConsumerDelete {
-                orders,
-                group,
-                consumer,
-                min_idle_ms,
-            }
-            .invoke(conn)
-        }
-        "order_lookup" => {
-            let [buyers, buyer_orders, requests, reservations] = exactly(keys, script, k);
-            let [user, request_id] = exactly(argv, script, a);
-            scripts::order_lookup::OrderLookup {
-                buyers,
-                buyer_orders,
-                requests,
-                reservations,
-                user,
-                request_id,
-            }
-            .invoke(conn)
-        }
-        "queue_setup" => {
-            let [
-                room,
-                queue,
-                line,
-                registered,
-                devices,
-                ips,
-                risk,
-                admitted,
-                active,
-                shuffled,
-            ] = exactly(keys, script, k);
-            let [
-                mode,
-                room_mode,
-                rate_count,
-                rate_per_ms,
-                max_active,
-                ttl_ms,
-                prequeue,
-                registration,
-                reg_until_ms,
-                per_device,
-                per_ip,
-                config,
-                seed,
-                seed_sha256,
-                expire_at_ms,
-                starts_at_ms,
-                ends_at_ms,
-            ] = exactly(argv, script, a);
-            scripts::queue_setup::QueueSetup {
-                room,
-                queue,
-                line,
-                registered,
-                devices,
-                ips,
-                risk,
-                admitted,
-                active,
-                shuffled,
-                mode,
-                room_mode,
-                rate_count,
-                rate_per_ms,
-                max_active,
-                ttl_ms,
-                prequeue,
-                registration,
-                reg_until_ms,
-                per_device,
-                per_ip,
-                config,
-                seed,
-                seed_sha256,
-                expire_at_ms,
-                starts_at_ms,
-                ends_at_ms,
-            }
-            .invoke(conn)
-        }
-        "queue_join" => {
-            let [room, queue, line, registered, risk, admitted, shuffled] =
-                exactly(keys, script, k);
-            let [user] = exactly(argv, script, a);
-            scripts::queue_join::QueueJoin {
-                room,
-                queue,
-                line,
-                registered,
-                risk,
-                admitted,
-                shuffled,
-                user,
-            }
-            .invoke(conn)
-        }
-        "queue_read" => {
-            let [room, queue, registered, risk, admitted, shuffled, active] =
-                exactly(keys, script, k);
-            scripts::queue_read::QueueRead {
-                room,
-                queue,
-                registered,
-                risk,
-                admitted,
-                shuffled,
-                active,
-                user: argv.iter().collect(),
-            }
-            .invoke(conn)
-        }
-        "queue_clock" => {
-            let [room] = exactly(keys, script, k);
-            let [action] = exactly(argv, script, a);
-            scripts::queue_clock::QueueClock { room, action }.invoke(conn)
-        }
-        "queue_admit" => {
-            let [room, line, admitted, active, risk, shuffled] = exactly(keys, script, k);
-            let [batch] = exactly(argv, script, a);
-            scripts::queue_admit::QueueAdmit {
-                room,
-                line,
-                admitted,
-                active,
-                risk,
-                shuffled,
-                batch,
-            }
-            .invoke(conn)
-        }
-        "queue_fanout" => {
-            let [room, queue, line, risk, admitted, shuffled] = exactly(keys, script, k);
-            let [mode, batch, to] = exactly(argv, script, a);
-            scripts::queue_fanout::QueueFanout {
-                room,
-                queue,
-                line,
-                risk,
-                admitted,
-                shuffled,
-                mode,
-                batch,
-                to,
-            }
-            .invoke(conn)
-        }
-        "queue_register" => {
-            let [room, registered, devices, ips] = exactly(keys, script, k);
-            let [user, device, ip_prefix] = exactly(argv, script, a);
-            scripts::queue_register::QueueRegister {
-                room,
-                registered,
-                devices,
-                ips,
-                user,
-                device,
-                ip_prefix,
-            }
-            .invoke(conn)
-        }
-        "queue_penalize" => {
-            let [room, risk, admitted, active] = exactly(keys, script, k);
-            let [user, action, delay_ms] = exactly(argv, script, a);
-            scripts::queue_penalize::QueuePenalize {
-                room,
-                risk,
-                admitted,
-                active,
-                user,
-                action,
-                delay_ms,
-            }
-            .invoke(conn)
-        }
-        "queue_shuffle" => {
-            let [room, shuffled] = exactly(keys, script, k);
-            let (mode, value) = argv.split_first().expect("a mode");
-            scripts::queue_shuffle::QueueShuffle {
-                room,
-                shuffled,
-                mode,
-                value: value.iter().collect(),
-            }
-            .invoke(conn)
-        }
-        "bucket_admit" => {
-            let [admissions, admission_count] = exactly(keys, script, k);
-            let (fixed, entry) = argv.split_at(2);
-            let [mode, expire_at_ms] = exactly(fixed, script, a);
-            scripts::bucket_admit::BucketAdmit {
-                admissions,
-                admission_count,
-                mode,
-                expire_at_ms,
-                entry: entry.iter().collect(),
-            }
-            .invoke(conn)
-        }
-        other => panic!("lua/{other}.lua has no typed call in this test: add its arm"),
-    }
+    scripts::invoke_positional(spec.name(), keys, argv, conn)
+        .unwrap_or_else(|e| panic!("the KEYS and ARGV tables of this test: {e}"))
 }
 
 #[test]
 fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_values() {
     let server = RedisServer::start();
     let file = cs();
-    // The scripts, not the library they are built from (`lua/lib/`): each
-    // script's own header names its keys.
-    let mut scripts: Vec<_> = std::fs::read_dir("lua")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
-        .collect();
-    scripts.sort();
-    assert!(scripts.len() >= 12, "the lua/ directory shrank");
+    // Every script (the library's unit test holds `scripts::ALL` to `lua/`),
+    // each key by its header name.
+    assert!(scripts::ALL.len() >= 12, "scripts::ALL shrank");
     let mut cases = 0;
-    for path in scripts {
-        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
-        let source = std::fs::read_to_string(&path).unwrap();
-        let keys = header_keys(&source);
-        let kinds = header_kinds(&source);
+    for spec in scripts::ALL {
+        let name = spec.name();
+        let keys: Vec<String> = spec.keys.iter().map(|name| key_named(name)).collect();
+        let kinds = header_kinds(spec);
         assert!(!keys.is_empty(), "{name} has no KEYS header");
         for (index, key) in keys.iter().enumerate() {
             let corruptions = ["string", "hash", "list"]
@@ -1004,9 +479,9 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                 seed_transfers(&mut conn);
                 corruption.apply(&mut conn, key);
                 let what = format!("{corruption:?}");
-                for argv in argv_variants(&name, &pending) {
+                for argv in argv_variants(name, &pending) {
                     let before = snapshot(&mut conn);
-                    let result = invoke(&mut conn, &name, &keys, &argv);
+                    let result = invoke(&mut conn, spec, &keys, &argv);
                     let after = snapshot(&mut conn);
                     let case = format!("{name} KEYS[{}] {key} {what} argv {argv:?}", index + 1);
                     cases += 1;
@@ -1037,7 +512,7 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                             );
                         }
                         Ok(_) => assert!(
-                            !must_refuse(&name, key, kinds[index].as_str(), corruption, &argv),
+                            !must_refuse(name, key, kinds[index].as_str(), corruption, &argv),
                             "{case}: a corrupt value was not refused: {result:?}"
                         ),
                     }
@@ -1052,13 +527,13 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
 fn preheat_on_an_empty_item_checks_the_meta_type_before_loading_stock() {
     let server = RedisServer::start();
     let mut conn = server.conn();
-    let source = std::fs::read_to_string("lua/preheat.lua").unwrap();
-    let keys = header_keys(&source);
+    let spec = scripts::by_name("preheat").unwrap();
+    let keys: Vec<String> = spec.keys.iter().map(|name| key_named(name)).collect();
     let meta = format!("{BASE}:meta");
     let () = conn.set(&meta, "not a hash").unwrap();
     let before = snapshot(&mut conn);
     for argv in argv_variants("preheat", "1-1") {
-        let error = invoke(&mut conn, "preheat", &keys, &argv).unwrap_err();
+        let error = invoke(&mut conn, spec, &keys, &argv).unwrap_err();
         assert!(error.to_string().contains(&meta), "{error}");
         assert_eq!(
             before,

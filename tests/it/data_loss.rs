@@ -13,10 +13,9 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::Commands;
 use seckill::domain::item::SaleItem;
@@ -24,9 +23,9 @@ use seckill::domain::slot::{BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
 use seckill::model::exit_codes::{DRIFT_FOUND, DUPLICATE, NOT_PREHEATED, PREHEAT_REFUSED, SUCCESS};
 use seckill::model::keys::ItemKeys;
+use support::RedisServer;
 use support::orders::{buy_many, seckill_on, sorted, sqlite_order_ids, sqlite_path};
 use support::spec::{CampaignSpec, campaign, seckill};
-use support::{KillOnDrop, RedisServer};
 
 /// Campaign `loss`: one item of `stock` units, orders in `orders.db`.
 fn loss(stock: i64) -> CampaignSpec {
@@ -118,42 +117,12 @@ fn preheat_warns_when_redis_persists_nothing_and_require_durable_refuses() {
 }
 
 /// A redis-server with AOF (`appendfsync always`) in `dir`, on `port`.
-fn aof_server(dir: &Path, port: u16) -> KillOnDrop {
-    let child = KillOnDrop(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let ready = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
-            .ok()
-            .and_then(|c| {
-                c.get_connection_with_timeout(Duration::from_millis(200))
-                    .ok()
-            })
-            .is_some_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok());
-        if ready {
-            return child;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "redis-server with AOF did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn aof_server(dir: &Path, port: u16) -> RedisServer {
+    RedisServer::options()
+        .port(port)
+        .dir(dir)
+        .args(&["--appendonly", "yes", "--appendfsync", "always"])
+        .start()
 }
 
 #[test]
@@ -205,8 +174,7 @@ fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(700));
-    server.0.kill().unwrap(); // SIGKILL: no shutdown, no final fsync
-    let _ = server.0.wait();
+    server.kill(); // SIGKILL: no shutdown, no final fsync
     killed.store(true, Ordering::SeqCst);
     let acknowledged: Vec<(String, String)> = threads
         .into_iter()

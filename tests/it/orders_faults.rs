@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use mysql::prelude::Queryable;
 use rand::Rng;
-use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, failed_stores, group_state, log_of, orders_key, pending_ids, preheat, reconciling,
-    seckill_on, sorted, spawn_seckill, sqlite_order_ids, sqlite_path, stop_when_caught_up,
-    stream_ids, terminate, two_item_campaign, wait_exit, wait_until,
+    buy_many, failed_stores, group_state, log_of, orders_key, pending_ids, reconciling, seckill_on,
+    sorted, spawn_seckill, sqlite_order_ids, sqlite_path, stop_when_caught_up, stream_ids,
+    terminate, two_item_campaign, wait_exit, wait_until,
 };
+use support::{RedisServer, preheat};
 
 #[test]
 fn consumers_killed_at_random_points_lose_and_double_nothing() {

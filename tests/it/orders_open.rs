@@ -7,9 +7,9 @@
 
 use seckill::model::exit_codes::RUNTIME_ERROR;
 
-use crate::support::RedisServer;
 use crate::support::mariadb::MariaDb;
-use crate::support::orders::{buy_many, preheat, seckill_on, two_item_campaign};
+use crate::support::orders::{buy_many, seckill_on, two_item_campaign};
+use crate::support::{RedisServer, preheat};
 
 /// Run `consume --drain` against `orders_db`: it fails (exit 1); returns its stderr.
 fn consume_into(orders_db: &str) -> String {

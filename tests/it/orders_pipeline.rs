@@ -10,12 +10,12 @@ use redis::Commands;
 use seckill::domain::item::SaleItem;
 use seckill::domain::slot::BuyRequest;
 use seckill::model::exit_codes::{DRIFT_FOUND, RUNTIME_ERROR, USAGE_ERROR};
-use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, dead_key, group_state, orders_key, preheat, reconciling, seckill_on, sorted,
-    sqlite_order_ids, sqlite_path, two_item_campaign,
+    buy_many, dead_key, group_state, orders_key, reconciling, seckill_on, sorted, sqlite_order_ids,
+    sqlite_path, two_item_campaign,
 };
+use support::{RedisServer, preheat};
 
 #[test]
 fn buys_drain_into_sqlite_exactly_once_and_reconcile_balances() {

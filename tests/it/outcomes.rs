@@ -19,7 +19,7 @@ use seckill::model::keys::ItemKeys;
 use seckill::redis_client::scripts::ScriptCall;
 use seckill::redis_client::scripts::stream_order_ids::StreamOrderIds;
 use support::spec::{Within, campaign, seckill};
-use support::{CampaignFile, RedisServer};
+use support::{CampaignFile, RedisServer, preheat};
 
 const STOCK: &str = "seckill:{oc:1}:stock";
 
@@ -48,10 +48,7 @@ fn sale() -> CampaignFile {
 /// The campaign file, preheated on `server`.
 fn preheated(server: &RedisServer) -> CampaignFile {
     let file = sale();
-    seckill(&["preheat"])
-        .campaign(&file)
-        .redis(server)
-        .succeeds();
+    preheat(&file, server);
     file
 }
 

@@ -8,8 +8,8 @@ use crate::support;
 
 use seckill::model::exit_codes::DRIFT_FOUND;
 use support::mariadb::MariaDb;
-use support::orders::{buy_many, preheat, reconciling, seckill_on, sqlite_path, two_item_campaign};
-use support::{CampaignFile, RedisServer};
+use support::orders::{buy_many, reconciling, seckill_on, sqlite_path, two_item_campaign};
+use support::{CampaignFile, RedisServer, preheat};
 
 fn drain(file: &CampaignFile, server: &RedisServer, extra: &[&str]) {
     seckill_on(file, server, &["consume", "--drain"])

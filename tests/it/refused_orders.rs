@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use redis::Commands;
 use seckill::model::exit_codes::{ORDERS_REFUSED, RUNTIME_ERROR, SUCCESS};
-use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, dead_key, orders_key, preheat, reconciling, seckill_on, sqlite_order_ids,
-    sqlite_path, two_item_campaign,
+    buy_many, dead_key, orders_key, reconciling, seckill_on, sqlite_order_ids, sqlite_path,
+    two_item_campaign,
 };
+use support::{RedisServer, preheat};
 
 #[test]
 fn a_refused_order_is_isolated_then_dead_lettered_and_nothing_waits_behind_it() {

@@ -27,7 +27,7 @@ use crate::support::orders::{
     Background, log_of, spawn_seckill, sqlite_path, terminate, wait_exit, wait_until,
 };
 use crate::support::spec::{CampaignSpec, Run, campaign, seckill};
-use crate::support::{CampaignFile, KillOnDrop, RedisServer};
+use crate::support::{CampaignFile, KillOnDrop, RedisServer, preheat};
 
 /// One-item campaign `res` with a payment timeout, orders in `orders.db`.
 fn reservation_campaign(stock: i64, timeout: &str) -> CampaignSpec {
@@ -46,10 +46,6 @@ fn keys() -> ItemKeys {
 /// `seckill ARGS` on `file` against `server`.
 fn on(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> Run {
     seckill(args).campaign(file).redis(server)
-}
-
-fn preheat(file: &CampaignFile, server: &RedisServer) {
-    on(file, server, &["preheat"]).succeeds();
 }
 
 /// `n` reservations of users `<prefix>0..` through the real buy script, with

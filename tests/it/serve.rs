@@ -19,14 +19,7 @@ use crate::support::cluster::RedisCluster;
 use crate::support::http::{self, Answer};
 use crate::support::serve::Serve;
 use crate::support::spec::{CampaignSpec, campaign, seckill};
-use crate::support::{CampaignFile, Frozen, RedisServer};
-
-fn preheat(file: &CampaignFile, server: &RedisServer) {
-    seckill(&["preheat"])
-        .campaign(file)
-        .redis(server)
-        .succeeds();
-}
+use crate::support::{Frozen, RedisServer, preheat};
 
 /// Every key of the test Redis and its DUMP.
 fn keys(server: &RedisServer) -> Vec<(String, Vec<u8>)> {

@@ -10,16 +10,9 @@ use crate::status::{http_get, promtool_check, sample};
 use crate::support::mariadb::MariaDb;
 use crate::support::orders::{Background, buy_many, log_of, spawn_seckill, terminate, wait_until};
 use crate::support::spec::{campaign, seckill};
-use crate::support::{CampaignFile, Frozen, RedisServer, free_port};
+use crate::support::{CampaignFile, Frozen, RedisServer, free_port, preheat};
 use seckill::model::exit_codes::{SUCCESS, USAGE_ERROR};
 use seckill::model::keys::ItemKeys;
-
-fn preheat(file: &CampaignFile, server: &RedisServer) {
-    seckill(&["preheat"])
-        .campaign(file)
-        .redis(server)
-        .succeeds();
-}
 
 /// A preheated campaign every loop has work in: reservations, a bucketed item.
 fn loops_sale(server: &RedisServer) -> CampaignFile {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::support::orders::{buy_many, spawn_seckill, terminate, wait_exit, wait_until};
 use crate::support::spec::{CampaignSpec, Ran, campaign, seckill};
-use crate::support::{CampaignFile, RedisServer, free_port};
+use crate::support::{CampaignFile, RedisServer, free_port, preheat};
 use seckill::model::exit_codes::USAGE_ERROR;
 
 /// A one-item campaign `c`: item "1", a Bottle at 10.00, `stock` units.
@@ -19,13 +19,6 @@ fn bottle(stock: i64) -> CampaignSpec {
         .item("1", stock)
         .named("Bottle")
         .price("10.00")
-}
-
-fn preheat(file: &CampaignFile, server: &RedisServer) {
-    seckill(&["preheat"])
-        .campaign(file)
-        .redis(server)
-        .succeeds();
 }
 
 fn status_json(file: &CampaignFile, server: &RedisServer) -> serde_json::Value {

@@ -4,7 +4,7 @@
 use crate::support;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use seckill::model::exit_codes::{DUPLICATE, RUNTIME_ERROR, SUCCESS};
 use support::RedisServer;
@@ -112,37 +112,14 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
         ],
     );
 
-    let port = support::free_port();
-    let _server = support::KillOnDrop(
-        Command::new("redis-server")
-            .current_dir(d)
-            .args([
-                "--port",
-                "0",
-                "--tls-port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args([
-                "--tls-cert-file",
-                "server.crt",
-                "--tls-key-file",
-                "server.key",
-            ])
-            .args(["--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "TLS redis-server did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = RedisServer::options()
+        .tls(
+            &d.join("server.crt"),
+            &d.join("server.key"),
+            &d.join("ca.crt"),
+        )
+        .start();
+    let port = server.port;
     let file = secure().write();
     let url = format!("rediss://localhost:{port}/0");
     let ca = d.join("ca.crt");

@@ -8,12 +8,12 @@
 use crate::support;
 
 use mysql::prelude::Queryable;
-use support::RedisServer;
 use support::mariadb::MariaDb;
 use support::orders::{
-    buy_many, group_state, log_of, orders_key, preheat, reconciling, seckill_on, sorted,
-    spawn_seckill, two_item_campaign, wait_exit, wait_until,
+    buy_many, group_state, log_of, orders_key, reconciling, seckill_on, sorted, spawn_seckill,
+    two_item_campaign, wait_exit, wait_until,
 };
+use support::{RedisServer, preheat};
 
 #[test]
 fn a_lock_wait_timeout_retries_the_whole_batch_and_sets_no_order_aside() {

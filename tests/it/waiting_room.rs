@@ -22,7 +22,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::support::spec::{CampaignSpec, Ran, campaign, seckill};
-use crate::support::{CampaignFile, RedisServer, http};
+use crate::support::{CampaignFile, Preheat, RedisServer, http};
 
 /// Every key, its type, its content and whether it has a TTL: "nothing
 /// written" means this is unchanged. (Content, not DUMP: a room hash is big
@@ -70,13 +70,7 @@ fn snapshot(conn: &mut redis::Connection) -> BTreeMap<String, (String, Vec<Strin
 const HANG: Duration = Duration::from_secs(120);
 
 fn preheated(server: &RedisServer, spec: CampaignSpec) -> CampaignFile {
-    let file = spec.write();
-    seckill(&["preheat"])
-        .campaign(&file)
-        .redis(server)
-        .within(HANG)
-        .succeeds();
-    file
+    Preheat::on(server).within(HANG).spec(&spec)
 }
 
 /// `seckill queue join --item 1 --user ...` started (not waited for).

@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Grant or revoke: KEYS then ARGV of `lua/bucket_admit.lua`.
     BucketAdmit = "bucket_admit.lua", Sale;
+    roles { operator }
     keys { admissions, admission_count }
     argv { mode, expire_at_ms }
     rest { entry }

@@ -10,6 +10,7 @@ use super::buy::{BuyReply, parse_reply as parse_buy};
 super::script_call! {
     /// One attempt in the home bucket: KEYS then ARGV of `lua/bucket_buy.lua`.
     BucketBuy = "bucket_buy.lua", Sale;
+    roles { buyer, operator }
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts, xfer_in }
     optional { admissions }
     argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, count_attempt, credit_id, credit_source, credit_units }

@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Credit one transfer: KEYS then ARGV of `lua/bucket_credit.lua`.
     BucketCredit = "bucket_credit.lua", Sale;
+    roles { buyer, operator }
     keys { meta, stock, xfer_in }
     argv { transfer_id, source, units }
 }

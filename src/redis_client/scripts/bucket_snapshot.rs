@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Snapshot one bucket: KEYS of `lua/bucket_snapshot.lua` (no ARGV).
     BucketSnapshot = "bucket_snapshot.lua", Sale;
+    roles { operator }
     keys { meta, stock, orders, dead, xfer_out, xfer_in, xfer_pending, buyers }
     argv {}
 }

@@ -8,6 +8,7 @@ use redis::Value;
 super::script_call! {
     /// Visit one bucket: KEYS then ARGV of `lua/bucket_take.lua`.
     BucketTake = "bucket_take.lua", Sale;
+    roles { buyer, operator }
     keys { meta, stock, xfer_out, xfer_pending, xfer_in }
     argv { qty, transfer_id, dest, stale_ms, max_stale, exact }
 }

@@ -12,6 +12,7 @@ use crate::model::exit_codes;
 super::script_call! {
     /// One purchase attempt: KEYS then ARGV of `lua/buy.lua`.
     Buy = "buy.lua", Sale;
+    roles { buyer, operator }
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts }
     optional { room, queue, registered, risk, admitted, active, shuffled }
     argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms }

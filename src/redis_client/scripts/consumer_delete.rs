@@ -8,6 +8,7 @@ use redis::Value;
 super::script_call! {
     /// Delete one idle, empty consumer: KEYS then ARGV of `lua/consumer_delete.lua`.
     ConsumerDelete = "consumer_delete.lua", Sale;
+    roles { consumer, operator }
     keys { orders }
     argv { group, consumer, min_idle_ms }
 }

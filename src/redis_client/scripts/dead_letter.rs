@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Dead-letter one pending entry: KEYS then ARGV of `lua/dead_letter.lua`.
     DeadLetter = "dead_letter.lua", Sale;
+    roles { consumer, operator }
     keys { orders, dead }
     argv { group, stream_id, reason, deliveries, consumer }
 }

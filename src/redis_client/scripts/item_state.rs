@@ -8,6 +8,7 @@ use serde::Serialize;
 super::script_call! {
     /// Read one item's state: KEYS of `lua/item_state.lua` (no ARGV).
     ReadItemState = "item_state.lua", Sale;
+    roles { operator }
     keys { meta, stock, buyers, orders }
     argv {}
 }

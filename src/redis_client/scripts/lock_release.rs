@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Release the lock if still ours: KEYS then ARGV of `lua/lock_release.lua`.
     LockRelease = "lock_release.lua", LoadTest;
+    roles { operator }
     keys { lock }
     argv { token }
 }

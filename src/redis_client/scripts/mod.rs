@@ -10,11 +10,20 @@
 //! commands. [`ALL`] lists every script once; a unit test below compares the
 //! `KEYS[n] name` / `ARGV[n] name` header lines of every `lua/*.lua` with it,
 //! so a header and its Rust side cannot drift apart unnoticed.
+//!
+//! Beside each call's KEYS/ARGV stand the [`Role`]s that run the script (its
+//! `roles { ... }` line): the one table of who runs what, read by the
+//! operator tools ([`run_by`]). A role runs a script when one of its
+//! subcommands calls it (docs/security.md says which subcommand runs as
+//! which role); the operator runs every one, the load-test scripts through
+//! `seckill loadtest`.
 
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
-use redis::{ConnectionLike, Script, Value};
+use redis::{ConnectionLike, Script, ScriptInvocation, Value};
+
+use crate::model::role::Role;
 
 pub mod bucket_admit;
 pub mod bucket_buy;
@@ -55,26 +64,42 @@ pub(crate) enum Purpose {
     LoadTest,
 }
 
-/// One Lua script: its file, source and contract (the names of its KEYS and ARGV).
-#[cfg_attr(not(test), allow(dead_code))] // the contract fields are read by the header test
+/// One Lua script: its file, source, contract (the names of its KEYS and
+/// ARGV) and the roles that run it.
 pub struct Spec {
     /// File name under `lua/`.
-    pub(crate) file: &'static str,
-    pub(crate) source: &'static str,
-    /// KEYS names, in order.
-    pub(crate) keys: &'static [&'static str],
+    pub file: &'static str,
+    /// The script as it runs (its includes resolved).
+    pub source: &'static str,
+    /// KEYS names, in order; the last [`Spec::optional_keys`] of them are optional.
+    pub keys: &'static [&'static str],
+    /// How many of the last KEYS a call passes only when it has them.
+    pub optional_keys: usize,
     /// Fixed ARGV names, in order.
-    pub(crate) argv: &'static [&'static str],
+    pub argv: &'static [&'static str],
     /// Name of a variable-length ARGV tail (`ARGV[k..n] name`), if any.
-    pub(crate) argv_rest: Option<&'static str>,
+    pub argv_rest: Option<&'static str>,
+    /// The roles whose subcommands run this script (docs/security.md).
+    pub roles: &'static [Role],
     pub(crate) purpose: Purpose,
     pub(crate) script: LazyLock<Script>,
+    /// The typed call built from positional KEYS/ARGV, ready to run.
+    positional: PositionalCall,
 }
+
+/// KEYS and ARGV by position → the script's typed call, prepared
+/// ([`ScriptCall::from_positional`]); `Err` says why they do not fit.
+type PositionalCall = fn(Vec<Vec<u8>>, Vec<Vec<u8>>) -> Result<ScriptInvocation<'static>, String>;
 
 impl Spec {
     /// The script's name: its file name without `.lua`.
-    pub(crate) fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         self.file.trim_end_matches(".lua")
+    }
+
+    /// Whether `role` runs this script.
+    pub fn runs(&self, role: Role) -> bool {
+        self.roles.contains(&role)
     }
 
     /// SHA1 of the source, the EVALSHA handle.
@@ -92,7 +117,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub(crate) static ALL: [&Spec; 27] = [
+pub static ALL: [&Spec; 27] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -127,6 +152,73 @@ pub(crate) fn sale_scripts() -> impl Iterator<Item = &'static Spec> {
     ALL.into_iter().filter(|spec| spec.purpose == Purpose::Sale)
 }
 
+/// The scripts `role` runs.
+pub fn run_by(role: Role) -> impl Iterator<Item = &'static Spec> {
+    ALL.into_iter().filter(move |spec| spec.runs(role))
+}
+
+/// The script of this name (`buy`, `queue_join`, ...).
+pub fn by_name(name: &str) -> Option<&'static Spec> {
+    ALL.into_iter().find(|spec| spec.name() == name)
+}
+
+/// Run the script `name` with KEYS and ARGV given by position, in the order
+/// of its header, through its typed call ([`ScriptCall::from_positional`]):
+/// a test's way to call any script alike. `Err` when there is no such script
+/// or the counts do not fit its call (nothing was sent); `Ok` holds what
+/// Redis answered.
+pub fn invoke_positional<C: ConnectionLike>(
+    name: &str,
+    keys: &[impl AsRef<[u8]>],
+    argv: &[impl AsRef<[u8]>],
+    conn: &mut C,
+) -> Result<redis::RedisResult<Value>, String> {
+    fn owned(values: &[impl AsRef<[u8]>]) -> Vec<Vec<u8>> {
+        values.iter().map(|v| v.as_ref().to_vec()).collect()
+    }
+    let spec = by_name(name).ok_or_else(|| format!("no script is named {name:?}"))?;
+    let invocation = (spec.positional)(owned(keys), owned(argv))?;
+    Ok(invocation.invoke(conn))
+}
+
+/// [`Spec`]'s positional entry for the call type `Call` (see [`script_call!`]).
+fn positional_invocation<Call: ScriptCall<Vec<u8>>>(
+    keys: Vec<Vec<u8>>,
+    argv: Vec<Vec<u8>>,
+) -> Result<ScriptInvocation<'static>, String> {
+    Ok(Call::from_positional(keys, argv)?.prepare())
+}
+
+/// Why positional KEYS/ARGV do not fit `spec`'s call: what it takes, what was given.
+fn positional_mismatch(spec: &Spec, keys: usize, argv: usize) -> Option<String> {
+    let fixed_keys = spec.keys.len() - spec.optional_keys;
+    let keys_fit = (fixed_keys..=spec.keys.len()).contains(&keys);
+    let argv_fit = match spec.argv_rest {
+        Some(_) => argv >= spec.argv.len(),
+        None => argv == spec.argv.len(),
+    };
+    if keys_fit && argv_fit {
+        return None;
+    }
+    let (required, optional) = spec.keys.split_at(fixed_keys);
+    let mut takes = format!("{} KEYS ({})", required.len(), required.join(", "));
+    if !optional.is_empty() {
+        takes += &format!(
+            " then up to {} optional ({})",
+            optional.len(),
+            optional.join(", ")
+        );
+    }
+    takes += &format!(" and {} ARGV ({})", spec.argv.len(), spec.argv.join(", "));
+    if let Some(rest) = spec.argv_rest {
+        takes += &format!(" then any number of {rest}");
+    }
+    Some(format!(
+        "lua/{} takes {takes}; given {keys} KEYS and {argv} ARGV",
+        spec.file
+    ))
+}
+
 /// A typed call of one script: its KEYS and ARGV values, in the script's
 /// order. `T` is whatever the caller packs: strings for a normal call, byte
 /// templates for the load-test packer.
@@ -138,8 +230,16 @@ pub trait ScriptCall<T> {
     /// ARGV values, in order (fixed ones, then the variable tail).
     fn argv(&self) -> Vec<&T>;
 
-    /// Run the script (EVALSHA, reloaded on NOSCRIPT) and return its raw reply.
-    fn invoke<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<Value>
+    /// The call whose [`ScriptCall::keys`] and [`ScriptCall::argv`] are
+    /// these: the optional KEYS present as far as `keys` reaches, the
+    /// variable ARGV tail whatever follows the fixed ARGV. `Err` names what
+    /// the script takes when the counts do not fit it.
+    fn from_positional(keys: Vec<T>, argv: Vec<T>) -> Result<Self, String>
+    where
+        Self: Sized;
+
+    /// The EVALSHA of this call, ready to run on a connection.
+    fn prepare(&self) -> ScriptInvocation<'static>
     where
         T: AsRef<[u8]>,
     {
@@ -150,7 +250,15 @@ pub trait ScriptCall<T> {
         for arg in self.argv() {
             invocation.arg(arg.as_ref());
         }
-        invocation.invoke(conn)
+        invocation
+    }
+
+    /// Run the script (EVALSHA, reloaded on NOSCRIPT) and return its raw reply.
+    fn invoke<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<Value>
+    where
+        T: AsRef<[u8]>,
+    {
+        self.prepare().invoke(conn)
     }
 
     /// [`ScriptCall::invoke`] on an async connection (`seckill serve`).
@@ -161,13 +269,7 @@ pub trait ScriptCall<T> {
     where
         T: AsRef<[u8]>,
     {
-        let mut invocation = Self::spec().script.prepare_invoke();
-        for key in self.keys() {
-            invocation.key(key.as_ref());
-        }
-        for arg in self.argv() {
-            invocation.arg(arg.as_ref());
-        }
+        let invocation = self.prepare();
         async move { invocation.invoke_async(conn).await }
     }
 
@@ -188,33 +290,41 @@ pub trait ScriptCall<T> {
     }
 }
 
-/// Declare one script's [`Spec`] (`SPEC`) and its call type, listing KEYS then
-/// ARGV once: the field order is the script's order. `optional { ... }` keys
-/// follow the others and are `Option`s: a call passes them only when it has
-/// them (the buy scripts' waiting-room keys, passed only for an item whose
-/// room is on, so a sale without one sends exactly the keys it always did).
+/// Declare one script's [`Spec`] (`SPEC`) and its call type, listing the
+/// roles that run it, then KEYS then ARGV once: the field order is the
+/// script's order. `optional { ... }` keys follow the others and are
+/// `Option`s: a call passes them only when it has them (the buy scripts'
+/// waiting-room keys, passed only for an item whose room is on, so a sale
+/// without one sends exactly the keys it always did).
 macro_rules! script_call {
     (@rest) => { None };
     (@rest $rest:ident) => { Some(stringify!($rest)) };
+    (@role buyer) => { $crate::model::role::Role::Buyer };
+    (@role consumer) => { $crate::model::role::Role::Consumer };
+    (@role operator) => { $crate::model::role::Role::Operator };
     (
         $(#[$doc:meta])*
         $call:ident = $file:literal, $purpose:ident;
+        roles { $($role:ident),+ $(,)? }
         keys { $($key:ident),* $(,)? }
         $(optional { $($optional:ident),* $(,)? })?
         argv { $($arg:ident),* $(,)? }
         $(rest { $rest:ident })?
     ) => {
-        /// The script's file, source and KEYS/ARGV names.
+        /// The script's file, source, KEYS/ARGV names and roles.
         pub(crate) static SPEC: $crate::redis_client::scripts::Spec = $crate::redis_client::scripts::Spec {
             file: $file,
             source: include_str!(concat!(env!("OUT_DIR"), "/lua/", $file)),
             keys: &[$(stringify!($key),)* $($(stringify!($optional)),*)?],
+            optional_keys: <[&str]>::len(&[$($(stringify!($optional)),*)?]),
             argv: &[$(stringify!($arg)),*],
             argv_rest: $crate::redis_client::scripts::script_call!(@rest $($rest)?),
+            roles: &[$($crate::redis_client::scripts::script_call!(@role $role)),+],
             purpose: $crate::redis_client::scripts::Purpose::$purpose,
             script: std::sync::LazyLock::new(|| {
                 redis::Script::new(include_str!(concat!(env!("OUT_DIR"), "/lua/", $file)))
             }),
+            positional: $crate::redis_client::scripts::positional_invocation::<$call<Vec<u8>>>,
         };
 
         $(#[$doc])*
@@ -241,6 +351,24 @@ macro_rules! script_call {
                 let mut argv: Vec<&T> = vec![$(&self.$arg),*];
                 $(argv.extend(self.$rest.iter());)?
                 argv
+            }
+            #[allow(unused_mut, unused_variables)]
+            fn from_positional(keys: Vec<T>, argv: Vec<T>) -> Result<Self, String> {
+                if let Some(mismatch) =
+                    $crate::redis_client::scripts::positional_mismatch(&SPEC, keys.len(), argv.len())
+                {
+                    return Err(mismatch);
+                }
+                let mut keys = keys.into_iter();
+                let mut argv = argv.into_iter();
+                let counted = || format!("lua/{}: counted above", $file);
+                // Fields are filled in declaration order: KEYS, optional KEYS, ARGV, the tail.
+                Ok($call {
+                    $($key: keys.next().ok_or_else(counted)?,)*
+                    $($($optional: keys.next(),)*)?
+                    $($arg: argv.next().ok_or_else(counted)?,)*
+                    $($rest: argv.collect(),)?
+                })
             }
         }
     };
@@ -601,5 +729,66 @@ mod tests {
                 "bucket_admit"
             ]
         );
+    }
+
+    #[test]
+    fn every_role_runs_a_script_and_every_script_has_a_role() {
+        for role in Role::ALL {
+            assert!(
+                run_by(role).next().is_some(),
+                "the {} role runs no script",
+                role.name()
+            );
+        }
+        for spec in ALL {
+            assert!(!spec.roles.is_empty(), "nobody runs lua/{}", spec.file);
+            for role in Role::ALL {
+                assert!(
+                    spec.roles.iter().filter(|r| **r == role).count() <= 1,
+                    "lua/{}: {} listed twice",
+                    spec.file,
+                    role.name()
+                );
+            }
+        }
+    }
+
+    /// Positional KEYS/ARGV build the call a typed caller writes: the
+    /// optional KEYS present as far as given, the ARGV tail whatever
+    /// follows the fixed ARGV, and a count that does not fit refused by name.
+    #[test]
+    fn a_positional_call_is_the_typed_call() {
+        let words = |what: &str, n: usize| -> Vec<String> {
+            (1..=n).map(|i| format!("{what}{i}")).collect()
+        };
+        let argv = words("a", 7);
+        let plain = buy::Buy::from_positional(words("k", 10), argv.clone()).unwrap();
+        assert_eq!(plain.room, None);
+        assert_eq!((plain.meta.as_str(), plain.user.as_str()), ("k1", "a1"));
+        let in_room = buy::Buy::from_positional(words("k", 17), argv.clone()).unwrap();
+        assert_eq!(in_room.shuffled.as_deref(), Some("k17"));
+        for call in [plain, in_room] {
+            let keys: Vec<&String> = call.keys();
+            assert_eq!(keys, words("k", keys.len()).iter().collect::<Vec<_>>());
+            assert_eq!(call.argv(), argv.iter().collect::<Vec<_>>());
+        }
+
+        let admit =
+            bucket_admit::BucketAdmit::from_positional(words("k", 2), words("a", 5)).unwrap();
+        assert_eq!((admit.mode.as_str(), admit.entry.len()), ("a1", 3));
+        let read = queue_read::QueueRead::from_positional(words("k", 7), Vec::new()).unwrap();
+        assert!(read.user.is_empty());
+
+        let short = buy::Buy::from_positional(words("k", 9), argv.clone()).unwrap_err();
+        assert!(
+            short.contains("lua/buy.lua takes 10 KEYS (meta, stock,")
+                && short.contains("then up to 7 optional (room,")
+                && short.contains("given 9 KEYS and 7 ARGV"),
+            "{short}"
+        );
+        let long = pay::Pay::from_positional(words("k", 5), words("a", 4)).unwrap_err();
+        assert!(long.contains("3 ARGV (order_id, campaign, item)"), "{long}");
+        let fixed = bucket_admit::BucketAdmit::from_positional(words("k", 2), words("a", 1));
+        assert!(fixed.unwrap_err().contains("then any number of entry"));
     }
 }

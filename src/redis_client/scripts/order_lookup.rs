@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Look one user up: KEYS then ARGV of `lua/order_lookup.lua`.
     OrderLookup = "order_lookup.lua", Sale;
+    roles { buyer, operator }
     keys { buyers, buyer_orders, requests, reservations }
     argv { user, request_id }
 }

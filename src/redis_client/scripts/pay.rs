@@ -8,6 +8,7 @@ use serde::Serialize;
 super::script_call! {
     /// Pay one order: KEYS then ARGV of `lua/pay.lua`.
     Pay = "pay.lua", Sale;
+    roles { operator }
     keys { reservations, deadlines, meta, orders, reservation_counts }
     argv { order_id, campaign, item }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 super::script_call! {
     /// Preheat one item: KEYS then ARGV of `lua/preheat.lua`.
     Preheat = "preheat.lua", Sale;
+    roles { operator }
     keys { meta, stock, buyers, orders, buyer_orders, requests }
     argv {
         mode, initial_stock, name, price_cents, starts_at_ms, ends_at_ms, per_user_limit,

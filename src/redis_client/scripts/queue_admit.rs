@@ -7,6 +7,7 @@ use serde::Serialize;
 super::script_call! {
     /// One admitter tick: KEYS then ARGV of `lua/queue_admit.lua`.
     QueueAdmit = "queue_admit.lua", Sale;
+    roles { operator }
     keys { room, line, admitted, active, risk, shuffled }
     argv { batch }
 }

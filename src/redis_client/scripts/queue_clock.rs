@@ -6,6 +6,7 @@ use redis::Value;
 super::script_call! {
     /// Pause or resume: KEYS then ARGV of `lua/queue_clock.lua`.
     QueueClock = "queue_clock.lua", Sale;
+    roles { operator }
     keys { room }
     argv { action }
 }

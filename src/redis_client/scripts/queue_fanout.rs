@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Read the next admissions or move the cursor: KEYS then ARGV of `lua/queue_fanout.lua`.
     QueueFanout = "queue_fanout.lua", Sale;
+    roles { operator }
     keys { room, queue, line, risk, admitted, shuffled }
     argv { mode, batch, to }
 }

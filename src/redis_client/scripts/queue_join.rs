@@ -11,6 +11,7 @@ use crate::model::exit_codes;
 super::script_call! {
     /// Join: KEYS then ARGV of `lua/queue_join.lua`.
     QueueJoin = "queue_join.lua", Sale;
+    roles { buyer, operator }
     keys { room, queue, line, registered, risk, admitted, shuffled }
     argv { user }
 }

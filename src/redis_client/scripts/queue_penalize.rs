@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Penalize: KEYS then ARGV of `lua/queue_penalize.lua`.
     QueuePenalize = "queue_penalize.lua", Sale;
+    roles { operator }
     keys { room, risk, admitted, active }
     argv { user, action, delay_ms }
 }

@@ -9,6 +9,8 @@ use serde::Serialize;
 super::script_call! {
     /// Read the room and some users' standing: KEYS then the users of `lua/queue_read.lua`.
     QueueRead = "queue_read.lua", Sale;
+    // The consumer: consume --metrics-listen reads each room with its item's status.
+    roles { buyer, consumer, operator }
     keys { room, queue, registered, risk, admitted, shuffled, active }
     argv {}
     rest { user }

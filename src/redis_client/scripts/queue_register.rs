@@ -10,6 +10,7 @@ use crate::model::exit_codes;
 super::script_call! {
     /// Register: KEYS then ARGV of `lua/queue_register.lua`.
     QueueRegister = "queue_register.lua", Sale;
+    roles { buyer, operator }
     keys { room, registered, devices, ips }
     argv { user, device, ip_prefix }
 }

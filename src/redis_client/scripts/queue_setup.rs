@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Set up the room: KEYS then ARGV of `lua/queue_setup.lua`.
     QueueSetup = "queue_setup.lua", Sale;
+    roles { operator }
     keys { room, queue, line, registered, devices, ips, risk, admitted, active, shuffled }
     argv {
         mode, room_mode, rate_count, rate_per_ms, max_active, ttl_ms, prequeue, registration,

@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// One step of the shuffle: KEYS, the mode, then its values (`lua/queue_shuffle.lua`).
     QueueShuffle = "queue_shuffle.lua", Sale;
+    roles { operator }
     keys { room, shuffled }
     argv { mode }
     rest { value }

@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Release reservations: KEYS then ARGV of `lua/release.lua`.
     Release = "release.lua", Sale;
+    roles { operator }
     keys { reservations, deadlines, meta, stock, buyers, buyer_orders, orders, reservation_counts }
     argv { mode, order_id, reason, limit, rebuy, campaign, item }
 }

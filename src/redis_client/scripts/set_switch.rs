@@ -4,6 +4,7 @@
 super::script_call! {
     /// Flip the kill switch: KEYS and ARGV of `lua/set_switch.lua`.
     SetSwitch = "set_switch.lua", Sale;
+    roles { operator }
     keys { meta, switch_log }
     argv { closed, reason, by, at_ms, expire_at_ms, keep }
 }

@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Look up entries by stream id: KEYS then the ids of `lua/stream_order_ids.lua`.
     StreamOrderIds = "stream_order_ids.lua", Sale;
+    roles { operator }
     keys { orders }
     argv {}
     rest { stream_id }

@@ -7,6 +7,7 @@ use redis::Value;
 super::script_call! {
     /// Take one unit: KEYS of `lua/v3_decr.lua` (no ARGV).
     V3Decr = "v3_decr.lua", LoadTest;
+    roles { operator }
     keys { stock }
     argv {}
 }

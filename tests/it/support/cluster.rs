@@ -2,7 +2,7 @@
 //! `redis-cli --cluster create`, killed on drop.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis::Value;
@@ -10,9 +10,12 @@ use seckill::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
 
 use tempfile::TempDir;
 
+use super::RedisServer;
+
 /// Three cluster-enabled redis-servers joined into one cluster.
 pub struct RedisCluster {
-    nodes: Vec<Child>,
+    /// Killed on drop, before their directories go.
+    nodes: Vec<RedisServer>,
     pub ports: Vec<u16>,
     _dir: TempDir,
 }
@@ -34,22 +37,11 @@ impl RedisCluster {
             .map(|port| {
                 let node_dir = dir.path().join(port.to_string());
                 std::fs::create_dir_all(&node_dir).unwrap();
-                Command::new("redis-server")
-                    .args([
-                        "--port",
-                        &port.to_string(),
-                        "--bind",
-                        "127.0.0.1",
-                        "--save",
-                        "",
-                    ])
-                    .args(["--appendonly", "no", "--cluster-enabled", "yes"])
-                    .args(["--cluster-node-timeout", "5000", "--dir"])
-                    .arg(&node_dir)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("redis-server must be installed")
+                RedisServer::options()
+                    .port(*port)
+                    .dir(&node_dir)
+                    .args(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+                    .start()
             })
             .collect();
         let cluster = RedisCluster {
@@ -57,9 +49,6 @@ impl RedisCluster {
             ports,
             _dir: dir,
         };
-        for port in &cluster.ports {
-            wait_for(|| ping(*port), "cluster node to answer PING");
-        }
         let addresses: Vec<String> = cluster
             .ports
             .iter()
@@ -136,8 +125,7 @@ impl RedisCluster {
             .iter()
             .position(|p| *p == port)
             .expect("a node's port");
-        let _ = self.nodes[i].kill();
-        let _ = self.nodes[i].wait();
+        self.nodes[i].kill();
     }
 
     /// Number of keys stored on the node listening on `port`.
@@ -234,12 +222,6 @@ pub fn node(port: u16) -> redis::RedisResult<redis::Connection> {
     Ok(conn)
 }
 
-fn ping(port: u16) -> bool {
-    node(port)
-        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
-        .is_ok()
-}
-
 fn cluster_ok(port: u16) -> bool {
     node(port)
         .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut c))
@@ -256,13 +238,4 @@ fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("timed out waiting for {what}");
-}
-
-impl Drop for RedisCluster {
-    fn drop(&mut self) {
-        for node in &mut self.nodes {
-            let _ = node.kill();
-            let _ = node.wait();
-        }
-    }
 }

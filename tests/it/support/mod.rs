@@ -1,7 +1,10 @@
 //! Test harness: real servers, started by the tests themselves.
 //!
 //! `RedisServer` runs a throwaway `redis-server` on a free loopback port with
-//! persistence off, waits until it answers PING, and kills it on drop.
+//! persistence off, waits until it answers PING, and kills it on drop; every
+//! test Redis starts there ([`RedisOptions`]: a fixed port and data dir, AOF,
+//! TLS, a cluster node). [`preheat`] (and [`Preheat`]) is how a test
+//! preheats its campaign through the binary.
 
 pub mod cluster;
 pub mod http;
@@ -11,11 +14,13 @@ pub mod serve;
 pub mod spec;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use spec::{CampaignSpec, seckill};
 
 /// A free TCP port on 127.0.0.1 (bound then released; the race is tolerable in tests).
 pub fn free_port() -> u16 {
@@ -30,32 +35,93 @@ pub fn free_port() -> u16 {
 pub struct RedisServer {
     child: Child,
     pub port: u16,
-    _dir: TempDir,
+    /// Its data directory, when the server owns it (see [`RedisOptions::dir`]).
+    _dir: Option<TempDir>,
 }
 
-impl RedisServer {
-    /// Start redis-server on a free port and wait until it answers.
-    pub fn start() -> RedisServer {
-        Self::start_with(&[])
+/// How to start a [`RedisServer`]: by default on a free loopback port, in a
+/// fresh temp dir, persistence off.
+#[derive(Debug, Default)]
+pub struct RedisOptions {
+    port: Option<u16>,
+    dir: Option<PathBuf>,
+    args: Vec<String>,
+    tls: bool,
+}
+
+impl RedisOptions {
+    /// Listen on `port` (a restart where the clients already point);
+    /// otherwise on a free port, another one tried if it was taken meanwhile.
+    pub fn port(mut self, port: u16) -> RedisOptions {
+        self.port = Some(port);
+        self
     }
 
-    /// Start with extra `redis-server` arguments (e.g. `["--maxmemory", "1mb"]`).
-    pub fn start_with(extra: &[&str]) -> RedisServer {
-        for _attempt in 0..5 {
-            let port = free_port();
-            let dir = tempfile::tempdir().expect("tempdir");
+    /// Keep the data in `dir`, which outlives the server (an AOF read again
+    /// by a restart).
+    pub fn dir(mut self, dir: &Path) -> RedisOptions {
+        self.dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Extra `redis-server` arguments; they win over the defaults (e.g.
+    /// `["--appendonly", "yes"]`).
+    pub fn args(mut self, args: &[&str]) -> RedisOptions {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Speak TLS only, on the port, with this certificate, key and CA
+    /// (clients are not asked for certificates); ready once it accepts a
+    /// connection, as a plain PING cannot reach it.
+    pub fn tls(mut self, cert: &Path, key: &Path, ca: &Path) -> RedisOptions {
+        for (flag, path) in [
+            ("--tls-cert-file", cert),
+            ("--tls-key-file", key),
+            ("--tls-ca-cert-file", ca),
+        ] {
+            self.args.push(flag.to_string());
+            self.args.push(path.to_string_lossy().into_owned());
+        }
+        self.args
+            .extend(["--tls-auth-clients".to_string(), "no".to_string()]);
+        self.tls = true;
+        self
+    }
+
+    /// Start it and wait until it answers.
+    pub fn start(self) -> RedisServer {
+        // A free port may be taken between the probe and the bind: try another.
+        let (attempts, limit) = match self.port {
+            Some(_) => (1, Duration::from_secs(30)),
+            None => (5, Duration::from_secs(10)),
+        };
+        for _attempt in 0..attempts {
+            let port = self.port.unwrap_or_else(free_port);
+            let owned = match self.dir {
+                Some(_) => None,
+                None => Some(tempfile::tempdir().expect("tempdir")),
+            };
+            let dir = match (&self.dir, &owned) {
+                (Some(dir), _) => dir.as_path(),
+                (None, owned) => owned.as_ref().expect("a temp dir").path(),
+            };
+            let listen = if self.tls {
+                vec![
+                    "--port".to_string(),
+                    "0".into(),
+                    "--tls-port".into(),
+                    port.to_string(),
+                ]
+            } else {
+                vec!["--port".to_string(), port.to_string()]
+            };
             let child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                ])
+                .args(&listen)
+                .args(["--bind", "127.0.0.1", "--save", ""])
                 .args(["--appendonly", "no", "--dir"])
-                .arg(dir.path())
-                .args(extra)
+                .arg(dir)
+                .args(&self.args)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -63,28 +129,59 @@ impl RedisServer {
             let mut server = RedisServer {
                 child,
                 port,
-                _dir: dir,
+                _dir: owned,
             };
-            if server.wait_ready(Duration::from_secs(5)) {
+            if server.wait_ready(limit, self.tls) {
                 return server;
             }
-            let _ = server.child.kill();
+            server.kill();
         }
-        panic!("redis-server did not start on a free port after 5 attempts");
+        panic!(
+            "redis-server did not start ({attempts} attempt(s), {:?})",
+            self
+        );
+    }
+}
+
+impl RedisServer {
+    /// Start redis-server on a free port and wait until it answers.
+    pub fn start() -> RedisServer {
+        RedisServer::options().start()
     }
 
-    fn wait_ready(&mut self, limit: Duration) -> bool {
+    /// Start with extra `redis-server` arguments (e.g. `["--maxmemory", "1mb"]`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        RedisServer::options().args(extra).start()
+    }
+
+    /// A server other than the default one (see [`RedisOptions`]).
+    pub fn options() -> RedisOptions {
+        RedisOptions::default()
+    }
+
+    /// SIGKILL: no shutdown, no final fsync (a crash).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn wait_ready(&mut self, limit: Duration, tls: bool) -> bool {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
-            // Any reply, even NOAUTH from a server with a password, means it is up.
-            if let Ok(client) = redis::Client::open(self.url())
+            if tls {
+                if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                    return true;
+                }
+            } else if let Ok(client) = redis::Client::open(self.url())
                 && let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200))
+                // Any reply, even NOAUTH from a server with a password, means
+                // it is up; LOADING means its data is not read yet.
                 && match redis::cmd("PING").query::<String>(&mut conn) {
                     Ok(_) => true,
-                    Err(e) => !e.is_io_error(),
+                    Err(e) => !e.is_io_error() && e.code() != Some("LOADING"),
                 }
             {
                 return true;
@@ -113,8 +210,7 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
@@ -130,6 +226,63 @@ pub fn campaign_file(yaml: &str) -> CampaignFile {
     let path = dir.path().join("campaign.yaml");
     std::fs::write(&path, yaml).expect("write campaign");
     CampaignFile { dir, path }
+}
+
+/// `seckill preheat` of `file` on `server`; it must succeed.
+pub fn preheat(file: &CampaignFile, server: &RedisServer) {
+    Preheat::on(server).file(file);
+}
+
+/// A preheat with more to it than [`preheat`]: an emptied Redis first, a
+/// time limit, the campaign file written from its spec.
+pub struct Preheat<'a> {
+    server: &'a RedisServer,
+    flush: bool,
+    limit: Option<Duration>,
+}
+
+impl<'a> Preheat<'a> {
+    /// On this server.
+    pub fn on(server: &'a RedisServer) -> Preheat<'a> {
+        Preheat {
+            server,
+            flush: false,
+            limit: None,
+        }
+    }
+
+    /// `FLUSHALL` first: the sale starts from an empty Redis.
+    pub fn flushed(mut self) -> Preheat<'a> {
+        self.flush = true;
+        self
+    }
+
+    /// A preheat still running after `limit` fails the test (a hang).
+    pub fn within(mut self, limit: Duration) -> Preheat<'a> {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Preheat `file`; it must succeed.
+    pub fn file(self, file: &CampaignFile) {
+        if self.flush {
+            let () = redis::cmd("FLUSHALL")
+                .query(&mut self.server.conn())
+                .expect("FLUSHALL");
+        }
+        let run = seckill(&["preheat"]).campaign(file).redis(self.server);
+        match self.limit {
+            Some(limit) => run.within(limit).succeeds(),
+            None => run.succeeds(),
+        };
+    }
+
+    /// Write the campaign file of `spec` and preheat it.
+    pub fn spec(self, spec: &CampaignSpec) -> CampaignFile {
+        let file = spec.write();
+        self.file(&file);
+        file
+    }
 }
 
 /// A child process killed when the test ends, pass or fail.

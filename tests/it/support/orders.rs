@@ -33,11 +33,6 @@ pub fn seckill_on(file: &CampaignFile, server: &RedisServer, args: &[&str]) -> R
     seckill(args).campaign(file).redis(server)
 }
 
-/// Preheat through the binary.
-pub fn preheat(file: &CampaignFile, server: &RedisServer) {
-    seckill_on(file, server, &["preheat"]).succeeds();
-}
-
 /// `users` purchase attempts of one unit each on `item` (users `<prefix>0..`)
 /// through the item layer; returns the order ids of the `ok` outcomes.
 pub fn buy_many(
