@@ -311,9 +311,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand status" -s v -l verbose 
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l role -d 'The role the URL\'s user plays in the sale: its scripts are checked with ACL DRYRUN' -r -f -a "buyer\t'Runs `buy` (the web tier)'
-consumer\t'Runs `consume`, `pending-claim`'
-operator\t'Runs everything else (preheat, shutdown-switch, reconcile, ...)'"
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l role -d 'The role the URL\'s user plays in the sale: its scripts are checked with ACL DRYRUN' -r -f -a "buyer\t'The web tier: `buy`, `serve`, the waiting room\'s `queue join` and `register` (and `rebalance`, which uses the buyer\'s sweep scripts)'
+consumer\t'`consume` and `pending-claim`: the order streams into the database'
+operator\t'Everything else: preheat, init, the kill switch, reconcile, pay, cancel, expire, loadtest'"
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l reconcile-at -d 'When the nightly `reconcile` runs (UTC, HH:MM): the keys must outlive it [default: within 24 h of ends_at]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F

@@ -1,4 +1,4 @@
-//! `seckill doctor`: go / no-go before a launch (`features::doctor` makes the
+//! `seckill doctor`: go / no-go before a launch (`operator::doctor` makes the
 //! checks). Exit 0 is go, with warnings listed; exit 8 (`no_go`) names what
 //! would wreck the sale and what to do. Run it as the admin user: the
 //! checks read INFO, CONFIG and ACL, which the sale's roles may not.
@@ -12,18 +12,8 @@ use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
+use crate::model::role::Role;
 use crate::util::output;
-
-/// The roles whose rights `doctor` can check for the URL's user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Role {
-    /// Runs `buy` (the web tier).
-    Buyer,
-    /// Runs `consume`, `pending-claim`.
-    Consumer,
-    /// Runs everything else (preheat, shutdown-switch, reconcile, ...).
-    Operator,
-}
 
 /// Flags of `seckill doctor`.
 #[derive(Debug, clap::Args)]
@@ -133,18 +123,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DoctorReport> {
     if campaign.items.is_empty() {
         return Err(usage("the campaign has no item to check"));
     }
-    let role = match args.role {
-        Role::Buyer => "buyer",
-        Role::Consumer => "consumer",
-        Role::Operator => "operator",
-    };
     let checks = doctor::run(
         &mut conn,
         &Request {
             campaign: &campaign,
             target: &target,
             store: &location,
-            role,
+            role: args.role,
             reconcile_at_min: args.reconcile_at,
         },
     );

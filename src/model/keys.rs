@@ -80,6 +80,16 @@ impl ItemKeys {
         format!("{}rate:{user}", self.base)
     }
 
+    /// The key a script header calls `name` in this slot (`rate` is `user`'s):
+    /// every key of a slot, the waiting room's and a bucket's transfer log
+    /// included, is the slot's base and its name.
+    pub fn named(&self, name: &str, user: &str) -> String {
+        match name {
+            "rate" => self.rate(user),
+            other => format!("{}{other}", self.base),
+        }
+    }
+
     /// SCAN pattern matching every key of this item, including per-user ones.
     /// Nothing needs escaping: `{` and `}` are literal in a glob, and `*`, `?`
     /// and `[` cannot occur in ids (see `campaign::is_valid_id`).
@@ -189,7 +199,10 @@ mod tests {
         assert_eq!(keys.rate("u{1}"), "seckill:{moutai-1111:1001}:rate:u{1}");
         for key in keys.fixed().into_iter().chain(keys.room().all()) {
             assert!(key.starts_with("seckill:{moutai-1111:1001}:"));
+            let name = key.trim_start_matches("seckill:{moutai-1111:1001}:");
+            assert_eq!(keys.named(name, "u"), key, "{name}");
         }
+        assert_eq!(keys.named("rate", "u{1}"), keys.rate("u{1}"));
         assert_ne!(
             ItemKeys::new(LOADTEST_PREFIX, "a", "b").base,
             ItemKeys::live("a", "b").base

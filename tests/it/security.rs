@@ -294,8 +294,8 @@ fn each_role_runs_its_subcommands_and_nothing_else() {
     );
     assert_noperm(
         &consumer,
-        "consumer GET stock",
-        redis::cmd("GET").arg(format!("{BASE}:stock")),
+        "consumer DECRBY stock",
+        redis::cmd("DECRBY").arg(format!("{BASE}:stock")).arg(1),
     );
     assert_noperm(&operator, "operator FLUSHALL", &mut redis::cmd("FLUSHALL"));
     assert_noperm(
@@ -431,7 +431,6 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
         &consumer,
         &["buy", "--item", "2002", "--user", "c"],
     );
-    assert_denied(&file, &server, &consumer, &["rebalance"]);
     assert_denied(&file, &server, &consumer, &["reconcile", "--repair"]);
 
     // The consumer stores every bucket's orders.
@@ -440,6 +439,9 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
     // The operator repairs a transfer left in transit, then rebalances.
     forge_stale_debit(&operator, &b1, 0, "01STALEREPAIRSETTLES00000");
     assert_allowed(&file, &operator, &["reconcile", "--repair"]);
+    assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (2, 0));
+    // The consumer reads every key (its metrics), but moves no stock.
+    assert_denied(&file, &server, &consumer, &["rebalance", "--low-water", "1"]);
     assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (2, 0));
     assert_allowed(&file, &operator, &["rebalance", "--low-water", "1"]);
     assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (1, 1));

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::Role;
 use crate::model::keys::{ItemKeys, LIVE_PREFIX, LOADTEST_PREFIX, ORDER_GROUP};
-use crate::model::layout::Layout;
+use crate::domain::item::shape::Shape;
 use crate::redis_client::scripts::{ALL, Purpose, Spec};
 
 /// What a check expects of the role.
@@ -45,25 +45,6 @@ pub(crate) struct Check {
     pub(crate) answer: String,
     /// The answer is what the role must have.
     pub(crate) ok: bool,
-}
-
-/// The scripts `role` runs (the operator runs every one).
-fn runs(role: Role, spec: &Spec) -> bool {
-    match role {
-        Role::Buyer => matches!(
-            spec.name(),
-            "buy"
-                | "bucket_buy"
-                | "bucket_take"
-                | "bucket_credit"
-                | "queue_join"
-                | "queue_read"
-                | "queue_register"
-                | "order_lookup"
-        ),
-        Role::Consumer => matches!(spec.name(), "dead_letter" | "consumer_delete"),
-        Role::Operator => true,
-    }
 }
 
 /// Operator scripts whose only writes are on a key the role must write
@@ -114,8 +95,7 @@ pub(crate) fn verify<C: ConnectionLike>(
     let mut info = CommandInfo::default();
     let mut checks = Vec::new();
     for spec in ALL {
-        let base = key_base(spec, campaign, item);
-        let keys: Vec<String> = spec.keys.iter().map(|name| key(&base, name)).collect();
+        let keys = example_keys(spec, campaign, item);
         let mut evalsha = vec![
             "EVALSHA".to_string(),
             spec.sha().to_string(),
@@ -146,7 +126,7 @@ pub(crate) fn verify<C: ConnectionLike>(
                 refused.push(format!("{} {key}: {why}", words.join(" ")));
             }
         }
-        let needed = runs(role, spec);
+        let needed = spec.runs(role);
         let expected = match (needed, writes) {
             (true, _) => Expect::Allowed,
             (false, true) if writes_only_shared_keys(role, spec) => Expect::Either,
@@ -191,28 +171,19 @@ pub(crate) fn verify<C: ConnectionLike>(
     Ok(checks)
 }
 
-/// Where a script's keys live: a bucket's tag for the bucket scripts (a
-/// bucket of `item` as if it had two: the line must serve every layout),
-/// the load test's namespace for its scripts, else the plain item's tag.
-fn key_base(spec: &Spec, campaign: &str, item: &str) -> String {
-    if spec.purpose == Purpose::LoadTest {
-        ItemKeys::new(LOADTEST_PREFIX, campaign, item).base
-    } else if spec.file.starts_with("bucket_") {
-        Layout::new(LIVE_PREFIX, campaign, item, 2)
-            .bucket(0)
-            .keys
-            .base
-    } else {
-        ItemKeys::live(campaign, item).base
-    }
-}
-
-/// The key a script's header names `name` (`rate` is per user).
-fn key(base: &str, name: &str) -> String {
-    match name {
-        "rate" => format!("{base}rate:acl-dryrun"),
-        other => format!("{base}{other}"),
-    }
+/// The keys a script gets when run as an example on `campaign`'s `item`:
+/// the load test's namespace for its own scripts, else the slot the
+/// script's shape runs on (`Shape::example_slot`).
+pub(crate) fn example_keys(spec: &Spec, campaign: &str, item: &str) -> Vec<String> {
+    let prefix = match spec.purpose {
+        Purpose::LoadTest => LOADTEST_PREFIX,
+        Purpose::Sale => LIVE_PREFIX,
+    };
+    let slot = Shape::example_slot(spec, prefix, campaign, item);
+    spec.keys
+        .iter()
+        .map(|name| slot.keys.named(name, "acl-dryrun"))
+        .collect()
 }
 
 /// `ACL DRYRUN user words...`: `Ok(())` when allowed, `Err(why)` when refused.

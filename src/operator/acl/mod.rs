@@ -13,42 +13,10 @@
 
 pub(crate) mod dryrun;
 
-use serde::Serialize;
-
 use crate::domain::registry::REGISTRY_KEY;
 use crate::model::keys::{LIVE_PREFIX, LOADTEST_PREFIX};
 
-/// A job `seckill` runs, with its own Redis user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Role {
-    /// The web tier: `buy`, `serve`, the waiting room's `queue join` and
-    /// `register` (and `rebalance`, which uses the buyer's sweep scripts).
-    Buyer,
-    /// `consume` and `pending-claim`: the order streams into the database.
-    Consumer,
-    /// Everything else: preheat, init, the kill switch, reconcile, pay, cancel, expire, loadtest.
-    Operator,
-}
-
-impl Role {
-    /// Every role, in the order the docs list them.
-    pub(crate) const ALL: [Role; 3] = [Role::Buyer, Role::Consumer, Role::Operator];
-
-    /// `buyer`, `consumer`, `operator`.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Role::Buyer => "buyer",
-            Role::Consumer => "consumer",
-            Role::Operator => "operator",
-        }
-    }
-
-    /// The user name when none is given: `seckill-buyer`, ...
-    pub(crate) fn default_user(self) -> String {
-        format!("seckill-{}", self.name())
-    }
-}
+pub(crate) use crate::model::role::Role;
 
 /// How the line sets the password.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,13 +107,17 @@ pub(crate) fn setuser_args(
             ));
         }
         Role::Consumer => {
+            // Every key of the campaign with read commands only: `consume
+            // --metrics-listen` reads each item's state and room
+            // (item_status, queue_read, whose EVALSHA names the keys as
+            // read-write whatever the script does with them); its writes
+            // are the consumer group's bookkeeping and the dead letters.
             args.extend(
-                "+ping +evalsha +script|load +time +exists +xreadgroup +xack +xautoclaim +xpending +xrange +xlen +xinfo|groups +xinfo|consumers +xgroup|create +xgroup|delconsumer"
+                "+ping +evalsha +script|load +time +exists +xreadgroup +xack +xautoclaim +xpending +xrange +xlen +xinfo|groups +xinfo|consumers +xgroup|create +xgroup|delconsumer +hget +hmget +get +hlen +hexists +pttl +zcard +zscore +zrangebyscore +zcount +llen +xinfo|stream"
                     .split(' ')
                     .map(String::from),
             );
-            args.push(item("orders"));
-            args.push(item("dead"));
+            args.push(format!("~{live}*"));
             args.push(selector("+xadd", &[item("dead")]));
         }
         Role::Operator => {

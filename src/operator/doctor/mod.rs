@@ -19,7 +19,8 @@ use crate::domain::slot;
 use crate::model::campaign::Campaign;
 use crate::model::layout::key_slot;
 use crate::redis_client::conn::{Conn, RedisTarget};
-use crate::redis_client::scripts;
+use crate::model::role::Role;
+use crate::operator::acl::dryrun;
 use crate::redis_client::server::{self, Answer, Eviction};
 use crate::util::error_text::render;
 use crate::util::text::{human_duration_ms, time_or_dash};
@@ -93,8 +94,8 @@ pub(crate) struct Request<'a> {
     pub(crate) campaign: &'a Campaign,
     pub(crate) target: &'a RedisTarget,
     pub(crate) store: &'a StoreLocation,
-    /// The role the URL's user plays (`buyer`, `consumer`, `operator`).
-    pub(crate) role: &'a str,
+    /// The role the URL's user plays.
+    pub(crate) role: Role,
     /// The nightly reconcile's time of day, UTC minutes after midnight.
     pub(crate) reconcile_at_min: Option<u32>,
 }
@@ -690,7 +691,9 @@ fn other_campaigns(conn: &mut Conn, campaign: &Campaign) -> Check {
     }
 }
 
-/// `ACL DRYRUN` of the role's scripts for the URL's user, on the first item.
+/// `ACL DRYRUN` of everything the role sends, for the URL's user, on the
+/// first item: each of its scripts and each command inside them, as
+/// `acl --apply` proves a role it wrote (`acl::dryrun`).
 fn permissions(conn: &mut Conn, request: &Request) -> Check {
     let user: redis::RedisResult<String> = redis::cmd("ACL").arg("WHOAMI").query(conn);
     let user = match user {
@@ -700,29 +703,16 @@ fn permissions(conn: &mut Conn, request: &Request) -> Check {
     let Some(item) = request.campaign.items.first() else {
         return Check::ok("permissions", format!("user {user}"));
     };
-    let sale = SaleItem::live(request.campaign, item);
-    let slot = &sale.slots()[0];
-    let mut refused = Vec::new();
-    for spec in scripts::sale_scripts().filter(|s| role_runs(request.role, s.name())) {
-        let keys = example_keys(spec, slot);
-        let mut dry = redis::cmd("ACL");
-        dry.arg("DRYRUN")
-            .arg(&user)
-            .arg("EVALSHA")
-            .arg(spec.sha())
-            .arg(keys.len());
-        for key in &keys {
-            dry.arg(key);
-        }
-        match dry.query::<String>(conn) {
-            Ok(answer) if answer == "OK" => {}
-            Ok(answer) => refused.push(format!("{}: {answer}", spec.name())),
-            Err(e) if e.code() == Some("NOPERM") || e.to_string().contains("no permissions") => {
-                return Check::unknown("permissions", false, e);
-            }
-            Err(e) => refused.push(format!("{}: {e}", spec.name())),
-        }
-    }
+    let checks = match dryrun::verify(conn, &user, request.role, &request.campaign.id, &item.id)
+    {
+        Ok(checks) => checks,
+        Err(e) => return Check::unknown("permissions", false, render(&e)),
+    };
+    let refused: Vec<String> = checks
+        .iter()
+        .filter(|check| !check.ok && check.expected == dryrun::Expect::Allowed)
+        .map(|check| format!("{}: {}", check.what, check.answer))
+        .collect();
     if user == "default" {
         return Check::not_ok(
             "permissions",
@@ -734,7 +724,7 @@ fn permissions(conn: &mut Conn, request: &Request) -> Check {
     if refused.is_empty() {
         Check::ok(
             "permissions",
-            format!("user {user} may run the {} scripts", request.role),
+            format!("user {user} may run the {} scripts", request.role.name()),
         )
     } else {
         Check::not_ok(
@@ -744,43 +734,6 @@ fn permissions(conn: &mut Conn, request: &Request) -> Check {
             "set the role's ACL line of docs/security.md for this campaign",
         )
     }
-}
-
-/// Whether `role` runs the script `name` (docs/security.md: the buyer its buy
-/// scripts, the consumer the dead-letter script, the operator every one).
-fn role_runs(role: &str, name: &str) -> bool {
-    match role {
-        "buyer" => matches!(name, "buy" | "bucket_buy" | "bucket_take" | "bucket_credit"),
-        "consumer" => name == "dead_letter",
-        _ => true,
-    }
-}
-
-/// The keys a script would get for `slot`, by the names of its KEYS header.
-fn example_keys(spec: &scripts::Spec, slot: &crate::model::layout::BucketKeys) -> Vec<String> {
-    let k = &slot.keys;
-    spec.keys
-        .iter()
-        .map(|name| match *name {
-            "meta" => k.meta.clone(),
-            "stock" => k.stock.clone(),
-            "buyers" => k.buyers.clone(),
-            "buyer_orders" => k.buyer_orders.clone(),
-            "requests" => k.requests.clone(),
-            "orders" => k.orders.clone(),
-            "dead" => k.dead.clone(),
-            "rate" => k.rate("doctor"),
-            "reservations" => k.reservations.clone(),
-            "deadlines" => k.deadlines.clone(),
-            "reservation_counts" => k.reservation_counts.clone(),
-            "switch_log" => k.switch_log.clone(),
-            "xfer_out" => slot.xfer_out.clone(),
-            "xfer_in" => slot.xfer_in.clone(),
-            "xfer_pending" => slot.xfer_pending.clone(),
-            // A key this check does not know: still one of the item's, in its slot.
-            other => format!("{}{other}", k.base),
-        })
-        .collect()
 }
 
 fn max_clients(conn: &mut Conn, at: &str) -> Check {
