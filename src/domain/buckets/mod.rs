@@ -4,13 +4,12 @@
 //!
 //! The layout itself (tags, home bucket, shares) is the model's
 //! (`model::layout`); this folder holds what runs on it: the buy sweep, the
-//! transfer scripts' calls, the item-level state over every bucket, the
-//! rebalancer, and each bucket's copy of the waiting room's admissions.
-//! The item layer (`domain::item`) calls it; the waiting room's fan-out
-//! (`domain::waiting_room::admit`) writes the admissions.
+//! transfer scripts' calls, the transfer logs read as one ([`ledger`]), the
+//! item-level state over every bucket, and the rebalancer. Only the item
+//! layer (`domain::item`, through its shape) calls it.
 
-pub(crate) mod admissions;
 pub mod buy;
+pub(crate) mod ledger;
 pub(crate) mod rebalance;
 pub mod scripts;
 pub(crate) mod state;

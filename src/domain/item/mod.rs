@@ -23,6 +23,8 @@ use serde::Serialize;
 
 use crate::domain::buckets;
 use crate::domain::buckets::buy::BuyCost;
+pub(crate) use crate::domain::buckets::ledger::{MAX_READINGS, Reading};
+pub(crate) use crate::domain::buckets::scripts::{Snapshot, Transfer};
 pub(crate) use crate::domain::buckets::rebalance::Pass;
 use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
 use crate::domain::kill_switch::{self, Flip};
@@ -486,6 +488,40 @@ impl<'a> SaleItem<'a> {
         match &self.shape {
             Shape::Plain(_) => Ok(None),
             Shape::Bucketed(layout) => buckets::rebalance::pass(conn, layout, low_water).map(Some),
+        }
+    }
+
+    /// Every slot's snapshot at one reading and, for an item whose stock
+    /// moves between slots, its transfer logs read with them; `None` when
+    /// transfers kept happening through [`MAX_READINGS`] readings.
+    pub(crate) fn read_slots<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<Reading>> {
+        match &self.shape {
+            Shape::Plain(layout) => buckets::ledger::read_consistently(conn, &layout.all(), false),
+            Shape::Bucketed(layout) => {
+                buckets::ledger::read_consistently(conn, &layout.all(), true)
+            }
+        }
+    }
+
+    /// One slot's snapshot (its stock, stream end and transfer counts).
+    pub(crate) fn snapshot<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        slot: &BucketKeys,
+    ) -> Result<Snapshot> {
+        buckets::scripts::snapshot(conn, slot)
+    }
+
+    /// `--repair`: settle every transfer `reading` found in transit (a plain
+    /// item has none). Returns how many were settled.
+    pub(crate) fn settle_in_transit<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        reading: &Reading,
+    ) -> Result<u64> {
+        match &self.shape {
+            Shape::Plain(_) => Ok(0),
+            Shape::Bucketed(layout) => buckets::ledger::settle_all(conn, &layout.all(), reading),
         }
     }
 

@@ -73,7 +73,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::buckets::scripts::Transfer;
+use crate::domain::item::{MAX_READINGS, Transfer};
 use crate::domain::item::SaleItem;
 use crate::domain::orders::entry::{Order, stream_id_key};
 use crate::domain::orders::wire::{ReadConn, ReadsStreams};
@@ -84,7 +84,7 @@ use crate::util::progress::Progress;
 use baseline::KnownLoss;
 use reservations::ReservationCheck;
 use streams::{Rows, SlotWalk};
-use transfers::{MAX_READINGS, TransferReport};
+use transfers::TransferReport;
 
 /// Stream entries / database rows handled per page.
 pub(crate) const PAGE: usize = 1000;
@@ -252,7 +252,7 @@ pub(crate) fn reconcile_item(
     // One script per slot, not a pipeline: a cluster connection does not
     // pipeline, and a slot's stock and its stream's end must be read at the
     // same instant.
-    let Some(mut reading) = transfers::read_consistently(conn, &slots, moves)? else {
+    let Some(mut reading) = sale.read_slots(conn)? else {
         report.problem = Some(format!(
             "transfers between the buckets of item {} kept happening through {MAX_READINGS} readings: \
              run reconcile again when the sale is quieter",
@@ -273,9 +273,9 @@ pub(crate) fn reconcile_item(
         return Ok(report);
     }
     if repair && moves {
-        transfers.settled = transfers::settle_all(conn, &slots, &reading)?;
+        transfers.settled = sale.settle_in_transit(conn, &reading)?;
         if transfers.settled > 0 {
-            let Some(again) = transfers::read_consistently(conn, &slots, moves)? else {
+            let Some(again) = sale.read_slots(conn)? else {
                 report.problem = Some("transfers kept happening after --repair".into());
                 return Ok(report);
             };
@@ -343,7 +343,7 @@ pub(crate) fn reconcile_item(
     // The streams' ends again: when any moved, the sale is live and the
     // buyers sum (read by HSCAN pages) cannot be compared.
     for (slot, snap) in slots.iter().zip(&reading.snapshots) {
-        if crate::domain::buckets::scripts::snapshot(conn, slot)?.last_order_id
+        if sale.snapshot(conn, slot)?.last_order_id
             != snap.last_order_id
         {
             report.sale_in_progress = true;

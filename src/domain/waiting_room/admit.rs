@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::Room;
 use super::shuffle::{Seed, shuffle};
-use crate::domain::buckets::admissions::{self, Grant};
+use super::admissions::{self, Grant};
 use crate::model::layout::Layout;
 use crate::model::waiting_room::AdmissionMode;
 use crate::redis_client::scripts::ScriptCall;

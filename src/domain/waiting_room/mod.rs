@@ -19,6 +19,7 @@
 //!
 //! May import: buckets, slot, the Redis client layer, the model, utilities.
 
+pub mod admissions;
 pub mod admit;
 pub mod clock;
 pub mod registration;
@@ -28,7 +29,6 @@ use anyhow::{Context, Result, bail};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
-use crate::domain::buckets;
 use crate::domain::slot::{BuyReply, Outcome};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::{ItemKeys, RoomKeys};
@@ -314,7 +314,7 @@ impl Room {
             );
         }
         if let (Penalty::Block, Some(copies)) = (penalty, &self.buckets) {
-            buckets::admissions::revoke(conn, &copies.home(user), user)?;
+            admissions::revoke(conn, &copies.home(user), user)?;
         }
         Ok((status, previous))
     }
