@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::operator::acl::dryrun::{self, Check};
-use crate::operator::acl::{self, Password, Role};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
+use crate::operator::acl::dryrun::{self, Check};
+use crate::operator::acl::{self, Password, Role};
 use crate::util::output;
 
 /// Flags of `seckill acl`.

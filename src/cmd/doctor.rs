@@ -7,12 +7,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::orders::{StoreArgs, StoreLocation};
-use crate::operator::doctor::{self, Check, Request, Verdict};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::model::role::Role;
+use crate::operator::doctor::{self, Check, Request, Verdict};
 use crate::util::output;
 
 /// Flags of `seckill doctor`.

@@ -19,10 +19,10 @@ use crate::domain::orders::{StoreArgs, StoreLocation};
 use crate::domain::registry;
 use crate::domain::slot;
 use crate::domain::slot::PreheatMode;
-use crate::operator::monitor::status::{StatusReader, WindowState};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
+use crate::operator::monitor::status::{StatusReader, WindowState};
 use crate::util::output;
 
 /// Flags of `seckill init`.

@@ -73,9 +73,7 @@ pub(crate) fn apply(ctx: &Context, change: &OrderChange) -> Result<OrderReport> 
         Change::Cancel { .. } => "the cancellation",
     };
     let campaign = ctx.campaign()?;
-    change
-        .check(&campaign)
-        .map_err(|f| failure::say(f, what))?;
+    change.check(&campaign).map_err(|f| failure::say(f, what))?;
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
     let result = change

@@ -623,12 +623,7 @@ fn join(conn: &mut Conn, campaign: &Campaign, at: &str, users: &Users) -> Result
     })
 }
 
-fn position(
-    conn: &mut Conn,
-    campaign: &Campaign,
-    at: &str,
-    users: &Users,
-) -> Result<QueueReport> {
+fn position(conn: &mut Conn, campaign: &Campaign, at: &str, users: &Users) -> Result<QueueReport> {
     let names: Vec<&str> = users.users.iter().map(String::as_str).collect();
     let (figures, lines) = Position {
         item: &users.item,

@@ -7,12 +7,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::domain::item::SaleItem;
 use crate::domain::operation::check_id;
 use crate::domain::operation::register::Register;
-use crate::invocation::failure;
-use crate::domain::item::SaleItem;
 use crate::domain::waiting_room::registration::{RegisterOutcome, check_device, ip_prefix};
 use crate::invocation::context::{Context, Opened};
+use crate::invocation::failure;
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
@@ -172,9 +172,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
             user: registered.user,
             item: registered.item,
             outcome: registered.outcome,
-            registered_at: registered
-                .registered_at_ms
-                .map(|at| time_or_dash(Some(at))),
+            registered_at: registered.registered_at_ms.map(|at| time_or_dash(Some(at))),
             device_accounts: registered.device_accounts,
             ip_accounts: registered.ip_accounts,
         });

@@ -10,10 +10,10 @@ use crate::domain::item::{SaleItem, SlotsView};
 use crate::domain::kill_switch::{self, Flip};
 use crate::domain::registry;
 use crate::domain::slot;
-use crate::operator::monitor::status::{StatusReader, Window};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
+use crate::operator::monitor::status::{StatusReader, Window};
 use crate::util::output;
 use crate::util::text;
 

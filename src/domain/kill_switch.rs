@@ -19,14 +19,14 @@ pub const HISTORY_CAP: u32 = 20;
 
 /// One flip of the switch, as kept in the history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Flip {
+pub struct Flip {
     /// True when the flip turned the switch on (buys refused).
-    pub(crate) closed: bool,
-    pub(crate) reason: String,
-    pub(crate) by: String,
+    pub closed: bool,
+    pub reason: String,
+    pub by: String,
     /// Redis time of the flip, Unix ms (kept as text by the script).
     #[serde(with = "ms_text")]
-    pub(crate) at_ms: i64,
+    pub at_ms: i64,
 }
 
 mod ms_text {

@@ -119,26 +119,6 @@ pub fn item_state<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<It
         .with_context(|| format!("cannot read state of {}", keys.base))
 }
 
-/// Set the kill switch of one item and record the flip in its history
-/// (see [`crate::domain::kill_switch::set`]). Takes effect on the buy script's next call.
-pub fn set_switch<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &ItemKeys,
-    closed: bool,
-    reason: &str,
-    by: &str,
-    now_ms: i64,
-    expire_at_ms: Option<i64>,
-) -> Result<()> {
-    let flip = crate::domain::kill_switch::Flip {
-        closed,
-        reason: reason.to_string(),
-        by: by.to_string(),
-        at_ms: now_ms,
-    };
-    crate::domain::kill_switch::set(conn, keys, &flip, expire_at_ms)
-}
-
 /// Delete every key of one item: the fixed ones by name, per-user ones by SCAN
 /// (never KEYS, which blocks Redis). Returns how many keys were deleted.
 pub(crate) fn delete_item<C: ConnectionLike>(
@@ -195,29 +175,11 @@ pub(crate) fn new_order_id() -> String {
     ulid::Ulid::generate().to_string()
 }
 
-/// Run the buy script once; an `ok` is final (no `payment_timeout`).
-pub fn buy<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &ItemKeys,
-    request: &BuyRequest,
-) -> Result<BuyReply> {
-    reserve(conn, keys, request, 0)
-}
-
 /// Run the buy script once; with `payment_timeout_ms` > 0 an `ok` is a
-/// reservation due that long after the purchase (Redis time), see `reservations`.
-pub fn reserve<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &ItemKeys,
-    request: &BuyRequest,
-    payment_timeout_ms: u64,
-) -> Result<BuyReply> {
-    reserve_in_room(conn, keys, request, payment_timeout_ms, None)
-}
-
-/// [`reserve`] for an item with a waiting room (`room`: its keys, passed
-/// only then, so a sale without one sends the keys it always did).
-pub(crate) fn reserve_in_room<C: ConnectionLike>(
+/// reservation due that long after the purchase (Redis time), see
+/// `reservations`. `room`: the item's waiting room keys, passed only for an
+/// item that has one, so a sale without one sends the keys it always did.
+pub(crate) fn reserve<C: ConnectionLike>(
     conn: &mut C,
     keys: &ItemKeys,
     request: &BuyRequest,

@@ -16,7 +16,11 @@ use crate::domain::operation::{Failure, FailureKind, Invalid, Retry};
 pub(crate) struct Counted(pub(crate) &'static str);
 
 /// A JSON answer with `status`, counted as `outcome`.
-pub(crate) fn json_answer(status: StatusCode, outcome: &'static str, body: &impl Serialize) -> Response {
+pub(crate) fn json_answer(
+    status: StatusCode,
+    outcome: &'static str,
+    body: &impl Serialize,
+) -> Response {
     let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
     let mut answer = (
         status,
@@ -135,7 +139,9 @@ impl IntoResponse for Failure {
             FailureKind::Failed => error_answer(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "redis_error",
-                &format!("Redis at {at} reported an error running the request: {again}; {rendered}"),
+                &format!(
+                    "Redis at {at} reported an error running the request: {again}; {rendered}"
+                ),
                 request_id,
             ),
             FailureKind::Unknown => error_answer(

@@ -25,9 +25,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Rejection> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        Rejection::bad_request(format!("the body is not a {}: {e}", what::<T>()))
-    })
+    serde_json::from_slice(bytes)
+        .map_err(|e| Rejection::bad_request(format!("the body is not a {}: {e}", what::<T>())))
 }
 
 /// `buy`, `join`, … from the body type's name.

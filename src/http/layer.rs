@@ -49,8 +49,12 @@ pub(crate) async fn door(
         .extensions()
         .get::<Counted>()
         .map_or("answered", |c| c.0);
-    app.metrics
-        .answered(endpoint, outcome, answer.status().as_u16(), started.elapsed());
+    app.metrics.answered(
+        endpoint,
+        outcome,
+        answer.status().as_u16(),
+        started.elapsed(),
+    );
     app.answered.fetch_add(1, Ordering::Relaxed);
     answer
 }

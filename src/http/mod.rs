@@ -117,7 +117,10 @@ pub(crate) fn run(
     // The first refresh before the first request: a cache that knows the
     // window and any sell-out from the start.
     app.pool
-        .with(|e| e, |conn| cache::refresh(conn, &app.cache, &app.campaign))
+        .with(
+            |e| e,
+            |conn| cache::refresh(conn, &app.cache, &app.campaign),
+        )
         .context("cannot read the campaign's state from Redis")?;
     let refresher = spawn_refresher(Arc::clone(&app));
     let served = runtime.block_on(accept(Arc::clone(&app), ready));
@@ -132,9 +135,10 @@ fn spawn_refresher(app: Arc<App>) -> std::thread::JoinHandle<()> {
         let mut failing = false;
         while !app.draining.load(Ordering::SeqCst) {
             std::thread::sleep(app.settings.recheck);
-            let refreshed = app
-                .pool
-                .with(|e| e, |conn| cache::refresh(conn, &app.cache, &app.campaign));
+            let refreshed = app.pool.with(
+                |e| e,
+                |conn| cache::refresh(conn, &app.cache, &app.campaign),
+            );
             match (refreshed, failing) {
                 (Err(error), false) => {
                     failing = true;

@@ -13,8 +13,8 @@ use super::api::{self, CancelBody};
 use super::app::App;
 use super::error::{Rejection, json_answer};
 use super::extract::OptionalJsonBody;
-use crate::domain::operation::order::{Change, OrderChange};
 use crate::domain::operation::Retry;
+use crate::domain::operation::order::{Change, OrderChange};
 
 pub(crate) async fn pay(
     State(app): State<Arc<App>>,
@@ -40,7 +40,7 @@ async fn change(
     headers: &HeaderMap,
     reason: Option<String>,
 ) -> Response {
-    if let Err(refused) = authorized(&app, headers) {
+    if let Some(refused) = unauthorized(&app, headers) {
         return refused;
     }
     let done = app
@@ -67,10 +67,11 @@ async fn change(
     }
 }
 
-/// The operator endpoints exist only with a token, and answer only its holder.
-fn authorized(app: &App, headers: &HeaderMap) -> Result<(), Response> {
+/// The operator endpoints exist only with a token, and answer only its
+/// holder: the refusal for anyone else.
+fn unauthorized(app: &App, headers: &HeaderMap) -> Option<Response> {
     let Some(token) = &app.settings.operator_token else {
-        return Err(super::probes::not_found_answer());
+        return Some(super::probes::not_found_answer());
     };
     let presented = headers
         .get(header::AUTHORIZATION)
@@ -78,7 +79,7 @@ fn authorized(app: &App, headers: &HeaderMap) -> Result<(), Response> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     if !api::same_token(presented.as_bytes(), token) {
-        return Err(Rejection {
+        return Some(Rejection {
             status: StatusCode::UNAUTHORIZED,
             kind: "unauthorized",
             message:
@@ -87,5 +88,5 @@ fn authorized(app: &App, headers: &HeaderMap) -> Result<(), Response> {
         }
         .into_response());
     }
-    Ok(())
+    None
 }

@@ -25,10 +25,8 @@ pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
     let probe = {
         let app = Arc::clone(&app);
         tokio::task::spawn_blocking(move || {
-            app.pool.with(
-                |e| e,
-                |conn| Ok(redis::cmd("PING").query::<String>(conn)?),
-            )
+            app.pool
+                .with(|e| e, |conn| Ok(redis::cmd("PING").query::<String>(conn)?))
         })
         .await
     };

@@ -91,9 +91,7 @@ fn serve<P: Pages>(
     let listener = std::net::TcpListener::bind(listen)
         .with_context(|| format!("cannot listen for metrics on {listen}"))?;
     let bound = listener.local_addr().context("metrics listener address")?;
-    listener
-        .set_nonblocking(true)
-        .context("metrics listener")?;
+    listener.set_nonblocking(true).context("metrics listener")?;
     let (asks, asked) = mpsc::channel::<Ask>();
     std::thread::Builder::new()
         .name("metrics-pages".into())

@@ -223,9 +223,7 @@ impl SharedConn {
     fn route(&mut self, cmd: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         let reply = match &mut self.route {
             SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
-            SharedRoute::Cluster(c) => self
-                .runtime
-                .block_on(c.route_command(cmd.clone(), routing)),
+            SharedRoute::Cluster(c) => self.runtime.block_on(c.route_command(cmd.clone(), routing)),
         };
         if let Err(error) = &reply {
             (self.on_error)(error);

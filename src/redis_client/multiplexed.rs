@@ -15,8 +15,8 @@
 //! delivered it (the caller says "outcome unknown"), and is replaced for the
 //! requests after it — never reused, since it may still owe replies.
 
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use redis::aio::{ConnectionLike, MultiplexedConnection};

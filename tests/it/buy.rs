@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis::Commands;
 use seckill::domain::item::SaleItem;
+use seckill::domain::kill_switch::Flip;
 use seckill::domain::slot::{self, BuyRequest, Outcome, PreheatMode};
 use seckill::model::campaign::Campaign;
 use seckill::model::keys::ItemKeys;
@@ -295,7 +296,15 @@ fn the_kill_switch_takes_effect_on_the_next_call() {
     let mut conn = server.conn();
     let first = attempt(&mut conn, &campaign, "a", 1, Some("r-a"));
     assert_eq!(first.outcome, Outcome::Ok);
-    slot::set_switch(&mut conn, &keys, true, "bots", "test", 1, None).unwrap();
+    let flip = |closed, reason: &str, at_ms| Flip {
+        closed,
+        reason: reason.to_string(),
+        by: "test".to_string(),
+        at_ms,
+    };
+    let sale = SaleItem::live(&campaign, &campaign.items[0]);
+    sale.set_switch(&mut conn, &flip(true, "bots", 1), None)
+        .unwrap();
     let refused = attempt(&mut conn, &campaign, "b", 1, None);
     assert_eq!(
         (refused.outcome, refused.stock_left),
@@ -307,7 +316,8 @@ fn the_kill_switch_takes_effect_on_the_next_call() {
         (retry.outcome, retry.order_id),
         (Outcome::Ok, first.order_id)
     );
-    slot::set_switch(&mut conn, &keys, false, "", "test", 2, None).unwrap();
+    sale.set_switch(&mut conn, &flip(false, "", 2), None)
+        .unwrap();
     assert_eq!(
         attempt(&mut conn, &campaign, "b", 1, None).outcome,
         Outcome::Ok

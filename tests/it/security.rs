@@ -441,7 +441,12 @@ fn each_role_runs_its_subcommands_on_a_bucketed_item() {
     assert_allowed(&file, &operator, &["reconcile", "--repair"]);
     assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (2, 0));
     // The consumer reads every key (its metrics), but moves no stock.
-    assert_denied(&file, &server, &consumer, &["rebalance", "--low-water", "1"]);
+    assert_denied(
+        &file,
+        &server,
+        &consumer,
+        &["rebalance", "--low-water", "1"],
+    );
     assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (2, 0));
     assert_allowed(&file, &operator, &["rebalance", "--low-water", "1"]);
     assert_eq!((stock_of(&server, &b0), stock_of(&server, &b1)), (1, 1));

@@ -43,15 +43,14 @@ fn every_request_kind_is_counted_in_flight() {
         .item("room", 5)
         .room("{ mode: rate, admit_rate: 100/s }")
         .write();
-    seckill(&["preheat"]).campaign(&file).redis(&server).succeeds();
-    let serve = Serve::start(
-        &file,
-        &server.url(),
-        false,
-        &["--recheck", "1h"],
-    );
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let serve = Serve::start(&file, &server.url(), false, &["--recheck", "1h"]);
     let addr = serve.addr;
-    let requests: Vec<(&str, Box<dyn FnOnce() + Send>)> = vec![
+    type Request = Box<dyn FnOnce() + Send>;
+    let requests: Vec<(&str, Request)> = vec![
         (
             "order lookup",
             Box::new(move || {
@@ -81,10 +80,16 @@ fn every_request_kind_is_counted_in_flight() {
         let frozen = Frozen::new(&mut server.conn());
         let seen = seen_in_flight(&serve, request);
         drop(frozen);
-        assert!(seen, "a {kind} held by a frozen Redis never showed in seckill_serve_in_flight");
+        assert!(
+            seen,
+            "a {kind} held by a frozen Redis never showed in seckill_serve_in_flight"
+        );
         let deadline = Instant::now() + Duration::from_secs(10);
         while in_flight(&serve) > 0 {
-            assert!(Instant::now() < deadline, "the {kind} never left the in-flight count");
+            assert!(
+                Instant::now() < deadline,
+                "the {kind} never left the in-flight count"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -97,14 +102,22 @@ fn a_failed_queue_join_never_mentions_a_request_id() {
         .item("room", 5)
         .room("{ mode: rate, admit_rate: 100/s }")
         .write();
-    seckill(&["preheat"]).campaign(&file).redis(&server).succeeds();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
     let serve = Serve::start(&file, &server.url(), false, &["--recheck", "1h"]);
     let frozen = Frozen::new(&mut server.conn());
     let join = http::post(serve.addr, "/v1/items/room/queue", &json!({"user": "u1"}));
     let read = http::get(serve.addr, "/v1/items/room/queue/u1");
     drop(frozen);
     for (what, answer) in [("join", &join), ("read", &read)] {
-        assert!(answer.status >= 500, "{what}: {} {}", answer.status, answer.body);
+        assert!(
+            answer.status >= 500,
+            "{what}: {} {}",
+            answer.status,
+            answer.body
+        );
         let text = answer.body.to_lowercase();
         assert!(
             !text.contains("request_id") && !text.contains("request id"),
@@ -123,7 +136,10 @@ fn a_failed_queue_join_never_mentions_a_request_id() {
 fn operator_pay_and_cancel_refused_for_permissions_are_not_executed() {
     let server = RedisServer::start();
     let file = campaign("perm").payment_timeout("10m").item("1", 3).write();
-    seckill(&["preheat"]).campaign(&file).redis(&server).succeeds();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
     // A credential that may read the item's state but not touch its reservations.
     let base = "seckill:{perm:1}:";
     let _: () = redis::cmd("ACL")

@@ -119,9 +119,11 @@ fn the_rate_is_the_order_streams_growth_between_two_samples() {
     preheat(&file, &server);
     let selling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let shopper = {
-        let (selling, url) = (selling.clone(), server.url());
+        let (selling, url, path) = (selling.clone(), server.url(), file.path.clone());
         std::thread::spawn(move || {
-            let keys = seckill::model::keys::ItemKeys::live("c", "1");
+            let campaign =
+                seckill::model::campaign::Campaign::load(&path).expect("the campaign file");
+            let sale = seckill::domain::item::SaleItem::live(&campaign, &campaign.items[0]);
             let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
             let mut n = 0u32;
             while selling.load(std::sync::atomic::Ordering::Relaxed) {
@@ -133,7 +135,7 @@ fn the_rate_is_the_order_streams_growth_between_two_samples() {
                     qty: 1,
                     request_id: None,
                 };
-                seckill::domain::slot::buy(&mut conn, &keys, &request).unwrap();
+                sale.buy(&mut conn, &request).unwrap();
                 n += 1;
                 std::thread::sleep(Duration::from_millis(5));
             }

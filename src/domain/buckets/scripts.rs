@@ -41,9 +41,9 @@ pub(crate) fn home_buy<C: ConnectionLike>(
         queued,
     )
     .invoke(conn)
-        .map_err(anyhow::Error::from)
-        .and_then(bucket_buy::parse_reply)
-        .with_context(|| home_buy_failed(home, request))
+    .map_err(anyhow::Error::from)
+    .and_then(bucket_buy::parse_reply)
+    .with_context(|| home_buy_failed(home, request))
 }
 
 fn home_buy_failed(home: &BucketKeys, request: &BuyRequest) -> String {

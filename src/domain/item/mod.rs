@@ -24,8 +24,8 @@ use serde::Serialize;
 use crate::domain::buckets;
 use crate::domain::buckets::buy::BuyCost;
 pub(crate) use crate::domain::buckets::ledger::{MAX_READINGS, Reading};
-pub(crate) use crate::domain::buckets::scripts::{Snapshot, Transfer};
 pub(crate) use crate::domain::buckets::rebalance::Pass;
+pub(crate) use crate::domain::buckets::scripts::{Snapshot, Transfer};
 use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
 use crate::domain::kill_switch::{self, Flip};
 use crate::domain::slot::{
@@ -124,7 +124,11 @@ impl<'a> SaleItem<'a> {
 
     /// `item` under `prefix` (the live sale's, or the load test's).
     pub(crate) fn under(prefix: &str, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
-        SaleItem::laid_out(Layout::new(prefix, &campaign.id, &item.id, item.buckets), campaign, item)
+        SaleItem::laid_out(
+            Layout::new(prefix, &campaign.id, &item.id, item.buckets),
+            campaign,
+            item,
+        )
     }
 
     /// `item` laid out as `layout`, its shape and room resolved from it.
@@ -223,8 +227,7 @@ impl<'a> SaleItem<'a> {
             Shape::Plain(layout) => {
                 let keys = layout.bucket(0).keys;
                 let room_keys = self.room.as_ref().map(|r| &r.room);
-                let reply =
-                    slot::reserve_in_room(conn, &keys, request, payment_timeout_ms, room_keys)?;
+                let reply = slot::reserve(conn, &keys, request, payment_timeout_ms, room_keys)?;
                 Ok(Attempt {
                     reply,
                     cost: BuyCost {
@@ -385,7 +388,7 @@ impl<'a> SaleItem<'a> {
 
     /// Flip the kill switch in every slot (a bucketed item: every bucket, or
     /// an error naming the one that failed), recording `flip` in its history.
-    pub(crate) fn set_switch<C: ConnectionLike>(
+    pub fn set_switch<C: ConnectionLike>(
         &self,
         conn: &mut C,
         flip: &Flip,

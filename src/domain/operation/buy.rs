@@ -86,8 +86,8 @@ impl Buy<'_> {
         let (outcome, replicas_acked, mut round_trips) = match (self.wait, reply.outcome) {
             (Some((wanted, timeout)), Outcome::Ok) => {
                 let written: Vec<&str> = written.iter().map(String::as_str).collect();
-                let acked = replicas::wait_after_buy(conn, &written, wanted, timeout)
-                    .map_err(|error| {
+                let acked =
+                    replicas::wait_after_buy(conn, &written, wanted, timeout).map_err(|error| {
                         let order = reply.order_id.as_deref().unwrap_or("-");
                         let error = error.context(format!(
                             "bought order {order} at {at}, but could not wait for replicas"

@@ -164,7 +164,10 @@ mod tests {
             panic!("{failure:?}");
         };
         let flag = invalid.say(|f| format!("--{}", f.replace('_', "-")));
-        assert!(flag.starts_with("--request-id must be 1..128 bytes"), "{flag}");
+        assert!(
+            flag.starts_with("--request-id must be 1..128 bytes"),
+            "{flag}"
+        );
         assert!(failure.nothing_ran());
     }
 
@@ -184,6 +187,9 @@ mod tests {
             "{failure:?}"
         );
         let unsent = anyhow::Error::new(NotSent).context("cannot connect");
-        assert_eq!(Failure::of(unsent, "h:1", Retry::Repeat).kind, FailureKind::NotSent);
+        assert_eq!(
+            Failure::of(unsent, "h:1", Retry::Repeat).kind,
+            FailureKind::NotSent
+        );
     }
 }

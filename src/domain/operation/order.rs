@@ -12,7 +12,9 @@ use crate::model::campaign::{Campaign, is_valid_id};
 pub enum Change<'a> {
     Pay,
     /// Release it now, with a reason kept in its event.
-    Cancel { reason: &'a str },
+    Cancel {
+        reason: &'a str,
+    },
 }
 
 /// The request: an order (found in `item`'s slots, or in every item's).

@@ -43,7 +43,12 @@ pub struct InLine {
 }
 
 impl InLine {
-    fn of(item: &str, user: &str, outcome: Option<JoinOutcome>, standing: Option<Standing>) -> InLine {
+    fn of(
+        item: &str,
+        user: &str,
+        outcome: Option<JoinOutcome>,
+        standing: Option<Standing>,
+    ) -> InLine {
         let ahead = standing
             .as_ref()
             .filter(|s| s.waits())
@@ -60,12 +65,17 @@ impl InLine {
 
     /// The wait to say (`Retry-After`), for a user still waiting.
     pub fn wait_ms(&self) -> Option<i64> {
-        self.standing.as_ref().filter(|s| s.waits()).map(|s| s.eta_ms)
+        self.standing
+            .as_ref()
+            .filter(|s| s.waits())
+            .map(|s| s.eta_ms)
     }
 
     /// The standing's state, or `not_queued` when the user has none.
     pub fn state(&self) -> &'static str {
-        self.standing.as_ref().map_or("not_queued", |s| s.state.as_str())
+        self.standing
+            .as_ref()
+            .map_or("not_queued", |s| s.state.as_str())
     }
 }
 

@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use super::ItemReport;
 use super::streams::check_database_against_streams;
-use crate::domain::item::Snapshot;
 use crate::domain::item::SaleItem;
+use crate::domain::item::Snapshot;
 use crate::domain::orders::entry::stream_id_key;
 use crate::domain::orders::{ItemTotals, OrderStore, Recovery};
 

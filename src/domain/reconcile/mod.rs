@@ -73,8 +73,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::item::{MAX_READINGS, Transfer};
 use crate::domain::item::SaleItem;
+use crate::domain::item::{MAX_READINGS, Transfer};
 use crate::domain::orders::entry::{Order, stream_id_key};
 use crate::domain::orders::wire::{ReadConn, ReadsStreams};
 use crate::domain::orders::{ItemTotals, OrderStore, stream};
@@ -343,9 +343,7 @@ pub(crate) fn reconcile_item(
     // The streams' ends again: when any moved, the sale is live and the
     // buyers sum (read by HSCAN pages) cannot be compared.
     for (slot, snap) in slots.iter().zip(&reading.snapshots) {
-        if sale.snapshot(conn, slot)?.last_order_id
-            != snap.last_order_id
-        {
+        if sale.snapshot(conn, slot)?.last_order_id != snap.last_order_id {
             report.sale_in_progress = true;
         }
     }

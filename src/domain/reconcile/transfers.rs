@@ -70,4 +70,3 @@ pub(crate) fn check(reading: &Reading, transfers: &mut TransferReport) {
         ));
     }
 }
-

@@ -15,8 +15,8 @@ use redis::ConnectionLike;
 use serde::Serialize;
 
 use super::Room;
-use super::shuffle::{Seed, shuffle};
 use super::admissions::{self, Grant};
+use super::shuffle::{Seed, shuffle};
 use crate::model::layout::Layout;
 use crate::model::waiting_room::AdmissionMode;
 use crate::redis_client::scripts::ScriptCall;
@@ -370,12 +370,8 @@ impl Room {
                 }
             }
             for (bucket, grants) in &per_bucket {
-                let (new, _) = admissions::grant(
-                    conn,
-                    &buckets.bucket(*bucket),
-                    grants,
-                    self.expire_at_ms,
-                )?;
+                let (new, _) =
+                    admissions::grant(conn, &buckets.bucket(*bucket), grants, self.expire_at_ms)?;
                 done.granted += new;
             }
             let to = next.fanned + next.entries.len() as i64;

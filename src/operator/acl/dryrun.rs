@@ -19,8 +19,8 @@ use redis::{ConnectionLike, Value};
 use serde::Serialize;
 
 use super::Role;
-use crate::model::keys::{ItemKeys, LIVE_PREFIX, LOADTEST_PREFIX, ORDER_GROUP};
 use crate::domain::item::shape::Shape;
+use crate::model::keys::{ItemKeys, LIVE_PREFIX, LOADTEST_PREFIX, ORDER_GROUP};
 use crate::redis_client::scripts::{ALL, Purpose, Spec};
 
 /// What a check expects of the role.

@@ -18,9 +18,9 @@ use crate::domain::registry;
 use crate::domain::slot;
 use crate::model::campaign::Campaign;
 use crate::model::layout::key_slot;
-use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::model::role::Role;
 use crate::operator::acl::dryrun;
+use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::redis_client::server::{self, Answer, Eviction};
 use crate::util::error_text::render;
 use crate::util::text::{human_duration_ms, time_or_dash};
@@ -703,8 +703,7 @@ fn permissions(conn: &mut Conn, request: &Request) -> Check {
     let Some(item) = request.campaign.items.first() else {
         return Check::ok("permissions", format!("user {user}"));
     };
-    let checks = match dryrun::verify(conn, &user, request.role, &request.campaign.id, &item.id)
-    {
+    let checks = match dryrun::verify(conn, &user, request.role, &request.campaign.id, &item.id) {
         Ok(checks) => checks,
         Err(e) => return Check::unknown("permissions", false, render(&e)),
     };

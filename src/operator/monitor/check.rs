@@ -10,8 +10,8 @@
 
 use serde::Serialize;
 
-use crate::operator::monitor::status::ItemStatus;
 use crate::model::exit_codes;
+use crate::operator::monitor::status::ItemStatus;
 use crate::util::text::{human_duration_ms, time_or_dash};
 
 /// What `--check` looks for beyond preheat and the kill switch.

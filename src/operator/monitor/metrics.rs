@@ -12,8 +12,8 @@
 //! sold fall when a reservation is released, dead letters when they are
 //! re-driven, so both are gauges.
 use crate::domain::orders::counters::ConsumeCounters;
-use crate::operator::monitor::status::{ItemStatus, WindowState};
 use crate::model::campaign::Campaign;
+use crate::operator::monitor::status::{ItemStatus, WindowState};
 
 pub(crate) use crate::util::prometheus::{Exposition, Metric, counter, gauge};
 

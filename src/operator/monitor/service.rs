@@ -18,9 +18,9 @@ use anyhow::Result;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::counters::CONSUME;
 use crate::domain::orders::{OrderStore, StoreLocation};
+use crate::model::campaign::Campaign;
 use crate::operator::monitor::metrics::{self, Exposition};
 use crate::operator::monitor::status::StatusReader;
-use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
 
 /// What the worker tells its responder.

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::domain::item::SaleItem;
-use crate::operator::monitor::status::{ItemStatus, StatusReader};
 use crate::model::campaign::Campaign;
+use crate::operator::monitor::status::{ItemStatus, StatusReader};
 use crate::redis_client::conn::{Conn, RedisTarget};
 
 /// One sample of the watched items.
