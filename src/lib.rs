@@ -1,21 +1,25 @@
 //! `seckill`: run a flash sale on Redis without ever selling one item too many.
 //!
-//! The binary (`main.rs`) is a thin shell around this library. The library
-//! is built in layers, each a folder, each importing only from the layers
-//! below it (`tests/it/layers.rs` fails naming the file and the import when
-//! one reaches up, or when files import each other in a circle):
+//! The binary (`main.rs`) is a thin shell around this library, which is
+//! built in layers, each a folder importing only what its `//! May import:`
+//! line says. The map below is quoted from `tests/it/layers/map.rs`, which
+//! checks it against every import of `src/` (ARCHITECTURE.md walks it):
 //!
 //! ```text
-//! cli          the command line: the clap parser and the dispatch
-//!  └ cmd       one file per subcommand: flags in, a report out
-//!     └ invocation   what every command gets: its context, the one output path, help
-//!        └ features  above the domain: reconcile, the load test, monitoring, ACLs
-//!           └ domain the sale: items (plain or bucketed), slots, buckets,
-//!              │     orders and their stores, reservations, recovery
-//!              └ redis_client  connections, the typed Lua script calls,
-//!                 │            what a failure means, WAIT
-//!                 └ model      campaign, keys, layout, exit codes, errors
-//!                    └ util    output, log, retry, text, identity
+//! cli          the command line: clap parser, dispatch         may import: cmd, http, invocation, operator, domain, redis_client, model, util
+//! cmd          the CLI door: one file per subcommand           may import: http, invocation, operator, domain, redis_client, model, util
+//! http         the HTTP door (`serve`) and the probe server    may import: operator, domain, redis_client, model, util
+//!              (/healthz, /metrics) the services use
+//! invocation   context, report (one output path), help         may import: domain, redis_client, model, util
+//! operator     operator tools: doctor, acl, monitor,           may import: domain, redis_client, model, util
+//!              loadtest (the sale's scenarios over the engine crate)
+//! domain       the sale (inner order below)                    may import: redis_client, model, util
+//! redis_client connections, typed Lua calls, failures, WAIT    may import: model, util
+//! model        campaign, keys, layout, exit codes, errors      may import: util
+//! util         output, log, retry, text, identity              may import: nothing of the crate
+//!
+//! domain, inner order, bottom → top (a domain module imports only modules below it):
+//! kill_switch, slot, buckets, waiting_room, item, registry, orders, reservations, lookup, recovery, reconcile, preheat_plan, operation
 //! ```
 
 pub mod cli;

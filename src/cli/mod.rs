@@ -1,7 +1,7 @@
 //! The command line: global flags, one subcommand per file in `cmd/`, and
 //! the dispatch that builds each command's context and reports its result.
 //!
-//! May import: everything below (cmd, invocation, ...); only `main.rs` imports it.
+//! May import: cmd, http, invocation, redis_client, model, util.
 
 use std::path::PathBuf;
 

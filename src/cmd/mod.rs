@@ -1,10 +1,12 @@
 //! One file per subcommand, each with its own `Args` (the flags), a `run`
 //! that gets its context from below and returns a named report, and the
-//! report's table.
+//! report's table. This is the command-line door: operations
+//! (`domain::operation`) are checked and run below it, a command only turns
+//! flags into one and its result into a table, JSON and an exit code. The
+//! command line above (`cli`) is never imported: `completions` and `man`
+//! get the clap definition from the context.
 //!
-//! May import: invocation, features, domain, redis_client, model, util —
-//! never the command line above (`cli`); `completions` and `man` get the
-//! clap definition from the context.
+//! May import: http, invocation, operator, domain, redis_client, model, util.
 
 pub(crate) mod acl;
 pub(crate) mod buy;

@@ -3,6 +3,8 @@
 //! to the switch (`lua/set_switch.lua`, a list capped at [`HISTORY_CAP`]).
 //! The account name (`util::identity`) is never "unknown", which tells an
 //! incident review nothing.
+//!
+//! May import: redis_client, model, util.
 
 use anyhow::{Context, Result};
 use redis::ConnectionLike;

@@ -1,6 +1,8 @@
 //! "Did I get it?": a user's result for one item, read in the slot their
 //! orders live in (a bucketed item: the home bucket), in one read-only
 //! script — what the shop's front door answers a shopper, no database.
+//!
+//! May import: domain::reservations, redis_client, model.
 
 use anyhow::{Context, Result};
 use redis::ConnectionLike;

@@ -7,6 +7,8 @@
 //!
 //! Redis's view of a bucketed item is its first bucket's meta (every bucket
 //! gets the same fields) and the sum of its buckets' initial stock.
+//!
+//! May import: domain::item, model, util.
 
 use anyhow::{Context, Result};
 use redis::ConnectionLike;

@@ -27,6 +27,8 @@
 //! `persistence` tells whether the Redis server keeps anything across a
 //! restart, so `preheat` can warn (and `--require-durable` refuse) before the
 //! sale rather than after the loss.
+//!
+//! May import: domain::orders, domain::item, domain::slot, domain::kill_switch, redis_client, model, util.
 
 use anyhow::{Context, Result, bail};
 use redis::ConnectionLike;

@@ -15,6 +15,8 @@
 //!
 //! The key has no hash tag: on a cluster it lives on one master, which is
 //! fine for a handful of small writes per sale (never on the buy path).
+//!
+//! May import: redis_client, model, util.
 
 use anyhow::{Context, Result};
 use redis::ConnectionLike;

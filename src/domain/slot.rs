@@ -2,6 +2,8 @@
 //! what is done to it in one script call each: preheat, read, reset, flip
 //! the kill switch, and a purchase attempt through `lua/buy.lua`. The item
 //! layer (`domain::item`) runs these on every slot of an item.
+//!
+//! May import: domain::kill_switch, redis_client, model.
 
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};

@@ -34,6 +34,8 @@
 //! lost after the attempt was sent answers 504, "retry with the same
 //! request_id"; a connection that could not be made or a refusal that
 //! proves nothing ran, 503.
+//!
+//! May import: operator, domain, redis_client, model, util.
 
 pub(crate) mod api;
 mod app;

@@ -3,7 +3,7 @@
 //! them), the one output path for its [`report`] (table or JSON envelope),
 //! and the [`help`] texts every `--help` ends with.
 //!
-//! May import: features, domain, redis_client, model, util.
+//! May import: domain, redis_client, model, util.
 
 pub(crate) mod context;
 pub(crate) mod failure;

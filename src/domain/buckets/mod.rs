@@ -7,6 +7,8 @@
 //! transfer scripts' calls, the transfer logs read as one ([`ledger`]), the
 //! item-level state over every bucket, and the rebalancer. Only the item
 //! layer (`domain::item`, through its shape) calls it.
+//!
+//! May import: domain::slot, redis_client, model.
 
 pub mod buy;
 pub(crate) mod ledger;

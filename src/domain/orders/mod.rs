@@ -19,6 +19,8 @@
 //! directory, so the same file works from any working directory; one given
 //! on the command line or in the environment is relative to the current
 //! directory, like any other path typed in a shell.
+//!
+//! May import: domain::item, redis_client, model, util.
 
 pub(crate) mod claimer;
 pub(crate) mod consumer;

@@ -26,6 +26,8 @@
 //! Which slot holds an order: order ids are unique, so `pay`/`cancel` look
 //! the id up (HEXISTS) in the slots of `--item`, or of every item when none
 //! is given, and run the script in the one slot that has it.
+//!
+//! May import: domain::orders, domain::item, redis_client, model, util.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -10,6 +10,8 @@
 //!   pre-queue's shuffle at the start, a bucketed item's fan-out of
 //!   admissions to each user's home bucket;
 //! - [`registration`]: pre-registration with per-device and per-IP caps;
+//! - [`admissions`]: a bucket's copy of the admissions (the item's shape
+//!   tells the room which buckets it fans out to; the room never asks);
 //! - here: [`Room`], one item's room, and the calls on it (set up, join,
 //!   read, pause and resume, penalize).
 //!
@@ -17,7 +19,7 @@
 //! a bucketed item's admissions are copied to each user's home bucket by the
 //! fan-out, so `lua/bucket_buy.lua` checks them in its own slot.
 //!
-//! May import: buckets, slot, the Redis client layer, the model, utilities.
+//! May import: domain::slot, redis_client, model, util.
 
 pub mod admissions;
 pub mod admit;
