@@ -23,7 +23,7 @@ use super::error::{Counted, error_answer};
 pub(crate) const MAX_BODY: usize = 16 * 1024;
 
 /// The metrics' endpoint label of a route.
-fn endpoint(route: Option<&str>) -> &'static str {
+pub(crate) fn endpoint(route: Option<&str>) -> &'static str {
     match route.unwrap_or("") {
         "/v1/items/{item}/buy" => "buy",
         "/v1/items/{item}/orders/{user}" => "orders",
@@ -45,6 +45,16 @@ pub(crate) async fn door(
     let started = Instant::now();
     let endpoint = endpoint(route.as_ref().map(MatchedPath::as_str));
     let answer = admit_and_run(&app, request, next).await;
+    counted(&app, endpoint, started, answer)
+}
+
+/// Count `answer` to a request of `endpoint` that arrived at `started`.
+pub(crate) fn counted(
+    app: &App,
+    endpoint: &'static str,
+    started: Instant,
+    answer: Response,
+) -> Response {
     let outcome = answer
         .extensions()
         .get::<Counted>()

@@ -223,23 +223,30 @@ async fn accept(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<Served>
     })
 }
 
-/// The endpoints: `/v1` behind the door's one layer (`layer::door`), the
-/// probes and the 404 beside it.
+/// The endpoints: `/v1` behind the door's one layer (`layer::door`); the
+/// operator's behind the token check first, so a caller without the token
+/// is refused before its body is read or a place is taken; the probes and
+/// the 404 beside them.
 fn routes(app: Arc<App>) -> Router {
-    let v1 = Router::new()
+    let door = || axum::middleware::from_fn_with_state(Arc::clone(&app), layer::door);
+    let shop = Router::new()
         .route("/v1/items/{item}/buy", post(buy::buy))
         .route("/v1/items/{item}/orders/{user}", get(orders::order_of))
         .route("/v1/items/{item}/queue", post(queue::join))
         .route("/v1/items/{item}/queue/{user}", get(queue::position))
         .route("/v1/items/{item}/register", post(queue::register))
+        .route_layer(door());
+    let operator = Router::new()
         .route("/v1/orders/{order}/pay", post(operator::pay))
         .route("/v1/orders/{order}/cancel", post(operator::cancel))
+        .route_layer(door())
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
-            layer::door,
+            operator::token,
         ));
     Router::new()
-        .merge(v1)
+        .merge(shop)
+        .merge(operator)
         .route("/healthz", get(probes::healthz))
         .route("/metrics", get(probes::metrics_text))
         .fallback(probes::not_found)

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::api::{self, CancelBody};
@@ -16,33 +17,39 @@ use super::extract::OptionalJsonBody;
 use crate::domain::operation::Retry;
 use crate::domain::operation::order::{Change, OrderChange};
 
-pub(crate) async fn pay(
+/// The operator routes' first layer: without `--operator-token-file` they
+/// do not exist (404); without the token they answer 401, before the body
+/// is read and before the request takes a place.
+pub(crate) async fn token(
     State(app): State<Arc<App>>,
-    Path(order): Path<String>,
-    headers: HeaderMap,
+    route: Option<MatchedPath>,
+    request: Request,
+    next: Next,
 ) -> Response {
-    change(app, order, &headers, None).await
+    let started = std::time::Instant::now();
+    match unauthorized(&app, request.headers()) {
+        Some(refused) => {
+            let endpoint = super::layer::endpoint(route.as_ref().map(MatchedPath::as_str));
+            super::layer::counted(&app, endpoint, started, refused)
+        }
+        None => next.run(request).await,
+    }
+}
+
+pub(crate) async fn pay(State(app): State<Arc<App>>, Path(order): Path<String>) -> Response {
+    change(app, order, None).await
 }
 
 pub(crate) async fn cancel(
     State(app): State<Arc<App>>,
     Path(order): Path<String>,
-    headers: HeaderMap,
     OptionalJsonBody(body): OptionalJsonBody<CancelBody>,
 ) -> Response {
-    change(app, order, &headers, Some(body.reason)).await
+    change(app, order, Some(body.reason)).await
 }
 
 /// Pay (`reason` none) or cancel, for a caller with the operator token.
-async fn change(
-    app: Arc<App>,
-    order: String,
-    headers: &HeaderMap,
-    reason: Option<String>,
-) -> Response {
-    if let Some(refused) = unauthorized(&app, headers) {
-        return refused;
-    }
+async fn change(app: Arc<App>, order: String, reason: Option<String>) -> Response {
     let done = app
         .on_redis(false, Retry::Repeat, move |app, conn| {
             let change = match &reason {

@@ -184,3 +184,155 @@ fn operator_pay_and_cancel_refused_for_permissions_are_not_executed() {
         );
     }
 }
+
+/// A connection that sent its headers and one byte of a longer body.
+fn slow_body(addr: std::net::SocketAddr, path: &str, headers: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{headers}Content-Length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    stream.flush().unwrap();
+    stream
+}
+
+/// Clients that send their body slowly take no place under --max-in-flight:
+/// a place is taken once the body is whole.
+#[test]
+fn slow_bodies_do_not_take_the_places_of_whole_requests() {
+    let server = RedisServer::start();
+    let file = campaign("slow").item("1", 5).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let serve = Serve::start(
+        &file,
+        &server.url(),
+        false,
+        &["--max-in-flight", "8", "--body-timeout", "30s"],
+    );
+    let held: Vec<_> = (0..8)
+        .map(|_| slow_body(serve.addr, "/v1/items/1/buy", ""))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let whole = http::buy(serve.addr, "1", "whole", "w");
+    assert_eq!(
+        (whole.status, whole.json()["outcome"].as_str()),
+        (200, Some("ok")),
+        "a whole request behind 8 slow bodies: {}",
+        whole.body
+    );
+    drop(held);
+}
+
+/// Without the token the operator endpoints answer at once, whatever the
+/// body is doing: the token is checked before the body is read.
+#[test]
+fn the_operator_token_is_checked_before_the_body_is_read() {
+    let server = RedisServer::start();
+    let file = campaign("tok").payment_timeout("10m").item("1", 5).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "operator-token-0123456789\n").unwrap();
+    let with_token = Serve::start(
+        &file,
+        &server.url(),
+        false,
+        &[
+            "--operator-token-file",
+            token.to_str().unwrap(),
+            "--body-timeout",
+            "60s",
+        ],
+    );
+    let without_token = Serve::start(&file, &server.url(), false, &["--body-timeout", "60s"]);
+    for (serve, headers, status) in [
+        (
+            &with_token,
+            "Authorization: Bearer wrong-token-0000000000\r\n",
+            401,
+        ),
+        (&without_token, "", 404),
+    ] {
+        use std::io::Read;
+        let mut stream = slow_body(serve.addr, "/v1/orders/01ANY/cancel", headers);
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut answer = [0u8; 64];
+        let n = stream
+            .read(&mut answer)
+            .expect("an answer before the body is complete");
+        let head = String::from_utf8_lossy(&answer[..n]).to_string();
+        assert!(
+            head.starts_with(&format!("HTTP/1.1 {status}")),
+            "expected {status} at once: {head}"
+        );
+    }
+}
+
+/// The CPU time of process `pid` (user + system), from /proc.
+fn cpu_of(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Out of file descriptors, serve waits for one to free up instead of
+/// spinning on accept.
+#[test]
+fn out_of_file_descriptors_serve_waits_instead_of_spinning() {
+    use std::process::{Command, Stdio};
+    let server = RedisServer::start();
+    let file = campaign("fds").item("1", 5).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let port = crate::support::free_port();
+    let binary = assert_cmd::cargo::cargo_bin("seckill");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 96 && exec {} -c {} --redis {} serve --listen 127.0.0.1:{port} --workers 2",
+            binary.display(),
+            file.path.display(),
+            server.url()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "serve did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let idle: Vec<_> = (0..140)
+        .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_of(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = cpu_of(child.id()) - before;
+    drop(idle);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        spent < Duration::from_millis(500),
+        "serve spent {spent:?} of CPU in 2 s with its descriptors used up"
+    );
+}
