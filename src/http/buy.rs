@@ -33,7 +33,8 @@ pub(crate) async fn buy(
     buy.check(&app.campaign)?;
     if let Some(outcome) = app.cache.refusal(&item, &body.user) {
         app.metrics.cache_hit(outcome.as_str());
-        let answer = PurchaseAnswer::refused(&buy.request(&app.campaign), outcome);
+        let answer = PurchaseAnswer::refused(&buy.request(&app.campaign), outcome)
+            .opening(app.campaign.starts_at_ms);
         return Ok(outcome_answer(&app, answer, true));
     }
     let running = (item.clone(), body.user.clone(), body.request_id.clone());
@@ -90,6 +91,7 @@ impl Drop for Running<'_> {
 fn outcome_answer(app: &App, answer: PurchaseAnswer, from_cache: bool) -> Response {
     let outcome = answer.outcome;
     let waiting = answer.waiting.clone();
+    let opens_at_ms = answer.opens_at_ms;
     let mut response = json_answer(
         api::status_of(outcome),
         outcome.as_str(),
@@ -106,6 +108,9 @@ fn outcome_answer(app: &App, answer: PurchaseAnswer, from_cache: bool) -> Respon
     }
     if let Some(waiting) = waiting.filter(|_| outcome == Outcome::NotAdmitted) {
         retry_after(&mut response, waiting.eta_ms);
+    }
+    if let Some(opens_at_ms) = opens_at_ms {
+        retry_after(&mut response, opens_at_ms - app.cache.redis_now_ms());
     }
     response
 }

@@ -67,6 +67,11 @@ impl Cache {
         }
     }
 
+    /// Now on the Redis clock (this machine's clock and the measured skew), Unix ms.
+    pub(crate) fn redis_now_ms(&self) -> i64 {
+        chrono::Utc::now().timestamp_millis() + self.skew_ms.load(Ordering::Relaxed)
+    }
+
     /// The refusal for `user`'s attempt on `item` now, if memory knows one.
     pub(crate) fn refusal(&self, item: &str, user: &str) -> Option<Outcome> {
         let known = self
@@ -78,7 +83,7 @@ impl Cache {
         if buyers.contains(user) {
             return None;
         }
-        let now = chrono::Utc::now().timestamp_millis() + self.skew_ms.load(Ordering::Relaxed);
+        let now = self.redis_now_ms();
         let window = known.window;
         if window.starts_at_ms.is_some_and(|s| now < s - EDGE_MS) {
             return Some(Outcome::NotStarted);

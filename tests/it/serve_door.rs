@@ -336,3 +336,33 @@ fn out_of_file_descriptors_serve_waits_instead_of_spinning() {
         "serve spent {spent:?} of CPU in 2 s with its descriptors used up"
     );
 }
+
+/// Before the sale opens, a buy says when it opens and when to come back.
+#[test]
+fn not_started_says_when_the_sale_opens() {
+    let server = RedisServer::start();
+    let file = campaign("soon").starts_in(120).item("1", 5).write();
+    seckill(&["preheat"]).campaign(&file).redis(&server).succeeds();
+    let serve = Serve::start(&file, &server.url(), false, &["--recheck", "1h"]);
+    for round in ["from Redis", "from memory"] {
+        let answer = http::buy(serve.addr, "1", "early", "e");
+        assert_eq!(answer.status, 425, "{round}: {}", answer.body);
+        let opens = answer.json()["opens_at_ms"].as_i64().expect("opens_at_ms");
+        let now = chrono::Utc::now().timestamp_millis();
+        assert!(
+            (now + 100_000..=now + 125_000).contains(&opens),
+            "{round}: opens at {opens}, now {now}"
+        );
+        let retry: u64 = answer
+            .header("Retry-After")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After");
+        assert!((100..=125).contains(&retry), "{round}: Retry-After {retry}");
+    }
+    let cli = seckill(&["--format", "json", "buy", "--item", "1", "--user", "early2"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(seckill::model::exit_codes::NOT_STARTED)
+        .json();
+    assert!(cli["opens_at"].is_string(), "{cli}");
+}

@@ -50,6 +50,12 @@ pub struct PurchaseAnswer {
     /// item's waiting room (position, serving position, wait in ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) waiting: Option<crate::redis_client::scripts::buy::Waiting>,
+    /// `not_started`: when the sale opens (RFC 3339, UTC), as the campaign says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) opens_at: Option<String>,
+    /// The same, in Unix milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) opens_at_ms: Option<i64>,
 }
 
 impl PurchaseAnswer {
@@ -78,7 +84,19 @@ impl PurchaseAnswer {
             deadline: reservation.map(|r| text::time_or_dash(Some(r.deadline_ms))),
             deadline_ms: reservation.map(|r| r.deadline_ms),
             waiting: reply.waiting,
+            opens_at: None,
+            opens_at_ms: None,
         }
+    }
+
+    /// A `not_started` answer says when the sale opens (`starts_at_ms`, the
+    /// campaign's); any other answer stays as it is.
+    pub(crate) fn opening(mut self, starts_at_ms: Option<i64>) -> PurchaseAnswer {
+        if self.outcome == Outcome::NotStarted {
+            self.opens_at_ms = starts_at_ms;
+            self.opens_at = starts_at_ms.map(|at| text::time_or_dash(Some(at)));
+        }
+        self
     }
 
     /// An answer known without asking Redis (serve's cache): the outcome alone.

@@ -104,7 +104,8 @@ impl Buy<'_> {
         };
         round_trips += cost.round_trips;
         Ok(Bought {
-            answer: PurchaseAnswer::of(&request, reply, outcome, replicas_acked),
+            answer: PurchaseAnswer::of(&request, reply, outcome, replicas_acked)
+                .opening(campaign.starts_at_ms),
             round_trips,
         })
     }
