@@ -9,6 +9,7 @@ use crate::domain::orders::dead_letters::{self, DeadLetter, Redriven};
 use crate::domain::orders::{StoreArgs, StoreLocation};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
+use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::util::output;
 
@@ -82,27 +83,21 @@ impl Report for DeadLetterReport {
 
     fn render(&self) -> String {
         if let Some(letters) = &self.letters {
-            let mut table = output::table([
-                "item",
-                "dead id",
-                "original id",
-                "order id",
-                "deliveries",
-                "reason",
-            ]);
+            // The original stream id and the stream are in the JSON: the
+            // table keeps to what fits 80 columns.
+            let mut table = output::table(["item", "dead id", "order id", "tries", "reason"]);
             for l in letters {
                 table.add_row(vec![
                     l.item.clone(),
                     l.dead_id.clone(),
-                    l.original_id.clone(),
                     l.order_id
                         .clone()
                         .unwrap_or_else(|| "(not an order)".into()),
-                    l.deliveries.clone(),
+                    l.deliveries.map_or_else(|| "-".into(), |d| d.to_string()),
                     l.reason.clone(),
                 ]);
             }
-            output::fit(&mut table, &[5]);
+            output::fit(&mut table, &[4]);
             return format!("{table}\n");
         }
         let mut table = output::table(["item", "dead id", "order id", "result"]);
@@ -136,6 +131,27 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
                 .filter(|l| selected(l, &args.ids)),
         );
     }
+    let unknown: Vec<&str> = args
+        .ids
+        .iter()
+        .filter(|id| {
+            !letters
+                .iter()
+                .any(|l| selected(l, std::slice::from_ref(id)))
+        })
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(usage(format!(
+            "no dead letter of campaign {}{} has the id {}: `seckill dead-letter list` shows them",
+            campaign.id,
+            args.item
+                .as_deref()
+                .map(|i| format!(" item {i}"))
+                .unwrap_or_default(),
+            unknown.join(", ")
+        )));
+    }
     if args.action == Action::List {
         return Ok(DeadLetterReport {
             action: "list",
@@ -144,7 +160,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
         });
     }
     let mut store = location.open()?;
-    let results = dead_letters::redrive(&mut conn, store.as_mut(), &campaign, &letters)?;
+    let results = dead_letters::redrive(&mut conn, store.as_mut(), &letters)?;
     Ok(DeadLetterReport {
         action: "redrive",
         letters: None,

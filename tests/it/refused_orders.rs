@@ -308,3 +308,63 @@ fn a_refused_order_of_a_bucketed_item_stays_pending_in_its_buckets_stream() {
     let other = layout.bucket(1 - layout.home("banned0").bucket).keys.orders;
     assert_eq!(pending(&other), 0, "{other}");
 }
+
+/// A bucketed item's dead letters sit in its buckets' dead-letter streams:
+/// `dead-letter list` shows them, `redrive` stores them once the cause is
+/// gone, and an id that is no dead letter is refused, not ignored.
+#[test]
+fn a_bucketed_items_dead_letters_are_listed_and_redriven() {
+    let server = RedisServer::start();
+    let file = crate::support::spec::campaign("c")
+        .item("1", 40)
+        .buckets(4)
+        .write();
+    preheat(&file, &server);
+    let run = |args: &[&str]| seckill_on(&file, &server, args);
+    for user in ["a", "b", "banned"] {
+        run(&["buy", "--item", "1", "--user", user]).succeeds();
+    }
+    run(&["consume", "--drain"]).succeeds();
+    let db = rusqlite::Connection::open(file.dir.path().join("orders.db")).unwrap();
+    db.execute("DELETE FROM orders WHERE user_id = 'banned'", [])
+        .unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER no_banned BEFORE INSERT ON orders WHEN NEW.user_id = 'banned'
+         BEGIN SELECT RAISE(ABORT, 'banned'); END;",
+    )
+    .unwrap();
+    // The banned user's order again, pending in its bucket's stream.
+    run(&["buy", "--item", "1", "--user", "banned2"]).succeeds();
+    db.execute_batch(
+        "DROP TRIGGER no_banned;
+         CREATE TRIGGER no_banned BEFORE INSERT ON orders WHEN NEW.user_id = 'banned2'
+         BEGIN SELECT RAISE(ABORT, 'banned'); END;",
+    )
+    .unwrap();
+    run(&["consume", "--drain"]).fails_with(ORDERS_REFUSED);
+    run(&["pending-claim", "--min-idle", "0s", "--max-deliveries", "1"]).fails_with(ORDERS_REFUSED);
+    let listed = dead_letter(&file, &server, &["list"], &[])
+        .succeeds()
+        .json();
+    let letters = listed["letters"].as_array().expect("letters");
+    assert_eq!(letters.len(), 1, "{listed}");
+    let letter = &letters[0];
+    assert!(
+        letter["stream"].as_str().unwrap().contains(":1:b"),
+        "a bucket's dead-letter stream: {letter}"
+    );
+    assert!(letter["deliveries"].is_u64(), "{letter}");
+    let order = letter["order_id"].as_str().unwrap().to_string();
+    dead_letter(&file, &server, &["redrive", "--id", "no-such-letter"], &[])
+        .fails_with(seckill::model::exit_codes::USAGE_ERROR);
+    db.execute_batch("DROP TRIGGER no_banned").unwrap();
+    let redriven = dead_letter(&file, &server, &["redrive", "--item", "1"], &[])
+        .succeeds()
+        .json();
+    assert_eq!(redriven["redriven"][0]["stored"], true, "{redriven}");
+    assert_eq!(redriven["redriven"][0]["order_id"], order.as_str());
+    let left = dead_letter(&file, &server, &["list"], &[])
+        .succeeds()
+        .json();
+    assert_eq!(left["letters"].as_array().unwrap().len(), 0, "{left}");
+}

@@ -342,7 +342,10 @@ fn out_of_file_descriptors_serve_waits_instead_of_spinning() {
 fn not_started_says_when_the_sale_opens() {
     let server = RedisServer::start();
     let file = campaign("soon").starts_in(120).item("1", 5).write();
-    seckill(&["preheat"]).campaign(&file).redis(&server).succeeds();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
     let serve = Serve::start(&file, &server.url(), false, &["--recheck", "1h"]);
     for round in ["from Redis", "from memory"] {
         let answer = http::buy(serve.addr, "1", "early", "e");

@@ -8,6 +8,10 @@
 //! then finds the row's stream entry where it always was. A re-driven entry
 //! is inserted (idempotent on order id) and only then deleted from the
 //! dead-letter stream, so a crash in between re-drives it again harmlessly.
+//!
+//! An item has a dead-letter stream per slot (a bucketed item: one per
+//! bucket, beside that bucket's order stream), read in the layout Redis
+//! recorded at preheat; each letter remembers the stream it is in.
 
 use anyhow::{Context, Result};
 use redis::ConnectionLike;
@@ -16,8 +20,8 @@ use serde::Serialize;
 use super::entry::{Order, RawEntry, parse_order};
 use super::stream::{DEAD_ORIGINAL_ID, range_after};
 use super::{OrderStore, now_ms};
+use crate::domain::item::SaleItem;
 use crate::model::campaign::{Campaign, Item};
-use crate::model::keys::ItemKeys;
 
 /// One dead-lettered entry.
 #[derive(Debug, Clone, Serialize)]
@@ -28,9 +32,12 @@ pub(crate) struct DeadLetter {
     /// Id of the original entry in the order stream.
     pub original_id: String,
     pub reason: String,
-    pub deliveries: String,
+    /// Deliveries of the original entry when it was dead-lettered.
+    pub deliveries: Option<u64>,
     pub consumer: String,
-    pub dead_at_ms: String,
+    pub dead_at_ms: Option<i64>,
+    /// The dead-letter stream holding it (its item's, or its bucket's).
+    pub stream: String,
     /// The order it carries, when it is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_id: Option<String>,
@@ -48,17 +55,30 @@ fn text(entry: &RawEntry, field: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Every dead letter of one item, oldest first.
+/// Every dead letter of one item, slot by slot, oldest first in each.
 pub(crate) fn list<C: ConnectionLike>(
     conn: &mut C,
     campaign: &Campaign,
     item: &Item,
 ) -> Result<Vec<DeadLetter>> {
-    let keys = ItemKeys::live(&campaign.id, &item.id);
+    let mut letters = Vec::new();
+    for slot in SaleItem::live(campaign, item).recorded(conn)?.slots() {
+        letters.extend(list_stream(conn, campaign, item, &slot.keys.dead)?);
+    }
+    Ok(letters)
+}
+
+/// Every dead letter of one dead-letter stream, oldest first.
+fn list_stream<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    item: &Item,
+    dead: &str,
+) -> Result<Vec<DeadLetter>> {
     let mut letters = Vec::new();
     let mut after = "-".to_string();
     loop {
-        let page = range_after(conn, &keys.dead, &after, "+", 1000)?;
+        let page = range_after(conn, dead, &after, "+", 1000)?;
         let Some(last) = page.last() else {
             return Ok(letters);
         };
@@ -80,9 +100,10 @@ pub(crate) fn list<C: ConnectionLike>(
                 dead_id: entry.id.clone(),
                 original_id: original.id.clone(),
                 reason: text(entry, "dead_reason"),
-                deliveries: text(entry, "dead_deliveries"),
+                deliveries: text(entry, "dead_deliveries").parse().ok(),
                 consumer: text(entry, "dead_consumer"),
-                dead_at_ms: text(entry, "dead_at_ms"),
+                dead_at_ms: text(entry, "dead_at_ms").parse().ok(),
+                stream: dead.to_string(),
                 order_id: parsed.as_ref().ok().map(|o| o.order_id.clone()),
                 not_an_order: parsed.as_ref().err().map(|why| why.to_string()),
                 order: parsed.ok(),
@@ -110,7 +131,6 @@ pub(crate) struct Redriven {
 pub(crate) fn redrive<C: ConnectionLike>(
     conn: &mut C,
     store: &mut dyn OrderStore,
-    campaign: &Campaign,
     letters: &[DeadLetter],
 ) -> Result<Vec<Redriven>> {
     let mut results = Vec::new();
@@ -132,15 +152,14 @@ pub(crate) fn redrive<C: ConnectionLike>(
             }
             Some(order) => match store.insert_orders(std::slice::from_ref(order), now_ms()) {
                 Ok(_) => {
-                    let keys = ItemKeys::live(&campaign.id, &letter.item);
                     let _: i64 = redis::cmd("XDEL")
-                        .arg(&keys.dead)
+                        .arg(&letter.stream)
                         .arg(&letter.dead_id)
                         .query(conn)
                         .with_context(|| {
                             format!(
                                 "order {} is stored, but removing {} from {} failed (re-driving it again changes nothing)",
-                                order.order_id, letter.dead_id, keys.dead
+                                order.order_id, letter.dead_id, letter.stream
                             )
                         })?;
                     result.stored = true;
