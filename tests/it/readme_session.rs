@@ -1,12 +1,16 @@
-//! "A real session" and "The shop's front door" in the README run as
-//! shown: every `$ ...` line is run by `sh` (at `COLUMNS=80`) against a
-//! throwaway Redis, from a copy of `campaigns/`, and must exit with the code
-//! shown (`(exit code N)`, else 0) and print every line shown under it.
-//! Order and request ids, times and the port vary and are compared as
-//! placeholders; table rows compare cell by cell. A line ending in ` &` is
-//! started in the background (and waited for until its `--listen` port
-//! answers); `kill %1` sends it SIGTERM and expects exit 0. The serve
-//! session's port 8080 is replaced by a free one.
+//! The sessions of the README and of the operator's guide run as shown:
+//! every block listed in `SESSIONS` (the first ```` ```text ```` block under
+//! its heading) is run line by line — every `$ ...` line by `sh` (at
+//! `COLUMNS=80`) against a throwaway Redis whose URL is in
+//! `SECKILL_REDIS_URL`, from a copy of `campaigns/` — and must exit with the
+//! code shown (`(exit code N)`, else 0) and print every line shown under it:
+//! on stderr for a line that starts `seckill: `, else on stdout. Order and
+//! request ids, times and the port vary and are compared as placeholders;
+//! table rows compare cell by cell. A line ending in ` &` is started in the
+//! background (and waited for until its `--listen` port answers); `kill %1`
+//! sends it SIGTERM and expects exit 0. The serve session's port 8080 is
+//! replaced by a free one. Every block of those files that shows a `$ `
+//! line is in `SESSIONS`, and the README stays at most 400 lines.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,8 +23,32 @@ struct Step {
     code: i32,
 }
 
-fn session(readme: &str, heading: &str) -> Vec<Step> {
-    let section = &readme[readme.find(heading).expect("section")..];
+/// Every block the README and the guide show as a session: (file, heading).
+const SESSIONS: &[(&str, &str)] = &[
+    ("README.md", "## A real session"),
+    (
+        "docs/guide.md",
+        "## 3. One Redis user per job: `seckill acl`",
+    ),
+    ("docs/guide.md", "## 4. Go / no-go: `seckill doctor`"),
+    ("docs/guide.md", "## 5. Preheat"),
+    (
+        "docs/guide.md",
+        "## 6. Open the shop's door: `seckill serve`",
+    ),
+    ("docs/guide.md", "### The waiting room"),
+    ("docs/guide.md", "## 9. The kill switch"),
+    ("docs/guide.md", "## 12. Every night: `reconcile` in cron"),
+    ("docs/guide.md", "## 13. After the sale: `init`"),
+];
+
+/// The steps of the first ```` ```text ```` block under the line `heading` of `file`.
+fn session(file: &str, heading: &str) -> Vec<Step> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let start = text
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("{file}: no heading {heading:?}"));
+    let section = &text[start..];
     let block = &section[section.find("```text\n").expect("block") + 8..];
     let block = &block[..block.find("```").expect("block end")];
     let mut steps: Vec<Step> = Vec::new();
@@ -113,25 +141,153 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn the_readme_session_runs_as_shown() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let steps = session(&readme, "## A real session");
-    assert!(steps.len() >= 10, "the session lost its commands");
-    run_session(&steps, None);
+/// Run the session under `heading` of `file`: at least `least` commands,
+/// with port `shown` (if any) replaced by a free one.
+fn runs_as_shown(file: &str, heading: &str, least: usize, shown: Option<&str>) {
+    assert!(
+        SESSIONS.contains(&(file, heading)),
+        "{file}: {heading:?} is not in SESSIONS"
+    );
+    let steps = session(file, heading);
+    assert!(
+        steps.len() >= least,
+        "{file}: the session under {heading:?} lost its commands"
+    );
+    let port = crate::support::free_port().to_string();
+    run_session(file, &steps, shown.map(|shown| (shown, port.as_str())));
 }
 
 #[test]
-fn the_readme_serve_session_runs_as_shown() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let steps = session(&readme, "## The shop's front door");
-    assert!(steps.len() >= 8, "the serve session lost its commands");
-    let port = crate::support::free_port().to_string();
-    run_session(&steps, Some(("8080", &port)));
+fn the_readme_session_runs_as_shown() {
+    runs_as_shown("README.md", "## A real session", 10, None);
+}
+
+#[test]
+fn the_guide_serve_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "## 6. Open the shop's door: `seckill serve`",
+        8,
+        Some("8080"),
+    );
+}
+
+#[test]
+fn the_guide_acl_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "## 3. One Redis user per job: `seckill acl`",
+        2,
+        None,
+    );
+}
+
+#[test]
+fn the_guide_doctor_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "## 4. Go / no-go: `seckill doctor`",
+        4,
+        None,
+    );
+}
+
+#[test]
+fn the_guide_preheat_session_runs_as_shown() {
+    runs_as_shown("docs/guide.md", "## 5. Preheat", 3, None);
+}
+
+#[test]
+fn the_guide_waiting_room_session_runs_as_shown() {
+    runs_as_shown("docs/guide.md", "### The waiting room", 5, None);
+}
+
+#[test]
+fn the_guide_kill_switch_session_runs_as_shown() {
+    runs_as_shown("docs/guide.md", "## 9. The kill switch", 6, None);
+}
+
+#[test]
+fn the_guide_reconcile_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "## 12. Every night: `reconcile` in cron",
+        9,
+        None,
+    );
+}
+
+#[test]
+fn the_guide_init_session_runs_as_shown() {
+    runs_as_shown("docs/guide.md", "## 13. After the sale: `init`", 6, None);
+}
+
+/// A session nobody runs would drift: every ```` ```text ```` block of the
+/// README and the guide with a `$ ` line must be the first text block under
+/// a heading of `SESSIONS`.
+#[test]
+fn every_session_shown_is_one_the_tests_run() {
+    let mut found = 0;
+    for file in ["README.md", "docs/guide.md"] {
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut heading = String::new();
+        let mut blocks_under_heading = 0;
+        let mut fence: Option<(String, bool)> = None;
+        for line in text.lines() {
+            match &mut fence {
+                None if line.starts_with("```") => {
+                    fence = Some((line.to_string(), false));
+                }
+                None if line.starts_with('#') => {
+                    heading = line.to_string();
+                    blocks_under_heading = 0;
+                }
+                None => {}
+                Some((opening, shows_a_command)) => {
+                    if line.starts_with("```") {
+                        if opening == "```text" {
+                            blocks_under_heading += 1;
+                            if *shows_a_command {
+                                found += 1;
+                                assert!(
+                                    SESSIONS.contains(&(file, heading.as_str()))
+                                        && blocks_under_heading == 1,
+                                    "{file}: a block under {heading:?} shows `$ ` commands \
+                                     that no test runs: make it the first text block of a \
+                                     heading in SESSIONS"
+                                );
+                            }
+                        }
+                        fence = None;
+                    } else if line.starts_with("$ ") {
+                        *shows_a_command = true;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        SESSIONS.len(),
+        "a heading of SESSIONS shows no session"
+    );
+}
+
+#[test]
+fn the_readme_is_at_most_400_lines() {
+    let lines = std::fs::read_to_string("README.md")
+        .unwrap()
+        .lines()
+        .count();
+    assert!(
+        lines <= 400,
+        "README.md has {lines} lines: the guide (docs/guide.md), the design notes \
+         (docs/) and the man pages hold the rest"
+    );
 }
 
 /// Run `steps` in order on one throwaway Redis; `port`: (shown, used).
-fn run_session(steps: &[Step], port: Option<(&str, &str)>) {
+fn run_session(file: &str, steps: &[Step], port: Option<(&str, &str)>) {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     copy_dir(Path::new("campaigns"), &dir.path().join("campaigns"));
@@ -153,7 +309,7 @@ fn run_session(steps: &[Step], port: Option<(&str, &str)>) {
             .env_remove("SECKILL_FORMAT")
             .env_remove("SECKILL_REDIS_CLUSTER")
             .env("SECKILL_REDIS_URL", server.url())
-            // The README shows tables at 80 columns.
+            // The README and the guide show tables at 80 columns.
             .env("COLUMNS", "80");
         sh
     };
@@ -182,26 +338,32 @@ fn run_session(steps: &[Step], port: Option<(&str, &str)>) {
             assert_eq!(
                 status.code(),
                 Some(0),
-                "README: the `&` command exits {status}"
+                "{file}: the `&` command exits {status}"
             );
             continue;
         }
         let output = shell(&command).output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(
             output.status.code(),
             Some(step.code),
-            "README: `$ {}` exits {:?}, shown as {}\n{stdout}{}",
+            "{file}: `$ {}` exits {:?}, shown as {}\n{stdout}{stderr}",
             step.command,
             output.status.code(),
             step.code,
-            String::from_utf8_lossy(&output.stderr)
         );
         let printed: Vec<String> = stdout.lines().map(normalize).collect();
+        let said: Vec<String> = stderr.lines().map(normalize).collect();
         for line in &step.expected {
+            let (stream, name) = if line.starts_with("seckill: ") {
+                (&said, "stderr")
+            } else {
+                (&printed, "stdout")
+            };
             assert!(
-                printed.contains(&normalize(line)),
-                "README: `$ {}` does not print\n{line}\nbut\n{stdout}",
+                stream.contains(&normalize(line)),
+                "{file}: `$ {}` does not print on {name}\n{line}\nbut\n{stdout}{stderr}",
                 step.command
             );
         }
