@@ -2471,7 +2471,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__status)
-            opts="-c -q -v -h -V --item --watch --check --max-lag --reconcile-at --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --check --nagios --max-lag --reconcile-at --grace --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2490,6 +2490,10 @@ _seckill() {
                     return 0
                     ;;
                 --reconcile-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
