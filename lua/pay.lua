@@ -28,12 +28,13 @@
 -- type or a malformed value is an error "CORRUPT <key>: ..." and nothing is
 -- written. A caller whose ACL lacks one of the writes (the buyer's role) is
 -- refused with NOPERM before the first (lib/acl): nothing is written.
---- @include "lib/corrupt"
---- @include "lib/clock"
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/now_ms"
 --- @include "lib/record"
 --- @include "lib/order_reply"
---- @include "lib/counters"
---- @include "lib/acl"
+--- @include "lib/check_counters"
+--- @include "lib/refuse_unless_allowed"
 
 return guarded(function()
   local order_id = ARGV[1]

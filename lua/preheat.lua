@@ -47,19 +47,15 @@
 -- joined by ' '. The buy scripts read them all in one HMGET and trust them
 -- when they are exactly that text (lib/purchase); anything else is checked
 -- field by field.
---- @include "lib/corrupt"
+--- @include "lib/guarded"
+--- @include "lib/argument"
+--- @include "lib/shown"
+--- @include "lib/read"
+--- @include "lib/int_of"
 
--- The n-th ARGV (`what`) as a strict integer, at least `least`; "" allowed when `optional`.
+-- The n-th ARGV, a term, checked as lib/argument checks (`ERR preheat: ...`).
 local function term(n, what, least, optional)
-  local value = ARGV[n]
-  if optional and value == '' then
-    return nil
-  end
-  local number = strict_int(value)
-  if not number or number < least then
-    error({err = 'ERR preheat: ' .. what .. ' ' .. shown(value) .. ' is not an integer >= ' .. least})
-  end
-  return number
+  return argument('preheat', n, what, least, optional)
 end
 
 return guarded(function()

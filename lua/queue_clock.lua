@@ -11,7 +11,11 @@
 --   paused_ms  the room's pauses in total so far (the current one included)
 -- A resume adds the pause to paused_ms, counted from the later of its start
 -- and the room's opening (a room paused before it opened loses no time).
---- @include "lib/admission"
+--- @include "lib/guarded"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/paused_ms"
 
 return guarded(function()
   local action = ARGV[1]

@@ -21,7 +21,16 @@
 --   nothing written
 -- mode advance: {moved (1: the cursor was at `batch` and is now `to`; 0: another
 --   fan-out moved it, nothing written), fanned}
---- @include "lib/admission"
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/corrupt"
+--- @include "lib/serving_at"
+--- @include "lib/entry_of"
+--- @include "lib/admission_of"
 
 return guarded(function()
   local mode = ARGV[1]

@@ -26,7 +26,12 @@
 -- (opened_at_ms). Every key is read (its type and value checked) before the
 -- first write; the counter moves only for a new position, so positions are
 -- 1..joined with no hole and no duplicate.
---- @include "lib/admission"
+--- @include "lib/guarded"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/standing"
+--- @include "lib/placed"
 
 local function reply(outcome, s, now, joined)
   return {outcome, s.state, s.position, s.serving, s.eta or 0, s.from or 0, s.to or 0, now, joined}

@@ -24,7 +24,14 @@
 --   registration_off     the room has no registration (or there is no room)
 -- With per_ip set, an empty ip_prefix is an error: the cap cannot be skipped
 -- by leaving the address out. Nothing is written but on `registered` (new).
---- @include "lib/admission"
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/corrupt"
 
 return guarded(function()
   local user, device, prefix = ARGV[1], ARGV[2], ARGV[3]

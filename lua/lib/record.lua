@@ -8,6 +8,8 @@
 --   user             last: it may contain spaces
 -- The Rust side reads it in one place too (`domain::reservations::Record`).
 --- @include "lib/corrupt"
+--- @include "lib/shown"
+--- @include "lib/int_of"
 
 -- The record of one order; every argument a string (or an integer number).
 local function record_text(state, qty, price, bought_at, deadline, changed_at, event_id, user)
