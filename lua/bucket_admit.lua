@@ -17,6 +17,7 @@
 --           counts grants)
 -- Every ARGV value is checked before any read; the count is read (a strict
 -- integer) before the first write.
+
 --- @include "lib/guarded"
 --- @include "lib/strict_int"
 --- @include "lib/shown"

@@ -53,6 +53,7 @@
 -- EXISTS while absent), every value it reads validated (lib/strict_int)
 -- before the first write; the `#!lua` shebang makes Redis refuse the whole
 -- script up front under OOM.
+
 --- @include "lib/sold_out_early"
 
 -- Proven sold out: answered from the stock and the proof alone. (A credit
@@ -127,7 +128,8 @@ function slot.credit(stock, expire_at)
 end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen, bucket_room)
+  local outcome, order_id, stock_left, deadline_ms, state, proven =
+    purchase(slot, stock_seen, bucket_room)
   return {outcome, order_id, stock_left, deadline_ms, state, proven and 1 or 0}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, '', 0}

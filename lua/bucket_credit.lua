@@ -19,6 +19,7 @@
 --   corrupt_state     a stored value is malformed; stock_after is then
 --                     "<key>: <what is wrong>" and nothing is written (in transit)
 -- Every value read is validated (lib/strict_int, key types) before the first write.
+
 --- @include "lib/guarded"
 --- @include "lib/strict_int"
 --- @include "lib/shown"

@@ -17,6 +17,7 @@
 --          out_count, in_count, pending_count, closed|false, stream_len, buyers},
 -- or {'corrupt_state', "<key>: <what is wrong>"} when a key has the wrong type
 -- or initial_stock, stock or closed is malformed (lib/strict_int).
+
 --- @include "lib/guarded"
 --- @include "lib/read"
 --- @include "lib/int_of"

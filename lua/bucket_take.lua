@@ -30,6 +30,7 @@
 -- Every read comes before the first write; the debit and its two log entries
 -- are written together or not at all. Every value read is validated
 -- (lib/strict_int, key types, the stale records' shape) before the debit.
+
 --- @include "lib/guarded"
 --- @include "lib/strict_int"
 --- @include "lib/shown"

@@ -15,7 +15,7 @@
 -- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
 -- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
 --                             role never needs a write on meta (docs/security.md)
--- KEYS[11] room         hash   the waiting room (lib/admission); KEYS[11..17] are
+-- KEYS[11] room         hash   the waiting room (lib/plain_room_gate); KEYS[11..17] are
 --                              passed only for an item whose room is on (meta
 --                              waiting_room = 1): off, the call is the ten keys above
 -- KEYS[12] queue        hash   user -> "<position> <joined at ms>"
@@ -63,6 +63,7 @@
 -- front under OOM instead of failing half-way. Only `ok` is remembered under
 -- the request id: a refused attempt changed nothing, so retrying it simply
 -- evaluates again.
+
 --- @include "lib/sold_out_early"
 
 local early, stock_seen = sold_out_early(false)

@@ -20,6 +20,7 @@
 -- its id and reason only. Both writes happen in one script: the entry is
 -- never acked without being kept, nor kept without being acked.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." before any write.
+
 --- @include "lib/guarded"
 --- @include "lib/read"
 --- @include "lib/now_ms"

@@ -11,6 +11,7 @@
 -- Returns {initial_stock|false, closed|false, switch_reason|false,
 --          switched_at_ms|false, switched_by|false, stock|false, buyers, stream_len}
 -- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
+
 --- @include "lib/guarded"
 --- @include "lib/read"
 

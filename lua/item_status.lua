@@ -29,6 +29,7 @@
 -- Constant work whatever the stream's size (no entry is read): the caller
 -- gets the sales rate from two samples of entries-added.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
+
 --- @include "lib/guarded"
 --- @include "lib/read"
 --- @include "lib/now_ms"

@@ -27,7 +27,8 @@
 -- stored number validated (lib/strict_int) before the first write; a wrong
 -- type or a malformed value is an error "CORRUPT <key>: ..." and nothing is
 -- written. A caller whose ACL lacks one of the writes (the buyer's role) is
--- refused with NOPERM before the first (lib/acl): nothing is written.
+-- refused with NOPERM before the first (lib/refuse_unless_allowed): nothing is written.
+
 --- @include "lib/guarded"
 --- @include "lib/read"
 --- @include "lib/now_ms"

@@ -4,7 +4,7 @@
 -- position order fill the free places. Any number of admitters may run:
 -- each tick is one atomic step.
 --
--- KEYS[1] room        hash   the room (lib/admission): serving is the last position reached,
+-- KEYS[1] room        hash   the room (lib/room_of): serving is the last position reached,
 --                            admitted_total the admissions so far (the wait estimate)
 -- KEYS[2] line        list   users in position order (position p at index p - 1)
 -- KEYS[3] admitted    hash   user -> admission start ms
@@ -20,6 +20,7 @@
 --   active   places taken after it; freed: admissions that ran out and gave their place back
 -- A delayed user's admission starts `delay` later, holding its place
 -- meanwhile. Every value is read before the first write.
+
 --- @include "lib/guarded"
 --- @include "lib/argument"
 --- @include "lib/now_ms"

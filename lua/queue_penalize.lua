@@ -3,7 +3,7 @@
 -- (docs/waiting-room.md): delay a suspicious user's admission, block one for
 -- good, or clear the entry.
 --
--- KEYS[1] room        hash   the room (lib/admission)
+-- KEYS[1] room        hash   the room (lib/room_of)
 -- KEYS[2] risk        hash   user -> "block" | "delay <ms> <set at ms>"
 -- KEYS[3] admitted    hash   user -> admission start ms (max_active mode)
 -- KEYS[4] active      zset   user -> admission end ms (max_active mode)
@@ -18,6 +18,7 @@
 -- has not reached the user); a block also takes back an admission already
 -- granted in this slot (max_active: the place is freed). A bucketed item's
 -- fanned-out admission is taken back in its bucket by bucket_admit.lua.
+
 --- @include "lib/guarded"
 --- @include "lib/shown"
 --- @include "lib/argument"

@@ -2,7 +2,7 @@
 -- queue_read.lua — an item's waiting room at one instant, read only
 -- (docs/waiting-room.md): the room's figures, and where each given user stands.
 --
--- KEYS[1] room        hash   the room (lib/admission)
+-- KEYS[1] room        hash   the room (lib/room_of)
 -- KEYS[2] queue       hash   user -> "<position> <joined at ms>"
 -- KEYS[3] registered  hash   user -> registration
 -- KEYS[4] risk        hash   user -> "block" | "delay <ms> <set at ms>"
@@ -18,9 +18,10 @@
 --     active: max_active's admitted places not yet given back; tail_eta_ms: the
 --     wait of a user joining now
 --   standing = {user, state, position, serving, eta_ms, from_ms, to_ms}, state as
---     lib/admission's standing (not_registered | not_queued | prequeue | waiting |
+--     lib/standing's (not_registered | not_queued | prequeue | waiting |
 --     admitted | expired)
 -- Nothing is written; a malformed value is "CORRUPT <key>: ...".
+
 --- @include "lib/guarded"
 --- @include "lib/now_ms"
 --- @include "lib/room_of"

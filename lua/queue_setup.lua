@@ -2,7 +2,7 @@
 -- queue_setup.lua — write one item's waiting-room settings into its room
 -- (docs/waiting-room.md); preheat calls it for an item whose room is on.
 --
--- KEYS[1] room        hash   settings, clock, counters and seed (lib/admission)
+-- KEYS[1] room        hash   settings, clock, counters and seed (lib/room_of)
 -- KEYS[2] queue       hash   user -> "<position> <joined at ms>" (only its expiry)
 -- KEYS[3] line        list   users in position order (only its expiry)
 -- KEYS[4] registered  hash   registrations (only its expiry)
@@ -42,11 +42,13 @@
 --             joined (their positions mean something else then): nothing written
 -- ARGV that break the rules is an error "ERR queue_setup: ..." before any
 -- read; a malformed room is "CORRUPT <key>: ..."; nothing is written either way.
+
 --- @include "lib/guarded"
 --- @include "lib/shown"
 --- @include "lib/argument"
 --- @include "lib/room_of"
 --- @include "lib/read"
+--- @include "lib/expire_or_persist"
 
 -- The n-th ARGV, a setting, checked as lib/argument checks (`ERR queue_setup: ...`).
 local function setting(n, what, least, optional)
@@ -94,12 +96,6 @@ return guarded(function()
   if not r then
     redis.call('HSET', KEYS[1], 'seed', ARGV[13], 'seed_sha256', ARGV[14])
   end
-  for _, key in ipairs(KEYS) do
-    if ARGV[15] ~= '' then
-      redis.call('PEXPIREAT', key, ARGV[15])
-    else
-      redis.call('PERSIST', key)
-    end
-  end
+  expire_or_persist(KEYS, ARGV[15])
   return {r and 'updated' or 'created', before}
 end)

@@ -45,7 +45,8 @@
 -- <key>: ..." and nothing is written (in mode expire, a malformed buyer
 -- count fails the call after the orders before it were released, each of
 -- them whole). A caller whose ACL lacks one of the writes (the buyer's role)
--- is refused with NOPERM before the first (lib/acl): nothing is written.
+-- is refused with NOPERM before the first (lib/refuse_unless_allowed): nothing is written.
+
 --- @include "lib/guarded"
 --- @include "lib/shown"
 --- @include "lib/read"

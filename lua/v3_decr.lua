@@ -9,6 +9,7 @@
 -- Returns 1 when one unit was taken, 0 when sold out (or the key is missing).
 -- A stock that is not a strict integer (lib/strict_int) or a key of the
 -- wrong type is an error "CORRUPT <key>: ..." and nothing is written.
+
 --- @include "lib/guarded"
 --- @include "lib/read"
 --- @include "lib/int_of"

@@ -1,10 +1,3 @@
--- lib/admission_of — the admission of position p of room `r` (the user
--- joined at `joined_at`): its start ms, or nil when there is none (yet:
--- max_active's admitter has not reached it, the rate clock has not opened;
--- or never: blocked); `blocked` says which. Rate mode: from opened_at +
--- paused + ceil(p * per / count), or from when the user joined if later; a
--- penalty delay set before that moment moves it. Max-active mode: what
--- queue_admit.lua wrote. `keys`: {risk, admitted}.
 --- @include "lib/read"
 --- @include "lib/int_of"
 --- @include "lib/shown"
@@ -12,6 +5,13 @@
 --- @include "lib/room_elapsed"
 --- @include "lib/rate_reached"
 
+-- lib/admission_of — the admission of position p of room `r` (the user
+-- joined at `joined_at`): its start ms, or nil when there is none (yet:
+-- max_active's admitter has not reached it, the rate clock has not opened;
+-- or never: blocked); `blocked` says which. Rate mode: from opened_at +
+-- paused + ceil(p * per / count), or from when the user joined if later; a
+-- penalty delay set before that moment moves it. Max-active mode: what
+-- queue_admit.lua wrote. `keys`: {risk, admitted}.
 local function admission_of(keys, r, user, p, joined_at, now)
   local risk = risk_of(keys.risk, user)
   if r.mode == 'max_active' then

@@ -1,9 +1,10 @@
--- lib/bucket_room_gate — the waiting room of a bucketed item as
--- bucket_buy.lua meets it: KEYS[index] is the bucket's admissions, fanned
--- out by the room (lib/granted).
 --- @include "lib/now_ms"
 --- @include "lib/granted"
 --- @include "lib/refusal_of"
+
+-- lib/bucket_room_gate — the waiting room of a bucketed item as
+-- bucket_buy.lua meets it: KEYS[index] is the bucket's admissions, fanned
+-- out by the room (lib/granted).
 
 -- The gate of `user` (lib/purchase's `room_gate`), as lib/plain_room_gate's
 -- but with nothing to spend: the active set lives in the item's slot.

@@ -1,10 +1,10 @@
--- lib/entry_of — a user's entry in the queue hash `key`: position and join
--- time ("<position> <joined at ms>"), or nil when not queued.
 --- @include "lib/read"
 --- @include "lib/strict_int"
 --- @include "lib/corrupt"
 --- @include "lib/shown"
 
+-- lib/entry_of — a user's entry in the queue hash `key`: position and join
+-- time ("<position> <joined at ms>"), or nil when not queued.
 local function entry_of(key, user)
   local entry = read(key, 'HGET', key, user)
   if not entry then

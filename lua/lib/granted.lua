@@ -1,11 +1,11 @@
--- lib/granted — the admission the waiting room fanned out to a bucket for
--- `user` (`key`: the bucket's admissions, bucket_admit.lua), as a standing
--- (lib/standing): waiting (not yet, or none here), admitted, expired.
 --- @include "lib/read"
 --- @include "lib/strict_int"
 --- @include "lib/corrupt"
 --- @include "lib/shown"
 
+-- lib/granted — the admission the waiting room fanned out to a bucket for
+-- `user` (`key`: the bucket's admissions, bucket_admit.lua), as a standing
+-- (lib/standing): waiting (not yet, or none here), admitted, expired.
 local function granted(key, user, now)
   local value = read(key, 'HGET', key, user)
   if not value then

@@ -3,7 +3,6 @@
 -- (`corrupt_state`), or without `answer` the error reply `CORRUPT <key>:
 -- <what is wrong>`. Any other error (NOPERM of a role one command short, OOM
 -- of a write) is raised as itself.
-
 local function guarded(body, answer)
   local ok, result = pcall(body)
   if ok then

@@ -1,7 +1,6 @@
 -- lib/paused_ms — milliseconds the room `r` (lib/room_of) has stood paused
 -- up to `now`; a pause that began before the room opened counts from the
 -- opening.
-
 local function paused_ms(r, now)
   local total = r.paused
   if r.paused_since and r.opened_at then

@@ -1,7 +1,3 @@
--- lib/placed — where a queued user of room `r` (position p as joined, joined
--- at `joined_at`) stands at `now`: a standing (lib/standing). A pre-queue
--- user's place is the shuffled final position once the shuffle is done.
--- `keys`: {risk, admitted, shuffled}.
 --- @include "lib/read"
 --- @include "lib/strict_int"
 --- @include "lib/corrupt"
@@ -11,6 +7,10 @@
 --- @include "lib/admission_of"
 --- @include "lib/at_tail"
 
+-- lib/placed — where a queued user of room `r` (position p as joined, joined
+-- at `joined_at`) stands at `now`: a standing (lib/standing). A pre-queue
+-- user's place is the shuffled final position once the shuffle is done.
+-- `keys`: {risk, admitted, shuffled}.
 local function placed(keys, r, user, p, joined_at, now)
   local serving = serving_at(r, now)
   if r.prequeue and p <= r.prequeue_last then

@@ -1,11 +1,12 @@
--- lib/plain_room_gate — the waiting room of a plain item as buy.lua meets
--- it: the room's keys from KEYS[first] on, in the order of PLAIN_ROOM_KEYS.
 --- @include "lib/read"
 --- @include "lib/now_ms"
 --- @include "lib/room_of"
 --- @include "lib/standing"
 --- @include "lib/refusal_of"
 --- @include "lib/refuse_unless_allowed"
+
+-- lib/plain_room_gate — the waiting room of a plain item as buy.lua meets
+-- it: the room's keys from KEYS[first] on, in the order of PLAIN_ROOM_KEYS.
 
 -- The room's keys, as buy.lua's header lists them.
 local PLAIN_ROOM_KEYS = {'room', 'queue', 'registered', 'risk', 'admitted', 'active', 'shuffled'}

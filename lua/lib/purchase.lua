@@ -1,3 +1,15 @@
+--- @include "lib/strict_int"
+--- @include "lib/corrupt"
+--- @include "lib/shown"
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/optional_int_of"
+--- @include "lib/flag_of"
+--- @include "lib/now_ms"
+--- @include "lib/record"
+--- @include "lib/terms_of"
+--- @include "lib/replayed"
+
 -- lib/purchase — one purchase attempt in one slot (a plain item, or a
 -- bucket of a bucketed item): the whole of lua/buy.lua and the purchase half
 -- of lua/bucket_buy.lua. Both scripts take the same first ten KEYS and
@@ -20,17 +32,6 @@
 -- the window (5.), before the rate limit: a refused admission writes
 -- nothing. Off, not one more command runs, and the room's helpers are not
 -- even defined (the script's `room_gate`).
---- @include "lib/strict_int"
---- @include "lib/corrupt"
---- @include "lib/shown"
---- @include "lib/read"
---- @include "lib/int_of"
---- @include "lib/optional_int_of"
---- @include "lib/flag_of"
---- @include "lib/now_ms"
---- @include "lib/record"
---- @include "lib/terms_of"
---- @include "lib/replayed"
 
 -- The attempt: returns outcome, order_id, stock_left, deadline_ms,
 -- reservation_state, and meta's `sold_out` (the bucket proof, checked only

@@ -2,7 +2,6 @@
 -- (lib/standing, lib/granted): nil when admitted, else the outcome and its
 -- detail (not_admitted: "<position> <serving> <eta ms>"; admission_expired:
 -- "<from ms> <to ms>").
-
 local function refusal_of(s)
   if s.state == 'admitted' then
     return nil, ''

@@ -1,9 +1,10 @@
+--- @include "lib/read"
+--- @include "lib/record"
+
 -- lib/replayed — the answer of the purchase to a retried request id: its
 -- order, or request_id_reused when the retry asks another qty; with a
 -- reservation (`timeout` > 0), the order's deadline and state from its
 -- record (the purchase's reservations hash is KEYS[8]).
---- @include "lib/read"
---- @include "lib/record"
 
 -- `remembered` is the request id's value: "<order id>:<qty>", or "<order id>"
 -- alone as versions before the qty was kept wrote it.

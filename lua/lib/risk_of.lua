@@ -1,10 +1,10 @@
--- lib/risk_of — the operator's risk entry of `user` in the risk hash `key`
--- (queue_penalize.lua): nil, {block = true} or {delay = ms, since = ms}.
 --- @include "lib/read"
 --- @include "lib/strict_int"
 --- @include "lib/corrupt"
 --- @include "lib/shown"
 
+-- lib/risk_of — the operator's risk entry of `user` in the risk hash `key`
+-- (queue_penalize.lua): nil, {block = true} or {delay = ms, since = ms}.
 local function risk_of(key, user)
   local entry = read(key, 'HGET', key, user)
   if not entry then

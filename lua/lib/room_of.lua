@@ -1,3 +1,11 @@
+--- @include "lib/read"
+--- @include "lib/corrupt"
+--- @include "lib/shown"
+--- @include "lib/at_least"
+--- @include "lib/optional_int_of"
+--- @include "lib/expiry_of"
+--- @include "lib/flag_of"
+
 -- lib/room_of — an item's waiting room (docs/waiting-room.md), read in the
 -- item's slot in one HMGET and every field validated. The room hash
 -- (`…:room`) holds the settings queue_setup.lua wrote (mode, rate, max_active,
@@ -10,13 +18,6 @@
 -- admitter's last position, its admissions so far), prequeue_last (the last
 -- position joined before starts_at), shuffled, fanned (a bucketed item's
 -- fan-out cursor).
---- @include "lib/read"
---- @include "lib/corrupt"
---- @include "lib/shown"
---- @include "lib/at_least"
---- @include "lib/optional_int_of"
---- @include "lib/expiry_of"
---- @include "lib/flag_of"
 
 -- The room's fields, read by name.
 local ROOM_FIELDS = {'mode', 'rate_count', 'rate_per_ms', 'max_active', 'ttl_ms', 'prequeue',

@@ -1,5 +1,4 @@
 -- lib/shown — a stored value as a message shows it: quoted, at most 40 bytes.
-
 local function shown(value)
   if type(value) ~= 'string' then
     return tostring(value)

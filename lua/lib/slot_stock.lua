@@ -1,10 +1,11 @@
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/expiry_of"
+
 -- lib/slot_stock — a slot's stock as the bucket transfer scripts meet it,
 -- read and validated before any write: its meta, their first key
 -- (initial_stock says preheated, expire_at_ms the slot's expiry), and its
 -- stock, the second.
---- @include "lib/read"
---- @include "lib/int_of"
---- @include "lib/expiry_of"
 
 -- preheated, stock (nil when absent), expire_at_ms (the text, nil when none).
 local function slot_stock()

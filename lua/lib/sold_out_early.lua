@@ -1,3 +1,5 @@
+--- @include "lib/strict_int"
+
 -- lib/sold_out_early — the headline's answer first: for 5 million shoppers
 -- and 1,000 bottles, 99.98 % of attempts meet an empty stock. A buy script
 -- runs this before it defines anything else (each helper a script defines is
@@ -9,7 +11,6 @@
 -- value included, is left to the whole purchase (lib/purchase), which reads
 -- everything again and answers with the usual precedence. Reads only:
 -- nothing is written, nothing counted.
---- @include "lib/strict_int"
 
 -- The stock to answer `sold_out` with (nil to go on), and the stock key's
 -- reply when it was a plain string or no key (false), for the purchase to

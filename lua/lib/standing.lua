@@ -1,3 +1,8 @@
+--- @include "lib/read"
+--- @include "lib/serving_at"
+--- @include "lib/entry_of"
+--- @include "lib/placed"
+
 -- lib/standing — where `user` stands in room `r` (lib/room_of; nil: no room)
 -- of an item's slot at `now`. `keys`: {queue, registered, risk, admitted,
 -- shuffled}. Returns a table:
@@ -5,11 +10,6 @@
 --   position  the user's place (final once a pre-queue is shuffled), serving
 --             the last position admitted, eta ms until the turn (waiting, prequeue),
 --   from, to  the admission (admitted, expired)
---- @include "lib/read"
---- @include "lib/serving_at"
---- @include "lib/entry_of"
---- @include "lib/placed"
-
 local function standing(keys, r, user, now)
   if not r then
     return {state = 'not_queued', position = 0, serving = 0, eta = 0}

@@ -1,14 +1,15 @@
+--- @include "lib/int_of"
+--- @include "lib/optional_int_of"
+--- @include "lib/expiry_of"
+--- @include "lib/corrupt"
+--- @include "lib/shown"
+
 -- lib/terms_of — the numbers of the purchase terms preheat wrote into a
 -- slot's meta, as the purchase reads them (the text of each field, false
 -- when absent): from `validated` when the eight are exactly the text preheat
 -- checked and joined by ' ' (one concatenation and one comparison instead of
 -- eight integer checks), else checked one by one (a hand edit, a value
 -- corrupted, a slot preheated by an older seckill), with the same messages.
---- @include "lib/int_of"
---- @include "lib/optional_int_of"
---- @include "lib/expiry_of"
---- @include "lib/corrupt"
---- @include "lib/shown"
 
 -- starts_at, ends_at (nil: none), per-user limit, rate_max (0: no rate
 -- limit) and expire_at (nil: never) of the terms in `key`.

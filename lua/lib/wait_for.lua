@@ -1,11 +1,11 @@
+--- @include "lib/room_elapsed"
+--- @include "lib/rate_reached"
+
 -- lib/wait_for — milliseconds from `now` until position p's turn in room
 -- `r` as best known. Rate: the clock; before the clock opens, the
 -- pre-queue's start plus the clock. Max_active: the admissions so far per
 -- time since the opening, never more than one admission ttl per max_active
 -- places ahead, the slowest a full active set can turn over.
---- @include "lib/room_elapsed"
---- @include "lib/rate_reached"
-
 local function wait_for(r, p, now)
   if r.mode == 'max_active' then
     local ahead = math.max(p - r.serving, 1)
