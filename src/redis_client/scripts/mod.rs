@@ -601,6 +601,39 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// One helper per file means many paths to the same file (nearly every
+    /// helper includes lib/read): the resolver pastes a library once, where
+    /// it is first included, above the first helper that calls it.
+    #[test]
+    fn a_library_reached_twice_is_pasted_once_above_its_first_user() {
+        let dir = tempfile_dir("once");
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("lib/a.lua"), "local function a() end\n").unwrap();
+        let b = "--- @include \"lib/a\"\nlocal function b() return a() end\n";
+        std::fs::write(dir.join("lib/b.lua"), b).unwrap();
+        let c = "--- @include \"lib/a\"\n--- @include \"lib/b\"\nlocal function c() return a(), b() end\n";
+        std::fs::write(dir.join("lib/c.lua"), c).unwrap();
+        let script = "#!lua\n--- @include \"lib/c\"\n--- @include \"lib/b\"\nreturn c()\n";
+        std::fs::write(dir.join("s.lua"), script).unwrap();
+        let resolved = library::resolve(&dir, "s.lua").unwrap();
+        assert_eq!(
+            resolved,
+            "#!lua\nlocal function a() end\nlocal function b() return a() end\n\
+             local function c() return a(), b() end\nreturn c()\n"
+        );
+        for (file, resolved) in lua_files() {
+            let helpers = local_functions(&resolved);
+            for helper in &helpers {
+                let definitions = helpers.iter().filter(|h| *h == helper).count();
+                assert_eq!(
+                    definitions, 1,
+                    "lua/{file}, resolved, defines {helper} twice"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A scratch directory under the target dir (no temp-dir crate in the lib's tests).
     fn tempfile_dir(name: &str) -> std::path::PathBuf {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
