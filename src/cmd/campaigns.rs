@@ -65,7 +65,8 @@ impl Report for CampaignsReport {
                     format!("{}\n{}", when(e.starts_at_ms), when(e.ends_at_ms)),
                     format!(
                         "keys until {}; from {} by {}",
-                        e.expire_at_ms.map_or_else(|| "never".to_string(), |ms| when(Some(ms))),
+                        e.expire_at_ms
+                            .map_or_else(|| "never".to_string(), |ms| when(Some(ms))),
                         e.file,
                         e.by
                     ),

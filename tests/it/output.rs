@@ -294,5 +294,8 @@ fn the_version_is_json_when_asked() {
         .succeeds()
         .stdout();
     let json: serde_json::Value = serde_json::from_str(&out).expect(&out);
-    assert!(json["version"].as_str().unwrap().starts_with("0."), "{json}");
+    assert!(
+        json["version"].as_str().unwrap().starts_with("0."),
+        "{json}"
+    );
 }
