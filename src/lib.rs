@@ -24,5 +24,6 @@ pub mod domain;
 pub mod features;
 pub mod invocation;
 pub mod model;
+pub mod operator;
 pub mod redis_client;
 pub mod util;

@@ -9,7 +9,6 @@
 
 pub(crate) mod acl;
 pub(crate) mod doctor;
-pub(crate) mod loadtest;
 pub(crate) mod monitor;
 pub(crate) mod reconcile;
 pub(crate) mod serve;
