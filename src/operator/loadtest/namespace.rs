@@ -22,6 +22,8 @@
 //!    `--redis` at a rehearsal server, or remove the sale first.
 //!
 //! Both refusals are usage errors (exit 2) and change nothing in Redis.
+//!
+//! May import (beside its folder's parent): nothing.
 
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};

@@ -1,33 +1,37 @@
-//! `--hdr-out PREFIX`: one HdrHistogram percentile-distribution file
-//! (`.hgrm`) per variant, the text `outputPercentileDistribution` prints in
-//! the reference (Java) implementation, values in milliseconds, so the
-//! standard HdrHistogram plotter draws it and several runs overlay.
+//! One HdrHistogram percentile-distribution file (`.hgrm`) per histogram:
+//! the text `outputPercentileDistribution` prints in the reference (Java)
+//! implementation, values in milliseconds, so the standard HdrHistogram
+//! plotter draws it and several runs overlay.
+//!
+//! May import: histogram.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use hdrhistogram::Histogram;
+
+use crate::histogram::Histogram;
 
 /// Percentile steps per halving of the distance to 100% (the reference default).
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
 /// Recorded values are µs; files are in ms.
 const MICROS_PER_MS: f64 = 1000.0;
 
-/// `<prefix><variant><suffix>.hgrm`, e.g. `runs/a-v3.hgrm`.
-pub(crate) fn path(prefix: &str, variant: &str, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{prefix}{variant}{suffix}.hgrm"))
+/// `<prefix><name><suffix>.hgrm`, e.g. `runs/a-v3.hgrm`.
+pub fn path(prefix: &str, name: &str, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{prefix}{name}{suffix}.hgrm"))
 }
 
 /// Write `latency` (µs) to `path`.
-pub(crate) fn write_file(path: &Path, latency: &Histogram<u64>) -> Result<()> {
+pub fn write_file(path: &Path, latency: &Histogram) -> Result<()> {
     let mut text = Vec::new();
     write(&mut text, latency).context("cannot format a percentile distribution")?;
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The percentile distribution of `latency` (µs) in the `.hgrm` text format.
-pub(crate) fn write(out: &mut impl Write, latency: &Histogram<u64>) -> std::io::Result<()> {
+pub fn write(out: &mut impl Write, latency: &Histogram) -> std::io::Result<()> {
+    let latency = latency.hdr();
     let digits = usize::from(latency.sigfig());
     writeln!(
         out,
@@ -72,27 +76,15 @@ pub(crate) fn write(out: &mut impl Write, latency: &Histogram<u64>) -> std::io::
     )
 }
 
-/// `--hdr-out PREFIX`: one `.hgrm` per variant (and the service time's in open loop).
-pub(crate) fn write_files(prefix: &str, runs: &[super::super::VariantRun]) -> anyhow::Result<()> {
-    for run in runs {
-        let name = run.report.variant.as_str();
-        write_file(&path(prefix, name, ""), &run.corrected)?;
-        if run.report.mode == "open" {
-            write_file(&path(prefix, name, ".service"), &run.service)?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn distribution_ends_at_the_total_count() {
-        let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        let mut latency = Histogram::new();
         for micros in 1..=1000 {
-            latency.record(micros * 10).unwrap();
+            latency.record(micros * 10);
         }
         let mut text = Vec::new();
         write(&mut text, &latency).unwrap();
@@ -105,5 +97,9 @@ mod tests {
         assert_eq!(columns[1], "1.000000000000");
         assert_eq!(columns[2], "1000");
         assert!(text.contains("Total count    =         1000]"));
+        assert_eq!(
+            path("runs/a-", "v3", ".service"),
+            PathBuf::from("runs/a-v3.service.hgrm")
+        );
     }
 }

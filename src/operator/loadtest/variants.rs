@@ -1,12 +1,16 @@
 //! The variants' shared pieces: the lock's timing constants, what a worker
 //! counts, and the script calls of `full`, `v3` and `lock` built from the
-//! scripts' typed calls (`crate::redis_client::scripts`), so the KEYS/ARGV order is the one
-//! `seckill buy` uses and `loadtest --print-command` prints the very same
-//! words for redis-benchmark. What each variant says to Redis, step by step,
-//! is its state machine in `conversation`; the per-request packing is
-//! `template`.
+//! scripts' typed calls (`crate::redis_client::scripts`), so the KEYS/ARGV
+//! order is the one `seckill buy` uses and `loadtest --print-command` prints
+//! the very same words for redis-benchmark. What each variant says to Redis,
+//! step by step, is its state machine in `conversation`; v3's and full's
+//! per-request packing is `script`.
+//!
+//! May import (beside its folder's parent): namespace.
 
 use std::time::Duration;
+
+use seckill_loadgen::Field;
 
 use super::namespace::LoadtestKeys;
 use super::{Plan, Variant};
@@ -41,9 +45,8 @@ pub(crate) struct Counts {
     pub(crate) lowest_stock_seen: Option<i64>,
 }
 
-impl Counts {
-    /// Add another worker's counts to these.
-    pub(crate) fn absorb(&mut self, other: Counts) {
+impl seckill_loadgen::Counts for Counts {
+    fn absorb(&mut self, other: Counts) {
         self.succeeded += other.succeeded;
         self.unreplicated += other.unreplicated;
         self.sold_out += other.sold_out;
@@ -213,6 +216,25 @@ pub(crate) enum Number {
     /// The lock acquisition's number.
     Token,
 }
+
+impl Number {
+    /// Every kind of number, as the packer's template fields.
+    pub(crate) const FIELDS: [Field; 3] = [USER_FIELD, REQUEST_FIELD, TOKEN_FIELD];
+
+    /// The template field this number is written into.
+    pub(crate) fn field(self) -> Field {
+        match self {
+            Number::User => USER_FIELD,
+            Number::Request => REQUEST_FIELD,
+            Number::Token => TOKEN_FIELD,
+        }
+    }
+}
+
+/// The template fields of the three numbers.
+pub(crate) const USER_FIELD: Field = Field::new(1);
+const REQUEST_FIELD: Field = Field::new(2);
+const TOKEN_FIELD: Field = Field::new(3);
 
 /// One KEYS/ARGV value of a packed script call.
 #[derive(Debug, Clone)]

@@ -15,8 +15,15 @@
 //!   against the wait the join announced (position / rate);
 //! - the admission rate achieved against the one asked for.
 //!
-//! Like `--reservations`, it measures behaviour, not speed: each worker
-//! thread has an ordinary redis-rs connection and runs the real item layer.
+//! Like `--reservations`, it measures behaviour, not speed, so it records
+//! no latency (the waits are Redis-clock differences read back afterwards,
+//! ranked exactly). A scenario-level driver, not the engine's worker loop:
+//! each worker thread has an ordinary redis-rs connection and runs the real
+//! item layer and room (join, then buy at the wait the room announced,
+//! again and again, while an admitter passes the room on), a conversation
+//! whose next step and its time the domain decides from each answer.
+//!
+//! May import (beside its folder's parent): nothing.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

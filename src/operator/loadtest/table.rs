@@ -1,13 +1,15 @@
 //! The load test's results as people read them: the comparison table (narrow,
 //! or every column with `--wide`), the open-loop latency table, a bucketed
-//! run's figures and buckets, the reservations race. Formatting only: the
-//! numbers are `report`'s.
+//! run's figures and buckets, the reservations race, a run through `serve`.
+//! Formatting only: the numbers are the scenarios' reports'.
+//!
+//! May import (beside its folder's parent): buckets, report, reservations, target.
 
-use super::super::Variant;
-use super::super::buckets::BucketReport;
-use super::super::http::TargetReport;
-use super::super::report::VariantReport;
-use super::super::reservations::RaceReport;
+use super::Variant;
+use super::buckets::BucketReport;
+use super::report::VariantReport;
+use super::reservations::RaceReport;
+use super::target::TargetReport;
 use crate::util::output;
 
 /// The heading, the comparison table (narrow, or every column with `--wide`),

@@ -1,25 +1,34 @@
-//! `seckill loadtest --buckets N` (N ≥ 2): the real bucket buy path
-//! ([`crate::domain::buckets::buy::buy`]) driven by many threads against one bucketed item in
-//! the load test's own namespace (`seckill-loadtest:`), standalone or on a
-//! cluster. Besides the usual figures it reports what buckets cost and buy:
-//! round trips per successful buy (mean, p99), the share of successful buys
-//! that needed a transfer, "undersold" (units left while someone was told
-//! `sold_out`: must be 0) and per-bucket stock, orders and transfers.
+//! `seckill loadtest --buckets N` (N ≥ 2): the real bucket buy path (the
+//! item layer's [`SaleItem::buy`]) driven by many threads against one
+//! bucketed item in the load test's own namespace (`seckill-loadtest:`),
+//! standalone or on a cluster. Besides the usual figures it reports what
+//! buckets cost and buy: round trips per successful buy (mean, p99), the
+//! share of successful buys that needed a transfer, "undersold" (units left
+//! while someone was told `sold_out`: must be 0) and per-bucket stock,
+//! orders and transfers.
+//!
+//! A scenario-level driver, not the engine's worker loop: a buy is the
+//! domain's conversation of one to many round trips (home bucket, then the
+//! sweep and its transfers, decided from each reply), run on a blocking
+//! redis-rs connection per thread. It takes its attempts from the engine's
+//! closed-loop [`Source`] and records into the engine's [`Tally`] and
+//! [`Histogram`] (latency; round trips per buy).
+//!
+//! May import (beside its folder's parent): namespace.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use hdrhistogram::Histogram;
 use redis::{Commands, ConnectionLike};
+use seckill_loadgen::{Histogram, Pace, Source, Tally};
 use serde::Serialize;
 
+use super::namespace::MARKER_FIELD;
 use crate::domain::buckets::scripts;
 use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::PreheatMode;
 use crate::domain::slot::{BuyRequest, Outcome};
-use crate::features::loadtest::namespace::MARKER_FIELD;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::model::keys::LOADTEST_PREFIX;
@@ -86,14 +95,29 @@ pub(crate) struct BucketReport {
     pub(crate) verdict: String,
 }
 
+/// What one thread counted besides latency.
 #[derive(Default)]
-struct Tally {
+struct BucketCounts {
     succeeded: u64,
     sold_out: u64,
     rejected: u64,
     ok_with_transfer: u64,
     ok_round_trips: u64,
     sold_out_round_trips: u64,
+    /// Round trips of each successful buy.
+    ok_trips: Histogram,
+}
+
+impl seckill_loadgen::Counts for BucketCounts {
+    fn absorb(&mut self, other: BucketCounts) {
+        self.succeeded += other.succeeded;
+        self.sold_out += other.sold_out;
+        self.rejected += other.rejected;
+        self.ok_with_transfer += other.ok_with_transfer;
+        self.ok_round_trips += other.ok_round_trips;
+        self.sold_out_round_trips += other.sold_out_round_trips;
+        self.ok_trips.merge(&other.ok_trips);
+    }
 }
 
 /// Run the bucketed `full` variant once: set the namespace up, drive it, read
@@ -138,23 +162,30 @@ pub(crate) fn run(
     let users = synthetic_users(run);
 
     let issued = AtomicU64::new(0);
-    let latency = Mutex::new(histogram()?);
-    let ok_trips = Mutex::new(histogram()?);
-    let tallies = Mutex::new(Vec::new());
     let started = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
+    let tallies = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..run.threads)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
+            .map(|worker| {
+                let (sale, users, issued) = (&sale, &users, &issued);
+                scope.spawn(move || -> Result<Tally<BucketCounts>> {
                     let mut conn = target.connect()?;
-                    let (mut mine, mut lat, mut trips) =
-                        (Tally::default(), histogram()?, histogram()?);
+                    let mut tally = Tally::<BucketCounts>::new();
+                    let mut source = Source::new(
+                        Pace::Closed,
+                        run.requests,
+                        issued,
+                        worker,
+                        run.threads,
+                        Instant::now(),
+                    );
+                    let mut taken = Vec::with_capacity(1);
                     loop {
-                        let n = issued.fetch_add(1, Ordering::Relaxed);
-                        if n >= run.requests {
+                        taken.clear();
+                        source.take(Instant::now(), 1, &mut taken);
+                        let Some(attempt) = taken.first() else {
                             break;
-                        }
-                        let user = &users[(n % users.len() as u64) as usize];
+                        };
+                        let user = &users[(attempt.number % users.len() as u64) as usize];
                         let request = BuyRequest {
                             campaign: &campaign.id,
                             item: item_id,
@@ -162,53 +193,42 @@ pub(crate) fn run(
                             qty: 1,
                             request_id: None,
                         };
-                        let sent = Instant::now();
                         let Attempt { reply, cost, .. } = sale.buy(&mut conn, &request)?;
-                        lat.record((sent.elapsed().as_micros() as u64).max(1))?;
+                        tally.answered(attempt, Instant::now());
+                        let counts = &mut tally.counts;
                         match reply.outcome {
                             Outcome::Ok => {
-                                mine.succeeded += 1;
-                                mine.ok_round_trips += u64::from(cost.round_trips);
-                                mine.ok_with_transfer += u64::from(cost.transfers > 0);
-                                trips.record(u64::from(cost.round_trips))?;
+                                counts.succeeded += 1;
+                                counts.ok_round_trips += u64::from(cost.round_trips);
+                                counts.ok_with_transfer += u64::from(cost.transfers > 0);
+                                counts.ok_trips.record(u64::from(cost.round_trips));
                             }
                             Outcome::SoldOut => {
-                                mine.sold_out += 1;
-                                mine.sold_out_round_trips += u64::from(cost.round_trips);
+                                counts.sold_out += 1;
+                                counts.sold_out_round_trips += u64::from(cost.round_trips);
                             }
-                            _ => mine.rejected += 1,
+                            _ => counts.rejected += 1,
                         }
                     }
-                    latency
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .add(&lat)?;
-                    ok_trips
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .add(&trips)?;
-                    tallies.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
-                    Ok(())
+                    Ok(tally)
                 })
             })
             .collect();
-        for worker in workers {
-            worker
-                .join()
-                .map_err(|_| anyhow!("a load-test worker panicked"))??;
-        }
-        Ok(())
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .map_err(|_| anyhow!("a load-test worker panicked"))?
+            })
+            .collect::<Result<Vec<_>>>()
     })?;
     let elapsed = started.elapsed().as_secs_f64();
-    let mut total = Tally::default();
-    for t in tallies.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        total.succeeded += t.succeeded;
-        total.sold_out += t.sold_out;
-        total.rejected += t.rejected;
-        total.ok_with_transfer += t.ok_with_transfer;
-        total.ok_round_trips += t.ok_round_trips;
-        total.sold_out_round_trips += t.sold_out_round_trips;
+    let mut merged = Tally::<BucketCounts>::new();
+    for tally in tallies {
+        merged.absorb(tally);
     }
+    let total = &merged.counts;
     let mut per_bucket = Vec::new();
     for (bucket, part) in layout.all().iter().zip(&split.per_bucket) {
         let snap = scripts::snapshot(&mut control, bucket)?;
@@ -250,8 +270,7 @@ pub(crate) fn run(
     } else {
         "exact".into()
     };
-    let latency = latency.into_inner().unwrap_or_else(|e| e.into_inner());
-    let ok_trips = ok_trips.into_inner().unwrap_or_else(|e| e.into_inner());
+    let latency = &merged.corrected;
     let per = |sum: u64, n: u64| if n == 0 { 0.0 } else { sum as f64 / n as f64 };
     Ok(BucketReport {
         variant: "full",
@@ -276,7 +295,7 @@ pub(crate) fn run(
         p50_ms: latency.value_at_quantile(0.5) as f64 / 1000.0,
         p99_ms: latency.value_at_quantile(0.99) as f64 / 1000.0,
         round_trips_per_ok_mean: per(total.ok_round_trips, total.succeeded),
-        round_trips_per_ok_p99: ok_trips.value_at_quantile(0.99),
+        round_trips_per_ok_p99: total.ok_trips.value_at_quantile(0.99),
         round_trips_per_sold_out_mean: per(total.sold_out_round_trips, total.sold_out),
         transfer_share: per(total.ok_with_transfer, total.succeeded),
         transfers,
@@ -312,8 +331,4 @@ fn synthetic_users(run: &BucketRun) -> Vec<String> {
         .filter(|u| home_bucket(u, run.buckets) < hot)
         .take(run.users as usize)
         .collect()
-}
-
-fn histogram() -> Result<Histogram<u64>> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).context("cannot create a histogram")
 }

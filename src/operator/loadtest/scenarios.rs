@@ -1,22 +1,26 @@
-//! The load-test scenarios, each set up, run and cleaned up here: the
-//! stock-decrement variants (the engine, `run_variant`), the bucketed buy
-//! path (`buckets`), the reservations race (`reservations`) and the waiting
-//! room (`queue`). The command
-//! turns flags into one of them; what it gets back is the report to show.
+//! The load-test scenarios on Redis, each set up, run and cleaned up here:
+//! the stock-decrement variants (on the engine, `run::run_variant`), the
+//! bucketed buy path (`buckets`), the reservations race (`reservations`) and
+//! the waiting room (`queue`). The command turns flags into one of them;
+//! what it gets back is the report to show.
 //!
 //! Every scenario works in the load test's own namespace and refuses (exit 2)
 //! a Redis that carries a live sale of the campaign (`namespace::ensure_free`).
+//!
+//! May import (beside its folder's parent): buckets, namespace, queue,
+//! report, reservations, run.
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
+use seckill_loadgen::Pace;
 
 use super::buckets::{BucketReport, BucketRun};
 use super::namespace::{self, LoadtestKeys};
 use super::queue::{QueueReport, QueueRun};
 use super::report::{Thresholds, VariantReport};
 use super::reservations::{RaceReport, RaceSettings};
-use super::schedule::Pace;
-use super::{Plan, Settings, Variant, VariantRun, run_variant};
+use super::run::run_variant;
+use super::{Plan, Settings, Variant, VariantRun};
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::RedisTarget;
 use crate::redis_client::scripts;

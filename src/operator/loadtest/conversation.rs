@@ -1,42 +1,59 @@
 //! What one simulated request says to Redis in each variant, written as a
-//! state machine: it writes a command, is handed each reply, and says what
-//! happens next. The same machine runs on a non-blocking connection inside an
-//! event loop (`event_loop`) and on a blocking redis-rs connection
-//! (`blocking`, for TLS and Cluster targets), so each variant's logic — the
-//! reference chapter's section 14.5, exactly — lives here once.
+//! state machine ([`seckill_loadgen::Conversation`]): it writes a command,
+//! is handed each reply, and says what happens next. The engine runs it on
+//! a non-blocking socket in its event loop, or on a blocking redis-rs link
+//! (TLS, Cluster), so each variant's logic — the reference chapter's
+//! section 14.5, exactly — lives here once. [`VariantScenario`] is a variant
+//! as the engine runs it.
 //!
 //! Every command is packed before the clock starts; a request then costs a
-//! copy of its bytes, the few digits that differ overwritten in place, and the
-//! parsing of its replies.
+//! copy of its bytes, the few digits that differ overwritten in place, and
+//! the parsing of its replies.
+//!
+//! May import (beside its folder's parent): script, variants.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use redis::Value;
+use seckill_loadgen::resp::{self, Resp};
+use seckill_loadgen::template::{Template, width};
+use seckill_loadgen::{Conversation, Next, Scenario};
 
-use super::resp;
-use super::template::{self, ScriptTemplate, Template};
+use super::script::ScriptTemplate;
 use super::variants::{
-    self, Counts, LOCK_RETRY_PAUSE, LOCK_RETRY_PAUSE_MAX, LOCK_TTL_MS, LOCK_WAIT_LIMIT,
+    self, Counts, LOCK_RETRY_PAUSE, LOCK_RETRY_PAUSE_MAX, LOCK_TTL_MS, LOCK_WAIT_LIMIT, Number,
 };
 use super::{Plan, Variant};
 use crate::redis_client::scripts::lock_release;
 
-/// What the connection does after a reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Wait for the next reply of the current write (a transaction's `QUEUED`s).
-    Pending,
-    /// This reply finished the oldest request of the batch.
-    Finished,
-    /// The request goes on: send what is now in the output buffer, expecting `replies` replies.
-    Send { replies: usize },
-    /// As `Send`, after a pause (the lock was busy).
-    SendAfter { pause: Duration, replies: usize },
+/// One variant as the engine runs it.
+pub(crate) struct VariantScenario<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) variant: Variant,
+}
+
+impl Scenario for VariantScenario<'_> {
+    type Protocol = Resp;
+    type Counts = Counts;
+    type Conversation = Talk;
+
+    fn conversation(&self) -> Talk {
+        Talk::new(self.variant, self.plan)
+    }
+
+    /// The pipeline, for the script variants; the others are multi-step.
+    fn batch_limit(&self) -> usize {
+        if self.variant.pipelines() {
+            self.plan.settings.pipeline
+        } else {
+            1
+        }
+    }
 }
 
 /// One connection's conversation for one variant.
-pub(crate) enum Conversation {
+pub(crate) enum Talk {
     V1 {
         get: Vec<u8>,
         decr: Vec<u8>,
@@ -69,12 +86,12 @@ pub(crate) enum V2Step {
     Exec(u8),
 }
 
-impl Conversation {
-    /// Pack what can be packed for `variant`; `template` is the script call of v3/full.
-    pub(crate) fn new(variant: Variant, plan: &Plan) -> Conversation {
+impl Talk {
+    /// Pack what can be packed for `variant`.
+    pub(crate) fn new(variant: Variant, plan: &Plan) -> Talk {
         let stock = plan.keys.item.stock.as_bytes();
         match variant {
-            Variant::V1 => Conversation::V1 {
+            Variant::V1 => Talk::V1 {
                 get: resp::command(&[b"GET", stock]),
                 decr: resp::command(&[b"DECR", stock]),
                 awaiting_decr: false,
@@ -83,7 +100,7 @@ impl Conversation {
                 let mut transaction = resp::command(&[b"MULTI"]);
                 transaction.extend(resp::command(&[b"DECR", stock]));
                 transaction.extend(resp::command(&[b"EXEC"]));
-                Conversation::V2 {
+                Talk::V2 {
                     watch: resp::command(&[b"WATCH", stock]),
                     get: resp::command(&[b"GET", stock]),
                     unwatch: resp::command(&[b"UNWATCH"]),
@@ -91,39 +108,41 @@ impl Conversation {
                     step: V2Step::Watch,
                 }
             }
-            Variant::V3 | Variant::Full => Conversation::Script(ScriptTemplate::new(variant, plan)),
-            Variant::V4 => Conversation::V4 {
+            Variant::V3 | Variant::Full => Talk::Script(ScriptTemplate::new(variant, plan)),
+            Variant::V4 => Talk::V4 {
                 decr: resp::command(&[b"DECR", stock]),
                 incr: resp::command(&[b"INCR", stock]),
                 awaiting_incr: false,
             },
-            Variant::Lock => Conversation::Lock(Box::new(LockTalk::new(plan))),
+            Variant::Lock => Talk::Lock(Box::new(LockTalk::new(plan))),
         }
     }
+}
 
-    /// Start the requests numbered `requests` (several only for the script
-    /// variants, pipelined): write the first command(s) into `out` and return
-    /// how many replies they bring.
-    pub(crate) fn begin(&mut self, requests: &[u64], out: &mut Vec<u8>) -> usize {
-        out.clear();
+impl Conversation for Talk {
+    type Reply = Value;
+    type Counts = Counts;
+
+    /// Several requests only for the script variants, pipelined.
+    fn begin(&mut self, requests: &[u64], out: &mut Vec<u8>) -> usize {
         match self {
-            Conversation::V1 {
+            Talk::V1 {
                 get, awaiting_decr, ..
             } => {
                 *awaiting_decr = false;
                 out.extend_from_slice(get);
             }
-            Conversation::V2 { watch, step, .. } => {
+            Talk::V2 { watch, step, .. } => {
                 *step = V2Step::Watch;
                 out.extend_from_slice(watch);
             }
-            Conversation::Script(template) => {
+            Talk::Script(template) => {
                 for &request in requests {
                     template.write(request, out);
                 }
                 return requests.len() * template.replies_per_request();
             }
-            Conversation::V4 {
+            Talk::V4 {
                 decr,
                 awaiting_incr,
                 ..
@@ -131,25 +150,18 @@ impl Conversation {
                 *awaiting_incr = false;
                 out.extend_from_slice(decr);
             }
-            Conversation::Lock(lock) => lock.begin(out),
+            Talk::Lock(lock) => lock.begin(out),
         }
         1
     }
 
-    /// Take one reply; count outcomes into `counts`; any follow-up command goes into `out`.
-    pub(crate) fn reply(
-        &mut self,
-        reply: Value,
-        out: &mut Vec<u8>,
-        counts: &mut Counts,
-    ) -> Result<Next> {
+    fn reply(&mut self, reply: Value, out: &mut Vec<u8>, counts: &mut Counts) -> Result<Next> {
         let send = |out: &mut Vec<u8>, bytes: &[u8], replies: usize| {
-            out.clear();
             out.extend_from_slice(bytes);
             Next::Send { replies }
         };
         Ok(match self {
-            Conversation::V1 {
+            Talk::V1 {
                 get: _,
                 decr,
                 awaiting_decr,
@@ -167,7 +179,7 @@ impl Conversation {
                     send(out, decr, 1)
                 }
             }
-            Conversation::V2 {
+            Talk::V2 {
                 watch,
                 get,
                 unwatch,
@@ -215,14 +227,14 @@ impl Conversation {
                     other => bail!("v2 EXEC answered {other:?}"),
                 },
             },
-            Conversation::Script(template) => {
+            Talk::Script(template) => {
                 if template.count(reply, counts)? {
                     Next::Finished
                 } else {
                     Next::Pending
                 }
             }
-            Conversation::V4 {
+            Talk::V4 {
                 decr: _,
                 incr,
                 awaiting_incr,
@@ -245,7 +257,7 @@ impl Conversation {
                     }
                 }
             }
-            Conversation::Lock(lock) => lock.reply(reply, out, counts)?,
+            Talk::Lock(lock) => lock.reply(reply, out, counts)?,
         })
     }
 }
@@ -281,13 +293,13 @@ impl LockTalk {
     fn new(plan: &Plan) -> LockTalk {
         let stock = plan.keys.item.stock.as_bytes();
         let token_prefix = format!("{:016x}-", rand::random::<u64>()).into_bytes();
-        let token_width = template::digits(u64::MAX);
+        let token_width = width(u64::MAX);
         let release = variants::lock_release_words(plan, &token_prefix, &|number| {
-            vec![Template::mark(number); token_width]
+            number.field().placeholder(token_width)
         });
         LockTalk {
             lock_key: plan.keys.lock.as_bytes().to_vec(),
-            release_call: Template::from_words(&release),
+            release_call: Template::resp(&release, &[Number::Token.field()]),
             get: resp::command(&[b"GET", stock]),
             decr: resp::command(&[b"DECR", stock]),
             token_prefix,
@@ -307,11 +319,7 @@ impl LockTalk {
         self.release.clear();
         self.release_call
             .write(|_| self.acquisitions, &mut self.release);
-        let token = format!(
-            "{:0width$}",
-            self.acquisitions,
-            width = template::digits(u64::MAX)
-        );
+        let token = format!("{:0width$}", self.acquisitions, width = width(u64::MAX));
         self.acquire.clear();
         resp::array_header(&mut self.acquire, 6);
         resp::bulk(&mut self.acquire, &[b"SET"]);
@@ -328,7 +336,6 @@ impl LockTalk {
     }
 
     fn reply(&mut self, reply: Value, out: &mut Vec<u8>, counts: &mut Counts) -> Result<Next> {
-        out.clear();
         match self.step {
             LockStep::Acquire => match reply {
                 Value::Okay => {

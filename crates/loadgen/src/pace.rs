@@ -1,45 +1,68 @@
 //! When each attempt is due: closed loop (as soon as a connection is free)
-//! or open loop (at a planned time, whatever Redis is doing).
+//! or open loop (at a planned time, whatever the server is doing).
 //!
 //! Closed loop is what most load testers do and what the reference chapter
-//! measures, but it hides stalls: when Redis stops for half a second, the
-//! workers stop with it and the attempts that would have arrived meanwhile
-//! are never made, so the percentiles barely move (coordinated omission).
-//! Open loop plans attempt `n` at `start + n / rate`; its latency is measured
-//! from that planned time (the corrected latency, what a shopper sees) and
-//! from the moment it was actually sent (the service time). An attempt that
-//! finds no free connection waits and goes out late; one still unsent
-//! [`DROP_AFTER`] past the end of the run's window is dropped and counted.
+//! measures, but it hides stalls: when the server stops for half a second,
+//! the workers stop with it and the attempts that would have arrived
+//! meanwhile are never made, so the percentiles barely move (coordinated
+//! omission). Open loop plans attempt `n` at `start + n / rate`; its latency
+//! is measured from that planned time (the corrected latency, what a shopper
+//! sees) and from the moment it was actually sent (the service time). An
+//! attempt that finds no free connection waits and goes out late; one still
+//! unsent [`DROP_AFTER`] past the end of the run's window is dropped and
+//! counted.
+//!
+//! What runs per attempt is `#[inline]`, as in `wire`.
+//!
+//! May import: nothing of the crate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A send more than this behind its planned time counts as late (the event
 /// loop's timer resolution is 1 ms).
-pub(crate) const LATE_AFTER: Duration = Duration::from_millis(2);
+pub const LATE_AFTER: Duration = Duration::from_millis(2);
 
 /// How long after the end of the window late attempts may still go out.
-pub(crate) const DROP_AFTER: Duration = Duration::from_secs(1);
+pub const DROP_AFTER: Duration = Duration::from_secs(1);
 
 /// How attempts are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Pace {
+pub enum Pace {
     /// Each connection sends its next attempt when the last one is answered.
     Closed,
     /// Attempts per second over all connections.
     Open { rate: f64 },
 }
 
-/// One attempt in flight: when it should have gone out and when it did.
+impl Pace {
+    /// `closed` or `open`, as reports name the mode.
+    pub fn mode(self) -> &'static str {
+        match self {
+            Pace::Closed => "closed",
+            Pace::Open { .. } => "open",
+        }
+    }
+
+    /// The open loop's attempts per second; `None` in closed loop.
+    pub fn rate(self) -> Option<f64> {
+        match self {
+            Pace::Closed => None,
+            Pace::Open { rate } => Some(rate),
+        }
+    }
+}
+
+/// One attempt: its number, when it should have gone out and when it did.
 #[derive(Debug, Clone, Copy)]
 pub struct Attempt {
-    pub(crate) number: u64,
-    pub(crate) planned: Instant,
-    pub(crate) sent: Instant,
+    pub number: u64,
+    pub planned: Instant,
+    pub sent: Instant,
 }
 
 /// Where one worker takes its attempts from.
-pub(crate) enum Source<'a> {
+pub enum Source<'a> {
     /// Request numbers from one shared counter: whichever connection is free
     /// takes the next, as redis-benchmark hands them out (a fixed share per
     /// worker would leave the slowest-scheduled ones running alone at the end).
@@ -51,7 +74,7 @@ pub(crate) enum Source<'a> {
 }
 
 /// Worker `w` of `workers` owns attempts `w`, `w + workers`, ...
-pub(crate) struct OpenPlan {
+pub struct OpenPlan {
     next: u64,
     step: u64,
     total: u64,
@@ -62,6 +85,7 @@ pub(crate) struct OpenPlan {
 }
 
 impl OpenPlan {
+    #[inline]
     fn due_at(&self) -> Option<Instant> {
         (self.next < self.total)
             .then(|| self.start + Duration::from_secs_f64(self.next as f64 * self.interval_s))
@@ -69,7 +93,9 @@ impl OpenPlan {
 }
 
 impl<'a> Source<'a> {
-    pub(crate) fn new(
+    /// Worker `worker` of `workers`' share of `total` attempts paced by
+    /// `pace` from `start`; `issued` is the closed loop's shared counter.
+    pub fn new(
         pace: Pace,
         total: u64,
         issued: &'a AtomicU64,
@@ -96,7 +122,8 @@ impl<'a> Source<'a> {
 
     /// Up to `limit` attempts due at `now` (request numbers and planned
     /// times pushed into `into`); none when nothing is due yet.
-    pub(crate) fn take(&mut self, now: Instant, limit: usize, into: &mut Vec<Attempt>) {
+    #[inline]
+    pub fn take(&mut self, now: Instant, limit: usize, into: &mut Vec<Attempt>) {
         match self {
             Source::Closed { issued, total } => {
                 let first = issued.fetch_add(limit as u64, Ordering::Relaxed);
@@ -133,7 +160,8 @@ impl<'a> Source<'a> {
 
     /// When the next attempt is due (open loop); `None` when none are left
     /// or in closed loop (always due).
-    pub(crate) fn due_at(&self) -> Option<Instant> {
+    #[inline]
+    pub fn due_at(&self) -> Option<Instant> {
         match self {
             Source::Closed { .. } => None,
             Source::Open(plan) => plan.due_at(),
@@ -141,7 +169,8 @@ impl<'a> Source<'a> {
     }
 
     /// Whether every attempt has been handed out (or dropped).
-    pub(crate) fn exhausted(&self) -> bool {
+    #[inline]
+    pub fn exhausted(&self) -> bool {
         match self {
             Source::Closed { issued, total } => issued.load(Ordering::Relaxed) >= *total,
             Source::Open(plan) => plan.next >= plan.total,
@@ -149,7 +178,7 @@ impl<'a> Source<'a> {
     }
 
     /// Attempts given up on because they could not be sent in time.
-    pub(crate) fn dropped(&self) -> u64 {
+    pub fn dropped(&self) -> u64 {
         match self {
             Source::Closed { .. } => 0,
             Source::Open(plan) => plan.dropped,
@@ -199,5 +228,12 @@ mod tests {
         let numbers: Vec<u64> = taken.iter().map(|a| a.number).collect();
         assert_eq!(numbers, [0, 1, 2, 3, 4]);
         assert!(a.exhausted() && b.exhausted());
+    }
+
+    #[test]
+    fn modes_are_named_as_reports_print_them() {
+        assert_eq!((Pace::Closed.mode(), Pace::Closed.rate()), ("closed", None));
+        let open = Pace::Open { rate: 250.0 };
+        assert_eq!((open.mode(), open.rate()), ("open", Some(250.0)));
     }
 }

@@ -1,54 +1,18 @@
 //! One variant's result as people and scripts read it: counts, the stock
 //! books (oversold, undersold, sold + left = initial), rates and latency
-//! percentiles. Built from a merged [`Tally`]; printed by the command layer
-//! (table, JSON) and the exporters (`export`).
+//! percentiles. Built from what the engine measured
+//! ([`seckill_loadgen::Measured`]); printed by the command layer (table,
+//! JSON) and the exporters (`export`). The CI thresholds too.
+//!
+//! May import (beside its folder's parent): variants.
 
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
+use seckill_loadgen::{Measured, Percentiles};
 use serde::Serialize;
 
-use super::measure::Tally;
-use super::schedule::Pace;
+use super::variants::Counts;
 use super::{Plan, Variant};
-
-/// Latency percentiles of one histogram, in milliseconds.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Percentiles {
-    /// Fastest request, milliseconds.
-    pub(crate) min_ms: f64,
-    /// Mean, milliseconds.
-    pub(crate) avg_ms: f64,
-    /// Median, milliseconds.
-    pub(crate) p50_ms: f64,
-    /// 90th percentile, milliseconds.
-    pub(crate) p90_ms: f64,
-    /// 95th percentile, milliseconds.
-    pub(crate) p95_ms: f64,
-    /// 99th percentile, milliseconds.
-    pub(crate) p99_ms: f64,
-    /// 99.9th percentile, milliseconds.
-    pub(crate) p99_9_ms: f64,
-    /// Slowest request, milliseconds.
-    pub(crate) max_ms: f64,
-}
-
-impl Percentiles {
-    pub(crate) fn of(latency: &Histogram<u64>) -> Percentiles {
-        let ms = |micros: u64| micros as f64 / 1000.0;
-        let at = |quantile: f64| ms(latency.value_at_quantile(quantile));
-        Percentiles {
-            min_ms: ms(latency.min()),
-            avg_ms: latency.mean() / 1000.0,
-            p50_ms: at(0.50),
-            p90_ms: at(0.90),
-            p95_ms: at(0.95),
-            p99_ms: at(0.99),
-            p99_9_ms: at(0.999),
-            max_ms: ms(latency.max()),
-        }
-    }
-}
 
 /// A Redis Cluster master's part of the run's commands.
 #[derive(Debug, Clone, Serialize)]
@@ -157,12 +121,11 @@ pub(crate) struct Books {
 pub(crate) fn build(
     variant: Variant,
     plan: &Plan,
-    tally: &Tally,
-    elapsed: Duration,
+    measured: &Measured<Counts>,
     books: Books,
-    workers: usize,
 ) -> VariantReport {
     let settings = &plan.settings;
+    let tally = &measured.tally;
     let counts = &tally.counts;
     let stock = settings.stock;
     let Books {
@@ -177,24 +140,18 @@ pub(crate) fn build(
     } else {
         0
     };
-    let completed = tally.corrected.len();
-    let elapsed_s = elapsed.as_secs_f64();
+    let completed = tally.completed();
+    let elapsed_s = measured.elapsed.as_secs_f64();
     let achieved_rate = completed as f64 / elapsed_s.max(1e-9);
-    let corrected = Percentiles::of(&tally.corrected);
+    let corrected = tally.corrected.percentiles();
     VariantReport {
         variant,
-        mode: match settings.pace {
-            Pace::Closed => "closed",
-            Pace::Open { .. } => "open",
-        },
+        mode: settings.pace.mode(),
         requests: settings.requests,
         completed,
         elapsed_s,
         qps: achieved_rate,
-        requested_rate: match settings.pace {
-            Pace::Closed => None,
-            Pace::Open { rate } => Some(rate),
-        },
+        requested_rate: settings.pace.rate(),
         achieved_rate,
         succeeded: counts.succeeded,
         unreplicated: counts.unreplicated,
@@ -217,14 +174,14 @@ pub(crate) fn build(
         p99_ms: corrected.p99_ms,
         p99_9_ms: corrected.p99_9_ms,
         max_ms: corrected.max_ms,
-        service: Percentiles::of(&tally.service),
+        service: tally.service.percentiles(),
         late_sends: tally.late,
         dropped: tally.dropped,
         retries: counts.retries,
         lowest_stock_seen: counts.lowest_stock_seen,
         stock,
         connections: settings.connections,
-        threads: workers,
+        threads: measured.workers,
         pipeline: if variant.pipelines() {
             settings.pipeline
         } else {

@@ -12,9 +12,15 @@
 //! 3. **check**: each order's record, its final events in the stream (exactly
 //!    one, the one the record names), and `initial = left + reserved + paid`.
 //!
-//! It measures correctness under contention, not speed: workers use the
-//! ordinary redis-rs connection (the raw engine of `loadtest` stays with the
-//! stock-decrement variants).
+//! It measures correctness under contention, not speed, so it records no
+//! latency. A scenario-level driver, not the engine's worker loop: each
+//! worker thread runs the item layer's reserve and pay on its own redis-rs
+//! connection, payments timed against each order's deadline on the Redis
+//! clock, while expirers run beside them — a race of several operations
+//! per order that the engine's fixed request-and-reply conversations do not
+//! express.
+//!
+//! May import (beside its folder's parent): nothing.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
