@@ -14,7 +14,7 @@
 //! closed-loop [`Source`] and records into the engine's [`Tally`] and
 //! [`Histogram`] (latency; round trips per buy).
 //!
-//! May import (beside its folder's parent): namespace.
+//! Within loadtest it uses: namespace.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;

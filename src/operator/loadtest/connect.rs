@@ -6,7 +6,7 @@
 //! each call to the master of its slot and carries the response timeout.
 //! And, on a cluster, how many commands each master processed.
 //!
-//! May import (beside its folder's parent): nothing.
+//! Within loadtest it uses: nothing.
 
 use std::collections::VecDeque;
 

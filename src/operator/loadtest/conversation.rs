@@ -10,7 +10,7 @@
 //! copy of its bytes, the few digits that differ overwritten in place, and
 //! the parsing of its replies.
 //!
-//! May import (beside its folder's parent): script, variants.
+//! Within loadtest it uses: script, variants.
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! columns are the corrected latency (from the planned send time; in closed
 //! loop that equals the service time).
 //!
-//! May import (beside its folder's parent): report.
+//! Within loadtest it uses: report.
 
 use std::io::Write;
 

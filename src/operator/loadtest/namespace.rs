@@ -23,7 +23,7 @@
 //!
 //! Both refusals are usage errors (exit 2) and change nothing in Redis.
 //!
-//! May import (beside its folder's parent): nothing.
+//! Within loadtest it uses: nothing.
 
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};

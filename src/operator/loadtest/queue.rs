@@ -23,7 +23,7 @@
 //! again and again, while an admitter passes the room on), a conversation
 //! whose next step and its time the domain decides from each answer.
 //!
-//! May import (beside its folder's parent): nothing.
+//! Within loadtest it uses: nothing.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

@@ -4,7 +4,7 @@
 //! ([`seckill_loadgen::Measured`]); printed by the command layer (table,
 //! JSON) and the exporters (`export`). The CI thresholds too.
 //!
-//! May import (beside its folder's parent): variants.
+//! Within loadtest it uses: variants.
 
 use std::time::Duration;
 

@@ -20,7 +20,7 @@
 //! per order that the engine's fixed request-and-reply conversations do not
 //! express.
 //!
-//! May import (beside its folder's parent): nothing.
+//! Within loadtest it uses: nothing.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -1,7 +1,7 @@
 //! One variant, start to finish: reset the namespace and set the stock up
 //! through the domain, drive it on the engine, read the books back.
 //!
-//! May import (beside its folder's parent): connect, conversation, namespace, report.
+//! Within loadtest it uses: connect, conversation, namespace, report.
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;

@@ -7,7 +7,7 @@
 //! Every scenario works in the load test's own namespace and refuses (exit 2)
 //! a Redis that carries a live sale of the campaign (`namespace::ensure_free`).
 //!
-//! May import (beside its folder's parent): buckets, namespace, queue,
+//! Within loadtest it uses: buckets, namespace, queue,
 //! report, reservations, run.
 
 use anyhow::{Context, Result};

@@ -4,7 +4,7 @@
 //! [`seckill_loadgen::Template`]; with `full --wait-replicas`, the WAIT
 //! packed right behind it. And what each reply counts as.
 //!
-//! May import (beside its folder's parent): variants.
+//! Within loadtest it uses: variants.
 
 use anyhow::Result;
 use redis::Value;

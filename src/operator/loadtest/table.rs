@@ -3,7 +3,7 @@
 //! run's figures and buckets, the reservations race, a run through `serve`.
 //! Formatting only: the numbers are the scenarios' reports'.
 //!
-//! May import (beside its folder's parent): buckets, report, reservations, target.
+//! Within loadtest it uses: buckets, report, reservations, target.
 
 use super::Variant;
 use super::buckets::BucketReport;

@@ -11,7 +11,7 @@
 //! Rehearse on a rehearsal Redis (preheat there, `serve` there, then this),
 //! and read the books afterwards with `status` and `reconcile`.
 //!
-//! May import (beside its folder's parent): nothing.
+//! Within loadtest it uses: nothing.
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;

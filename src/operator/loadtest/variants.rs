@@ -6,7 +6,7 @@
 //! step by step, is its state machine in `conversation`; v3's and full's
 //! per-request packing is `script`.
 //!
-//! May import (beside its folder's parent): namespace.
+//! Within loadtest it uses: namespace.
 
 use std::time::Duration;
 
