@@ -269,13 +269,17 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
         refuse_unless_live(&mut conn, &campaign, &items, &target.display)?;
         let closing = args.action == Action::On;
         for item in &items {
-            let before = item.state(&mut conn)?;
+            // Only a note: a slot that cannot be read (a master down) must
+            // never keep the switch from being flipped everywhere else.
+            let before = item.state(&mut conn).ok();
             already.push(
-                (before.preheated && before.closed == closing).then(|| Already {
-                    since: before.switched_at_ms.map(|ms| text::time_or_dash(Some(ms))),
-                    by: before.switched_by,
-                    reason: before.switch_reason,
-                }),
+                before
+                    .filter(|b| b.preheated && b.closed == closing)
+                    .map(|b| Already {
+                        since: b.switched_at_ms.map(|ms| text::time_or_dash(Some(ms))),
+                        by: b.switched_by,
+                        reason: b.switch_reason,
+                    }),
             );
         }
         if !args.dry_run {
