@@ -76,6 +76,9 @@ _seckill() {
             seckill,register)
                 cmd="seckill__subcmd__register"
                 ;;
+            seckill,scripts)
+                cmd="seckill__subcmd__scripts"
+                ;;
             seckill,serve)
                 cmd="seckill__subcmd__serve"
                 ;;
@@ -145,6 +148,9 @@ _seckill() {
             seckill__subcmd__help,register)
                 cmd="seckill__subcmd__help__subcmd__register"
                 ;;
+            seckill__subcmd__help,scripts)
+                cmd="seckill__subcmd__help__subcmd__scripts"
+                ;;
             seckill__subcmd__help,serve)
                 cmd="seckill__subcmd__help__subcmd__serve"
                 ;;
@@ -177,6 +183,12 @@ _seckill() {
                 ;;
             seckill__subcmd__help__subcmd__queue,status)
                 cmd="seckill__subcmd__help__subcmd__queue__subcmd__status"
+                ;;
+            seckill__subcmd__help__subcmd__scripts,list)
+                cmd="seckill__subcmd__help__subcmd__scripts__subcmd__list"
+                ;;
+            seckill__subcmd__help__subcmd__scripts,show)
+                cmd="seckill__subcmd__help__subcmd__scripts__subcmd__show"
                 ;;
             seckill__subcmd__queue,admit)
                 cmd="seckill__subcmd__queue__subcmd__admit"
@@ -232,6 +244,24 @@ _seckill() {
             seckill__subcmd__queue__subcmd__help,status)
                 cmd="seckill__subcmd__queue__subcmd__help__subcmd__status"
                 ;;
+            seckill__subcmd__scripts,help)
+                cmd="seckill__subcmd__scripts__subcmd__help"
+                ;;
+            seckill__subcmd__scripts,list)
+                cmd="seckill__subcmd__scripts__subcmd__list"
+                ;;
+            seckill__subcmd__scripts,show)
+                cmd="seckill__subcmd__scripts__subcmd__show"
+                ;;
+            seckill__subcmd__scripts__subcmd__help,help)
+                cmd="seckill__subcmd__scripts__subcmd__help__subcmd__help"
+                ;;
+            seckill__subcmd__scripts__subcmd__help,list)
+                cmd="seckill__subcmd__scripts__subcmd__help__subcmd__list"
+                ;;
+            seckill__subcmd__scripts__subcmd__help,show)
+                cmd="seckill__subcmd__scripts__subcmd__help__subcmd__show"
+                ;;
             *)
                 ;;
         esac
@@ -239,7 +269,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest scripts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -759,7 +789,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help)
-            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest help"
+            opts="init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest scripts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1153,6 +1183,48 @@ _seckill() {
         seckill__subcmd__help__subcmd__register)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__scripts)
+            opts="list show"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__scripts__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__scripts__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2334,6 +2406,188 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__scripts)
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__scripts__subcmd__help)
+            opts="list show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__scripts__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__scripts__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__scripts__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__scripts__subcmd__list)
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__scripts__subcmd__show)
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__serve)
             opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --workers --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -2417,7 +2671,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -q -v -h -V --item --reason --buckets --by --history --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -q -v -h -V --item --reason --buckets --by --history --dry-run --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -17,7 +17,12 @@
 --           counts grants)
 -- Every ARGV value is checked before any read; the count is read (a strict
 -- integer) before the first write.
---- @include "lib/corrupt"
+
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/read"
+--- @include "lib/int_of"
 
 return guarded(function()
   local mode = ARGV[1]

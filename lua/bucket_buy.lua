@@ -53,7 +53,8 @@
 -- EXISTS while absent), every value it reads validated (lib/strict_int)
 -- before the first write; the `#!lua` shebang makes Redis refuse the whole
 -- script up front under OOM.
---- @include "lib/sold_out"
+
+--- @include "lib/sold_out_early"
 
 -- Proven sold out: answered from the stock and the proof alone. (A credit
 -- brings units: never answered early.)
@@ -66,6 +67,21 @@ if early then
 end
 
 --- @include "lib/purchase"
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+
+-- This bucket's admissions, the room's one key here (the header above).
+local ADMISSIONS_KEY = 12
+
+-- The item's waiting room, for lib/purchase: its helpers are built only
+-- when meta says the room is on (as in buy.lua).
+local function bucket_room(user)
+--- @include "lib/bucket_room_gate"
+  return bucket_room_gate(ADMISSIONS_KEY, user)
+end
 
 local crediting = ARGV[9] ~= ''
 local credited_before = false
@@ -112,7 +128,8 @@ function slot.credit(stock, expire_at)
 end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state, proven = purchase(slot, stock_seen, 12)
+  local outcome, order_id, stock_left, deadline_ms, state, proven =
+    purchase(slot, stock_seen, bucket_room)
   return {outcome, order_id, stock_left, deadline_ms, state, proven and 1 or 0}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, '', 0}

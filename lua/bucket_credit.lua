@@ -19,8 +19,13 @@
 --   corrupt_state     a stored value is malformed; stock_after is then
 --                     "<key>: <what is wrong>" and nothing is written (in transit)
 -- Every value read is validated (lib/strict_int, key types) before the first write.
---- @include "lib/slot"
---- @include "lib/clock"
+
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/read"
+--- @include "lib/now_ms"
+--- @include "lib/slot_stock"
 
 return guarded(function()
   local preheated, stock, expire_at = slot_stock()

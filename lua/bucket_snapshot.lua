@@ -17,14 +17,18 @@
 --          out_count, in_count, pending_count, closed|false, stream_len, buyers},
 -- or {'corrupt_state', "<key>: <what is wrong>"} when a key has the wrong type
 -- or initial_stock, stock or closed is malformed (lib/strict_int).
---- @include "lib/corrupt"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/flag_of"
 
 return guarded(function()
-  local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'closed')
-  if meta[1] then
-    int_of(KEYS[1], 'initial_stock', meta[1])
+  local initial_stock, closed = unpack(read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'closed'))
+  if initial_stock then
+    int_of(KEYS[1], 'initial_stock', initial_stock)
   end
-  flag_of(KEYS[1], 'closed', meta[2])
+  flag_of(KEYS[1], 'closed', closed)
   local stock = read(KEYS[2], 'GET', KEYS[2])
   if stock then
     int_of(KEYS[2], 'stock', stock)
@@ -32,9 +36,9 @@ return guarded(function()
   local last = read(KEYS[3], 'XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
   local last_id = ''
   if #last > 0 then last_id = last[1][1] end
-  return {meta[1], stock, read(KEYS[4], 'XLEN', KEYS[4]), last_id,
+  return {initial_stock, stock, read(KEYS[4], 'XLEN', KEYS[4]), last_id,
     read(KEYS[5], 'HLEN', KEYS[5]), read(KEYS[6], 'HLEN', KEYS[6]), read(KEYS[7], 'ZCARD', KEYS[7]),
-    meta[2], read(KEYS[3], 'XLEN', KEYS[3]), read(KEYS[8], 'HLEN', KEYS[8])}
+    closed, read(KEYS[3], 'XLEN', KEYS[3]), read(KEYS[8], 'HLEN', KEYS[8])}
 end, function(problem)
   return {'corrupt_state', problem}
 end)

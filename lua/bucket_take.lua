@@ -30,8 +30,14 @@
 -- Every read comes before the first write; the debit and its two log entries
 -- are written together or not at all. Every value read is validated
 -- (lib/strict_int, key types, the stale records' shape) before the debit.
---- @include "lib/slot"
---- @include "lib/clock"
+
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/corrupt"
+--- @include "lib/read"
+--- @include "lib/now_ms"
+--- @include "lib/slot_stock"
 
 return guarded(function()
   local preheated, stock, expire_at = slot_stock()

@@ -15,7 +15,7 @@
 -- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
 -- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
 --                             role never needs a write on meta (docs/security.md)
--- KEYS[11] room         hash   the waiting room (lib/admission); KEYS[11..17] are
+-- KEYS[11] room         hash   the waiting room (lib/plain_room_gate); KEYS[11..17] are
 --                              passed only for an item whose room is on (meta
 --                              waiting_room = 1): off, the call is the ten keys above
 -- KEYS[12] queue        hash   user -> "<position> <joined at ms>"
@@ -63,7 +63,8 @@
 -- front under OOM instead of failing half-way. Only `ok` is remembered under
 -- the request id: a refused attempt changed nothing, so retrying it simply
 -- evaluates again.
---- @include "lib/sold_out"
+
+--- @include "lib/sold_out_early"
 
 local early, stock_seen = sold_out_early(false)
 if early then
@@ -71,9 +72,22 @@ if early then
 end
 
 --- @include "lib/purchase"
+--- @include "lib/guarded"
+
+-- Where the room's keys start: after the purchase's ten (the header above).
+local ROOM_KEYS_FROM = 11
+
+-- The item's waiting room, for lib/purchase. Its helpers are pasted inside,
+-- so they are built only when meta says the room is on: EVAL builds every
+-- helper a script defines again on each call, and a sale without a room
+-- must not pay for the room's (docs/waiting-room.md, "Cost").
+local function item_room(user)
+--- @include "lib/plain_room_gate"
+  return plain_room_gate(ROOM_KEYS_FROM, user)
+end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, 11)
+  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, item_room)
   return {outcome, order_id, stock_left, deadline_ms, state}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, ''}

@@ -20,8 +20,10 @@
 -- its id and reason only. Both writes happen in one script: the entry is
 -- never acked without being kept, nor kept without being acked.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." before any write.
---- @include "lib/corrupt"
---- @include "lib/clock"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/now_ms"
 
 return guarded(function()
   local pending = read(KEYS[1], 'XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)

@@ -11,11 +11,14 @@
 -- Returns {initial_stock|false, closed|false, switch_reason|false,
 --          switched_at_ms|false, switched_by|false, stock|false, buyers, stream_len}
 -- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
---- @include "lib/corrupt"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
 
 return guarded(function()
-  local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'closed', 'switch_reason',
-    'switched_at_ms', 'switched_by')
-  return {meta[1], meta[2], meta[3], meta[4], meta[5], read(KEYS[2], 'GET', KEYS[2]),
-    read(KEYS[3], 'HLEN', KEYS[3]), read(KEYS[4], 'XLEN', KEYS[4])}
+  local initial_stock, closed, switch_reason, switched_at_ms, switched_by =
+    unpack(read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'closed', 'switch_reason',
+      'switched_at_ms', 'switched_by'))
+  return {initial_stock, closed, switch_reason, switched_at_ms, switched_by,
+    read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]), read(KEYS[4], 'XLEN', KEYS[4])}
 end)

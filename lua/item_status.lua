@@ -29,14 +29,17 @@
 -- Constant work whatever the stream's size (no entry is read): the caller
 -- gets the sales rate from two samples of entries-added.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." (values are checked by the caller).
---- @include "lib/corrupt"
---- @include "lib/clock"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/now_ms"
 
 return guarded(function()
   local now = now_ms()
-  local meta = read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name', 'starts_at_ms',
-    'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by')
-  local counts = read(KEYS[6], 'HMGET', KEYS[6],
+  local initial_stock, name, starts_at_ms, ends_at_ms, closed, switch_reason, switched_at_ms,
+    switched_by = unpack(read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'name',
+      'starts_at_ms', 'ends_at_ms', 'closed', 'switch_reason', 'switched_at_ms', 'switched_by'))
+  local counters = read(KEYS[6], 'HMGET', KEYS[6],
     'reserved_orders', 'reserved_units', 'paid_orders', 'paid_units',
     'expired_orders', 'expired_units', 'cancelled_orders', 'cancelled_units')
 
@@ -60,9 +63,10 @@ return guarded(function()
     end
   end
 
-  return {now, meta[1], meta[2], meta[3], meta[4], meta[5], meta[6], meta[7], meta[8],
-    read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
+  -- The counters last, in the order they were read (the header's 21..28).
+  return {now, initial_stock, name, starts_at_ms, ends_at_ms, closed, switch_reason,
+    switched_at_ms, switched_by, read(KEYS[2], 'GET', KEYS[2]), read(KEYS[3], 'HLEN', KEYS[3]),
     length, added, group_exists, pending, lag, last_delivered,
     read(KEYS[5], 'XLEN', KEYS[5]), redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[1]),
-    counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7], counts[8]}
+    unpack(counters)}
 end)

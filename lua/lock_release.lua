@@ -10,7 +10,9 @@
 -- Returns 1 when the lock was ours and is now deleted, 0 when it was not ours
 -- (expired, or taken over): the caller counts that as a lock failure.
 -- A key of the wrong type is an error "CORRUPT <key>: ..." before the DEL.
---- @include "lib/corrupt"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
 
 return guarded(function()
   if read(KEYS[1], 'GET', KEYS[1]) == ARGV[1] then

@@ -13,8 +13,10 @@
 -- Returns {units, latest_order_id, request_order_id, record_of_latest_order}:
 -- units is the buyers hash's value as stored ("0" when none), the others
 -- "" when there is none. Nothing is written; a key of the wrong type is the
--- error "CORRUPT <key>: ..." (lib/corrupt's read), an ACL refusal itself.
---- @include "lib/corrupt"
+-- error "CORRUPT <key>: ..." (lib/read), an ACL refusal itself.
+
+--- @include "lib/guarded"
+--- @include "lib/read"
 
 return guarded(function()
   local user = ARGV[1]

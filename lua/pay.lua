@@ -27,13 +27,15 @@
 -- stored number validated (lib/strict_int) before the first write; a wrong
 -- type or a malformed value is an error "CORRUPT <key>: ..." and nothing is
 -- written. A caller whose ACL lacks one of the writes (the buyer's role) is
--- refused with NOPERM before the first (lib/acl): nothing is written.
---- @include "lib/corrupt"
---- @include "lib/clock"
+-- refused with NOPERM before the first (lib/refuse_unless_allowed): nothing is written.
+
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/now_ms"
 --- @include "lib/record"
 --- @include "lib/order_reply"
---- @include "lib/counters"
---- @include "lib/acl"
+--- @include "lib/check_counters"
+--- @include "lib/refuse_unless_allowed"
 
 return guarded(function()
   local order_id = ARGV[1]

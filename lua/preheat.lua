@@ -47,19 +47,17 @@
 -- joined by ' '. The buy scripts read them all in one HMGET and trust them
 -- when they are exactly that text (lib/purchase); anything else is checked
 -- field by field.
---- @include "lib/corrupt"
 
--- The n-th ARGV (`what`) as a strict integer, at least `least`; "" allowed when `optional`.
+--- @include "lib/guarded"
+--- @include "lib/argument"
+--- @include "lib/shown"
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/expire_or_persist"
+
+-- The n-th ARGV, a term, checked as lib/argument checks (`ERR preheat: ...`).
 local function term(n, what, least, optional)
-  local value = ARGV[n]
-  if optional and value == '' then
-    return nil
-  end
-  local number = strict_int(value)
-  if not number or number < least then
-    error({err = 'ERR preheat: ' .. what .. ' ' .. shown(value) .. ' is not an integer >= ' .. least})
-  end
-  return number
+  return argument('preheat', n, what, least, optional)
 end
 
 return guarded(function()
@@ -124,13 +122,7 @@ return guarded(function()
       redis.call('HSET', KEYS[1], 'validated', table.concat({initial, ARGV[5], ARGV[6],
         ARGV[7], ARGV[8], ARGV[9], ARGV[4], ARGV[10]}, ' '))
     end
-    for _, key in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}) do
-      if ARGV[10] ~= '' then
-        redis.call('PEXPIREAT', key, ARGV[10])
-      else
-        redis.call('PERSIST', key)
-      end
-    end
+    expire_or_persist({KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}, ARGV[10])
     return {status, before_n, before_n}
   end
 

@@ -4,7 +4,7 @@
 -- position order fill the free places. Any number of admitters may run:
 -- each tick is one atomic step.
 --
--- KEYS[1] room        hash   the room (lib/admission): serving is the last position reached,
+-- KEYS[1] room        hash   the room (lib/room_of): serving is the last position reached,
 --                            admitted_total the admissions so far (the wait estimate)
 -- KEYS[2] line        list   users in position order (position p at index p - 1)
 -- KEYS[3] admitted    hash   user -> admission start ms
@@ -20,13 +20,17 @@
 --   active   places taken after it; freed: admissions that ran out and gave their place back
 -- A delayed user's admission starts `delay` later, holding its place
 -- meanwhile. Every value is read before the first write.
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/argument"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/corrupt"
+--- @include "lib/risk_of"
 
 return guarded(function()
-  local batch = strict_int(ARGV[1])
-  if not batch or batch < 1 then
-    error({err = 'ERR queue_admit: batch ' .. shown(ARGV[1]) .. ' is not an integer >= 1'})
-  end
+  local batch = argument('queue_admit', 1, 'batch', 1)
   local now = now_ms()
   local r = room_of(KEYS[1])
   if not r then

@@ -3,7 +3,7 @@
 -- a pause stops the rate clock (nobody new is admitted; an admission running
 -- when it began has its remaining time kept) and stops max_active's admitter.
 --
--- KEYS[1] room        hash   the room (lib/admission): paused_ms, paused_since_ms
+-- KEYS[1] room        hash   the room (lib/room_of): paused_ms, paused_since_ms
 -- ARGV[1] action      pause | resume
 --
 -- Returns {status, paused_ms, now_ms}:
@@ -11,7 +11,12 @@
 --   paused_ms  the room's pauses in total so far (the current one included)
 -- A resume adds the pause to paused_ms, counted from the later of its start
 -- and the room's opening (a room paused before it opened loses no time).
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/paused_ms"
 
 return guarded(function()
   local action = ARGV[1]

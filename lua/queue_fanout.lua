@@ -5,7 +5,7 @@
 -- crashed fan-out only repeats work: the buckets grant each user once
 -- (bucket_admit.lua), and the cursor moves only from where it was read.
 --
--- KEYS[1] room        hash   the room (lib/admission): fanned is the cursor
+-- KEYS[1] room        hash   the room (lib/room_of): fanned is the cursor
 -- KEYS[2] queue       hash   user -> "<position> <joined at ms>"
 -- KEYS[3] line        list   users in position order
 -- KEYS[4] risk        hash   user -> "block" | "delay <ms> <set at ms>"
@@ -21,7 +21,17 @@
 --   nothing written
 -- mode advance: {moved (1: the cursor was at `batch` and is now `to`; 0: another
 --   fan-out moved it, nothing written), fanned}
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/corrupt"
+--- @include "lib/serving_at"
+--- @include "lib/entry_of"
+--- @include "lib/admission_of"
 
 return guarded(function()
   local mode = ARGV[1]

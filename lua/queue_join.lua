@@ -3,7 +3,7 @@
 -- the next position, from the room's counter, at Redis TIME; a repeat join
 -- returns the same position and writes nothing.
 --
--- KEYS[1] room        hash   the room (lib/admission): joined is the counter; the item's
+-- KEYS[1] room        hash   the room (lib/room_of): joined is the counter; the item's
 --                            window and expiry, as preheat copied them
 -- KEYS[2] queue       hash   user -> "<position> <joined at ms>"
 -- KEYS[3] line        list   users in position order (position p at index p - 1)
@@ -18,7 +18,7 @@
 --             position, nothing written) | not_registered | not_started (before
 --             starts_at, and the room has no pre-queue) | ended | not_preheated
 --             (no room: the item's room was never preheated, or its keys expired)
---   state .. to_ms  where the user stands now (lib/admission's standing:
+--   state .. to_ms  where the user stands now (lib/standing:
 --             prequeue | waiting | admitted | expired; position 0 when refused)
 --   now_ms    Redis time of the join; joined: positions handed out so far
 -- Joins before starts_at go to the pre-queue (prequeue_last); the first
@@ -26,7 +26,13 @@
 -- (opened_at_ms). Every key is read (its type and value checked) before the
 -- first write; the counter moves only for a new position, so positions are
 -- 1..joined with no hole and no duplicate.
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/standing"
+--- @include "lib/placed"
 
 local function reply(outcome, s, now, joined)
   return {outcome, s.state, s.position, s.serving, s.eta or 0, s.from or 0, s.to or 0, now, joined}

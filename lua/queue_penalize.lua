@@ -3,7 +3,7 @@
 -- (docs/waiting-room.md): delay a suspicious user's admission, block one for
 -- good, or clear the entry.
 --
--- KEYS[1] room        hash   the room (lib/admission)
+-- KEYS[1] room        hash   the room (lib/room_of)
 -- KEYS[2] risk        hash   user -> "block" | "delay <ms> <set at ms>"
 -- KEYS[3] admitted    hash   user -> admission start ms (max_active mode)
 -- KEYS[4] active      zset   user -> admission end ms (max_active mode)
@@ -18,17 +18,20 @@
 -- has not reached the user); a block also takes back an admission already
 -- granted in this slot (max_active: the place is freed). A bucketed item's
 -- fanned-out admission is taken back in its bucket by bucket_admit.lua.
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/shown"
+--- @include "lib/argument"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
 
 return guarded(function()
   local user, action = ARGV[1], ARGV[2]
   if action ~= 'delay' and action ~= 'block' and action ~= 'clear' then
     error({err = 'ERR queue_penalize: action ' .. shown(action) .. ' is not delay, block or clear'})
   end
-  local delay = strict_int(ARGV[3])
-  if action == 'delay' and not (delay and delay >= 1) then
-    error({err = 'ERR queue_penalize: delay_ms ' .. shown(ARGV[3]) .. ' is not an integer >= 1'})
-  end
+  local delay = action == 'delay' and argument('queue_penalize', 3, 'delay_ms', 1)
   local now = now_ms()
   local r = room_of(KEYS[1])
   if not r then

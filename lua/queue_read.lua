@@ -2,7 +2,7 @@
 -- queue_read.lua — an item's waiting room at one instant, read only
 -- (docs/waiting-room.md): the room's figures, and where each given user stands.
 --
--- KEYS[1] room        hash   the room (lib/admission)
+-- KEYS[1] room        hash   the room (lib/room_of)
 -- KEYS[2] queue       hash   user -> "<position> <joined at ms>"
 -- KEYS[3] registered  hash   user -> registration
 -- KEYS[4] risk        hash   user -> "block" | "delay <ms> <set at ms>"
@@ -18,10 +18,18 @@
 --     active: max_active's admitted places not yet given back; tail_eta_ms: the
 --     wait of a user joining now
 --   standing = {user, state, position, serving, eta_ms, from_ms, to_ms}, state as
---     lib/admission's standing (not_registered | not_queued | prequeue | waiting |
+--     lib/standing's (not_registered | not_queued | prequeue | waiting |
 --     admitted | expired)
 -- Nothing is written; a malformed value is "CORRUPT <key>: ...".
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/serving_at"
+--- @include "lib/paused_ms"
+--- @include "lib/wait_for"
+--- @include "lib/standing"
 
 return guarded(function()
   local now = now_ms()
@@ -37,11 +45,12 @@ return guarded(function()
     if r.mode == 'max_active' then
       active = read(KEYS[7], 'ZCOUNT', KEYS[7], '(' .. now, '+inf')
     end
-    local extra = read(KEYS[1], 'HMGET', KEYS[1], 'seed_sha256', 'seed', 'config')
+    local seed_sha256, seed, config =
+      unpack(read(KEYS[1], 'HMGET', KEYS[1], 'seed_sha256', 'seed', 'config'))
     room = {now, 1, r.mode, r.joined, serving, active, r.opened_at or -1, paused_ms(r, now),
       r.paused_since and 1 or 0, r.prequeue_last, r.shuffled and 1 or 0, r.fanned,
-      wait_for(r, r.joined + 1, now), extra[1] or '',
-      r.shuffled and extra[2] or '', extra[3] or '', read(KEYS[3], 'HLEN', KEYS[3])}
+      wait_for(r, r.joined + 1, now), seed_sha256 or '',
+      r.shuffled and seed or '', config or '', read(KEYS[3], 'HLEN', KEYS[3])}
   end
   local replies = {room}
   for i = 1, #ARGV do

@@ -5,7 +5,7 @@
 -- time). The caps hold under any concurrency: the count and the record move
 -- in the same atomic step.
 --
--- KEYS[1] room        hash   the room (lib/admission): registration, reg_until_ms, caps
+-- KEYS[1] room        hash   the room (lib/room_of): registration, reg_until_ms, caps
 -- KEYS[2] registered  hash   user -> "<registered at ms> <ip prefix or -> <device>"
 -- KEYS[3] devices     hash   device -> accounts registered on it
 -- KEYS[4] ips         hash   IP prefix -> accounts registered from it
@@ -24,7 +24,15 @@
 --   registration_off     the room has no registration (or there is no room)
 -- With per_ip set, an empty ip_prefix is an error: the cap cannot be skipped
 -- by leaving the address out. Nothing is written but on `registered` (new).
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/corrupt"
 
 return guarded(function()
   local user, device, prefix = ARGV[1], ARGV[2], ARGV[3]

@@ -2,7 +2,7 @@
 -- queue_setup.lua — write one item's waiting-room settings into its room
 -- (docs/waiting-room.md); preheat calls it for an item whose room is on.
 --
--- KEYS[1] room        hash   settings, clock, counters and seed (lib/admission)
+-- KEYS[1] room        hash   settings, clock, counters and seed (lib/room_of)
 -- KEYS[2] queue       hash   user -> "<position> <joined at ms>" (only its expiry)
 -- KEYS[3] line        list   users in position order (only its expiry)
 -- KEYS[4] registered  hash   registrations (only its expiry)
@@ -42,18 +42,17 @@
 --             joined (their positions mean something else then): nothing written
 -- ARGV that break the rules is an error "ERR queue_setup: ..." before any
 -- read; a malformed room is "CORRUPT <key>: ..."; nothing is written either way.
---- @include "lib/admission"
 
-local function argument(n, what, least, optional)
-  local value = ARGV[n]
-  if optional and value == '' then
-    return nil
-  end
-  local number = strict_int(value)
-  if not number or number < least then
-    error({err = 'ERR queue_setup: ' .. what .. ' ' .. shown(value) .. ' is not an integer >= ' .. least})
-  end
-  return number
+--- @include "lib/guarded"
+--- @include "lib/shown"
+--- @include "lib/argument"
+--- @include "lib/room_of"
+--- @include "lib/read"
+--- @include "lib/expire_or_persist"
+
+-- The n-th ARGV, a setting, checked as lib/argument checks (`ERR queue_setup: ...`).
+local function setting(n, what, least, optional)
+  return argument('queue_setup', n, what, least, optional)
 end
 
 return guarded(function()
@@ -62,25 +61,25 @@ return guarded(function()
     error({err = 'ERR queue_setup: mode ' .. shown(mode) .. ' is not create or update'})
   end
   if room_mode == 'rate' then
-    argument(3, 'rate_count', 1)
-    argument(4, 'rate_per_ms', 1)
+    setting(3, 'rate_count', 1)
+    setting(4, 'rate_per_ms', 1)
   elseif room_mode == 'max_active' then
-    argument(5, 'max_active', 1)
+    setting(5, 'max_active', 1)
   else
     error({err = 'ERR queue_setup: room mode ' .. shown(room_mode) .. ' is not rate or max_active'})
   end
-  argument(6, 'ttl_ms', 1)
+  setting(6, 'ttl_ms', 1)
   for n, what in pairs({[7] = 'prequeue', [8] = 'registration'}) do
     if ARGV[n] ~= '0' and ARGV[n] ~= '1' then
       error({err = 'ERR queue_setup: ' .. what .. ' ' .. shown(ARGV[n]) .. ' is not 0 or 1'})
     end
   end
-  argument(9, 'reg_until_ms', -9007199254740992, ARGV[8] == '0')
-  argument(10, 'per_device', 0)
-  argument(11, 'per_ip', 0)
-  argument(15, 'expire_at_ms', 1, true)
-  argument(16, 'starts_at_ms', -9007199254740992, true)
-  argument(17, 'ends_at_ms', -9007199254740992, true)
+  setting(9, 'reg_until_ms', -9007199254740992, ARGV[8] == '0')
+  setting(10, 'per_device', 0)
+  setting(11, 'per_ip', 0)
+  setting(15, 'expire_at_ms', 1, true)
+  setting(16, 'starts_at_ms', -9007199254740992, true)
+  setting(17, 'ends_at_ms', -9007199254740992, true)
 
   local r = room_of(KEYS[1])
   local before = read(KEYS[1], 'HGET', KEYS[1], 'config') or ''
@@ -97,12 +96,6 @@ return guarded(function()
   if not r then
     redis.call('HSET', KEYS[1], 'seed', ARGV[13], 'seed_sha256', ARGV[14])
   end
-  for _, key in ipairs(KEYS) do
-    if ARGV[15] ~= '' then
-      redis.call('PEXPIREAT', key, ARGV[15])
-    else
-      redis.call('PERSIST', key)
-    end
-  end
+  expire_or_persist(KEYS, ARGV[15])
   return {r and 'updated' or 'created', before}
 end)

@@ -5,7 +5,7 @@
 -- script reveals once it is done); this script hands out the seed, stores the
 -- final positions, and opens the room when every pre-queue user has one.
 --
--- KEYS[1] room        hash   the room (lib/admission): prequeue_last, shuffled, seed, and
+-- KEYS[1] room        hash   the room (lib/room_of): prequeue_last, shuffled, seed, and
 --                            the item's starts_at_ms and expire_at_ms
 -- KEYS[2] shuffled    zset   user -> final position (1..prequeue_last)
 -- ARGV[1] mode        prepare | stage | commit
@@ -21,7 +21,13 @@
 --   staged: final positions stored so far
 -- A stage or commit before starts_at (Redis time) is refused: a late join
 -- could still enter the pre-queue. Every ARGV value is checked before the first write.
---- @include "lib/admission"
+
+--- @include "lib/guarded"
+--- @include "lib/strict_int"
+--- @include "lib/shown"
+--- @include "lib/now_ms"
+--- @include "lib/room_of"
+--- @include "lib/read"
 
 return guarded(function()
   local mode = ARGV[1]
@@ -46,8 +52,8 @@ return guarded(function()
     return answer('not_started')
   end
   if mode == 'prepare' then
-    local seed = read(KEYS[1], 'HMGET', KEYS[1], 'seed', 'seed_sha256')
-    return answer('ready', seed[1], seed[2])
+    local seed, seed_sha256 = unpack(read(KEYS[1], 'HMGET', KEYS[1], 'seed', 'seed_sha256'))
+    return answer('ready', seed, seed_sha256)
   end
   if mode == 'stage' then
     if (#ARGV - 1) % 2 ~= 0 then

@@ -45,13 +45,17 @@
 -- <key>: ..." and nothing is written (in mode expire, a malformed buyer
 -- count fails the call after the orders before it were released, each of
 -- them whole). A caller whose ACL lacks one of the writes (the buyer's role)
--- is refused with NOPERM before the first (lib/acl): nothing is written.
---- @include "lib/corrupt"
---- @include "lib/clock"
+-- is refused with NOPERM before the first (lib/refuse_unless_allowed): nothing is written.
+
+--- @include "lib/guarded"
+--- @include "lib/shown"
+--- @include "lib/read"
+--- @include "lib/int_of"
+--- @include "lib/now_ms"
 --- @include "lib/record"
 --- @include "lib/order_reply"
---- @include "lib/counters"
---- @include "lib/acl"
+--- @include "lib/check_counters"
+--- @include "lib/refuse_unless_allowed"
 
 local mode = ARGV[1]
 local rebuy = ARGV[5] == '1'

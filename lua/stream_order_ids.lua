@@ -9,7 +9,9 @@
 -- A script rather than a pipeline because a Redis Cluster connection does
 -- not pipeline; one key, so it runs in that item's slot. Read-only.
 -- A key of the wrong type is an error "CORRUPT <key>: ...".
---- @include "lib/corrupt"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
 
 return guarded(function()
   local found = {}

@@ -9,7 +9,10 @@
 -- Returns 1 when one unit was taken, 0 when sold out (or the key is missing).
 -- A stock that is not a strict integer (lib/strict_int) or a key of the
 -- wrong type is an error "CORRUPT <key>: ..." and nothing is written.
---- @include "lib/corrupt"
+
+--- @include "lib/guarded"
+--- @include "lib/read"
+--- @include "lib/int_of"
 
 return guarded(function()
   local value = read(KEYS[1], 'GET', KEYS[1])

@@ -1,3 +1,7 @@
+--- @include "lib/corrupt"
+--- @include "lib/shown"
+--- @include "lib/int_of"
+
 -- lib/record — the reservation record, the one format of an order's state in
 -- `…:reservations` (order id -> record), written by the buy scripts and
 -- rewritten on every state change by pay.lua and release.lua:
@@ -7,7 +11,6 @@
 --   event_stream_id  the order stream entry that announced this state
 --   user             last: it may contain spaces
 -- The Rust side reads it in one place too (`domain::reservations::Record`).
---- @include "lib/corrupt"
 
 -- The record of one order; every argument a string (or an integer number).
 local function record_text(state, qty, price, bought_at, deadline, changed_at, event_id, user)

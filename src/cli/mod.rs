@@ -136,6 +136,9 @@ pub(crate) enum Command {
     /// Load-test stock-decrement designs (V1–V4, full buy script, lock) in a private namespace; never touches a sale.
     #[command(after_long_help = crate::invocation::help::long("loadtest"))]
     Loadtest(cmd::loadtest::Args),
+    /// Print a Lua script as Redis runs it (its lua/lib/ helpers pasted in), or list them with their KEYS and ARGV.
+    #[command(after_long_help = crate::invocation::help::long("scripts"))]
+    Scripts(cmd::scripts::Args),
 }
 
 /// The whole command line as clap sees it: handed down in the context to the
@@ -244,6 +247,7 @@ impl Command {
             Command::Acl(_) => "acl",
             Command::Queue(_) => "queue",
             Command::Register(_) => "register",
+            Command::Scripts(_) => "scripts",
         }
     }
 
@@ -298,6 +302,7 @@ impl Command {
             Command::Cancel(args) => emit(ctx, &cmd::cancel::run(ctx, &args)?),
             Command::Expire(args) => emit(ctx, &cmd::expire::run(ctx, &args)?),
             Command::Acl(args) => emit(ctx, &cmd::acl::run(ctx, &args)?),
+            Command::Scripts(args) => emit(ctx, &cmd::scripts::run(ctx, &args)?),
         }
     }
 }

@@ -27,6 +27,7 @@ pub(crate) mod queue;
 pub(crate) mod rebalance;
 pub(crate) mod reconcile;
 pub(crate) mod register;
+pub(crate) mod scripts;
 pub(crate) mod serve;
 pub(crate) mod shutdown_switch;
 pub(crate) mod status;

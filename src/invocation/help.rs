@@ -139,6 +139,11 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms --metrics-listen :9466",
         ],
+        "scripts" => &[
+            "seckill scripts list",
+            "seckill scripts show buy",
+            "seckill scripts show queue_join --format json",
+        ],
         "acl" => &[
             "seckill -c campaigns/moutai.yaml acl --role all",
             "seckill -c campaigns/moutai.yaml acl --role buyer --password-file /etc/seckill/buyer.pw | redis-cli -u redis://admin@127.0.0.1:6379",

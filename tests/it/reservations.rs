@@ -1376,3 +1376,29 @@ fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
     assert!(stderr.to_lowercase().contains("noperm"), "{stderr}");
     assert!(!stderr.contains("retrying"), "{stderr}");
 }
+
+/// `consume` counts a reservation's state changes apart from orders: an
+/// expiry is no order "already stored".
+#[test]
+fn consume_counts_state_changes_apart_from_orders() {
+    let server = RedisServer::start();
+    let file = crate::support::spec::campaign("evt")
+        .payment_timeout("1s")
+        .item("1", 10)
+        .write();
+    crate::support::preheat(&file, &server);
+    let run = |args: &[&str]| {
+        crate::support::spec::seckill(args)
+            .campaign(&file)
+            .redis(&server)
+    };
+    for user in ["a", "b", "c"] {
+        run(&["buy", "--item", "1", "--user", user]).succeeds();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    run(&["expire"]).succeeds();
+    let consumed = run(&["consume", "--drain"]).json().succeeds().json();
+    assert_eq!(consumed["inserted"], 3, "{consumed}");
+    assert_eq!(consumed["state_changes"], 3, "{consumed}");
+    assert_eq!(consumed["already_stored"], 0, "{consumed}");
+}

@@ -585,6 +585,112 @@ mod tests {
         }
     }
 
+    /// The names a Lua text uses (identifiers, not the fields after `.` or
+    /// `:`), its comments and quoted strings skipped: what its code refers to.
+    fn lua_names(source: &str) -> Vec<&str> {
+        let mut names = Vec::new();
+        for line in source.lines() {
+            let bytes = line.as_bytes();
+            let (mut i, mut field) = (0, false);
+            while i < bytes.len() {
+                let c = bytes[i];
+                if bytes[i..].starts_with(b"--") {
+                    break;
+                }
+                if c == b'\'' || c == b'"' {
+                    i += 1;
+                    while i < bytes.len() && bytes[i] != c {
+                        i += if bytes[i] == b'\\' { 2 } else { 1 };
+                    }
+                    (i, field) = (i + 1, false);
+                } else if c.is_ascii_alphabetic() || c == b'_' {
+                    let start = i;
+                    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_')
+                    {
+                        i += 1;
+                    }
+                    if !field {
+                        names.push(&line[start..i]);
+                    }
+                    field = false;
+                } else if bytes[i..].starts_with(b"..") {
+                    (i, field) = (i + 2, false);
+                } else {
+                    field = c == b'.' || c == b':';
+                    i += 1;
+                }
+            }
+        }
+        names
+    }
+
+    /// The helpers a Lua text defines: its `local function NAME` lines.
+    fn local_functions(source: &str) -> Vec<&str> {
+        source
+            .lines()
+            .filter_map(|line| line.trim_start().strip_prefix("local function "))
+            .filter_map(|rest| rest.split('(').next())
+            .collect()
+    }
+
+    /// Scripts include what they use, and nothing else: every helper a
+    /// resolved script defines is referred to somewhere else in it (a
+    /// helper never called is Lua built again on every call, for nothing).
+    #[test]
+    fn no_resolved_script_carries_a_helper_it_never_calls() {
+        for (file, resolved) in lua_files() {
+            let names = lua_names(&resolved);
+            for helper in local_functions(&resolved) {
+                let uses = names.iter().filter(|name| **name == helper).count();
+                assert!(
+                    uses >= 2,
+                    "lua/{file}, resolved, defines {helper} and never calls it: \
+                     drop the include that brings it"
+                );
+            }
+        }
+    }
+
+    /// A file includes the helpers it calls itself, not through another
+    /// include that happens to bring them, and no library it does not call:
+    /// each library may then change its own includes freely.
+    #[test]
+    fn every_file_includes_the_libraries_it_calls_and_no_other() {
+        let sources = lua_sources();
+        let mut home: BTreeMap<&str, String> = BTreeMap::new();
+        for (name, source) in &sources {
+            if let Some(library) = name.strip_prefix("lib/") {
+                for helper in local_functions(source) {
+                    home.insert(helper, format!("lib/{}", library.trim_end_matches(".lua")));
+                }
+            }
+        }
+        for (name, source) in &sources {
+            let own = local_functions(source);
+            let called: std::collections::BTreeSet<&String> = lua_names(source)
+                .into_iter()
+                .filter(|helper| !own.contains(helper))
+                .filter_map(|helper| home.get(helper))
+                .collect();
+            let included: std::collections::BTreeSet<String> = library::includes_of(source)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .into_iter()
+                .collect();
+            for library in &called {
+                assert!(
+                    included.contains(*library),
+                    "lua/{name} calls a helper of {library} without including it"
+                );
+            }
+            for library in &included {
+                assert!(
+                    called.contains(library),
+                    "lua/{name} includes {library} but calls none of its helpers"
+                );
+            }
+        }
+    }
+
     /// `#!lua` stays on line 1 of every script that has it (Redis honours the
     /// shebang nowhere else), and the resolver refuses an include there.
     #[test]
@@ -620,6 +726,39 @@ mod tests {
         std::fs::write(dir.join("u.lua"), "#!lua\n--- @include \"lib/a\"\n").unwrap();
         let circle = library::resolve(&dir, "u.lua").unwrap_err();
         assert!(circle.contains("circle"), "{circle}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// One helper per file means many paths to the same file (nearly every
+    /// helper includes lib/read): the resolver pastes a library once, where
+    /// it is first included, above the first helper that calls it.
+    #[test]
+    fn a_library_reached_twice_is_pasted_once_above_its_first_user() {
+        let dir = tempfile_dir("once");
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("lib/a.lua"), "local function a() end\n").unwrap();
+        let b = "--- @include \"lib/a\"\nlocal function b() return a() end\n";
+        std::fs::write(dir.join("lib/b.lua"), b).unwrap();
+        let c = "--- @include \"lib/a\"\n--- @include \"lib/b\"\nlocal function c() return a(), b() end\n";
+        std::fs::write(dir.join("lib/c.lua"), c).unwrap();
+        let script = "#!lua\n--- @include \"lib/c\"\n--- @include \"lib/b\"\nreturn c()\n";
+        std::fs::write(dir.join("s.lua"), script).unwrap();
+        let resolved = library::resolve(&dir, "s.lua").unwrap();
+        assert_eq!(
+            resolved,
+            "#!lua\nlocal function a() end\nlocal function b() return a() end\n\
+             local function c() return a(), b() end\nreturn c()\n"
+        );
+        for (file, resolved) in lua_files() {
+            let helpers = local_functions(&resolved);
+            for helper in &helpers {
+                let definitions = helpers.iter().filter(|h| *h == helper).count();
+                assert_eq!(
+                    definitions, 1,
+                    "lua/{file}, resolved, defines {helper} twice"
+                );
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

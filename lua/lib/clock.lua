@@ -1,7 +1,0 @@
--- lib/clock — the Redis server clock (`TIME`), one clock for every client.
-
--- Now, in Unix milliseconds.
-local function now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
