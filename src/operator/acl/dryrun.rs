@@ -63,6 +63,14 @@ pub(crate) struct Check {
     /// For a command outside scripts: which subcommand sends it, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) sent_by: Option<&'static str>,
+    /// For a command outside scripts: its name (`HSCAN`, `CLUSTER SLOTS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<String>,
+    /// For a command outside scripts: the kind of key it is sent on
+    /// (`buyers`, `bucket:xfer_pending`, `*` any of an item's, `registry`,
+    /// `loadtest:stock`; empty for none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
 }
 
 /// Who answers.
@@ -111,7 +119,8 @@ struct Plan {
     what: String,
     /// `None` for a script until its commands' write flags are known.
     expected: Option<Expect>,
-    sent_by: Option<&'static str>,
+    /// The row of a command outside scripts.
+    sent: Option<&'static Sent>,
     /// Each command, and how a refusal of it is named.
     commands: Vec<(Vec<String>, String)>,
     /// Whether a refused command writes (a script's own commands).
@@ -138,7 +147,7 @@ pub(crate) fn verify<C: ConnectionLike>(
         plans.push(Plan {
             what: format!("command {}", row.shown()),
             expected: Some(Expect::Allowed),
-            sent_by: Some(row.by),
+            sent: Some(row),
             commands: vec![(words, "refused".to_string())],
             writes: vec![false],
             script: None,
@@ -173,7 +182,7 @@ pub(crate) fn verify<C: ConnectionLike>(
         plans.push(Plan {
             what: format!("script {}", spec.name()),
             expected: None,
-            sent_by: None,
+            sent: None,
             commands,
             writes,
             script: Some(spec),
@@ -226,7 +235,9 @@ pub(crate) fn verify<C: ConnectionLike>(
                 .cloned()
                 .unwrap_or_else(|| "allowed".to_string()),
             ok,
-            sent_by: plan.sent_by,
+            sent_by: plan.sent.map(|row| row.by),
+            command: plan.sent.map(Sent::command),
+            key: plan.sent.map(|row| row.key.kind()),
         });
     }
     Ok(checks)

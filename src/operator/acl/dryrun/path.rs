@@ -39,11 +39,25 @@ pub(crate) enum Key {
     AnyOfItem,
     /// The campaign registry, `seckill:campaigns`.
     Registry,
-    /// A key of the load test's private namespace (`seckill-loadtest:{...}`).
+    /// A key of the load test's private namespace (`seckill-loadtest:{...}`)
+    /// of this name (`*`: any of them).
     LoadTest(&'static str),
 }
 
 impl Key {
+    /// The key's kind as JSON says it: `buyers`, `bucket:xfer_pending`,
+    /// `*` (any of an item's), `registry`, `loadtest:stock`, `` (none).
+    pub(crate) fn kind(self) -> String {
+        match self {
+            Key::None => String::new(),
+            Key::Item(name) => name.to_string(),
+            Key::Bucket(name) => format!("bucket:{name}"),
+            Key::AnyOfItem => "*".to_string(),
+            Key::Registry => "registry".to_string(),
+            Key::LoadTest(name) => format!("loadtest:{name}"),
+        }
+    }
+
     /// How the key is named in a check: `:buyers`, `seckill:campaigns`.
     pub(crate) fn shown(self) -> String {
         match self {
@@ -79,6 +93,11 @@ pub(crate) struct Sent {
 }
 
 impl Sent {
+    /// The command's name: `HSCAN`, `CLUSTER SLOTS`.
+    pub(crate) fn command(&self) -> String {
+        command_name(self.words)
+    }
+
     /// How a check names it: `HSCAN :buyers`, `CLUSTER SLOTS`.
     pub(crate) fn shown(&self) -> String {
         let name = command_name(self.words);
@@ -295,8 +314,8 @@ const OPERATOR: &[Sent] = &[
     ),
     sent(
         &["EXISTS", "{key}"],
-        Key::Item("stock"),
-        "preheat, init: whether the item is in Redis",
+        Key::AnyOfItem,
+        "preheat, init, reconcile, and loadtest's live-sale guard: whether an item's keys exist",
     ),
     sent(
         &["GET", "{key}"],
@@ -466,14 +485,21 @@ const OPERATOR: &[Sent] = &[
     sent(&["UNWATCH"], Key::None, "loadtest"),
     sent(&["MULTI"], Key::None, "loadtest"),
     sent(&["EXEC"], Key::None, "loadtest"),
-    sent(&["DEL", "{key}"], Key::LoadTest("lock"), "loadtest"),
     sent(
         &["SET", "{key}", "t", "NX", "PX", "1000"],
         Key::LoadTest("lock"),
         "loadtest",
     ),
-    sent(&["DEL", "{key}"], Key::LoadTest("meta"), "loadtest"),
-    sent(&["EXISTS", "{key}"], Key::LoadTest("meta"), "loadtest"),
+    sent(
+        &["DEL", "{key}"],
+        Key::LoadTest("*"),
+        "loadtest: its namespace, reset before and after",
+    ),
+    sent(
+        &["EXISTS", "{key}"],
+        Key::LoadTest("*"),
+        "loadtest: its namespace, reset before and after",
+    ),
     sent(
         &["HSET", "{key}", "f", "v"],
         Key::LoadTest("meta"),
