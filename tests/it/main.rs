@@ -43,7 +43,7 @@ mod replicas_cluster;
 mod replicas_loadtest;
 mod reservations;
 mod role_commands;
-mod roles_cluster;
+mod role_proof_cluster;
 mod sale_memory;
 mod security;
 mod serve;

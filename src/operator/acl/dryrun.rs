@@ -170,7 +170,12 @@ pub(crate) fn verify<C: ConnectionLike>(
             let Some(key) = keys.get(index - 1) else {
                 bail!("lua/{}: KEYS[{index}] beyond its header", spec.file);
             };
-            let (arity, write) = info.of(conn, &words)?;
+            // The probe counts no arguments and asks only about the role's
+            // own needs: COMMAND INFO (refused to the roles) is not sent.
+            let (arity, write) = match asker {
+                Asker::Dryrun(_) => info.of(conn, &words)?,
+                Asker::Probe => (0, false),
+            };
             let mut command = words.clone();
             command.push(key.clone());
             while command.len() < arity {
@@ -188,8 +193,8 @@ pub(crate) fn verify<C: ConnectionLike>(
             script: Some(spec),
         });
     }
-    if scope == Scope::Everything && info.refused {
-        bail!("COMMAND INFO is refused to this user: which scripts write cannot be told");
+    if scope == Scope::Everything && (info.refused || matches!(asker, Asker::Probe)) {
+        bail!("which scripts write cannot be told without COMMAND INFO (ask as an admin)");
     }
     let questions: Vec<&[String]> = plans
         .iter()

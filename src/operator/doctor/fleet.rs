@@ -10,6 +10,7 @@
 use anyhow::{Result, anyhow};
 use redis::Value;
 
+use crate::operator::acl::dryrun;
 use crate::redis_client::conn::Conn;
 use crate::redis_client::failure;
 use crate::util::error_text::render;
@@ -34,9 +35,41 @@ pub(crate) struct Node {
     pub(crate) slots: Vec<(u16, u16)>,
     /// The connection as the URL's user, or why there is none.
     pub(crate) conn: std::result::Result<Conn, String>,
+    /// What the user may send there, asked once per command (the probe).
+    allowed: Vec<(String, bool)>,
 }
 
 impl Node {
+    fn new(addr: String, kind: Kind, conn: std::result::Result<Conn, String>) -> Node {
+        Node {
+            addr,
+            kind,
+            trouble: None,
+            slots: Vec::new(),
+            conn,
+            allowed: Vec::new(),
+        }
+    }
+
+    /// Whether the user may send `words` here (the probe, once per
+    /// command); `true` when it cannot tell (the command then says).
+    fn may(&mut self, words: &[&str]) -> std::result::Result<bool, String> {
+        let conn = match &mut self.conn {
+            Err(why) => return Err(why.clone()),
+            Ok(conn) => conn,
+        };
+        if words.is_empty() {
+            return Ok(true);
+        }
+        let key = words.join(" ");
+        if let Some((_, allowed)) = self.allowed.iter().find(|(k, _)| *k == key) {
+            return Ok(*allowed);
+        }
+        let allowed = dryrun::may_send(conn, words).unwrap_or(true);
+        self.allowed.push((key, allowed));
+        Ok(allowed)
+    }
+
     /// `master 127.0.0.1:7001`, `replica 127.0.0.1:7004`.
     pub(crate) fn named(&self) -> String {
         match self.kind {
@@ -124,10 +157,13 @@ impl Fleet {
     }
 
     /// `ask` on each node of `which` (each seed that answered, for
-    /// [`Nodes::KnownOrSeeds`] when the nodes are unknown).
+    /// [`Nodes::KnownOrSeeds`] when the nodes are unknown). `sends` names
+    /// the command `ask` sends: a node where the user may not send it is
+    /// not asked (its refusal would only fill `ACL LOG`), it is refused.
     pub(crate) fn read<T>(
         &mut self,
         which: Nodes,
+        sends: &[&str],
         mut ask: impl FnMut(&mut Conn) -> Result<T>,
     ) -> Vec<Reading<T>> {
         let nodes = match which {
@@ -140,23 +176,34 @@ impl Fleet {
             .map(|node| Reading {
                 node: node.addr.clone(),
                 kind: node.kind.clone(),
-                value: match &mut node.conn {
-                    Err(why) => Err(Why::Unreachable(why.clone())),
-                    Ok(conn) => ask(conn).map_err(|e| why_of(&e)),
+                value: match node.may(sends) {
+                    Err(why) => Err(Why::Unreachable(why)),
+                    Ok(false) => Err(Why::Refused(format!(
+                        "{}: refused to this user",
+                        sends.join(" ")
+                    ))),
+                    Ok(true) => match &mut node.conn {
+                        Err(why) => Err(Why::Unreachable(why.clone())),
+                        Ok(conn) => ask(conn).map_err(|e| why_of(&e)),
+                    },
                 },
             })
             .collect()
     }
 
-    /// Counted by kind: `3 masters, 3 replicas`.
+    /// Counted by kind: `3 masters, 3 replicas`, `1 master`.
     pub(crate) fn census(&self) -> String {
         let masters = self.masters().count();
         let replicas = self.nodes.len() - masters;
-        format!(
-            "{masters} master{}, {replicas} replica{}",
-            if masters == 1 { "" } else { "s" },
-            if replicas == 1 { "" } else { "s" }
-        )
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match replicas {
+            0 => format!("{masters} master{}", plural(masters)),
+            _ => format!(
+                "{masters} master{}, {replicas} replica{}",
+                plural(masters),
+                plural(replicas)
+            ),
+        }
     }
 }
 
@@ -178,18 +225,19 @@ fn open(reach: &Reach, addr: &str) -> std::result::Result<Conn, String> {
 
 fn standalone(reach: &Reach) -> Fleet {
     let addr = reach.seeds.first().cloned().unwrap_or_default();
-    let mut master = Node {
-        addr,
-        kind: Kind::Master,
-        trouble: None,
-        slots: Vec::new(),
-        conn: (reach.target)().map_err(|e| render(&e)),
-    };
+    let mut master = Node::new(addr, Kind::Master, (reach.target)().map_err(|e| render(&e)));
     let mut unknown = None;
     let mut replicas = Vec::new();
-    match &mut master.conn {
-        Err(why) => unknown = Some(format!("the master does not answer: {why}")),
-        Ok(conn) => {
+    let may_read = master.may(&["INFO", "replication"]);
+    match (&mut master.conn, may_read) {
+        (Err(why), _) => unknown = Some(format!("the master does not answer: {why}")),
+        (Ok(_), Ok(false)) => {
+            unknown = Some(
+                "its replicas cannot be listed (INFO replication is refused to this user)"
+                    .to_string(),
+            )
+        }
+        (Ok(conn), _) => {
             let info: redis::RedisResult<String> =
                 redis::cmd("INFO").arg("replication").query(conn);
             match info {
@@ -212,13 +260,8 @@ fn standalone(reach: &Reach) -> Fleet {
                                 .to_string()
                         };
                         let addr = format!("{}:{}", field("ip"), field("port"));
-                        replicas.push(Node {
-                            conn: open(reach, &addr),
-                            addr,
-                            kind: Kind::Replica(master.addr.clone()),
-                            trouble: None,
-                            slots: Vec::new(),
-                        });
+                        let conn = open(reach, &addr);
+                        replicas.push(Node::new(addr, Kind::Replica(master.addr.clone()), conn));
                     }
                 }
             }
@@ -257,31 +300,26 @@ fn cluster(reach: &Reach) -> Fleet {
             Ok(described) => described,
             Err(why) => {
                 why_not.push(format!("{seed}: {why}"));
-                answered.push(Node {
-                    addr: seed.clone(),
-                    kind: Kind::Master,
-                    trouble: None,
-                    slots: Vec::new(),
-                    conn: Ok(conn),
-                });
+                answered.push(Node::new(seed.clone(), Kind::Master, Ok(conn)));
                 continue;
             }
         };
         let mut seed_conn = Some(conn);
         let nodes = described
             .into_iter()
-            .map(|d| Node {
-                conn: match (&d.addr == seed, seed_conn.take()) {
+            .map(|d| {
+                let conn = match (&d.addr == seed, seed_conn.take()) {
                     (true, Some(conn)) => Ok(conn),
                     (_, unused) => {
                         seed_conn = unused;
                         open(reach, &d.addr)
                     }
-                },
-                addr: d.addr,
-                kind: d.kind,
-                trouble: d.trouble,
-                slots: d.slots,
+                };
+                Node {
+                    trouble: d.trouble,
+                    slots: d.slots,
+                    ..Node::new(d.addr, d.kind, conn)
+                }
             })
             .collect();
         return Fleet {
@@ -306,12 +344,22 @@ fn cluster(reach: &Reach) -> Fleet {
 /// its health), else `CLUSTER SLOTS` (the masters and the replicas it
 /// deems healthy).
 fn topology(conn: &mut Conn) -> std::result::Result<Vec<Described>, String> {
-    let nodes: redis::RedisResult<String> = redis::cmd("CLUSTER").arg("NODES").query(conn);
-    let refused = match nodes {
-        Ok(text) => return parse_nodes(&text),
-        Err(e) if e.code() == Some("NOPERM") => e.to_string(),
-        Err(e) => return Err(format!("CLUSTER NODES: {e}")),
+    // Asked first: a role without CLUSTER NODES leaves nothing in ACL LOG.
+    let refused = if dryrun::may_send(conn, &["CLUSTER", "NODES"]).unwrap_or(true) {
+        let nodes: redis::RedisResult<String> = redis::cmd("CLUSTER").arg("NODES").query(conn);
+        match nodes {
+            Ok(text) => return parse_nodes(&text),
+            Err(e) if e.code() == Some("NOPERM") => e.to_string(),
+            Err(e) => return Err(format!("CLUSTER NODES: {e}")),
+        }
+    } else {
+        "refused to this user".to_string()
     };
+    if !dryrun::may_send(conn, &["CLUSTER", "SLOTS"]).unwrap_or(true) {
+        return Err(format!(
+            "CLUSTER NODES: {refused}; CLUSTER SLOTS: refused to this user"
+        ));
+    }
     let slots: redis::RedisResult<Value> = redis::cmd("CLUSTER").arg("SLOTS").query(conn);
     match slots {
         Ok(reply) => parse_slots(reply),

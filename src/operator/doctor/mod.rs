@@ -26,6 +26,7 @@ use crate::domain::registry;
 use crate::domain::slot;
 use crate::model::campaign::Campaign;
 use crate::model::role::Role;
+use crate::operator::acl::dryrun;
 use crate::redis_client::conn::Conn;
 use crate::util::error_text::render;
 use crate::util::text::{human_duration_ms, time_or_dash};
@@ -340,6 +341,14 @@ fn order_database(store: &StoreLocation) -> Check {
 }
 
 fn consumer_group(conn: &mut Conn, campaign: &Campaign) -> Check {
+    if !dryrun::may_send(conn, &["XINFO", "GROUPS", &stream_key(campaign)]).unwrap_or(true) {
+        return Check::not_ok(
+            "consumer_group",
+            Verdict::Warn,
+            "cannot check: XINFO GROUPS is refused to this user",
+            "run doctor as the operator or an admin user",
+        );
+    }
     let mut missing = Vec::new();
     let mut preheated = 0;
     for (item, keys) in crate::domain::item::order_streams(campaign) {
@@ -380,6 +389,12 @@ fn other_campaigns(conn: &mut Conn, campaign: &Campaign) -> Check {
             "run doctor as the operator or an admin user",
         )
     };
+    if !dryrun::may_send(conn, &["HGETALL", registry::REGISTRY_KEY]).unwrap_or(true) {
+        return cannot(format!(
+            "HGETALL {} is refused to this user",
+            registry::REGISTRY_KEY
+        ));
+    }
     let now = match slot::redis_now_ms(conn) {
         Ok(now) => now,
         Err(e) => return cannot(render(&e)),
@@ -411,6 +426,14 @@ fn other_campaigns(conn: &mut Conn, campaign: &Campaign) -> Check {
             "one sale per item at a time: is the campaign id a typo of that one's? (preheat refuses it)",
         ),
     }
+}
+
+/// The first item's order stream, to ask whether the group may be read.
+fn stream_key(campaign: &Campaign) -> String {
+    crate::domain::item::order_streams(campaign)
+        .first()
+        .map(|(_, keys)| keys.orders.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

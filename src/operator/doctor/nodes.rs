@@ -15,6 +15,7 @@ use super::{CLOCK_WARN_MS, Check, Request, Verdict};
 use crate::domain::item::SaleItem;
 use crate::model::campaign::Campaign;
 use crate::model::layout::{key_slot, share};
+use crate::operator::acl::dryrun;
 use crate::redis_client::conn::Conn;
 use crate::redis_client::server::{self, parse_info};
 use crate::util::error_text::render;
@@ -158,7 +159,7 @@ fn number(fields: &BTreeMap<String, String>, name: &str) -> u64 {
 }
 
 pub(super) fn version(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::All, |c| info(c, "server")));
+    let gathered = gather(fleet.read(Nodes::All, &["INFO", "server"], |c| info(c, "server")));
     let old: Vec<String> = gathered
         .seen
         .iter()
@@ -186,7 +187,7 @@ pub(super) fn version(fleet: &mut Fleet, request: &Request) -> Check {
 }
 
 pub(super) fn eviction(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::All, |c| info(c, "memory")));
+    let gathered = gather(fleet.read(Nodes::All, &["INFO", "memory"], |c| info(c, "memory")));
     let evicting: Vec<String> = gathered
         .seen
         .iter()
@@ -270,7 +271,7 @@ pub(super) fn memory(
 ) -> (Vec<Check>, Vec<SaleMemory>) {
     let mut sale = sale_estimate(fleet, main, request.campaign);
     let per_order = memory::per_order(request.campaign.payment_timeout.is_some());
-    let gathered = gather(fleet.read(Nodes::All, |c| {
+    let gathered = gather(fleet.read(Nodes::All, &["INFO", "memory"], |c| {
         let mut fields = info(c, "memory")?;
         fields.extend(info(c, "stats")?);
         Ok(fields)
@@ -408,15 +409,21 @@ pub(super) fn memory(
 }
 
 pub(super) fn persistence(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::All, |c| {
+    let gathered = gather(fleet.read(Nodes::All, &["INFO", "persistence"], |c| {
         let aof = number(&info(c, "persistence")?, "aof_enabled") == 1;
-        // CONFIG is @admin: a user without it still has the AOF from INFO.
-        let fsync: Result<String, String> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("appendfsync")
-            .query::<Vec<String>>(c)
-            .map(|pair| pair.get(1).cloned().unwrap_or_default())
-            .map_err(|e| e.to_string());
+        // CONFIG is @admin: a user without it still has the AOF from INFO
+        // (and is asked first, so its refusal never reaches ACL LOG).
+        let words = ["CONFIG", "GET", "appendfsync"];
+        let fsync: Result<String, String> = if dryrun::may_send(c, &words).unwrap_or(true) {
+            redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("appendfsync")
+                .query::<Vec<String>>(c)
+                .map(|pair| pair.get(1).cloned().unwrap_or_default())
+                .map_err(|e| e.to_string())
+        } else {
+            Err("refused".to_string())
+        };
         Ok((aof, fsync))
     }));
     let without: Vec<&str> = gathered
@@ -476,7 +483,9 @@ pub(super) fn persistence(fleet: &mut Fleet, request: &Request) -> Check {
 }
 
 pub(super) fn replicas(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::Masters, |c| info(c, "replication")));
+    let gathered = gather(fleet.read(Nodes::Masters, &["INFO", "replication"], |c| {
+        info(c, "replication")
+    }));
     let mut problems = Vec::new();
     let mut seen = Vec::new();
     // The cluster's own word on replicas it deems down: a failed replica is
@@ -567,7 +576,7 @@ pub(super) fn replicas(fleet: &mut Fleet, request: &Request) -> Check {
 }
 
 pub(super) fn cluster_state(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::All, |c| {
+    let gathered = gather(fleet.read(Nodes::All, &["CLUSTER", "INFO"], |c| {
         let text: String = redis::cmd("CLUSTER")
             .arg("INFO")
             .query(c)
@@ -632,7 +641,7 @@ pub(super) fn placement(fleet: &Fleet, campaign: &Campaign) -> Check {
 /// node, and a replica without the roles' users locks them out the moment
 /// a failover promotes it.
 pub(super) fn acl_users(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::All, |c| {
+    let gathered = gather(fleet.read(Nodes::All, &["ACL", "LIST"], |c| {
         let lines: Vec<String> = redis::cmd("ACL").arg("LIST").query(c).context("ACL LIST")?;
         Ok(lines
             .into_iter()
@@ -822,7 +831,7 @@ pub(super) fn clocks(main: Option<&mut Conn>, display: &str) -> Vec<Check> {
 }
 
 pub(super) fn max_clients(fleet: &mut Fleet, request: &Request) -> Check {
-    let gathered = gather(fleet.read(Nodes::All, |c| info(c, "clients")));
+    let gathered = gather(fleet.read(Nodes::All, &["INFO", "clients"], |c| info(c, "clients")));
     let mut low = Vec::new();
     let mut seen = Vec::new();
     for (named, _, _, fields) in &gathered.seen {

@@ -29,7 +29,7 @@ pub(super) fn check(fleet: &mut Fleet, request: &Request) -> Check {
         cluster: fleet.cluster,
         db: request.db,
     };
-    let readings = fleet.read(Nodes::KnownOrSeeds, |conn| {
+    let readings = fleet.read(Nodes::KnownOrSeeds, &[], |conn| {
         dryrun::verify(
             conn,
             asker,
