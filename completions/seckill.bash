@@ -681,7 +681,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__doctor)
-            opts="-c -q -v -h -V --role --reconcile-at --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --role --user --reconcile-at --allow-unchecked --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -689,6 +689,10 @@ _seckill() {
             case "${prev}" in
                 --role)
                     COMPREPLY=($(compgen -W "buyer consumer operator" -- "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --reconcile-at)
