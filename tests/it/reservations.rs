@@ -1376,3 +1376,46 @@ fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
     assert!(stderr.to_lowercase().contains("noperm"), "{stderr}");
     assert!(!stderr.contains("retrying"), "{stderr}");
 }
+
+#[test]
+fn a_corrupt_value_ends_a_one_shot_expire_with_exit_1_naming_the_key_and_the_rest_is_released() {
+    let server = RedisServer::start();
+    let file = campaign("res")
+        .per_user_limit(3)
+        .payment_timeout("50ms")
+        .item("1", 10)
+        .item("2", 10)
+        .write();
+    preheat(&file, &server);
+    for item in ["1", "2"] {
+        on(&file, &server, &["buy", "--item", item, "--user", "e"]).succeeds();
+    }
+    // Item 1's buyer count of `e` is no integer: its release cannot run,
+    // whatever the wait (before, expire retried it every 5 s, for ever).
+    let buyers = ItemKeys::live("res", "1").buyers;
+    let () = server.conn().hset(&buyers, "e", "1.5").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let ran = on(&file, &server, &["expire"])
+        .json()
+        .within(Duration::from_secs(30))
+        .fails_with(RUNTIME_ERROR);
+    let stderr = ran.stderr();
+    assert!(
+        stderr.contains(&buyers) && stderr.contains("\"1.5\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("retrying"), "{stderr}");
+    let report = ran.json();
+    assert_eq!(report["items"][1]["released"], 1, "{report}");
+    assert_eq!(report["items"][0]["released"], 0, "{report}");
+    assert!(
+        report["items"][0]["failed"]
+            .as_str()
+            .is_some_and(|why| why.contains(&buyers)),
+        "{report}"
+    );
+    // Repaired, the next run releases it.
+    let () = server.conn().hset(&buyers, "e", "1").unwrap();
+    let ran = on(&file, &server, &["expire"]).json().succeeds();
+    assert_eq!(ran.json()["items"][0]["released"], 1);
+}
