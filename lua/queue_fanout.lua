@@ -101,8 +101,9 @@ return guarded(function()
     local from, blocked
     if not moved_on then
       from, blocked = admission_of(keys, r, user, p, joined_at, paused_at, now)
-      if not from and not blocked then
-        -- Not admitted yet (a pause): this position and the next wait.
+      if not from and not blocked and r.mode == 'rate' then
+        -- Not admitted yet (a paused rate room): this position and the next
+        -- wait. (max_active: the admitter passed it over, as it does a block.)
         break
       end
     end

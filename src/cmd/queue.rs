@@ -49,11 +49,11 @@ pub(crate) enum Action {
     Position(Users),
     /// The room of each item: joined, admitted, active, rate, pauses, the wait at the tail, the pre-queue and its seed.
     Status(Items),
-    /// Pause the room: nobody new is admitted (rate mode: the clock stops).
+    /// Pause the room: nobody not admitted yet is admitted until the resume (rate mode: the clock stops). The kill switch pauses it too.
     Pause(Items),
-    /// Resume a paused room.
+    /// Resume a room you paused (one the kill switch holds resumes with `shutdown-switch off`).
     Resume(Items),
-    /// What a room needs beside the sale: max_active's admitter, the pre-queue's shuffle at the start, a bucketed item's fan-out; once, or --loop.
+    /// What a room needs beside the sale: max_active's admitter, the pre-queue's shuffle at the start, a bucketed item's fan-out; once, or --loop (a service: it waits out Redis stalls, and each pass leaves a heartbeat the buy and preheat read).
     Admit(AdmitArgs),
     /// Shuffle the pre-queue once starts_at has passed (Redis clock), or --verify a shuffle from its revealed seed.
     Shuffle(ShuffleArgs),

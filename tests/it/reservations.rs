@@ -1414,8 +1414,42 @@ fn a_corrupt_value_ends_a_one_shot_expire_with_exit_1_naming_the_key_and_the_res
             .is_some_and(|why| why.contains(&buyers)),
         "{report}"
     );
-    // Repaired, the next run releases it.
+    // The loop says it once, not every pass, goes on with the rest, and
+    // says when it is over.
+    on(&file, &server, &["buy", "--item", "2", "--user", "f"]).succeeds();
+    let mut looping = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["expire", "--loop", "--interval", "100ms"],
+        "expire-loop",
+    );
+    wait_until("item 2's second order released", || {
+        stock_of(&server, "2") == 10
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let said = |what: &str| log_of(&file, "expire-loop").matches(what).count();
+    assert_eq!(
+        said("due reservations NOT released"),
+        1,
+        "{}",
+        log_of(&file, "expire-loop")
+    );
     let () = server.conn().hset(&buyers, "e", "1").unwrap();
-    let ran = on(&file, &server, &["expire"]).json().succeeds();
-    assert_eq!(ran.json()["items"][0]["released"], 1);
+    wait_until("item 1 released once repaired", || {
+        stock_of(&server, "1") == 10
+    });
+    wait_until("the loop says so", || {
+        said("item 1: releases go on again") == 1
+    });
+    terminate(&looping);
+    assert!(wait_exit(&mut looping).success());
+}
+
+/// Units left of item `item` of campaign `res`.
+fn stock_of(server: &RedisServer, item: &str) -> i64 {
+    server
+        .conn()
+        .get(ItemKeys::live("res", item).stock)
+        .unwrap()
 }

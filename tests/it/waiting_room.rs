@@ -1841,3 +1841,56 @@ fn a_malformed_pause_heartbeat_or_entry_is_refused_whole_naming_its_key() {
     assert!(ran.stderr().contains(&admissions), "{}", ran.stderr());
     assert_eq!(snapshot(&mut conn), before);
 }
+
+#[test]
+fn a_user_the_admitter_passed_over_never_stops_the_fan_out() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("pass")
+            .item("1", 100)
+            .buckets(2)
+            .room("{ mode: max_active, max_active: 10 }"),
+    );
+    let run = |args: &[&str]| {
+        seckill(args)
+            .args(&["--item", "1"])
+            .campaign(&file)
+            .redis(&server)
+            .within(HANG)
+            .succeeds()
+    };
+    run(&["queue", "penalize", "--user", "bot", "--block"]);
+    run(&[
+        "queue", "join", "--user", "bot", "--user", "ann", "--user", "bob",
+    ]);
+    // One admitter's tick passes the blocked user over; the block is cleared
+    // before any fan-out (another admitter's, say) reaches position 1, which
+    // has no admission and never will.
+    let room_keys = seckill::model::keys::ItemKeys::live("pass", "1").room();
+    let keys: Vec<String> = [
+        &room_keys.room,
+        &room_keys.line,
+        &room_keys.admitted,
+        &room_keys.active,
+        &room_keys.risk,
+        &room_keys.shuffled,
+    ]
+    .map(String::clone)
+    .to_vec();
+    seckill::redis_client::scripts::invoke_positional(
+        "queue_admit",
+        &keys,
+        &["10".to_string()],
+        &mut server.conn(),
+    )
+    .unwrap()
+    .unwrap();
+    run(&["queue", "penalize", "--user", "bot", "--clear"]);
+    run(&["queue", "join", "--user", "cid"]);
+    run(&["queue", "admit"]);
+    assert_eq!(room(&server, &file)["fanned"], 4);
+    for user in ["ann", "bob", "cid"] {
+        buy(&server, &file, user, SUCCESS);
+    }
+}

@@ -29,6 +29,7 @@
 //!
 //! May import: domain::orders, domain::item, redis_client, model, util.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
@@ -383,6 +384,9 @@ const EXPIRE: &str = "expire";
 /// and waited for while Redis does not answer (a stall, a restart).
 pub(crate) struct ExpireConn<'t> {
     inner: Reconnecting<Conn, Box<dyn FnMut() -> Result<Conn> + 't>>,
+    /// Item → what stops its releases, as last logged: a loop says it once,
+    /// not every pass, and says when it is over.
+    said: BTreeMap<String, String>,
 }
 
 impl<'t> ExpireConn<'t> {
@@ -390,6 +394,29 @@ impl<'t> ExpireConn<'t> {
     pub(crate) fn new(target: &'t RedisTarget, conn: Conn) -> ExpireConn<'t> {
         ExpireConn {
             inner: Reconnecting::new(Some(conn), Box::new(move || target.connect())),
+            said: BTreeMap::new(),
+        }
+    }
+
+    /// Log that `item`'s releases stop on `why`, unless the last pass said so.
+    fn say_failed(&mut self, item: &str, what: &str, why: &str) {
+        if self.said.get(item).map(String::as_str) != Some(why) {
+            log::line(
+                EXPIRE,
+                format!(
+                    "item {item}: {what}, a value no wait can fix (repair it; the other items go on): {why}"
+                ),
+            );
+            self.said.insert(item.to_string(), why.to_string());
+        }
+    }
+
+    /// After a pass: say which items' releases go on again.
+    fn say_recovered(&mut self, totals: &[ItemExpiry]) {
+        for total in totals.iter().filter(|t| t.failed.is_none()) {
+            if self.said.remove(&total.item).is_some() {
+                log::line(EXPIRE, format!("item {}: releases go on again", total.item));
+            }
         }
     }
 
@@ -484,13 +511,7 @@ pub(crate) fn expire(
                 Err(error) => match failed(error, stop)? {
                     Failed::Stop => return Ok(totals),
                     Failed::SkipItem(why) => {
-                        log::line(
-                            EXPIRE,
-                            format!(
-                                "item {}: NOT released, a value no wait can fix (repair it; the other items go on): {why}",
-                                slot.item.id
-                            ),
-                        );
+                        conn.say_failed(&slot.item.id, "due reservations NOT released", &why);
                         total.failed = Some(why);
                         break;
                     }
@@ -529,6 +550,7 @@ pub(crate) fn expire(
         }
     }
     heal_sell_out_proofs(conn, &slots, &mut totals, stop)?;
+    conn.say_recovered(&totals);
     Ok(totals)
 }
 
@@ -557,11 +579,10 @@ fn heal_sell_out_proofs(
             Err(error) => match failed(error, stop)? {
                 Failed::Stop => return Ok(()),
                 Failed::SkipItem(why) => {
-                    log::line(
-                        EXPIRE,
-                        format!("item {}: sell-out proof NOT checked: {why}", sale.id()),
-                    );
                     if let Some(total) = totals.iter_mut().find(|t| t.item == sale.id()) {
+                        if total.failed.is_none() {
+                            conn.say_failed(sale.id(), "sell-out proof NOT checked", &why);
+                        }
                         total.failed.get_or_insert(why);
                     }
                 }
