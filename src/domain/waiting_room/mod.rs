@@ -13,7 +13,8 @@
 //! - [`admissions`]: a bucket's copy of the admissions (the item's shape
 //!   tells the room which buckets it fans out to; the room never asks);
 //! - here: [`Room`], one item's room, and the calls on it (set up, join,
-//!   read, pause and resume, penalize).
+//!   read, pause and resume for the operator and the kill switch, the
+//!   admitter's heartbeat and whether a room waits on one, penalize).
 //!
 //! All of an item's room keys live in the item's own slot (its hash tag);
 //! a bucketed item's admissions are copied to each user's home bucket by the
