@@ -194,10 +194,15 @@ impl Report for PreheatSummary {
             .iter()
             .filter_map(|row| Some((&row.preheat.report.item, row.preheat.waiting_room.as_ref()?)))
             .map(|(item, room)| {
+                let need = room
+                    .needs_admitter
+                    .as_ref()
+                    .map(|need| output::paragraph(&format!("{item}: {need}")))
+                    .unwrap_or_default();
                 output::paragraph(&format!(
                     "{item}: waiting room {}: {}; shuffle seed sha256 {}",
                     room.status, room.config, room.seed_sha256
-                ))
+                )) + &need
             })
             .collect();
         let mut differences = String::new();

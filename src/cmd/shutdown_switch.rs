@@ -20,9 +20,9 @@ use crate::util::text;
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Action {
-    /// Close the sale: every buy returns `closed` from its next call.
+    /// Close the sale: every buy returns `closed` from its next call; the item's waiting room pauses (nobody new is admitted).
     On,
-    /// Reopen the sale.
+    /// Reopen the sale (and let its waiting room go, unless `queue pause` holds it).
     Off,
     /// Show switch state, sale window, when, why and by whom it was set, and stock left, per item.
     Status,

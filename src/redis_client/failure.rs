@@ -67,6 +67,25 @@ pub(crate) fn refused_for_credentials(error: &anyhow::Error) -> bool {
     })
 }
 
+/// True when waiting (on a fresh connection) may fix a failed call: no
+/// answer in time, a connection refused, reset or dropped, or Redis refusing
+/// for a state that passes (LOADING, BUSY, OOM, a failover's READONLY,
+/// MASTERDOWN, CLUSTERDOWN, TRYAGAIN, a redirect). False for a refusal for
+/// who is asking ([`refused_for_credentials`]), for a command Redis ran and
+/// answered with an error (a script that met a corrupt value: the same call
+/// meets the same value again), and for a reply that does not parse.
+pub(crate) fn transient(error: &anyhow::Error) -> bool {
+    if refused_for_credentials(error) {
+        return false;
+    }
+    match find(error) {
+        Some(redis) => classify(redis) != Failure::Failed,
+        None => error
+            .chain()
+            .any(|cause| cause.downcast_ref::<std::io::Error>().is_some()),
+    }
+}
+
 /// Run a Redis call until it succeeds ([`crate::util::retry::retry_while`]),
 /// giving up at once on a refusal no wait can fix ([`refused_for_credentials`])
 /// and, with a `deadline`, once it has passed.
