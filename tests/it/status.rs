@@ -1247,3 +1247,38 @@ fn status_check_reads_reconcile_at_as_local_time_like_cron() {
     let text = at("Etc/GMT-14", CHECK_EXPIRY).stdout();
     assert!(text.contains(" +14:00:"), "{text}");
 }
+
+/// A room that needs an admitter and has heard from none for a while is
+/// late by that silence: `status` says so, `--check` fails, whatever work
+/// Redis shows (a max_active room's free places leave none).
+#[test]
+fn status_check_finds_an_admitter_whose_heartbeat_stopped() {
+    use seckill::model::exit_codes::CHECK_ADMITTER;
+    let server = RedisServer::start();
+    let file = bottle(10)
+        .room("{ mode: max_active, max_active: 5 }")
+        .write();
+    preheat(&file, &server);
+    seckill(&["queue", "admit"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let s = status_json(&file, &server);
+    assert_eq!(s["room"]["admitter_behind_ms"], 0, "a pass just ran: {s}");
+    // The last pass a minute ago: the admitter stopped.
+    let now: (i64, i64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
+    let minute_ago = now.0 * 1000 - 60_000;
+    let _: i64 = redis::cmd("HSET")
+        .arg("seckill:{c:1}:room")
+        .arg("admitter_at_ms")
+        .arg(minute_ago)
+        .query(&mut server.conn())
+        .unwrap();
+    let s = status_json(&file, &server);
+    assert!(
+        s["room"]["admitter_behind_ms"].as_i64().unwrap() >= 59_000,
+        "{s}"
+    );
+    let ran = check(&file, &server, &[], CHECK_ADMITTER).stdout();
+    assert!(ran.contains("none has run for"), "{ran}");
+}

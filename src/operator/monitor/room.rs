@@ -4,14 +4,16 @@
 //! queue admit --loop` for. One read-only script call per item with a room
 //! (`lua/queue_read.lua`); none for an item without one.
 //!
-//! Whether an admitter runs is not written in Redis; what Redis shows is
-//! the work one would have done, and how late it is: a pre-queue still
-//! unshuffled after `starts_at` (the room stays closed until the shuffle),
-//! and a bucketed rate room's admissions not yet carried to the buckets
-//! (those shoppers are told `not_admitted` although their turn came), in
-//! time at the room's rate. A `max_active` room's free places leave no such
-//! trace; its admitter is watched by the metrics' absent rule
-//! (`SeckillAdmitterAbsent`).
+//! Whether an admitter runs is read from its heartbeat (each pass of
+//! `queue admit` writes the Redis time into the room: a room that needs one
+//! and has heard from none for `domain::waiting_room::ADMITTER_QUIET_MS`, or
+//! three of its intervals, is late by that silence), and from the work one
+//! would have done, and how late it is: a pre-queue still unshuffled after
+//! `starts_at` (the room stays closed until the shuffle), and a bucketed
+//! rate room's admissions not yet carried to the buckets (those shoppers
+//! are told `not_admitted` although their turn came), in time at the
+//! room's rate. The metrics' absent rule (`SeckillAdmitterAbsent`) watches
+//! the process itself.
 
 use anyhow::Result;
 use redis::ConnectionLike;
@@ -95,6 +97,14 @@ fn behind(room: &Room, figures: &RoomFigures) -> Option<(i64, String)> {
         return None;
     }
     let mut late: Vec<(i64, String)> = Vec::new();
+    if let Some(silence) = room.admitter_stalled(figures) {
+        let silent_ms = silence
+            .silent_ms
+            .or_else(|| figures.opened_at_ms.map(|opened| figures.now_ms - opened));
+        if let (Some(ms), Some(note)) = (silent_ms, room.admitter_note(figures)) {
+            late.push((ms, note));
+        }
+    }
     if room.settings.prequeue
         && !figures.shuffled
         && let Some(starts) = room.starts_at_ms.filter(|s| figures.now_ms > *s)
