@@ -239,7 +239,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -258,6 +258,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -281,7 +285,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__acl)
-            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -315,6 +319,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -335,7 +343,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -381,6 +389,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -401,7 +413,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__campaigns)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -420,6 +432,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -443,7 +459,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__cancel)
-            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -477,6 +493,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -497,7 +517,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__completions)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -516,6 +536,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -539,7 +563,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__consume)
-            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,6 +601,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -597,7 +625,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__dead__subcmd__letter)
-            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
+            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -631,6 +659,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -651,7 +683,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__doctor)
-            opts="-c -q -v -h -V --role --reconcile-at --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --role --reconcile-at --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -685,6 +717,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -705,7 +741,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__expire)
-            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -736,6 +772,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1207,7 +1247,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__init)
-            opts="-c -q -v -h -V --yes --purge-orders --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --yes --purge-orders --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1237,6 +1277,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1257,7 +1301,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --print-command --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --print-command --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1363,6 +1407,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1383,7 +1431,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__man)
-            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1409,6 +1457,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1429,7 +1481,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pay)
-            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1459,6 +1511,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1479,7 +1535,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pending__subcmd__claim)
-            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1525,6 +1581,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1545,7 +1605,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --allow-shared-items --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --allow-shared-items --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1575,6 +1635,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1595,7 +1659,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version join position status pause resume admit shuffle penalize help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version join position status pause resume admit shuffle penalize help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1614,6 +1678,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1637,7 +1705,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__admit)
-            opts="-c -q -v -h -V --item --loop --interval --batch --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --loop --interval --batch --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1668,6 +1736,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1831,7 +1903,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__join)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1861,6 +1933,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1881,7 +1957,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__pause)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1907,6 +1983,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1927,7 +2007,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__penalize)
-            opts="-c -q -v -h -V --item --user --delay --block --clear --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --delay --block --clear --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1961,6 +2041,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1981,7 +2065,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__position)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2011,6 +2095,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2031,7 +2119,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__resume)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2054,6 +2142,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2077,7 +2169,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__shuffle)
-            opts="-c -q -v -h -V --item --wait --verify --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --wait --verify --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2100,6 +2192,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2123,7 +2219,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__status)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2149,6 +2245,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2169,7 +2269,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__rebalance)
-            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2207,6 +2307,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2227,7 +2331,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__reconcile)
-            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2257,6 +2361,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2277,7 +2385,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__register)
-            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2315,6 +2423,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2335,7 +2447,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__serve)
-            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --workers --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --operator-redis --operator-redis-password-file --workers --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2377,6 +2489,14 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --operator-redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator-redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --workers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2394,6 +2514,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2417,7 +2541,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -q -v -h -V --item --reason --buckets --by --history --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -q -v -h -V --item --reason --buckets --by --history --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2451,6 +2575,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2471,7 +2599,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__status)
-            opts="-c -q -v -h -V --item --watch --check --max-lag --reconcile-at --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --check --max-lag --reconcile-at --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2506,6 +2634,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= q/quiet v/verbose redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet v/verbose redis= cluster redis-password-file= tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -30,6 +30,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -69,6 +70,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -86,6 +88,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -112,6 +115,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -129,6 +133,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -145,6 +150,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -160,6 +166,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -178,6 +185,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -199,6 +207,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -216,6 +225,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -232,6 +242,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -249,6 +260,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -266,6 +278,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -283,6 +296,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -302,6 +316,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -322,6 +337,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -336,6 +352,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -352,7 +369,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand serve" -l shutdown-grace
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l recheck -d 'How often each item\'s state is re-read: the bound on a cached refusal (sold out, outside the window) outliving units that came back' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it, as `buy --wait-replicas`' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-timeout -d 'Longest WAIT for --wait-replicas (shorter than --response-timeout)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404). serve then refuses to start (exit 2) unless their Redis credential may run the pay and release scripts (asked of Redis\'s ACL, nothing written)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-redis -d 'Redis URL (comma-separated seeds with --cluster) the operator endpoints use, as the operator\'s user: the shop\'s buyer credential may not pay or cancel [default: --redis]. Needs --operator-token-file' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-redis-password-file -d 'A file holding the password of --operator-redis when its URLs have none (no password in `ps`)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l workers -d 'Threads answering HTTP [default: the cores]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -360,6 +379,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -374,6 +394,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -399,6 +420,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -415,6 +437,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -430,6 +453,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -445,6 +469,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -460,6 +485,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -477,6 +503,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -493,6 +520,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -512,6 +540,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -541,6 +570,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -559,6 +589,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -580,6 +611,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -628,6 +660,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r

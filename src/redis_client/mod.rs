@@ -8,6 +8,7 @@
 //!
 //! May import: model, util.
 
+pub(crate) mod cluster;
 pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod multiplexed;
