@@ -17,9 +17,14 @@
 --                       `KEYS[i]` standing for the i-th key (`ZREM KEYS[2] o`)
 --
 -- Returns the checks the caller may not run, as given (empty: all allowed);
--- a command Redis does not know counts as not allowed.
+-- a command Redis does not know counts as not allowed. Besides ARGV's, it
+-- always checks the order lookup every pay and cancel starts with, outside
+-- the scripts: `HEXISTS` on KEYS[1], refused as "HEXISTS KEYS[1]".
 
 local refused = {}
+if not redis.acl_check_cmd('HEXISTS', KEYS[1], 'order') then
+  table.insert(refused, 'HEXISTS KEYS[1]')
+end
 for _, check in ipairs(ARGV) do
   local words = {}
   for word in string.gmatch(check, '%S+') do

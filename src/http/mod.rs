@@ -11,7 +11,9 @@
 //! - `POST /v1/items/{item}/queue` `{"user"}` and `GET
 //!   /v1/items/{item}/queue/{user}`: the waiting room's door ([`queue`]).
 //! - `POST /v1/orders/{order}/pay|cancel`: operator endpoints, only with
-//!   `--operator-token-file` (a bearer token compared in constant time).
+//!   `--operator-token-file` (a bearer token compared in constant time),
+//!   on their own credential (`--operator-redis`), proven at start able to
+//!   run the pay and release scripts ([`check_operator_credential`]).
 //! - `GET /healthz`, `GET /metrics`.
 //!
 //! Cheap refusals: an item sold out for good, or outside its window, is
@@ -26,8 +28,10 @@
 //! answers 503 to any that still arrive.
 //!
 //! Redis: attempts share one multiplexed async connection (standalone) or
-//! the async cluster client (one per master), so the commands of requests
-//! in flight are pipelined ([`crate::redis_client::multiplexed`]); a
+//! one cluster router (a connection per master, opened when first needed;
+//! a master that stops answering refused unsent until its replica takes
+//! over), so the commands of requests in flight are pipelined
+//! ([`crate::redis_client::multiplexed`]); a
 //! bucketed item's sweep, `--wait-replicas`, lookups, the operator calls and
 //! the cache's refresh use blocking connections from a pool. A connection
 //! that broke is replaced, never reused (it may still owe replies). A reply
@@ -159,7 +163,9 @@ pub(crate) fn run(
 /// they send on them), nothing run or written. `own`: the credential is
 /// `--operator-redis`'s, else the door's.
 fn check_operator_credential(campaign: &Campaign, target: &RedisTarget, own: bool) -> Result<()> {
-    let checks = acl_probe::checks_of(&[&pay::SPEC, &release::SPEC]);
+    let mut checks = acl_probe::checks_of(&[&pay::SPEC, &release::SPEC]);
+    // A promoted replica, a restarted Redis: the scripts are loaded again.
+    checks.push("SCRIPT LOAD return".to_string());
     let mut conn = target
         .connect()
         .context("cannot check the operator endpoints' Redis credential")?;

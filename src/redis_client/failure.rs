@@ -122,6 +122,11 @@ pub(crate) fn not_sent_error(node: impl std::fmt::Display, why: impl Into<String
 
 /// Whether this redis-rs error says the command was never sent ([`not_sent_error`]).
 pub(crate) fn is_not_sent(error: &RedisError) -> bool {
+    not_sent_to(error).is_some()
+}
+
+/// The [`NotSentTo`] of a redis-rs error made by [`not_sent_error`].
+pub(crate) fn not_sent_to(error: &RedisError) -> Option<&NotSentTo> {
     // redis-rs keeps the I/O error behind an `Arc<dyn Error>`, which is what
     // `source()` shows.
     type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
@@ -129,7 +134,7 @@ pub(crate) fn is_not_sent(error: &RedisError) -> bool {
         .and_then(|source| source.downcast_ref::<Shared>())
         .and_then(|shared| shared.downcast_ref::<std::io::Error>())
         .and_then(|io| io.get_ref())
-        .is_some_and(|inner| inner.is::<NotSentTo>())
+        .and_then(|inner| inner.downcast_ref::<NotSentTo>())
 }
 
 /// Whether the first redis-rs error of `error` says nothing was sent.

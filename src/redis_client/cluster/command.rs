@@ -220,7 +220,12 @@ pub(crate) fn destination(words: &[&[u8]]) -> Destination {
         | b"RANDOMKEY" | b"BGSAVE" | b"SAVE" | b"BGREWRITEAOF" | b"MODULE" | b"LOLWUT"
         | b"DEBUG" => AnyMaster,
         b"SCAN" => Unroutable("SCAN walks one node's keys: send it to each master"),
-        b"MULTI" | b"EXEC" | b"DISCARD" | b"WATCH" | b"UNWATCH" => {
+        // A transaction watches keys of one slot on the connection to its
+        // master, then goes there whole (a pipeline routed by its first
+        // command after MULTI).
+        b"WATCH" => key_at(1),
+        b"UNWATCH" => EveryMaster(AllOk),
+        b"MULTI" | b"EXEC" | b"DISCARD" => {
             Unroutable("a transaction goes whole to one node: send it as one pipeline")
         }
         b"SHUTDOWN" | b"REPLICAOF" | b"SLAVEOF" | b"FAILOVER" | b"MONITOR" | b"SUBSCRIBE"
@@ -317,6 +322,8 @@ mod tests {
             Destination::Split { .. }
         ));
         assert!(matches!(dest(&["SCAN", "0"]), Destination::Unroutable(_)));
+        assert_eq!(dest(&["WATCH", "{c:1}:stock"]), slot("{c:1}:stock"));
+        assert!(matches!(dest(&["MULTI"]), Destination::Unroutable(_)));
         let routed = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
         assert_eq!(
             destination_of(&routed, &[b"INFO".as_slice()]),

@@ -16,7 +16,7 @@ use redis::{
 
 use super::command::{self, Combine, Destination};
 use super::slots::{Node, SlotMap};
-use crate::redis_client::failure::{is_not_sent, not_sent_error};
+use crate::redis_client::failure::{is_not_sent, not_sent_error, not_sent_to};
 
 /// While a master does not answer, the map is read again at most this often
 /// (so a promotion is seen within it of the next command).
@@ -391,7 +391,10 @@ impl Router {
                         return Err(error);
                     }
                     Ok((node, Err(error))) => {
-                        failures.push(format!("{node}: {error}"));
+                        failures.push(match not_sent_to(&error) {
+                            Some(unsent) => unsent.why.clone(),
+                            None => format!("{node}: {error}"),
+                        });
                         first_error.get_or_insert(error);
                     }
                     Err(stopped) => failures.push(format!("a map request stopped: {stopped}")),
@@ -405,7 +408,7 @@ impl Router {
             }
         }
         let detail = format!(
-            "no cluster node answered CLUSTER SLOTS ({})",
+            "no cluster node answered CLUSTER SLOTS: {}",
             failures.join("; ")
         );
         Err(match first_error {
@@ -823,6 +826,12 @@ impl Router {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
+        if let (1, 0, 1) = (pipeline.len(), offset, count)
+            && let Some(cmd) = pipeline.cmd_iter().next()
+        {
+            // One command, packed: routed as one.
+            return Ok(vec![self.run(cmd).await?]);
+        }
         let first = pipeline.cmd_iter().map(command::words).find(|words| {
             !words
                 .first()

@@ -728,7 +728,8 @@ mod tests {
                 "queue_register",
                 "queue_penalize",
                 "queue_shuffle",
-                "bucket_admit"
+                "bucket_admit",
+                "acl_probe"
             ]
         );
     }
