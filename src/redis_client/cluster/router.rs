@@ -384,12 +384,7 @@ impl Router {
                     Ok((_, Ok(map))) => return Ok(map),
                     // Refused for who asks (NOPERM, a wrong password) or by a
                     // server without cluster support: every node says the same.
-                    Ok((_, Err(error)))
-                        if error.code().is_some()
-                            || error.kind() == ErrorKind::AuthenticationFailed =>
-                    {
-                        return Err(error);
-                    }
+                    Ok((_, Err(error))) if said_by_every_node(&error) => return Err(error),
                     Ok((node, Err(error))) => {
                         failures.push(match not_sent_to(&error) {
                             Some(unsent) => unsent.why.clone(),
@@ -865,6 +860,15 @@ impl Router {
             .await;
         self.after(&node, replies)
     }
+}
+
+/// A refusal every node of the cluster would give as well: for the
+/// credentials (NOPERM, NOAUTH, WRONGPASS, a failed AUTH), or a server with
+/// no cluster support at all. (LOADING, say, is one node's.)
+fn said_by_every_node(error: &RedisError) -> bool {
+    error.kind() == ErrorKind::AuthenticationFailed
+        || matches!(error.code(), Some("NOPERM" | "NOAUTH" | "WRONGPASS"))
+        || error.to_string().contains("cluster support disabled")
 }
 
 /// `CLUSTER SLOTS`.
