@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= q/quiet v/verbose redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet v/verbose redis= cluster redis-password-file= tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -30,6 +30,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -70,6 +71,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -87,6 +89,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -113,6 +116,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -130,6 +134,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -147,6 +152,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -162,6 +168,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -180,6 +187,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -201,6 +209,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -218,6 +227,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -234,6 +244,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -251,6 +262,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -268,6 +280,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -285,6 +298,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -305,6 +319,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -327,6 +342,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -342,6 +358,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -358,7 +375,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand serve" -l shutdown-grace
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l recheck -d 'How often each item\'s state is re-read: the bound on a cached refusal (sold out, outside the window) outliving units that came back' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it, as `buy --wait-replicas`' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-timeout -d 'Longest WAIT for --wait-replicas (shorter than --response-timeout)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404). serve then refuses to start (exit 2) unless their Redis credential may run the pay and release scripts (asked of Redis\'s ACL, nothing written)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-redis -d 'Redis URL (comma-separated seeds with --cluster) the operator endpoints use, as the operator\'s user: the shop\'s buyer credential may not pay or cancel [default: --redis]. Needs --operator-token-file' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-redis-password-file -d 'A file holding the password of --operator-redis when its URLs have none (no password in `ps`)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l workers -d 'Threads answering HTTP [default: the cores]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -366,6 +385,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -380,6 +400,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -405,6 +426,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -421,6 +443,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -436,6 +459,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -451,6 +475,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -466,6 +491,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -484,6 +510,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -500,6 +527,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -519,6 +547,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -548,6 +577,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -566,6 +596,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -587,6 +618,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -635,6 +667,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -654,6 +687,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -671,6 +705,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -685,6 +720,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
