@@ -56,6 +56,9 @@ pub(crate) struct App {
     pub(crate) pool: Pool,
     pub(crate) permits: Arc<tokio::sync::Semaphore>,
     pub(crate) draining: AtomicBool,
+    /// Whether the cache's last refresh reached Redis (`seckill_redis_up`:
+    /// a scrape reads it, never waits on Redis itself).
+    pub(crate) redis_up: AtomicBool,
     pub(crate) metrics: Metrics,
     pub(crate) answered: AtomicU64,
     /// Attempts this instance is running: (item, user, request id).

@@ -2,8 +2,9 @@
 //! endpoint, outcome and HTTP status; their latency (a histogram); requests
 //! in flight; Redis round trips; answers given from the cache. Counted with
 //! atomics on the request path, rendered in the text format only on a scrape,
-//! with what every seckill service exports beside its own: whether the
-//! scrape reached Redis (`seckill_redis_up`) and `seckill_build_info`.
+//! with what every seckill service exports beside its own: whether Redis
+//! answered (`seckill_redis_up`: the cache's last refresh, every
+//! `--recheck`; a scrape never waits on Redis) and `seckill_build_info`.
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
@@ -113,7 +114,7 @@ impl Metrics {
         }
     }
 
-    /// The exposition text; `redis_up`: this scrape's probe reached Redis.
+    /// The exposition text; `redis_up`: the cache's last refresh reached Redis.
     pub(crate) fn render(&self, campaign: &str, redis_up: bool) -> String {
         let mut e = Exposition::default();
         e.add(

@@ -134,6 +134,7 @@ pub(crate) fn run(
         },
         permits: Arc::new(tokio::sync::Semaphore::new(settings.max_in_flight)),
         draining: AtomicBool::new(false),
+        redis_up: AtomicBool::new(true),
         metrics: Metrics::default(),
         answered: AtomicU64::new(0),
         running: Mutex::new(HashSet::new()),
@@ -236,6 +237,7 @@ fn spawn_refresher(app: Arc<App>) -> std::thread::JoinHandle<()> {
                 |e| e,
                 |conn| cache::refresh(conn, &app.cache, &app.campaign),
             );
+            app.redis_up.store(refreshed.is_ok(), Ordering::Relaxed);
             match (refreshed, failing) {
                 (Err(error), false) => {
                     failing = true;

@@ -126,9 +126,9 @@ pub(crate) struct Reach<'a> {
     /// `host:port` of each seed (the URL list).
     pub(crate) seeds: &'a [String],
     /// The target itself, as one connection (a standalone Redis).
-    pub(crate) target: &'a dyn Fn() -> Result<Conn>,
+    pub(crate) target: &'a (dyn Fn() -> Result<Conn> + Sync),
     /// A connection to one node (`host:port`) with the URL's user, password and TLS.
-    pub(crate) node: &'a dyn Fn(&str) -> Result<Conn>,
+    pub(crate) node: &'a (dyn Fn(&str) -> Result<Conn> + Sync),
 }
 
 impl Fleet {
@@ -287,12 +287,16 @@ struct Described {
 
 fn cluster(reach: &Reach) -> Fleet {
     let mut why_not = Vec::new();
+    // A seed that did not answer is not asked again when the topology lists
+    // it: one hung node costs one connect timeout, not one per mention.
+    let mut silent: Vec<(String, String)> = Vec::new();
     let mut answered = Vec::new();
     for seed in reach.seeds {
         let mut conn = match open(reach, seed) {
             Ok(conn) => conn,
             Err(why) => {
                 why_not.push(format!("{seed}: {why}"));
+                silent.push((seed.clone(), why));
                 continue;
             }
         };
@@ -305,14 +309,38 @@ fn cluster(reach: &Reach) -> Fleet {
             }
         };
         let mut seed_conn = Some(conn);
+        // Every other node at once: several hung nodes cost one timeout.
+        let opened: Vec<std::result::Result<Conn, String>> = std::thread::scope(|scope| {
+            let opening: Vec<_> = described
+                .iter()
+                .map(|d| {
+                    let known = silent.iter().find(|(addr, _)| *addr == d.addr).cloned();
+                    let is_seed = &d.addr == seed;
+                    scope.spawn(move || match (is_seed, known) {
+                        (true, _) => Err(String::new()),
+                        (_, Some((_, why))) => Err(why),
+                        (false, None) => open(reach, &d.addr),
+                    })
+                })
+                .collect();
+            opening
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err("the connecting thread stopped".into()))
+                })
+                .collect()
+        });
         let nodes = described
             .into_iter()
-            .map(|d| {
+            .zip(opened)
+            .map(|(d, conn)| {
                 let conn = match (&d.addr == seed, seed_conn.take()) {
                     (true, Some(conn)) => Ok(conn),
                     (_, unused) => {
                         seed_conn = unused;
-                        open(reach, &d.addr)
+                        conn
                     }
                 };
                 Node {

@@ -202,6 +202,30 @@ const BUYER: &[Sent] = &[
 /// The consumer's commands outside its scripts (`consume`, `pending-claim`).
 const CONSUMER: &[Sent] = &[
     sent(
+        &["HMGET", "{key}", "carried_orders", "carried_units"],
+        Key::Item("meta"),
+        "consume --metrics-listen: units a recovery carried over (`preheat --recover`)",
+    ),
+    sent(
+        &["ZCOUNT", "{key}", "-inf", "(0"],
+        Key::Item("deadlines"),
+        "consume --metrics-listen: overdue reservations",
+    ),
+    sent(
+        &[
+            "ZRANGEBYSCORE",
+            "{key}",
+            "-inf",
+            "(0",
+            "WITHSCORES",
+            "LIMIT",
+            "0",
+            "1",
+        ],
+        Key::Item("deadlines"),
+        "consume --metrics-listen: the oldest overdue reservation",
+    ),
+    sent(
         &[
             "XREADGROUP",
             "GROUP",
@@ -267,6 +291,30 @@ const CONSUMER: &[Sent] = &[
 /// switch, `status`, `reconcile`, `rebalance`, `dead-letter`, `pay`,
 /// `cancel`, `expire`, the room's admin, `campaigns`, `loadtest`).
 const OPERATOR: &[Sent] = &[
+    sent(
+        &["HMGET", "{key}", "carried_orders", "carried_units"],
+        Key::Item("meta"),
+        "status, shutdown-switch, init: units a recovery carried over (`preheat --recover`)",
+    ),
+    sent(
+        &["ZCOUNT", "{key}", "-inf", "(0"],
+        Key::Item("deadlines"),
+        "status, shutdown-switch, init: overdue reservations",
+    ),
+    sent(
+        &[
+            "ZRANGEBYSCORE",
+            "{key}",
+            "-inf",
+            "(0",
+            "WITHSCORES",
+            "LIMIT",
+            "0",
+            "1",
+        ],
+        Key::Item("deadlines"),
+        "status, shutdown-switch, init: the oldest overdue reservation",
+    ),
     sent(
         &["TIME"],
         Key::None,
