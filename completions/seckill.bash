@@ -1377,7 +1377,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --print-command --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --rehearsal --print-command --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -116,7 +116,7 @@ for r in $(seq "$rounds"); do
 done
 printf 'median ratio serve/direct: %s (target >= 0.9)\n' "$(printf '%s\n' "${ratios[@]}" | median)"
 
-target_json=$("$seckill" -c "$work/sale.yaml" loadtest --target "$base" --item 1 \
+target_json=$("$seckill" -c "$work/sale.yaml" loadtest --target "$base" --rehearsal --item 1 \
   --connections "$connections" --requests $((seconds * 20000)) --format json 2>/dev/null)
 python3 - "$target_json" <<'EOF'
 import json, sys
@@ -151,7 +151,7 @@ printf 'sold-out answers from the cache: %.0f/s (target >= 100000), scripts Redi
   "$cached" "${scripts:-0}"
 python3 -c "import os; t=($ticks_after-$ticks_before)/os.sysconf('SC_CLK_TCK'); print(f'serve CPU per cached answer: {t/$answered*1e6:.1f} us (user+sys; one core answers {$answered/t:.0f}/s)')"
 
-open_json=$("$seckill" -c "$work/sale.yaml" loadtest --target "$base" --item 1 \
+open_json=$("$seckill" -c "$work/sale.yaml" loadtest --target "$base" --rehearsal --item 1 \
   --connections "$connections" --rate "$rate" --duration "${seconds}s" --format json 2>/dev/null)
 direct_open=$("$seckill" -c "$work/sale.yaml" loadtest --redis "$direct_url" --variant full --connections "$connections" \
   --rate "$rate" --duration "${seconds}s" --stock 100000000 --format json 2>/dev/null)

@@ -164,10 +164,17 @@ pub(crate) struct Args {
 
     /// Drive a running `seckill serve` over HTTP instead of Redis directly:
     /// the same attempts, through the shop's front door (closed or open loop,
-    /// --connections keep-alive connections). Touches no Redis itself.
+    /// --connections keep-alive connections); an item with a waiting room is
+    /// joined, polled and bought once admitted. It buys the target's real
+    /// stock for synthetic users (`loadtest-<run>-u…`): only with --rehearsal.
     #[arg(long, value_name = "http://HOST:PORT", value_parser = parse_target,
           conflicts_with_all = ["variant", "pipeline", "buckets", "reservations", "wait_replicas", "rate_limit", "keep", "hdr_out"])]
     pub(crate) target: Option<String>,
+
+    /// With --target: the target sells a rehearsal's stock, which this run
+    /// may buy (a production sale's buyers would lose those units).
+    #[arg(long, requires = "target")]
+    pub(crate) rehearsal: bool,
 
     /// Print the EVALSHA command line the v3 or full variant sends per request
     /// (for redis-benchmark; `__rand_int__` marks the per-request numbers) and exit.
@@ -399,6 +406,16 @@ fn run_target(
     settings: &Settings,
     stall_limit: Duration,
 ) -> Result<LoadtestReport> {
+    if !args.rehearsal {
+        return Err(usage(format!(
+            "loadtest --target buys the real stock of item {item_id} through the serve at {address}: \
+             pass --rehearsal when that serve sells a rehearsal (its buyers are synthetic, \
+             `loadtest-<run>-u…`; `seckill -c {} init --yes` resets it afterwards)",
+            campaign.path.display()
+        )));
+    }
+    let run_id = ulid::Ulid::generate().to_string();
+    let item = campaign.item(item_id)?;
     let run = TargetRun {
         address: address.to_string(),
         item: item_id.to_string(),
@@ -407,11 +424,24 @@ fn run_target(
         requests: settings.requests,
         pace: settings.pace,
         users: settings.users,
-        run_id: ulid::Ulid::generate().to_string(),
+        user_prefix: format!("loadtest-{}-", &run_id[run_id.len() - 6..].to_lowercase()),
+        room: item.waiting_room.is_some(),
+        run_id,
         stall_limit,
     };
     let report = crate::operator::loadtest::target::run(&run)?;
     let mut failed = Vec::new();
+    if report.succeeded + report.sold_out == 0 {
+        let most = report
+            .outcomes
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(outcome, n)| format!("{n} × {outcome}"))
+            .unwrap_or_else(|| "no answer".into());
+        failed.push(format!(
+            "target: no attempt reached the sale (no ok, no sold_out; {most}): is the item preheated, is the serve selling it?"
+        ));
+    }
     if let Some(limit) = args.max_p99
         && report.latency.p99_ms > limit.as_secs_f64() * 1000.0
     {
@@ -431,9 +461,10 @@ fn run_target(
     }
     Ok(LoadtestReport {
         heading: format!(
-            "load test of campaign {} item {item_id} through {}\n{}, {} connections, {} requests, {} users",
+            "load test of campaign {} item {item_id} through {}, users {}u…\n{}, {} connections, {} requests, {} users",
             campaign.id,
             report.target,
+            run.user_prefix,
             match settings.pace {
                 Pace::Closed => "closed loop".to_string(),
                 Pace::Open { rate } => format!("open loop at {rate} attempts/s"),

@@ -889,6 +889,7 @@ fn loadtest_through_serve_sells_exactly_the_stock() {
             "loadtest",
             "--target",
             &target,
+            "--rehearsal",
             "--requests",
             "200",
             "--connections",

@@ -378,3 +378,65 @@ fn not_started_says_when_the_sale_opens() {
         .json();
     assert!(cli["opens_at"].is_string(), "{cli}");
 }
+
+/// `loadtest --target` buys real stock: only with --rehearsal, for
+/// synthetic users under the run's prefix; a run where nothing reached the
+/// sale fails; a room item is joined, polled and bought once admitted.
+#[test]
+fn loadtest_through_the_door_is_a_rehearsal_of_synthetic_users() {
+    let server = RedisServer::start();
+    let file = campaign("lt")
+        .item("1", 30)
+        .item("cold", 5)
+        .item("room", 30)
+        .room("{ mode: rate, admit_rate: 200/s }")
+        .write();
+    seckill(&["preheat", "--item", "1"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    seckill(&["preheat", "--item", "room"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let serve = Serve::start(&file, &server.url(), false, &[]);
+    let target = format!("http://{}", serve.addr);
+    let run = |item: &str, extra: &[&str]| {
+        seckill(&["loadtest", "--target", &target, "--item", item])
+            .args(&["--requests", "60", "--connections", "4"])
+            .args(extra)
+            .campaign(&file)
+    };
+    let refused = run("1", &[]).fails_with(seckill::model::exit_codes::USAGE_ERROR);
+    assert!(
+        refused.stderr().contains("--rehearsal"),
+        "{}",
+        refused.describe()
+    );
+    let sold = run("1", &["--rehearsal"]).json().succeeds().json();
+    assert_eq!(sold["target"]["succeeded"], 30, "{sold}");
+    let buyers: Vec<String> = redis::cmd("HKEYS")
+        .arg("seckill:{lt:1}:buyers")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(
+        buyers.iter().all(|u| u.starts_with("loadtest-")),
+        "synthetic users only: {buyers:?}"
+    );
+    // Nothing preheated: every answer is a refusal, and the run says so.
+    let cold = run("cold", &["--rehearsal"])
+        .json()
+        .fails_with(seckill::model::exit_codes::THRESHOLD_FAILED)
+        .json();
+    assert_eq!(cold["target"]["succeeded"], 0, "{cold}");
+    // The room: joined, admitted at the room's rate, then bought.
+    let queued = run("room", &["--rehearsal", "--users", "60"])
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(queued["target"]["succeeded"], 30, "{queued}");
+    assert!(
+        queued["target"]["outcomes"]["not_queued"].is_null(),
+        "every buy came after a join: {queued}"
+    );
+}

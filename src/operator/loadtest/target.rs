@@ -7,9 +7,15 @@
 //! service time from the actual send). A connection that fails costs the
 //! attempt it carried (counted in `errors`) and is opened again.
 //!
-//! It touches no Redis itself: the target sells what it was started for.
-//! Rehearse on a rehearsal Redis (preheat there, `serve` there, then this),
-//! and read the books afterwards with `status` and `reconcile`.
+//! It touches no Redis itself: the target sells what it was started for —
+//! real stock, to synthetic shoppers whose ids start with the run's prefix
+//! (`loadtest-<run>-u007`), so no real shopper ever meets one of them as
+//! "duplicate". The command refuses to run without `--rehearsal` (the
+//! operator's word that the target sells a rehearsal's stock). An item
+//! behind a waiting room is joined first, its position polled at the wait
+//! the room announces, then bought once admitted, as a shop's page does.
+//! Read the books afterwards with `status` and `reconcile`; `init --yes`
+//! resets the rehearsal.
 //!
 //! Within loadtest it uses: nothing.
 
@@ -34,8 +40,12 @@ pub(crate) struct TargetRun {
     pub(crate) threads: usize,
     pub(crate) requests: u64,
     pub(crate) pace: Pace,
-    /// Synthetic shoppers: attempt `n` is user `u<n mod users>` (zero-padded).
+    /// Synthetic shoppers: attempt `n` is user `<user_prefix>u<n mod users>` (zero-padded).
     pub(crate) users: u64,
+    /// What every synthetic user id starts with (the run's own).
+    pub(crate) user_prefix: String,
+    /// The item has a waiting room: join, wait to be admitted, then buy.
+    pub(crate) room: bool,
     /// Request ids are `<run>-<n>`: a new run never replays an old one.
     pub(crate) run_id: String,
     /// No answer for this long while attempts are in flight ends the run.
@@ -112,19 +122,29 @@ impl Counts for DoorCounts {
     }
 }
 
-/// One buy per attempt through the shop's front door.
+/// One buy per attempt through the shop's front door (after the waiting
+/// room, when the item has one).
 struct BuyThroughDoor {
     request: Template,
+    /// The room's join and position read, when the item has a room.
+    room: Option<(Template, Template)>,
     users: u64,
 }
 
 impl BuyThroughDoor {
-    /// `POST /v1/items/<item>/buy` for user `u<n mod users>`, qty 1, request id `<run>-<n>`.
+    /// `POST /v1/items/<item>/buy` for user `<prefix>u<n mod users>`, qty 1,
+    /// request id `<run>-<n>`; for a room item also its join and its read.
     fn new(run: &TargetRun) -> BuyThroughDoor {
         let users = run.users.max(1);
-        let body = [
-            b"{\"user\":\"u".as_slice(),
+        let user = [
+            run.user_prefix.as_bytes(),
+            b"u",
             &USER.placeholder(width(users - 1)),
+        ]
+        .concat();
+        let body = [
+            b"{\"user\":\"".as_slice(),
+            &user,
             b"\",\"qty\":1,\"request_id\":\"",
             run.run_id.as_bytes(),
             b"-",
@@ -134,8 +154,28 @@ impl BuyThroughDoor {
         .concat();
         let path = format!("/v1/items/{}/buy", run.item);
         let packed = http::request("POST", &path, &run.address, "application/json", &body);
+        let room = run.room.then(|| {
+            let join_body = [b"{\"user\":\"".as_slice(), &user, b"\"}"].concat();
+            let join = http::request(
+                "POST",
+                &format!("/v1/items/{}/queue", run.item),
+                &run.address,
+                "application/json",
+                &join_body,
+            );
+            let read_path = [format!("/v1/items/{}/queue/", run.item).as_bytes(), &user].concat();
+            let read = http::request(
+                "GET",
+                &String::from_utf8_lossy(&read_path),
+                &run.address,
+                "application/json",
+                b"",
+            );
+            (Template::new(join, &[USER]), Template::new(read, &[USER]))
+        });
         BuyThroughDoor {
             request: Template::new(packed, &[USER, REQUEST]),
+            room,
             users,
         }
     }
@@ -149,7 +189,10 @@ impl Scenario for BuyThroughDoor {
     fn conversation(&self) -> DoorTalk {
         DoorTalk {
             request: self.request.clone(),
+            room: self.room.clone(),
             users: self.users,
+            attempt: 0,
+            step: Step::Buy,
         }
     }
 
@@ -160,10 +203,58 @@ impl Scenario for BuyThroughDoor {
     }
 }
 
+/// Where an attempt stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// In the waiting room: joined or polling, not admitted yet.
+    Queued,
+    /// The buy is sent.
+    Buy,
+}
+
+/// Polls of a waiting shopper come at the wait the room announced, within these.
+const POLL_AT_LEAST: Duration = Duration::from_millis(50);
+const POLL_AT_MOST: Duration = Duration::from_secs(2);
+
 /// One keep-alive connection's requests and answers.
 struct DoorTalk {
     request: Template,
+    room: Option<(Template, Template)>,
     users: u64,
+    /// The attempt in hand (its number: user and request id).
+    attempt: u64,
+    step: Step,
+}
+
+impl DoorTalk {
+    fn write(&self, template: &Template, out: &mut Vec<u8>) {
+        let (n, users) = (self.attempt, self.users);
+        template.write(|field| if field == USER { n % users } else { n }, out);
+    }
+
+    /// Count an answer as what the attempt came to.
+    fn count(answer: &Answer, prefix: &str, counts: &mut DoorCounts) {
+        let outcome = http::json_string(&answer.body, "outcome")
+            .or_else(|| http::json_string(&answer.body, "kind"))
+            .map_or_else(|| format!("http_{}", answer.status), str::to_string);
+        *counts.statuses.entry(answer.status).or_default() += 1;
+        *counts
+            .outcomes
+            .entry(format!("{prefix}{outcome}"))
+            .or_default() += 1;
+    }
+}
+
+/// A JSON number field of `body` (`"eta_ms":1200`).
+fn json_number(body: &[u8], name: &str) -> Option<i64> {
+    let text = std::str::from_utf8(body).ok()?;
+    let marker = format!("\"{name}\":");
+    let start = text.find(&marker)? + marker.len();
+    let digits: String = text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
 }
 
 impl Conversation for DoorTalk {
@@ -172,26 +263,54 @@ impl Conversation for DoorTalk {
 
     fn begin(&mut self, requests: &[u64], out: &mut Vec<u8>) -> usize {
         for &n in requests {
-            let users = self.users;
-            self.request
-                .write(|field| if field == USER { n % users } else { n }, out);
+            self.attempt = n;
+            match &self.room {
+                Some((join, _)) => {
+                    self.step = Step::Queued;
+                    self.write(join, out);
+                }
+                None => {
+                    self.step = Step::Buy;
+                    self.write(&self.request, out);
+                }
+            }
         }
         requests.len()
     }
 
-    /// The body's `outcome` (a buy's answer) or error `kind` (a refusal).
+    /// A buy's answer ends the attempt, counted by its `outcome` (or the
+    /// refusal's `kind`); a room's answer sends the buy once admitted, the
+    /// next read at the wait it announces while waiting, and ends the
+    /// attempt (counted `queue:<what>`) when the room refuses the shopper.
     fn reply(
         &mut self,
         answer: Answer,
-        _out: &mut Vec<u8>,
+        out: &mut Vec<u8>,
         counts: &mut DoorCounts,
     ) -> Result<Next> {
-        let outcome = http::json_string(&answer.body, "outcome")
-            .or_else(|| http::json_string(&answer.body, "kind"))
-            .map_or_else(|| format!("http_{}", answer.status), str::to_string);
-        *counts.statuses.entry(answer.status).or_default() += 1;
-        *counts.outcomes.entry(outcome).or_default() += 1;
-        Ok(Next::Finished)
+        match (self.step, &self.room) {
+            (Step::Queued, Some((_, read))) => match http::json_string(&answer.body, "state") {
+                Some("admitted") => {
+                    self.step = Step::Buy;
+                    self.write(&self.request, out);
+                    Ok(Next::Send { replies: 1 })
+                }
+                Some("waiting" | "prequeue") => {
+                    let eta = json_number(&answer.body, "eta_ms").unwrap_or(0).max(0) as u64;
+                    let pause = Duration::from_millis(eta).clamp(POLL_AT_LEAST, POLL_AT_MOST);
+                    self.write(read, out);
+                    Ok(Next::SendAfter { pause, replies: 1 })
+                }
+                _ => {
+                    Self::count(&answer, "queue:", counts);
+                    Ok(Next::Finished)
+                }
+            },
+            _ => {
+                Self::count(&answer, "", counts);
+                Ok(Next::Finished)
+            }
+        }
     }
 }
 
@@ -273,6 +392,8 @@ mod tests {
             requests: 1000,
             pace: Pace::Closed,
             users: 50,
+            user_prefix: String::new(),
+            room: false,
             run_id: "RUN".into(),
             stall_limit: Duration::from_secs(1),
         };
