@@ -22,6 +22,7 @@ use crate::invocation::help;
 use crate::invocation::report::Report;
 use crate::model::exit_codes;
 use crate::util::output;
+use crate::util::text::counted;
 use crate::util::progress::Progress;
 
 /// Flags of `seckill reconcile`.
@@ -190,8 +191,13 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
             continue;
         }
         line(format!(
-            "{}: {} (initial stock from {}; {} database rows; buyers hold {} units, {} users)",
-            r.item, r.equation, r.initial_stock_from, r.database.rows, r.sold_per_redis, r.buyers
+            "{}: {} (initial stock from {}; {}; buyers hold {}, {})",
+            r.item,
+            r.equation,
+            r.initial_stock_from,
+            counted(r.database.rows, "database row"),
+            counted(r.sold_per_redis, "unit"),
+            counted(r.buyers as i64, "user")
         ));
         if r.repaired > 0 {
             line(format!(

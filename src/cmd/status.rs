@@ -710,9 +710,9 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
         line(
             "orders",
             format!(
-                "{} reserved ({} units) · {} paid ({}) · {} released ({}): {} expired, {} cancelled",
+                "{} reserved ({}) · {} paid ({}) · {} released ({}): {} expired, {} cancelled",
                 r.reserved_orders,
-                r.reserved_units,
+                crate::util::text::counted(r.reserved_units, "unit"),
                 r.paid_orders,
                 r.paid_units,
                 r.released_orders(),

@@ -23,6 +23,14 @@ pub(crate) fn human_duration_ms(ms: i64) -> String {
     }
 }
 
+/// `n` and its noun, singular for one: `1 unit`, `3 units`, `1 buyer`.
+pub(crate) fn counted(n: i64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -34,5 +42,12 @@ mod tests {
         assert_eq!(human_duration_ms(41 * 60_000 + 5_000), "41m 5s");
         assert_eq!(human_duration_ms((2 * 3600 + 13 * 60) * 1000), "2h 13m");
         assert_eq!(human_duration_ms(26 * 3600 * 1000), "1d 2h");
+    }
+
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(counted(1, "unit"), "1 unit");
+        assert_eq!(counted(0, "unit"), "0 units");
+        assert_eq!(counted(3, "buyer"), "3 buyers");
     }
 }
