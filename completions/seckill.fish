@@ -628,7 +628,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand acl" -s v -l verbose -d 
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l variant -d 'Which design to run; `all` runs each in turn on a fresh state and prints one table; `queue` rehearses the item\'s waiting room (docs/waiting-room.md)' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l variant -d 'Which design to run (several: `v1,v3`); `all` runs each in turn on a fresh state and prints one table; `queue` rehearses the item\'s waiting room (docs/waiting-room.md)' -r -f -a "v1\t'GET, compare in the client, DECR: not atomic, oversells'
 v2\t'WATCH / GET / MULTI / DECR / EXEC, retried on abort'
 v3\t'A minimal Lua script: check stock, DECR'
 v4\t'DECR, INCR back when the result is negative'

@@ -299,9 +299,7 @@ impl Command {
                 None if args.reservations => {
                     emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
                 }
-                None if args.variant == cmd::loadtest::VariantChoice::Queue => {
-                    emit(ctx, &cmd::loadtest::run_queue(ctx, &args)?)
-                }
+                None if args.queue()? => emit(ctx, &cmd::loadtest::run_queue(ctx, &args)?),
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
             },
             Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),

@@ -40,10 +40,11 @@ use crate::util::output;
     help::THRESHOLD_NOTE
 ))]
 pub(crate) struct Args {
-    /// Which design to run; `all` runs each in turn on a fresh state and prints one table;
-    /// `queue` rehearses the item's waiting room (docs/waiting-room.md).
-    #[arg(long, value_enum, default_value_t = VariantChoice::All)]
-    pub(crate) variant: VariantChoice,
+    /// Which design to run (several: `v1,v3`); `all` runs each in turn on a
+    /// fresh state and prints one table; `queue` rehearses the item's waiting
+    /// room (docs/waiting-room.md).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub(crate) variant: Vec<VariantChoice>,
 
     /// Item whose settings to use (default: the campaign's first item).
     #[arg(long, value_name = "ID")]
@@ -204,12 +205,33 @@ pub(crate) enum VariantChoice {
     Queue,
 }
 
-impl VariantChoice {
-    fn variants(self) -> Vec<Variant> {
-        match self {
-            VariantChoice::One(variant) => vec![variant],
-            VariantChoice::All | VariantChoice::Queue => Variant::ALL.to_vec(),
+impl Args {
+    /// The variants chosen, each once, in the order given (`all`: every one).
+    fn variants(&self) -> Vec<Variant> {
+        let mut chosen = Vec::new();
+        for choice in &self.variant {
+            let more = match choice {
+                VariantChoice::One(variant) => vec![*variant],
+                VariantChoice::All | VariantChoice::Queue => Variant::ALL.to_vec(),
+            };
+            for variant in more {
+                if !chosen.contains(&variant) {
+                    chosen.push(variant);
+                }
+            }
         }
+        chosen
+    }
+
+    /// `--variant queue` (alone: the waiting room is a scenario of its own).
+    pub(crate) fn queue(&self) -> Result<bool> {
+        let queue = self.variant.contains(&VariantChoice::Queue);
+        if queue && self.variant.len() > 1 {
+            return Err(usage(
+                "--variant queue runs alone (the waiting room is a scenario of its own)",
+            ));
+        }
+        Ok(queue)
     }
 }
 
@@ -340,7 +362,19 @@ pub(crate) fn print_command(ctx: &Context, args: &Args, variant: Variant) -> Res
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     let campaign = ctx.campaign()?;
     let item_id = chosen_item(&campaign, args)?;
-    let variants = args.variant.variants();
+    let variants = args.variants();
+    if let Some(prefix) = &args.hdr_out {
+        let dir = std::path::Path::new(prefix)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+            return Err(usage(format!(
+                "--hdr-out {prefix}: the directory {} does not exist (checked before the run, \
+                 so no run is lost for want of it)",
+                dir.display()
+            )));
+        }
+    }
     if args.pipeline > 1 && !variants.iter().any(|v| v.pipelines()) {
         return Err(usage(format!(
             "--pipeline applies to the script variants (v3, full) only; {} is multi-step by design",
@@ -502,7 +536,7 @@ fn run_split(
              the unbucketed load test, not to --buckets",
         ));
     }
-    if args.variant != VariantChoice::One(Variant::Full) {
+    if args.variant != [VariantChoice::One(Variant::Full)] {
         return Err(usage(
             "--buckets runs the real buy path: pass --variant full",
         ));

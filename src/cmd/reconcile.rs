@@ -22,8 +22,8 @@ use crate::invocation::help;
 use crate::invocation::report::Report;
 use crate::model::exit_codes;
 use crate::util::output;
-use crate::util::text::counted;
 use crate::util::progress::Progress;
+use crate::util::text::counted;
 
 /// Flags of `seckill reconcile`.
 #[derive(Debug, clap::Args)]

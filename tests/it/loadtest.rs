@@ -460,3 +460,66 @@ fn a_redis_that_stops_answering_ends_the_run_with_an_error() {
     let stderr = run.fails_with(RUNTIME_ERROR).stderr();
     assert!(stderr.contains("answered nothing for 1s"), "{stderr}");
 }
+
+/// `--variant v1,v3` runs those two, in that order, and nothing else.
+#[test]
+fn several_variants_are_a_comma_separated_list() {
+    let server = RedisServer::start();
+    let file = crate::support::spec::campaign("lv").item("1", 50).write();
+    let report = crate::support::spec::seckill(&[
+        "loadtest",
+        "--variant",
+        "v1,v3",
+        "--requests",
+        "200",
+        "--connections",
+        "4",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .json()
+    .runs_within(std::time::Duration::from_secs(60))
+    .json();
+    let names: Vec<&str> = report["variants"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"))
+        .iter()
+        .map(|v| v["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["v1", "v3"], "{report}");
+    crate::support::spec::seckill(&["loadtest", "--variant", "queue,v1"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(seckill::model::exit_codes::USAGE_ERROR);
+}
+
+/// `--hdr-out` into a directory that does not exist is refused before the run.
+#[test]
+fn hdr_out_into_a_missing_directory_is_refused_up_front() {
+    let server = RedisServer::start();
+    let file = campaign("lh").item("1", 50).write();
+    let missing = file.dir.path().join("no-such-dir").join("run-");
+    let refused = seckill(&[
+        "loadtest",
+        "--variant",
+        "v3",
+        "--hdr-out",
+        missing.to_str().unwrap(),
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .fails_with(USAGE_ERROR);
+    assert!(
+        refused.stderr().contains("does not exist"),
+        "{}",
+        refused.describe()
+    );
+    let calls: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(
+        !calls.contains("cmdstat_evalsha"),
+        "a run happened first: {calls}"
+    );
+}
