@@ -643,6 +643,22 @@ fn evalsha_calls(server: &RedisServer) -> i64 {
         .unwrap_or(0)
 }
 
+/// Wait (10 s at most) until `serve` refuses a newcomer's attempt on `item`
+/// from memory: it has learned the sell-out and read the buyers.
+fn until_refused_from_memory(serve: &Serve, item: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !http::buy(serve.addr, item, "probe", "p").json()["from_cache"]
+        .as_bool()
+        .unwrap_or(false)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the cache never learned the sell-out"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn after_the_sell_out_attempts_are_refused_from_memory_with_no_script_call() {
     let server = RedisServer::start();
@@ -656,17 +672,7 @@ fn after_the_sell_out_attempts_are_refused_from_memory_with_no_script_call() {
         orders.insert(user, bought.json()["order_id"].clone());
     }
     // Until the cache has read the buyers, attempts still go to Redis.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !http::buy(serve.addr, "1", "probe", "p").json()["from_cache"]
-        .as_bool()
-        .unwrap_or(false)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the cache never learned the sell-out"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_refused_from_memory(&serve, "1");
     let () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query(&mut server.conn())
@@ -745,17 +751,7 @@ fn a_buyer_who_bought_through_another_door_gets_its_order_back_from_serve() {
     let first = http::buy(serve.addr, "1", "a", "ra");
     assert_eq!(first.status, 200, "{}", first.body);
     let order = first.json()["order_id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !http::buy(serve.addr, "1", "probe", "p").json()["from_cache"]
-        .as_bool()
-        .unwrap_or(false)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the cache never learned the sell-out"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_refused_from_memory(&serve, "1");
     // Between two of serve's refreshes (it is stopped: no refresh runs), the
     // unit comes back and x buys it through the command line.
     let bought = {
@@ -818,17 +814,7 @@ fn a_released_unit_sells_again_through_serve_within_the_recheck_bound() {
     let reserved = http::buy(serve.addr, "1", "first", "f");
     assert_eq!(reserved.status, 200, "{}", reserved.body);
     let order = reserved.json()["order_id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !http::buy(serve.addr, "1", "probe", "p").json()["from_cache"]
-        .as_bool()
-        .unwrap_or(false)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the cache never learned the sell-out"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_refused_from_memory(&serve, "1");
     // The operator endpoints need the token, and are refused without it.
     let without = http::post(
         serve.addr,
