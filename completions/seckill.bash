@@ -269,7 +269,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest scripts help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest scripts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -288,6 +288,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -311,7 +315,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__acl)
-            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -345,6 +349,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -365,7 +373,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -411,6 +419,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -431,7 +443,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__campaigns)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -450,6 +462,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -473,7 +489,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__cancel)
-            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -507,6 +523,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -527,7 +547,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__completions)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -546,6 +566,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -569,7 +593,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__consume)
-            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -607,6 +631,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -627,7 +655,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__dead__subcmd__letter)
-            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
+            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version list redrive"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -661,6 +689,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -681,7 +713,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__doctor)
-            opts="-c -q -v -h -V --role --reconcile-at --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --role --user --reconcile-at --allow-unchecked --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -689,6 +721,10 @@ _seckill() {
             case "${prev}" in
                 --role)
                     COMPREPLY=($(compgen -W "buyer consumer operator" -- "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --reconcile-at)
@@ -715,6 +751,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -735,7 +775,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__expire)
-            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -766,6 +806,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1279,7 +1323,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__init)
-            opts="-c -q -v -h -V --yes --purge-orders --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --yes --purge-orders --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1309,6 +1353,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1329,7 +1377,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --print-command --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --print-command --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1435,6 +1483,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1455,7 +1507,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__man)
-            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1481,6 +1533,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1501,7 +1557,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pay)
-            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1531,6 +1587,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1551,7 +1611,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pending__subcmd__claim)
-            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1597,6 +1657,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1617,7 +1681,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --allow-shared-items --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --allow-shared-items --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1647,6 +1711,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1667,7 +1735,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version join position status pause resume admit shuffle penalize help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version join position status pause resume admit shuffle penalize help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1686,6 +1754,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1709,7 +1781,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__admit)
-            opts="-c -q -v -h -V --item --loop --interval --batch --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1720,6 +1792,10 @@ _seckill() {
                     return 0
                     ;;
                 --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-listen)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1740,6 +1816,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1903,7 +1983,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__join)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1933,6 +2013,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1953,7 +2037,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__pause)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1979,6 +2063,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1999,7 +2087,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__penalize)
-            opts="-c -q -v -h -V --item --user --delay --block --clear --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --delay --block --clear --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2033,6 +2121,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2053,7 +2145,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__position)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2083,6 +2175,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2103,7 +2199,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__resume)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2126,6 +2222,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2149,7 +2249,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__shuffle)
-            opts="-c -q -v -h -V --item --wait --verify --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --wait --verify --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2172,6 +2272,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2195,7 +2299,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__status)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2221,6 +2325,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2241,7 +2349,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__rebalance)
-            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2279,6 +2387,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2299,7 +2411,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__reconcile)
-            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2329,6 +2441,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2349,7 +2465,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__register)
-            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2387,6 +2503,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2407,7 +2527,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__scripts)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version list show help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version list show help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2426,6 +2546,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2505,7 +2629,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__scripts__subcmd__list)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2524,6 +2648,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2547,7 +2675,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__scripts__subcmd__show)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2566,6 +2694,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2589,7 +2721,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__serve)
-            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --workers --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --operator-redis --operator-redis-password-file --workers --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2631,6 +2763,14 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --operator-redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --operator-redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --workers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2648,6 +2788,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2671,7 +2815,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -q -v -h -V --item --reason --buckets --by --history --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
+            opts="-c -q -v -h -V --item --reason --buckets --by --history --dry-run --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2705,6 +2849,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tls-ca-cert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2725,7 +2873,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__status)
-            opts="-c -q -v -h -V --item --watch --check --max-lag --reconcile-at --campaign --format --quiet --verbose --redis --cluster --tls-ca-cert --connect-timeout --response-timeout --help --version"
+            opts="-c -q -v -h -V --item --watch --check --nagios --max-lag --reconcile-at --grace --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2747,6 +2895,10 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --campaign)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2760,6 +2912,10 @@ _seckill() {
                     return 0
                     ;;
                 --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= q/quiet v/verbose redis= cluster tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet v/verbose redis= cluster redis-password-file= tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -30,6 +30,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_needs_command" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -70,6 +71,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -87,6 +89,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -94,7 +97,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l force -d 'Ov
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l update-meta -d 'Keep the stock in Redis but take name, price, sale window, limits and key expiry from the file (e.g. to extend `ends_at` during a sale)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d 'Show what would happen, write nothing'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l recover -d 'After Redis lost data: for an item whose orders are already in the order database, load initial stock minus the units stored and restore its buyers (without it such an item is refused: loading the full stock would sell those units twice)'
-complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when Redis persists nothing (no AOF, no snapshots) or will not say'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when a master persists nothing (no AOF, no snapshots) or will not say (its AOF is read from INFO persistence, which the operator role may send; on a cluster, each master)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l allow-shared-items -d 'Preheat even though another campaign live on this Redis holds the same item ids (without it that is refused: usually a typo\'d campaign id that would start a second copy of the same sale)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
@@ -113,6 +116,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -130,11 +134,13 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l buckets -d 'Also show each bucket of a bucketed item (switch, slot, stock, pending transfers)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l history -d 'With `status`: also list the last flips of each item (newest first)'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l dry-run -d 'With `on` or `off`: show what would change, write nothing'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
@@ -146,6 +152,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -161,6 +168,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -179,6 +187,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -200,6 +209,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -217,6 +227,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -233,6 +244,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -250,6 +262,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -267,6 +280,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -284,6 +298,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -294,28 +309,32 @@ complete -c seckill -n "__fish_seckill_using_subcommand expire" -l cluster -d 'T
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l item -d 'Only this item (default: every item of the campaign)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (at least 100ms): in place on a terminal, one line per item when the full view does not fit; one block per sample when piped' -r
-complete -c seckill -n "__fish_seckill_using_subcommand status" -l max-lag -d 'With --check: lag (never delivered) or pending (delivered, not acked) above N is a problem' -r
-complete -c seckill -n "__fish_seckill_using_subcommand status" -l reconcile-at -d 'With --check: keys that expire before the next reconcile are a problem. HH:MM is the next such time of day on this machine\'s clock and time zone (as cron reads it), or an RFC 3339 time' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Refresh every DURATION until Ctrl-C (at least 100ms): in place on a terminal (a table of one row per item when the full view does not fit); one block per sample when piped' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l max-lag -d 'With --check/--nagios: lag (never delivered) or pending (delivered, not acked) above N is a problem' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l reconcile-at -d 'With --check/--nagios: keys that expire before the next reconcile are a problem. HH:MM is the next such time of day on this machine\'s clock and time zone (as cron reads it), or an RFC 3339 time' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l grace -d 'With --check/--nagios: how late a loop\'s work may be before it is a problem — a reservation past its payment deadline (expire), the room\'s shuffle or fan-out (queue admit)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand status" -l check -d 'A probe for cron or nagios: one line per problem and an exit code per kind (40 not preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending above --max-lag; the lowest wins), 0 and "ok" when there is none'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l check -d 'A probe for cron: one line per problem and an exit code per kind (40 not preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending above --max-lag, 44 reservations overdue, 45 dead letters, 46 the room\'s admitter late; the lowest wins), 0 and "ok" when there is none. For Nagios, use --nagios'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l nagios -d 'The probe for Nagios (and Icinga, Sensu): --check\'s problems as a plugin\'s output and exit code — 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Redis could not be read) — one status line with performance data per item, then one line per problem'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s V -l version -d 'Print version'
-complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l role -d 'The role the URL\'s user plays in the sale: its scripts are checked with ACL DRYRUN' -r -f -a "buyer\t'The web tier: `buy`, `serve`, the waiting room\'s `queue join` and `register` (and `rebalance`, which uses the buyer\'s sweep scripts)'
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l role -d 'The role whose whole path is checked on every node: connecting, the commands its subcommands send outside scripts, each script and every command inside them' -r -f -a "buyer\t'The web tier: `buy`, `serve`, the waiting room\'s `queue join` and `register` (and `rebalance`, which uses the buyer\'s sweep scripts)'
 consumer\t'`consume` and `pending-claim`: the order streams into the database'
 operator\t'Everything else: preheat, init, the kill switch, reconcile, pay, cancel, expire, loadtest'"
-complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l reconcile-at -d 'When the nightly `reconcile` runs (UTC, HH:MM): the keys must outlive it [default: within 24 h of ends_at]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l user -d 'The Redis user playing --role [default: the URL\'s own user, which then checks itself without admin rights]. Another user is checked with ACL DRYRUN: run doctor as an admin' -r
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l reconcile-at -d 'When the nightly `reconcile` runs (HH:MM, this machine\'s local time, as cron reads it): the keys must outlive it [default: within 24 h of ends_at]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l orders-db -d 'Order database URL: sqlite://PATH (relative to the current directory) or mysql://user:pass@host:3306/db. Overrides the campaign file\'s `orders.store`. [default: sqlite://orders.db next to the campaign file]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -323,9 +342,11 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l allow-unchecked -d 'A check this user may not make (its ACL refuses INFO, CONFIG GET, CLUSTER NODES, ACL LIST, or the permission check itself) is a warning instead of a no-go. Without it, what doctor could not see is never taken as passed'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
@@ -337,6 +358,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -353,7 +375,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand serve" -l shutdown-grace
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l recheck -d 'How often each item\'s state is re-read: the bound on a cached refusal (sold out, outside the window) outliving units that came back' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it, as `buy --wait-replicas`' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-timeout -d 'Longest WAIT for --wait-replicas (shorter than --response-timeout)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404). serve then refuses to start (exit 2) unless their Redis credential may run the pay and release scripts (asked of Redis\'s ACL, nothing written)' -r -F
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-redis -d 'Redis URL (comma-separated seeds with --cluster) the operator endpoints use, as the operator\'s user: the shop\'s buyer credential may not pay or cancel [default: --redis]. Needs --operator-token-file' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-redis-password-file -d 'A file holding the password of --operator-redis when its URLs have none (no password in `ps`)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l workers -d 'Threads answering HTTP [default: the cores]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -361,6 +385,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -375,6 +400,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -386,9 +412,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_se
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "join" -d 'Join the item\'s room (a repeat join returns the same position); exit code: the first refused join\'s outcome'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "position" -d 'Where users stand: position, serving position, wait; exit code: the first user\'s refusal a buy would get'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "status" -d 'The room of each item: joined, admitted, active, rate, pauses, the wait at the tail, the pre-queue and its seed'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "pause" -d 'Pause the room: nobody new is admitted (rate mode: the clock stops)'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "resume" -d 'Resume a paused room'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "admit" -d 'What a room needs beside the sale: max_active\'s admitter, the pre-queue\'s shuffle at the start, a bucketed item\'s fan-out; once, or --loop'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "pause" -d 'Pause the room: nobody not admitted yet is admitted until the resume (rate mode: the clock stops). The kill switch pauses it too'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "resume" -d 'Resume a room you paused (one the kill switch holds resumes with `shutdown-switch off`)'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "admit" -d 'What a room needs beside the sale: max_active\'s admitter, the pre-queue\'s shuffle at the start, a bucketed item\'s fan-out; once, or --loop (a service: it waits out Redis stalls, and each pass leaves a heartbeat the buy and preheat read)'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "shuffle" -d 'Shuffle the pre-queue once starts_at has passed (Redis clock), or --verify a shuffle from its revealed seed'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "penalize" -d 'The risk list: delay a user\'s admission, block a user for good, or clear the entry'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -400,6 +426,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -416,6 +443,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -431,6 +459,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -446,6 +475,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -461,6 +491,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -470,7 +501,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -s V -l version -d 'Print version'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l item -d 'Only this item (default: every item with a waiting room)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l interval -d 'Pause between passes with --loop' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l interval -d 'Pause between passes with --loop (at least 100ms)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l metrics-listen -d 'With --loop: serve http://ADDR/metrics and /healthz (200 while Redis answers); :PORT for every interface, or HOST:PORT' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l batch -d 'Positions per script call (bounds how long Redis is busy per call)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -478,6 +510,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -494,6 +527,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -513,6 +547,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -526,9 +561,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "join" -d 'Join the item\'s room (a repeat join returns the same position); exit code: the first refused join\'s outcome'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "position" -d 'Where users stand: position, serving position, wait; exit code: the first user\'s refusal a buy would get'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "status" -d 'The room of each item: joined, admitted, active, rate, pauses, the wait at the tail, the pre-queue and its seed'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "pause" -d 'Pause the room: nobody new is admitted (rate mode: the clock stops)'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "resume" -d 'Resume a paused room'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "admit" -d 'What a room needs beside the sale: max_active\'s admitter, the pre-queue\'s shuffle at the start, a bucketed item\'s fan-out; once, or --loop'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "pause" -d 'Pause the room: nobody not admitted yet is admitted until the resume (rate mode: the clock stops). The kill switch pauses it too'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "resume" -d 'Resume a room you paused (one the kill switch holds resumes with `shutdown-switch off`)'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "admit" -d 'What a room needs beside the sale: max_active\'s admitter, the pre-queue\'s shuffle at the start, a bucketed item\'s fan-out; once, or --loop (a service: it waits out Redis stalls, and each pass leaves a heartbeat the buy and preheat read)'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "shuffle" -d 'Shuffle the pre-queue once starts_at has passed (Redis clock), or --verify a shuffle from its revealed seed'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "penalize" -d 'The risk list: delay a user\'s admission, block a user for good, or clear the entry'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -542,6 +577,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -560,6 +596,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -581,10 +618,11 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand acl" -l apply -d 'Write the user to the Redis given by --redis (connect as an admin user there), then check with ACL DRYRUN that it can run each script of its role and no other role\'s writing script (exit 7 when a check fails). Needs --password-file; one node at a time'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l apply -d 'Write the user to the Redis given by --redis (connect as an admin user there), then prove with ACL DRYRUN that it can send every command of its role\'s whole path (connecting, on a cluster node the slot map; the commands its subcommands send outside scripts; each script and every command inside it) and run no other role\'s writing script (exit 7 when a check fails). Needs --password-file; one node at a time'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
@@ -629,6 +667,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -648,6 +687,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -665,6 +705,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -679,6 +720,7 @@ json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
@@ -717,9 +759,9 @@ complete -c seckill -n "__fish_seckill_using_subcommand help; and not __fish_see
 complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "join" -d 'Join the item\'s room (a repeat join returns the same position); exit code: the first refused join\'s outcome'
 complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "position" -d 'Where users stand: position, serving position, wait; exit code: the first user\'s refusal a buy would get'
 complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "status" -d 'The room of each item: joined, admitted, active, rate, pauses, the wait at the tail, the pre-queue and its seed'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "pause" -d 'Pause the room: nobody new is admitted (rate mode: the clock stops)'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "resume" -d 'Resume a paused room'
-complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "admit" -d 'What a room needs beside the sale: max_active\'s admitter, the pre-queue\'s shuffle at the start, a bucketed item\'s fan-out; once, or --loop'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "pause" -d 'Pause the room: nobody not admitted yet is admitted until the resume (rate mode: the clock stops). The kill switch pauses it too'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "resume" -d 'Resume a room you paused (one the kill switch holds resumes with `shutdown-switch off`)'
+complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "admit" -d 'What a room needs beside the sale: max_active\'s admitter, the pre-queue\'s shuffle at the start, a bucketed item\'s fan-out; once, or --loop (a service: it waits out Redis stalls, and each pass leaves a heartbeat the buy and preheat read)'
 complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "shuffle" -d 'Shuffle the pre-queue once starts_at has passed (Redis clock), or --verify a shuffle from its revealed seed'
 complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "penalize" -d 'The risk list: delay a user\'s admission, block a user for good, or clear the entry'
 complete -c seckill -n "__fish_seckill_using_subcommand help; and __fish_seen_subcommand_from scripts" -f -a "list" -d 'Every script: how many KEYS and ARGV it takes, its lines as Redis runs it, its SHA1'

@@ -11,18 +11,21 @@
 --
 -- Returns {changed, admission_count}:
 --   grant   changed = admissions new to this bucket; a user it already holds
---           keeps the first one (HSETNX), so a fan-out that repeats a batch
---           after a crash grants nobody twice; the count moves with them
+--           keeps the one it holds, so a fan-out that repeats a batch after a
+--           crash grants nobody twice; only an admission that has ended
+--           before the new one starts is replaced (the user's admission ran
+--           out and the user joined the queue again); the count moves with them
 --   revoke  changed = admissions removed (the count is never lowered: it
 --           counts grants)
--- Every ARGV value is checked before any read; the count is read (a strict
--- integer) before the first write.
+-- Every ARGV value is checked before any read; the count and the admissions
+-- held by the users granted are read (strict integers) before the first write.
 
 --- @include "lib/guarded"
 --- @include "lib/strict_int"
 --- @include "lib/shown"
 --- @include "lib/read"
 --- @include "lib/int_of"
+--- @include "lib/corrupt"
 
 return guarded(function()
   local mode = ARGV[1]
@@ -46,12 +49,47 @@ return guarded(function()
   local count = read(KEYS[2], 'GET', KEYS[2])
   count = count and int_of(KEYS[2], 'admission_count', count) or 0
   read(KEYS[1], 'HLEN', KEYS[1])
+  -- grant: which admissions to write, decided before the first write.
+  local grants = {}
+  if mode == 'grant' then
+    local users, held = {}, {}
+    for i = 3, #ARGV, 3 do
+      users[#users + 1] = ARGV[i]
+    end
+    -- In chunks: Lua's unpack takes a few thousand values at most.
+    for first = 1, #users, 1000 do
+      local chunk = {unpack(users, first, math.min(first + 999, #users))}
+      for n, value in ipairs(read(KEYS[1], 'HMGET', KEYS[1], unpack(chunk))) do
+        held[first + n - 1] = value
+      end
+    end
+    local seen = {}
+    for n, user in ipairs(users) do
+      local ends
+      if held[n] then
+        local _, to = string.match(held[n], '^(%d+) (%d+)$')
+        ends = strict_int(to)
+        if not ends then
+          corrupt(KEYS[1], 'admission of user ' .. shown(user) .. ' holds ' .. shown(held[n])
+            .. ', not "<start ms> <end ms>"')
+        end
+      end
+      -- A user twice in one call: the first triple decides, as HSETNX did.
+      if not seen[user] then
+        seen[user] = true
+        if not ends or ends <= strict_int(ARGV[3 * n + 1]) then
+          grants[#grants + 1] = {user, ARGV[3 * n + 1] .. ' ' .. ARGV[3 * n + 2]}
+        end
+      end
+    end
+  end
 
   local changed = 0
   if mode == 'grant' then
-    for i = 3, #ARGV, 3 do
-      changed = changed + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1] .. ' ' .. ARGV[i + 2])
+    for _, grant in ipairs(grants) do
+      redis.call('HSET', KEYS[1], grant[1], grant[2])
     end
+    changed = #grants
     if changed > 0 then
       count = redis.call('INCRBY', KEYS[2], changed)
     end

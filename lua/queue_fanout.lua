@@ -6,7 +6,7 @@
 -- (bucket_admit.lua), and the cursor moves only from where it was read.
 --
 -- KEYS[1] room        hash   the room (lib/room_of): fanned is the cursor
--- KEYS[2] queue       hash   user -> "<position> <joined at ms>"
+-- KEYS[2] queue       hash   user -> "<position> <joined at ms> [<paused ms>]"
 -- KEYS[3] line        list   users in position order
 -- KEYS[4] risk        hash   user -> "block" | "delay <ms> <set at ms>"
 -- KEYS[5] admitted    hash   user -> admission start ms (max_active mode)
@@ -17,8 +17,9 @@
 --
 -- Returns, mode read: {fanned, serving, now_ms, user, from_ms, to_ms, ...}: the
 --   admissions of positions fanned+1 .. min(serving, fanned+batch) in position
---   order, one triple each (from_ms -1: no admission, a blocked user, passed over);
---   nothing written
+--   order, one triple each (from_ms -1: no admission, passed over: a blocked user,
+--   or one who joined again since and is carried at the new position), up to the
+--   first position not admitted yet (a paused room); nothing written
 -- mode advance: {moved (1: the cursor was at `batch` and is now `to`; 0: another
 --   fan-out moved it, nothing written), fanned}
 
@@ -85,11 +86,27 @@ return guarded(function()
   end
   for i, user in ipairs(users) do
     local p = r.fanned + i
-    local _, joined_at = entry_of(KEYS[2], user)
+    local entry_p, joined_at, paused_at = entry_of(KEYS[2], user)
     if not joined_at then
       corrupt(KEYS[2], 'user ' .. shown(user) .. ' at position ' .. p .. ' has no queue entry')
     end
-    local from = admission_of(keys, r, user, p, joined_at, now)
+    -- The user joined again since this position (its admission ran out): the
+    -- new position carries the new admission; this one is passed over.
+    local moved_on
+    if r.prequeue and p <= r.prequeue_last then
+      moved_on = entry_p > r.prequeue_last
+    else
+      moved_on = entry_p ~= p
+    end
+    local from, blocked
+    if not moved_on then
+      from, blocked = admission_of(keys, r, user, p, joined_at, paused_at, now)
+      if not from and not blocked and r.mode == 'rate' then
+        -- Not admitted yet (a paused rate room): this position and the next
+        -- wait. (max_active: the admitter passed it over, as it does a block.)
+        break
+      end
+    end
     reply[#reply + 1] = user
     reply[#reply + 1] = from or -1
     reply[#reply + 1] = from and from + r.ttl or -1

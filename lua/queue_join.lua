@@ -5,7 +5,7 @@
 --
 -- KEYS[1] room        hash   the room (lib/room_of): joined is the counter; the item's
 --                            window and expiry, as preheat copied them
--- KEYS[2] queue       hash   user -> "<position> <joined at ms>"
+-- KEYS[2] queue       hash   user -> "<position> <joined at ms> [<paused ms>]"
 -- KEYS[3] line        list   users in position order (position p at index p - 1)
 -- KEYS[4] registered  hash   user -> registration (a room with registration)
 -- KEYS[5] risk        hash   user -> "block" | "delay <ms> <set at ms>"
@@ -23,9 +23,12 @@
 --   now_ms    Redis time of the join; joined: positions handed out so far
 -- Joins before starts_at go to the pre-queue (prequeue_last); the first
 -- join at or after starts_at without a pre-queue starts the room's clock
--- (opened_at_ms). Every key is read (its type and value checked) before the
--- first write; the counter moves only for a new position, so positions are
--- 1..joined with no hole and no duplicate.
+-- (opened_at_ms). A user whose admission ran out joins again at the tail: a
+-- new position (`joined`), the old one stays behind, served. The entry
+-- carries the room's pauses so far when there were any (lib/entry_of). Every
+-- key is read (its type and value checked) before the first write; the
+-- counter moves only for a new position, so positions are 1..joined with no
+-- hole and no duplicate.
 
 --- @include "lib/guarded"
 --- @include "lib/now_ms"
@@ -33,6 +36,7 @@
 --- @include "lib/read"
 --- @include "lib/standing"
 --- @include "lib/placed"
+--- @include "lib/paused_ms"
 
 local function reply(outcome, s, now, joined)
   return {outcome, s.state, s.position, s.serving, s.eta or 0, s.from or 0, s.to or 0, now, joined}
@@ -48,7 +52,7 @@ return guarded(function()
   local keys = {queue = KEYS[2], registered = KEYS[4], risk = KEYS[5], admitted = KEYS[6],
     shuffled = KEYS[7]}
   local s = standing(keys, r, user, now)
-  if s.state ~= 'not_queued' then
+  if s.state ~= 'not_queued' and s.state ~= 'expired' then
     return reply(s.state == 'not_registered' and 'not_registered' or 'queued', s, now, r.joined)
   end
   if r.ends_at and now >= r.ends_at then
@@ -73,10 +77,15 @@ return guarded(function()
   if opens then
     r.opened_at = now
   end
-  s = placed(keys, r, user, p, now, now)
+  local paused = paused_ms(r, now)
+  s = placed(keys, r, user, p, now, paused, now)
+  local entry = string.format('%d %d', p, now)
+  if paused > 0 then
+    entry = string.format('%s %d', entry, paused)
+  end
 
   redis.call('HINCRBY', KEYS[1], 'joined', 1)
-  redis.call('HSET', KEYS[2], user, string.format('%d %d', p, now))
+  redis.call('HSET', KEYS[2], user, entry)
   redis.call('RPUSH', KEYS[3], user)
   if early then
     redis.call('HSET', KEYS[1], 'prequeue_last', string.format('%d', p))

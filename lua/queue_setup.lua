@@ -3,7 +3,7 @@
 -- (docs/waiting-room.md); preheat calls it for an item whose room is on.
 --
 -- KEYS[1] room        hash   settings, clock, counters and seed (lib/room_of)
--- KEYS[2] queue       hash   user -> "<position> <joined at ms>" (only its expiry)
+-- KEYS[2] queue       hash   user -> "<position> <joined at ms> [<paused ms>]" (only its expiry)
 -- KEYS[3] line        list   users in position order (only its expiry)
 -- KEYS[4] registered  hash   registrations (only its expiry)
 -- KEYS[5] devices     hash   device -> accounts (only its expiry)

@@ -25,7 +25,6 @@
 pub mod cli;
 pub mod cmd;
 pub mod domain;
-pub mod features;
 pub mod http;
 pub mod invocation;
 pub mod model;

@@ -11,6 +11,13 @@ use seckill::model::exit_codes;
 fn main() -> ExitCode {
     let code = match Cli::try_parse() {
         Ok(cli) => cli.run(),
+        Err(error) if error.kind() == clap::error::ErrorKind::DisplayVersion && wants_json() => {
+            println!(
+                "{}",
+                serde_json::json!({ "name": "seckill", "version": env!("SECKILL_VERSION") })
+            );
+            exit_codes::SUCCESS
+        }
         Err(error) => {
             let _ = error.print();
             if error.use_stderr() {

@@ -8,10 +8,11 @@
 --- @include "lib/at_tail"
 
 -- lib/placed — where a queued user of room `r` (position p as joined, joined
--- at `joined_at`) stands at `now`: a standing (lib/standing). A pre-queue
--- user's place is the shuffled final position once the shuffle is done.
+-- at `joined_at` with the room's pauses at `paused_at` ms, lib/entry_of)
+-- stands at `now`: a standing (lib/standing). A pre-queue user's place is
+-- the shuffled final position once the shuffle is done.
 -- `keys`: {risk, admitted, shuffled}.
-local function placed(keys, r, user, p, joined_at, now)
+local function placed(keys, r, user, p, joined_at, paused_at, now)
   local serving = serving_at(r, now)
   if r.prequeue and p <= r.prequeue_last then
     if not r.shuffled then
@@ -24,7 +25,7 @@ local function placed(keys, r, user, p, joined_at, now)
     end
     p = tonumber(final)
   end
-  local from, blocked = admission_of(keys, r, user, p, joined_at, now)
+  local from, blocked = admission_of(keys, r, user, p, joined_at, paused_at, now)
   if blocked then
     return at_tail(r, now, serving)
   end

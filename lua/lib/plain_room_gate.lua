@@ -4,6 +4,7 @@
 --- @include "lib/standing"
 --- @include "lib/refusal_of"
 --- @include "lib/refuse_unless_allowed"
+--- @include "lib/admitter_silent"
 
 -- lib/plain_room_gate — the waiting room of a plain item as buy.lua meets
 -- it: the room's keys from KEYS[first] on, in the order of PLAIN_ROOM_KEYS.
@@ -13,7 +14,9 @@ local PLAIN_ROOM_KEYS = {'room', 'queue', 'registered', 'risk', 'admitted', 'act
 
 -- The gate of `user` (lib/purchase's `room_gate`): read, nothing written;
 -- gate.spent() is the ok's one write here (max_active: the user leaves the
--- active set).
+-- active set). A `not_admitted` in a room that waits on an admitter none
+-- runs says so: a fourth number in its detail, the ms since the last pass
+-- (-1: none ever ran; lib/admitter_silent).
 local function plain_room_gate(first, user)
   local last = first + #PLAIN_ROOM_KEYS - 1
   if not KEYS[last] then
@@ -25,8 +28,13 @@ local function plain_room_gate(first, user)
     keys[name] = KEYS[first + i - 1]
   end
   local r = room_of(keys.room)
+  local now = now_ms()
   local gate = {}
-  gate.refused, gate.detail = refusal_of(standing(keys, r, user, now_ms()))
+  gate.refused, gate.detail = refusal_of(standing(keys, r, user, now))
+  local silent = gate.refused == 'not_admitted' and admitter_silent(r, now)
+  if silent then
+    gate.detail = string.format('%s %d', gate.detail, silent)
+  end
   local active = r and r.mode == 'max_active' and not gate.refused
   if active then
     read(keys.active, 'ZSCORE', keys.active, user)

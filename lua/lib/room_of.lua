@@ -14,16 +14,20 @@
 -- slot, where the room is) and the state the scripts move: joined (positions
 -- handed out, 1..joined), opened_at_ms (when the clock started: the first
 -- join at or after starts_at, or the pre-queue's shuffle), paused_ms and
--- paused_since_ms (the pauses), serving and admitted_total (max_active: the
--- admitter's last position, its admissions so far), prequeue_last (the last
--- position joined before starts_at), shuffled, fanned (a bucketed item's
--- fan-out cursor).
+-- paused_since_ms (the pauses), paused_joined (the positions handed out when
+-- the current pause began: nobody past them is admitted until the resume),
+-- serving and admitted_total (max_active: the admitter's last position, its
+-- admissions so far), prequeue_last (the last position joined before
+-- starts_at), shuffled, fanned (a bucketed item's fan-out cursor), and the
+-- admitter's heartbeat: admitter_at_ms (Redis time of the last pass of a
+-- `seckill queue admit`) and admitter_every_ms (its --interval).
 
 -- The room's fields, read by name.
 local ROOM_FIELDS = {'mode', 'rate_count', 'rate_per_ms', 'max_active', 'ttl_ms', 'prequeue',
   'registration', 'joined', 'opened_at_ms', 'paused_ms', 'paused_since_ms', 'serving',
   'prequeue_last', 'shuffled', 'reg_until_ms', 'per_device', 'per_ip', 'fanned',
-  'starts_at_ms', 'ends_at_ms', 'expire_at_ms', 'admitted_total'}
+  'starts_at_ms', 'ends_at_ms', 'expire_at_ms', 'admitted_total', 'paused_joined',
+  'admitter_at_ms', 'admitter_every_ms'}
 
 -- The room of `key` as a table (r.mode, r.count and r.per of a rate room,
 -- r.max_active, r.ttl, ...), nil when there is none.
@@ -63,5 +67,8 @@ local function room_of(key)
   r.ends_at = optional_int_of(key, 'ends_at_ms', f.ends_at_ms)
   r.expire_at = expiry_of(key, 'expire_at_ms', f.expire_at_ms)
   r.admitted_total = optional_int_of(key, 'admitted_total', f.admitted_total) or 0
+  r.paused_joined = optional_int_of(key, 'paused_joined', f.paused_joined)
+  r.admitter_at = optional_int_of(key, 'admitter_at_ms', f.admitter_at_ms)
+  r.admitter_every = optional_int_of(key, 'admitter_every_ms', f.admitter_every_ms) or 0
   return r
 end

@@ -17,9 +17,9 @@ local function standing(keys, r, user, now)
   if r.registration and read(keys.registered, 'HEXISTS', keys.registered, user) == 0 then
     return {state = 'not_registered', position = 0, serving = serving_at(r, now), eta = 0}
   end
-  local p, joined_at = entry_of(keys.queue, user)
+  local p, joined_at, paused_at = entry_of(keys.queue, user)
   if not p then
     return {state = 'not_queued', position = 0, serving = serving_at(r, now), eta = 0}
   end
-  return placed(keys, r, user, p, joined_at, now)
+  return placed(keys, r, user, p, joined_at, paused_at, now)
 end

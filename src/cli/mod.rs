@@ -45,7 +45,13 @@ pub struct Cli {
 
     /// Print nothing on success (for cron): only errors, drift and refused
     /// outcomes reach the output. The exit code is the same either way.
-    #[arg(short, long, global = true, env = "SECKILL_QUIET")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "SECKILL_QUIET",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub(crate) quiet: bool,
 
     /// Say on stderr where each setting came from, then each Redis command sent (script
@@ -56,7 +62,7 @@ pub struct Cli {
         long,
         global = true,
         env = "SECKILL_DEBUG",
-        value_parser = clap::builder::FalseyValueParser::new()
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub(crate) verbose: bool,
 

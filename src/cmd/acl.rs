@@ -1,6 +1,7 @@
 //! `seckill acl`: the `ACL SETUSER` line of a role for this campaign,
 //! quoted for a shell and `redis-cli`; with `--apply`, written to Redis and
-//! proven there with `ACL DRYRUN` (`features::acl`). docs/security.md shows
+//! proven there with `ACL DRYRUN`, the role's whole path
+//! (`operator::acl::dryrun`). docs/security.md shows
 //! this command's output (a test keeps them equal).
 
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
-use crate::operator::acl::dryrun::{self, Check};
+use crate::operator::acl::dryrun::{self, Asker, Check, Scope, Topology};
 use crate::operator::acl::{self, Password, Role};
 use crate::util::output;
 
@@ -36,8 +37,10 @@ pub(crate) struct Args {
     pub(crate) password_file: Option<PathBuf>,
 
     /// Write the user to the Redis given by --redis (connect as an admin user there), then
-    /// check with ACL DRYRUN that it can run each script of its role and no other role's
-    /// writing script (exit 7 when a check fails). Needs --password-file; one node at a time.
+    /// prove with ACL DRYRUN that it can send every command of its role's whole path
+    /// (connecting, on a cluster node the slot map; the commands its subcommands send outside
+    /// scripts; each script and every command inside it) and run no other role's writing
+    /// script (exit 7 when a check fails). Needs --password-file; one node at a time.
     #[arg(long, requires = "password_file")]
     pub(crate) apply: bool,
 }
@@ -194,6 +197,16 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<AclReport> {
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
     let item = &campaign.items[0].id;
+    // The node's own kind decides the path: a cluster node's users also
+    // need the cluster client's commands.
+    let info: String = redis::cmd("INFO")
+        .arg("cluster")
+        .query(&mut conn)
+        .with_context(|| format!("INFO cluster on {} failed", target.display))?;
+    let topology = Topology {
+        cluster: info.lines().any(|line| line.trim() == "cluster_enabled:1"),
+        db: redis::ConnectionLike::get_db(&conn),
+    };
     for user in &mut users {
         let () = redis::cmd("ACL")
             .arg("SETUSER")
@@ -201,7 +214,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<AclReport> {
             .query(&mut conn)
             .with_context(|| format!("ACL SETUSER {} on {} failed", user.user, target.display))?;
         user.applied = true;
-        user.checks = dryrun::verify(&mut conn, &user.user, user.role, &campaign.id, item)?;
+        user.checks = dryrun::verify(
+            &mut conn,
+            Asker::Dryrun(&user.user),
+            user.role,
+            &campaign.id,
+            item,
+            topology,
+            Scope::Everything,
+        )?;
     }
     Ok(AclReport {
         campaign_id: campaign.id,

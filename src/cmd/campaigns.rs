@@ -20,8 +20,27 @@ pub(crate) struct Args {}
 /// `seckill campaigns`'s report.
 #[derive(Debug, Serialize)]
 pub(crate) struct CampaignsReport {
-    /// Every campaign live on this Redis, by id.
-    pub(crate) live: Vec<Entry>,
+    /// Every campaign whose keys are on this Redis, by id.
+    pub(crate) live: Vec<Listed>,
+}
+
+/// One campaign and where its sale stands now (Redis clock).
+#[derive(Debug, Serialize)]
+pub(crate) struct Listed {
+    #[serde(flatten)]
+    pub(crate) entry: Entry,
+    /// `not_started`, `selling` (inside its window) or `ended` (its keys stay
+    /// until `keys expire` for the nightly reconcile).
+    pub(crate) state: &'static str,
+}
+
+/// Where a sale with `entry`'s window stands at `now_ms`.
+fn state_of(entry: &Entry, now_ms: i64) -> &'static str {
+    match (entry.starts_at_ms, entry.ends_at_ms) {
+        (Some(start), _) if now_ms < start => "not_started",
+        (_, Some(end)) if now_ms >= end => "ended",
+        _ => "selling",
+    }
 }
 
 impl Report for CampaignsReport {
@@ -30,32 +49,34 @@ impl Report for CampaignsReport {
             return "no live campaign on this Redis (none preheated, or every one's keys expired)\n"
                 .to_string();
         }
-        let never =
-            |ms: Option<i64>| ms.map_or_else(|| "-".to_string(), |ms| time_or_dash(Some(ms)));
+        let when = |ms: Option<i64>| match ms {
+            Some(ms) => time_or_dash(Some(ms)).chars().take(16).collect::<String>() + "Z",
+            None => "-".to_string(),
+        };
         let rows = self
             .live
             .iter()
-            .map(|e| {
+            .map(|listed| {
+                let e = &listed.entry;
                 vec![
                     e.campaign.clone(),
+                    listed.state.replace('_', " "),
                     e.items.join(" "),
-                    format!("{} → {}", never(e.starts_at_ms), never(e.ends_at_ms)),
-                    e.expire_at_ms
-                        .map_or_else(|| "never".to_string(), |ms| time_or_dash(Some(ms))),
-                    format!("{} by {}", e.file, e.by),
+                    format!("{}\n{}", when(e.starts_at_ms), when(e.ends_at_ms)),
+                    format!(
+                        "keys until {}; from {} by {}",
+                        e.expire_at_ms
+                            .map_or_else(|| "never".to_string(), |ms| when(Some(ms))),
+                        e.file,
+                        e.by
+                    ),
                 ]
             })
             .collect();
         output::grid(
-            &[
-                "campaign",
-                "items",
-                "window",
-                "keys expire",
-                "preheated from",
-            ],
+            &["campaign", "state", "items", "opens\ncloses", "keys, file"],
             rows,
-            &[1, 4],
+            &[2, 4],
         )
     }
 }
@@ -69,7 +90,12 @@ pub(crate) fn run(ctx: &Context, _args: &Args) -> Result<CampaignsReport> {
     let target = ctx.redis_of(campaign.as_ref())?;
     let mut conn = target.connect()?;
     let now = slot::redis_now_ms(&mut conn)?;
-    Ok(CampaignsReport {
-        live: registry::live(&mut conn, now)?,
-    })
+    let live = registry::live(&mut conn, now)?
+        .into_iter()
+        .map(|entry| Listed {
+            state: state_of(&entry, now),
+            entry,
+        })
+        .collect();
+    Ok(CampaignsReport { live })
 }

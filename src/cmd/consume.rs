@@ -68,6 +68,9 @@ pub(crate) struct ConsumeReport {
     pub(crate) inserted: u64,
     /// Entries acked whose order was already stored (a redelivery).
     pub(crate) already_stored: u64,
+    /// Entries acked that were a reservation's state change (paid, expired,
+    /// cancelled), not an order.
+    pub(crate) state_changes: u64,
     /// Orders the database refused while it stored the rest: left pending
     /// (named on stderr) for `pending-claim`, which dead-letters them after
     /// `--max-deliveries`.
@@ -162,6 +165,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         items: counts,
         acked,
         inserted,
+        changes,
         stopped,
     } = worker.run(&mut progress)?;
     let seconds = progress.started.elapsed().as_secs_f64();
@@ -171,10 +175,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
     log::line(
         COMMAND,
         format!(
-            "{} after {acked} entries stored and acked in {seconds:.2}s ({:.0}/s; {inserted} new rows, {} already stored){}{}",
+            "{} after {acked} entries stored and acked in {seconds:.2}s ({:.0}/s; {inserted} new orders, {} already stored, {changes} reservation state changes){}{}",
             if !stopped { "drained" } else { "stopped" },
             acked as f64 / seconds.max(1e-9),
-            acked - inserted,
+            acked.saturating_sub(inserted + changes),
             if left_pending > 0 {
                 format!(", {left_pending} unparseable left pending")
             } else {
@@ -192,7 +196,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         database,
         acked,
         inserted,
-        already_stored: acked - inserted,
+        already_stored: acked.saturating_sub(inserted + changes),
+        state_changes: changes,
         refused,
         items: counts,
     })
@@ -314,7 +319,7 @@ impl Watcher for Shown {
                 _ => format!("{}: lag ?", item.id),
             })
             .collect();
-        let message = format!("{acked} orders stored, {rate:.0}/s; {}", lags.join(", "));
+        let message = format!("{acked} entries stored, {rate:.0}/s; {}", lags.join(", "));
         if self.drain && self.progress.shown() {
             self.progress.set(acked, acked + waiting);
         } else if self.progress.shown() {

@@ -141,8 +141,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
         })
         .map(String::as_str)
         .collect();
-    if !unknown.is_empty() {
-        return Err(usage(format!(
+    let refuse = |unknown: &[&str]| {
+        usage(format!(
             "no dead letter of campaign {}{} has the id {}: `seckill dead-letter list` shows them",
             campaign.id,
             args.item
@@ -150,9 +150,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
                 .map(|i| format!(" item {i}"))
                 .unwrap_or_default(),
             unknown.join(", ")
-        )));
-    }
+        ))
+    };
     if args.action == Action::List {
+        if !unknown.is_empty() {
+            return Err(refuse(&unknown));
+        }
         return Ok(DeadLetterReport {
             action: "list",
             letters: Some(letters),
@@ -160,6 +163,17 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DeadLetterReport> {
         });
     }
     let mut store = location.open()?;
+    // An order id re-driven before is stored and gone from the dead
+    // letters: asking again is safe and changes nothing. Any other id is
+    // a mistake, said rather than ignored.
+    let stored = store.existing_order_ids(&unknown)?;
+    let unknown: Vec<&str> = unknown
+        .into_iter()
+        .filter(|id| !stored.contains(*id))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(refuse(&unknown));
+    }
     let results = dead_letters::redrive(&mut conn, store.as_mut(), &letters)?;
     Ok(DeadLetterReport {
         action: "redrive",

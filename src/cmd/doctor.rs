@@ -1,31 +1,51 @@
 //! `seckill doctor`: go / no-go before a launch (`operator::doctor` makes the
-//! checks). Exit 0 is go, with warnings listed; exit 8 (`no_go`) names what
-//! would wreck the sale and what to do. Run it as the admin user: the
-//! checks read INFO, CONFIG and ACL, which the sale's roles may not.
+//! checks, on every node). Exit 0 is go, with warnings listed; exit 8
+//! (`no_go`) names what would wreck the sale and what to do. Run it as the
+//! admin user: the checks read INFO, CONFIG, CLUSTER NODES and ACL LIST,
+//! which the sale's roles may not (`--user` checks a role's user from
+//! there); run from a role's own URL, it proves that role's whole path and
+//! says what it could not check.
 
 use anyhow::Result;
+use redis::IntoConnectionInfo;
 use serde::Serialize;
 
 use crate::domain::orders::{StoreArgs, StoreLocation};
-use crate::invocation::context::{Context, Opened};
+use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::model::role::Role;
+use crate::operator::doctor::fleet::{self, Reach};
+use crate::operator::doctor::memory::SaleMemory;
 use crate::operator::doctor::{self, Check, Request, Verdict};
+use crate::redis_client::conn::{ConnectionArgs, DEFAULT_REDIS_URL, RedisTarget, split_urls};
+use crate::util::error_text::render;
 use crate::util::output;
 
 /// Flags of `seckill doctor`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The role the URL's user plays in the sale: its scripts are checked with ACL DRYRUN.
+    /// The role whose whole path is checked on every node: connecting, the commands its
+    /// subcommands send outside scripts, each script and every command inside them.
     #[arg(long, value_enum, default_value = "operator")]
     pub(crate) role: Role,
 
-    /// When the nightly `reconcile` runs (UTC, HH:MM): the keys must outlive
-    /// it [default: within 24 h of ends_at].
+    /// The Redis user playing --role [default: the URL's own user, which then checks itself
+    /// without admin rights]. Another user is checked with ACL DRYRUN: run doctor as an admin.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) user: Option<String>,
+
+    /// When the nightly `reconcile` runs (HH:MM, this machine's local time, as cron reads
+    /// it): the keys must outlive it [default: within 24 h of ends_at].
     #[arg(long, value_name = "HH:MM", value_parser = parse_time_of_day)]
     pub(crate) reconcile_at: Option<u32>,
+
+    /// A check this user may not make (its ACL refuses INFO, CONFIG GET, CLUSTER NODES, ACL
+    /// LIST, or the permission check itself) is a warning instead of a no-go. Without it,
+    /// what doctor could not see is never taken as passed.
+    #[arg(long)]
+    pub(crate) allow_unchecked: bool,
 
     #[command(flatten)]
     pub(crate) store: StoreArgs,
@@ -49,6 +69,8 @@ pub(crate) struct DoctorReport {
     pub(crate) go: bool,
     /// Every check, in order.
     pub(crate) checks: Vec<Check>,
+    /// Each master's memory against the units still to sell on it.
+    pub(crate) sale_memory: Vec<SaleMemory>,
 }
 
 impl Report for DoctorReport {
@@ -96,45 +118,96 @@ impl Report for DoctorReport {
             },
             output::grid(&["check", "verdict", "what was seen"], rows, &[2])
         );
-        for c in self.checks.iter().filter(|c| c.fix.is_some()) {
+        // One paragraph per fix, naming every check it fixes: the same
+        // "run doctor as an admin" need not be read six times.
+        let mut fixes: Vec<(Verdict, Vec<&str>, &str)> = Vec::new();
+        for c in &self.checks {
+            let Some(fix) = c.fix.as_deref() else {
+                continue;
+            };
+            match fixes.iter_mut().find(|(_, _, f)| *f == fix) {
+                Some((verdict, names, _)) => {
+                    *verdict = (*verdict).max(c.verdict);
+                    names.push(c.check);
+                }
+                None => fixes.push((c.verdict, vec![c.check], fix)),
+            }
+        }
+        for (verdict, names, fix) in fixes {
             text.push_str(&output::paragraph(&format!(
-                "{} {}: {}",
-                if c.verdict == Verdict::Fail {
+                "{} {}: {fix}",
+                if verdict == Verdict::Fail {
                     "FAIL"
                 } else {
                     "WARN"
                 },
-                c.check,
-                c.fix.as_deref().unwrap_or_default()
+                names.join(", "),
             )));
         }
         text
     }
 }
 
-/// Run every check; exit 0 go, 6 no-go.
+/// Run every check; exit 0 go, 8 no-go.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DoctorReport> {
-    let location = StoreLocation::resolve(&args.store, &ctx.campaign()?)?;
-    let Opened {
-        campaign,
-        target,
-        mut conn,
-    } = ctx.open()?;
+    let campaign = ctx.campaign()?;
+    let location = StoreLocation::resolve(&args.store, &campaign)?;
     if campaign.items.is_empty() {
         return Err(usage("the campaign has no item to check"));
     }
-    let checks = doctor::run(
-        &mut conn,
-        &Request {
-            campaign: &campaign,
-            target: &target,
-            store: &location,
-            role: args.role,
-            reconcile_at_min: args.reconcile_at,
+    let target = ctx.redis(&campaign)?;
+    let url = ctx
+        .connection
+        .redis_url
+        .clone()
+        .or_else(|| campaign.redis_url.clone())
+        .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string());
+    let urls = split_urls(&url);
+    let first = urls.first().cloned().unwrap_or_default();
+    let settings = first
+        .as_str()
+        .into_connection_info()
+        .map(|info| info.redis_settings().clone())
+        .map_err(|e| usage(format!("invalid Redis URL: {e}")))?;
+    let url_user = settings.username().unwrap_or("default").to_string();
+    let seeds = urls
+        .iter()
+        .map(|u| fleet::addr_of_url(u))
+        .collect::<Result<Vec<_>>>()?;
+    let connect_target = || target.connect();
+    let connect_node = |addr: &str| {
+        let Some(node_url) = fleet::url_of_node(&first, addr) else {
+            anyhow::bail!("{addr}: the URL names no host and port to replace");
+        };
+        let args = ConnectionArgs {
+            redis_url: Some(node_url),
+            cluster: false,
+            ..ctx.connection.clone()
+        };
+        RedisTarget::resolve(&args, None)?.connect()
+    };
+    let mut main = target.connect();
+    let request = Request {
+        campaign: &campaign,
+        store: &location,
+        role: args.role,
+        user: args.user.as_deref().unwrap_or(&url_user),
+        url_user: &url_user,
+        db: settings.db(),
+        display: target.display.clone(),
+        reconcile_at_min: args.reconcile_at,
+        allow_unchecked: args.allow_unchecked,
+        reach: Reach {
+            cluster: target.cluster(),
+            seeds: &seeds,
+            target: &connect_target,
+            node: &connect_node,
         },
-    );
+    };
+    let findings = doctor::run(main.as_mut().map_err(|e| render(e)), &request);
     Ok(DoctorReport {
-        go: doctor::go(&checks),
-        checks,
+        go: doctor::go(&findings.checks),
+        checks: findings.checks,
+        sale_memory: findings.sale_memory,
     })
 }

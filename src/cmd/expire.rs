@@ -5,7 +5,12 @@
 //!
 //! The loop is here, one `reservations::expire` pass per round, so each
 //! completed pass is what `/metrics` reports as the last success; a stop
-//! signal ends the wait between passes at once.
+//! signal ends the wait between passes at once. Redis not answering (a
+//! stall, a restart) is waited out with backoff and timestamped log lines,
+//! in the loop and once alike; a value no wait can fix (a corrupt counter)
+//! leaves its item unreleased, named, and the command exits 1 (a pass that
+//! left an item so is no success for `/metrics`); a refusal for credentials
+//! ends the command at once.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -14,10 +19,12 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::reservations::{self, ExpireSettings, ItemExpiry};
+use crate::domain::reservations::{self, ExpireConn, ExpireSettings, ItemExpiry};
 use crate::http::service::{self, parse_listen};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
+use crate::model::exit_codes;
+use crate::util::error_text;
 use crate::util::log;
 use crate::util::output;
 use crate::util::retry::{parse_interval_arg, sleep_unless_stopped};
@@ -52,7 +59,37 @@ pub(crate) struct ExpireReport {
     heading: String,
 }
 
+impl ExpireReport {
+    fn failed(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .filter_map(|item| {
+                let why = item.failed.as_ref()?;
+                Some(format!("item {}: {why}", item.item))
+            })
+            .collect()
+    }
+}
+
 impl Report for ExpireReport {
+    fn exit_code(&self) -> i32 {
+        if self.failed().is_empty() {
+            exit_codes::SUCCESS
+        } else {
+            exit_codes::RUNTIME_ERROR
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        let failed = self.failed();
+        (!failed.is_empty()).then(|| {
+            format!(
+                "due reservations NOT released (a stored value no wait can fix; repair it and run again): {}",
+                failed.join("; ")
+            )
+        })
+    }
+
     fn render(&self) -> String {
         let rows = self
             .items
@@ -105,20 +142,19 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
             ),
         );
     }
-    let settings = ExpireSettings {
-        batch: args.batch,
-        repeat: None,
-    };
-    let mut conn = Some(opened.conn);
+    let settings = ExpireSettings { batch: args.batch };
+    let mut conn = ExpireConn::new(target, opened.conn);
     let mut totals: Vec<ItemExpiry> = Vec::new();
     loop {
-        // Each pass takes a connection: the first one opened, then a fresh one.
-        let conn = match conn.take() {
-            Some(conn) => conn,
-            None => target.connect()?,
-        };
-        let pass = reservations::expire(target, conn, campaign, &settings, &stop)?;
-        state.succeeded();
+        let pass =
+            reservations::expire(&mut conn, campaign, &settings, &stop).inspect_err(|e| {
+                if args.repeat {
+                    log::line(ctx.command, format!("stopping: {}", error_text::render(e)));
+                }
+            })?;
+        if pass.iter().all(|item| item.failed.is_none()) {
+            state.succeeded();
+        }
         for item in &pass {
             if args.repeat && item.released > 0 {
                 log::line(
@@ -160,5 +196,6 @@ fn add_pass(totals: &mut Vec<ItemExpiry>, pass: Vec<ItemExpiry>) {
         total.calls += item.calls;
         total.stuck = item.stuck;
         total.unreadable.extend(item.unreadable);
+        total.failed = item.failed;
     }
 }

@@ -2,8 +2,9 @@
 //! the toolkit's real buy script and a lock-based design) against a real
 //! Redis, driving it as hard as it goes, in a namespace of its own.
 //!
-//! The engine is `crate::features::loadtest`; this file turns flags into a plan, shows
-//! progress and hands the comparison to `report::emit` (table, JSON, CSV).
+//! The scenarios are `crate::operator::loadtest`, on the engine crate
+//! `seckill_loadgen`; this file turns flags into a plan, shows progress and
+//! hands the comparison to `report::emit` (table, JSON, CSV).
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -12,21 +13,21 @@ use anyhow::Result;
 use clap::builder::{PossibleValue, RangedU64ValueParser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
-use crate::features::loadtest::buckets::{BucketReport, BucketRun};
-use crate::features::loadtest::export::{csv, hgrm, table};
-use crate::features::loadtest::http::{TargetReport, TargetRun};
-use crate::features::loadtest::namespace::LoadtestKeys;
-use crate::features::loadtest::queue::{QueueReport, QueueRun};
-use crate::features::loadtest::report::{Thresholds, VariantReport};
-use crate::features::loadtest::reservations::{RaceReport, RaceSettings};
-use crate::features::loadtest::schedule::Pace;
-use crate::features::loadtest::{Settings, Variant, scenarios, variants};
+use seckill_loadgen::Pace;
+
 use crate::invocation::context::Context;
 use crate::invocation::help;
 use crate::invocation::report::Report;
 use crate::model::campaign::{Campaign, MAX_STOCK};
 use crate::model::error::usage;
 use crate::model::exit_codes;
+use crate::operator::loadtest::buckets::{BucketReport, BucketRun};
+use crate::operator::loadtest::namespace::LoadtestKeys;
+use crate::operator::loadtest::queue::{QueueReport, QueueRun};
+use crate::operator::loadtest::report::{Thresholds, VariantReport};
+use crate::operator::loadtest::reservations::{RaceReport, RaceSettings};
+use crate::operator::loadtest::target::{TargetReport, TargetRun};
+use crate::operator::loadtest::{Settings, Variant, export, scenarios, table, variants};
 use crate::redis_client::conn::{RedisTarget, parse_duration_arg};
 use crate::util::output;
 
@@ -175,7 +176,7 @@ pub(crate) struct Args {
 }
 
 fn parse_target(text: &str) -> std::result::Result<String, String> {
-    crate::features::loadtest::http::parse_target(text)
+    crate::operator::loadtest::target::parse_target(text)
 }
 
 /// clap value parser for a positive rate.
@@ -270,7 +271,7 @@ impl Report for LoadtestReport {
             return None;
         }
         let mut text = Vec::new();
-        csv::write(&mut text, &self.variants).ok()?;
+        export::csv(&mut text, &self.variants).ok()?;
         String::from_utf8(text).ok()
     }
 
@@ -353,7 +354,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     }
     let settings = settings(args)?;
     if let Some(address) = &args.target {
-        return run_target(args, &campaign, &item_id, address, &settings);
+        let stall_limit = ctx.connection.response_timeout;
+        return run_target(args, &campaign, &item_id, address, &settings, stall_limit);
     }
     let target = ctx.redis(&campaign)?;
     if args.buckets > 1 || args.hot_buckets.is_some() {
@@ -374,7 +376,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
         &progress_bar,
     )?;
     if let Some(prefix) = &args.hdr_out {
-        hgrm::write_files(prefix, &done.runs)?;
+        export::hgrm_files(prefix, &done.runs)?;
     }
     Ok(LoadtestReport {
         heading: done.heading,
@@ -386,24 +388,29 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     })
 }
 
-/// `--target URL`: the attempts through a running `seckill serve`.
+/// `--target URL`: the attempts through a running `seckill serve`; no
+/// answer for `stall_limit` (--response-timeout) while attempts are in
+/// flight ends the run.
 fn run_target(
     args: &Args,
     campaign: &Campaign,
     item_id: &str,
     address: &str,
     settings: &Settings,
+    stall_limit: Duration,
 ) -> Result<LoadtestReport> {
     let run = TargetRun {
         address: address.to_string(),
         item: item_id.to_string(),
         connections: args.connections,
+        threads: settings.threads,
         requests: settings.requests,
         pace: settings.pace,
         users: settings.users,
         run_id: ulid::Ulid::generate().to_string(),
+        stall_limit,
     };
-    let report = crate::features::loadtest::http::run(&run)?;
+    let report = crate::operator::loadtest::target::run(&run)?;
     let mut failed = Vec::new();
     if let Some(limit) = args.max_p99
         && report.latency.p99_ms > limit.as_secs_f64() * 1000.0
@@ -600,7 +607,7 @@ pub(crate) fn run_queue(ctx: &Context, args: &Args) -> Result<QueueLoadReport> {
     let item_id = chosen_item(&campaign, args)?;
     let item = campaign.item(&item_id)?;
     let Some(room) = &item.waiting_room else {
-        return Err(crate::features::loadtest::queue::no_room(
+        return Err(crate::operator::loadtest::queue::no_room(
             &campaign, &item_id,
         ));
     };

@@ -15,6 +15,7 @@ use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::{preheat_refused, usage};
 use crate::model::exit_codes;
+use crate::operator::acl::dryrun;
 use crate::redis_client::conn::Conn;
 use crate::redis_client::server::{self, Eviction};
 use crate::util::output;
@@ -47,7 +48,8 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with = "update_meta")]
     pub(crate) recover: bool,
 
-    /// Refuse when Redis persists nothing (no AOF, no snapshots) or will not say.
+    /// Refuse when a master persists nothing (no AOF, no snapshots) or will not say (its AOF
+    /// is read from INFO persistence, which the operator role may send; on a cluster, each master).
     #[arg(long)]
     pub(crate) require_durable: bool,
 
@@ -192,10 +194,15 @@ impl Report for PreheatSummary {
             .iter()
             .filter_map(|row| Some((&row.preheat.report.item, row.preheat.waiting_room.as_ref()?)))
             .map(|(item, room)| {
+                let need = room
+                    .needs_admitter
+                    .as_ref()
+                    .map(|need| output::paragraph(&format!("{item}: {need}")))
+                    .unwrap_or_default();
                 output::paragraph(&format!(
                     "{item}: waiting room {}: {}; shuffle seed sha256 {}",
                     room.status, room.config, room.seed_sha256
-                ))
+                )) + &need
             })
             .collect();
         let mut differences = String::new();
@@ -356,22 +363,87 @@ fn check_eviction(conn: &mut Conn, at: &str) -> Result<()> {
     Err(preheat_refused(format!("nothing was written: {problem}")))
 }
 
-/// Warn when Redis keeps nothing across a restart; `--require-durable` refuses then.
+/// Warn when a master keeps nothing across a restart (or fsyncs its AOF
+/// only now and then); `--require-durable` refuses when one persists
+/// nothing or will not say. The AOF is read from `INFO persistence` of
+/// every master, which the operator role may send (`CONFIG` is `@admin`);
+/// the finer points (`appendfsync`, `save`) from `CONFIG GET` only when
+/// this user may send it (asked first, so a refusal never reaches `ACL LOG`).
 fn check_persistence(conn: &mut Conn, at: &str, require_durable: bool) -> Result<()> {
-    let persistence = if conn.is_cluster() {
-        Persistence::Unknown("not checked on a cluster: check each master".into())
-    } else {
-        recovery::persistence(conn)
+    let may_config = dryrun::may_send(conn, &["CONFIG", "GET", "appendfsync"]).unwrap_or(false);
+    if may_config && !conn.is_cluster() {
+        return judge(
+            vec![(at.to_string(), recovery::persistence(conn))],
+            require_durable,
+        );
+    }
+    let masters = match server::info(conn, "persistence", at) {
+        Ok(masters) if masters.is_empty() => Err("reached no master".to_string()),
+        Ok(masters) => Ok(masters),
+        Err(e) => Err(crate::util::error_text::render(&e)),
     };
-    let Some(warning) = persistence.warning(at) else {
+    let mut config = |name: &str| -> Vec<(String, String)> {
+        if !may_config {
+            return Vec::new();
+        }
+        server::config(conn, name, at)
+            .map(|answers| answers.into_iter().map(|a| (a.node, a.value)).collect())
+            .unwrap_or_default()
+    };
+    let (fsync, save) = (config("appendfsync"), config("save"));
+    let of = |values: &[(String, String)], node: &str| {
+        values
+            .iter()
+            .find(|(n, _)| n == node)
+            .map(|(_, value)| value.clone())
+    };
+    let persistence: Vec<(String, Persistence)> = match masters {
+        Err(why) => vec![(at.to_string(), Persistence::Unknown(why))],
+        Ok(masters) => masters
+            .into_iter()
+            .map(|master| {
+                let aof = master.value.get("aof_enabled").map(String::as_str) == Some("1");
+                let kept = match (aof, of(&fsync, &master.node), of(&save, &master.node)) {
+                    (true, Some(fsync), _) if fsync != "always" => Persistence::AofRelaxed(fsync),
+                    (true, _, _) => Persistence::AofAlways,
+                    (false, _, Some(save)) if save.trim().is_empty() => Persistence::Nothing,
+                    (false, _, Some(_)) => Persistence::SnapshotsOnly,
+                    (false, _, None) => Persistence::Unknown(
+                        "it keeps no AOF (INFO persistence), and its snapshot settings are not \
+                         readable to this user (CONFIG GET)"
+                            .to_string(),
+                    ),
+                };
+                (master.node, kept)
+            })
+            .collect(),
+    };
+    judge(persistence, require_durable)
+}
+
+/// Each master's warning said; under `--require-durable`, refused when one
+/// persists nothing or will not say.
+fn judge(persistence: Vec<(String, Persistence)>, require_durable: bool) -> Result<()> {
+    let warnings: Vec<String> = persistence
+        .iter()
+        .filter_map(|(node, kept)| kept.warning(node))
+        .collect();
+    if warnings.is_empty() {
         return Ok(());
-    };
-    if require_durable && !persistence.persists_something() {
+    }
+    if require_durable
+        && persistence
+            .iter()
+            .any(|(_, kept)| !kept.persists_something())
+    {
         return Err(preheat_refused(format!(
-            "{warning}; --require-durable refuses to preheat"
+            "{}; --require-durable refuses to preheat",
+            warnings.join("; ")
         )));
     }
-    crate::util::output::say(format!("seckill preheat: warning: {warning}"));
+    for warning in warnings {
+        crate::util::output::say(format!("seckill preheat: warning: {warning}"));
+    }
     Ok(())
 }
 

@@ -5,6 +5,8 @@
 //! (max_active's admitter, the pre-queue's shuffle, a bucketed item's
 //! fan-out) and keep the risk list. The work is `domain::waiting_room`.
 
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -18,15 +20,18 @@ use crate::domain::waiting_room::admit::{Pass, Shuffled, Verified};
 use crate::domain::waiting_room::{
     Clock, ClockChange, JoinOutcome, Penalty, Room, RoomFigures, Standing, State,
 };
+use crate::http::service::{self, parse_listen};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::failure;
 use crate::invocation::report::Report;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::model::exit_codes;
-use crate::redis_client::conn::{Conn, parse_duration_arg};
-use crate::util::output;
+use crate::redis_client::conn::{Conn, RedisTarget, parse_duration_arg};
+use crate::redis_client::failure as redis_failure;
+use crate::util::retry::{Reconnecting, parse_interval_arg, sleep_unless_stopped};
 use crate::util::text::{human_duration_ms, time_or_dash};
+use crate::util::{error_text, log, output};
 
 /// Flags of `seckill queue`.
 #[derive(Debug, clap::Args)]
@@ -44,11 +49,11 @@ pub(crate) enum Action {
     Position(Users),
     /// The room of each item: joined, admitted, active, rate, pauses, the wait at the tail, the pre-queue and its seed.
     Status(Items),
-    /// Pause the room: nobody new is admitted (rate mode: the clock stops).
+    /// Pause the room: nobody not admitted yet is admitted until the resume (rate mode: the clock stops). The kill switch pauses it too.
     Pause(Items),
-    /// Resume a paused room.
+    /// Resume a room you paused (one the kill switch holds resumes with `shutdown-switch off`).
     Resume(Items),
-    /// What a room needs beside the sale: max_active's admitter, the pre-queue's shuffle at the start, a bucketed item's fan-out; once, or --loop.
+    /// What a room needs beside the sale: max_active's admitter, the pre-queue's shuffle at the start, a bucketed item's fan-out; once, or --loop (a service: it waits out Redis stalls, and each pass leaves a heartbeat the buy and preheat read).
     Admit(AdmitArgs),
     /// Shuffle the pre-queue once starts_at has passed (Redis clock), or --verify a shuffle from its revealed seed.
     Shuffle(ShuffleArgs),
@@ -86,9 +91,14 @@ pub(crate) struct AdmitArgs {
     #[arg(long = "loop")]
     pub(crate) repeat: bool,
 
-    /// Pause between passes with --loop.
-    #[arg(long, default_value = "100ms", value_parser = parse_duration_arg, value_name = "DURATION")]
+    /// Pause between passes with --loop (at least 100ms).
+    #[arg(long, default_value = "100ms", value_parser = parse_interval_arg, value_name = "DURATION")]
     pub(crate) interval: Duration,
+
+    /// With --loop: serve http://ADDR/metrics and /healthz (200 while Redis answers);
+    /// :PORT for every interface, or HOST:PORT.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, requires = "repeat")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
 
     /// Positions per script call (bounds how long Redis is busy per call).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=10_000), value_name = "N")]
@@ -197,7 +207,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<QueueReport> {
             }
             QueueReport::Clock { changes }
         }
-        Action::Admit(admit) => run_admit(ctx, &mut conn, &campaign, admit)?,
+        Action::Admit(admit) => run_admit(ctx, conn, &target, &campaign, admit)?,
         Action::Shuffle(shuffle) => run_shuffle(&mut conn, &campaign, shuffle)?,
         Action::Penalize(p) => {
             check_id("user", &p.user, true).map_err(|f| failure::say(f, "the request"))?;
@@ -256,6 +266,10 @@ pub(crate) struct RoomRow {
     /// A bucketed item: each bucket's admissions held now and granted in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) buckets: Option<Vec<BucketAdmissions>>,
+    /// The room's turns come only through `seckill queue admit --loop`: why,
+    /// and when one last finished a pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) needs_admitter: Option<String>,
 }
 
 /// A pause or resume of one item's room.
@@ -429,10 +443,15 @@ impl Report for QueueReport {
                 .iter()
                 .map(|row| {
                     format!(
-                        "item {}: {} (paused {} in all)\n",
+                        "item {}: {} (paused {} in all){}\n",
                         row.item,
                         row.change.status,
-                        human_duration_ms(row.change.paused_ms)
+                        human_duration_ms(row.change.paused_ms),
+                        if row.change.paused_by.contains("switch") {
+                            "; the kill switch holds it paused until `shutdown-switch off`"
+                        } else {
+                            ""
+                        }
                     )
                 })
                 .collect(),
@@ -527,6 +546,19 @@ fn pass_line(pass: &Pass) -> String {
     format!("item {}: {}", pass.item, parts.join("; "))
 }
 
+/// "by the operator and the kill switch", from queue_clock.lua's holders.
+fn paused_by(holders: &str) -> String {
+    let names: Vec<&str> = holders
+        .split_whitespace()
+        .map(|holder| match holder {
+            "switch" => "the kill switch",
+            "operator" => "the operator",
+            other => other,
+        })
+        .collect();
+    format!("by {}", names.join(" and "))
+}
+
 fn room_block(r: &RoomRow) -> String {
     let f = &r.figures;
     let mut out = output::hanging(&format!("item {}  {}", r.item, r.settings), 2);
@@ -558,7 +590,11 @@ fn room_block(r: &RoomRow) -> String {
             (Some(at), paused) => format!(
                 "opened {}{} · paused {} in all",
                 time_or_dash(Some(at)),
-                if paused { " · PAUSED now" } else { "" },
+                if paused {
+                    format!(" · PAUSED now ({})", paused_by(&f.paused_by))
+                } else {
+                    String::new()
+                },
                 human_duration_ms(f.paused_ms)
             ),
         },
@@ -587,6 +623,9 @@ fn room_block(r: &RoomRow) -> String {
     }
     if f.registered > 0 {
         line("register", format!("{} users registered", f.registered));
+    }
+    if let Some(need) = &r.needs_admitter {
+        line("admitter", need.clone());
     }
     if let Some(buckets) = &r.buckets {
         let held: i64 = buckets.iter().map(|b| b.held).sum();
@@ -669,6 +708,10 @@ fn status(conn: &mut Conn, rooms: &[Room]) -> Result<QueueReport> {
             settings: room.settings.describe(),
             prequeue: room.settings.prequeue,
             admit_per_second: room.settings.per_second(),
+            needs_admitter: figures
+                .present
+                .then(|| room.admitter_note(&figures))
+                .flatten(),
             figures,
             buckets,
         });
@@ -676,9 +719,13 @@ fn status(conn: &mut Conn, rooms: &[Room]) -> Result<QueueReport> {
     Ok(QueueReport::Status { rooms: rows })
 }
 
+/// The command name in log lines.
+const ADMIT: &str = "queue admit";
+
 fn run_admit(
     ctx: &Context,
-    conn: &mut Conn,
+    mut conn: Conn,
+    target: &RedisTarget,
     campaign: &Campaign,
     args: &AdmitArgs,
 ) -> Result<QueueReport> {
@@ -687,15 +734,23 @@ fn run_admit(
     if !args.repeat {
         let passes = rooms
             .iter()
-            .map(|room| room.pass(conn, batch))
+            .map(|room| {
+                let pass = room.pass(&mut conn, batch)?;
+                room.beat(&mut conn, Duration::ZERO)?;
+                Ok(pass)
+            })
             .collect::<Result<Vec<_>>>()?;
         return Ok(QueueReport::Admit { passes, rounds: 1 });
     }
     let stop = ctx.stop_on_signals()?;
+    let state = service::start(args.metrics_listen, "queue_admit", campaign, target, None)?;
+    let mut conn = Reconnecting::new(Some(conn), || target.connect());
     let mut rounds = 0;
     let mut last = Vec::new();
-    crate::util::log::line(
-        "queue admit",
+    // The last failure logged per item: said once, not every pass.
+    let mut failing: BTreeMap<String, String> = BTreeMap::new();
+    log::line(
+        ADMIT,
         format!(
             "running a pass every {} for {} room(s) until SIGTERM",
             humantime::format_duration(args.interval),
@@ -706,27 +761,64 @@ fn run_admit(
         let started = std::time::Instant::now();
         let mut passes = Vec::new();
         for room in &rooms {
-            let pass = room.pass(conn, batch)?;
-            let moved = pass
-                .admit
-                .as_ref()
-                .is_some_and(|a| a.admitted + a.freed > 0)
-                || pass.fan_out.as_ref().is_some_and(|f| f.carried > 0)
-                || pass
-                    .shuffle
-                    .as_ref()
-                    .is_some_and(|s| s.status == "committed");
-            if moved {
-                crate::util::log::line("queue admit", pass_line(&pass));
+            let what = format!("the pass of item {}", room.item);
+            let done = conn.retry(
+                ADMIT,
+                &what,
+                &stop,
+                redis_failure::transient,
+                redis_failure::refused_for_credentials,
+                |conn| {
+                    let pass = room.pass(conn, batch)?;
+                    room.beat(conn, args.interval)?;
+                    Ok(pass)
+                },
+            );
+            match done {
+                Ok(pass) => {
+                    if failing.remove(&room.item).is_some() {
+                        log::line(ADMIT, format!("item {}: passes succeed again", room.item));
+                    }
+                    let moved = pass
+                        .admit
+                        .as_ref()
+                        .is_some_and(|a| a.admitted + a.freed > 0)
+                        || pass.fan_out.as_ref().is_some_and(|f| f.carried > 0)
+                        || pass
+                            .shuffle
+                            .as_ref()
+                            .is_some_and(|s| s.status == "committed");
+                    if moved {
+                        log::line(ADMIT, pass_line(&pass));
+                    }
+                    passes.push(pass);
+                }
+                Err(error) if redis_failure::refused_for_credentials(&error) => {
+                    log::line(ADMIT, format!("stopping: {}", error_text::render(&error)));
+                    return Err(error);
+                }
+                Err(_) if stop.load(Ordering::SeqCst) => break,
+                Err(error) => {
+                    let why = error_text::render(&error);
+                    if failing.get(&room.item) != Some(&why) {
+                        log::line(
+                            ADMIT,
+                            format!(
+                                "item {}: pass failed, a value no wait can fix (repair it; every pass tries again, the other rooms go on): {why}",
+                                room.item
+                            ),
+                        );
+                        failing.insert(room.item.clone(), why);
+                    }
+                }
             }
-            passes.push(pass);
+        }
+        if failing.is_empty() && passes.len() == rooms.len() {
+            state.succeeded();
         }
         rounds += 1;
         last = passes;
-        crate::util::retry::sleep_unless_stopped(
-            args.interval.saturating_sub(started.elapsed()),
-            &stop,
-        );
+        sleep_unless_stopped(args.interval.saturating_sub(started.elapsed()), &stop);
     }
     Ok(QueueReport::Admit {
         passes: last,
@@ -753,11 +845,18 @@ fn run_shuffle(conn: &mut Conn, campaign: &Campaign, args: &ShuffleArgs) -> Resu
     }
     let mut shuffles = Vec::new();
     for room in &rooms {
+        let mut beat_at: Option<std::time::Instant> = None;
         loop {
             let done = room.shuffle(conn)?;
             if done.status != "not_started" || !args.wait {
                 shuffles.push(done);
                 break;
+            }
+            // Waiting to shuffle is what the room needs of an admitter until
+            // then: its heartbeat says one is on its way (every second).
+            if beat_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                room.beat(conn, Duration::from_secs(1))?;
+                beat_at = Some(std::time::Instant::now());
             }
             // Redis time decides; sleep in short steps so the start is not missed.
             std::thread::sleep(Duration::from_millis(50));

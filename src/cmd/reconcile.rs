@@ -1,5 +1,5 @@
 //! `seckill reconcile`: the nightly proof that nothing was lost or doubled
-//! between Redis and the order database (see `features::reconcile`).
+//! between Redis and the order database (see `domain::reconcile`).
 //!
 //! Exit codes, for cron: 0 balanced (a known loss recorded by `preheat
 //! --recover` included); 3 drift found (the offending order ids are

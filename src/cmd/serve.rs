@@ -13,7 +13,7 @@ use crate::http::{self, Served, Settings};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
-use crate::redis_client::conn::parse_duration_arg;
+use crate::redis_client::conn::{RedisTarget, UrlSource, parse_duration_arg, read_password_file};
 use crate::util::{log, output};
 
 /// Flags of `seckill serve`.
@@ -53,9 +53,31 @@ pub(crate) struct Args {
     pub(crate) wait_timeout: Duration,
 
     /// A file holding the bearer token of the operator endpoints (pay,
-    /// cancel); without it they are off (404).
+    /// cancel); without it they are off (404). serve then refuses to start
+    /// (exit 2) unless their Redis credential may run the pay and release
+    /// scripts (asked of Redis's ACL, nothing written).
     #[arg(long, value_name = "FILE")]
     pub(crate) operator_token_file: Option<std::path::PathBuf>,
+
+    /// Redis URL (comma-separated seeds with --cluster) the operator
+    /// endpoints use, as the operator's user: the shop's buyer credential
+    /// may not pay or cancel [default: --redis]. Needs --operator-token-file.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SECKILL_OPERATOR_REDIS_URL",
+        hide_env_values = true
+    )]
+    pub(crate) operator_redis: Option<String>,
+
+    /// A file holding the password of --operator-redis when its URLs have
+    /// none (no password in `ps`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "SECKILL_OPERATOR_REDIS_PASSWORD_FILE"
+    )]
+    pub(crate) operator_redis_password_file: Option<std::path::PathBuf>,
 
     /// Threads answering HTTP [default: the cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -113,6 +135,29 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ServeReport> {
             Some(token)
         }
     };
+    if operator_token.is_none()
+        && (args.operator_redis.is_some() || args.operator_redis_password_file.is_some())
+    {
+        return Err(usage(
+            "--operator-redis is the credential of the operator endpoints: give \
+             --operator-token-file too (without it they are off)",
+        ));
+    }
+    let operator_redis = match &args.operator_redis {
+        None => None,
+        Some(url) => {
+            let password = match &args.operator_redis_password_file {
+                Some(path) => Some(read_password_file(path, "--operator-redis-password-file")?),
+                None => None,
+            };
+            Some(RedisTarget::of_url(
+                url,
+                password.as_deref(),
+                &ctx.connection,
+                UrlSource::OperatorFlag,
+            )?)
+        }
+    };
     let Opened {
         campaign, target, ..
     } = ctx.open()?;
@@ -125,6 +170,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ServeReport> {
         recheck: args.recheck,
         wait_replicas: args.wait_replicas.map(|n| (n, args.wait_timeout)),
         operator_token,
+        operator_redis,
         workers: args.workers.map_or_else(
             || std::thread::available_parallelism().map_or(2, |n| n.get()),
             |n| n as usize,

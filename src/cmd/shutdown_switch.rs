@@ -20,9 +20,9 @@ use crate::util::text;
 /// What to do with the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Action {
-    /// Close the sale: every buy returns `closed` from its next call.
+    /// Close the sale: every buy returns `closed` from its next call; the item's waiting room pauses (nobody new is admitted).
     On,
-    /// Reopen the sale.
+    /// Reopen the sale (and let its waiting room go, unless `queue pause` holds it).
     Off,
     /// Show switch state, sale window, when, why and by whom it was set, and stock left, per item.
     Status,
@@ -58,6 +58,10 @@ pub(crate) struct Args {
     /// With `status`: also list the last flips of each item (newest first).
     #[arg(long)]
     pub(crate) history: bool,
+
+    /// With `on` or `off`: show what would change, write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
 }
 
 /// `seckill shutdown-switch`'s report: the switch of each item after the action.
@@ -65,6 +69,12 @@ pub(crate) struct Args {
 pub(crate) struct SwitchReport {
     /// One entry per selected item.
     pub(crate) items: Vec<SwitchRow>,
+    /// `--dry-run`: nothing was written; `items` is the switch as it stands.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) dry_run: bool,
+    /// `--dry-run`: the items `on`/`off` would flip.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) would_flip: Vec<String>,
     #[serde(skip)]
     campaign: String,
 }
@@ -96,6 +106,18 @@ pub(crate) struct SwitchRow {
     /// bucketed item: every flip goes to every bucket).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history: Option<Vec<Flip>>,
+    /// `on`/`off` of an item whose switch already stood that way: what it
+    /// said before this flip replaced its reason and who (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) already: Option<Already>,
+}
+
+/// The switch as it stood before a flip that found it already so.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Already {
+    pub(crate) since: Option<String>,
+    pub(crate) by: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// RFC 3339 to the second: precise enough for people, and narrower.
@@ -163,7 +185,39 @@ impl Report for SwitchReport {
             }
         }
         output::fit(&mut table, &[1, 3, 4]);
-        let mut text = format!("kill switch of campaign {}\n{table}\n", self.campaign);
+        let mut text = match self.dry_run {
+            true => format!(
+                "dry run, nothing written: kill switch of campaign {} as it stands; \
+                 the flip would change {}\n{table}\n",
+                self.campaign,
+                match self.would_flip.is_empty() {
+                    true => "no item".to_string(),
+                    false => format!("item(s) {}", self.would_flip.join(", ")),
+                }
+            ),
+            false => format!("kill switch of campaign {}\n{table}\n", self.campaign),
+        };
+        for row in &self.items {
+            if let Some(already) = &row.already {
+                let state = if row.closed { "ON" } else { "off" };
+                let was = format!(
+                    "item {} was already {state} since {} by {} (reason: {})",
+                    row.item,
+                    already.since.as_deref().map_or("-".into(), to_seconds),
+                    already.by.as_deref().unwrap_or("-"),
+                    already
+                        .reason
+                        .as_deref()
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or("-"),
+                );
+                let now = match self.dry_run {
+                    true => "; this flip would record the new reason and who".to_string(),
+                    false => "; the new reason and who replace them".to_string(),
+                };
+                text.push_str(&output::hanging(&format!("{was}{now}"), 2));
+            }
+        }
         for row in &self.items {
             let Some(history) = &row.history else {
                 continue;
@@ -200,6 +254,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     if args.history && args.action != Action::Status {
         return Err(usage("--history goes with `shutdown-switch status`"));
     }
+    if args.dry_run && args.action == Action::Status {
+        return Err(usage("--dry-run goes with `shutdown-switch on` or `off`"));
+    }
     let by = kill_switch::operator(args.by.as_deref())?;
     let Opened {
         campaign,
@@ -207,20 +264,39 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
         mut conn,
     } = ctx.open()?;
     let items = SaleItem::select(&campaign, args.item.as_deref())?;
+    let mut already = Vec::new();
     if args.action != Action::Status {
         refuse_unless_live(&mut conn, &campaign, &items, &target.display)?;
-        let flip = Flip {
-            closed: args.action == Action::On,
-            reason: args.reason.clone(),
-            by,
-            at_ms: slot::redis_now_ms(&mut conn)?,
-        };
+        let closing = args.action == Action::On;
         for item in &items {
-            item.set_switch(&mut conn, &flip, campaign.expire_at_ms())?;
+            // Only a note: a slot that cannot be read (a master down) must
+            // never keep the switch from being flipped everywhere else.
+            let before = item.state(&mut conn).ok();
+            already.push(
+                before
+                    .filter(|b| b.preheated && b.closed == closing)
+                    .map(|b| Already {
+                        since: b.switched_at_ms.map(|ms| text::time_or_dash(Some(ms))),
+                        by: b.switched_by,
+                        reason: b.switch_reason,
+                    }),
+            );
+        }
+        if !args.dry_run {
+            let flip = Flip {
+                closed: closing,
+                reason: args.reason.clone(),
+                by,
+                at_ms: slot::redis_now_ms(&mut conn)?,
+            };
+            for item in &items {
+                item.set_switch(&mut conn, &flip, campaign.expire_at_ms())?;
+            }
         }
     }
     let mut rows = Vec::new();
     let mut reader = StatusReader::default();
+    let mut already = already.into_iter();
     for item in &items {
         let window = reader.read_item(&mut conn, item)?.window;
         let history = match args.history {
@@ -240,10 +316,21 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             switched_at: s.switched_at_ms.map(|ms| text::time_or_dash(Some(ms))),
             switched_by: s.switched_by,
             history,
+            already: already.next().flatten(),
         });
     }
+    let would_flip = match (args.dry_run, args.action) {
+        (true, Action::On | Action::Off) => rows
+            .iter()
+            .filter(|r| r.preheated && r.closed != (args.action == Action::On))
+            .map(|r| r.item.clone())
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(SwitchReport {
         items: rows,
+        dry_run: args.dry_run,
+        would_flip,
         campaign: campaign.id.clone(),
     })
 }

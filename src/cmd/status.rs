@@ -5,8 +5,9 @@
 //! on a terminal (one line per item when the full view does not fit; "stale
 //! since" when Redis stops answering) and prints one block (or one JSON
 //! line) per sample when piped; `--check` is a probe: one line per problem
-//! and an exit code per kind; `--format prometheus` writes the metrics for
-//! node_exporter's textfile collector.
+//! and an exit code per kind (`--nagios`: Nagios' 0–3 and its plugin
+//! format); `--format prometheus` writes the metrics for node_exporter's
+//! textfile collector.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
@@ -22,11 +23,12 @@ use crate::invocation::report::{Report, emit, envelope_line};
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::model::exit_codes;
-use crate::operator::monitor::check::{self, Problem, Thresholds};
+use crate::operator::monitor::check::{self, NagiosState, Problem, Thresholds};
 use crate::operator::monitor::metrics::{self, Exposition};
 use crate::operator::monitor::status::{ItemStatus, StatusReader, WindowState};
 use crate::operator::monitor::watch::{self, Sample};
 use crate::redis_client::conn::RedisTarget;
+use crate::redis_client::conn::parse_duration_arg;
 use crate::util::output::{self, Format};
 use crate::util::retry::parse_interval_arg;
 use crate::util::text;
@@ -34,31 +36,46 @@ use crate::util::text::human_duration_ms;
 
 /// Flags of `seckill status`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("probe").args(["check", "nagios"]).multiple(true)))]
 pub(crate) struct Args {
     /// Only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
     pub(crate) item: Option<String>,
 
-    /// Refresh every DURATION until Ctrl-C (at least 100ms): in place on a terminal, one
-    /// line per item when the full view does not fit; one block per sample when piped.
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval_arg, conflicts_with = "check")]
+    /// Refresh every DURATION until Ctrl-C (at least 100ms): in place on a terminal (a table
+    /// of one row per item when the full view does not fit); one block per sample when piped.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval_arg, conflicts_with = "probe")]
     pub(crate) watch: Option<Duration>,
 
-    /// A probe for cron or nagios: one line per problem and an exit code per kind (40 not
-    /// preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending
-    /// above --max-lag; the lowest wins), 0 and "ok" when there is none.
+    /// A probe for cron: one line per problem and an exit code per kind (40 not preheated, 41
+    /// kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending above --max-lag,
+    /// 44 reservations overdue, 45 dead letters, 46 the room's admitter late; the lowest
+    /// wins), 0 and "ok" when there is none. For Nagios, use --nagios.
     #[arg(long)]
     pub(crate) check: bool,
 
-    /// With --check: lag (never delivered) or pending (delivered, not acked) above N is a problem.
-    #[arg(long, value_name = "N", requires = "check")]
+    /// The probe for Nagios (and Icinga, Sensu): --check's problems as a plugin's output and
+    /// exit code — 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Redis could not be read) — one
+    /// status line with performance data per item, then one line per problem.
+    #[arg(long)]
+    pub(crate) nagios: bool,
+
+    /// With --check/--nagios: lag (never delivered) or pending (delivered, not acked) above N
+    /// is a problem.
+    #[arg(long, value_name = "N", requires = "probe")]
     pub(crate) max_lag: Option<u64>,
 
-    /// With --check: keys that expire before the next reconcile are a problem. HH:MM is the
-    /// next such time of day on this machine's clock and time zone (as cron reads it), or an
-    /// RFC 3339 time.
-    #[arg(long, value_name = "TIME", value_parser = parse_reconcile_at, requires = "check")]
+    /// With --check/--nagios: keys that expire before the next reconcile are a problem. HH:MM
+    /// is the next such time of day on this machine's clock and time zone (as cron reads it),
+    /// or an RFC 3339 time.
+    #[arg(long, value_name = "TIME", value_parser = parse_reconcile_at, requires = "probe")]
     pub(crate) reconcile_at: Option<ReconcileAt>,
+
+    /// With --check/--nagios: how late a loop's work may be before it is a problem — a
+    /// reservation past its payment deadline (expire), the room's shuffle or fan-out (queue
+    /// admit).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration_arg, requires = "probe")]
+    pub(crate) grace: Duration,
 }
 
 /// `--reconcile-at`: a time of day (the next one), or one instant.
@@ -176,6 +193,9 @@ impl Report for StatusReport {
 
 /// Show the status once, check it, or watch it until interrupted.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
+    if args.nagios {
+        return nagios(ctx, args);
+    }
     if ctx.format == Format::Prometheus && (args.watch.is_some() || args.check) {
         return Err(usage(
             "--format prometheus writes one sample: not with --watch or --check (write the file \
@@ -199,13 +219,55 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
     }
     let mut report = StatusReport::new(&campaign, &target, statuses);
     if args.check {
-        let thresholds = Thresholds {
-            max_lag: args.max_lag.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
-            reconcile_at_ms: args.reconcile_at.map(ReconcileAt::next_ms),
-        };
-        report.problems = Some(check::problems(&report.items, &thresholds));
+        report.problems = Some(check::problems(&report.items, &thresholds(args)));
     }
     emit(ctx, &report)
+}
+
+/// The thresholds `--check` and `--nagios` were given.
+fn thresholds(args: &Args) -> Thresholds {
+    Thresholds {
+        max_lag: args.max_lag.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        reconcile_at_ms: args.reconcile_at.map(ReconcileAt::next_ms),
+        grace_ms: i64::try_from(args.grace.as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+/// `--nagios`: one sample checked, written as a Nagios plugin writes (always,
+/// `-q` or not: the first line is what Nagios shows), exit 0–3. Anything
+/// that keeps the sample from being read — Redis, the campaign file, an
+/// unknown `--item` — is UNKNOWN (3), never a code Nagios reads as a state
+/// of the sale.
+fn nagios(ctx: &Context, args: &Args) -> Result<i32> {
+    let checked = (|| -> Result<(NagiosState, String)> {
+        if ctx.format != Format::Table {
+            return Err(usage(
+                "--nagios writes the Nagios plugin format: not with --format (use --check --format json for scripts)",
+            ));
+        }
+        let Opened {
+            campaign, mut conn, ..
+        } = ctx.open()?;
+        let items = SaleItem::select(&campaign, args.item.as_deref())?;
+        let statuses = StatusReader::default().read_items(&mut conn, &items)?;
+        let thresholds = thresholds(args);
+        let problems = check::problems(&statuses, &thresholds);
+        Ok((
+            check::nagios_state(&problems),
+            check::nagios_text(&campaign.id, &statuses, &problems, &thresholds),
+        ))
+    })();
+    let (code, text) = checked.unwrap_or_else(|error| {
+        (
+            NagiosState::Unknown,
+            format!(
+                "SECKILL UNKNOWN - cannot check: {}\n",
+                crate::util::error_text::render(&error).replace(['\n', '|'], " ")
+            ),
+        )
+    });
+    output::write_stdout(&text)?;
+    Ok(code as i32)
 }
 
 /// `--check`'s text: one line per problem, or one "ok" line.
@@ -291,6 +353,11 @@ fn watch(
             break;
         }
     }
+    if in_place {
+        // The view ends without a newline (so it never scrolls): what the
+        // shell prints next starts on a line of its own.
+        output::write_stdout("\n")?;
+    }
     Ok(exit_codes::SUCCESS)
 }
 
@@ -307,42 +374,14 @@ fn terminal() -> (u16, u16) {
     (rows, output::width().unwrap_or(columns))
 }
 
-/// The view that fits the terminal: the full one, or one line per item.
+/// The view that fits the terminal: the full one, or the compact one.
 fn fitted(report: &StatusReport) -> Vec<String> {
     let (rows, columns) = terminal();
     let full: Vec<String> = frame(report).lines().map(str::to_string).collect();
     if full.len() <= usize::from(rows) {
         return full;
     }
-    let mut lines = vec![output::truncate(
-        &format!("{} · {} items", report.heading(), report.items.len()),
-        columns,
-    )];
-    let id_width = report
-        .items
-        .iter()
-        .map(|s| output::display_width(&s.item))
-        .max()
-        .unwrap_or(0);
-    let room = usize::from(rows).saturating_sub(1);
-    let shown = if report.items.len() > room {
-        room.saturating_sub(1)
-    } else {
-        report.items.len()
-    };
-    for s in &report.items[..shown] {
-        lines.push(output::truncate(&item_line(s, id_width), columns));
-    }
-    if shown < report.items.len() {
-        lines.push(output::truncate(
-            &format!(
-                "… {} more item(s): --item ID shows one, a taller terminal shows more",
-                report.items.len() - shown
-            ),
-            columns,
-        ));
-    }
-    lines
+    compact(report, usize::from(rows), columns)
 }
 
 /// "stale since HH:MM:SS UTC — Redis unreachable: why", then the last view
@@ -368,42 +407,254 @@ fn stale_view(
     lines
 }
 
-/// One item on one line (its id padded to `id_width`): the compact view
-/// when the full one does not fit.
-fn item_line(s: &ItemStatus, id_width: u16) -> String {
-    let pad = usize::from(id_width.saturating_sub(output::display_width(&s.item)));
-    let mut parts = vec![format!("{}{}", s.item, " ".repeat(pad))];
-    match (s.stock_left, s.initial_stock) {
-        (Some(left), Some(initial)) => {
-            parts.push(format!("{left}/{initial} left"));
-            parts.push(match s.rate_per_s {
-                Some(rate) => format!("{rate:.1}/s"),
-                None => "-/s".to_string(),
-            });
-        }
-        _ => parts.push("not preheated".to_string()),
-    }
-    parts.push(match s.window.state {
-        WindowState::NotPreheated => "-".to_string(),
-        _ => s.window.describe(),
-    });
-    parts.push(if s.kill_switch.on {
-        "switch ON".to_string()
+/// The columns of the compact view, after the item id; NAME is last.
+const COMPACT_HEADER: [&str; 8] = [
+    "LEFT", "RATE", "WINDOW", "SW", "LAG", "PEND", "RESV", "ROOM",
+];
+
+/// The compact view, `rows` × `columns`: the heading, then a table of one
+/// row per item under a header (like `kubectl get -w`) — ITEM, units LEFT of
+/// the initial stock, sales RATE, WINDOW, kill switch (SW), LAG, PENDing,
+/// units RESerVed and unpaid, the ROOM's admitted/joined, and NAME — then,
+/// in the rows left, a note per thing that needs a person. Only the name is
+/// cut to make the table fit (then the id); every figure is shown whole.
+fn compact(report: &StatusReport, rows: usize, columns: u16) -> Vec<String> {
+    let mut lines = vec![output::truncate(
+        &format!("{} · {} items", report.heading(), report.items.len()),
+        columns,
+    )];
+    // The heading, the header, and a line for "… more" when items are left out.
+    let room = rows.saturating_sub(2);
+    let shown = if report.items.len() > room {
+        room.saturating_sub(1)
     } else {
-        "switch off".to_string()
-    });
-    parts.push(format!(
-        "lag {}",
-        s.stream
-            .lag
-            .map_or_else(|| "?".to_string(), |l| l.to_string())
-    ));
-    parts.push(format!("pending {}", s.stream.pending));
-    if s.dead_letter > 0 {
-        parts.push(format!("{} dead", s.dead_letter));
+        report.items.len()
+    };
+    let cells: Vec<Vec<String>> = report.items[..shown].iter().map(compact_row).collect();
+    lines.extend(compact_table(&report.items[..shown], cells, columns));
+    if shown < report.items.len() {
+        lines.push(output::truncate(
+            &format!(
+                "… {} more item(s): --item ID shows one, a taller terminal shows more",
+                report.items.len() - shown
+            ),
+            columns,
+        ));
+        return lines;
     }
-    parts.push(s.name.clone());
-    parts.join("  ")
+    let notes: Vec<String> = report
+        .items
+        .iter()
+        .flat_map(|s| notes(s, &report.campaign_file))
+        .collect();
+    let free = rows.saturating_sub(lines.len());
+    if notes.len() <= free {
+        lines.extend(notes.iter().map(|n| output::truncate(n, columns)));
+    } else if free > 0 {
+        lines.extend(
+            notes[..free - 1]
+                .iter()
+                .map(|n| output::truncate(n, columns)),
+        );
+        lines.push(output::truncate(
+            &format!(
+                "… {} more note(s): `seckill status --item ID` shows an item in full",
+                notes.len() - (free - 1)
+            ),
+            columns,
+        ));
+    }
+    lines
+}
+
+/// The header and the rows, columns padded to their widest cell, two
+/// spaces apart, cut to `columns`: the NAME column shrinks first (down to
+/// nothing), then ITEM; the figures never.
+fn compact_table(items: &[ItemStatus], cells: Vec<Vec<String>>, columns: u16) -> Vec<String> {
+    const GAP: usize = 2;
+    let width = |text: &str| usize::from(output::display_width(text));
+    let widest = |header: &str, column: &dyn Fn(usize) -> String| -> usize {
+        (0..items.len())
+            .map(|i| width(&column(i)))
+            .max()
+            .unwrap_or(0)
+            .max(width(header))
+    };
+    let mut id_width = widest("ITEM", &|i| items[i].item.clone());
+    let figure_widths: Vec<usize> = COMPACT_HEADER
+        .iter()
+        .enumerate()
+        .map(|(c, header)| widest(header, &|i| cells[i][c].clone()))
+        .collect();
+    let figures: usize = figure_widths.iter().map(|w| w + GAP).sum();
+    let name_full = widest("NAME", &|i| items[i].name.clone());
+    let columns = usize::from(columns);
+    let mut name_width = columns
+        .saturating_sub(id_width + figures + GAP)
+        .min(name_full);
+    if name_width < width("NAME") {
+        name_width = 0;
+        id_width = id_width.min(columns.saturating_sub(figures).max(width("ITEM")));
+    }
+    let pad = |text: &str, to: usize| -> String {
+        let text = output::truncate(text, u16::try_from(to).unwrap_or(u16::MAX));
+        let fill = to.saturating_sub(width(&text));
+        format!("{text}{}", " ".repeat(fill))
+    };
+    let line = |id: &str, figures: &[String], name: &str| -> String {
+        let mut out = pad(id, id_width);
+        for (text, w) in figures.iter().zip(&figure_widths) {
+            out.push_str(&" ".repeat(GAP));
+            // Figures read right-aligned, like every table of numbers.
+            out.push_str(&format!(
+                "{}{text}",
+                " ".repeat(w.saturating_sub(width(text)))
+            ));
+        }
+        if name_width > 0 {
+            out.push_str(&" ".repeat(GAP));
+            out.push_str(&pad(name, name_width));
+        }
+        output::truncate(out.trim_end(), u16::try_from(columns).unwrap_or(u16::MAX))
+    };
+    let header: Vec<String> = COMPACT_HEADER.iter().map(|h| h.to_string()).collect();
+    let mut lines = vec![line("ITEM", &header, "NAME")];
+    for (s, row) in items.iter().zip(&cells) {
+        lines.push(line(&s.item, row, &s.name));
+    }
+    lines
+}
+
+/// One item's cells under [`COMPACT_HEADER`].
+fn compact_row(s: &ItemStatus) -> Vec<String> {
+    let dash = || "-".to_string();
+    let left = match (s.stock_left, s.initial_stock) {
+        (Some(left), Some(initial)) => format!("{}/{}", count(left), count(initial)),
+        _ => dash(),
+    };
+    let rate = match s.rate_per_s {
+        Some(rate) if rate >= 100.0 => format!("{rate:.0}/s"),
+        Some(rate) => format!("{rate:.1}/s"),
+        None => dash(),
+    };
+    let window = match s.window.state {
+        WindowState::NotPreheated => dash(),
+        WindowState::NotStarted => {
+            format!("in {}", short_duration(s.window.opens_in_ms.unwrap_or(0)))
+        }
+        WindowState::Open => match s.window.closes_in_ms {
+            Some(ms) => format!("open {}", short_duration(ms)),
+            None => "open".to_string(),
+        },
+        WindowState::Ended => format!(
+            "ended {}",
+            short_duration(s.window.ended_ms_ago.unwrap_or(0))
+        ),
+    };
+    let reserved = match s.overdue {
+        None => dash(),
+        Some(overdue) if overdue.orders > 0 => format!("{}!", count(s.reservations.reserved_units)),
+        Some(_) => count(s.reservations.reserved_units),
+    };
+    let room = match &s.room {
+        None => dash(),
+        Some(room) if room.paused => format!("{}/{} P", count(room.serving), count(room.joined)),
+        Some(room) => format!("{}/{}", count(room.serving), count(room.joined)),
+    };
+    vec![
+        left,
+        rate,
+        window,
+        if s.kill_switch.on { "ON" } else { "off" }.to_string(),
+        s.stream.lag.map_or_else(|| "?".to_string(), count),
+        count(s.stream.pending),
+        reserved,
+        room,
+    ]
+}
+
+/// What needs a person about `s`, one line each, for under the compact table.
+fn notes(s: &ItemStatus, campaign_file: &str) -> Vec<String> {
+    let id = &s.item;
+    let mut notes = Vec::new();
+    if !s.preheated {
+        notes.push(format!(
+            "{id}: not preheated: `seckill -c {campaign_file} preheat`"
+        ));
+        return notes;
+    }
+    if s.kill_switch.on {
+        let mut text = format!("{id}: kill switch ON");
+        if let Some(by) = &s.kill_switch.switched_by {
+            text.push_str(&format!(" by {by}"));
+        }
+        if let Some(reason) = &s.kill_switch.reason {
+            text.push_str(&format!(": \"{reason}\""));
+        }
+        notes.push(text);
+    }
+    if let Some(overdue) = s.overdue
+        && let Some(oldest) = overdue.oldest_ms
+    {
+        notes.push(format!(
+            "{id}: {} reservation(s) overdue (RESV !), the oldest by {}: is `expire --loop` running?",
+            overdue.orders,
+            human_duration_ms(oldest)
+        ));
+    }
+    if s.dead_letter > 0 {
+        notes.push(format!(
+            "{id}: {} dead-lettered: `seckill dead-letter list`",
+            s.dead_letter
+        ));
+    }
+    if s.stream.group_exists && s.stream.lag.unwrap_or(0) > 0 && s.consumers.is_empty() {
+        notes.push(format!(
+            "{id}: orders wait and the group has no consumer: start `seckill consume`"
+        ));
+    }
+    if let Some(room) = &s.room {
+        if room.paused {
+            notes.push(format!(
+                "{id}: waiting room PAUSED (ROOM … P): `seckill queue resume`"
+            ));
+        }
+        match &room.admitter_behind {
+            Some(why) => notes.push(format!("{id}: room waits for `queue admit --loop`: {why}")),
+            None if !room.needs_admitter.is_empty() => notes.push(format!(
+                "{id}: its room needs `seckill queue admit --loop` ({})",
+                room.needs_admitter.join(", ")
+            )),
+            None => {}
+        }
+    }
+    if s.carried_over.units > 0 {
+        notes.push(format!(
+            "{id}: {} unit(s) carried over by preheat --recover (in LEFT's total)",
+            s.carried_over.units
+        ));
+    }
+    notes
+}
+
+/// A count in at most six columns: 12345, 123k, 12.3M.
+fn count(n: i64) -> String {
+    match n.abs() {
+        0..100_000 => n.to_string(),
+        100_000..1_000_000 => format!("{}k", n / 1000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// A duration in a few columns: 850ms → 0s, 41s, 12m, 2h13m, 3d4h.
+fn short_duration(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    match (secs / 86_400, secs / 3600 % 24, secs / 60 % 60) {
+        (0, 0, 0) => format!("{secs}s"),
+        (0, 0, m) => format!("{m}m"),
+        (0, h, m) => format!("{h}h{m}m"),
+        (d, h, _) => format!("{d}d{h}h"),
+    }
 }
 
 /// The text view: a heading, then a few lines per item.
@@ -435,6 +686,18 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
                     if s.buyers == 1 { "" } else { "s" }
                 ),
             );
+            if s.carried_over.units > 0 {
+                line(
+                    "carried",
+                    format!(
+                        "{} of them: {} order{} stored before Redis lost its data, carried over \
+                         by preheat --recover (not loaded again)",
+                        s.carried_over.units,
+                        s.carried_over.orders,
+                        if s.carried_over.orders == 1 { "" } else { "s" }
+                    ),
+                );
+            }
             line("rate", rate_text(s));
         }
         _ => line(
@@ -459,9 +722,26 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
             ),
         );
     }
+    if let Some(overdue) = s.overdue
+        && let Some(oldest) = overdue.oldest_ms
+    {
+        line(
+            "overdue",
+            format!(
+                "{} reservation{} past the payment deadline, the oldest by {}: nothing released \
+                 them — is `seckill expire --loop` running?",
+                overdue.orders,
+                if overdue.orders == 1 { "" } else { "s" },
+                human_duration_ms(oldest)
+            ),
+        );
+    }
     line("window", s.window.describe());
     if let Some(room) = &s.room {
         line("room", room.describe());
+        if let Some(admitter) = room.describe_admitter() {
+            line("admitter", admitter);
+        }
     }
     let switch = &s.kill_switch;
     line(
@@ -581,5 +861,132 @@ fn rate_text(s: &ItemStatus) -> String {
             human_duration_ms(s.rate_interval_ms)
         ),
         None => "- (from the next sample)".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::monitor::status::{StreamStatus, Switch, Window};
+
+    fn item(id: &str, name: &str, left: i64) -> ItemStatus {
+        ItemStatus {
+            item: id.to_string(),
+            name: name.to_string(),
+            redis_time_ms: 0,
+            preheated: true,
+            initial_stock: Some(1_000_000),
+            stock_left: Some(left),
+            sold: Some(1_000_000 - left),
+            carried_over: Default::default(),
+            buyers: 0,
+            rate_per_s: Some(1234.5),
+            rate_interval_ms: 1000,
+            window: Window {
+                state: WindowState::Open,
+                starts_at_ms: None,
+                ends_at_ms: Some(3_600_000),
+                opens_in_ms: None,
+                closes_in_ms: Some(2 * 3_600_000 + 13 * 60_000),
+                ended_ms_ago: None,
+            },
+            kill_switch: Switch::default(),
+            stream: StreamStatus {
+                lag: Some(123_456),
+                ..StreamStatus::default()
+            },
+            dead_letter: 0,
+            consumers: Vec::new(),
+            expires_in_ms: None,
+            reservations: Totals::default(),
+            overdue: None,
+            slots: Vec::new(),
+            room: None,
+        }
+    }
+
+    /// (start, end) columns of each word of a header line.
+    fn columns_of(header: &str) -> Vec<(usize, usize)> {
+        let mut spans = Vec::new();
+        let mut start = None;
+        for (i, c) in header.char_indices().chain([(header.len(), ' ')]) {
+            match (c == ' ', start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    spans.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        spans
+    }
+
+    #[test]
+    fn the_compact_table_cuts_the_name_first_then_the_id_and_never_a_figure() {
+        let items = [
+            item("sku-1", "A long name that will not fit", 999_999),
+            item("a-very-long-item-id", "Short", 12),
+        ];
+        let cells: Vec<Vec<String>> = items.iter().map(compact_row).collect();
+        assert_eq!(
+            cells[0],
+            [
+                "999k/1.0M",
+                "1234/s",
+                "open 2h13m",
+                "off",
+                "123k",
+                "0",
+                "-",
+                "-"
+            ]
+        );
+        // Wide: everything whole.
+        let wide = compact_table(&items, cells.clone(), 200);
+        assert!(
+            wide[1].ends_with("A long name that will not fit"),
+            "{wide:?}"
+        );
+        // 100 columns: the name is cut, the id and the figures are whole.
+        let cut = compact_table(&items, cells.clone(), 100);
+        assert!(
+            cut.iter().all(|l| output::display_width(l) <= 100),
+            "{cut:?}"
+        );
+        assert!(cut[1].ends_with("A long name that w…"), "{cut:?}");
+        assert!(cut[2].starts_with("a-very-long-item-id "), "{cut:?}");
+        // 80: no room for a name, so no NAME column; the id is whole.
+        let narrow = compact_table(&items, cells.clone(), 80);
+        assert!(!narrow[0].contains("NAME"), "{narrow:?}");
+        assert!(narrow[2].starts_with("a-very-long-item-id "), "{narrow:?}");
+        // Narrower still: the id is cut; the figures stay whole and
+        // right-aligned under their headers.
+        let tight = compact_table(&items, cells.clone(), 70);
+        assert!(
+            tight.iter().all(|l| output::display_width(l) <= 70),
+            "{tight:?}"
+        );
+        assert!(tight[2].starts_with("a-very-lo… "), "{tight:?}");
+        let header = columns_of(&tight[0]);
+        for (line, row) in tight[1..].iter().zip(&cells) {
+            let line: Vec<char> = line.chars().collect();
+            for ((_, end), cell) in header[1..].iter().zip(row) {
+                let shown: String = line[end - cell.len()..*end].iter().collect();
+                assert_eq!(&shown, cell, "{tight:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn counts_and_durations_stay_short() {
+        assert_eq!(count(99_999), "99999");
+        assert_eq!(count(100_000), "100k");
+        assert_eq!(count(12_345_678), "12.3M");
+        assert_eq!(short_duration(850), "0s");
+        assert_eq!(short_duration(41_000), "41s");
+        assert_eq!(short_duration(12 * 60_000 + 5_000), "12m");
+        assert_eq!(short_duration((2 * 3600 + 13 * 60) * 1000), "2h13m");
+        assert_eq!(short_duration((3 * 86_400 + 4 * 3600) * 1000), "3d4h");
     }
 }

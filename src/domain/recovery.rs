@@ -44,6 +44,16 @@ use crate::model::layout::home_bucket;
 /// Buyers restored per round trip.
 const PAGE: usize = 1000;
 
+/// Fields of the item's meta hash (its first slot's, for a bucketed item)
+/// where `--recover` writes what every recovery of the item carried over:
+/// `status` and the metrics read the sale from Redis alone, and without them
+/// a recovered item reads `0 left of 0 · 0 sold` while the database holds
+/// its orders. Written after the stock is loaded; `init` deletes them with
+/// the meta hash.
+pub(crate) const CARRIED_ORDERS_FIELD: &str = "carried_orders";
+/// See [`CARRIED_ORDERS_FIELD`]: the units of those orders.
+pub(crate) const CARRIED_UNITS_FIELD: &str = "carried_units";
+
 /// What a Redis server keeps across a restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
@@ -227,6 +237,7 @@ pub(crate) fn recover_item<C: ConnectionLike>(
             status.as_str()
         );
     }
+    record_carried_over(conn, store, sale)?;
     let buyers_restored = restore_buyers(conn, store, sale, expire_at)?;
     flip(conn, false, "preheat --recover: restored")?;
     let oversold = if stored_units > item.stock {
@@ -290,6 +301,29 @@ fn refuse_partial_loss<C: ConnectionLike>(
         layout.buckets,
         item.id
     )))
+}
+
+/// Write what every recovery of the item carried over (the database's
+/// records, summed: Redis lost the earlier ones' fields with the rest) into
+/// the meta hash of its first slot, beside the stock they were not loaded into.
+fn record_carried_over<C: ConnectionLike>(
+    conn: &mut C,
+    store: &mut dyn OrderStore,
+    sale: &SaleItem,
+) -> Result<()> {
+    let recoveries = store.recoveries(&sale.campaign.id, &sale.item.id)?;
+    let orders: i64 = recoveries.iter().map(|r| r.rows_carried).sum();
+    let units: i64 = recoveries.iter().map(|r| r.units_carried).sum();
+    let meta = &sale.slots()[0].keys.meta;
+    let _: i64 = redis::cmd("HSET")
+        .arg(meta)
+        .arg(CARRIED_ORDERS_FIELD)
+        .arg(orders)
+        .arg(CARRIED_UNITS_FIELD)
+        .arg(units)
+        .query(conn)
+        .with_context(|| format!("cannot record the carried-over orders in {meta}"))?;
+    Ok(())
 }
 
 /// Copy the item's buyers (units, latest order) from the database into Redis,

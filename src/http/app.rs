@@ -34,6 +34,9 @@ pub(crate) struct Settings {
     pub(crate) wait_replicas: Option<(u32, Duration)>,
     /// The operator endpoints' bearer token; `None`: they are off.
     pub(crate) operator_token: Option<Vec<u8>>,
+    /// The operator endpoints' own Redis credential (`--operator-redis`);
+    /// `None`: they use the door's.
+    pub(crate) operator_redis: Option<RedisTarget>,
     /// Threads answering HTTP.
     pub(crate) workers: usize,
 }
@@ -46,6 +49,9 @@ pub(crate) struct App {
     pub(crate) cache: Cache,
     /// The shared async connection(s) the operations' commands go through.
     pub(crate) redis: Arc<Multiplexed>,
+    /// The operator endpoints' shared connection, with their own credential
+    /// (`--operator-redis`); `None`: they use `redis`.
+    pub(crate) operator: Option<(RedisTarget, Arc<Multiplexed>)>,
     /// Connections of their own: WAIT after a buy, the cache's refresh, probes.
     pub(crate) pool: Pool,
     pub(crate) permits: Arc<tokio::sync::Semaphore>,
@@ -102,20 +108,59 @@ impl App {
         retry: Retry,
         operation: impl FnOnce(&App, &mut Conn) -> Result<T, Failure> + Send + 'static,
     ) -> Result<T, Failure> {
-        let at = self.target.display.clone();
+        let shared = (!own).then(|| Arc::clone(&self.redis));
+        self.run_on(shared, self.target.display.clone(), retry, operation)
+            .await
+    }
+
+    /// [`App::on_redis`] for the operator endpoints: on their own
+    /// credential's shared connection (`--operator-redis`), else the door's.
+    pub(crate) async fn on_operator_redis<T: Send + 'static>(
+        self: &Arc<Self>,
+        retry: Retry,
+        operation: impl FnOnce(&App, &mut Conn) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, Failure> {
+        let (at, shared) = match &self.operator {
+            Some((target, redis)) => (target.display.clone(), Arc::clone(redis)),
+            None => (self.target.display.clone(), Arc::clone(&self.redis)),
+        };
+        self.run_on(Some(shared), at, retry, operation).await
+    }
+
+    /// Where the operator endpoints' Redis is, for their messages.
+    pub(crate) fn operator_display(&self) -> &str {
+        match &self.operator {
+            Some((target, _)) => &target.display,
+            None => &self.target.display,
+        }
+    }
+
+    /// Run `operation` on a blocking worker: on `shared` (a handle taken
+    /// first, so no connection means `NotSent`), or on a pooled connection
+    /// of its own when `None`; Redis at `at` for messages.
+    async fn run_on<T: Send + 'static>(
+        self: &Arc<Self>,
+        shared: Option<Arc<Multiplexed>>,
+        at: String,
+        retry: Retry,
+        operation: impl FnOnce(&App, &mut Conn) -> Result<T, Failure> + Send + 'static,
+    ) -> Result<T, Failure> {
         let failed = {
             let (at, retry) = (at.clone(), retry.clone());
             move |error: anyhow::Error| Failure::of(error, &at, retry)
         };
-        let shared = match own {
-            true => None,
-            false => Some(self.redis.handle().await.map_err(failed.clone())?),
+        let shared = match shared {
+            Some(redis) => {
+                let handle = redis.handle().await.map_err(failed.clone())?;
+                Some((redis, handle))
+            }
+            None => None,
         };
         let app = Arc::clone(self);
         let worker = tokio::task::spawn_blocking(move || match shared {
-            Some(handle) => {
+            Some((redis, handle)) => {
                 let runtime = tokio::runtime::Handle::current();
-                let mut conn = Conn::Shared(app.redis.blocking(handle, runtime));
+                let mut conn = Conn::Shared(redis.blocking(handle, runtime));
                 operation(&app, &mut conn)
             }
             None => app.pool.with(failed, |conn| operation(&app, conn)),

@@ -1,13 +1,16 @@
 //! What one `serve` instance counts for its `/metrics`: requests by
 //! endpoint, outcome and HTTP status; their latency (a histogram); requests
 //! in flight; Redis round trips; answers given from the cache. Counted with
-//! atomics on the request path, rendered in the text format only on a scrape.
+//! atomics on the request path, rendered in the text format only on a scrape,
+//! with what every seckill service exports beside its own: whether the
+//! scrape reached Redis (`seckill_redis_up`) and `seckill_build_info`.
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::operator::monitor::metrics::{REDIS_UP, add_build_info};
 use crate::util::prometheus::{Exposition, Metric, counter, gauge};
 
 const REQUESTS: Metric = counter(
@@ -110,9 +113,15 @@ impl Metrics {
         }
     }
 
-    /// The exposition text.
-    pub(crate) fn render(&self, campaign: &str) -> String {
+    /// The exposition text; `redis_up`: this scrape's probe reached Redis.
+    pub(crate) fn render(&self, campaign: &str, redis_up: bool) -> String {
         let mut e = Exposition::default();
+        e.add(
+            REDIS_UP,
+            &[("campaign", campaign)],
+            if redis_up { 1.0 } else { 0.0 },
+        );
+        add_build_info(&mut e);
         for ((endpoint, outcome, status), n) in self
             .requests
             .read()
@@ -190,7 +199,7 @@ mod tests {
         for ms in [0.2, 0.7, 0.7, 30.0, 9000.0] {
             m.answered("buy", "ok", 200, Duration::from_secs_f64(ms / 1000.0));
         }
-        let text = m.render("c");
+        let text = m.render("c", true);
         let bucket = |le: &str| -> f64 {
             let prefix = format!(
                 "seckill_serve_request_duration_seconds_bucket{{campaign=\"c\",endpoint=\"buy\",le=\"{le}\"}} "

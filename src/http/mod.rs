@@ -11,7 +11,9 @@
 //! - `POST /v1/items/{item}/queue` `{"user"}` and `GET
 //!   /v1/items/{item}/queue/{user}`: the waiting room's door ([`queue`]).
 //! - `POST /v1/orders/{order}/pay|cancel`: operator endpoints, only with
-//!   `--operator-token-file` (a bearer token compared in constant time).
+//!   `--operator-token-file` (a bearer token compared in constant time),
+//!   on their own credential (`--operator-redis`), proven at start able to
+//!   run the pay and release scripts ([`check_operator_credential`]).
 //! - `GET /healthz`, `GET /metrics`.
 //!
 //! Cheap refusals: an item sold out for good, or outside its window, is
@@ -26,8 +28,10 @@
 //! answers 503 to any that still arrive.
 //!
 //! Redis: attempts share one multiplexed async connection (standalone) or
-//! the async cluster client (one per master), so the commands of requests
-//! in flight are pipelined ([`crate::redis_client::multiplexed`]); a
+//! one cluster router (a connection per master, opened when first needed;
+//! a master that stops answering refused unsent until its replica takes
+//! over), so the commands of requests in flight are pipelined
+//! ([`crate::redis_client::multiplexed`]); a
 //! bucketed item's sweep, `--wait-replicas`, lookups, the operator calls and
 //! the cache's refresh use blocking connections from a pool. A connection
 //! that broke is replaced, never reused (it may still owe replies). A reply
@@ -66,9 +70,14 @@ use app::{App, Pool};
 use cache::Cache;
 use metrics::Metrics;
 
+use crate::domain::item::SaleItem;
 use crate::model::campaign::Campaign;
+use crate::model::error::usage;
 use crate::redis_client::conn::RedisTarget;
+use crate::redis_client::failure;
 use crate::redis_client::multiplexed::Multiplexed;
+use crate::redis_client::scripts::acl_probe::{self, AclProbe};
+use crate::redis_client::scripts::{pay, release};
 use crate::util::log;
 
 /// What a `serve` run did, when it stopped.
@@ -100,9 +109,25 @@ pub(crate) fn run(
         .block_on(Multiplexed::connect(&target))
         .map(Arc::new)
         .context("cannot start serve's Redis connection")?;
+    let operator = match (&settings.operator_token, &settings.operator_redis) {
+        (None, _) => None,
+        (Some(_), None) => {
+            check_operator_credential(&campaign, &target, false)?;
+            None
+        }
+        (Some(_), Some(operator)) => {
+            check_operator_credential(&campaign, operator, true)?;
+            let redis = runtime
+                .block_on(Multiplexed::connect(operator))
+                .map(Arc::new)
+                .context("cannot start the operator endpoints' Redis connection")?;
+            Some((operator.clone(), redis))
+        }
+    };
     let app = Arc::new(App {
         cache: Cache::new(&campaign),
         redis,
+        operator,
         pool: Pool {
             target: target.clone(),
             idle: Mutex::new(Vec::new()),
@@ -129,6 +154,76 @@ pub(crate) fn run(
     app.draining.store(true, Ordering::SeqCst);
     let _ = refresher.join();
     served
+}
+
+/// Refuse to start (a usage error, exit 2) when the operator endpoints'
+/// credential may not run the pay and release scripts: every payment would
+/// then be refused. Asked of Redis's own ACL with `lua/acl_probe.lua` on
+/// every slot of every item (the keys of those scripts, and the commands
+/// they send on them), nothing run or written. `own`: the credential is
+/// `--operator-redis`'s, else the door's.
+fn check_operator_credential(campaign: &Campaign, target: &RedisTarget, own: bool) -> Result<()> {
+    let mut checks = acl_probe::checks_of(&[&pay::SPEC, &release::SPEC]);
+    // A promoted replica, a restarted Redis: the scripts are loaded again.
+    checks.push("SCRIPT LOAD return".to_string());
+    let mut conn = target
+        .connect()
+        .context("cannot check the operator endpoints' Redis credential")?;
+    let mut refused: Vec<String> = Vec::new();
+    let mut note = |what: String| {
+        if !refused.contains(&what) {
+            refused.push(what);
+        }
+    };
+    for item in SaleItem::select(campaign, None)? {
+        for slot in item.slots() {
+            let keys = &slot.keys;
+            let probe = AclProbe {
+                reservations: keys.reservations.clone(),
+                deadlines: keys.deadlines.clone(),
+                meta: keys.meta.clone(),
+                stock: keys.stock.clone(),
+                buyers: keys.buyers.clone(),
+                buyer_orders: keys.buyer_orders.clone(),
+                orders: keys.orders.clone(),
+                reservation_counts: keys.reservation_counts.clone(),
+                checks: checks.clone(),
+            };
+            match probe.refused(&mut conn) {
+                Ok(checks) => checks
+                    .iter()
+                    .for_each(|check| note(acl_probe::spelled(check))),
+                Err(error)
+                    if failure::refused_for_credentials(&anyhow::Error::new(error.clone())) =>
+                {
+                    note(format!(
+                        "EVALSHA on the keys of item {}: {error}",
+                        item.id()
+                    ));
+                }
+                Err(error) => {
+                    return Err(anyhow::Error::new(error).context(
+                        "cannot ask Redis whether the operator endpoints may pay and cancel",
+                    ));
+                }
+            }
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let whose = match own {
+        true => "--operator-redis",
+        false => "--redis (no --operator-redis was given)",
+    };
+    Err(usage(format!(
+        "the operator endpoints (--operator-token-file) would refuse every payment: Redis user \
+         {} of {whose} may not run the pay and cancel scripts ({}); start serve with \
+         --operator-redis URL as the operator's user (`seckill acl --role operator`), or \
+         without --operator-token-file",
+        target.user(),
+        refused.join(", ")
+    )))
 }
 
 /// Re-read every item's state every `--recheck` until the shutdown.

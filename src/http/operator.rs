@@ -51,7 +51,7 @@ pub(crate) async fn cancel(
 /// Pay (`reason` none) or cancel, for a caller with the operator token.
 async fn change(app: Arc<App>, order: String, reason: Option<String>) -> Response {
     let done = app
-        .on_redis(false, Retry::Repeat, move |app, conn| {
+        .on_operator_redis(Retry::Repeat, move |app, conn| {
             let change = match &reason {
                 None => Change::Pay,
                 Some(reason) => Change::Cancel { reason },
@@ -61,7 +61,7 @@ async fn change(app: Arc<App>, order: String, reason: Option<String>) -> Respons
                 item: None,
                 change,
             }
-            .run(&app.campaign, conn, &app.target.display)
+            .run(&app.campaign, conn, app.operator_display())
         })
         .await;
     match done {

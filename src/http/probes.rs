@@ -22,8 +22,21 @@ pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
             None,
         );
     }
+    match ping(&app).await {
+        Ok(()) => json_answer(StatusCode::OK, "ok", &serde_json::json!({"status": "ok"})),
+        Err(why) => error_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "redis_unreachable",
+            &why,
+            None,
+        ),
+    }
+}
+
+/// `PING` on a pooled connection, on a blocking worker.
+async fn ping(app: &Arc<App>) -> Result<(), String> {
     let probe = {
-        let app = Arc::clone(&app);
+        let app = Arc::clone(app);
         tokio::task::spawn_blocking(move || {
             app.pool
                 .with(|e| e, |conn| Ok(redis::cmd("PING").query::<String>(conn)?))
@@ -31,30 +44,22 @@ pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
         .await
     };
     match probe {
-        Ok(Ok(_)) => json_answer(StatusCode::OK, "ok", &serde_json::json!({"status": "ok"})),
-        Ok(Err(e)) => error_answer(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "redis_unreachable",
-            &crate::util::error_text::render(&e),
-            None,
-        ),
-        Err(_) => error_answer(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "redis_unreachable",
-            "the probe's worker stopped",
-            None,
-        ),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(crate::util::error_text::render(&e)),
+        Err(_) => Err("the probe's worker stopped".to_string()),
     }
 }
 
+/// The instance's counters, and whether this scrape reached Redis.
 pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
+    let redis_up = ping(&app).await.is_ok();
     (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static(crate::util::prometheus::CONTENT_TYPE),
         )],
-        app.metrics.render(&app.campaign.id),
+        app.metrics.render(&app.campaign.id, redis_up),
     )
         .into_response()
 }

@@ -72,6 +72,16 @@ pub const CHECK_EXPIRY: i32 = 42;
 /// `status --check --max-lag N`: more than N order entries wait for the
 /// consumer (lag) or sit delivered and unacknowledged (pending).
 pub const CHECK_LAG: i32 = 43;
+/// `status --check`: reservations are past their payment deadline for longer
+/// than `--grace` and nothing released them (no `seckill expire` runs).
+pub const CHECK_OVERDUE: i32 = 44;
+/// `status --check`: order entries sit in the dead-letter stream, not in the
+/// order database.
+pub const CHECK_DEAD_LETTERS: i32 = 45;
+/// `status --check`: a waiting room's admitter work (the pre-queue's
+/// shuffle, the fan-out to buckets) is later than `--grace`: no `seckill
+/// queue admit --loop` runs.
+pub const CHECK_ADMITTER: i32 = 46;
 /// `buy`/`queue`: the item's waiting room takes registered users only
 /// (`seckill register`), and this user is not (docs/waiting-room.md).
 pub const NOT_REGISTERED: i32 = 50;
@@ -213,6 +223,21 @@ pub const ALL: &[(i32, &str, &str)] = &[
         CHECK_LAG,
         "check_lag",
         "status: --check found lag or pending above --max-lag",
+    ),
+    (
+        CHECK_OVERDUE,
+        "check_overdue",
+        "status: --check found reservations past their deadline longer than --grace",
+    ),
+    (
+        CHECK_DEAD_LETTERS,
+        "check_dead_letters",
+        "status: --check found entries in a dead-letter stream",
+    ),
+    (
+        CHECK_ADMITTER,
+        "check_admitter",
+        "status: --check found a waiting room's admitter work late (queue admit)",
     ),
     (
         NOT_REGISTERED,

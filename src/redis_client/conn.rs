@@ -6,18 +6,28 @@
 //! server. Errors name the host and port, never the password.
 //!
 //! `--cluster` treats the URL (or a comma-separated list of URLs) as seed
-//! nodes of a Redis Cluster; all commands then route by the item's hash tag.
+//! nodes of a Redis Cluster; all commands then route by the item's hash tag
+//! (`redis_client::cluster`: only masters, each connected when a command
+//! first needs it).
+//!
+//! A password can stay out of the command line (`ps` shows every argument):
+//! a URL without one gets it from `--redis-password-file FILE`
+//! (`SECKILL_REDIS_PASSWORD_FILE`), else from `REDISCLI_AUTH` (as
+//! `redis-cli` reads it). A password in the URL itself wins over both.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use redis::aio::{ConnectionLike as _, MultiplexedConnection};
-use redis::cluster::{ClusterClientBuilder, ClusterConnection};
 use redis::cluster_routing::RoutingInfo;
-use redis::{Cmd, ConnectionLike, IntoConnectionInfo, RedisError, RedisResult, Value};
+use redis::{
+    Cmd, ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisError, RedisResult, Value,
+};
 
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
+use crate::redis_client::cluster::{self, ClusterConn, Router, Topology};
 use crate::redis_client::trace;
 
 /// Where Redis is when nothing says otherwise.
@@ -39,8 +49,24 @@ pub struct ConnectionArgs {
     pub redis_url: Option<String>,
 
     /// Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster.
-    #[arg(long, global = true, env = "SECKILL_REDIS_CLUSTER")]
+    #[arg(
+        long,
+        global = true,
+        env = "SECKILL_REDIS_CLUSTER",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub cluster: bool,
+
+    /// A file holding the password for every Redis URL that has none (the
+    /// URL's user, or the default user): no password in `ps`. A final newline
+    /// is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]
+    #[arg(
+        long,
+        global = true,
+        env = "SECKILL_REDIS_PASSWORD_FILE",
+        value_name = "FILE"
+    )]
+    pub redis_password_file: Option<std::path::PathBuf>,
 
     /// PEM file of the CA that signed the server's certificate (rediss:// only;
     /// default: the system trust store).
@@ -61,6 +87,7 @@ impl Default for ConnectionArgs {
         ConnectionArgs {
             redis_url: None,
             cluster: false,
+            redis_password_file: None,
             tls_ca_cert: None,
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(5),
@@ -77,7 +104,7 @@ pub(crate) fn parse_duration_arg(text: &str) -> std::result::Result<Duration, St
 /// The cluster connection is boxed: it is much larger, and rare.
 pub enum Conn {
     Single(redis::Connection),
-    Cluster(Box<ClusterConnection>),
+    Cluster(Box<ClusterConn>),
     /// `seckill serve`'s shared connection (standalone or cluster), seen by
     /// one request on a blocking worker.
     Shared(SharedConn),
@@ -88,7 +115,7 @@ impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         let traced = trace::packed(self.cluster(), cmd);
         let reply = match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Single(c) => c.req_packed_command(cmd).and_then(not_a_cluster_node),
             Conn::Cluster(c) => c.req_packed_command(cmd),
             Conn::Shared(c) => c.req_packed_command(cmd),
         };
@@ -115,7 +142,7 @@ impl ConnectionLike for Conn {
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         let traced = trace::command(self.cluster(), cmd);
         let reply = match self {
-            Conn::Single(c) => c.req_command(cmd),
+            Conn::Single(c) => c.req_command(cmd).and_then(not_a_cluster_node),
             Conn::Cluster(c) => c.req_command(cmd),
             Conn::Shared(c) => c.req_command(cmd),
         };
@@ -166,8 +193,8 @@ impl Conn {
         }
     }
 
-    /// `cmd` sent where `routing` says on a cluster (a node of a slot,
-    /// every master); on a standalone Redis, to it.
+    /// `cmd` sent where `routing` says on a cluster (every master, a node by
+    /// address, any one); on a standalone Redis, to it.
     pub(crate) fn route(&mut self, cmd: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         match self {
             Conn::Single(c) => c.req_command(cmd),
@@ -176,19 +203,55 @@ impl Conn {
         }
     }
 
-    /// The blocking cluster connection itself, for the trace's slot map.
-    fn cluster(&mut self) -> Option<&mut dyn ConnectionLike> {
+    /// `cmd` sent to the master of `slot` on a cluster; on a standalone
+    /// Redis, to it.
+    pub(crate) fn on_slot_master(&mut self, cmd: &Cmd, slot: u16) -> RedisResult<Value> {
         match self {
-            Conn::Cluster(c) => Some(c.as_mut()),
+            Conn::Single(c) => c.req_command(cmd),
+            Conn::Cluster(c) => c.on_slot(cmd, slot),
+            Conn::Shared(c) => c.on_slot(cmd, slot),
+        }
+    }
+
+    /// The blocking cluster connection itself, for the trace's slot map.
+    fn cluster(&self) -> Option<&ClusterConn> {
+        match self {
+            Conn::Cluster(c) => Some(c),
             Conn::Single(_) | Conn::Shared(_) => None,
         }
+    }
+}
+
+/// A standalone connection's MOVED/ASK reply: the URL names a node of a
+/// Redis Cluster, which serves only its own slots: the same refusal (its
+/// code, slot and node), saying what to do.
+fn not_a_cluster_node(reply: Value) -> RedisResult<Value> {
+    let Value::ServerError(error) = &reply else {
+        return Ok(reply);
+    };
+    if !matches!(
+        error.kind(),
+        Some(redis::ServerErrorKind::Moved | redis::ServerErrorKind::Ask)
+    ) {
+        return Ok(reply);
+    }
+    let said = format!(
+        "-{} {} (this Redis is one node of a Redis Cluster, and the key is served by \
+         another: pass --cluster, or SECKILL_REDIS_CLUSTER=true, with the cluster's node URLs \
+         as seeds)\r\n",
+        error.code(),
+        error.details().unwrap_or_default()
+    );
+    match redis::parse_redis_value(said.as_bytes()) {
+        Ok(explained) => explained.extract_error(),
+        Err(_) => Ok(reply),
     }
 }
 
 /// Where a [`SharedConn`]'s commands go.
 pub(crate) enum SharedRoute {
     Standalone(MultiplexedConnection),
-    Cluster(redis::cluster_async::ClusterConnection),
+    Cluster(Router),
 }
 
 /// One request's blocking view of `seckill serve`'s shared async connection
@@ -223,7 +286,24 @@ impl SharedConn {
     fn route(&mut self, cmd: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         let reply = match &mut self.route {
             SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
-            SharedRoute::Cluster(c) => self.runtime.block_on(c.route_command(cmd.clone(), routing)),
+            SharedRoute::Cluster(c) => {
+                let destination =
+                    cluster::command::destination_of(&routing, &cluster::command::words(cmd));
+                self.runtime.block_on(c.run_to(cmd, destination))
+            }
+        };
+        if let Err(error) = &reply {
+            (self.on_error)(error);
+        }
+        reply
+    }
+
+    fn on_slot(&mut self, cmd: &Cmd, slot: u16) -> RedisResult<Value> {
+        let reply = match &mut self.route {
+            SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+            SharedRoute::Cluster(c) => self
+                .runtime
+                .block_on(c.run_to(cmd, cluster::command::Destination::Slot(slot))),
         };
         if let Err(error) = &reply {
             (self.on_error)(error);
@@ -245,8 +325,11 @@ impl std::fmt::Debug for SharedConn {
 impl ConnectionLike for SharedConn {
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         let reply = match &mut self.route {
-            SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
-            SharedRoute::Cluster(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+            SharedRoute::Standalone(c) => self
+                .runtime
+                .block_on(c.req_packed_command(cmd))
+                .and_then(not_a_cluster_node),
+            SharedRoute::Cluster(c) => self.runtime.block_on(c.run(cmd)),
         };
         if let Err(error) = &reply {
             (self.on_error)(error);
@@ -267,7 +350,7 @@ impl ConnectionLike for SharedConn {
     fn get_db(&self) -> i64 {
         match &self.route {
             SharedRoute::Standalone(c) => c.get_db(),
-            SharedRoute::Cluster(c) => c.get_db(),
+            SharedRoute::Cluster(_) => 0,
         }
     }
 
@@ -318,8 +401,11 @@ pub(crate) struct PlainTcp {
 /// A resolved Redis target that can hand out connections (one per thread).
 #[derive(Debug, Clone)]
 pub struct RedisTarget {
-    urls: Vec<String>,
-    cluster: bool,
+    /// One per URL (several: cluster seeds), passwords from outside the
+    /// command line applied.
+    infos: Vec<ConnectionInfo>,
+    /// A cluster's slot map and health, shared by every connection to it.
+    cluster: Option<Arc<Topology>>,
     /// PEM of a private CA to trust for rediss://.
     tls_ca: Option<Vec<u8>>,
     connect_timeout: Duration,
@@ -337,6 +423,8 @@ pub(crate) enum UrlSource {
     Env,
     CampaignFile(std::path::PathBuf),
     Default,
+    /// `serve --operator-redis` (or `SECKILL_OPERATOR_REDIS_URL`).
+    OperatorFlag,
 }
 
 impl std::fmt::Display for UrlSource {
@@ -349,6 +437,7 @@ impl std::fmt::Display for UrlSource {
                 f,
                 "the default URL {DEFAULT_REDIS_URL}: pass --redis URL or set `redis:` in the campaign file"
             ),
+            UrlSource::OperatorFlag => f.write_str("URL from --operator-redis"),
         }
     }
 }
@@ -357,7 +446,7 @@ impl UrlSource {
     /// `flag`, `env`, `file` or `default` (the JSON envelope's `redis_source`).
     pub(crate) fn short(&self) -> &'static str {
         match self {
-            UrlSource::Flag => "flag",
+            UrlSource::Flag | UrlSource::OperatorFlag => "flag",
             UrlSource::Env => "env",
             UrlSource::CampaignFile(_) => "file",
             UrlSource::Default => "default",
@@ -404,20 +493,42 @@ impl RedisTarget {
             .clone()
             .or_else(|| campaign.and_then(|c| c.redis_url.clone()))
             .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string());
-        let urls = split_urls(&url);
+        let password = match &args.redis_password_file {
+            Some(path) => Some(read_password_file(path, "--redis-password-file")?),
+            None => std::env::var("REDISCLI_AUTH")
+                .ok()
+                .filter(|p| !p.is_empty()),
+        };
+        Self::of_url(
+            &url,
+            password.as_deref(),
+            args,
+            UrlSource::of(args, campaign),
+        )
+    }
+
+    /// The target of `url` (a list with `--cluster`), with the other
+    /// settings of `args`; `password` for every URL that has none.
+    pub(crate) fn of_url(
+        url: &str,
+        password: Option<&str>,
+        args: &ConnectionArgs,
+        source: UrlSource,
+    ) -> Result<RedisTarget> {
+        let urls = split_urls(url);
         if urls.len() > 1 && !args.cluster {
             return Err(usage(
                 "several Redis URLs given: pass --cluster to use them as cluster seed nodes",
             ));
         }
+        let mut infos = Vec::new();
         let mut shown = Vec::new();
         for url in &urls {
             if !url.contains("://")
                 && let Some(meant) = bare_host_port(url)
             {
                 return Err(usage(format!(
-                    "Redis URL {url} has no scheme ({}): did you mean {meant}?",
-                    UrlSource::of(args, campaign)
+                    "Redis URL {url} has no scheme ({source}): did you mean {meant}?"
                 )));
             }
             let info = url
@@ -425,6 +536,7 @@ impl RedisTarget {
                 .into_connection_info()
                 .map_err(|e| usage(format!("invalid Redis URL {}: {e}", redact(url))))?;
             shown.push(describe(&info));
+            infos.push(with_password(info, password));
         }
         if urls.is_empty() {
             return Err(usage("empty Redis URL"));
@@ -439,26 +551,37 @@ impl RedisTarget {
             })?),
             None => None,
         };
+        let cluster = match args.cluster {
+            true => Some(Arc::new(
+                Topology::new(
+                    &infos,
+                    tls_ca.clone(),
+                    args.connect_timeout,
+                    args.response_timeout,
+                )
+                .map_err(usage)?,
+            )),
+            false => None,
+        };
+        crate::util::error_text::remember_response_timeout(args.response_timeout);
         Ok(RedisTarget {
-            urls,
-            cluster: args.cluster,
+            infos,
+            cluster,
             tls_ca,
             connect_timeout: args.connect_timeout,
             response_timeout: args.response_timeout,
             display: shown.join(","),
-            source: UrlSource::of(args, campaign),
-        })
-        .inspect(|target| {
-            crate::util::error_text::remember_response_timeout(target.response_timeout);
+            source,
         })
     }
 
     /// Open one connection with both timeouts set, within `--connect-timeout`
     /// in all: redis-rs applies the timeout to each step of its handshake
-    /// (TCP connect, then one read per setup command, the two CLIENT SETINFO
-    /// replies among them), so a server that accepts and never answers used
-    /// to cost twice the timeout. The attempt runs on a helper thread and is
+    /// (TCP connect, then one read per setup command: AUTH, SELECT), so a
+    /// server that accepts and never answers used to cost twice the timeout. The attempt runs on a helper thread and is
     /// abandoned at the deadline (it ends by its own timeouts soon after).
+    /// On a cluster this reads the slot map from the first seed that
+    /// answers, and connects nothing else.
     pub fn connect(&self) -> Result<Conn> {
         let attempt = self.clone();
         let (sender, receiver) = std::sync::mpsc::channel();
@@ -472,7 +595,7 @@ impl RedisTarget {
             Ok(result) => result.map_err(|e| self.explain_connect_error(e)),
             Err(_) => Err(self.no_answer()),
         };
-        trace::connected(&self.display, &self.source, self.cluster);
+        trace::connected(&self.display, &self.source, self.cluster());
         result.map_err(|error| {
             // Name Redis's own code (NOAUTH, LOADING, MASTERDOWN, ...): the
             // client library renders it in its own words.
@@ -495,7 +618,9 @@ impl RedisTarget {
     }
 
     /// Say what a failed connect means: a timeout names the flag, a reply
-    /// that is not RESP means the port is not a Redis server.
+    /// that is not RESP means the port is not a Redis server, a cluster
+    /// command refused by a server without cluster support means `--cluster`
+    /// is wrong here.
     fn explain_connect_error(&self, error: anyhow::Error) -> anyhow::Error {
         if error.downcast_ref::<NoReplyToPing>().is_some() {
             return error;
@@ -505,43 +630,44 @@ impl RedisTarget {
             .find_map(|c| c.downcast_ref::<redis::RedisError>());
         match redis_error {
             Some(e) if e.is_timeout() => self.no_answer(),
-            Some(e) if e.kind() == redis::ErrorKind::Parse => anyhow::anyhow!(
+            Some(e) if e.kind() == redis::ErrorKind::Parse && !self.cluster() => anyhow::anyhow!(
                 "{} did not answer like a Redis server (is it the Redis port?)",
                 self.display
             ),
+            Some(e) if self.cluster() && e.to_string().contains("cluster support disabled") => {
+                anyhow::anyhow!(
+                    "{} is a standalone Redis, not a node of a Redis Cluster (it has cluster \
+                     support disabled): drop {} for it",
+                    self.display,
+                    cluster_flag_source()
+                )
+            }
             _ => error,
         }
     }
 
     /// Whether the target is a Redis Cluster.
     pub(crate) fn cluster(&self) -> bool {
-        self.cluster
+        self.cluster.is_some()
     }
 
-    /// The cluster client of a cluster target, with its timeouts and CA.
-    pub(crate) fn cluster_client(&self) -> Result<redis::cluster::ClusterClient> {
-        let mut builder = ClusterClientBuilder::new(self.urls.clone())
-            .connection_timeout(self.connect_timeout)
-            .response_timeout(self.response_timeout);
-        if let Some(ca) = &self.tls_ca {
-            builder = builder.certs(self.certificates(ca));
-        }
-        Ok(builder.build()?)
+    /// The shared slot map and health of a cluster target.
+    pub(crate) fn topology(&self) -> Option<Arc<Topology>> {
+        self.cluster.clone()
     }
 
     /// The client of a standalone target (its first URL), with its CA.
     pub(crate) fn standalone_client(&self) -> Result<redis::Client> {
+        let info = self.infos[0].clone();
         Ok(match &self.tls_ca {
-            Some(ca) => {
-                redis::Client::build_with_tls(self.urls[0].as_str(), self.certificates(ca))?
-            }
-            None => redis::Client::open(self.urls[0].as_str())?,
+            Some(ca) => redis::Client::build_with_tls(info, self.certificates(ca))?,
+            None => redis::Client::open(info)?,
         })
     }
 
     fn try_connect(&self) -> Result<Conn> {
-        if self.cluster {
-            let connection = self.cluster_client()?.get_connection()?;
+        if let Some(topology) = &self.cluster {
+            let connection = ClusterConn::open(Arc::clone(topology))?;
             return Ok(Conn::Cluster(Box::new(connection)));
         }
         let client = self.standalone_client()?;
@@ -572,10 +698,10 @@ impl RedisTarget {
     /// Address and credentials when the target is one standalone Redis over
     /// plain TCP (not TLS, not a Unix socket, not a cluster).
     pub(crate) fn plain_tcp(&self) -> Option<PlainTcp> {
-        if self.cluster {
+        if self.cluster() {
             return None;
         }
-        let info = self.urls[0].as_str().into_connection_info().ok()?;
+        let info = &self.infos[0];
         let redis::ConnectionAddr::Tcp(host, port) = info.addr() else {
             return None;
         };
@@ -589,6 +715,15 @@ impl RedisTarget {
         })
     }
 
+    /// The user this target's connections log in as (`default` without one).
+    pub(crate) fn user(&self) -> String {
+        self.infos[0]
+            .redis_settings()
+            .username()
+            .unwrap_or("default")
+            .to_string()
+    }
+
     /// The connect timeout.
     pub(crate) fn connect_timeout(&self) -> Duration {
         self.connect_timeout
@@ -597,6 +732,44 @@ impl RedisTarget {
     /// The response timeout (callers keep XREADGROUP BLOCK well below it).
     pub(crate) fn response_timeout(&self) -> Duration {
         self.response_timeout
+    }
+}
+
+/// `info` with `password` when its URL carries none, and without redis-rs's
+/// `CLIENT SETINFO` at connect: Redis 7.0 has no such command and 7.2+
+/// refuses it to the roles `seckill acl` writes (an `ACL LOG` entry per
+/// connection); each connection is checked with `PING` instead.
+fn with_password(info: ConnectionInfo, password: Option<&str>) -> ConnectionInfo {
+    let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
+    if let Some(password) = password
+        && settings.password().is_none()
+    {
+        settings = settings.set_password(password);
+    }
+    info.set_redis_settings(settings)
+}
+
+/// The password in `path` (named by `flag` in errors): its contents without
+/// one final newline; never empty.
+pub(crate) fn read_password_file(path: &std::path::Path, flag: &str) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read {flag} {}: {e}", path.display())))?;
+    let password = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(&text);
+    if password.is_empty() {
+        return Err(usage(format!("{flag} {} is empty", path.display())));
+    }
+    Ok(password.to_string())
+}
+
+/// How `--cluster` was turned on, for the message that says to drop it.
+fn cluster_flag_source() -> &'static str {
+    let on_command_line = std::env::args_os().any(|a| a == "--cluster");
+    match on_command_line || std::env::var_os("SECKILL_REDIS_CLUSTER").is_none() {
+        true => "--cluster",
+        false => "SECKILL_REDIS_CLUSTER (unset it)",
     }
 }
 

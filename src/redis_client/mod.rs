@@ -1,5 +1,6 @@
 //! How seckill talks to Redis: [`conn`] (standalone, cluster, TLS,
-//! timeouts), [`raw`] (a bare RESP2 connection for the hot paths: the load
+//! timeouts, credentials), [`cluster`] (a Redis Cluster, connected only
+//! where a command needs it: one hung node stops nothing), [`raw`] (a bare RESP2 connection for the hot paths: the load
 //! test, and reading order streams), [`scripts`] (each Lua script's one
 //! typed call), [`failure`] (what a failed request means for the one who
 //! sent it), [`replicas`] (WAIT after a buy), [`multiplexed`] (the shared
@@ -8,6 +9,7 @@
 //!
 //! May import: model, util.
 
+pub(crate) mod cluster;
 pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod multiplexed;

@@ -1,8 +1,9 @@
 //! Multiplexed async connections, for `seckill serve`: one connection per
 //! standalone Redis shared by every request in flight (their commands are
-//! pipelined on it, in the order they were sent), or redis-rs's async
-//! cluster client (one multiplexed connection per master, MOVED and
-//! failover followed) on a cluster.
+//! pipelined on it, in the order they were sent), or on a cluster one
+//! [`Router`] (one multiplexed connection per master, opened when a request
+//! first needs it; MOVED and promotions followed, a master that stopped
+//! answering waited out without holding requests: `redis_client::cluster`).
 //!
 //! The operations are written once, blocking (`domain::operation`); serve
 //! runs each on a blocking worker with a `conn::SharedConn`, through which every
@@ -20,9 +21,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use super::cluster::Router;
 use super::conn::{RedisTarget, SharedConn, SharedRoute};
 
 /// A connection could not be made: nothing was sent, a new attempt is safe.
@@ -52,7 +53,7 @@ enum Shared {
         connecting: tokio::sync::Mutex<()>,
         generations: AtomicU64,
     },
-    Cluster(ClusterConnection),
+    Cluster(Router),
 }
 
 /// One request's handle on the shared connection (cheap to clone).
@@ -65,25 +66,23 @@ pub(crate) struct Handle {
 #[derive(Clone)]
 enum HandleInner {
     Standalone(MultiplexedConnection),
-    Cluster(ClusterConnection),
+    Cluster(Router),
 }
 
 impl Multiplexed {
-    /// Connect now (a cluster: to its masters; standalone: one connection,
-    /// then PING), so a serve that cannot reach its Redis says so at start.
+    /// Connect now (a cluster: its slot map, from the first seed that
+    /// answers; standalone: one connection, then PING), so a serve that
+    /// cannot reach its Redis says so at start.
     pub(crate) async fn connect(target: &RedisTarget) -> Result<Multiplexed> {
-        let shared = if target.cluster() {
-            let connection = target
-                .cluster_client()?
-                .get_async_connection()
-                .await
-                .with_context(|| {
-                    format!(
-                        "cannot connect to the Redis Cluster at {} ({})",
-                        target.display, target.source
-                    )
-                })?;
-            Shared::Cluster(connection)
+        let shared = if let Some(topology) = target.topology() {
+            let router = Router::new(topology);
+            router.map().await.with_context(|| {
+                format!(
+                    "cannot connect to the Redis Cluster at {} ({})",
+                    target.display, target.source
+                )
+            })?;
+            Shared::Cluster(router)
         } else {
             let first = open(target).await?;
             Shared::Standalone {

@@ -29,10 +29,8 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-
 use crate::redis_client::conn::Conn;
+use anyhow::{Context, Result};
 
 /// The WAIT command: `replicas` confirmations, at most `timeout`.
 fn wait_command(replicas: u32, timeout: Duration) -> redis::Cmd {
@@ -61,12 +59,8 @@ pub(crate) fn wait_after_buy(
     slots.dedup();
     let mut fewest = i64::MAX;
     for slot in slots {
-        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
-            slot,
-            SlotAddr::Master,
-        )));
         let reply = conn
-            .route(&cmd, route)
+            .on_slot_master(&cmd, slot)
             .with_context(|| format!("WAIT for replicas failed on the master of slot {slot}"))?;
         let acked: i64 = redis::from_redis_value(reply)
             .with_context(|| format!("WAIT on the master of slot {slot} answered oddly"))?;
@@ -76,8 +70,7 @@ pub(crate) fn wait_after_buy(
 }
 
 /// Refuse a WAIT that would outlast the reply timeout: the client would give
-/// up on WAIT's answer (and redis-rs's cluster client would resend it on the
-/// same connection, mixing up replies).
+/// up on WAIT's answer: the outcome of the buy before it would read as unknown.
 pub(crate) fn check_timeout(wait_timeout: Duration, response_timeout: Duration) -> Result<()> {
     if wait_timeout >= response_timeout {
         return Err(crate::model::error::usage(format!(

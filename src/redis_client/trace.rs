@@ -10,28 +10,27 @@
 //! `XGROUP`, `SCRIPT`, ...), a script by its name — never its body — and its
 //! first key with that key's cluster slot. No other argument is shown:
 //! values, passwords (`AUTH`, `HELLO`, `ACL SETUSER`) and user data stay out
-//! of logs. On a cluster the node is the slot's master in the `CLUSTER
-//! SLOTS` table read once, on first use (after a failover it may be stale:
-//! redis-rs follows the redirect, the trace names the old master).
+//! of logs. On a cluster the node is the slot's master in the connection's
+//! slot map as last read (a redirect followed after the line was written
+//! shows as the next command's node).
 //!
 //! Off, the hook in `conn.rs` costs one relaxed atomic load per command.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use redis::{Cmd, ConnectionLike, RedisResult, Value};
+use redis::{Cmd, RedisResult};
 
 use crate::model::layout::key_slot;
+use crate::redis_client::cluster::ClusterConn;
+use crate::redis_client::cluster::command::unpack;
 use crate::redis_client::scripts::ALL;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// The standalone server's address (its display form), from the first connect.
 static STANDALONE: OnceLock<String> = OnceLock::new();
-
-/// (first slot, last slot, master) of a cluster, read on first use.
-static SLOTS: Mutex<Option<Vec<(u16, u16, String)>>> = Mutex::new(None);
 
 /// Turn tracing on for this process (`-v`, `SECKILL_DEBUG=1`).
 pub(crate) fn enable() {
@@ -74,7 +73,7 @@ pub(crate) struct Traced {
 /// A packed command (or a pipeline of them) is about to be sent; `cluster`
 /// is the cluster connection (for the slot's master), `None` on a single
 /// server. `None` when tracing is off.
-pub(crate) fn packed(cluster: Option<&mut dyn ConnectionLike>, bytes: &[u8]) -> Option<Traced> {
+pub(crate) fn packed(cluster: Option<&ClusterConn>, bytes: &[u8]) -> Option<Traced> {
     if !enabled() {
         return None;
     }
@@ -82,7 +81,7 @@ pub(crate) fn packed(cluster: Option<&mut dyn ConnectionLike>, bytes: &[u8]) -> 
 }
 
 /// [`packed`] for one command not packed yet.
-pub(crate) fn command(cluster: Option<&mut dyn ConnectionLike>, cmd: &Cmd) -> Option<Traced> {
+pub(crate) fn command(cluster: Option<&ClusterConn>, cmd: &Cmd) -> Option<Traced> {
     if !enabled() {
         return None;
     }
@@ -96,10 +95,10 @@ pub(crate) fn command(cluster: Option<&mut dyn ConnectionLike>, cmd: &Cmd) -> Op
     Some(start(cluster, &[words]))
 }
 
-fn start(mut cluster: Option<&mut dyn ConnectionLike>, commands: &[Vec<Vec<u8>>]) -> Traced {
+fn start(cluster: Option<&ClusterConn>, commands: &[Vec<Vec<u8>>]) -> Traced {
     let mut described = Vec::with_capacity(commands.len());
     for words in commands {
-        described.push(describe(cluster.as_deref_mut(), words));
+        described.push(describe(cluster, words));
     }
     Traced {
         described,
@@ -132,7 +131,7 @@ pub(crate) fn finish<T>(traced: Option<Traced>, result: &RedisResult<T>) {
 }
 
 /// `EVALSHA buy seckill:{c:1}:meta slot 6210 on 127.0.0.1:6379`.
-fn describe(cluster: Option<&mut (dyn ConnectionLike + '_)>, words: &[Vec<u8>]) -> String {
+fn describe(cluster: Option<&ClusterConn>, words: &[Vec<u8>]) -> String {
     let text = |i: usize| {
         words
             .get(i)
@@ -193,103 +192,13 @@ fn describe(cluster: Option<&mut (dyn ConnectionLike + '_)>, words: &[Vec<u8>]) 
 }
 
 /// The node serving `slot`: the standalone server, or the slot's master.
-fn node_of(cluster: Option<&mut (dyn ConnectionLike + '_)>, slot: Option<u16>) -> String {
+fn node_of(cluster: Option<&ClusterConn>, slot: Option<u16>) -> String {
     let Some(cluster) = cluster else {
         return STANDALONE
             .get()
             .cloned()
             .unwrap_or_else(|| "Redis".to_string());
     };
-    let Some(slot) = slot else {
-        return "a cluster node".to_string();
-    };
-    let mut table = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-    if table.is_none() {
-        // Asked on the inner cluster connection: not traced, and no recursion.
-        let reply = cluster.req_command(redis::cmd("CLUSTER").arg("SLOTS"));
-        *table = Some(reply.map(|v| slot_table(&v)).unwrap_or_default());
-    }
-    table
-        .as_ref()
-        .and_then(|t| {
-            t.iter()
-                .find(|(low, high, _)| (*low..=*high).contains(&slot))
-        })
-        .map_or_else(|| "its master".to_string(), |(_, _, node)| node.clone())
-}
-
-/// `CLUSTER SLOTS`: [[low, high, [host, port, ...], replicas...], ...].
-fn slot_table(reply: &Value) -> Vec<(u16, u16, String)> {
-    let Value::Array(ranges) = reply else {
-        return Vec::new();
-    };
-    ranges
-        .iter()
-        .filter_map(|range| {
-            let Value::Array(fields) = range else {
-                return None;
-            };
-            let low: u16 = redis::from_redis_value_ref(fields.first()?).ok()?;
-            let high: u16 = redis::from_redis_value_ref(fields.get(1)?).ok()?;
-            let Value::Array(master) = fields.get(2)? else {
-                return None;
-            };
-            let host: String = redis::from_redis_value_ref(master.first()?).ok()?;
-            let port: u16 = redis::from_redis_value_ref(master.get(1)?).ok()?;
-            Some((low, high, format!("{host}:{port}")))
-        })
-        .collect()
-}
-
-/// The words of each RESP command in `bytes` (`*N\r\n$len\r\nword\r\n...`).
-fn unpack(bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {
-    let mut commands = Vec::new();
-    let mut at = 0;
-    let line = |at: &mut usize, prefix: u8| -> Option<usize> {
-        if bytes.get(*at) != Some(&prefix) {
-            return None;
-        }
-        let end = *at + bytes[*at..].windows(2).position(|w| w == b"\r\n")?;
-        let n = std::str::from_utf8(&bytes[*at + 1..end])
-            .ok()?
-            .parse()
-            .ok()?;
-        *at = end + 2;
-        Some(n)
-    };
-    while at < bytes.len() {
-        let Some(count) = line(&mut at, b'*') else {
-            break;
-        };
-        let mut words = Vec::with_capacity(count);
-        for _ in 0..count {
-            let Some(len) = line(&mut at, b'$') else {
-                return commands;
-            };
-            let Some(word) = bytes.get(at..at + len) else {
-                return commands;
-            };
-            words.push(word.to_vec());
-            at += len + 2;
-        }
-        commands.push(words);
-    }
-    commands
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn packed_commands_unpack_into_their_words() {
-        let mut pipe = redis::pipe();
-        pipe.cmd("PING").cmd("GET").arg("k");
-        let packed = pipe.get_packed_pipeline();
-        let words = unpack(&packed);
-        assert_eq!(
-            words,
-            vec![vec![b"PING".to_vec()], vec![b"GET".to_vec(), b"k".to_vec()]]
-        );
-    }
+    slot.and_then(|slot| cluster.master_of(slot))
+        .unwrap_or_else(|| "a cluster master".to_string())
 }

@@ -1,6 +1,7 @@
 //! Retrying with bounded exponential backoff, sleeping that a stop request
-//! (SIGINT/SIGTERM) cuts short, and the shortest interval a loop may pause:
-//! the long-running commands' patience.
+//! (SIGINT/SIGTERM) cuts short, the shortest interval a loop may pause, and
+//! [`Reconnecting`], a connection made afresh after any failed call: the
+//! long-running commands' patience.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -117,6 +118,70 @@ pub(crate) fn retry_while<T>(
                 delay = (delay * 2).min(BACKOFF_MAX);
             }
         }
+    }
+}
+
+/// Marks an error met while opening a connection (not while using one), so
+/// a retry rule can tell the two apart: a connect that fails is waited out.
+#[derive(Debug)]
+pub(crate) struct Connecting;
+
+impl std::fmt::Display for Connecting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("reconnecting")
+    }
+}
+
+/// A connection opened on demand with `open`, and opened afresh before the
+/// next call after any failed one: a call that failed (a timeout, a reset, a
+/// signal cutting its read short) may still owe a reply, which the next
+/// command on that connection would read as its own.
+pub(crate) struct Reconnecting<C, O> {
+    conn: Option<C>,
+    open: O,
+}
+
+impl<C, O: FnMut() -> Result<C>> Reconnecting<C, O> {
+    /// `conn` (a working connection, if there is one), and how to open another.
+    pub(crate) fn new(conn: Option<C>, open: O) -> Reconnecting<C, O> {
+        Reconnecting { conn, open }
+    }
+
+    /// Run `call` until it succeeds, with [`retry_while`]'s backoff, log lines
+    /// and stop rules. A failed connect is waited out unless `refused` says
+    /// no wait can fix it (credentials); a failed call is retried only when
+    /// `transient` says waiting may fix it (no answer in time, a connection
+    /// lost, a server loading or failing over), not when the server answered
+    /// with an error the same call would meet again (a corrupt value).
+    pub(crate) fn retry<T>(
+        &mut self,
+        command: &str,
+        what: &str,
+        stop: &AtomicBool,
+        transient: impl Fn(&anyhow::Error) -> bool,
+        refused: impl Fn(&anyhow::Error) -> bool,
+        mut call: impl FnMut(&mut C) -> Result<T>,
+    ) -> Result<T> {
+        let retriable = |error: &anyhow::Error| {
+            if error.downcast_ref::<Connecting>().is_some() {
+                !refused(error)
+            } else {
+                transient(error)
+            }
+        };
+        retry_while(command, what, stop, None, retriable, || {
+            let conn = match &mut self.conn {
+                Some(conn) => conn,
+                None => self
+                    .conn
+                    .insert((self.open)().map_err(|e| e.context(Connecting))?),
+            };
+            let result = call(conn);
+            if result.is_err() {
+                self.conn = None;
+            }
+            result
+        })
     }
 }
 

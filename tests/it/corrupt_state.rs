@@ -348,6 +348,9 @@ fn must_refuse(
                 || (script == "bucket_buy" && key.ends_with(":buyers"))
                 || (is_rate && counted)
                 || (script == "bucket_take" && key.ends_with(":xfer_out"))
+                // A grant reads the admission the user holds (it replaces
+                // only one that has ended).
+                || (script == "bucket_admit" && key.ends_with(":admissions") && argv[0] == "grant")
         }
     }
 }
@@ -440,7 +443,13 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             .collect(),
         "queue_join" => vec![owned(&["u"])],
         "queue_read" => vec![owned(&["u", "w"])],
-        "queue_clock" => vec![owned(&["pause"]), owned(&["resume"])],
+        "queue_clock" => vec![
+            owned(&["pause", ""]),
+            owned(&["resume", ""]),
+            owned(&["switch_on", ""]),
+            owned(&["switch_off", ""]),
+            owned(&["beat", "100"]),
+        ],
         "queue_admit" => vec![owned(&["10"])],
         "queue_fanout" => vec![owned(&["read", "10", ""]), owned(&["advance", "0", "0"])],
         "queue_register" => vec![owned(&["u", "phone", "203.0.113.0/24"])],

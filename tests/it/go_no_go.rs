@@ -423,7 +423,7 @@ fn doctor_says_no_go_for_eviction_no_aof_and_a_stopped_replica() {
     let _stopped = Frozen::new(&mut replica.conn());
     let deadline = Instant::now() + Duration::from_secs(30);
     let report = loop {
-        let ran = seckill(&["doctor"])
+        let ran = seckill(&["doctor", "--connect-timeout", "1s"])
             .campaign(&file)
             .redis(&master)
             .json()
@@ -454,8 +454,9 @@ fn doctor_says_no_go_for_eviction_no_aof_and_a_stopped_replica() {
     assert_eq!(report["go"], false);
 }
 
-#[test]
-fn doctor_says_go_on_a_well_configured_local_cluster() {
+/// A local cluster, three masters with a replica each, every node with AOF
+/// (`appendfsync always`) and its replicas back online after the rewrite.
+fn durable_cluster() -> crate::support::cluster::RedisCluster {
     let cluster = crate::support::cluster::RedisCluster::start_with_replicas(1);
     for &port in &cluster.ports {
         let mut node = crate::support::cluster::node(port).unwrap();
@@ -471,14 +472,15 @@ fn doctor_says_go_on_a_well_configured_local_cluster() {
     // Turning AOF on rewrites it: replicas are back online once that is done.
     let deadline = Instant::now() + Duration::from_secs(30);
     for &port in &cluster.ports {
-        let mut node = crate::support::cluster::node(port).unwrap();
         loop {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query(&mut node)
-                .unwrap();
-            let settled = !info.contains("role:master")
-                || (info.contains("state=online") && !info.contains("wait_bgsave"));
+            // A node busy rewriting its AOF on a loaded machine may answer
+            // late: asked again on a fresh connection.
+            let info: String = crate::support::cluster::node(port)
+                .and_then(|mut node| redis::cmd("INFO").arg("replication").query(&mut node))
+                .unwrap_or_default();
+            let settled = !info.is_empty()
+                && (!info.contains("role:master")
+                    || (info.contains("state=online") && !info.contains("wait_bgsave")));
             if settled {
                 break;
             }
@@ -489,6 +491,16 @@ fn doctor_says_go_on_a_well_configured_local_cluster() {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+    cluster
+}
+
+/// Go on a cluster whose every node is right; then, with one replica dead
+/// and marked failed by the cluster, no-go naming it (issue 25, item 9:
+/// before, a failed replica was only a "no replica" line: its master no
+/// longer lists it).
+#[test]
+fn doctor_says_go_on_a_well_configured_local_cluster() {
+    let mut cluster = durable_cluster();
     let file = sale("docgo")
         .item("hot", 30)
         .buckets(3)
@@ -513,4 +525,522 @@ fn doctor_says_go_on_a_well_configured_local_cluster() {
         .to_string();
     assert!(masters.contains("bucket 2 →"), "{report}");
     assert_eq!(ran.code(), SUCCESS);
+    for name in [
+        "eviction",
+        "persistence",
+        "redis_version",
+        "cluster_state",
+        "acl_users",
+    ] {
+        let (_, detail) = check_of(&report, name);
+        assert!(detail.contains("3 masters, 3 replicas"), "{name}: {detail}");
+    }
+
+    let (master, replicas) = cluster.master_and_replicas_of("seckill:{docgo:1}:stock");
+    let dead = replicas[0];
+    cluster.kill_node(dead);
+    let mut view = crate::support::cluster::node(master).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut view).unwrap();
+        let failed = nodes.lines().any(|l| {
+            l.contains(&format!(":{dead}@"))
+                && l.split(' ')
+                    .nth(2)
+                    .is_some_and(|f| f.contains("fail") && !f.contains("fail?"))
+        });
+        if failed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster never marked {dead} failed: {nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let urls: Vec<String> = cluster
+        .ports
+        .iter()
+        .filter(|p| **p != dead)
+        .map(|p| format!("redis://127.0.0.1:{p}"))
+        .collect();
+    let ran = seckill(&["doctor", "--cluster", "--connect-timeout", "1s"])
+        .campaign(&file)
+        .redis_url(&urls.join(","))
+        .json()
+        .within(Duration::from_secs(60))
+        .runs();
+    let report = ran.json();
+    assert_eq!(ran.code(), NO_GO, "{}", ran.describe());
+    let (verdict, detail) = check_of(&report, "replicas");
+    assert_eq!(verdict, "fail", "{report}");
+    assert!(
+        detail.contains(&format!(
+            "replica 127.0.0.1:{dead} of master 127.0.0.1:{master}"
+        )),
+        "{detail}"
+    );
+    assert!(!detail.contains("no replica"), "{detail}");
+}
+
+/// Issue 25, items 3 and 11, on a cluster with replicas. A role that
+/// cannot read the cluster (its line without the cluster client's
+/// commands) gets no "ok" from a check that reached no node: doctor as that
+/// buyer is a no-go naming `CLUSTER SLOTS` (before: exit 0, "cluster_state
+/// ok on 0 master(s)"). And `preheat --require-durable` as the generated
+/// operator checks each master's AOF (before: "not checked on a cluster",
+/// refused).
+#[test]
+fn doctor_and_preheat_as_the_roles_on_a_cluster() {
+    let cluster = durable_cluster();
+    let file = sale("roles")
+        .starts_in(3600)
+        .ends_in(7200)
+        .keep_after_end("26h")
+        .write();
+    let password = file.dir.path().join("role.pw");
+    std::fs::write(&password, "role-pw\n").unwrap();
+    let args = |role: &str| -> Vec<String> {
+        seckill(&[
+            "acl",
+            "--role",
+            role,
+            "--password-file",
+            password.to_str().unwrap(),
+        ])
+        .campaign(&file)
+        .json()
+        .succeeds()
+        .json()["users"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut buyer = args("buyer");
+    buyer.retain(|rule| !rule.contains("cluster"));
+    let operator = args("operator");
+    for &port in &cluster.ports {
+        let mut node = crate::support::cluster::node(port).unwrap();
+        for line in [&buyer, &operator] {
+            let () = redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg(line)
+                .query(&mut node)
+                .unwrap();
+        }
+    }
+    let as_role = |role: &str| {
+        cluster
+            .ports
+            .iter()
+            .take(3)
+            .map(|p| format!("redis://seckill-{role}:role-pw@127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+
+    let ran = seckill(&["doctor", "--cluster", "--role", "buyer"])
+        .campaign(&file)
+        .redis_url(&as_role("buyer"))
+        .json()
+        .within(Duration::from_secs(60))
+        .runs();
+    let report = ran.json();
+    assert_eq!(ran.code(), NO_GO, "{}", ran.describe());
+    for name in [
+        "connect",
+        "redis_version",
+        "eviction",
+        "memory",
+        "persistence",
+        "cluster_state",
+        "masters",
+    ] {
+        assert_eq!(check_of(&report, name).0, "fail", "{name}: {report}");
+    }
+    let (verdict, detail) = check_of(&report, "permissions");
+    assert_eq!(verdict, "fail", "{report}");
+    assert!(detail.contains("CLUSTER SLOTS"), "{detail}");
+
+    // The operator: every master keeps an AOF, read from INFO.
+    seckill(&["preheat", "--cluster", "--require-durable"])
+        .campaign(&file)
+        .redis_url(&as_role("operator"))
+        .within(Duration::from_secs(60))
+        .succeeds();
+    let (master, _) = cluster.master_and_replicas_of("seckill:{roles:1}:stock");
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("no")
+        .query(&mut crate::support::cluster::node(master).unwrap())
+        .unwrap();
+    let stderr = seckill(&["preheat", "--cluster", "--require-durable"])
+        .campaign(&file)
+        .redis_url(&as_role("operator"))
+        .within(Duration::from_secs(60))
+        .fails_with(PREHEAT_REFUSED)
+        .stderr();
+    assert!(stderr.contains(&format!("127.0.0.1:{master}")), "{stderr}");
+}
+
+/// `doctor --format json`'s check named `name` (its verdict and detail).
+fn check_of(report: &serde_json::Value, name: &str) -> (String, String) {
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report}"));
+    (
+        check["verdict"].as_str().unwrap().to_string(),
+        check["detail"].as_str().unwrap().to_string(),
+    )
+}
+
+/// A Redis that would pass every server check: AOF with fsync always.
+fn durable() -> RedisServer {
+    RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
+}
+
+/// Issue 25, item 9: a failover promotes a replica, so its eviction policy,
+/// persistence and users count as much as its master's. A replica with
+/// `allkeys-lru`, no AOF and none of the roles' users, behind a perfect
+/// master, is a no-go naming the replica (before: only masters were read,
+/// and this was GO).
+#[test]
+fn doctor_reads_every_replica_too() {
+    let master = durable();
+    let replica = RedisServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+        "--maxmemory-policy",
+        "allkeys-lru",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut master.conn())
+            .unwrap();
+        if info.contains("state=online") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica never synced: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let file = sale("replica").write();
+    // The operator's user, on the master only (ACL users are per node).
+    let password = file.dir.path().join("operator.pw");
+    std::fs::write(&password, "operator-pw\n").unwrap();
+    seckill(&[
+        "acl",
+        "--role",
+        "operator",
+        "--password-file",
+        password.to_str().unwrap(),
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&master)
+    .succeeds();
+    let ran = seckill(&["doctor"])
+        .campaign(&file)
+        .redis(&master)
+        .json()
+        .runs();
+    let report = ran.json();
+    assert_eq!(ran.code(), NO_GO, "{}", ran.describe());
+    let at = format!("replica 127.0.0.1:{}", replica.port);
+    for (name, said) in [
+        ("eviction", format!("{at} has maxmemory-policy allkeys-lru")),
+        ("persistence", format!("no AOF on {at}")),
+        ("acl_users", format!("{at} lacks user(s) seckill-operator")),
+    ] {
+        let (verdict, detail) = check_of(&report, name);
+        assert_eq!(verdict, "fail", "{name}: {report}");
+        assert!(detail.contains(&said), "{name}: {detail}");
+    }
+    // The master alone passes each of them.
+    let (_, eviction) = check_of(&report, "eviction");
+    assert!(
+        !eviction.contains(&format!("master 127.0.0.1:{}", master.port)),
+        "{eviction}"
+    );
+}
+
+/// Issue 25, item 33: one item of 1,000,000 units on a Redis of `maxmemory
+/// 4mb` is a no-go before the sale (before: GO, "43% used", and the buys
+/// failed OOM after 6,535 orders): the units still to sell are estimated
+/// against each master's headroom.
+#[test]
+fn doctor_says_no_go_when_the_sale_cannot_fit_in_maxmemory() {
+    let server = RedisServer::start_with(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--maxmemory",
+        "4mb",
+    ]);
+    let file = campaign("big").item("1", 1_000_000).write();
+    let ran = seckill(&["doctor"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .runs();
+    let report = ran.json();
+    assert_eq!(ran.code(), NO_GO, "{}", ran.describe());
+    let (verdict, detail) = check_of(&report, "memory");
+    assert_eq!(verdict, "fail", "{report}");
+    assert!(detail.contains("1000000 units to sell"), "{detail}");
+    let estimate = report["sale_memory"][0]["estimate_bytes"].as_u64().unwrap();
+    assert!(estimate >= 500_000_000, "{report}");
+    // The same sale of 1,000 units fits.
+    let small = campaign("small").item("1", 1_000).write();
+    let report = seckill(&["doctor"])
+        .campaign(&small)
+        .redis(&server)
+        .json()
+        .runs()
+        .json();
+    assert_eq!(check_of(&report, "memory").0, "ok", "{report}");
+}
+
+/// Issue 25, item 33: a user that may do everything but `XADD` cannot buy
+/// (the buy script's first write is an `XADD`): `doctor --role buyer` as
+/// that user asks about each command the scripts send, not only `EVALSHA`.
+#[test]
+fn doctor_fails_a_role_one_command_inside_a_script_short() {
+    let server = durable();
+    let file = sale("noxadd").write();
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&["noxadd", "on", ">pw", "+@all", "-xadd", "~*", "&*"])
+        .query(&mut server.conn())
+        .unwrap();
+    let url = format!("redis://noxadd:pw@127.0.0.1:{}/0", server.port);
+    let ran = seckill(&["doctor", "--role", "buyer"])
+        .campaign(&file)
+        .redis_url(&url)
+        .json()
+        .runs();
+    let report = ran.json();
+    assert_eq!(ran.code(), NO_GO, "{}", ran.describe());
+    let (verdict, detail) = check_of(&report, "permissions");
+    assert_eq!(verdict, "fail", "{report}");
+    assert!(
+        detail.contains("script buy") && detail.contains("XADD"),
+        "{detail}"
+    );
+}
+
+/// Issue 25, item 33: a permission check doctor cannot make is a no-go
+/// (before: a warning, and GO), unless the operator accepts the gap with
+/// `--allow-unchecked`. A user without `EVALSHA` cannot run the self-check
+/// (the probe), and without `@admin` cannot ask `ACL DRYRUN`.
+#[test]
+fn doctor_fails_what_it_cannot_check_unless_told_to_accept_it() {
+    let server = durable();
+    let file = sale("unchecked").write();
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&[
+            "blind", "on", ">pw", "+@all", "-@admin", "-evalsha", "-eval", "~*", "&*",
+        ])
+        .query(&mut server.conn())
+        .unwrap();
+    let url = format!("redis://blind:pw@127.0.0.1:{}/0", server.port);
+    let report = seckill(&["doctor", "--role", "buyer"])
+        .campaign(&file)
+        .redis_url(&url)
+        .json()
+        .runs()
+        .json();
+    let (verdict, detail) = check_of(&report, "permissions");
+    assert_eq!(verdict, "fail", "{report}");
+    assert!(detail.contains("cannot check user blind"), "{detail}");
+    let report = seckill(&["doctor", "--role", "buyer", "--allow-unchecked"])
+        .campaign(&file)
+        .redis_url(&url)
+        .json()
+        .runs()
+        .json();
+    assert_eq!(check_of(&report, "permissions").0, "warn", "{report}");
+}
+
+/// Issue 25, item 10: a reachable order database without the schema yet is
+/// a warning (consume creates the tables on its first start), not a no-go
+/// telling the operator to "make the order database reachable".
+#[test]
+fn doctor_warns_on_an_order_database_without_schema_yet() {
+    let server = durable();
+    let file = sale("fresh").write();
+    std::fs::write(file.dir.path().join("orders.db"), b"").unwrap();
+    let ran = seckill(&["doctor"])
+        .campaign(&file)
+        .redis(&server)
+        .current_dir(file.dir.path())
+        .json()
+        .runs();
+    let report = ran.json();
+    let (verdict, detail) = check_of(&report, "order_database");
+    assert_eq!(verdict, "warn", "{report}");
+    assert!(
+        detail.contains("no schema yet: consume creates it"),
+        "{detail}"
+    );
+}
+
+/// Issue 25, item 16: `--reconcile-at 03:00` is this machine's local time,
+/// as cron reads it (and as `status --check` reads it). In Shanghai
+/// (UTC+8), a sale ending 02:00 local whose keys expire 04:00 local outlives
+/// the 03:00 reconcile of the same night; read as UTC it would not.
+#[test]
+fn doctor_reads_the_reconcile_time_as_local_time() {
+    let server = durable();
+    let file = sale("tz")
+        .field("ends_at", "2030-01-01T18:00:00Z")
+        .keep_after_end("2h")
+        .write();
+    let report = seckill(&["doctor", "--reconcile-at", "03:00"])
+        .campaign(&file)
+        .redis(&server)
+        .env("TZ", "Asia/Shanghai")
+        .json()
+        .runs()
+        .json();
+    let (verdict, detail) = check_of(&report, "keys_outlive_reconcile");
+    assert_eq!(verdict, "ok", "{report}");
+    assert!(
+        detail.contains("2030-01-01 19:00") || detail.contains("2030-01-01T19:00"),
+        "{detail}"
+    );
+    // In New York (UTC-5) 03:00 local is 08:00 UTC on the 2nd: after the keys went.
+    let report = seckill(&["doctor", "--reconcile-at", "03:00"])
+        .campaign(&file)
+        .redis(&server)
+        .env("TZ", "America/New_York")
+        .json()
+        .runs()
+        .json();
+    assert_eq!(
+        check_of(&report, "keys_outlive_reconcile").0,
+        "fail",
+        "{report}"
+    );
+}
+
+/// Issue 25, item 11: `preheat --require-durable` as the generated operator
+/// (no `CONFIG`: `@admin`) reads the AOF from `INFO persistence` and
+/// preheats a Redis that keeps one (before: "cannot tell", refused always).
+#[test]
+fn preheat_require_durable_works_as_the_generated_operator() {
+    let server = durable();
+    let file = sale("durable").write();
+    let password = file.dir.path().join("operator.pw");
+    std::fs::write(&password, "operator-pw\n").unwrap();
+    seckill(&[
+        "acl",
+        "--role",
+        "operator",
+        "--password-file",
+        password.to_str().unwrap(),
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .succeeds();
+    let operator = format!(
+        "redis://seckill-operator:operator-pw@127.0.0.1:{}/0",
+        server.port
+    );
+    let () = redis::cmd("ACL")
+        .arg("LOG")
+        .arg("RESET")
+        .query(&mut server.conn())
+        .unwrap();
+    let ran = seckill(&["preheat", "--require-durable"])
+        .campaign(&file)
+        .redis_url(&operator)
+        .succeeds();
+    assert!(!ran.stderr().contains("warning"), "{}", ran.describe());
+    // Nothing it sent was refused: the finer points were asked about first.
+    let log: Vec<redis::Value> = redis::cmd("ACL")
+        .arg("LOG")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(log.is_empty(), "refused to the operator: {log:?}");
+    // A Redis without AOF is still refused, as the operator too.
+    let volatile = RedisServer::start();
+    seckill(&[
+        "acl",
+        "--role",
+        "operator",
+        "--password-file",
+        password.to_str().unwrap(),
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&volatile)
+    .succeeds();
+    let operator = format!(
+        "redis://seckill-operator:operator-pw@127.0.0.1:{}/0",
+        volatile.port
+    );
+    let stderr = seckill(&["preheat", "--require-durable"])
+        .campaign(&file)
+        .redis_url(&operator)
+        .fails_with(PREHEAT_REFUSED)
+        .stderr();
+    assert!(stderr.contains("keeps no AOF"), "{stderr}");
+}
+
+/// `doctor` run from a role's own URL asks before it sends what the role
+/// may not (the probe: `redis.acl_check_cmd`), so an operator alerting on
+/// `ACL LOG` is not paged by a pre-sale check; what it could not read is
+/// listed as unchecked.
+#[test]
+fn doctor_as_a_role_leaves_acl_log_empty() {
+    let server = durable();
+    let file = sale("quiet").write();
+    let password = file.dir.path().join("buyer.pw");
+    std::fs::write(&password, "buyer-pw\n").unwrap();
+    let _ = seckill(&[
+        "acl",
+        "--role",
+        "buyer",
+        "--password-file",
+        password.to_str().unwrap(),
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .runs();
+    let () = redis::cmd("ACL")
+        .arg("LOG")
+        .arg("RESET")
+        .query(&mut server.conn())
+        .unwrap();
+    let buyer = format!("redis://seckill-buyer:buyer-pw@127.0.0.1:{}/0", server.port);
+    let report = seckill(&["doctor", "--role", "buyer", "--allow-unchecked"])
+        .campaign(&file)
+        .redis_url(&buyer)
+        .json()
+        .runs()
+        .json();
+    let (verdict, detail) = check_of(&report, "eviction");
+    assert_eq!(verdict, "warn", "{report}");
+    assert!(detail.contains("refused to user seckill-buyer"), "{detail}");
+    let log: Vec<redis::Value> = redis::cmd("ACL")
+        .arg("LOG")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(log.is_empty(), "doctor as the buyer was refused: {log:?}");
 }

@@ -116,3 +116,88 @@ fn each_flip_names_who_and_the_history_keeps_the_last_twenty() {
 
     run(&file, &server, &["shutdown-switch", "on", "--history"]).fails_with(USAGE_ERROR);
 }
+
+/// A flip that finds the switch already so says since when, by whom and
+/// why, before its own reason replaces that one; `--dry-run` writes nothing
+/// and names what the flip would change.
+#[test]
+fn a_second_on_says_who_closed_it_first_and_a_dry_run_writes_nothing() {
+    let server = RedisServer::start();
+    let file = audit();
+    run(&file, &server, &["preheat"]).succeeds();
+    run(
+        &file,
+        &server,
+        &[
+            "shutdown-switch",
+            "on",
+            "--reason",
+            "gateway down",
+            "--by",
+            "alice",
+        ],
+    )
+    .succeeds();
+    let second = run(
+        &file,
+        &server,
+        &[
+            "shutdown-switch",
+            "on",
+            "--reason",
+            "campaign-wide stop",
+            "--by",
+            "bob",
+        ],
+    )
+    .succeeds();
+    let text = second.stdout();
+    assert!(
+        text.contains("already ON since")
+            && text.contains("by alice")
+            && text.contains("gateway down"),
+        "{text}"
+    );
+    let json = run(
+        &file,
+        &server,
+        &[
+            "shutdown-switch",
+            "on",
+            "--reason",
+            "third",
+            "--by",
+            "carol",
+        ],
+    )
+    .json()
+    .succeeds()
+    .json();
+    assert_eq!(json["items"][0]["already"]["by"], "bob", "{json}");
+    assert_eq!(json["items"][0]["already"]["reason"], "campaign-wide stop");
+
+    let dump = |server: &RedisServer| -> Vec<(String, Vec<u8>)> {
+        let mut conn = server.conn();
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).unwrap();
+        keys.sort();
+        keys.into_iter()
+            .map(|k| {
+                let d: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut conn).unwrap();
+                (k, d)
+            })
+            .collect()
+    };
+    let before = dump(&server);
+    let dry = run(
+        &file,
+        &server,
+        &["shutdown-switch", "off", "--dry-run", "--by", "dave"],
+    )
+    .json()
+    .succeeds()
+    .json();
+    assert_eq!(dump(&server), before, "a dry run wrote to Redis");
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["would_flip"], serde_json::json!(["1"]), "{dry}");
+    assert_eq!(dry["items"][0]["closed"], true, "still ON after a dry run");
+}

@@ -286,3 +286,16 @@ fn a_retry_log_line_says_each_cause_once() {
         }
     }
 }
+
+/// `--version --format json` is JSON, for the scripts that record which build ran a sale.
+#[test]
+fn the_version_is_json_when_asked() {
+    let out = crate::support::spec::seckill(&["--version", "--format", "json"])
+        .succeeds()
+        .stdout();
+    let json: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert!(
+        json["version"].as_str().unwrap().starts_with("0."),
+        "{json}"
+    );
+}

@@ -1376,3 +1376,106 @@ fn expire_without_the_permission_ends_at_once_instead_of_retrying_forever() {
     assert!(stderr.to_lowercase().contains("noperm"), "{stderr}");
     assert!(!stderr.contains("retrying"), "{stderr}");
 }
+
+/// `consume` counts a reservation's state changes apart from orders: an
+/// expiry is no order "already stored".
+#[test]
+fn consume_counts_state_changes_apart_from_orders() {
+    let server = RedisServer::start();
+    let file = crate::support::spec::campaign("evt")
+        .payment_timeout("1s")
+        .item("1", 10)
+        .write();
+    crate::support::preheat(&file, &server);
+    let run = |args: &[&str]| {
+        crate::support::spec::seckill(args)
+            .campaign(&file)
+            .redis(&server)
+    };
+    for user in ["a", "b", "c"] {
+        run(&["buy", "--item", "1", "--user", user]).succeeds();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    run(&["expire"]).succeeds();
+    let consumed = run(&["consume", "--drain"]).json().succeeds().json();
+    assert_eq!(consumed["inserted"], 3, "{consumed}");
+    assert_eq!(consumed["state_changes"], 3, "{consumed}");
+    assert_eq!(consumed["already_stored"], 0, "{consumed}");
+}
+
+#[test]
+fn a_corrupt_value_ends_a_one_shot_expire_with_exit_1_naming_the_key_and_the_rest_is_released() {
+    let server = RedisServer::start();
+    let file = campaign("res")
+        .per_user_limit(3)
+        .payment_timeout("50ms")
+        .item("1", 10)
+        .item("2", 10)
+        .write();
+    preheat(&file, &server);
+    for item in ["1", "2"] {
+        on(&file, &server, &["buy", "--item", item, "--user", "e"]).succeeds();
+    }
+    // Item 1's buyer count of `e` is no integer: its release cannot run,
+    // whatever the wait (before, expire retried it every 5 s, for ever).
+    let buyers = ItemKeys::live("res", "1").buyers;
+    let () = server.conn().hset(&buyers, "e", "1.5").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let ran = on(&file, &server, &["expire"])
+        .json()
+        .within(Duration::from_secs(30))
+        .fails_with(RUNTIME_ERROR);
+    let stderr = ran.stderr();
+    assert!(
+        stderr.contains(&buyers) && stderr.contains("\"1.5\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("retrying"), "{stderr}");
+    let report = ran.json();
+    assert_eq!(report["items"][1]["released"], 1, "{report}");
+    assert_eq!(report["items"][0]["released"], 0, "{report}");
+    assert!(
+        report["items"][0]["failed"]
+            .as_str()
+            .is_some_and(|why| why.contains(&buyers)),
+        "{report}"
+    );
+    // The loop says it once, not every pass, goes on with the rest, and
+    // says when it is over.
+    on(&file, &server, &["buy", "--item", "2", "--user", "f"]).succeeds();
+    let mut looping = spawn_seckill(
+        &file,
+        &server.url(),
+        &[],
+        &["expire", "--loop", "--interval", "100ms"],
+        "expire-loop",
+    );
+    wait_until("item 2's second order released", || {
+        stock_of(&server, "2") == 10
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let said = |what: &str| log_of(&file, "expire-loop").matches(what).count();
+    assert_eq!(
+        said("due reservations NOT released"),
+        1,
+        "{}",
+        log_of(&file, "expire-loop")
+    );
+    let () = server.conn().hset(&buyers, "e", "1").unwrap();
+    wait_until("item 1 released once repaired", || {
+        stock_of(&server, "1") == 10
+    });
+    wait_until("the loop says so", || {
+        said("item 1: releases go on again") == 1
+    });
+    terminate(&looping);
+    assert!(wait_exit(&mut looping).success());
+}
+
+/// Units left of item `item` of campaign `res`.
+fn stock_of(server: &RedisServer, item: &str) -> i64 {
+    server
+        .conn()
+        .get(ItemKeys::live("res", item).stock)
+        .unwrap()
+}

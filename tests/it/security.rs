@@ -940,3 +940,77 @@ fn the_buyer_runs_the_waiting_room_door_and_the_operator_admits() {
     assert_allowed(&file, &operator, &["queue", "admit"]);
     assert_allowed(&file, &buyer, &["buy", "--item", "1001", "--user", "bob"]);
 }
+
+/// `acl --apply` proves a role's whole path, not only its scripts (issue
+/// 25, item 1): each command its subcommands send outside scripts is a
+/// check of its own (serve's cache reads a sold-out item's buyers with
+/// HSCAN; `--wait-replicas` sends WAIT; every connection PINGs, reloads a
+/// lost script), and a standalone node's proof has no cluster command. The
+/// same proof, asked from an admin URL by `doctor --user`, names the
+/// command a line one command short lacks.
+#[test]
+fn the_proof_covers_the_commands_outside_scripts() {
+    let server = RedisServer::start();
+    let file = sale().write();
+    let (path, password) = password_file(&file, "buyer");
+    let applied = seckill(&[
+        "acl",
+        "--role",
+        "buyer",
+        "--password-file",
+        &path,
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .json()
+    .runs()
+    .json();
+    let checks = applied["users"][0]["checks"].as_array().unwrap();
+    let commands: Vec<&str> = checks
+        .iter()
+        .filter_map(|c| c["what"].as_str())
+        .filter(|what| what.starts_with("command "))
+        .collect();
+    for needed in [
+        "command PING",
+        "command SCRIPT LOAD",
+        "command HSCAN :buyers",
+        "command WAIT",
+        "command TIME",
+    ] {
+        assert!(commands.contains(&needed), "{needed}: {commands:?}");
+    }
+    assert!(
+        !commands.iter().any(|c| c.contains("CLUSTER")),
+        "{commands:?}"
+    );
+    // A line without HSCAN (whatever today's line has): the proof names it.
+    let mut args = generated_args(&file, "buyer", &path);
+    args[0] = "seckill-buyer-short".to_string();
+    args.retain(|arg| arg != "+hscan");
+    set_user(&mut server.conn(), &args);
+    let report = seckill(&["doctor", "--role", "buyer", "--user", "seckill-buyer-short"])
+        .campaign(&file)
+        .redis(&server)
+        .current_dir(file.dir.path())
+        .json()
+        .runs()
+        .json();
+    let permissions = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "permissions")
+        .unwrap()
+        .clone();
+    assert_eq!(permissions["verdict"], "fail", "{report}");
+    assert!(
+        permissions["detail"]
+            .as_str()
+            .unwrap()
+            .contains("command HSCAN :buyers"),
+        "{permissions}"
+    );
+    assert!(!report.to_string().contains(&password));
+}

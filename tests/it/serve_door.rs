@@ -140,18 +140,15 @@ fn operator_pay_and_cancel_refused_for_permissions_are_not_executed() {
         .campaign(&file)
         .redis(&server)
         .succeeds();
-    // A credential that may read the item's state but not touch its reservations.
-    let base = "seckill:{perm:1}:";
+    // A credential that may pay when serve starts (serve refuses to start
+    // with one that may not: tests/it/credentials.rs) ...
     let _: () = redis::cmd("ACL")
         .arg("SETUSER")
         .arg("shopfront")
         .arg("on")
         .arg(">shopfront-pw")
         .arg("+@all")
-        .arg(format!("~{base}meta"))
-        .arg(format!("~{base}stock"))
-        .arg(format!("~{base}buyers"))
-        .arg(format!("~{base}orders"))
+        .arg("~*")
         .query(&mut server.conn())
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -164,6 +161,18 @@ fn operator_pay_and_cancel_refused_for_permissions_are_not_executed() {
         false,
         &["--operator-token-file", token.to_str().unwrap()],
     );
+    // ... and is then narrowed under it: the item's state, not its reservations.
+    let base = "seckill:{perm:1}:";
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("shopfront")
+        .arg("resetkeys")
+        .arg(format!("~{base}meta"))
+        .arg(format!("~{base}stock"))
+        .arg(format!("~{base}buyers"))
+        .arg(format!("~{base}orders"))
+        .query(&mut server.conn())
+        .unwrap();
     for action in ["pay", "cancel"] {
         let answer = http::send(
             serve.addr,

@@ -1,8 +1,10 @@
 //! The long-running commands as services: `/healthz` and `/metrics` at
 //! `--metrics-listen` (`:PORT` or `HOST:PORT`), stable consumer names that
 //! resume their own pending entries, idle consumers deleted, loop intervals
-//! of at least 100 ms, and every loop stopping at once on SIGTERM with exit
-//! 0, even when the signal interrupts a Redis call (EINTR).
+//! of at least 100 ms, every loop stopping at once on SIGTERM with exit 0,
+//! even when the signal interrupts a Redis call (EINTR), every loop waiting
+//! out a Redis stall (SIGSTOP) with timestamped retry lines, and ending at
+//! once on a refusal no wait can fix (credentials).
 
 use std::time::Duration;
 
@@ -11,15 +13,17 @@ use crate::support::mariadb::MariaDb;
 use crate::support::orders::{Background, buy_many, log_of, spawn_seckill, terminate, wait_until};
 use crate::support::spec::{campaign, seckill};
 use crate::support::{CampaignFile, Frozen, RedisServer, free_port, preheat};
-use seckill::model::exit_codes::{SUCCESS, USAGE_ERROR};
+use seckill::model::exit_codes::{RUNTIME_ERROR, SUCCESS, USAGE_ERROR};
 use seckill::model::keys::ItemKeys;
 
-/// A preheated campaign every loop has work in: reservations, a bucketed item.
+/// A preheated campaign every loop has work in: reservations, a bucketed
+/// item behind a waiting room.
 fn loops_sale(server: &RedisServer) -> CampaignFile {
     let file = campaign("svc")
         .payment_timeout("1m")
         .item("1", 40)
         .buckets(4)
+        .room("{ mode: rate, admit_rate: 100/s }")
         .write();
     preheat(&file, server);
     file
@@ -128,23 +132,30 @@ fn expire_and_rebalance_serve_their_metrics_and_health() {
         .item("1", 10)
         .item("2", 40)
         .buckets(4)
+        .room("{ mode: rate, admit_rate: 100/s }")
         .write();
     preheat(&file, &server);
-    for (command, host) in [
+    for (command, host, name) in [
         (
             &["expire", "--loop", "--interval", "100ms"][..],
             "127.0.0.1",
+            "expire",
         ),
         (
             &["rebalance", "--watch", "--interval", "100ms"][..],
             "localhost",
+            "rebalance",
+        ),
+        (
+            &["queue", "admit", "--loop", "--interval", "100ms"][..],
+            "127.0.0.1",
+            "queue_admit",
         ),
     ] {
         let port = free_port();
         let listen = format!("{host}:{port}");
         let mut args = command.to_vec();
         args.extend(["--metrics-listen", &listen]);
-        let name = command[0];
         let mut service = spawn_seckill(&file, &server.url(), &[], &args, name);
         let series = format!(
             "seckill_last_success_timestamp_seconds{{campaign=\"svc\",command=\"{name}\"}}"
@@ -176,6 +187,7 @@ fn expire_and_rebalance_serve_their_metrics_and_health() {
     for args in [
         &["expire", "--metrics-listen", ":0"][..],
         &["rebalance", "--metrics-listen", ":0"],
+        &["queue", "admit", "--metrics-listen", ":0"],
         &["consume", "--metrics-listen", "9464"],
     ] {
         seckill(args)
@@ -196,6 +208,8 @@ fn loop_intervals_below_100ms_are_refused_not_busy_looped() {
         &["rebalance", "--watch", "--interval", "1ns"],
         &["rebalance", "--watch", "--interval", "1ms"],
         &["status", "--watch", "0s"],
+        &["queue", "admit", "--loop", "--interval", "0s"],
+        &["queue", "admit", "--loop", "--interval", "99ms"],
     ] {
         let ran = seckill(args)
             .campaign(&file)
@@ -243,6 +257,10 @@ fn every_loop_stops_at_once_on_sigterm_with_exit_0() {
     for (args, ready) in [
         (&["rebalance", "--watch", "--interval", "1h"][..], ""),
         (&["expire", "--loop", "--interval", "1h"], "until stopped"),
+        (
+            &["queue", "admit", "--loop", "--interval", "1h"],
+            "until SIGTERM",
+        ),
         (&["status", "--watch", "1h"], ""),
         (&["consume"], "is new in the group"),
     ] {
@@ -265,6 +283,7 @@ fn a_signal_that_interrupts_a_redis_call_is_retried_not_a_failure() {
     for args in [
         &["rebalance", "--watch", "--interval", "100ms"][..],
         &["expire", "--loop", "--interval", "100ms"],
+        &["queue", "admit", "--loop", "--interval", "100ms"],
         &["consume"],
     ] {
         let mut running = started(&file, &server, args, "");
@@ -279,6 +298,95 @@ fn a_signal_that_interrupts_a_redis_call_is_retried_not_a_failure() {
         let log = log_of(&file, args[0]);
         assert_eq!(status.code(), Some(SUCCESS), "{args:?}: {log}");
         assert!(!log.contains("Interrupted system call"), "{args:?}: {log}");
+    }
+}
+
+/// `<RFC 3339 UTC> seckill <command>: ...`: the log line format of the loops.
+fn timestamped(line: &str) -> bool {
+    let Some((at, rest)) = line.split_once(' ') else {
+        return false;
+    };
+    chrono::DateTime::parse_from_rfc3339(at).is_ok() && rest.starts_with("seckill ")
+}
+
+/// The last success `/metrics` at `port` reports for `command`, Unix s (0: none yet).
+fn last_success(port: u16, command: &str) -> f64 {
+    let series =
+        format!("seckill_last_success_timestamp_seconds{{campaign=\"svc\",command=\"{command}\"}}");
+    let text = get(port, "/metrics").1;
+    if text.lines().any(|l| l.starts_with(&series)) {
+        sample(&text, &series)
+    } else {
+        0.0
+    }
+}
+
+#[test]
+fn every_loop_waits_out_a_redis_stall_and_ends_at_once_on_a_refused_credential() {
+    let server = RedisServer::start();
+    let file = loops_sale(&server);
+    // Timeouts shorter than the stall, so the stall meets every step:
+    // calls in flight, reconnects, the first call on a new connection.
+    let patience = ["--response-timeout", "1s", "--connect-timeout", "1s"];
+    let loops = [
+        (&["expire", "--loop", "--interval", "100ms"][..], "expire"),
+        (
+            &["queue", "admit", "--loop", "--interval", "100ms"],
+            "queue_admit",
+        ),
+    ];
+    let mut running = Vec::new();
+    for (args, command) in loops {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut all = patience.to_vec();
+        all.extend(args);
+        all.extend(["--metrics-listen", &listen]);
+        let child = spawn_seckill(&file, &server.url(), &[], &all, command);
+        wait_until(&format!("{command}: a first pass"), || {
+            last_success(port, command) > 0.0
+        });
+        running.push((child, command, port));
+    }
+    // Four seconds of a frozen Redis.
+    let frozen = Frozen::new(&mut server.conn());
+    std::thread::sleep(Duration::from_secs(4));
+    drop(frozen);
+    let thawed = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    for (child, command, port) in &mut running {
+        wait_until(&format!("{command}: passes go on after the stall"), || {
+            last_success(*port, command) > thawed
+        });
+        assert!(child.try_wait().unwrap().is_none(), "{command} exited");
+        let log = log_of(&file, command);
+        let retries: Vec<&str> = log.lines().filter(|l| l.contains("retrying in")).collect();
+        assert!(!retries.is_empty(), "{command} never retried: {log}");
+        assert!(retries.iter().all(|l| timestamped(l)), "{log}");
+        assert!(log.contains("succeeded after"), "{log}");
+    }
+    // A password now, and every connection cut: no wait can fix that.
+    let mut conn = server.conn();
+    let () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "s3cret"])
+        .query(&mut conn)
+        .unwrap();
+    let _: i64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+        .query(&mut conn)
+        .unwrap();
+    for (child, command, _) in &mut running {
+        let status = exit_within(child, Duration::from_secs(30));
+        let log = log_of(&file, command);
+        assert_eq!(status.code(), Some(RUNTIME_ERROR), "{command}: {log}");
+        let stopping = log
+            .lines()
+            .find(|l| l.contains("stopping:"))
+            .unwrap_or_else(|| panic!("{command}: {log}"));
+        assert!(timestamped(stopping), "{stopping}");
+        assert!(
+            stopping.contains("NOAUTH") || stopping.contains("uthentication"),
+            "{stopping}"
+        );
     }
 }
 

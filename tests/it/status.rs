@@ -807,3 +807,478 @@ fn no_counter_goes_down_when_a_reservation_is_released_or_a_dead_letter_redriven
         );
     }
 }
+
+/// After Redis lost its data, `preheat --recover` loads what is left (here
+/// nothing) and carries the stored orders over; status and the metrics
+/// count those units in the item's stock and its sales instead of reading
+/// `0 left of 0 · 0 sold`.
+#[test]
+fn a_recovered_item_counts_the_units_it_carried_over() {
+    let server = RedisServer::start();
+    let file = campaign("c")
+        .item("1", 30)
+        .named("Bottle")
+        .item("2", 20)
+        .buckets(2)
+        .write();
+    preheat(&file, &server);
+    buy_many(&server, &file, "1", "u", 30);
+    buy_many(&server, &file, "2", "v", 8);
+    seckill(&["consume", "--drain"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    seckill(&["preheat", "--recover"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+
+    let items = seckill(&["status"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json()["items"]
+        .clone();
+    let (sold_out, bucketed) = (&items[0], &items[1]);
+    assert_eq!(sold_out["stock_left"], 0, "{sold_out}");
+    assert_eq!(sold_out["initial_stock"], 30, "{sold_out}");
+    assert_eq!(sold_out["sold"], 30, "{sold_out}");
+    assert_eq!(sold_out["buyers"], 30, "{sold_out}");
+    assert_eq!(sold_out["carried_over"]["units"], 30, "{sold_out}");
+    assert_eq!(sold_out["carried_over"]["orders"], 30, "{sold_out}");
+    assert_eq!(bucketed["stock_left"], 12, "{bucketed}");
+    assert_eq!(bucketed["initial_stock"], 20, "{bucketed}");
+    assert_eq!(bucketed["sold"], 8, "{bucketed}");
+    assert_eq!(bucketed["carried_over"]["units"], 8, "{bucketed}");
+
+    let text = utf8(
+        &seckill(&["status", "--item", "1"])
+            .campaign(&file)
+            .redis(&server)
+            .columns(80)
+            .succeeds(),
+    );
+    assert!(
+        text.contains("0 left of 30 · 30 sold to 30 buyers"),
+        "{text}"
+    );
+    assert!(
+        text.contains("carried  30 of them: 30 orders stored before Redis lost its data"),
+        "{text}"
+    );
+    let metrics = utf8(
+        &seckill(&["status", "--format", "prometheus"])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds(),
+    );
+    promtool_check(&metrics);
+    let labels = "{campaign=\"c\",item=\"1\"}";
+    assert_eq!(
+        sample(&metrics, &format!("seckill_stock_initial{labels}")),
+        30.0
+    );
+    assert_eq!(
+        sample(&metrics, &format!("seckill_sold_units{labels}")),
+        30.0
+    );
+    assert_eq!(
+        sample(&metrics, &format!("seckill_carried_over_units{labels}")),
+        30.0
+    );
+    // Sales after the recovery add to what was carried over.
+    buy_many(&server, &file, "2", "w", 2);
+    let s = seckill(&["status", "--item", "2"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json()["items"][0]
+        .clone();
+    assert_eq!(
+        (s["sold"].clone(), s["stock_left"].clone()),
+        (10.into(), 10.into()),
+        "{s}"
+    );
+}
+
+/// `seckill buy` of item 1 by each of `users`: with a `payment_timeout`, each a reservation.
+fn reserve(file: &CampaignFile, server: &RedisServer, users: &[&str]) {
+    for user in users {
+        seckill(&["buy", "--item", "1", "--user", user])
+            .campaign(file)
+            .redis(server)
+            .succeeds();
+    }
+}
+
+/// Reservations past their payment deadline that no `expire` released: a
+/// status line, a `--check` problem (exit 44), a gauge — then gone once
+/// `expire` runs.
+#[test]
+fn overdue_reservations_are_a_line_a_check_and_a_gauge() {
+    use seckill::model::exit_codes::{CHECK_OVERDUE, SUCCESS};
+    let server = RedisServer::start();
+    let file = bottle(10).payment_timeout("4s").write();
+    preheat(&file, &server);
+    reserve(&file, &server, &["a", "b", "c"]);
+    // Nothing is overdue before the deadline, and a campaign without
+    // reservations has no overdue figures at all.
+    let s = status_json(&file, &server);
+    assert_eq!(s["overdue"]["orders"], 0, "{s}");
+    let plain = bottle(10).write();
+    assert!(
+        seckill(&["status"])
+            .campaign(&plain)
+            .redis(&server)
+            .json()
+            .succeeds()
+            .json()["items"][0]["overdue"]
+            .is_null()
+    );
+    std::thread::sleep(Duration::from_secs(4));
+
+    let s = status_json(&file, &server);
+    assert_eq!(s["overdue"]["orders"], 3, "{s}");
+    assert!(s["overdue"]["oldest_ms"].as_i64().unwrap() >= 1000, "{s}");
+    let text = status_text(&file, &server);
+    assert!(
+        text.contains("overdue  3 reservations past the payment deadline, the oldest by "),
+        "{text}"
+    );
+    assert!(
+        text.contains("is `seckill expire --loop` running?"),
+        "{text}"
+    );
+    // Within --grace it is no problem yet; beyond, it is.
+    check(&file, &server, &[], SUCCESS);
+    let text = check(&file, &server, &["--grace", "1s"], CHECK_OVERDUE).stdout();
+    assert!(
+        text.starts_with("1: 3 reservation(s) past their payment deadline, the oldest by "),
+        "{text}"
+    );
+    let metrics = utf8(
+        &seckill(&["status", "--format", "prometheus"])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds(),
+    );
+    promtool_check(&metrics);
+    let labels = "{campaign=\"c\",item=\"1\"}";
+    assert_eq!(
+        sample(&metrics, &format!("seckill_reservations_overdue{labels}")),
+        3.0
+    );
+    assert!(
+        sample(
+            &metrics,
+            &format!("seckill_reservations_overdue_oldest_seconds{labels}")
+        ) >= 1.0
+    );
+
+    seckill(&["expire"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let s = status_json(&file, &server);
+    assert_eq!(s["overdue"]["orders"], 0, "{s}");
+    assert!(s["overdue"]["oldest_ms"].is_null(), "{s}");
+    assert!(!status_text(&file, &server).contains("overdue"));
+    check(&file, &server, &["--grace", "1s"], SUCCESS);
+}
+
+#[test]
+fn status_check_finds_dead_letters_and_a_room_whose_admitter_does_not_run() {
+    use seckill::model::exit_codes::{CHECK_ADMITTER, CHECK_DEAD_LETTERS, SUCCESS};
+    let server = RedisServer::start();
+    // A pre-queue room whose starts_at passed a minute ago: it admits nobody
+    // until `queue admit` shuffles it.
+    let file = bottle(10)
+        .starts_in(-60)
+        .room("{ mode: rate, admit_rate: 10/s, prequeue: true }")
+        .write();
+    preheat(&file, &server);
+    let s = status_json(&file, &server);
+    assert_eq!(
+        s["room"]["needs_admitter"],
+        serde_json::json!(["prequeue_shuffle"])
+    );
+    assert!(
+        s["room"]["admitter_behind_ms"].as_i64().unwrap() >= 59_000,
+        "{s}"
+    );
+    let text = status_text(&file, &server);
+    assert!(
+        text.contains("admitter `seckill queue admit --loop` must run: the pre-queue's shuffle"),
+        "{text}"
+    );
+    assert!(
+        text.contains("LATE: the pre-queue (0 joined) is not shuffled"),
+        "{text}"
+    );
+    let ran = check(&file, &server, &[], CHECK_ADMITTER).stdout();
+    assert!(
+        ran.starts_with(
+            "1: the waiting room needs `seckill queue admit --loop` and its work is late"
+        ),
+        "{ran}"
+    );
+    let metrics = utf8(
+        &seckill(&["status", "--format", "prometheus"])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds(),
+    );
+    promtool_check(&metrics);
+    let labels = "{campaign=\"c\",item=\"1\"}";
+    assert_eq!(
+        sample(&metrics, &format!("seckill_room_needs_admitter{labels}")),
+        1.0
+    );
+    assert!(
+        sample(
+            &metrics,
+            &format!("seckill_room_admitter_behind_seconds{labels}")
+        ) >= 59.0
+    );
+    // The admitter's pass shuffles it: nothing is late, nothing more is needed.
+    seckill(&["queue", "admit"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let s = status_json(&file, &server);
+    assert_eq!(s["room"]["needs_admitter"], serde_json::json!([]), "{s}");
+    assert_eq!(s["room"]["admitter_behind_ms"], 0, "{s}");
+    check(&file, &server, &[], SUCCESS);
+
+    // A bucketed rate room: admissions decided by the clock wait for the
+    // fan-out to reach the buckets.
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    let file = campaign("c")
+        .item("1", 40)
+        .buckets(2)
+        .room("{ mode: rate, admit_rate: 10/s }")
+        .write();
+    preheat(&file, &server);
+    for user in 0..30 {
+        seckill(&[
+            "queue",
+            "join",
+            "--item",
+            "1",
+            "--user",
+            &format!("q{user}"),
+        ])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    }
+    let behind = || {
+        status_json(&file, &server)["room"]["admitter_behind_ms"]
+            .as_i64()
+            .unwrap()
+    };
+    wait_until("the clock admitted all 30", || behind() >= 2_900);
+    let ran = check(&file, &server, &["--grace", "1s"], CHECK_ADMITTER).stdout();
+    assert!(
+        ran.contains("admitted position(s) not carried to their buckets"),
+        "{ran}"
+    );
+    seckill(&["queue", "admit"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    assert_eq!(behind(), 0);
+    check(&file, &server, &["--grace", "1s"], SUCCESS);
+
+    // Dead letters: orders the database never took.
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    let file = bottle(10).write();
+    preheat(&file, &server);
+    buy_many(&server, &file, "1", "u", 2);
+    let keys = seckill::model::keys::ItemKeys::live("c", "1");
+    let _: String = redis::cmd("XADD")
+        .arg(&keys.dead)
+        .arg("*")
+        .arg("order_id")
+        .arg("x")
+        .query(&mut server.conn())
+        .unwrap();
+    let text = check(&file, &server, &[], CHECK_DEAD_LETTERS).stdout();
+    assert_eq!(
+        text,
+        "1: 1 order entry in the dead-letter stream, not in the order database: `seckill dead-letter list` says why; fix it, then `seckill dead-letter redrive`\n"
+    );
+}
+
+/// `--nagios`: Nagios' 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, a status line
+/// with performance data, one line per problem; whatever keeps the check
+/// from reading the sale is UNKNOWN, never a state of the sale.
+#[test]
+fn status_nagios_speaks_the_plugin_format_and_its_four_codes() {
+    let server = RedisServer::start();
+    let file = bottle(50).item("2", 5).payment_timeout("1s").write();
+    let nagios = |extra: &[&str]| {
+        seckill(&["status", "--nagios"])
+            .args(extra)
+            .campaign(&file)
+            .redis(&server)
+            .runs()
+    };
+    let ran = nagios(&[]);
+    assert_eq!(ran.code(), 2, "{}", ran.describe());
+    assert!(
+        ran.stdout()
+            .starts_with("SECKILL CRITICAL - campaign c: 2 problems; 1: not preheated"),
+        "{}",
+        ran.stdout()
+    );
+
+    preheat(&file, &server);
+    // OK, with performance data; -q does not silence a plugin.
+    let ran = nagios(&["--max-lag", "100", "-q"]);
+    assert_eq!(ran.code(), 0, "{}", ran.describe());
+    let out = ran.stdout();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let (status, perf) = out.trim_end().split_once(" | ").unwrap();
+    assert_eq!(
+        status,
+        "SECKILL OK - 2 item(s) of campaign c: no problem found"
+    );
+    for datum in [
+        "'left_1'=50;;;0;50",
+        "'lag_1'=0;100;;0",
+        "'pending_1'=0;100;;0",
+        "'dead_1'=0;0;;0",
+        "'overdue_1'=0;;;0",
+        "'left_2'=5;;;0;5",
+    ] {
+        assert!(perf.split(' ').any(|d| d == datum), "{datum} not in {perf}");
+    }
+
+    // WARNING: a kill switch someone turned on, a consumer behind.
+    seckill(&["shutdown-switch", "on", "--item", "2", "--by", "alice"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    reserve(&file, &server, &["a", "b", "c"]);
+    let ran = nagios(&["--max-lag", "1"]);
+    assert_eq!(ran.code(), 1, "{}", ran.describe());
+    let out = ran.stdout();
+    assert!(
+        out.starts_with("SECKILL WARNING - campaign c: 2 problems; "),
+        "{out}"
+    );
+    assert!(out.contains("'lag_1'=3;1;;0"), "{out}");
+    assert!(
+        out.lines().skip(1).collect::<Vec<_>>()
+            == [
+                "WARNING 1: consumer behind: lag 3, pending 0 (more than --max-lag 1); the group has no consumer",
+                "WARNING 2: kill switch ON: every buy is refused (set by alice)",
+            ],
+        "{out}"
+    );
+    // CRITICAL leads when there is one: reservations overdue.
+    std::thread::sleep(Duration::from_millis(2500));
+    let ran = nagios(&["--max-lag", "1", "--grace", "1s"]);
+    assert_eq!(ran.code(), 2, "{}", ran.describe());
+    assert!(
+        ran.stdout()
+            .starts_with("SECKILL CRITICAL - campaign c: 3 problems; 1: 3 reservation(s) past"),
+        "{}",
+        ran.stdout()
+    );
+
+    // UNKNOWN: Redis cannot be read, an unknown item, a format Nagios cannot read.
+    let down = seckill(&["status", "--nagios", "--connect-timeout", "1s"])
+        .campaign(&file)
+        .redis_url(&format!("redis://127.0.0.1:{}/0", free_port()))
+        .runs();
+    assert_eq!(down.code(), 3, "{}", down.describe());
+    assert!(
+        down.stdout()
+            .starts_with("SECKILL UNKNOWN - cannot check: cannot connect to Redis"),
+        "{}",
+        down.stdout()
+    );
+    for extra in [&["--item", "nope"][..], &["--format", "json"]] {
+        let ran = nagios(extra);
+        assert_eq!(ran.code(), 3, "{}", ran.describe());
+        assert!(
+            ran.stdout().starts_with("SECKILL UNKNOWN - "),
+            "{}",
+            ran.stdout()
+        );
+    }
+    // --grace and the thresholds belong to the probes.
+    seckill(&["status", "--grace", "1s"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(USAGE_ERROR);
+}
+
+/// `--reconcile-at HH:MM` is the next such time on this machine's clock and
+/// time zone — as cron reads its crontab — whatever the zone: a time an hour
+/// away in Shanghai's zone is before keys that expire in two hours, and
+/// the same HH:MM read in UTC would be nine hours away, after them.
+#[test]
+fn status_check_reads_reconcile_at_as_local_time_like_cron() {
+    use seckill::model::exit_codes::{CHECK_EXPIRY, SUCCESS};
+    let server = RedisServer::start();
+    // Keys expire at ends_at + keep_after_end: 2 h from now.
+    let file = bottle(5).ends_in(3600).keep_after_end("1h").write();
+    preheat(&file, &server);
+    let shanghai_in_an_hour = (chrono::Utc::now() + chrono::Duration::hours(9))
+        .format("%H:%M")
+        .to_string();
+    let at = |tz: &str, code: i32| {
+        seckill(&["status", "--check", "--reconcile-at", &shanghai_in_an_hour])
+            .campaign(&file)
+            .redis(&server)
+            .env("TZ", tz)
+            .fails_with(code)
+    };
+    at("Asia/Shanghai", SUCCESS);
+    let late = at("UTC", CHECK_EXPIRY).stdout();
+    assert!(late.contains("before the reconcile at "), "{late}");
+    // The reconcile time is said in the zone it was read in.
+    let text = at("Etc/GMT-14", CHECK_EXPIRY).stdout();
+    assert!(text.contains(" +14:00:"), "{text}");
+}
+
+/// A room that needs an admitter and has heard from none for a while is
+/// late by that silence: `status` says so, `--check` fails, whatever work
+/// Redis shows (a max_active room's free places leave none).
+#[test]
+fn status_check_finds_an_admitter_whose_heartbeat_stopped() {
+    use seckill::model::exit_codes::CHECK_ADMITTER;
+    let server = RedisServer::start();
+    let file = bottle(10)
+        .room("{ mode: max_active, max_active: 5 }")
+        .write();
+    preheat(&file, &server);
+    seckill(&["queue", "admit"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let s = status_json(&file, &server);
+    assert_eq!(s["room"]["admitter_behind_ms"], 0, "a pass just ran: {s}");
+    // The last pass a minute ago: the admitter stopped.
+    let now: (i64, i64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
+    let minute_ago = now.0 * 1000 - 60_000;
+    let _: i64 = redis::cmd("HSET")
+        .arg("seckill:{c:1}:room")
+        .arg("admitter_at_ms")
+        .arg(minute_ago)
+        .query(&mut server.conn())
+        .unwrap();
+    let s = status_json(&file, &server);
+    assert!(
+        s["room"]["admitter_behind_ms"].as_i64().unwrap() >= 59_000,
+        "{s}"
+    );
+    let ran = check(&file, &server, &[], CHECK_ADMITTER).stdout();
+    assert!(ran.contains("none has run for"), "{ran}");
+}

@@ -1,7 +1,9 @@
 //! What a person at a terminal sees, in a real one: tmux at 80 × 24 runs the
 //! binary and the test reads the screen (and the scrollback) as a person
 //! would. `status --watch` redraws in place in one screen and says "stale"
-//! when Redis goes away; `consume --drain` shows a bar with counts, rate and
+//! when Redis goes away; when the full view does not fit it is a table under
+//! a header, columns aligned, every figure whole, only names cut, and notes
+//! in the rows left; `consume --drain` shows a bar with counts, rate and
 //! ETA that is gone from the screen when it ends or is interrupted, and
 //! nothing when piped or quiet.
 
@@ -130,7 +132,10 @@ fn watch_fits_80x24_redraws_in_place_and_says_stale_when_redis_stops() {
     }
     // Sales show up in place, sample after sample, and nothing scrolls.
     buy_many(&server, &file, "sku-3", "u", 4);
-    term.until("the sales", |s| s.contains("6/10 left"));
+    term.until("the sales", |s| {
+        s.lines()
+            .any(|l| l.starts_with("sku-3 ") && l.contains(" 6/10 "))
+    });
     std::thread::sleep(Duration::from_millis(2500));
     let everything = term.everything();
     assert_eq!(
@@ -151,6 +156,122 @@ fn watch_fits_80x24_redraws_in_place_and_says_stale_when_redis_stops() {
     );
     assert!(
         screen.lines().filter(|l| !l.trim().is_empty()).count() <= 24,
+        "{screen}"
+    );
+    term.keys("C-c");
+    term.until("Ctrl-C ends it with exit 0", |s| s.contains("EXITED 0"));
+}
+
+/// The compact view of a sale with everything at once — reservations, a
+/// waiting room, a kill switch, long and wide names — fits 80 × 24 as a
+/// table like `kubectl get -w`: a header, one row per item, each column's
+/// figures right-aligned under its header and whole; only NAME is cut (with
+/// `…`); and what needs a person is said in the rows below.
+#[test]
+fn the_compact_watch_is_a_table_that_cuts_only_names() {
+    let server = RedisServer::start();
+    let mut spec = campaign("compact").payment_timeout("1h").ends_in(3 * 3600);
+    for i in 1..=6 {
+        spec = spec
+            .item(&format!("sku-{i}"), 300)
+            .named(&format!("Pro Max 1TB colour {i}, the long edition"));
+    }
+    let file = spec
+        .item("moutai", 100_000)
+        .named("53度飞天茅台 500ml 2026 新年限定")
+        .buckets(2)
+        .room("{ mode: max_active, max_active: 50 }")
+        .write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    // Three reservations, unpaid, and a switch someone turned on.
+    for user in ["a", "b", "c"] {
+        seckill(&["buy", "--item", "sku-2", "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds();
+    }
+    seckill(&[
+        "shutdown-switch",
+        "on",
+        "--item",
+        "sku-5",
+        "--reason",
+        "price typo",
+    ])
+    .args(&["--by", "alice"])
+    .campaign(&file)
+    .redis(&server)
+    .succeeds();
+    seckill(&["queue", "join", "--item", "moutai", "--user", "q1"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let term = Tmux::run(&file, &server.url(), &["status", "--watch", "1s"]);
+    let screen = term.until("the table", |s| s.contains("moutai"));
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines.len() <= 24, "{screen}");
+    for line in &lines {
+        let width: usize = line
+            .chars()
+            .map(|c| {
+                if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+                    2
+                } else {
+                    1
+                }
+            })
+            .sum();
+        assert!(width <= 80, "{width} columns: {line:?}");
+    }
+    let header = lines[1];
+    let words: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        words,
+        [
+            "ITEM", "LEFT", "RATE", "WINDOW", "SW", "LAG", "PEND", "RESV", "ROOM", "NAME"
+        ],
+        "{screen}"
+    );
+    let row = |id: &str| -> &str {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row for {id}:\n{screen}"))
+    };
+    // Each figure ends where its header ends (right-aligned), whole.
+    let end_of = |header_word: &str| -> usize {
+        header.find(&format!(" {header_word}")).unwrap() + 1 + header_word.len()
+    };
+    let cell = |line: &str, word: &str| -> String {
+        let end = end_of(word);
+        line[..end].rsplit(' ').next().unwrap().to_string()
+    };
+    let sku2 = row("sku-2");
+    assert_eq!(cell(sku2, "LEFT"), "297/300", "{screen}");
+    assert_eq!(cell(sku2, "RESV"), "3", "{screen}");
+    assert_eq!(cell(sku2, "SW"), "off", "{screen}");
+    assert_eq!(cell(sku2, "LAG"), "3", "{screen}");
+    assert_eq!(cell(sku2, "PEND"), "0", "{screen}");
+    assert_eq!(cell(sku2, "ROOM"), "-", "{screen}");
+    assert!(cell(sku2, "WINDOW").starts_with("2h"), "{screen}");
+    assert_eq!(cell(row("sku-5"), "SW"), "ON", "{screen}");
+    let moutai = row("moutai");
+    assert_eq!(cell(moutai, "LEFT"), "100k/100k", "{screen}");
+    // One joined, nobody admitted: no admitter runs.
+    assert_eq!(cell(moutai, "ROOM"), "0/1", "{screen}");
+    // Only the name is cut, with an ellipsis; the id and every figure are whole.
+    assert!(sku2.ends_with('…') && sku2.contains(" Pro Max"), "{sku2}");
+    // The rows left say what needs a person.
+    assert!(
+        screen.contains("sku-5: kill switch ON by alice: \"price typo\""),
+        "{screen}"
+    );
+    assert!(
+        screen
+            .contains("moutai: its room needs `seckill queue admit --loop` (max_active, fan_out)"),
         "{screen}"
     );
     term.keys("C-c");

@@ -528,7 +528,8 @@ fn granted(
     Some((from.parse().unwrap(), to.parse().unwrap()))
 }
 
-/// The queue entries of item 1 read straight from Redis: user -> (position, joined at ms).
+/// The queue entries of item 1 read straight from Redis: user -> (position,
+/// joined at ms); a third number, the room's pauses at the join, left out.
 fn queue_entries(server: &RedisServer, campaign: &str) -> HashMap<String, (i64, i64)> {
     let raw: HashMap<String, String> = server
         .conn()
@@ -536,8 +537,8 @@ fn queue_entries(server: &RedisServer, campaign: &str) -> HashMap<String, (i64, 
         .unwrap();
     raw.into_iter()
         .map(|(user, entry)| {
-            let (p, at) = entry.split_once(' ').unwrap();
-            (user, (p.parse().unwrap(), at.parse().unwrap()))
+            let numbers: Vec<i64> = entry.split(' ').map(|n| n.parse().unwrap()).collect();
+            (user, (numbers[0], numbers[1]))
         })
         .collect()
 }
@@ -554,7 +555,7 @@ fn no_bucket_sells_to_a_user_the_room_did_not_admit() {
     );
     let queued = users("b", 0..600);
     join_concurrently(&server, &file, &queued, 300);
-    let mut admitter = seckill(&["queue", "admit", "--loop", "--interval", "20ms"])
+    let mut admitter = seckill(&["queue", "admit", "--loop", "--interval", "100ms"])
         .campaign(&file)
         .redis(&server)
         .start();
@@ -651,7 +652,7 @@ fn the_admission_fan_out_survives_twenty_sigkills_and_admits_everyone_exactly_on
             "admit",
             "--loop",
             "--interval",
-            "5ms",
+            "100ms",
             "--batch",
             "25",
         ])
@@ -1303,4 +1304,593 @@ fn status_shows_the_room_and_loadtest_rehearses_it() {
     }
     let left: Vec<String> = rehearsal.conn().keys("seckill-loadtest:*").unwrap();
     assert!(left.is_empty(), "the load test left {left:?}");
+}
+
+/// `queue status`'s JSON for item `item`.
+fn room_of_item(server: &RedisServer, file: &CampaignFile, item: &str) -> Value {
+    seckill(&["queue", "status", "--item", item])
+        .campaign(file)
+        .redis(server)
+        .json()
+        .within(HANG)
+        .succeeds()
+        .json()["rooms"][0]
+        .clone()
+}
+
+#[test]
+fn a_room_that_waits_on_an_admitter_says_so_in_preheat_status_and_the_buy_answer() {
+    let server = RedisServer::start();
+    // Item 1: a bucketed rate room (its admissions reach the buckets only
+    // through the fan-out). Item 2: a plain rate room with a pre-queue (the
+    // admitter shuffles it at the start). Item 3: a plain rate room, which
+    // needs nothing.
+    let spec = campaign("need")
+        .starts_in(3)
+        .item("1", 100)
+        .buckets(2)
+        .room("{ mode: rate, admit_rate: 100/s }")
+        .item("2", 100)
+        .room("{ mode: rate, admit_rate: 100/s, prequeue: true }")
+        .item("3", 100)
+        .room("{ mode: rate, admit_rate: 100/s }");
+    let file = spec.write();
+    let preheat = seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .columns(400)
+        .within(HANG)
+        .succeeds()
+        .stdout();
+    let says = |item: &str| {
+        preheat
+            .lines()
+            .find(|l| l.starts_with(&format!("{item}: this room needs")))
+            .map(String::from)
+    };
+    assert!(
+        says("1").is_some_and(|l| l.contains("`seckill queue admit --loop`")
+            && l.contains("bucketed")
+            && l.ends_with("none has run yet")),
+        "{preheat}"
+    );
+    assert!(
+        says("2").is_some_and(|l| l.contains("pre-queue")),
+        "{preheat}"
+    );
+    assert_eq!(says("3"), None, "{preheat}");
+    let join_item = |item: &str, user: &str| {
+        seckill(&["queue", "join", "--item", item, "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .within(HANG)
+            .succeeds();
+    };
+    join_item("2", "early");
+    let opens = redis_now(&server) + 3_100;
+    until_redis(&server, opens);
+    for item in ["1", "3"] {
+        join_item(item, "ann");
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let buy_item = |item: &str, user: &str, code: i32| {
+        seckill(&["buy", "--item", item, "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .json()
+            .within(HANG)
+            .fails_with(code)
+            .json()
+    };
+    // Ann's turn has come in the room; with no admitter it never reaches her
+    // bucket, nor does the pre-queue open: both answers say why.
+    for (item, user) in [("1", "ann"), ("2", "early")] {
+        let refused = buy_item(item, user, NOT_ADMITTED);
+        assert_eq!(
+            refused["waiting"]["needs_admitter"],
+            serde_json::json!({ "silent_ms": null }),
+            "item {item}: {refused}"
+        );
+        let text = seckill(&["buy", "--item", item, "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .columns(400)
+            .within(HANG)
+            .fails_with(NOT_ADMITTED)
+            .stdout();
+        assert!(
+            text.contains("this room needs `seckill queue admit --loop`; none has run yet"),
+            "{text}"
+        );
+        let status = room_of_item(&server, &file, item);
+        assert!(
+            status["needs_admitter"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("none has run yet")),
+            "{status}"
+        );
+    }
+    let plain = buy_item("3", "ann", SUCCESS);
+    assert!(plain.get("waiting").is_none_or(Value::is_null), "{plain}");
+
+    // An admitter runs: the bucket admits, the pre-queue opens, no note.
+    let mut admitter = seckill(&["queue", "admit", "--loop"])
+        .campaign(&file)
+        .redis(&server)
+        .start();
+    let deadline = Instant::now() + HANG;
+    while room_of_item(&server, &file, "1")["fanned"] != 1
+        || room_of_item(&server, &file, "2")["shuffled"] != true
+    {
+        assert!(Instant::now() < deadline, "the admitter never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The pre-queue's room opens at the shuffle: position 1's turn 10 ms later.
+    std::thread::sleep(Duration::from_millis(100));
+    buy_item("1", "ann", SUCCESS);
+    buy_item("2", "early", SUCCESS);
+    let status = room_of_item(&server, &file, "1");
+    assert!(
+        status["needs_admitter"]
+            .as_str()
+            .is_some_and(|s| s.contains("one finished a pass")),
+        "{status}"
+    );
+    // It dies; twelve seconds later (its heartbeat set back as it would age)
+    // the answer says for how long none has run.
+    let _ = admitter.child().kill();
+    let _ = admitter.child().wait();
+    join_item("1", "cid");
+    let _: () = server
+        .conn()
+        .hset(
+            "seckill:{need:1}:room",
+            "admitter_at_ms",
+            redis_now(&server) - 12_000,
+        )
+        .unwrap();
+    let stalled = buy_item("1", "cid", NOT_ADMITTED);
+    let silent = stalled["waiting"]["needs_admitter"]["silent_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{stalled}"));
+    assert!((12_000..20_000).contains(&silent), "{stalled}");
+    let text = seckill(&["buy", "--item", "1", "--user", "cid"])
+        .campaign(&file)
+        .redis(&server)
+        .columns(400)
+        .within(HANG)
+        .fails_with(NOT_ADMITTED)
+        .stdout();
+    assert!(text.contains("none has run for 12s"), "{text}");
+}
+
+#[test]
+fn a_pause_admits_nobody_new_and_a_join_during_it_gets_its_whole_admission_after() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("hold")
+            .item("1", 100)
+            .room("{ mode: rate, admit_rate: 100/s, admission_ttl: 2s }"),
+    );
+    let first = users("f", 0..5);
+    join(&server, &file, &first);
+    let opened = room(&server, &file)["opened_at_ms"].as_i64().unwrap();
+    // A second later the clock has banked 100 turns for 5 users.
+    until_redis(&server, opened + 1_000);
+    let (_, before) = positions(&server, &file, &first);
+    assert!(
+        before.iter().all(|s| s["state"] == "admitted"),
+        "{before:?}"
+    );
+    let paused = seckill(&["queue", "pause"])
+        .campaign(&file)
+        .redis(&server)
+        .within(HANG)
+        .succeeds()
+        .stdout();
+    assert!(paused.contains("item 1: paused"), "{paused}");
+    let late = users("late", 0..3);
+    let joined = join(&server, &file, &late);
+    assert_eq!(
+        joined.iter().map(|j| j.2).collect::<Vec<_>>(),
+        [6, 7, 8],
+        "{joined:?}"
+    );
+    let mut conn = server.conn();
+    let snapshot_before = snapshot(&mut conn);
+    let refused = buy(&server, &file, "late0", NOT_ADMITTED);
+    assert_eq!(refused["waiting"]["position"], 6, "{refused}");
+    assert_eq!(snapshot(&mut conn), snapshot_before, "not_admitted wrote");
+    // The pause outlasts an admission: nobody new gets in meanwhile.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let (figures, during) = positions(&server, &file, &late);
+    assert!(during.iter().all(|s| s["state"] == "waiting"), "{during:?}");
+    assert_eq!(figures["serving"], 5, "{figures}");
+    let (_, firsts) = positions(&server, &file, &first);
+    assert!(
+        firsts.iter().all(|s| s["state"] == "admitted"),
+        "an admission running when the pause began keeps its time: {firsts:?}"
+    );
+    seckill(&["queue", "resume"])
+        .campaign(&file)
+        .redis(&server)
+        .within(HANG)
+        .succeeds();
+    let resumed_at = redis_now(&server);
+    let (_, after) = positions(&server, &file, &late);
+    for s in &after {
+        assert_eq!(s["state"], "admitted", "{s}");
+        let (from, to) = (s["from_ms"].as_i64().unwrap(), s["to_ms"].as_i64().unwrap());
+        assert_eq!(to - from, 2_000, "{s}");
+        assert!(
+            (resumed_at - 100..=resumed_at).contains(&from),
+            "admitted at the resume ({resumed_at}), not during the pause: {s}"
+        );
+    }
+    buy(&server, &file, "late2", SUCCESS);
+}
+
+#[test]
+fn the_kill_switch_pauses_the_room_and_off_resumes_it_unless_the_operator_holds_it() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("ks")
+            .item("1", 100)
+            .room("{ mode: rate, admit_rate: 1000/s }")
+            .item("2", 100)
+            .buckets(2)
+            .room("{ mode: rate, admit_rate: 1000/s }"),
+    );
+    let run = |args: &[&str]| {
+        seckill(args)
+            .campaign(&file)
+            .redis(&server)
+            .within(HANG)
+            .succeeds()
+            .stdout()
+    };
+    let state = |item: &str| {
+        let r = room_of_item(&server, &file, item);
+        (
+            r["paused"].as_bool().unwrap(),
+            r["paused_by"].as_str().unwrap().to_string(),
+        )
+    };
+    for item in ["1", "2"] {
+        run(&["queue", "join", "--item", item, "--user", "a"]);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    run(&["shutdown-switch", "on", "--reason", "incident"]);
+    for item in ["1", "2"] {
+        assert_eq!(state(item), (true, "switch".to_string()), "item {item}");
+        // Nobody joining during the incident is told `admitted`.
+        let joined = seckill(&["queue", "join", "--item", item, "--user", "newcomer"])
+            .campaign(&file)
+            .redis(&server)
+            .json()
+            .within(HANG)
+            .succeeds()
+            .json();
+        assert_eq!(
+            joined["joins"][0]["standing"]["state"], "waiting",
+            "{joined}"
+        );
+    }
+    let status = run(&["queue", "status", "--item", "1"]);
+    assert!(
+        status.contains("PAUSED now (by the kill switch)"),
+        "{status}"
+    );
+    // The operator's resume cannot reopen what the switch holds.
+    let resume = run(&["queue", "resume", "--item", "1"]);
+    assert!(
+        resume.contains("not_paused") && resume.contains("the kill switch holds it paused"),
+        "{resume}"
+    );
+    assert!(state("1").0);
+    // The operator pauses too; the switch going off leaves the operator's pause.
+    run(&["queue", "pause", "--item", "1"]);
+    run(&["shutdown-switch", "off"]);
+    assert_eq!(state("1"), (true, "operator".to_string()));
+    assert_eq!(state("2"), (false, String::new()));
+    run(&["queue", "resume", "--item", "1"]);
+    assert_eq!(state("1"), (false, String::new()));
+    std::thread::sleep(Duration::from_millis(50));
+    let (_, standing) = positions(&server, &file, &["newcomer".to_string()]);
+    assert_eq!(standing[0]["state"], "admitted", "{standing:?}");
+}
+
+#[test]
+fn a_shopper_whose_admission_ran_out_joins_again_at_the_tail() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("again")
+            .item("1", 100)
+            .room("{ mode: rate, admit_rate: 1000/s, admission_ttl: 1s }")
+            .item("2", 100)
+            .room("{ mode: max_active, max_active: 1, admission_ttl: 1s }")
+            .item("3", 100)
+            .buckets(2)
+            .room("{ mode: rate, admit_rate: 1000/s, admission_ttl: 1s }"),
+    );
+    let on = |item: &str, args: &[&str], code: i32| {
+        seckill(args)
+            .args(&["--item", item])
+            .campaign(&file)
+            .redis(&server)
+            .json()
+            .within(HANG)
+            .fails_with(code)
+            .json()
+    };
+    let admit = |item: &str| on(item, &["queue", "admit"], SUCCESS);
+    for item in ["1", "2", "3"] {
+        on(
+            item,
+            &["queue", "join", "--user", "a", "--user", "b"],
+            SUCCESS,
+        );
+        admit(item);
+    }
+    std::thread::sleep(Duration::from_millis(1_300));
+    for item in ["1", "2", "3"] {
+        // max_active: b takes the place a left.
+        admit(item);
+        on(item, &["buy", "--user", "a"], ADMISSION_EXPIRED);
+        let again = on(item, &["queue", "join", "--user", "a"], SUCCESS);
+        assert_eq!(
+            again["joins"][0]["outcome"], "joined",
+            "item {item}: {again}"
+        );
+        assert_eq!(
+            again["joins"][0]["standing"]["position"], 3,
+            "item {item}: the tail"
+        );
+        // A repeat of the new join is the same new position.
+        let repeat = on(item, &["queue", "join", "--user", "a"], SUCCESS);
+        assert_eq!(repeat["joins"][0]["outcome"], "queued", "{repeat}");
+        assert_eq!(repeat["joins"][0]["standing"]["position"], 3);
+    }
+    // max_active: a waits behind b until b buys and gives the place back.
+    let refused = on("2", &["buy", "--user", "a"], NOT_ADMITTED);
+    assert_eq!(refused["waiting"]["position"], 3, "{refused}");
+    on("2", &["buy", "--user", "b"], SUCCESS);
+    for item in ["1", "2", "3"] {
+        admit(item);
+        on(item, &["buy", "--user", "a"], SUCCESS);
+    }
+    // The bucket replaced a's ended admission with the new one, counted as a grant.
+    let layout = seckill::model::layout::Layout::new("seckill", "again", "3", 2);
+    let mut conn = server.conn();
+    let (from, to) = granted(&mut conn, &layout, "a").unwrap();
+    assert_eq!(to - from, 1_000);
+    let ever: i64 = layout
+        .all()
+        .iter()
+        .map(|b| {
+            conn.get::<_, Option<i64>>(&b.keys.room().admission_count)
+                .unwrap()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(ever, 3, "a twice, b once");
+}
+
+#[test]
+fn concurrent_joins_again_after_expiry_move_each_user_to_the_tail_once() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("rejoin")
+            .item("1", 10)
+            .room("{ mode: rate, admit_rate: 1000000/s, admission_ttl: 1s }"),
+    );
+    let everyone = users("r", 0..1000);
+    join_concurrently(&server, &file, &everyone, 250);
+    std::thread::sleep(Duration::from_millis(1_200));
+    let (_, expired) = positions(&server, &file, &everyone);
+    assert!(expired.iter().all(|s| s["state"] == "expired"));
+    // Every user joins again twice, from six processes at once.
+    let mut twice = everyone.clone();
+    twice.extend(everyone.iter().rev().cloned());
+    let running: Vec<_> = twice
+        .chunks(twice.len().div_ceil(6))
+        .map(|chunk| join_started(&server, &file, chunk))
+        .collect();
+    let mut answers: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+    for run in running {
+        let ran = run.finish_within(HANG);
+        assert_eq!(ran.code(), SUCCESS, "{}", ran.describe());
+        for (user, outcome, position) in joins_of(&ran) {
+            answers.entry(user).or_default().push((outcome, position));
+        }
+    }
+    let mut positions_now = Vec::new();
+    for (user, got) in &answers {
+        let joined = got.iter().filter(|(o, _)| o == "joined").count();
+        // The second join may land after the new admission already ran out
+        // (1 s): then it is a third turn, still at the tail.
+        assert!((1..=2).contains(&joined), "{user}: {got:?}");
+        assert!(got.iter().all(|(_, p)| *p > 1000), "{user}: {got:?}");
+    }
+    for entry in queue_entries(&server, "rejoin").values() {
+        positions_now.push(entry.0);
+    }
+    positions_now.sort_unstable();
+    positions_now.dedup();
+    assert_eq!(positions_now.len(), 1000, "one current position per user");
+    let joined = room(&server, &file)["joined"].as_i64().unwrap();
+    let handed_out: usize = answers
+        .values()
+        .map(|got| got.iter().filter(|(o, _)| o == "joined").count())
+        .sum();
+    assert_eq!(joined as usize, 1000 + handed_out, "no hole, no duplicate");
+    assert!(positions_now.iter().all(|p| (1001..=joined).contains(p)));
+}
+
+#[test]
+fn a_malformed_pause_heartbeat_or_entry_is_refused_whole_naming_its_key() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("bad")
+            .item("1", 100)
+            .room("{ mode: max_active, max_active: 5 }")
+            .item("2", 100)
+            .buckets(2)
+            .room("{ mode: rate, admit_rate: 1000/s }"),
+    );
+    join(&server, &file, &["alice".to_string()]);
+    seckill(&["queue", "admit"])
+        .campaign(&file)
+        .redis(&server)
+        .within(HANG)
+        .succeeds();
+    let keys = seckill::model::keys::ItemKeys::live("bad", "1").room();
+    let mut conn = server.conn();
+    let try_all = |what: &str, key: &str| {
+        let mut conn = server.conn();
+        let before = snapshot(&mut conn);
+        let refused = buy(&server, &file, "alice", CORRUPT_STATE);
+        assert!(
+            refused["problem"].as_str().unwrap().contains(key),
+            "{what}: {refused}"
+        );
+        for args in [
+            &["queue", "join", "--item", "1", "--user", "bob"][..],
+            &["queue", "pause", "--item", "1"],
+            &["queue", "admit", "--item", "1"],
+        ] {
+            let ran = seckill(args)
+                .campaign(&file)
+                .redis(&server)
+                .within(HANG)
+                .fails_with(RUNTIME_ERROR);
+            assert!(
+                ran.stderr().contains(key),
+                "{what}: {args:?}: {}",
+                ran.stderr()
+            );
+        }
+        assert_eq!(snapshot(&mut conn), before, "{what}: something was written");
+    };
+    for field in ["paused_joined", "admitter_at_ms", "admitter_every_ms"] {
+        let saved: Option<String> = conn.hget(&keys.room, field).unwrap();
+        let () = conn.hset(&keys.room, field, "1.5").unwrap();
+        try_all(field, &keys.room);
+        match saved {
+            Some(value) => conn.hset(&keys.room, field, value).unwrap(),
+            None => conn.hdel(&keys.room, field).unwrap(),
+        }
+    }
+    // Alice's entry with a malformed third number (the pauses at her join).
+    let entry: String = conn.hget(&keys.queue, "alice").unwrap();
+    for bad in [
+        format!("{entry} x"),
+        format!("{entry} 1 2"),
+        format!("{entry} 05"),
+    ] {
+        let () = conn.hset(&keys.queue, "alice", &bad).unwrap();
+        let before = snapshot(&mut conn);
+        let refused = buy(&server, &file, "alice", CORRUPT_STATE);
+        assert!(
+            refused["problem"].as_str().unwrap().contains(&keys.queue),
+            "{bad}: {refused}"
+        );
+        assert_eq!(snapshot(&mut conn), before, "{bad}");
+    }
+    let () = conn.hset(&keys.queue, "alice", &entry).unwrap();
+    // Who holds the room paused, malformed.
+    seckill(&["queue", "pause", "--item", "1"])
+        .campaign(&file)
+        .redis(&server)
+        .within(HANG)
+        .succeeds();
+    let () = conn.hset(&keys.room, "paused_by", "somebody").unwrap();
+    let before = snapshot(&mut conn);
+    for args in [
+        &["queue", "resume", "--item", "1"][..],
+        &["queue", "pause", "--item", "1"],
+    ] {
+        let ran = seckill(args)
+            .campaign(&file)
+            .redis(&server)
+            .within(HANG)
+            .fails_with(RUNTIME_ERROR);
+        assert!(ran.stderr().contains(&keys.room), "{}", ran.stderr());
+    }
+    assert_eq!(snapshot(&mut conn), before);
+    // A bucket's admission of the user a grant would replace, malformed.
+    seckill(&["queue", "join", "--item", "2", "--user", "carl"])
+        .campaign(&file)
+        .redis(&server)
+        .within(HANG)
+        .succeeds();
+    let layout = seckill::model::layout::Layout::new("seckill", "bad", "2", 2);
+    let admissions = layout.home("carl").keys.room().admissions;
+    let () = conn.hset(&admissions, "carl", "soon later").unwrap();
+    let before = snapshot(&mut conn);
+    let ran = seckill(&["queue", "admit", "--item", "2"])
+        .campaign(&file)
+        .redis(&server)
+        .within(HANG)
+        .fails_with(RUNTIME_ERROR);
+    assert!(ran.stderr().contains(&admissions), "{}", ran.stderr());
+    assert_eq!(snapshot(&mut conn), before);
+}
+
+#[test]
+fn a_user_the_admitter_passed_over_never_stops_the_fan_out() {
+    let server = RedisServer::start();
+    let file = preheated(
+        &server,
+        campaign("pass")
+            .item("1", 100)
+            .buckets(2)
+            .room("{ mode: max_active, max_active: 10 }"),
+    );
+    let run = |args: &[&str]| {
+        seckill(args)
+            .args(&["--item", "1"])
+            .campaign(&file)
+            .redis(&server)
+            .within(HANG)
+            .succeeds()
+    };
+    run(&["queue", "penalize", "--user", "bot", "--block"]);
+    run(&[
+        "queue", "join", "--user", "bot", "--user", "ann", "--user", "bob",
+    ]);
+    // One admitter's tick passes the blocked user over; the block is cleared
+    // before any fan-out (another admitter's, say) reaches position 1, which
+    // has no admission and never will.
+    let room_keys = seckill::model::keys::ItemKeys::live("pass", "1").room();
+    let keys: Vec<String> = [
+        &room_keys.room,
+        &room_keys.line,
+        &room_keys.admitted,
+        &room_keys.active,
+        &room_keys.risk,
+        &room_keys.shuffled,
+    ]
+    .map(String::clone)
+    .to_vec();
+    seckill::redis_client::scripts::invoke_positional(
+        "queue_admit",
+        &keys,
+        &["10".to_string()],
+        &mut server.conn(),
+    )
+    .unwrap()
+    .unwrap();
+    run(&["queue", "penalize", "--user", "bot", "--clear"]);
+    run(&["queue", "join", "--user", "cid"]);
+    run(&["queue", "admit"]);
+    assert_eq!(room(&server, &file)["fanned"], 4);
+    for user in ["ann", "bob", "cid"] {
+        buy(&server, &file, user, SUCCESS);
+    }
 }

@@ -387,8 +387,33 @@ impl<'a> SaleItem<'a> {
     }
 
     /// Flip the kill switch in every slot (a bucketed item: every bucket, or
-    /// an error naming the one that failed), recording `flip` in its history.
+    /// an error naming the one that failed), recording `flip` in its history;
+    /// then pause (or resume) the item's waiting room with it, so nobody is
+    /// admitted into a sale that is closed (docs/waiting-room.md).
     pub fn set_switch<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        flip: &Flip,
+        expire_at_ms: Option<i64>,
+    ) -> Result<()> {
+        self.switch_slots(conn, flip, expire_at_ms)?;
+        if let Some(room) = &self.room {
+            let change = if flip.closed {
+                waiting_room::Clock::SwitchOn
+            } else {
+                waiting_room::Clock::SwitchOff
+            };
+            room.clock(conn, change).with_context(|| {
+                format!(
+                    "the kill switch of item {} is set, but its waiting room did not follow: run the command again",
+                    self.item.id
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    fn switch_slots<C: ConnectionLike>(
         &self,
         conn: &mut C,
         flip: &Flip,
@@ -585,9 +610,9 @@ fn refine_in_room<C: ConnectionLike>(
 ) -> Result<()> {
     if let Some(room) = room.filter(|_| needs_room_read(reply)) {
         cost.round_trips += 1;
-        let (_, standing) = room.read(conn, &[user])?;
+        let (figures, standing) = room.read(conn, &[user])?;
         if let Some(standing) = standing.first() {
-            waiting_room::refine(reply, standing);
+            waiting_room::refine(room, reply, &figures, standing);
         }
     }
     Ok(())
@@ -595,8 +620,13 @@ fn refine_in_room<C: ConnectionLike>(
 
 /// Whether a bucketed item's refusal needs the room in the item's slot: the
 /// home bucket knows only the admissions fanned out to it, so a `not_admitted`
-/// without a position asks the room why not, and for the wait (nothing was
+/// without a position asks the room why not, and for the wait, and an
+/// `admission_expired` asks whether the user joined again since (nothing was
 /// written either way).
 fn needs_room_read(reply: &BuyReply) -> bool {
-    reply.outcome == Outcome::NotAdmitted && reply.waiting.as_ref().is_some_and(|w| w.position == 0)
+    match reply.outcome {
+        Outcome::NotAdmitted => reply.waiting.as_ref().is_some_and(|w| w.position == 0),
+        Outcome::AdmissionExpired => true,
+        _ => false,
+    }
 }

@@ -97,18 +97,19 @@ impl Failure {
     /// What `error`, met while running a request on Redis at `at`, means for
     /// the one who sent it.
     pub fn of(error: anyhow::Error, at: &str, retry: Retry) -> Failure {
-        let kind = if error.downcast_ref::<NotSent>().is_some() {
-            FailureKind::NotSent
-        } else {
-            match redis_failure::find(&error).map(redis_failure::classify) {
-                Some(RedisFailure::NotExecuted(code)) => FailureKind::NotExecuted(code),
-                Some(RedisFailure::Failed) => FailureKind::Failed,
-                Some(RedisFailure::Unknown) => FailureKind::Unknown,
-                // Not Redis's own error: a reply the caller could not read,
-                // a worker that stopped. Whether it ran is not known.
-                None => FailureKind::Unknown,
-            }
-        };
+        let kind =
+            if error.downcast_ref::<NotSent>().is_some() || redis_failure::was_not_sent(&error) {
+                FailureKind::NotSent
+            } else {
+                match redis_failure::find(&error).map(redis_failure::classify) {
+                    Some(RedisFailure::NotExecuted(code)) => FailureKind::NotExecuted(code),
+                    Some(RedisFailure::Failed) => FailureKind::Failed,
+                    Some(RedisFailure::Unknown) => FailureKind::Unknown,
+                    // Not Redis's own error: a reply the caller could not read,
+                    // a worker that stopped. Whether it ran is not known.
+                    None => FailureKind::Unknown,
+                }
+            };
         Failure {
             kind,
             at: at.to_string(),

@@ -92,8 +92,11 @@ pub(crate) struct Consumed {
     pub(crate) items: Vec<ItemCounts>,
     /// Entries acked (all items).
     pub(crate) acked: u64,
-    /// Rows new in the database (`acked - inserted` were already stored).
+    /// Rows new in the database.
     pub(crate) inserted: u64,
+    /// Reservations' state changes applied: the rest of `acked`, beside
+    /// `inserted`, were orders already stored.
+    pub(crate) changes: u64,
     /// Ended by a stop signal (else: drained).
     pub(crate) stopped: bool,
 }
@@ -127,6 +130,7 @@ pub(crate) struct Consumer<'a> {
     /// "stream id" of every non-order entry already reported.
     not_orders: HashSet<String>,
     inserted: u64,
+    changes: u64,
     acked: u64,
 }
 
@@ -184,6 +188,7 @@ impl<'a> Consumer<'a> {
             counts,
             not_orders: HashSet::new(),
             inserted: 0,
+            changes: 0,
             acked: 0,
         })
     }
@@ -246,6 +251,7 @@ impl<'a> Consumer<'a> {
         }
         let stored = store_then_ack(COMMAND, &mut *self.store, &mut self.conn, batch, self.stop)?;
         self.inserted += stored.inserted;
+        self.changes += stored.changes;
         self.acked += stored.acked;
         for (key, ids) in &batch.acks {
             if let Some(&i) = self.index.get(key.as_str()) {
@@ -419,6 +425,7 @@ impl<'a> Consumer<'a> {
             items: self.counts,
             acked: self.acked,
             inserted: self.inserted,
+            changes: self.changes,
             stopped,
         }
     }

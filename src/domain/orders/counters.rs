@@ -1,5 +1,5 @@
 //! What one `consume` process did, counted where it happens (the order
-//! pipeline) and read by its `/metrics` (`features::monitor::metrics`).
+//! pipeline) and read by its `/metrics` (`operator::monitor::metrics`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

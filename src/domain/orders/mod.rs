@@ -183,12 +183,32 @@ pub(crate) enum Schema {
 /// The error of [`Schema::MustExist`] on a database without the tables:
 /// permanent (waiting does not create a schema), and it says what to do.
 pub(crate) fn no_schema(display: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{display} has no seckill schema (table seckill_schema is missing): it holds no orders \
-         of seckill, so there is nothing to check against, and this command does not create \
-         one. Point --orders-db, SECKILL_ORDERS_DB or the campaign file's orders.store at the \
-         database `seckill consume` stores into; only `seckill consume` creates the schema"
-    )
+    anyhow::Error::new(NoSchema(display.to_string()))
+}
+
+/// A reachable database without the seckill tables (`doctor` tells it from
+/// an unreachable one: `consume` creates them on its first start).
+#[derive(Debug)]
+pub(crate) struct NoSchema(String);
+
+impl std::fmt::Display for NoSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} has no seckill schema (table seckill_schema is missing): it holds no orders \
+             of seckill, so there is nothing to check against, and this command does not create \
+             one. Point --orders-db, SECKILL_ORDERS_DB or the campaign file's orders.store at the \
+             database `seckill consume` stores into; only `seckill consume` creates the schema",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NoSchema {}
+
+/// Whether `error` says the database is reachable but has no schema yet.
+pub(crate) fn is_no_schema(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.is::<NoSchema>())
 }
 
 /// Rows and units of one campaign item in the database.

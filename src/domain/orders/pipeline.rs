@@ -59,6 +59,9 @@ impl Batch {
 pub(crate) struct Stored {
     /// Rows that were new in the database.
     pub(crate) inserted: u64,
+    /// Reservations' state changes applied (paid, expired, cancelled): entries
+    /// of the stream that are events, not orders.
+    pub(crate) changes: u64,
     /// Stream ids acknowledged.
     pub(crate) acked: u64,
     /// Orders the database refused while taking the others: (stream key,
@@ -177,6 +180,7 @@ pub(crate) fn store_then_ack(
         failure::retry(command, &what, stop, None, || {
             store.apply_changes(&batch.changes, now_ms())
         })?;
+        stored.changes = batch.changes.len() as u64;
     }
     for (stream_key, ids) in &batch.acks {
         let ids: Vec<String> = ids

@@ -29,23 +29,24 @@
 //!
 //! May import: domain::orders, domain::item, redis_client, model, util.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
-use crate::domain::orders::reconnecting::ReconnectingConn;
 use crate::model::campaign::{Campaign, Item, is_valid_id};
 use crate::model::error::usage;
 use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::{Conn, RedisTarget};
+use crate::redis_client::failure;
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::pay::{self, Pay};
 use crate::redis_client::scripts::release::{self, ExpireBatch, Release};
 use crate::util::log;
+use crate::util::retry::Reconnecting;
 
 pub(crate) use crate::redis_client::scripts::pay::{OrderOutcome, OrderReply};
 
@@ -363,6 +364,10 @@ pub(crate) struct ItemExpiry {
     pub(crate) stuck: u64,
     /// Due orders whose record does not parse (named in the log).
     pub(crate) unreadable: Vec<String>,
+    /// What stopped this item's releases in the last pass, naming the key: a
+    /// value no wait can fix (a corrupt counter, a wrong type). The other
+    /// items were released; this one waits for a repair.
+    pub(crate) failed: Option<String>,
 }
 
 /// How `expire` runs.
@@ -370,27 +375,103 @@ pub(crate) struct ItemExpiry {
 pub(crate) struct ExpireSettings {
     /// Orders released per script call.
     pub(crate) batch: u64,
-    /// Keep going, one pass every `interval`, until stopped.
-    pub(crate) repeat: Option<Duration>,
 }
 
 /// The command name in log lines.
 const EXPIRE: &str = "expire";
 
-/// Release every due reservation of the campaign: each slot in bounded
-/// batches until none is due. With `settings.repeat`, pass after pass until
-/// `stop`; returns the totals of all passes. Redis errors are retried on a
-/// fresh connection (a lost reply is harmless: the script re-checks
-/// everything, so a call repeated changes nothing twice).
+/// The connection `expire` works on: opened afresh after any failed call,
+/// and waited for while Redis does not answer (a stall, a restart).
+pub(crate) struct ExpireConn<'t> {
+    inner: Reconnecting<Conn, Box<dyn FnMut() -> Result<Conn> + 't>>,
+    /// Item → what stops its releases, as last logged: a loop says it once,
+    /// not every pass, and says when it is over.
+    said: BTreeMap<String, String>,
+}
+
+impl<'t> ExpireConn<'t> {
+    /// `conn`, a working connection to `target`, and `target` to reconnect to.
+    pub(crate) fn new(target: &'t RedisTarget, conn: Conn) -> ExpireConn<'t> {
+        ExpireConn {
+            inner: Reconnecting::new(Some(conn), Box::new(move || target.connect())),
+            said: BTreeMap::new(),
+        }
+    }
+
+    /// Log that `item`'s releases stop on `why`, unless the last pass said so.
+    fn say_failed(&mut self, item: &str, what: &str, why: &str) {
+        if self.said.get(item).map(String::as_str) != Some(why) {
+            log::line(
+                EXPIRE,
+                format!(
+                    "item {item}: {what}, a value no wait can fix (repair it; the other items go on): {why}"
+                ),
+            );
+            self.said.insert(item.to_string(), why.to_string());
+        }
+    }
+
+    /// After a pass: say which items' releases go on again.
+    fn say_recovered(&mut self, totals: &[ItemExpiry]) {
+        for total in totals.iter().filter(|t| t.failed.is_none()) {
+            if self.said.remove(&total.item).is_some() {
+                log::line(EXPIRE, format!("item {}: releases go on again", total.item));
+            }
+        }
+    }
+
+    /// Run `call` until it succeeds or fails for a reason no wait can fix
+    /// (credentials, a corrupt value): `util::retry::Reconnecting::retry`.
+    fn retry<T>(
+        &mut self,
+        what: &str,
+        stop: &AtomicBool,
+        call: impl FnMut(&mut Conn) -> Result<T>,
+    ) -> Result<T> {
+        self.inner.retry(
+            EXPIRE,
+            what,
+            stop,
+            failure::transient,
+            failure::refused_for_credentials,
+            call,
+        )
+    }
+}
+
+/// What to do with a failed step of a pass.
+enum Failed {
+    /// A value no wait can fix: name it, leave this item, go on with the others.
+    SkipItem(String),
+    /// Stopping (SIGINT/SIGTERM) while Redis did not answer: end the pass.
+    Stop,
+}
+
+/// Sort a failed step: a refusal for credentials ends the command (its
+/// error); a value no wait can fix skips the item; anything else only
+/// reaches here once a stop was asked for.
+fn failed(error: anyhow::Error, stop: &AtomicBool) -> Result<Failed> {
+    if failure::refused_for_credentials(&error) {
+        return Err(error);
+    }
+    if stop.load(Ordering::SeqCst) && failure::transient(&error) {
+        return Ok(Failed::Stop);
+    }
+    Ok(Failed::SkipItem(crate::util::error_text::render(&error)))
+}
+
+/// One pass: release every due reservation of the campaign, each slot in
+/// bounded batches until none is due. Redis errors that waiting may fix are
+/// retried on a fresh connection with backoff (a lost reply is harmless: the
+/// script re-checks everything, so a call repeated changes nothing twice);
+/// a value no wait can fix leaves its item (`failed`, logged) and the pass
+/// goes on with the others; a refusal for credentials ends it (its error).
 pub(crate) fn expire(
-    target: &RedisTarget,
-    conn: Conn,
+    conn: &mut ExpireConn,
     campaign: &Campaign,
     settings: &ExpireSettings,
     stop: &AtomicBool,
 ) -> Result<Vec<ItemExpiry>> {
-    let mut conn = conn;
-    let slots = slots(&mut conn, campaign, None)?;
     let mut totals: Vec<ItemExpiry> = campaign
         .items
         .iter()
@@ -399,100 +480,113 @@ pub(crate) fn expire(
             ..ItemExpiry::default()
         })
         .collect();
-    let mut conn = ReconnectingConn::new(target, conn);
-    loop {
-        let before: Vec<(u64, i64)> = totals.iter().map(|t| (t.released, t.units)).collect();
-        for slot in &slots {
-            let total = totals
-                .iter_mut()
-                .find(|t| t.item == slot.item.id)
-                .expect("every slot's item has a total");
-            loop {
-                if stop.load(Ordering::SeqCst) {
-                    return Ok(totals);
-                }
-                let what = format!("releasing due reservations of {}", slot.keys.base);
-                let batch = conn.retry(EXPIRE, &what, stop, |conn| {
-                    expire_batch(conn, campaign, slot, settings.batch)
-                })?;
-                total.calls += 1;
-                total.released += batch.released;
-                total.units += batch.units;
-                if !batch.unreadable.is_empty() {
-                    log::line(
-                        EXPIRE,
-                        format!(
-                            "{}: {} due reservation(s) whose record does not parse, taken off the deadline list (inspect them): {}",
-                            slot.keys.reservations,
-                            batch.unreadable.len(),
-                            batch.unreadable.join(" ")
-                        ),
-                    );
-                    total.unreadable.extend(batch.unreadable);
-                }
-                if batch.due_left == 0 {
-                    break;
-                }
-                if batch.released == 0 {
-                    // Due orders left but none released: the stock key is gone.
-                    total.stuck = batch.due_left;
-                    log::line(
-                        EXPIRE,
-                        format!(
-                            "{}: {} due reservation(s) not released: no stock key {} (keys expired or deleted)",
-                            slot.keys.base, batch.due_left, slot.keys.stock
-                        ),
-                    );
-                    break;
-                }
-            }
+    let slots = match conn.retry("reading where the campaign's orders are", stop, |conn| {
+        slots(conn, campaign, None)
+    }) {
+        Ok(slots) => slots,
+        Err(error) => {
+            return match failed(error, stop)? {
+                Failed::Stop => Ok(totals),
+                Failed::SkipItem(why) => Err(anyhow::anyhow!(why)),
+            };
         }
-        heal_sell_out_proofs(&mut conn, &slots, stop)?;
-        let Some(interval) = settings.repeat else {
-            return Ok(totals);
-        };
-        for (total, (released, units)) in totals.iter().zip(before) {
-            if total.released > released {
+    };
+    for slot in &slots {
+        let total = totals
+            .iter_mut()
+            .find(|t| t.item == slot.item.id)
+            .expect("every slot's item has a total");
+        if total.failed.is_some() {
+            continue;
+        }
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(totals);
+            }
+            let what = format!("releasing due reservations of {}", slot.keys.base);
+            let batch = match conn.retry(&what, stop, |conn| {
+                expire_batch(conn, campaign, slot, settings.batch)
+            }) {
+                Ok(batch) => batch,
+                Err(error) => match failed(error, stop)? {
+                    Failed::Stop => return Ok(totals),
+                    Failed::SkipItem(why) => {
+                        conn.say_failed(&slot.item.id, "due reservations NOT released", &why);
+                        total.failed = Some(why);
+                        break;
+                    }
+                },
+            };
+            total.calls += 1;
+            total.released += batch.released;
+            total.units += batch.units;
+            if !batch.unreadable.is_empty() {
                 log::line(
                     EXPIRE,
                     format!(
-                        "item {}: released {} reservation(s), {} unit(s) back in stock",
-                        total.item,
-                        total.released - released,
-                        total.units - units
+                        "{}: {} due reservation(s) whose record does not parse, taken off the deadline list (inspect them): {}",
+                        slot.keys.reservations,
+                        batch.unreadable.len(),
+                        batch.unreadable.join(" ")
                     ),
                 );
+                total.unreadable.extend(batch.unreadable);
+            }
+            if batch.due_left == 0 {
+                break;
+            }
+            if batch.released == 0 {
+                // Due orders left but none released: the stock key is gone.
+                total.stuck = batch.due_left;
+                log::line(
+                    EXPIRE,
+                    format!(
+                        "{}: {} due reservation(s) not released: no stock key {} (keys expired or deleted)",
+                        slot.keys.base, batch.due_left, slot.keys.stock
+                    ),
+                );
+                break;
             }
         }
-        crate::util::retry::sleep_unless_stopped(interval, stop);
-        if stop.load(Ordering::SeqCst) {
-            return Ok(totals);
-        }
     }
+    heal_sell_out_proofs(conn, &slots, &mut totals, stop)?;
+    conn.say_recovered(&totals);
+    Ok(totals)
 }
 
 /// An item proven sold out while units are back in some slot (a release
 /// raced the prover, or a `cancel` died before reopening every bucket):
 /// clear the proof, so every shopper sweeps again.
 fn heal_sell_out_proofs(
-    conn: &mut ReconnectingConn,
+    conn: &mut ExpireConn,
     slots: &[Slot],
+    totals: &mut [ItemExpiry],
     stop: &AtomicBool,
 ) -> Result<()> {
     let mut items: Vec<&SaleItem> = slots.iter().map(|s| &s.sale).collect();
     items.dedup_by(|a, b| a.id() == b.id());
     for sale in items {
         let what = format!("checking the sell-out proof of item {}", sale.id());
-        if let Some(stock) =
-            conn.retry(EXPIRE, &what, stop, |conn| sale.heal_sell_out_proof(conn))?
-        {
-            log::line(
+        match conn.retry(&what, stop, |conn| sale.heal_sell_out_proof(conn)) {
+            Ok(Some(stock)) => log::line(
                 EXPIRE,
                 format!(
                     "item {}: {stock} unit(s) back in stock: clearing its proven sell-out",
                     sale.id()
                 ),
-            );
+            ),
+            Ok(None) => {}
+            Err(error) => match failed(error, stop)? {
+                Failed::Stop => return Ok(()),
+                Failed::SkipItem(why) => {
+                    if let Some(total) = totals.iter_mut().find(|t| t.item == sale.id()) {
+                        if total.failed.is_none() {
+                            conn.say_failed(sale.id(), "sell-out proof NOT checked", &why);
+                        }
+                        total.failed.get_or_insert(why);
+                    }
+                }
+            },
         }
     }
     Ok(())

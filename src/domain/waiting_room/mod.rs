@@ -13,7 +13,8 @@
 //! - [`admissions`]: a bucket's copy of the admissions (the item's shape
 //!   tells the room which buckets it fans out to; the room never asks);
 //! - here: [`Room`], one item's room, and the calls on it (set up, join,
-//!   read, pause and resume, penalize).
+//!   read, pause and resume for the operator and the kill switch, the
+//!   admitter's heartbeat and whether a room waits on one, penalize).
 //!
 //! All of an item's room keys live in the item's own slot (its hash tag);
 //! a bucketed item's admissions are copied to each user's home bucket by the
@@ -37,6 +38,7 @@ use crate::model::keys::{ItemKeys, RoomKeys};
 use crate::model::layout::Layout;
 use crate::model::waiting_room::{AdmissionMode, WaitingRoom};
 use crate::redis_client::scripts::ScriptCall;
+pub use crate::redis_client::scripts::buy::AdmitterSilence;
 use crate::redis_client::scripts::buy::Waiting;
 use crate::redis_client::scripts::queue_join::{self, QueueJoin};
 pub use crate::redis_client::scripts::queue_join::{JoinOutcome, JoinReply};
@@ -44,6 +46,7 @@ use crate::redis_client::scripts::queue_read::{self, QueueRead};
 pub use crate::redis_client::scripts::queue_read::{RoomFigures, Standing, State};
 use crate::redis_client::scripts::queue_setup::{self, QueueSetup, SetupStatus};
 use crate::redis_client::scripts::{queue_clock, queue_penalize};
+use crate::util::text::human_duration_ms;
 use shuffle::Seed;
 
 /// One item's waiting room: its settings and where its keys are.
@@ -73,6 +76,11 @@ pub(crate) enum Setup {
     Update,
 }
 
+/// An admitter that has not finished a pass for longer than this (or three
+/// of its intervals, when that is longer) is not running: the room's turns
+/// that come only through it stall. The same rule as `lua/lib/admitter_silent.lua`.
+pub const ADMITTER_QUIET_MS: i64 = 10_000;
+
 /// What preheat did to an item's room.
 #[derive(Debug, Clone, Serialize)]
 pub struct RoomPreheat {
@@ -83,22 +91,46 @@ pub struct RoomPreheat {
     pub config: String,
     /// SHA-256 of the pre-queue's shuffle seed (published now, the seed after the shuffle).
     pub seed_sha256: String,
+    /// The room's turns come only through `seckill queue admit --loop`: why,
+    /// and whether one runs ("this room needs ...; none has run yet").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs_admitter: Option<String>,
 }
 
-/// A pause or a resume.
+/// Who stops or restarts a room's admissions (`lua/queue_clock.lua`): the
+/// operator (`queue pause|resume`) and the kill switch each hold a room
+/// paused on their own; it resumes when the last lets go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clock {
     Pause,
     Resume,
+    /// The kill switch went on: the room pauses with the sale.
+    SwitchOn,
+    /// The kill switch went off: the room resumes unless the operator holds it.
+    SwitchOff,
+}
+
+impl Clock {
+    fn action(self) -> &'static str {
+        match self {
+            Clock::Pause => "pause",
+            Clock::Resume => "resume",
+            Clock::SwitchOn => "switch_on",
+            Clock::SwitchOff => "switch_off",
+        }
+    }
 }
 
 /// What a pause or resume did.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClockChange {
-    /// `paused`, `already_paused`, `resumed`, `not_paused`, `no_room`.
+    /// `paused`, `already_paused`, `resumed`, `still_paused` (the other
+    /// holder keeps it paused), `not_paused`, `no_room`.
     pub status: String,
     /// Pauses in total so far.
     pub paused_ms: i64,
+    /// Who holds the room paused now: `operator`, `switch`, both, or `""`.
+    pub paused_by: String,
 }
 
 /// An entry of the operator's risk list.
@@ -187,9 +219,7 @@ impl Room {
             .map_err(anyhow::Error::from)
             .and_then(queue_setup::parse_reply)
             .with_context(|| format!("cannot set up the waiting room of item {}", self.item))?;
-        let published: Option<String> = conn
-            .hget(&r.room, "seed_sha256")
-            .with_context(|| format!("cannot read {}", r.room))?;
+        let (figures, _) = self.read(conn, &[])?;
         Ok(RoomPreheat {
             status: match status {
                 SetupStatus::Created => "created",
@@ -201,8 +231,77 @@ impl Room {
                 SetupStatus::Kept | SetupStatus::Refused => before,
                 _ => s.config_text(),
             },
-            seed_sha256: published.unwrap_or_default(),
+            needs_admitter: self.admitter_note(&figures),
+            seed_sha256: figures.seed_sha256,
         })
+    }
+
+    /// Why this room's turns come only through `seckill queue admit --loop`
+    /// as `figures` show it now; `None` when nothing is left for one to do.
+    pub fn needs_admitter(&self, figures: &RoomFigures) -> Option<&'static str> {
+        if self.buckets.is_some() {
+            Some("a bucketed item's admissions reach its buckets only through it")
+        } else if matches!(self.settings.mode, AdmissionMode::MaxActive(_)) {
+            Some("max_active admits only through it")
+        } else if self.settings.prequeue && !figures.shuffled {
+            Some("it shuffles the pre-queue at starts_at, and the room stays closed until then")
+        } else {
+            None
+        }
+    }
+
+    /// The admitter's silence when this room needs one and none finished a
+    /// pass lately ([`ADMITTER_QUIET_MS`], or three of its intervals).
+    pub fn admitter_stalled(&self, figures: &RoomFigures) -> Option<AdmitterSilence> {
+        self.needs_admitter(figures)?;
+        let Some(at) = figures.admitter_at_ms else {
+            return Some(AdmitterSilence { silent_ms: None });
+        };
+        let silent = figures.now_ms - at;
+        (silent > ADMITTER_QUIET_MS.max(3 * figures.admitter_every_ms)).then_some(AdmitterSilence {
+            silent_ms: Some(silent),
+        })
+    }
+
+    /// What preheat and `queue status` say about the admitter this room needs, if any.
+    pub fn admitter_note(&self, figures: &RoomFigures) -> Option<String> {
+        let why = self.needs_admitter(figures)?;
+        let since = match (self.admitter_stalled(figures), figures.admitter_at_ms) {
+            (
+                Some(AdmitterSilence {
+                    silent_ms: Some(ms),
+                }),
+                _,
+            ) => format!("none has run for {}", human_duration_ms(ms)),
+            (Some(_), _) | (None, None) => "none has run yet".to_string(),
+            (None, Some(at)) => format!(
+                "one finished a pass {} ago",
+                human_duration_ms(figures.now_ms - at)
+            ),
+        };
+        Some(format!(
+            "this room needs `seckill queue admit --loop` ({why}); {since}"
+        ))
+    }
+
+    /// A pass of `seckill queue admit` finished: the heartbeat (Redis time,
+    /// and the pass's interval) that `preheat`, the buy and `status` read.
+    pub fn beat<C: ConnectionLike>(&self, conn: &mut C, every: std::time::Duration) -> Result<()> {
+        queue_clock::QueueClock::<&str> {
+            room: self.room.room.as_str(),
+            action: "beat",
+            every_ms: &every.as_millis().to_string(),
+        }
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(queue_clock::parse_reply)
+        .with_context(|| {
+            format!(
+                "cannot record the admitter's pass in the room of item {}",
+                self.item
+            )
+        })?;
+        Ok(())
     }
 
     /// `user` joins (a repeat join returns the same position).
@@ -264,21 +363,23 @@ impl Room {
             .with_context(|| format!("cannot read the waiting room of item {}", self.item))
     }
 
-    /// Pause or resume the room.
+    /// Pause or resume the room, for the operator or the kill switch.
     pub fn clock<C: ConnectionLike>(&self, conn: &mut C, change: Clock) -> Result<ClockChange> {
-        let action = match change {
-            Clock::Pause => "pause",
-            Clock::Resume => "resume",
-        };
-        let (status, paused_ms, _) = queue_clock::QueueClock::<&str> {
+        let action = change.action();
+        let (status, paused_ms, _, paused_by) = queue_clock::QueueClock::<&str> {
             room: self.room.room.as_str(),
             action,
+            every_ms: "",
         }
         .invoke(conn)
         .map_err(anyhow::Error::from)
         .and_then(queue_clock::parse_reply)
         .with_context(|| format!("cannot {action} the waiting room of item {}", self.item))?;
-        Ok(ClockChange { status, paused_ms })
+        Ok(ClockChange {
+            status,
+            paused_ms,
+            paused_by,
+        })
     }
 
     /// Put `user` on the risk list (or off it). A block also takes back an
@@ -323,11 +424,35 @@ impl Room {
 }
 
 /// A bucketed item's refused buy made precise from where the user stands in
-/// the room: the home bucket only holds the admissions fanned out to it, so
-/// "none here" may be not registered, not queued, waiting (with a position
-/// and a wait), admitted but not carried yet (the fan-out is on its way), or
-/// expired.
-pub(crate) fn refine(reply: &mut BuyReply, standing: &Standing) {
+/// the room (`figures`, `standing`: one read of it): the home bucket only
+/// holds the admissions fanned out to it, so "none here" may be not
+/// registered, not queued, waiting (with a position and a wait), admitted but
+/// not carried yet (the fan-out is on its way — or stalled: no admitter
+/// runs, and the answer says so), or expired; and a bucket's expired
+/// admission may be an old turn of a user who joined again since (waiting).
+pub(crate) fn refine(
+    room: &Room,
+    reply: &mut BuyReply,
+    figures: &RoomFigures,
+    standing: &Standing,
+) {
+    if reply.outcome == Outcome::AdmissionExpired {
+        // The bucket's copy ran out; only a later turn (the user joined
+        // again) changes the answer. A pause does not lengthen the copies
+        // already carried (docs/waiting-room.md, "Limits").
+        let ran_out = reply.waiting.as_ref().and_then(|w| w.admitted_until_ms);
+        let later_turn = match standing.state {
+            State::Waiting | State::Prequeue => true,
+            State::Admitted => standing
+                .from_ms
+                .zip(ran_out)
+                .is_some_and(|(from, end)| from >= end),
+            _ => false,
+        };
+        if !later_turn {
+            return;
+        }
+    }
     let waiting = Waiting {
         position: standing.position,
         serving: standing.serving,
@@ -338,6 +463,11 @@ pub(crate) fn refine(reply: &mut BuyReply, standing: &Standing) {
         },
         admitted_from_ms: None,
         admitted_until_ms: None,
+        needs_admitter: if standing.state == State::Expired {
+            None
+        } else {
+            room.admitter_stalled(figures)
+        },
     };
     let (outcome, waiting) = match standing.state {
         State::NotRegistered => (Outcome::NotRegistered, None),

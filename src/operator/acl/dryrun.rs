@@ -1,16 +1,25 @@
-//! The proof behind `seckill acl --apply`: Redis itself (`ACL DRYRUN`) is
-//! asked whether the user it just wrote can run each script of its role and
-//! none that writes for another role.
+//! The proof behind `seckill acl --apply` and `doctor`'s permissions: Redis
+//! itself is asked whether a user may send every command of its role's
+//! whole path — connecting (`PING`, on a cluster `CLUSTER SLOTS`), the
+//! commands its subcommands send outside scripts (`acl::path`), each script
+//! it runs and every command inside them — and, for `acl --apply`, that it
+//! may run no script that writes for another role.
 //!
-//! `ACL DRYRUN user EVALSHA sha n keys...` checks the call and its keys
-//! only: Redis 7.0 runs a script's commands with the caller's permissions,
-//! one by one, so a script may start and be refused halfway. Each script's
-//! own commands are therefore read from its source (every
-//! `'CMD'[, 'SUB'], KEYS[n]` call) and dry-run one by one on the key the
-//! script gives them, padded to the command's arity from `COMMAND INFO`. A
-//! role "can run" a script when the call and every command are allowed; it
-//! "cannot run" one when the call or one of its writes is refused. A
-//! read-only script of another role may go either way: reading harms nothing.
+//! Two ways to ask: `ACL DRYRUN user ...` (an admin asks about any user:
+//! `acl --apply`, `doctor --user`), or [`Asker::Probe`], a read-only script
+//! the user runs itself, asking `redis.acl_check_cmd` about each command
+//! (no admin needed, nothing written, nothing in `ACL LOG`): how `doctor`
+//! checks a role's own URL, whose user may not run `ACL DRYRUN` (`@admin`).
+//!
+//! `EVALSHA sha n keys...` is checked as a call with its keys only: Redis
+//! 7.0 runs a script's commands with the caller's permissions, one by one,
+//! so a script may start and be refused halfway. Each script's own commands
+//! are therefore read from its source (every `'CMD'[, 'SUB'], KEYS[n]`
+//! call) and asked about one by one on the key the script gives them,
+//! padded to the command's arity from `COMMAND INFO`. A role "can run" a
+//! script when the call and every command are allowed; it "cannot run" one
+//! when the call or one of its writes is refused. A read-only script of
+//! another role may go either way: reading harms nothing.
 
 use std::collections::HashMap;
 
@@ -18,9 +27,15 @@ use anyhow::{Context, Result, bail};
 use redis::{ConnectionLike, Value};
 use serde::Serialize;
 
+pub(crate) mod path;
+mod probe;
+
+use self::path::{Key, Sent};
 use super::Role;
 use crate::domain::item::shape::Shape;
-use crate::model::keys::{ItemKeys, LIVE_PREFIX, LOADTEST_PREFIX, ORDER_GROUP};
+use crate::domain::registry::REGISTRY_KEY;
+use crate::model::keys::{ItemKeys, LIVE_PREFIX, LOADTEST_PREFIX};
+use crate::model::layout::Layout;
 use crate::redis_client::scripts::{ALL, Purpose, Spec};
 
 /// What a check expects of the role.
@@ -38,13 +53,54 @@ pub(crate) enum Expect {
 /// One question asked of Redis, and its answer.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Check {
-    /// `script buy`, `command XREADGROUP ...`.
+    /// `script buy`, `command HSCAN :buyers`, `command CLUSTER SLOTS`.
     pub(crate) what: String,
     pub(crate) expected: Expect,
-    /// What `ACL DRYRUN` said, shortened: `allowed`, or the first refusal.
+    /// What Redis said, shortened: `allowed`, or the first refusal.
     pub(crate) answer: String,
     /// The answer is what the role must have.
     pub(crate) ok: bool,
+    /// For a command outside scripts: which subcommand sends it, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sent_by: Option<&'static str>,
+    /// For a command outside scripts: its name (`HSCAN`, `CLUSTER SLOTS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<String>,
+    /// For a command outside scripts: the kind of key it is sent on
+    /// (`buyers`, `bucket:xfer_pending`, `*` any of an item's, `registry`,
+    /// `loadtest:stock`; empty for none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
+}
+
+/// Who answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Asker<'a> {
+    /// `ACL DRYRUN user ...`, asked by a user allowed it (an admin).
+    Dryrun(&'a str),
+    /// The connection's own user, through `redis.acl_check_cmd` in a
+    /// read-only script (it needs `EVALSHA` and `SCRIPT LOAD`, which every
+    /// role has).
+    Probe,
+}
+
+/// Which checks to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The role's whole path: everything it must be allowed.
+    Needs,
+    /// The whole path, and every other role's script (a writing one must be
+    /// refused): what `acl --apply` proves of a user it wrote.
+    Everything,
+}
+
+/// The kind of connection the role's commands go over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Topology {
+    /// A Redis Cluster node: the cluster client's own commands are checked.
+    pub(crate) cluster: bool,
+    /// The database the URL names (`SELECT` is checked when it is not 0).
+    pub(crate) db: i64,
 }
 
 /// Operator scripts whose only writes are on a key the role must write
@@ -58,43 +114,49 @@ fn writes_only_shared_keys(role: Role, spec: &Spec) -> bool {
     role == Role::Buyer && matches!(spec.name(), "queue_setup" | "queue_fanout")
 }
 
-/// Commands the consumer sends itself, outside scripts (`{orders}` and
-/// `{dead}` stand for the keys).
-const CONSUMER_COMMANDS: &[&[&str]] = &[
-    &[
-        "XREADGROUP",
-        "GROUP",
-        ORDER_GROUP,
-        "c",
-        "COUNT",
-        "1",
-        "STREAMS",
-        "{orders}",
-        ">",
-    ],
-    &["XACK", "{orders}", ORDER_GROUP, "0-1"],
-    &["XAUTOCLAIM", "{orders}", ORDER_GROUP, "c", "0", "0-0"],
-    &["XPENDING", "{orders}", ORDER_GROUP],
-    &["XRANGE", "{orders}", "-", "+"],
-    &["XLEN", "{dead}"],
-    &["EXISTS", "{orders}"],
-    &["XINFO", "GROUPS", "{orders}"],
-    &["XINFO", "CONSUMERS", "{orders}", ORDER_GROUP],
-    &["XGROUP", "CREATE", "{orders}", ORDER_GROUP, "0"],
-];
+/// One check before it is asked: the commands whose answers decide it.
+struct Plan {
+    what: String,
+    /// `None` for a script until its commands' write flags are known.
+    expected: Option<Expect>,
+    /// The row of a command outside scripts.
+    sent: Option<&'static Sent>,
+    /// Each command, and how a refusal of it is named.
+    commands: Vec<(Vec<String>, String)>,
+    /// Whether a refused command writes (a script's own commands).
+    writes: Vec<bool>,
+    /// The script, for the expectation once the writes are known.
+    script: Option<&'static Spec>,
+}
 
-/// Dry-run every script (and, for the consumer, its own commands) as `user`
-/// of `role` on `campaign`, whose items include `item`.
+/// Ask about the whole path of `role` on `campaign` (whose items include
+/// `item`), as `asker`, over a connection of `topology`.
 pub(crate) fn verify<C: ConnectionLike>(
     conn: &mut C,
-    user: &str,
+    asker: Asker,
     role: Role,
     campaign: &str,
     item: &str,
+    topology: Topology,
+    scope: Scope,
 ) -> Result<Vec<Check>> {
     let mut info = CommandInfo::default();
-    let mut checks = Vec::new();
+    let mut plans = Vec::new();
+    for row in path::sent_by(role).filter(|row| row.applies(topology.cluster, topology.db)) {
+        let words = row_words(row, campaign, item, topology.db);
+        plans.push(Plan {
+            what: format!("command {}", row.shown()),
+            expected: Some(Expect::Allowed),
+            sent: Some(row),
+            commands: vec![(words, "refused".to_string())],
+            writes: vec![false],
+            script: None,
+        });
+    }
     for spec in ALL {
+        if scope == Scope::Needs && !spec.runs(role) {
+            continue;
+        }
         let keys = example_keys(spec, campaign, item);
         let mut evalsha = vec![
             "EVALSHA".to_string(),
@@ -102,73 +164,123 @@ pub(crate) fn verify<C: ConnectionLike>(
             keys.len().to_string(),
         ];
         evalsha.extend(keys.iter().cloned());
-        let call = dryrun(conn, user, &evalsha)?;
-        let mut refused: Vec<String> = call
-            .err()
-            .into_iter()
-            .map(|why| format!("EVALSHA: {why}"))
-            .collect();
-        let mut writes_refused = !refused.is_empty();
-        let mut writes = false;
+        let mut commands = vec![(evalsha, "EVALSHA".to_string())];
+        let mut writes = vec![false];
         for (words, index) in inner_calls(spec.source) {
             let Some(key) = keys.get(index - 1) else {
                 bail!("lua/{}: KEYS[{index}] beyond its header", spec.file);
             };
-            let (arity, write) = info.of(conn, &words)?;
+            // The probe counts no arguments and asks only about the role's
+            // own needs: COMMAND INFO (refused to the roles) is not sent.
+            let (arity, write) = match asker {
+                Asker::Dryrun(_) => info.of(conn, &words)?,
+                Asker::Probe => (0, false),
+            };
             let mut command = words.clone();
             command.push(key.clone());
             while command.len() < arity {
                 command.push("0".to_string());
             }
-            writes |= write;
-            if let Err(why) = dryrun(conn, user, &command)? {
-                writes_refused |= write;
-                refused.push(format!("{} {key}: {why}", words.join(" ")));
+            commands.push((command, format!("{} {key}", words.join(" "))));
+            writes.push(write);
+        }
+        plans.push(Plan {
+            what: format!("script {}", spec.name()),
+            expected: None,
+            sent: None,
+            commands,
+            writes,
+            script: Some(spec),
+        });
+    }
+    if scope == Scope::Everything && (info.refused || matches!(asker, Asker::Probe)) {
+        bail!("which scripts write cannot be told without COMMAND INFO (ask as an admin)");
+    }
+    let questions: Vec<&[String]> = plans
+        .iter()
+        .flat_map(|plan| plan.commands.iter().map(|(words, _)| words.as_slice()))
+        .collect();
+    let mut answers = ask(conn, asker, &questions)?.into_iter();
+    let mut checks = Vec::new();
+    for plan in plans {
+        let mut refused = Vec::new();
+        let mut writes_refused = false;
+        for ((_, label), write) in plan.commands.iter().zip(&plan.writes) {
+            let Some(answer) = answers.next() else {
+                bail!("fewer answers than questions");
+            };
+            if let Err(why) = answer {
+                writes_refused |= *write || label == "EVALSHA";
+                refused.push(match label.as_str() {
+                    "refused" => why,
+                    label => format!("{label}: {why}"),
+                });
             }
         }
-        let needed = spec.runs(role);
-        let expected = match (needed, writes) {
-            (true, _) => Expect::Allowed,
-            (false, true) if writes_only_shared_keys(role, spec) => Expect::Either,
-            (false, true) => Expect::Denied,
-            (false, false) => Expect::Either,
-        };
+        let expected = plan.expected.unwrap_or_else(|| {
+            let spec = plan.script.expect("a script's plan");
+            let writes = plan.writes.iter().any(|w| *w);
+            match (spec.runs(role), writes) {
+                (true, _) => Expect::Allowed,
+                (false, true) if writes_only_shared_keys(role, spec) => Expect::Either,
+                (false, true) => Expect::Denied,
+                (false, false) => Expect::Either,
+            }
+        });
         let ok = match expected {
             Expect::Allowed => refused.is_empty(),
             Expect::Denied => writes_refused,
             Expect::Either => true,
         };
         checks.push(Check {
-            what: format!("script {}", spec.name()),
+            what: plan.what,
             expected,
             answer: refused
                 .first()
                 .cloned()
                 .unwrap_or_else(|| "allowed".to_string()),
             ok,
+            sent_by: plan.sent.map(|row| row.by),
+            command: plan.sent.map(Sent::command),
+            key: plan.sent.map(|row| row.key.kind()),
         });
     }
-    if role == Role::Consumer {
-        let keys = ItemKeys::live(campaign, item);
-        for words in CONSUMER_COMMANDS {
-            let command: Vec<String> = words
-                .iter()
-                .map(|w| match *w {
-                    "{orders}" => keys.orders.clone(),
-                    "{dead}" => keys.dead.clone(),
-                    other => other.to_string(),
-                })
-                .collect();
-            let answer = dryrun(conn, user, &command)?;
-            checks.push(Check {
-                what: format!("command {}", words[..2].join(" ")),
-                expected: Expect::Allowed,
-                ok: answer.is_ok(),
-                answer: answer.err().unwrap_or_else(|| "allowed".to_string()),
-            });
-        }
-    }
     Ok(checks)
+}
+
+/// Whether the connection's own user may send `words` (the probe: no
+/// `@admin` needed, nothing sent to `ACL LOG`): a command that is only worth
+/// sending when allowed (`CONFIG GET` for a detail) is asked about first.
+pub(crate) fn may_send<C: ConnectionLike>(conn: &mut C, words: &[&str]) -> Result<bool> {
+    let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    let answers = probe::ask(conn, &[words.as_slice()])?;
+    Ok(answers.first().is_some_and(|answer| answer.is_ok()))
+}
+
+/// A row's words with its key (the example item's, or the registry, or the
+/// load test's) and the database number in place.
+fn row_words(row: &Sent, campaign: &str, item: &str, db: i64) -> Vec<String> {
+    let key = match row.key {
+        Key::None => String::new(),
+        Key::Item(name) => ItemKeys::live(campaign, item).named(name, "acl-dryrun"),
+        Key::AnyOfItem => ItemKeys::live(campaign, item).meta,
+        Key::Bucket(name) => Layout::new(LIVE_PREFIX, campaign, item, 2)
+            .bucket(0)
+            .keys
+            .named(name, "acl-dryrun"),
+        Key::Registry => REGISTRY_KEY.to_string(),
+        Key::LoadTest(name) => {
+            ItemKeys::new(LOADTEST_PREFIX, campaign, item).named(name, "acl-dryrun")
+        }
+    };
+    row.words
+        .iter()
+        .map(|word| match *word {
+            "{key}" => key.clone(),
+            "{db}" => db.to_string(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 /// The keys a script gets when run as an example on `campaign`'s `item`:
@@ -186,41 +298,63 @@ pub(crate) fn example_keys(spec: &Spec, campaign: &str, item: &str) -> Vec<Strin
         .collect()
 }
 
-/// `ACL DRYRUN user words...`: `Ok(())` when allowed, `Err(why)` when refused.
-fn dryrun<C: ConnectionLike>(
+/// Each command's answer: `Ok(())` allowed, `Err(why)` refused.
+fn ask<C: ConnectionLike>(
     conn: &mut C,
-    user: &str,
-    words: &[String],
-) -> Result<std::result::Result<(), String>> {
-    let reply: Value = redis::cmd("ACL")
-        .arg("DRYRUN")
-        .arg(user)
-        .arg(words)
-        .query(conn)
-        .with_context(|| format!("ACL DRYRUN {user} {} failed", words[0]))?;
-    Ok(match reply {
-        Value::Okay => Ok(()),
-        Value::SimpleString(s) if s == "OK" => Ok(()),
-        other => Err(redis::from_redis_value::<String>(other).unwrap_or_else(|_| "refused".into())),
-    })
+    asker: Asker,
+    questions: &[&[String]],
+) -> Result<Vec<std::result::Result<(), String>>> {
+    match asker {
+        Asker::Dryrun(user) => {
+            let mut pipe = redis::pipe();
+            for words in questions {
+                pipe.cmd("ACL").arg("DRYRUN").arg(user).arg(*words);
+            }
+            let replies: Vec<Value> = pipe
+                .query(conn)
+                .with_context(|| format!("ACL DRYRUN {user} failed"))?;
+            Ok(replies
+                .into_iter()
+                .map(|reply| match reply {
+                    Value::Okay => Ok(()),
+                    Value::SimpleString(s) if s == "OK" => Ok(()),
+                    other => Err(redis::from_redis_value::<String>(other)
+                        .unwrap_or_else(|_| "refused".into())),
+                })
+                .collect())
+        }
+        Asker::Probe => probe::ask(conn, questions),
+    }
 }
 
 /// Arity and write flag of commands, from `COMMAND INFO`, asked once each.
 #[derive(Default)]
-struct CommandInfo(HashMap<String, (usize, bool)>);
+struct CommandInfo {
+    known: HashMap<String, (usize, bool)>,
+    /// `COMMAND INFO` was refused to this user (a role asking about itself):
+    /// commands go unpadded (`redis.acl_check_cmd` does not count
+    /// arguments) and their write flags are unknown.
+    refused: bool,
+}
 
 impl CommandInfo {
     /// (words a call needs at least, whether it writes) of `words` (`XGROUP CREATE` → `xgroup|create`).
     fn of<C: ConnectionLike>(&mut self, conn: &mut C, words: &[String]) -> Result<(usize, bool)> {
         let name = words.join("|").to_lowercase();
-        if let Some(known) = self.0.get(&name) {
+        if let Some(known) = self.known.get(&name) {
             return Ok(*known);
         }
-        let reply: Vec<Value> = redis::cmd("COMMAND")
-            .arg("INFO")
-            .arg(&name)
-            .query(conn)
-            .with_context(|| format!("COMMAND INFO {name} failed"))?;
+        if self.refused {
+            return Ok((0, false));
+        }
+        let reply: Vec<Value> = match redis::cmd("COMMAND").arg("INFO").arg(&name).query(conn) {
+            Ok(reply) => reply,
+            Err(e) if e.code() == Some("NOPERM") => {
+                self.refused = true;
+                return Ok((0, false));
+            }
+            Err(e) => return Err(e).with_context(|| format!("COMMAND INFO {name} failed")),
+        };
         let Some(Value::Array(fields)) = reply.first() else {
             bail!("Redis does not know the command {name} a script sends");
         };
@@ -234,7 +368,7 @@ impl CommandInfo {
                 .any(|f| redis::from_redis_value_ref::<String>(f).is_ok_and(|f| f == "write")),
             _ => false,
         };
-        self.0.insert(name, (arity, write));
+        self.known.insert(name, (arity, write));
         Ok((arity, write))
     }
 }

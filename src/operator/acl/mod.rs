@@ -3,6 +3,12 @@
 //! `redis-cli` alike, and [`dryrun`], which asks Redis (`ACL DRYRUN`) whether
 //! a role can run each script it needs and none it must not.
 //!
+//! Every role may also run what its connections send before any of its
+//! commands, on a standalone Redis and on a cluster alike: `PING` (each
+//! connection is checked with it) and `CLUSTER SLOTS` (the slot map, read
+//! first from a seed and again after a failover). seckill sends no `CLIENT
+//! SETINFO` (Redis 7.2+ would refuse it to these roles, and 7.0 lacks it).
+//!
 //! Every selector is always in a role's line, whatever the campaign file
 //! says today: a campaign that later gains a bucketed item or a
 //! `payment_timeout` must never meet a role that lets its scripts start and
@@ -61,10 +67,16 @@ pub(crate) fn setuser_args(
     let mut args: Vec<String> = [user, "reset", "on"].map(String::from).to_vec();
     args.push(password.word());
     args.extend(["resetkeys", "resetchannels", "-@all"].map(String::from));
+    // What every connection sends before the role's own commands (the
+    // operator's `+@all` has them already).
+    let connection_setup = ["+ping", "+cluster|slots"];
     match role {
         Role::Buyer => {
+            args.extend(connection_setup.map(String::from));
+            // `+hscan`: `serve`'s cache reads a sold-out item's buyers;
+            // `+wait`: `buy`/`serve --wait-replicas` after an `ok`.
             args.extend(
-                "+ping +evalsha +script|load +time +hget +hmget +get +xlen +hlen +hexists +zcard +zscore +zrangebyscore +zcount +llen +exists"
+                "+evalsha +script|load +time +hget +hmget +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +wait"
                     .split(' ')
                     .map(String::from),
             );
@@ -112,8 +124,9 @@ pub(crate) fn setuser_args(
             // (item_status, queue_read, whose EVALSHA names the keys as
             // read-write whatever the script does with them); its writes
             // are the consumer group's bookkeeping and the dead letters.
+            args.extend(connection_setup.map(String::from));
             args.extend(
-                "+ping +evalsha +script|load +time +exists +xreadgroup +xack +xautoclaim +xpending +xrange +xlen +xinfo|groups +xinfo|consumers +xgroup|create +xgroup|delconsumer +hget +hmget +get +hlen +hexists +pttl +zcard +zscore +zrangebyscore +zcount +llen +xinfo|stream"
+                "+evalsha +script|load +time +exists +xreadgroup +xack +xautoclaim +xpending +xrange +xlen +xinfo|groups +xinfo|consumers +xgroup|create +xgroup|delconsumer +hget +hmget +get +hlen +hexists +pttl +zcard +zscore +zrangebyscore +zcount +llen +xinfo|stream"
                     .split(' ')
                     .map(String::from),
             );
@@ -176,6 +189,7 @@ mod tests {
             "{line}"
         );
         assert!(line.contains(" '+script|load' "), "{line}");
+        assert!(line.contains(" '+cluster|slots' "), "{line}");
         assert!(line.contains(" '~seckill:{c-1:*' "), "{line}");
         assert!(
             line.contains(" '(+incr +set +pexpire ~seckill:{c-1:*}:rate:*)' "),

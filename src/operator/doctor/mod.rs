@@ -1,27 +1,33 @@
 //! Go / no-go before a launch: every check of what would wreck the sale,
-//! read from the Redis servers (every master), the campaign file, this
-//! machine's clock and the order database. Each [`Check`] says what it saw
-//! and, when it is not fine, what to do. A check that cannot be made (a
-//! command refused by the user's ACL) is never taken as passed: a critical
-//! one is a no-go until it is made (run `doctor` as an admin user).
+//! read from every Redis node (masters and replicas: a failover promotes a
+//! replica, [`fleet`]), the campaign file, this machine's clock and the
+//! order database. Each [`Check`] says what it saw and, when it is not
+//! fine, what to do.
+//!
+//! Nothing unseen is taken as passed. A node that cannot be reached fails
+//! the checks that needed it, and a check that reached no node fails
+//! whatever it is. A check the user may not make (its ACL refuses `INFO`,
+//! `CONFIG GET`, `ACL LIST`) is a no-go when it is critical — unless the
+//! operator said so (`--allow-unchecked`), then a warning.
 //!
 //! Measurement only: `cmd::doctor` presents the list.
 
-use std::collections::BTreeMap;
+pub(crate) mod fleet;
+pub(crate) mod memory;
+mod nodes;
+mod permissions;
 
-use anyhow::Result;
 use serde::Serialize;
 
-use crate::domain::item::SaleItem;
-use crate::domain::orders::{StoreLocation, stream};
+use self::fleet::{Fleet, Reach};
+use self::memory::SaleMemory;
+use crate::domain::orders::{StoreLocation, is_no_schema, stream};
 use crate::domain::registry;
 use crate::domain::slot;
 use crate::model::campaign::Campaign;
-use crate::model::layout::key_slot;
 use crate::model::role::Role;
 use crate::operator::acl::dryrun;
-use crate::redis_client::conn::{Conn, RedisTarget};
-use crate::redis_client::server::{self, Answer, Eviction};
+use crate::redis_client::conn::Conn;
 use crate::util::error_text::render;
 use crate::util::text::{human_duration_ms, time_or_dash};
 
@@ -72,61 +78,84 @@ impl Check {
             fix: Some(fix.into()),
         }
     }
-
-    /// A check that could not be made: `critical` ones are no-go.
-    fn unknown(check: &'static str, critical: bool, why: impl std::fmt::Display) -> Check {
-        Check::not_ok(
-            check,
-            if critical {
-                Verdict::Fail
-            } else {
-                Verdict::Warn
-            },
-            format!("cannot check: {why}"),
-            "run `seckill doctor` with a user allowed INFO, CONFIG GET and ACL (the admin user), \
-             e.g. --redis redis://admin:PASSWORD@host:port",
-        )
-    }
 }
 
 /// What `doctor` is asked.
 pub(crate) struct Request<'a> {
     pub(crate) campaign: &'a Campaign,
-    pub(crate) target: &'a RedisTarget,
     pub(crate) store: &'a StoreLocation,
-    /// The role the URL's user plays.
+    /// The role whose whole path is checked.
     pub(crate) role: Role,
-    /// The nightly reconcile's time of day, UTC minutes after midnight.
+    /// The Redis user playing that role (`--user`, else the URL's own).
+    pub(crate) user: &'a str,
+    /// The URL's own user (`default` when it names none).
+    pub(crate) url_user: &'a str,
+    /// The database the URL names.
+    pub(crate) db: i64,
+    /// The target as messages show it (`host:port`, no password).
+    pub(crate) display: String,
+    /// The nightly reconcile's time of day, local minutes after midnight
+    /// (as cron reads it).
     pub(crate) reconcile_at_min: Option<u32>,
+    /// A check the user may not make is a warning, not a no-go.
+    pub(crate) allow_unchecked: bool,
+    /// How to reach every node.
+    pub(crate) reach: Reach<'a>,
 }
 
-/// Replication lag (seconds since a replica's last ack) that is no-go.
-const MAX_REPLICA_LAG_S: i64 = 3;
+/// What `doctor` found.
+pub(crate) struct Findings {
+    pub(crate) checks: Vec<Check>,
+    /// Each master's headroom against the units still to sell there.
+    pub(crate) sale_memory: Vec<SaleMemory>,
+}
+
 /// Clock difference that is worth a warning (ms).
 const CLOCK_WARN_MS: i64 = 500;
-/// Memory use (of maxmemory) that is no-go.
-const MEMORY_FAIL: f64 = 0.9;
-/// Memory use that is worth a warning.
-const MEMORY_WARN: f64 = 0.7;
 
-/// Run every check.
-pub(crate) fn run(conn: &mut Conn, request: &Request) -> Vec<Check> {
-    let at = request.target.display.as_str();
+/// Run every check. `main` is the connection every command of the sale
+/// would use (the cluster client on a cluster), or why it failed.
+pub(crate) fn run(main: std::result::Result<&mut Conn, String>, request: &Request) -> Findings {
+    let mut fleet = Fleet::discover(&request.reach);
     let mut checks = Vec::new();
-    checks.push(version(conn, at));
-    checks.push(eviction(conn, at));
-    checks.extend(memory(conn, at));
-    checks.push(persistence(conn, at));
-    checks.push(replicas(conn, at));
-    checks.extend(cluster(conn, request));
-    checks.extend(clocks(conn, at));
+    let mut main = main;
+    checks.push(connection(&main, &fleet, request));
+    checks.push(nodes::version(&mut fleet, request));
+    checks.push(nodes::eviction(&mut fleet, request));
+    let (memory_checks, sale_memory) = nodes::memory(&mut fleet, main.as_deref_mut().ok(), request);
+    checks.extend(memory_checks);
+    checks.push(nodes::persistence(&mut fleet, request));
+    checks.push(nodes::replicas(&mut fleet, request));
+    if fleet.cluster {
+        checks.push(nodes::cluster_state(&mut fleet, request));
+        checks.push(nodes::placement(&fleet, request.campaign));
+    }
+    checks.push(nodes::acl_users(&mut fleet, request));
+    checks.extend(nodes::clocks(main.as_deref_mut().ok(), &request.display));
     checks.extend(window(request));
     checks.push(order_database(request.store));
-    checks.push(consumer_group(conn, request.campaign));
-    checks.push(other_campaigns(conn, request.campaign));
-    checks.push(permissions(conn, request));
-    checks.push(max_clients(conn, at));
-    checks
+    match main {
+        Ok(conn) => {
+            checks.push(consumer_group(conn, request.campaign));
+            checks.push(other_campaigns(conn, request.campaign));
+        }
+        Err(why) => {
+            for name in ["consumer_group", "other_campaigns"] {
+                checks.push(Check::not_ok(
+                    name,
+                    Verdict::Warn,
+                    format!("cannot check: no connection ({why})"),
+                    "see the connect check",
+                ));
+            }
+        }
+    }
+    checks.push(permissions::check(&mut fleet, request));
+    checks.push(nodes::max_clients(&mut fleet, request));
+    Findings {
+        checks,
+        sale_memory,
+    }
 }
 
 /// Whether the checks say go (no `fail`).
@@ -134,390 +163,43 @@ pub(crate) fn go(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.verdict != Verdict::Fail)
 }
 
-fn version(conn: &mut Conn, at: &str) -> Check {
-    let masters = match server::info(conn, "server", at) {
-        Ok(masters) => masters,
-        Err(e) => return Check::unknown("redis_version", true, render(&e)),
-    };
-    let old: Vec<String> = masters
-        .iter()
-        .filter_map(|m| {
-            let version = m.value.get("redis_version").cloned().unwrap_or_default();
-            let major: u32 = version.split('.').next()?.parse().ok()?;
-            (major < 7).then(|| format!("{} runs {version}", m.node))
-        })
-        .collect();
-    let seen = masters
-        .first()
-        .and_then(|m| m.value.get("redis_version").cloned())
-        .unwrap_or_default();
-    if old.is_empty() {
-        Check::ok(
-            "redis_version",
-            format!("{seen} on {} master(s)", masters.len()),
-        )
-    } else {
-        Check::not_ok(
-            "redis_version",
-            Verdict::Fail,
-            old.join(", "),
-            "upgrade to Redis 7.0 or newer: the scripts need `#!lua` flags (refused under OOM before running)",
-        )
-    }
-}
-
-fn eviction(conn: &mut Conn, at: &str) -> Check {
-    match server::eviction(conn, at) {
-        Eviction::Never => Check::ok("eviction", "maxmemory-policy noeviction on every master"),
-        Eviction::Unknown(why) => Check::unknown("eviction", true, why),
-        evicts @ Eviction::Evicts(_) => {
-            let problem = evicts.problem().unwrap_or_default();
-            let (detail, fix) = problem
-                .split_once("; set ")
-                .map(|(d, f)| (d.to_string(), format!("set {f}")))
-                .unwrap_or((problem.clone(), problem));
-            Check::not_ok("eviction", Verdict::Fail, detail, fix)
-        }
-    }
-}
-
-fn memory(conn: &mut Conn, at: &str) -> Vec<Check> {
-    let (memory, stats) = match (
-        server::info(conn, "memory", at),
-        server::info(conn, "stats", at),
-    ) {
-        (Ok(m), Ok(s)) => (m, s),
-        (Err(e), _) | (_, Err(e)) => return vec![Check::unknown("memory", false, render(&e))],
-    };
-    let number = |a: &Answer<BTreeMap<String, String>>, f: &str| -> u64 {
-        a.value.get(f).and_then(|v| v.parse().ok()).unwrap_or(0)
-    };
-    let mut worst = Check::ok("memory", "");
-    let mut lines = Vec::new();
-    for m in &memory {
-        let (used, max) = (number(m, "used_memory"), number(m, "maxmemory"));
-        if max == 0 {
-            lines.push(format!("{}: {} MiB used, no maxmemory", m.node, used >> 20));
-            if worst.verdict < Verdict::Warn {
-                worst = Check::not_ok(
-                    "memory",
-                    Verdict::Warn,
-                    "",
-                    "set maxmemory below the machine's memory, with headroom for the sale (the OS \
-                     kills a Redis that outgrows it; with noeviction Redis refuses writes instead, \
-                     and the scripts refuse whole)",
-                );
-            }
-            continue;
-        }
-        let share = used as f64 / max as f64;
-        lines.push(format!(
-            "{}: {:.0}% of maxmemory used ({} of {} MiB)",
-            m.node,
-            share * 100.0,
-            used >> 20,
-            max >> 20
-        ));
-        let verdict = if share >= MEMORY_FAIL {
-            Verdict::Fail
-        } else if share >= MEMORY_WARN {
-            Verdict::Warn
-        } else {
-            Verdict::Ok
-        };
-        if verdict > worst.verdict {
-            worst = Check::not_ok(
-                "memory",
-                verdict,
-                "",
-                "raise maxmemory, or free memory before the sale (a full Redis refuses the buys)",
-            );
-        }
-    }
-    worst.detail = lines.join("; ");
-    let mut checks = vec![worst];
-    let evicted: Vec<String> = stats
-        .iter()
-        .filter(|s| number(s, "evicted_keys") > 0)
-        .map(|s| {
-            format!(
-                "{} evicted {} key(s) since it started",
-                s.node,
-                number(s, "evicted_keys")
-            )
-        })
-        .collect();
-    if !evicted.is_empty() {
-        checks.push(Check::not_ok(
-            "evicted_keys",
-            Verdict::Warn,
-            evicted.join("; "),
-            "find out what was evicted before the sale (INFO stats); with noeviction it cannot happen again",
-        ));
-    }
-    checks
-}
-
-fn persistence(conn: &mut Conn, at: &str) -> Check {
-    let info = match server::info(conn, "persistence", at) {
-        Ok(info) => info,
-        Err(e) => return Check::unknown("persistence", true, render(&e)),
-    };
-    let without: Vec<String> = info
-        .iter()
-        .filter(|m| m.value.get("aof_enabled").map(String::as_str) != Some("1"))
-        .map(|m| m.node.clone())
-        .collect();
-    if !without.is_empty() {
-        return Check::not_ok(
-            "persistence",
-            Verdict::Fail,
-            format!("no AOF on {}", without.join(", ")),
-            "set appendonly yes and appendfsync always on every master: a restart without AOF \
-             loses every acknowledged order not yet in the database",
-        );
-    }
-    match server::config(conn, "appendfsync", at) {
-        Ok(fsync) => {
-            let relaxed: Vec<String> = fsync
-                .iter()
-                .filter(|m| m.value != "always")
-                .map(|m| format!("{} appendfsync {}", m.node, m.value))
-                .collect();
-            if relaxed.is_empty() {
-                Check::ok("persistence", "AOF with appendfsync always on every master")
-            } else {
-                Check::not_ok(
-                    "persistence",
-                    Verdict::Warn,
-                    relaxed.join(", "),
-                    "appendfsync always loses no acknowledged buy in a crash (everysec: up to a second)",
-                )
-            }
-        }
-        Err(e) => Check::not_ok(
-            "persistence",
-            Verdict::Warn,
-            format!(
-                "AOF on every master; appendfsync not readable ({})",
-                render(&e)
-            ),
-            "check appendfsync always on every master (CONFIG GET is refused to this user)",
-        ),
-    }
-}
-
-fn replicas(conn: &mut Conn, at: &str) -> Check {
-    let info = match server::info(conn, "replication", at) {
-        Ok(info) => info,
-        Err(e) => return Check::unknown("replicas", false, render(&e)),
-    };
+/// The URL's user can connect: through the client every command uses, and
+/// to every node on its own (a node where the user cannot log in — a
+/// replica without the user — stops the role the day it is promoted).
+fn connection(
+    main: &std::result::Result<&mut Conn, String>,
+    fleet: &Fleet,
+    request: &Request,
+) -> Check {
+    let user = request.url_user;
     let mut problems = Vec::new();
-    let mut seen = Vec::new();
-    for master in &info {
-        let replicas: Vec<&String> = master
-            .value
-            .iter()
-            .filter(|(field, _)| field.starts_with("slave") && field[5..].parse::<u32>().is_ok())
-            .map(|(_, value)| value)
-            .collect();
-        if replicas.is_empty() {
-            seen.push(format!("{}: no replica", master.node));
-            continue;
-        }
-        for replica in replicas {
-            let field = |name: &str| {
-                replica
-                    .split(',')
-                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let (addr, state) = (format!("{}:{}", field("ip"), field("port")), field("state"));
-            let lag: i64 = field("lag").parse().unwrap_or(i64::MAX);
-            if state != "online" {
-                problems.push(format!("{}: replica {addr} is {state}", master.node));
-            } else if lag > MAX_REPLICA_LAG_S {
-                problems.push(format!(
-                    "{}: replica {addr} has not acknowledged for {lag} s",
-                    master.node
-                ));
-            } else {
-                seen.push(format!(
-                    "{}: replica {addr} online, lag {lag} s",
-                    master.node
-                ));
-            }
+    if let Err(why) = main {
+        problems.push(format!("cannot connect: {why}"));
+    }
+    if let Some(why) = &fleet.unknown
+        && fleet.nodes.is_empty()
+    {
+        problems.push(why.clone());
+    }
+    for node in &fleet.nodes {
+        if let Err(why) = &node.conn {
+            problems.push(format!("{}: {why}", node.named()));
         }
     }
-    if !problems.is_empty() {
-        return Check::not_ok(
-            "replicas",
-            Verdict::Fail,
-            problems.join("; "),
-            "bring the replica back (or remove it): a failover to a lagging or stopped replica \
-             loses acknowledged orders, and `buy --wait-replicas` answers unreplicated",
+    if problems.is_empty() {
+        return Check::ok(
+            "connect",
+            format!("user {user} logs in on every node ({})", fleet.census()),
         );
     }
-    if seen.iter().all(|s| s.ends_with("no replica")) {
-        return Check::not_ok(
-            "replicas",
-            Verdict::Warn,
-            seen.join("; "),
-            "without a replica a master's failure stops its items' sale until it is back (AOF keeps the data)",
-        );
-    }
-    Check::ok("replicas", seen.join("; "))
-}
-
-fn cluster(conn: &mut Conn, request: &Request) -> Vec<Check> {
-    let Conn::Cluster(_) = conn else {
-        return Vec::new();
-    };
-    let state =
-        server::on_every_master(conn, redis::cmd("CLUSTER").arg("INFO"), "").and_then(|answers| {
-            answers
-                .into_iter()
-                .map(|a| {
-                    let text: String = redis::from_redis_value(a.value)?;
-                    Ok((a.node, server::parse_info(&text)))
-                })
-                .collect::<Result<Vec<_>>>()
-        });
-    let mut checks = Vec::new();
-    match state {
-        Err(e) => checks.push(Check::unknown("cluster_state", true, render(&e))),
-        Ok(nodes) => {
-            let bad: Vec<String> = nodes
-                .iter()
-                .filter(|(_, info)| info.get("cluster_state").map(String::as_str) != Some("ok"))
-                .map(|(node, info)| {
-                    format!(
-                        "{node}: cluster_state {}",
-                        info.get("cluster_state").cloned().unwrap_or_default()
-                    )
-                })
-                .collect();
-            checks.push(if bad.is_empty() {
-                Check::ok("cluster_state", format!("ok on {} master(s)", nodes.len()))
-            } else {
-                Check::not_ok(
-                    "cluster_state",
-                    Verdict::Fail,
-                    bad.join("; "),
-                    "fix the cluster (redis-cli --cluster check HOST:PORT) before the sale: \
-                     slots without a master refuse every buy of their items",
-                )
-            });
-        }
-    }
-    let owners = slot_owners(conn);
-    let mut placed = Vec::new();
-    for sale in SaleItem::select(request.campaign, None).unwrap_or_default() {
-        let slots: Vec<String> = sale
-            .slots()
-            .iter()
-            .map(|b| {
-                let slot = key_slot(&b.keys.stock);
-                let owner = owners
-                    .as_ref()
-                    .ok()
-                    .and_then(|o| o.iter().find(|(lo, hi, _)| (*lo..=*hi).contains(&slot)))
-                    .map_or("?", |(_, _, node)| node.as_str());
-                match sale.bucket_of(b) {
-                    Some(n) => format!("bucket {n} → {owner}"),
-                    None => owner.to_string(),
-                }
-            })
-            .collect();
-        placed.push(format!("item {}: {}", sale.id(), slots.join(", ")));
-    }
-    checks.push(match owners {
-        Ok(_) => Check::ok("masters", placed.join("; ")),
-        Err(e) => Check::unknown("masters", false, render(&e)),
-    });
-    checks
-}
-
-/// (first slot, last slot, master `host:port`) of every slot range.
-fn slot_owners(conn: &mut Conn) -> Result<Vec<(u16, u16, String)>> {
-    let reply: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER").arg("SLOTS").query(conn)?;
-    let mut ranges = Vec::new();
-    for range in reply {
-        let (Some(lo), Some(hi), Some(master)) = (range.first(), range.get(1), range.get(2)) else {
-            continue;
-        };
-        let (host, port): (String, u16) =
-            match redis::from_redis_value::<Vec<redis::Value>>(master.clone()) {
-                Ok(parts) if parts.len() >= 2 => (
-                    redis::from_redis_value(parts[0].clone())?,
-                    redis::from_redis_value(parts[1].clone())?,
-                ),
-                _ => continue,
-            };
-        ranges.push((
-            redis::from_redis_value(lo.clone())?,
-            redis::from_redis_value(hi.clone())?,
-            format!("{host}:{port}"),
-        ));
-    }
-    Ok(ranges)
-}
-
-fn clocks(conn: &mut Conn, at: &str) -> Vec<Check> {
-    let local_before = chrono::Utc::now().timestamp_millis();
-    let clocks = match server::clocks(conn, at) {
-        Ok(clocks) => clocks,
-        Err(e) => return vec![Check::unknown("clock", false, render(&e))],
-    };
-    let local_after = chrono::Utc::now().timestamp_millis();
-    let local = (local_before + local_after) / 2;
-    let mut checks = Vec::new();
-    let worst = clocks
-        .iter()
-        .map(|c| (c.value - local, &c.node))
-        .max_by_key(|(skew, _)| skew.abs());
-    if let Some((skew, node)) = worst {
-        let detail = format!(
-            "this machine's clock is {} {} {node}'s (Redis TIME decides the window; reports show local times)",
-            human_duration_ms(skew.abs()),
-            if skew > 0 { "behind" } else { "ahead of" }
-        );
-        checks.push(if skew.abs() > CLOCK_WARN_MS {
-            Check::not_ok(
-                "clock",
-                Verdict::Warn,
-                detail,
-                "synchronise the clocks (NTP, chrony)",
-            )
-        } else {
-            Check::ok(
-                "clock",
-                format!("within {} of every master", human_duration_ms(skew.abs())),
-            )
-        });
-    }
-    if clocks.len() > 1 {
-        let (lo, hi) = (
-            clocks.iter().map(|c| c.value).min().unwrap_or(0),
-            clocks.iter().map(|c| c.value).max().unwrap_or(0),
-        );
-        let spread = hi - lo;
-        checks.push(if spread > CLOCK_WARN_MS {
-            Check::not_ok(
-                "clock_between_masters",
-                Verdict::Warn,
-                format!("the masters' clocks differ by {}", human_duration_ms(spread)),
-                "synchronise the masters' clocks: each bucket opens and closes by its own master's clock",
-            )
-        } else {
-            Check::ok(
-                "clock_between_masters",
-                format!("within {}", human_duration_ms(spread)),
-            )
-        });
-    }
-    checks
+    Check::not_ok(
+        "connect",
+        Verdict::Fail,
+        format!("as user {user}: {}", problems.join("; ")),
+        "every node must take this user: set the role's line on each node, replicas included \
+         (ACL users are per node; a failover promotes a replica), and bring back a node that \
+         does not answer",
+    )
 }
 
 fn window(request: &Request) -> Vec<Check> {
@@ -559,17 +241,7 @@ fn window(request: &Request) -> Vec<Check> {
     };
     let expire = campaign.expire_at_ms().unwrap_or(ends);
     let reconcile = match request.reconcile_at_min {
-        // The first reconcile at that time of day after the sale ends.
-        Some(minute) => {
-            let day_ms = 86_400_000;
-            let at_of_day = i64::from(minute) * 60_000;
-            let day_start = ends - ends.rem_euclid(day_ms);
-            let mut at = day_start + at_of_day;
-            if at <= ends {
-                at += day_ms;
-            }
-            at
-        }
+        Some(minute) => first_local_time_after(ends, minute),
         // A nightly job runs within a day of the end.
         None => ends + 86_400_000,
     };
@@ -597,6 +269,34 @@ fn window(request: &Request) -> Vec<Check> {
     checks
 }
 
+/// The first moment after `after_ms` when this machine's local clock reads
+/// `minute` minutes after midnight: when cron starts a job written for
+/// that time of day (`status --check` reads `--reconcile-at` the same way).
+/// A time the clocks skip that day (a DST gap) is taken an hour later.
+pub(crate) fn first_local_time_after(after_ms: i64, minute: u32) -> i64 {
+    use chrono::{Local, NaiveTime, TimeZone};
+    let time = NaiveTime::from_hms_opt(minute / 60, minute % 60, 0).unwrap_or_default();
+    let Some(after) = Local.timestamp_millis_opt(after_ms).earliest() else {
+        return after_ms + 86_400_000;
+    };
+    let mut date = after.date_naive();
+    for _ in 0..3 {
+        let wall = date.and_time(time);
+        let at = wall.and_local_timezone(Local).earliest().or_else(|| {
+            (wall + chrono::Duration::hours(1))
+                .and_local_timezone(Local)
+                .earliest()
+        });
+        if let Some(at) = at
+            && at.timestamp_millis() > after_ms
+        {
+            return at.timestamp_millis();
+        }
+        date = date.succ_opt().unwrap_or(date);
+    }
+    after_ms + 86_400_000
+}
+
 fn order_database(store: &StoreLocation) -> Check {
     let shown = store.display();
     if store.require_existing().is_err() {
@@ -609,6 +309,14 @@ fn order_database(store: &StoreLocation) -> Check {
     }
     let mut opened = match store.open_existing() {
         Ok(opened) => opened,
+        Err(e) if is_no_schema(&e) => {
+            return Check::not_ok(
+                "order_database",
+                Verdict::Warn,
+                format!("{shown}: reachable, no schema yet: consume creates it"),
+                "start `seckill consume` before the sale opens: it creates the tables on its first start",
+            );
+        }
         Err(e) => {
             return Check::not_ok(
                 "order_database",
@@ -633,13 +341,28 @@ fn order_database(store: &StoreLocation) -> Check {
 }
 
 fn consumer_group(conn: &mut Conn, campaign: &Campaign) -> Check {
+    if !dryrun::may_send(conn, &["XINFO", "GROUPS", &stream_key(campaign)]).unwrap_or(true) {
+        return Check::not_ok(
+            "consumer_group",
+            Verdict::Warn,
+            "cannot check: XINFO GROUPS is refused to this user",
+            "run doctor as the operator or an admin user",
+        );
+    }
     let mut missing = Vec::new();
     let mut preheated = 0;
     for (item, keys) in crate::domain::item::order_streams(campaign) {
         match stream::group_info(conn, &keys) {
             Ok(Some(_)) => preheated += 1,
             Ok(None) => missing.push(format!("{} ({})", item.id, keys.orders)),
-            Err(e) => return Check::unknown("consumer_group", false, render(&e)),
+            Err(e) => {
+                return Check::not_ok(
+                    "consumer_group",
+                    Verdict::Warn,
+                    format!("cannot check: {}", render(&e)),
+                    "run doctor as the operator or an admin user",
+                );
+            }
         }
     }
     if missing.is_empty() {
@@ -658,12 +381,26 @@ fn consumer_group(conn: &mut Conn, campaign: &Campaign) -> Check {
 }
 
 fn other_campaigns(conn: &mut Conn, campaign: &Campaign) -> Check {
+    let cannot = |why: String| {
+        Check::not_ok(
+            "other_campaigns",
+            Verdict::Warn,
+            format!("cannot check: {why}"),
+            "run doctor as the operator or an admin user",
+        )
+    };
+    if !dryrun::may_send(conn, &["HGETALL", registry::REGISTRY_KEY]).unwrap_or(true) {
+        return cannot(format!(
+            "HGETALL {} is refused to this user",
+            registry::REGISTRY_KEY
+        ));
+    }
     let now = match slot::redis_now_ms(conn) {
         Ok(now) => now,
-        Err(e) => return Check::unknown("other_campaigns", false, render(&e)),
+        Err(e) => return cannot(render(&e)),
     };
     match registry::collisions(conn, campaign, now) {
-        Err(e) => Check::unknown("other_campaigns", false, render(&e)),
+        Err(e) => cannot(render(&e)),
         Ok(collisions) if collisions.is_empty() => {
             let live = registry::live(conn, now).unwrap_or_default();
             Check::ok(
@@ -691,84 +428,27 @@ fn other_campaigns(conn: &mut Conn, campaign: &Campaign) -> Check {
     }
 }
 
-/// `ACL DRYRUN` of everything the role sends, for the URL's user, on the
-/// first item: each of its scripts and each command inside them, as
-/// `acl --apply` proves a role it wrote (`acl::dryrun`).
-fn permissions(conn: &mut Conn, request: &Request) -> Check {
-    let user: redis::RedisResult<String> = redis::cmd("ACL").arg("WHOAMI").query(conn);
-    let user = match user {
-        Ok(user) => user,
-        Err(e) => return Check::unknown("permissions", false, e),
-    };
-    let Some(item) = request.campaign.items.first() else {
-        return Check::ok("permissions", format!("user {user}"));
-    };
-    let checks = match dryrun::verify(conn, &user, request.role, &request.campaign.id, &item.id) {
-        Ok(checks) => checks,
-        Err(e) => return Check::unknown("permissions", false, render(&e)),
-    };
-    let refused: Vec<String> = checks
-        .iter()
-        .filter(|check| !check.ok && check.expected == dryrun::Expect::Allowed)
-        .map(|check| format!("{}: {}", check.what, check.answer))
-        .collect();
-    if user == "default" {
-        return Check::not_ok(
-            "permissions",
-            Verdict::Warn,
-            "the default user runs this role (it may do everything)",
-            "give each job its own user with only its role's rights (`docs/security.md`)",
-        );
-    }
-    if refused.is_empty() {
-        Check::ok(
-            "permissions",
-            format!("user {user} may run the {} scripts", request.role.name()),
-        )
-    } else {
-        Check::not_ok(
-            "permissions",
-            Verdict::Fail,
-            format!("user {user} may not run: {}", refused.join("; ")),
-            "set the role's ACL line of docs/security.md for this campaign",
-        )
-    }
+/// The first item's order stream, to ask whether the group may be read.
+fn stream_key(campaign: &Campaign) -> String {
+    crate::domain::item::order_streams(campaign)
+        .first()
+        .map(|(_, keys)| keys.orders.clone())
+        .unwrap_or_default()
 }
 
-fn max_clients(conn: &mut Conn, at: &str) -> Check {
-    let info = match server::info(conn, "clients", at) {
-        Ok(info) => info,
-        Err(e) => return Check::unknown("maxclients", false, render(&e)),
-    };
-    let mut low = Vec::new();
-    let mut seen = Vec::new();
-    for m in &info {
-        let max: u64 = m
-            .value
-            .get("maxclients")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let connected: u64 = m
-            .value
-            .get("connected_clients")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        seen.push(format!("{}: {connected} of {max}", m.node));
-        if max < 1000 || connected * 10 > max * 8 {
-            low.push(format!(
-                "{}: {connected} connected, maxclients {max}",
-                m.node
-            ));
-        }
-    }
-    if low.is_empty() {
-        Check::ok("maxclients", seen.join("; "))
-    } else {
-        Check::not_ok(
-            "maxclients",
-            Verdict::Warn,
-            low.join("; "),
-            "raise maxclients (and the open-files limit) above the sale's connections: every buyer process and serve instance holds some",
-        )
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reconcile_time_is_read_as_local_time() {
+        // Whatever the machine's zone, the answer is that time of day on
+        // its own clock, within a day after the end.
+        use chrono::{Local, TimeZone, Timelike};
+        let ends = 1_900_000_000_000;
+        let at = first_local_time_after(ends, 3 * 60);
+        assert!(at > ends && at <= ends + 86_400_000 + 3_600_000, "{at}");
+        let local = Local.timestamp_millis_opt(at).unwrap();
+        assert_eq!((local.hour(), local.minute()), (3, 0));
     }
 }

@@ -18,7 +18,10 @@ use crate::operator::monitor::status::{ItemStatus, WindowState};
 pub(crate) use crate::util::prometheus::{Exposition, Metric, counter, gauge};
 
 pub(crate) const STOCK_LEFT: Metric = gauge("seckill_stock_left", "Units left in Redis.");
-pub(crate) const STOCK_INITIAL: Metric = gauge("seckill_stock_initial", "Units preheated.");
+pub(crate) const STOCK_INITIAL: Metric = gauge(
+    "seckill_stock_initial",
+    "The item's stock: units preheated, plus those preheat --recover carried over.",
+);
 pub(crate) const SOLD: Metric = gauge(
     "seckill_sold_units",
     "Units sold and held: initial stock minus stock left (falls when a reservation is released; starts over after init).",
@@ -61,6 +64,46 @@ pub(crate) const CONSUMER_IDLE: Metric = gauge(
 pub(crate) const KEYS_EXPIRY: Metric = gauge(
     "seckill_keys_expiry_timestamp_seconds",
     "When the item's keys expire (Unix time); reconcile must run before.",
+);
+pub(crate) const CARRIED_OVER: Metric = gauge(
+    "seckill_carried_over_units",
+    "Units of the orders preheat --recover carried over (stored before Redis lost its data; counted in stock_initial and sold_units).",
+);
+pub(crate) const RESERVATIONS_OVERDUE: Metric = gauge(
+    "seckill_reservations_overdue",
+    "Reservations past their payment deadline that nothing released yet (seckill expire releases them).",
+);
+pub(crate) const RESERVATIONS_OVERDUE_AGE: Metric = gauge(
+    "seckill_reservations_overdue_oldest_seconds",
+    "How long ago the oldest unreleased reservation's payment deadline passed (0 when none).",
+);
+pub(crate) const ROOM_JOINED: Metric = gauge(
+    "seckill_room_joined",
+    "Users who joined the item's waiting room.",
+);
+pub(crate) const ROOM_ADMITTED: Metric = gauge(
+    "seckill_room_admitted",
+    "The last position the waiting room admitted.",
+);
+pub(crate) const ROOM_ACTIVE: Metric = gauge(
+    "seckill_room_active",
+    "max_active rooms: admitted shoppers who have not bought and whose admission runs.",
+);
+pub(crate) const ROOM_PAUSED: Metric = gauge(
+    "seckill_room_paused",
+    "1 while the waiting room is paused (queue pause), else 0.",
+);
+pub(crate) const ROOM_TAIL_WAIT: Metric = gauge(
+    "seckill_room_tail_wait_seconds",
+    "The wait of a shopper joining the waiting room now.",
+);
+pub(crate) const ROOM_NEEDS_ADMITTER: Metric = gauge(
+    "seckill_room_needs_admitter",
+    "1 while the item is on sale (preheated, window not ended) and its room needs seckill queue admit --loop (max_active, a pre-queue not shuffled yet, buckets).",
+);
+pub(crate) const ROOM_ADMITTER_BEHIND: Metric = gauge(
+    "seckill_room_admitter_behind_seconds",
+    "How late the admitter's work is that Redis shows (an unshuffled pre-queue after starts_at, admissions not carried to buckets); 0 when none.",
 );
 pub(crate) const RESERVATION_UNITS: Metric = gauge(
     "seckill_reservation_units",
@@ -131,6 +174,33 @@ pub(crate) fn add_statuses(exposition: &mut Exposition, campaign: &str, statuses
         if let Some(ms) = s.expires_in_ms {
             let at = (s.redis_time_ms + ms) as f64 / 1000.0;
             exposition.add(KEYS_EXPIRY, &labels, at);
+        }
+        exposition.add(CARRIED_OVER, &labels, s.carried_over.units as f64);
+        if let Some(overdue) = s.overdue {
+            exposition.add(RESERVATIONS_OVERDUE, &labels, overdue.orders as f64);
+            exposition.add(
+                RESERVATIONS_OVERDUE_AGE,
+                &labels,
+                overdue.oldest_ms.unwrap_or(0) as f64 / 1000.0,
+            );
+        }
+        if let Some(room) = &s.room {
+            exposition.add(ROOM_JOINED, &labels, room.joined as f64);
+            exposition.add(ROOM_ADMITTED, &labels, room.serving as f64);
+            exposition.add(ROOM_ACTIVE, &labels, room.active as f64);
+            exposition.add(ROOM_PAUSED, &labels, flag(room.paused));
+            exposition.add(ROOM_TAIL_WAIT, &labels, room.tail_eta_ms as f64 / 1000.0);
+            let on_sale = s.preheated && s.window.state != WindowState::Ended;
+            exposition.add(
+                ROOM_NEEDS_ADMITTER,
+                &labels,
+                flag(on_sale && !room.needs_admitter.is_empty()),
+            );
+            exposition.add(
+                ROOM_ADMITTER_BEHIND,
+                &labels,
+                room.admitter_behind_ms as f64 / 1000.0,
+            );
         }
         let r = &s.reservations;
         if r != &crate::domain::reservations::Totals::default() {

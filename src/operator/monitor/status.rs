@@ -4,8 +4,13 @@
 //! One script call per item (`lua/item_status.lua`) reads stock, window,
 //! kill switch, order stream, consumer group, dead letters and key expiry at
 //! one instant on the Redis clock; one `XINFO CONSUMERS` lists the group's
-//! consumers. A status costs two round trips per item (per bucket of a
-//! bucketed item), never writes and never scans the keyspace.
+//! consumers; one pipelined read adds what the script does not read — the
+//! units a recovery carried over (`preheat --recover` writes them into the
+//! meta hash) and, for a reservation campaign, the reservations past their
+//! payment deadline that nothing released yet. A status costs three round
+//! trips per item (per bucket of a bucketed item; up to five on a cluster,
+//! whose connection pipelines nothing), never writes and never scans the
+//! keyspace.
 //!
 //! The sales rate comes from the order stream: the growth of its
 //! `entries-added` counter between two samples, over the Redis time between
@@ -23,6 +28,7 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::orders::claimer::{GroupConsumer, group_consumers, sort_consumers};
+use crate::domain::recovery::{CARRIED_ORDERS_FIELD, CARRIED_UNITS_FIELD};
 use crate::domain::reservations::Totals;
 use crate::model::keys::{ItemKeys, ORDER_GROUP};
 use crate::redis_client::scripts::ScriptCall;
@@ -121,6 +127,36 @@ pub(crate) struct StreamStatus {
     pub(crate) last_delivered_id: Option<String>,
 }
 
+/// Orders `preheat --recover` carried over (docs/orders.md, "When Redis
+/// lost its data"): stored before the loss, their units not loaded again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct CarriedOver {
+    pub(crate) orders: i64,
+    pub(crate) units: i64,
+}
+
+/// Reservations past their payment deadline, not released yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct Overdue {
+    /// How many.
+    pub(crate) orders: i64,
+    /// How long ago the oldest deadline passed (Redis clock), ms; `None` when none is overdue.
+    pub(crate) oldest_ms: Option<i64>,
+}
+
+impl Overdue {
+    /// Two buckets' figures together.
+    fn add(self, other: Overdue) -> Overdue {
+        Overdue {
+            orders: self.orders + other.orders,
+            oldest_ms: match (self.oldest_ms, other.oldest_ms) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
 /// Consumers of several streams (a bucketed item's) merged by name.
 fn merge_consumers<'a>(lists: impl Iterator<Item = &'a [GroupConsumer]>) -> Vec<GroupConsumer> {
     let mut merged: Vec<GroupConsumer> = Vec::new();
@@ -146,10 +182,16 @@ pub(crate) struct ItemStatus {
     /// Redis server time of this sample (Unix ms).
     pub(crate) redis_time_ms: i64,
     pub(crate) preheated: bool,
+    /// The item's whole stock: what preheat loaded plus what a recovery
+    /// carried over (the campaign file's stock, once recovered).
     pub(crate) initial_stock: Option<i64>,
     pub(crate) stock_left: Option<i64>,
-    /// Units sold: initial stock minus stock left.
+    /// Units sold: initial stock minus stock left (the carried-over units included).
     pub(crate) sold: Option<i64>,
+    /// What `preheat --recover` carried over: orders stored in the database
+    /// before Redis lost its data, whose units were not loaded again
+    /// (zero when the item was never recovered).
+    pub(crate) carried_over: CarriedOver,
     /// Distinct users who bought.
     pub(crate) buyers: i64,
     /// Orders per second over `rate_interval_ms` (entries added to the order
@@ -171,6 +213,10 @@ pub(crate) struct ItemStatus {
     /// Reservations (`payment_timeout`): orders and units reserved, paid,
     /// expired and cancelled, from the counters the scripts keep in `reservation_counts`.
     pub(crate) reservations: Totals,
+    /// Reservations whose payment deadline passed and that nothing released
+    /// yet (`seckill expire` releases them): their units stay held. `None`:
+    /// the campaign has no `payment_timeout`.
+    pub(crate) overdue: Option<Overdue>,
     /// A bucketed item: each bucket's own status, in bucket order (the fields
     /// above are their sum; window and switch text come from bucket 0, `on`
     /// only when every bucket is closed).
@@ -217,6 +263,11 @@ impl ItemStatus {
                 last_delivered_id: None,
             },
             dead_letter: parts.iter().map(|p| p.dead_letter).sum(),
+            carried_over: CarriedOver {
+                orders: parts.iter().map(|p| p.carried_over.orders).sum(),
+                units: parts.iter().map(|p| p.carried_over.units).sum(),
+            },
+            overdue: parts.iter().filter_map(|p| p.overdue).reduce(Overdue::add),
             consumers: merge_consumers(parts.iter().map(|p| p.consumers.as_slice())),
             expires_in_ms: parts.iter().filter_map(|p| p.expires_in_ms).min(),
             reservations: parts.iter().fold(Totals::default(), |mut sum, p| {
@@ -261,24 +312,42 @@ impl StatusReader {
         let mut parts = item
             .slots()
             .iter()
-            .map(|slot| self.read(conn, &slot.keys, item.id(), &item.item.name))
+            .map(|slot| {
+                self.read(
+                    conn,
+                    &slot.keys,
+                    item.id(),
+                    &item.item.name,
+                    item.campaign.payment_timeout.is_some(),
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut status = if parts.len() == 1 {
             parts.remove(0)
         } else {
             ItemStatus::sum(parts)
         };
+        // Redis holds what the recovery loaded; the item's stock and sales
+        // include what it carried over (once, whatever the buckets).
+        let carried = status.carried_over.units;
+        if let (Some(loaded), Some(left)) = (status.initial_stock, status.stock_left) {
+            status.initial_stock = Some(loaded + carried);
+            status.sold = Some(loaded + carried - left);
+        }
         status.room = super::room::read(conn, item)?;
         Ok(status)
     }
 
-    /// Read one item. `name` is shown when Redis has none (not preheated).
+    /// Read one slot of an item. `name` is shown when Redis has none (not
+    /// preheated); `reservations`: the campaign has a `payment_timeout`, so
+    /// the slot's deadlines are read for overdue reservations.
     pub(crate) fn read<C: ConnectionLike>(
         &mut self,
         conn: &mut C,
         keys: &ItemKeys,
         item: &str,
         name: &str,
+        reservations: bool,
     ) -> Result<ItemStatus> {
         let call = ReadItemStatus {
             meta: keys.meta.as_str(),
@@ -312,8 +381,91 @@ impl StatusReader {
         } else {
             Vec::new()
         };
-        Ok(raw.into_status(item, name, rate_per_s, rate_interval_ms, consumers))
+        let (carried_over, overdue) = read_beside(conn, keys, raw.now_ms, reservations)?;
+        let mut status = raw.into_status(item, name, rate_per_s, rate_interval_ms, consumers);
+        status.carried_over = carried_over;
+        status.overdue = overdue;
+        Ok(status)
     }
+}
+
+/// What the status script does not read, in one pipelined round trip (one
+/// round trip each on a cluster connection, which pipelines nothing): the
+/// recovery's carried-over figures from the meta hash and, with
+/// `reservations`, the deadlines that passed before `now_ms` (Redis time).
+/// Every command is a read the consumer role may send (docs/security.md).
+fn read_beside<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    now_ms: i64,
+    reservations: bool,
+) -> Result<(CarriedOver, Option<Overdue>)> {
+    let mut commands = vec![
+        redis::cmd("HMGET")
+            .arg(&keys.meta)
+            .arg(CARRIED_ORDERS_FIELD)
+            .arg(CARRIED_UNITS_FIELD)
+            .to_owned(),
+    ];
+    let due = format!("({now_ms}");
+    if reservations {
+        commands.push(
+            redis::cmd("ZCOUNT")
+                .arg(&keys.deadlines)
+                .arg("-inf")
+                .arg(&due)
+                .to_owned(),
+        );
+        commands.push(
+            redis::cmd("ZRANGEBYSCORE")
+                .arg(&keys.deadlines)
+                .arg("-inf")
+                .arg(&due)
+                .arg("WITHSCORES")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(1)
+                .to_owned(),
+        );
+    }
+    let replies: Vec<redis::Value> = if conn.supports_pipelining() {
+        let mut pipe = redis::pipe();
+        for command in commands {
+            pipe.add_command(command);
+        }
+        pipe.query(conn)
+    } else {
+        commands.iter().map(|command| command.query(conn)).collect()
+    }
+    .with_context(|| format!("cannot read {} and {}", keys.meta, keys.deadlines))?;
+    let carried: Vec<Option<String>> = redis::from_redis_value_ref(&replies[0])?;
+    let figure = |i: usize, field: &str| -> Result<i64> {
+        carried[i]
+            .as_deref()
+            .map(|text| {
+                text.parse::<i64>()
+                    .with_context(|| format!("{} {field} = {text:?} is not a number", keys.meta))
+            })
+            .transpose()
+            .map(|n| n.unwrap_or(0))
+    };
+    let carried_over = CarriedOver {
+        orders: figure(0, CARRIED_ORDERS_FIELD)?,
+        units: figure(1, CARRIED_UNITS_FIELD)?,
+    };
+    let overdue = if reservations {
+        let orders: i64 = redis::from_redis_value_ref(&replies[1])?;
+        let oldest: Vec<(String, f64)> = redis::from_redis_value_ref(&replies[2])?;
+        Some(Overdue {
+            orders,
+            oldest_ms: oldest
+                .first()
+                .map(|(_, deadline)| now_ms - *deadline as i64),
+        })
+    } else {
+        None
+    };
+    Ok((carried_over, overdue))
 }
 
 /// The script's reply, field by field (see the header of `lua/item_status.lua`).
@@ -456,9 +608,11 @@ impl RawStatus {
                 last_delivered_id: (!self.last_delivered.is_empty()).then_some(self.last_delivered),
             },
             dead_letter: self.dead,
+            carried_over: CarriedOver::default(),
             consumers,
             expires_in_ms,
             reservations: self.reservations,
+            overdue: None,
             slots: Vec::new(),
             room: None,
         }

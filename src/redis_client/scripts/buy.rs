@@ -131,6 +131,39 @@ pub struct Waiting {
     /// `admission_expired`: the admission that ran out, Unix ms (Redis clock).
     pub admitted_from_ms: Option<i64>,
     pub admitted_until_ms: Option<i64>,
+    /// `not_admitted` in a room whose turns come only through `seckill queue
+    /// admit --loop` (max_active, a pre-queue to shuffle, a bucketed item's
+    /// fan-out) while none runs: the wait will not end by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs_admitter: Option<AdmitterSilence>,
+}
+
+/// How long the admitter a room needs has been silent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AdmitterSilence {
+    /// Since the last pass of a `seckill queue admit`, ms; `None`: none ever ran.
+    pub silent_ms: Option<i64>,
+}
+
+impl AdmitterSilence {
+    /// The lua/lib/admitter_silent number: ms since the last pass, -1 for never.
+    pub(crate) fn of_ms(ms: i64) -> AdmitterSilence {
+        AdmitterSilence {
+            silent_ms: (ms >= 0).then_some(ms),
+        }
+    }
+
+    /// "this room needs `seckill queue admit --loop`; none has run for 12s".
+    pub fn describe(&self) -> String {
+        let since = match self.silent_ms {
+            Some(ms) => format!(
+                "none has run for {}",
+                crate::util::text::human_duration_ms(ms)
+            ),
+            None => "none has run yet".to_string(),
+        };
+        format!("this room needs `seckill queue admit --loop`; {since}")
+    }
 }
 
 impl Waiting {
@@ -138,17 +171,21 @@ impl Waiting {
     pub fn describe(&self) -> String {
         if let Some(until) = self.admitted_until_ms {
             return format!(
-                "the admission ran out at {}",
+                "the admission ran out at {}; joining again goes to the tail",
                 crate::util::text::time_or_dash(Some(until))
             );
         }
         let ahead = (self.position - self.serving - 1).max(0);
         let wait = crate::util::text::human_duration_ms(self.eta_ms.max(0));
+        let stalled = self
+            .needs_admitter
+            .map(|silence| format!("; {}", silence.describe()))
+            .unwrap_or_default();
         if self.position == 0 {
-            return format!("not admitted yet; about {wait}");
+            return format!("not admitted yet; about {wait}{stalled}");
         }
         format!(
-            "position {} · serving {} · {ahead} ahead of you · about {wait}",
+            "position {} · serving {} · {ahead} ahead of you · about {wait}{stalled}",
             self.position, self.serving
         )
     }
@@ -207,7 +244,9 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
     })
 }
 
-/// `not_admitted`'s "<position> <serving> <eta ms>", `admission_expired`'s "<from ms> <to ms>".
+/// `not_admitted`'s "<position> <serving> <eta ms>" (then the admitter's
+/// silence, lib/admitter_silent, when the room waits on one none runs),
+/// `admission_expired`'s "<from ms> <to ms>".
 fn waiting_of(outcome: Outcome, detail: &str) -> Result<Waiting> {
     let numbers: Vec<i64> = detail
         .split(' ')
@@ -215,19 +254,25 @@ fn waiting_of(outcome: Outcome, detail: &str) -> Result<Waiting> {
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| anyhow::anyhow!("buy script answered {outcome:?} with {detail:?}"))?;
     match (outcome, numbers.as_slice()) {
-        (Outcome::NotAdmitted, &[position, serving, eta_ms]) => Ok(Waiting {
-            position,
-            serving,
-            eta_ms,
-            admitted_from_ms: None,
-            admitted_until_ms: None,
-        }),
+        (Outcome::NotAdmitted, &[position, serving, eta_ms, ref silent @ ..])
+            if silent.len() <= 1 =>
+        {
+            Ok(Waiting {
+                position,
+                serving,
+                eta_ms,
+                admitted_from_ms: None,
+                admitted_until_ms: None,
+                needs_admitter: silent.first().map(|ms| AdmitterSilence::of_ms(*ms)),
+            })
+        }
         (Outcome::AdmissionExpired, &[from, to]) => Ok(Waiting {
             position: 0,
             serving: 0,
             eta_ms: 0,
             admitted_from_ms: Some(from),
             admitted_until_ms: Some(to),
+            needs_admitter: None,
         }),
         _ => bail!("buy script answered {outcome:?} with {detail:?}"),
     }

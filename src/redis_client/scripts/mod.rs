@@ -25,6 +25,7 @@ use redis::{ConnectionLike, Script, ScriptInvocation, Value};
 
 use crate::model::role::Role;
 
+pub mod acl_probe;
 pub mod bucket_admit;
 pub mod bucket_buy;
 pub mod bucket_credit;
@@ -117,7 +118,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 27] = [
+pub static ALL: [&Spec; 28] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -145,6 +146,7 @@ pub static ALL: [&Spec; 27] = [
     &queue_penalize::SPEC,
     &queue_shuffle::SPEC,
     &bucket_admit::SPEC,
+    &acl_probe::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -865,7 +867,8 @@ mod tests {
                 "queue_register",
                 "queue_penalize",
                 "queue_shuffle",
-                "bucket_admit"
+                "bucket_admit",
+                "acl_probe"
             ]
         );
     }

@@ -142,6 +142,14 @@ pub struct RoomFigures {
     pub config: String,
     /// Users registered (a room with registration).
     pub registered: i64,
+    /// Who holds the room paused: `operator` (`queue pause`), `switch` (the
+    /// kill switch), both, or none (`""`).
+    pub paused_by: String,
+    /// Redis time of the last pass of a `seckill queue admit` (its heartbeat,
+    /// `admitter_at_ms` in the room hash), Unix ms; `None` when none ever ran.
+    pub admitter_at_ms: Option<i64>,
+    /// That admitter's `--interval`, ms (0: a one-shot pass).
+    pub admitter_every_ms: i64,
 }
 
 /// Parse `{room, standing...}` for the users asked, in their order.
@@ -166,8 +174,8 @@ pub(crate) fn parse_reply(reply: Value, users: &[&str]) -> Result<(RoomFigures, 
 }
 
 fn figures(fields: &[Value]) -> Result<RoomFigures> {
-    if fields.len() != 17 {
-        bail!("{} fields instead of 17", fields.len());
+    if fields.len() != 20 {
+        bail!("{} fields instead of 20", fields.len());
     }
     let int = |i: usize| -> Result<i64> { Ok(redis::from_redis_value_ref(&fields[i])?) };
     let text = |i: usize| -> Result<String> { Ok(redis::from_redis_value_ref(&fields[i])?) };
@@ -191,5 +199,8 @@ fn figures(fields: &[Value]) -> Result<RoomFigures> {
         seed: (!seed.is_empty()).then_some(seed),
         config: text(15)?,
         registered: int(16)?,
+        paused_by: text(17)?,
+        admitter_at_ms: Some(int(18)?).filter(|at| *at >= 0),
+        admitter_every_ms: int(19)?,
     })
 }

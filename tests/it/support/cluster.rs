@@ -10,7 +10,8 @@ use seckill::redis_client::conn::{Conn, ConnectionArgs, RedisTarget};
 
 use tempfile::TempDir;
 
-use super::RedisServer;
+use super::spec::seckill;
+use super::{CampaignFile, Frozen, RedisServer};
 
 /// Three cluster-enabled redis-servers joined into one cluster.
 pub struct RedisCluster {
@@ -26,8 +27,17 @@ impl RedisCluster {
         Self::start_with_replicas(0)
     }
 
-    /// Three masters with `replicas` replicas each (failover drills).
+    /// Three masters with `replicas` replicas each (failover drills); a
+    /// node unanswered for 5 s is marked failed.
     pub fn start_with_replicas(replicas: usize) -> RedisCluster {
+        Self::start_with(replicas, Duration::from_secs(5))
+    }
+
+    /// Three masters with `replicas` replicas each, a node unanswered for
+    /// `node_timeout` marked failed (`cluster-node-timeout`: a long one keeps
+    /// a frozen node "alive" to the cluster for the whole test).
+    pub fn start_with(replicas: usize, node_timeout: Duration) -> RedisCluster {
+        let node_timeout = node_timeout.as_millis().to_string();
         let dir = tempfile::tempdir().expect("tempdir");
         let ports: Vec<u16> = (0..3 * (1 + replicas))
             .map(|_| free_cluster_port())
@@ -40,7 +50,12 @@ impl RedisCluster {
                 RedisServer::options()
                     .port(*port)
                     .dir(&node_dir)
-                    .args(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+                    .args(&[
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-node-timeout",
+                        &node_timeout,
+                    ])
                     .start()
             })
             .collect();
@@ -116,6 +131,116 @@ impl RedisCluster {
             .map(port_of)
             .collect();
         (port_of(master), replicas)
+    }
+
+    /// Seed URLs with `first` first: a client that waited on it (frozen)
+    /// before trying the next one shows.
+    pub fn urls_from(&self, first: u16) -> String {
+        let mut ports = vec![first];
+        ports.extend(self.ports.iter().filter(|p| **p != first));
+        ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The item key's master and its first replica, once gossip shows the
+    /// replica and it has finished its first sync (only then can it take over).
+    pub fn master_and_synced_replica(&self, key: &str) -> (u16, u16) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (master, replicas) = self.master_and_replicas_of(key);
+            if let Some(&replica) = replicas.first() {
+                let synced = node(replica)
+                    .and_then(|mut c| {
+                        redis::cmd("INFO")
+                            .arg("replication")
+                            .query::<String>(&mut c)
+                    })
+                    .is_ok_and(|info| {
+                        info.contains("master_link_status:up")
+                            && info.contains("master_sync_in_progress:0")
+                    });
+                if synced {
+                    return (master, replica);
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{key}'s master has no synced replica"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGSTOP the node on `port` (a hang: a long fork, swap, a partition)
+    /// until the guard drops.
+    pub fn freeze(&self, port: u16) -> Frozen {
+        Frozen::new(&mut node(port).unwrap())
+    }
+
+    /// `seckill acl --apply` of every role on every node (ACL users are per
+    /// node; the default user stays the admin), as the operator is told to.
+    pub fn create_roles(&self, file: &CampaignFile) -> ClusterRoles {
+        let mut roles = Vec::new();
+        for role in ["buyer", "consumer", "operator"] {
+            let password = format!("{role}-pw-{}", std::process::id());
+            let password_file = file.dir.path().join(format!("{role}.pw"));
+            std::fs::write(&password_file, format!("{password}\n")).unwrap();
+            for port in &self.ports {
+                let path = password_file.display().to_string();
+                seckill(&["acl", "--role", role, "--password-file", &path, "--apply"])
+                    .campaign(file)
+                    .redis_url(&format!("redis://127.0.0.1:{port}"))
+                    .succeeds();
+            }
+            roles.push(ClusterRole {
+                role,
+                user: format!("seckill-{role}"),
+                password,
+                password_file,
+            });
+        }
+        ClusterRoles {
+            roles,
+            ports: self.ports.clone(),
+        }
+    }
+
+    /// Every `ACL LOG` entry of every node (what was refused, to whom), then
+    /// `ACL LOG RESET`: the connection set-up of a role shows here too,
+    /// even where the client ignores the refusal.
+    pub fn take_acl_denials(&self) -> Vec<String> {
+        let mut denials = Vec::new();
+        for port in &self.ports {
+            let mut conn = node(*port).unwrap();
+            let entries: Vec<Vec<Value>> = redis::cmd("ACL").arg("LOG").query(&mut conn).unwrap();
+            for entry in entries {
+                let fields: HashMap<String, String> = entry
+                    .chunks(2)
+                    .filter_map(|kv| {
+                        Some((
+                            redis::from_redis_value_ref::<String>(&kv[0]).ok()?,
+                            redis::from_redis_value_ref::<String>(&kv[1]).ok()?,
+                        ))
+                    })
+                    .collect();
+                denials.push(format!(
+                    "node {port}: {} denied {} {:?} ({} times)",
+                    fields.get("username").cloned().unwrap_or_default(),
+                    fields.get("reason").cloned().unwrap_or_default(),
+                    fields.get("object").cloned().unwrap_or_default(),
+                    fields.get("count").cloned().unwrap_or_default()
+                ));
+            }
+            let () = redis::cmd("ACL")
+                .arg("LOG")
+                .arg("RESET")
+                .query(&mut conn)
+                .unwrap();
+        }
+        denials
     }
 
     /// Kill the node listening on `port` (SIGKILL), as a crashed master.
@@ -238,4 +363,57 @@ fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("timed out waiting for {what}");
+}
+
+/// One role's user on every node of a cluster.
+pub struct ClusterRole {
+    pub role: &'static str,
+    pub user: String,
+    pub password: String,
+    /// The password in a file (with a final newline, as `openssl rand` writes it).
+    pub password_file: std::path::PathBuf,
+}
+
+/// The three roles `seckill acl` generates, applied on every node.
+pub struct ClusterRoles {
+    roles: Vec<ClusterRole>,
+    ports: Vec<u16>,
+}
+
+impl ClusterRoles {
+    /// The role named `role` (`buyer`, `consumer`, `operator`).
+    pub fn get(&self, role: &str) -> &ClusterRole {
+        self.roles
+            .iter()
+            .find(|r| r.role == role)
+            .unwrap_or_else(|| panic!("no role {role}"))
+    }
+
+    /// Seed URLs with the role's user and password in each, every node.
+    pub fn seeds(&self, role: &str) -> String {
+        self.urls(role, self.ports[0])
+    }
+
+    /// Seed URLs with the role's user but no password (given apart:
+    /// `--redis-password-file`, `REDISCLI_AUTH`), every node.
+    pub fn seeds_without_password(&self, role: &str) -> String {
+        let role = self.get(role);
+        self.ports
+            .iter()
+            .map(|p| format!("redis://{}@127.0.0.1:{p}", role.user))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Seed URLs with the role's user and password in each, `first` first.
+    pub fn urls(&self, role: &str, first: u16) -> String {
+        let role = self.get(role);
+        let mut ports = vec![first];
+        ports.extend(self.ports.iter().filter(|p| **p != first));
+        ports
+            .iter()
+            .map(|p| format!("redis://{}:{}@127.0.0.1:{p}", role.user, role.password))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
 }
