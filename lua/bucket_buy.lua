@@ -87,12 +87,20 @@ local crediting = ARGV[9] ~= ''
 local credited_before = false
 local slot = {counting = ARGV[8] == '1', crediting = crediting}
 
--- The keys the purchase does not read: the transfer log and, when this
--- attempt is no reservation, the reservation keys (absent, usually).
-function slot.check()
-  if crediting then
-    -- The credit writes before the order entry: the stream's type is read now.
+-- The keys the purchase does not read: the order stream (when a write
+-- comes before its XADD, which checks it itself), the transfer log and, when
+-- this attempt is no reservation, the reservation keys (absent, usually).
+function slot.check(stock, qty)
+  -- A credit writes before the order entry; a bucket short of `qty` sends
+  -- the client sweeping, whose first transfer takes units from another
+  -- bucket before the credit call comes back here. Either way the stream's
+  -- type is read now, so a home bucket that would refuse the credit refuses
+  -- before one unit moves (a string there used to strand half of a healthy
+  -- bucket in transit at each attempt).
+  if crediting or (stock and stock < qty) then
     read(KEYS[6], 'XLEN', KEYS[6])
+  end
+  if crediting then
     credited_before = read(KEYS[11], 'HEXISTS', KEYS[11], ARGV[9]) == 1
     if not strict_int(ARGV[11]) then
       error({err = 'ERR credit_units ' .. shown(ARGV[11]) .. ' is not an integer'})

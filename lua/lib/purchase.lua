@@ -3,7 +3,6 @@
 --- @include "lib/shown"
 --- @include "lib/read"
 --- @include "lib/int_of"
---- @include "lib/optional_int_of"
 --- @include "lib/flag_of"
 --- @include "lib/now_ms"
 --- @include "lib/record"
@@ -16,7 +15,9 @@
 -- first seven ARGV (their headers list them); bucket_buy.lua adds its own after.
 --
 -- The order of the work is the cost of a hot item (docs/lua.md):
---   1. stock, and a retried request id, which answers its order and nothing else;
+--   1. stock, and a retried request id, which answers its order and nothing
+--      else (lib/replayed, its value checked; a credit call answers it only
+--      after its credit, but checks it first);
 --   2. (sold out early is lib/sold_out_early, run before this is even defined);
 --   3. meta in one HMGET: preheat's terms are trusted when they are exactly
 --      the text preheat validated (`validated`, lib/terms_of), else
@@ -44,7 +45,8 @@
 -- `bucket` is nil for a plain item, else what bucket_buy.lua adds:
 --   counting   count this attempt against the rate limit (its first call)
 --   crediting  a transfer is credited first (`check` and `credit` below)
---   check()    type-check and read the bucket's own keys; nothing written
+--   check(stock, qty)  type-check and read the bucket's own keys, given the
+--              stock read and the qty asked; nothing written
 --   credit(stock, expire_at_ms)  the credit, the attempt's first write,
 --              after every read; returns the stock after it
 -- Keys are named by their place, KEYS[n] as the scripts' headers list them:
@@ -59,12 +61,17 @@ local function purchase(bucket, stock_seen, room_gate)
     stock_value = read(KEYS[2], 'GET', KEYS[2])
   end
   local stock = stock_value and int_of(KEYS[2], 'stock', stock_value)
-  local request_field, remembered = false, false
+  local request_field, replay = false, nil
   if request_id ~= '' then
     request_field = #user .. ':' .. user .. ':' .. request_id
-    remembered = read(KEYS[5], 'HGET', KEYS[5], request_field)
-    if remembered and not crediting then
-      return replayed(remembered, qty, stock, timeout)
+    local remembered = read(KEYS[5], 'HGET', KEYS[5], request_field)
+    if remembered then
+      local outcome, id, deadline, state = replayed(request_field, remembered, qty, timeout)
+      if not crediting then
+        return outcome, id, stock or -1, deadline, state
+      end
+      -- A credit call answers it after the credit (the units landed here).
+      replay = {outcome, id, deadline, state}
     end
   end
   local bought_value = read(KEYS[3], 'HGET', KEYS[3], user)
@@ -98,10 +105,16 @@ local function purchase(bucket, stock_seen, room_gate)
   if timeout > 0 then
     read(KEYS[8], 'HLEN', KEYS[8])
     read(KEYS[9], 'ZCARD', KEYS[9])
+    -- The counters this ok moves, as strictly as HINCRBY takes them: absent
+    -- is 0, anything else (an empty string too) a strict integer.
     local reserved_orders, reserved_units =
       unpack(read(KEYS[10], 'HMGET', KEYS[10], 'reserved_orders', 'reserved_units'))
-    optional_int_of(KEYS[10], 'reserved_orders', reserved_orders)
-    optional_int_of(KEYS[10], 'reserved_units', reserved_units)
+    if reserved_orders then
+      int_of(KEYS[10], 'reserved_orders', reserved_orders)
+    end
+    if reserved_units then
+      int_of(KEYS[10], 'reserved_units', reserved_units)
+    end
   end
   local counting = attempts_max and attempts_max > 0 and (not bucket or bucket.counting)
   local attempts
@@ -113,14 +126,14 @@ local function purchase(bucket, stock_seen, room_gate)
   end
   local gate = preheated and flag_of(KEYS[1], 'waiting_room', waiting_room) and room_gate(user)
   if bucket then
-    bucket.check()
+    bucket.check(stock, qty)
   end
   -- Nothing is written before this point.
   if crediting and preheated then
     stock = bucket.credit(stock, expire_at_ms)
   end
-  if remembered then
-    return replayed(remembered, qty, stock, timeout)
+  if replay then
+    return replay[1], replay[2], stock or -1, replay[3], replay[4]
   end
   if not preheated then
     return 'not_preheated', '', -1, 0, '', false

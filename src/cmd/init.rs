@@ -4,10 +4,17 @@
 //! file's stock as `preheat` would.
 //!
 //! Refuses without `--yes` when the campaign has sales or a kill switch is
-//! ON (a reset would silently reopen a stopped sale). The order database is
-//! only read — `init` says how many rows of the campaign it still holds
-//! (`reconcile` would report them as drift) — unless `--purge-orders ID`
-//! names the campaign again, as its own confirmation.
+//! ON (a reset would silently reopen a stopped sale). With `--yes` it still
+//! refuses a sale that is selling, and acknowledged orders the order
+//! database does not hold yet, open or closed (the kill switch stores
+//! nothing): `consume --drain` stores them, or `--purge-orders ID` names the
+//! campaign again, as its own confirmation. The order database is only read
+//! — `init` says how many rows of the campaign it still holds (`reconcile`
+//! would report them as drift) — unless `--purge-orders ID`.
+//!
+//! Like `preheat`, it refuses to load a campaign whose items another
+//! campaign live on this Redis already sells (a typo'd id would start a
+//! second copy of the sale) unless `--allow-shared-items`.
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -37,6 +44,12 @@ pub(crate) struct Args {
     /// be the campaign id: a confirmation of its own.
     #[arg(long, value_name = "CAMPAIGN_ID", requires = "yes")]
     pub(crate) purge_orders: Option<String>,
+
+    /// Reset even though another campaign live on this Redis holds the same
+    /// item ids (without it that is refused, as `preheat` refuses it: usually
+    /// a typo'd campaign id that would start a second copy of the same sale).
+    #[arg(long)]
+    pub(crate) allow_shared_items: bool,
 
     /// The order database (`--orders-db`), counted (and purged) after the reset.
     #[command(flatten)]
@@ -178,6 +191,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         target,
         mut conn,
     } = ctx.open()?;
+    if !args.allow_shared_items {
+        let now = slot::redis_now_ms(&mut conn)?;
+        registry::refuse_collisions(&mut conn, &campaign, now)?;
+    }
     let items = SaleItem::select(&campaign, None)?;
     // Each item's state before the reset (summed over its slots).
     let before = items
@@ -187,6 +204,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     let unstored = unstored_orders(&mut conn, &items, store.as_deref_mut())?;
     if args.yes && args.purge_orders.is_none() {
         refuse_while_selling(&mut conn, &campaign, &items, &unstored)?;
+        refuse_unstored(&campaign, &unstored)?;
     }
     if !args.yes {
         let mut refusals = Vec::new();
@@ -385,14 +403,47 @@ fn refuse_while_selling(
     if selling.is_empty() {
         return Ok(());
     }
+    // Closing alone stores nothing: with orders still to store, the way on
+    // is to close and store them.
+    let first = if unstored.count > 0 {
+        "Close it (`shutdown-switch on`) and store its orders (`seckill consume --drain`) first"
+    } else {
+        "Close it first (`shutdown-switch on`)"
+    };
     Err(usage(format!(
         "campaign {} is selling: the window of item(s) {} is open, the kill switch off, and \
-         orders flow; --yes alone does not reset a live sale{}. Close it first \
-         (`shutdown-switch on`), or type the campaign id: `init --yes --purge-orders {}` (it \
-         also deletes the campaign's rows from the order database)",
+         orders flow; --yes alone does not reset a live sale{}. {first}, or type the campaign \
+         id: `init --yes --purge-orders {}` (it also deletes the campaign's rows from the order \
+         database)",
         campaign.id,
         selling.join(", "),
         unstored.warning(),
+        campaign.id
+    )))
+}
+
+/// `--yes` is not enough either when acknowledged orders are not in the
+/// order database yet, whether the sale is open, closed by the kill switch
+/// (which stores nothing) or over: the reset would delete them for good
+/// (issue 25 item 39). `consume --drain` stores them; typing the campaign id
+/// (`--purge-orders ID`) deletes them knowingly.
+fn refuse_unstored(campaign: &crate::model::campaign::Campaign, unstored: &Unstored) -> Result<()> {
+    if unstored.count == 0 {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "campaign {}: {} acknowledged order(s) are not in the order database yet: {}{}; a reset \
+         deletes them for good, open or closed (the kill switch stores nothing). Store them \
+         first (`seckill consume --drain`), or type the campaign id: `init --yes \
+         --purge-orders {}` (it also deletes the campaign's rows from the order database)",
+        campaign.id,
+        unstored.count,
+        unstored.ids.join(" "),
+        if unstored.count > unstored.ids.len() as u64 {
+            " ..."
+        } else {
+            ""
+        },
         campaign.id
     )))
 }

@@ -207,8 +207,10 @@ impl Report for PreheatSummary {
             .collect();
         let mut differences = String::new();
         for row in self.items.iter().filter(|row| !row.differences.is_empty()) {
-            let applied = row.preheat.report.status != PreheatStatus::Kept;
+            let status = row.preheat.report.status;
+            let applied = status != PreheatStatus::Kept && !status.refused();
             let verb = match (self.dry_run, applied) {
+                _ if status.refused() => "differs, NOT applied (the item was refused)",
                 (true, true) => "would change",
                 (false, true) => "changed",
                 (_, false) => {
@@ -274,7 +276,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     check_eviction(&mut conn, &target.display)?;
     check_persistence(&mut conn, &target.display, args.require_durable)?;
     if !args.allow_shared_items {
-        check_collisions(&mut conn, &campaign, now)?;
+        registry::refuse_collisions(&mut conn, &campaign, now)?;
     }
     let StoredCheck { stored, mut store } =
         stored_sales(&mut conn, &location, &campaign, &items, args, mode)?;
@@ -303,9 +305,13 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
             differences,
         });
     }
-    let refused_all =
-        !reports.is_empty() && reports.iter().all(|r| r.preheat.report.status.refused());
-    if !args.dry_run && !refused_all {
+    // The registry describes what Redis holds: it follows the file only when
+    // this preheat wrote the file's values (an item loaded, overwritten,
+    // updated or recovered). One that wrote nothing — every item kept or
+    // refused — leaves it as it was: "nothing written" means no key changed
+    // (issue 25 item 40: a refused preheat rewrote the entry's window).
+    let wrote = reports.iter().any(|r| r.preheat.writes()) || !recovered.is_empty();
+    if !args.dry_run && wrote {
         let by = crate::domain::kill_switch::operator(None)?;
         registry::record(&mut conn, &registry::Entry::of(&campaign, now, &by))?;
     }
@@ -355,39 +361,6 @@ fn check_eviction(conn: &mut Conn, at: &str) -> Result<()> {
         return Ok(());
     }
     Err(preheat_refused(format!("nothing was written: {problem}")))
-}
-
-/// Refuse (exit 5) a campaign whose items another campaign live on this
-/// Redis already sells: the same bottles would be on sale twice.
-fn check_collisions(
-    conn: &mut Conn,
-    campaign: &crate::model::campaign::Campaign,
-    now: i64,
-) -> Result<()> {
-    let collisions = registry::collisions(conn, campaign, now)?;
-    if collisions.is_empty() {
-        return Ok(());
-    }
-    let lines: Vec<String> = collisions
-        .iter()
-        .map(|(live, shared)| {
-            format!(
-                "campaign {} (preheated from {} by {}, keys expire {}) already sells item(s) {}",
-                live.campaign,
-                live.file,
-                live.by,
-                live.expire_at_ms
-                    .map_or_else(|| "never".to_string(), |ms| text::time_or_dash(Some(ms))),
-                shared.join(", ")
-            )
-        })
-        .collect();
-    Err(preheat_refused(format!(
-        "nothing was written: {}; is {} a typo of that campaign's id? Preheat that campaign's \
-         file, or pass --allow-shared-items if two campaigns really sell the same item ids",
-        lines.join("; "),
-        campaign.id
-    )))
 }
 
 /// Warn when a master keeps nothing across a restart (or fsyncs its AOF

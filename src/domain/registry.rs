@@ -7,9 +7,10 @@
 //! the expired ones and every record drops them, so the hash stays as small
 //! as the number of live sales. `init` records its campaign too (it reloads it).
 //!
-//! Who reads it: `preheat` refuses a new campaign id whose items collide with
-//! a live campaign's (the typo'd id that would start a second copy of the
-//! same bottles), `shutdown-switch` refuses a campaign that is not live (the
+//! Who reads it: `preheat` and `init` refuse a new campaign id whose items
+//! collide with a live campaign's (the typo'd id that would start a second
+//! copy of the same bottles: [`refuse_collisions`]), `shutdown-switch`
+//! refuses a campaign that is not live (the
 //! wrong file), `loadtest` refuses a Redis that holds any live campaign,
 //! `seckill campaigns` lists them, `doctor` looks for collisions.
 //!
@@ -23,6 +24,8 @@ use redis::ConnectionLike;
 use serde::{Deserialize, Serialize};
 
 use crate::model::campaign::Campaign;
+use crate::model::error::preheat_refused;
+use crate::util::text;
 
 /// The hash of live campaigns (outside every campaign's hash tag).
 pub const REGISTRY_KEY: &str = "seckill:campaigns";
@@ -185,6 +188,42 @@ pub(crate) fn collisions<C: ConnectionLike>(
             (!shared.is_empty()).then_some((e, shared))
         })
         .collect())
+}
+
+/// Refuse (exit 5, `preheat_refused`) to load `campaign` when another
+/// campaign live on this Redis already sells one of its items in an
+/// overlapping window: the same bottles would be on sale twice. Both doors
+/// that load stock ask it (`preheat`, and `init`, which reloads the file's
+/// stock), before anything is written; `--allow-shared-items` skips it.
+pub(crate) fn refuse_collisions<C: ConnectionLike>(
+    conn: &mut C,
+    campaign: &Campaign,
+    now_ms: i64,
+) -> Result<()> {
+    let collisions = collisions(conn, campaign, now_ms)?;
+    if collisions.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = collisions
+        .iter()
+        .map(|(live, shared)| {
+            format!(
+                "campaign {} (preheated from {} by {}, keys expire {}) already sells item(s) {}",
+                live.campaign,
+                live.file,
+                live.by,
+                live.expire_at_ms
+                    .map_or_else(|| "never".to_string(), |ms| text::time_or_dash(Some(ms))),
+                shared.join(", ")
+            )
+        })
+        .collect();
+    Err(preheat_refused(format!(
+        "nothing was written: {}; is {} a typo of that campaign's id? Use that campaign's \
+         file, or pass --allow-shared-items if two campaigns really sell the same item ids",
+        lines.join("; "),
+        campaign.id
+    )))
 }
 
 #[cfg(test)]

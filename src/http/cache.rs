@@ -9,23 +9,35 @@
 //! reply was lost (same `request_id`) must get its order back, so every
 //! buyer's attempt goes to Redis. The cache refuses only once it holds the
 //! item's buyers, read after the item became final (sold out, or outside
-//! its window), when no new buyer can appear.
+//! its window), with the length of each of its order streams read just
+//! before them. Every buy appends to its slot's stream, so does every
+//! release that lets another shopper buy, and nothing trims them: the
+//! buyers read stay the buyers exactly as long as the lengths do. A unit
+//! released and bought again between two refreshes, through another door,
+//! moves a length, and the buyers are read again. (They used to be kept
+//! while the sell-out and the window looked unchanged, and the new buyer's
+//! retry with its own request id was refused from memory for as long as the
+//! item stayed sold out: issue 25 item 30.) This holds however soon the
+//! sell-out is learned. The one buyer memory may still refuse is one whose
+//! order came through another door since the last refresh: no longer than
+//! units coming back wait (below).
 //!
 //! What keeps it current is [`refresh`], every `--recheck` interval: each
 //! item's sell-out state (a plain item's stock; a bucketed item's proof),
 //! window and the clock skew. Units coming back (a reservation released, a
 //! cancel, a preheat) are seen within one interval plus one round trip: the
 //! bound `docs/serve.md` states and `tests/it/serve.rs` measures. One GET
-//! (a bucketed item: two per bucket) per item per interval per instance is
-//! the whole cost; a publish/subscribe channel would only shorten the bound
-//! further, at the price of a subscription per instance and channel rights
-//! for the operator role.
+//! (a bucketed item: two per bucket) per item per interval per instance,
+//! and one XLEN per slot of a final item, is the whole cost; a
+//! publish/subscribe channel would only shorten the bound further, at the
+//! price of a subscription per instance and channel rights for the
+//! operator role.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use redis::ConnectionLike;
 
 use crate::domain::item::SaleItem;
@@ -43,7 +55,16 @@ struct Known {
     sold_out: bool,
     window: Window,
     /// Who bought, once read for a final state (their attempts go to Redis).
-    buyers: Option<HashSet<String>>,
+    buyers: Option<Buyers>,
+}
+
+/// The item's buyers as of its order streams' lengths.
+#[derive(Debug)]
+struct Buyers {
+    users: HashSet<String>,
+    /// XLEN of each slot's order stream, read just before `users`: while
+    /// they are the same, no order was appended, so no buyer came.
+    orders_seen: Vec<u64>,
 }
 
 /// The refusals every item of the campaign gets from memory.
@@ -80,7 +101,7 @@ impl Cache {
             .read()
             .unwrap_or_else(|e| e.into_inner());
         let buyers = known.buyers.as_ref()?;
-        if buyers.contains(user) {
+        if buyers.users.contains(user) {
             return None;
         }
         let now = self.redis_now_ms();
@@ -104,7 +125,8 @@ impl Cache {
 }
 
 /// One refresh: the skew, then every item's state from Redis; buyers are
-/// read for an item that became final, forgotten for one that is not.
+/// read for an item that became final or whose orders moved, forgotten for
+/// one that is not final.
 pub(crate) fn refresh<C: ConnectionLike>(
     conn: &mut C,
     cache: &Cache,
@@ -128,18 +150,39 @@ pub(crate) fn refresh<C: ConnectionLike>(
             buyers: None,
         };
         if Cache::final_state(&known, redis_now) {
-            let current = entry.read().unwrap_or_else(|e| e.into_inner());
-            // Buyers of a final item do not change: read them once per state.
-            let kept = (current.sold_out == known.sold_out && current.window == known.window)
-                .then(|| current.buyers.clone())
-                .flatten();
-            drop(current);
-            known.buyers = Some(match kept {
-                Some(buyers) => buyers,
-                None => sale.buyers(conn)?,
+            let orders_seen = orders_seen(conn, &sale)?;
+            let unchanged = entry
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .buyers
+                .as_ref()
+                .is_some_and(|buyers| buyers.orders_seen == orders_seen);
+            if unchanged {
+                // No order since the buyers were read: they are the buyers.
+                let mut current = entry.write().unwrap_or_else(|e| e.into_inner());
+                current.sold_out = known.sold_out;
+                current.window = known.window;
+                continue;
+            }
+            known.buyers = Some(Buyers {
+                users: sale.buyers(conn)?,
+                orders_seen,
             });
         }
         *entry.write().unwrap_or_else(|e| e.into_inner()) = known;
     }
     Ok(())
+}
+
+/// The length of each of `sale`'s order streams (0 when there is none).
+fn orders_seen<C: ConnectionLike>(conn: &mut C, sale: &SaleItem) -> Result<Vec<u64>> {
+    sale.slots()
+        .iter()
+        .map(|slot| {
+            redis::cmd("XLEN")
+                .arg(&slot.keys.orders)
+                .query(conn)
+                .with_context(|| format!("cannot read {}", slot.keys.orders))
+        })
+        .collect()
 }

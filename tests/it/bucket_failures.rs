@@ -344,3 +344,85 @@ fn recover_refuses_a_bucketed_item_that_lost_only_some_buckets() {
         "a refused recovery wrote something"
     );
 }
+
+/// Four buckets of 2, reservations: every key of a home bucket is in play.
+fn bfr() -> CampaignSpec {
+    campaign("bfr")
+        .per_user_limit(2)
+        .payment_timeout("10m")
+        .item("1", 8)
+        .buckets(4)
+}
+
+/// Issue 25 items 38 and 29: a home bucket holding something the attempt
+/// cannot use is refused before the sweep moves a unit. Before, a home
+/// bucket whose order stream was a string answered `corrupt_state` only on
+/// the credit call, each attempt first moving half of a healthy bucket's
+/// stock into transit; and a home whose transfer log was wrong-typed was met
+/// (or not) depending on where the sweep started. With the home bucket
+/// empty (valid: the attempt sweeps) and every other bucket healthy, each
+/// key of the home bucket wrong-typed, and each reservation counter empty,
+/// is `corrupt_state` naming that key, with every key of the Redis
+/// byte-for-byte unchanged; the counters too when the home bucket has stock.
+#[test]
+fn a_corrupt_home_bucket_is_refused_before_the_sweep_moves_a_unit() {
+    let server = RedisServer::start();
+    let spec = bfr();
+    let layout = Layout::new("seckill", "bfr", "1", 4);
+    // Several users homed in bucket 0: the sweep's start is random.
+    let users: Vec<String> = (0..)
+        .map(|n| format!("user-{n}"))
+        .filter(|u| home_bucket(u, 4) == 0)
+        .take(4)
+        .collect();
+    let home = layout.bucket(0);
+    let k = &home.keys;
+    let wrong_typed = [
+        (&k.meta, "string"),
+        (&k.buyers, "string"),
+        (&k.buyer_orders, "string"),
+        (&format!("{}requests", k.base), "string"),
+        (&k.orders, "string"),
+        (&k.orders, "hash"),
+        (&k.reservations, "string"),
+        (&k.deadlines, "string"),
+        (&k.reservation_counts, "string"),
+        (&home.xfer_in, "string"),
+        (&home.xfer_out, "string"),
+        (&home.xfer_pending, "string"),
+    ];
+    let mut conn = server.conn();
+    for (key, kind) in wrong_typed {
+        for user in &users {
+            let file = Preheat::on(&server).flushed().spec(&spec);
+            let () = conn.set(&k.stock, 0).unwrap();
+            let () = conn.del(key).unwrap();
+            let () = match kind {
+                "string" => conn.set(key, "x").unwrap(),
+                _ => conn.hset(key, "f", "v").unwrap(),
+            };
+            assert_corrupt(&server, &file, user, key);
+        }
+    }
+    for home_stock in [0, 2] {
+        for field in ["reserved_orders", "reserved_units"] {
+            let file = Preheat::on(&server).flushed().spec(&spec);
+            let () = conn.set(&k.stock, home_stock).unwrap();
+            let () = conn.hset(&k.reservation_counts, field, "").unwrap();
+            assert_corrupt(&server, &file, &users[0], &k.reservation_counts);
+        }
+    }
+    // Healthy, the same attempt sweeps and reserves a unit from another bucket.
+    let file = Preheat::on(&server).flushed().spec(&spec);
+    let () = conn.set(&k.stock, 0).unwrap();
+    buy(&file, &server.url(), &users[0], &[], SUCCESS);
+    let left: i64 = layout
+        .all()
+        .iter()
+        .map(|b| conn.get::<_, i64>(&b.keys.stock).unwrap())
+        .sum();
+    assert_eq!(
+        left, 5,
+        "8 units, 2 set aside in the home bucket, 1 reserved"
+    );
+}

@@ -222,10 +222,17 @@ fn init_resets_but_refuses_to_erase_sales_without_yes() {
         "{stderr}"
     );
 
-    let out = on(&file, &server, &["init", "--yes"])
-        .json()
-        .succeeds()
-        .json();
+    // Closed, its order is still not stored: the campaign id is typed
+    // (`--yes` alone refuses to delete it, issue 25 item 39).
+    on(&file, &server, &["init", "--yes"]).fails_with(USAGE_ERROR);
+    let out = on(
+        &file,
+        &server,
+        &["init", "--yes", "--purge-orders", "moutai-test"],
+    )
+    .json()
+    .succeeds()
+    .json();
     assert_eq!(out["items"][0]["stock"], 2);
     assert!(
         out["items"][0]["keys_deleted"].as_u64().unwrap() >= 5,

@@ -218,7 +218,9 @@ fn a_valid_state_still_buys_and_the_corrupt_outcome_is_documented() {
 enum Corruption {
     /// Replace the key by one of this type.
     WrongType(&'static str),
-    /// Store this malformed number (in a hash: as the user's units and as `initial_stock`).
+    /// Store this malformed number (in a hash: as the user's units and as
+    /// `initial_stock`; in the reservation counters: as `reserved_orders`
+    /// and `reserved_units`).
     Value(&'static str),
 }
 
@@ -226,6 +228,12 @@ impl Corruption {
     fn apply(self, conn: &mut redis::Connection, key: &str) {
         match self {
             Corruption::WrongType(kind) => wrong_type(conn, key, kind),
+            // The reservation counters (absent in this campaign) as the
+            // purchase reads them: by field name.
+            Corruption::Value(value) if key.ends_with(":reservation_counts") => {
+                let () = conn.hset(key, "reserved_orders", value).unwrap();
+                let () = conn.hset(key, "reserved_units", value).unwrap();
+            }
             Corruption::Value(value) => {
                 let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
                 if kind == "hash" {
@@ -304,6 +312,9 @@ fn header_kinds(spec: &Spec) -> Vec<String> {
 /// than their header says, and a malformed value they read (meta, stock, the
 /// user's units, the rate counter of a counted attempt, a stale transfer's
 /// record), must be refused — a plain answer would mean it went unnoticed.
+/// So must both buy scripts a malformed reservation counter when the attempt
+/// is a reservation (issue 25 item 29: `''` was taken for "none", then
+/// HINCRBY refused it after the order entry and the record were written).
 fn must_refuse(
     script: &str,
     key: &str,
@@ -311,6 +322,14 @@ fn must_refuse(
     corruption: Corruption,
     argv: &[String],
 ) -> bool {
+    // A reservation (payment_timeout_ms > 0) reads the counters it moves.
+    let reserving = (script == "buy" || script == "bucket_buy") && argv[6] != "0";
+    if reserving
+        && key.ends_with(":reservation_counts")
+        && matches!(corruption, Corruption::Value(_))
+    {
+        return true;
+    }
     if !script.starts_with("bucket_") {
         return false;
     }
@@ -336,11 +355,22 @@ fn must_refuse(
     }
 }
 
+/// The order id the buy scripts' ARGV give (a ULID, as `seckill` makes them:
+/// a request id remembers it, and a replay refuses anything else).
+const ORDER: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1XY";
+/// The order id of the buy scripts' reservation ARGV.
+const RESERVED: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1XZ";
+
 /// Valid ARGV lists for each script (`pending` is a pending order entry's id).
 fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     match script {
-        "buy" => vec![owned(&["u", "1", "r1", "01ORDERX", "cs", "1", "0"])],
+        // An ok that is final, then a reservation (it reads the counters;
+        // its own request id, so it is no replay of the first).
+        "buy" => vec![
+            owned(&["u", "1", "r1", ORDER, "cs", "1", "0"]),
+            owned(&["u", "1", "r2", RESERVED, "cs", "1", "60000"]),
+        ],
         "preheat" => ["load", "force", "meta", "dry"]
             .iter()
             .map(|mode| {
@@ -371,21 +401,25 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         // A buyer of the seeded state, with and without a request id.
         "order_lookup" => vec![owned(&["u", "r1"]), owned(&["u", ""])],
         "lock_release" => vec![owned(&["token"])],
-        "pay" => vec![owned(&["01ORDERX", "cs", "1"])],
+        "pay" => vec![owned(&[ORDER, "cs", "1"])],
         "release" => vec![
-            owned(&["cancel", "01ORDERX", "why", "1", "1", "cs", "1"]),
+            owned(&["cancel", ORDER, "why", "1", "1", "cs", "1"]),
             owned(&["expire", "", "", "10", "1", "cs", "1"]),
         ],
         // A home buy counting the attempt; a credit then a buy; both at once
-        // (payment_timeout_ms 0: an ok is final).
+        // (payment_timeout_ms 0: an ok is final); then a reservation at home
+        // and with a credit of its own (they read the counters; their own
+        // request id, so they are no replay of the first three).
         "bucket_buy" => [
-            ["0", "1", "", "0", "0"],
-            ["0", "0", "01XFER", "3", "2"],
-            ["0", "1", "01XFER", "3", "2"],
+            ["r1", ORDER, "0", "1", "", "0", "0"],
+            ["r1", ORDER, "0", "0", "01XFER", "3", "2"],
+            ["r1", ORDER, "0", "1", "01XFER", "3", "2"],
+            ["r2", RESERVED, "60000", "1", "", "0", "0"],
+            ["r2", RESERVED, "60000", "0", "02XFER", "3", "2"],
         ]
         .iter()
-        .map(|tail| {
-            let mut argv = owned(&["u", "1", "r1", "01ORDERX", "cs", "1"]);
+        .map(|[request, order, tail @ ..]| {
+            let mut argv = owned(&["u", "1", request, order, "cs", "1"]);
             argv.extend(owned(tail));
             argv
         })
@@ -548,6 +582,141 @@ fn preheat_on_an_empty_item_checks_the_meta_type_before_loading_stock() {
             before,
             snapshot(&mut conn),
             "{argv:?}: stock loaded, meta not"
+        );
+    }
+}
+
+/// A sale whose `ok` is a reservation: the purchase reads the counters it moves.
+fn reserving() -> CampaignFile {
+    campaign("cs")
+        .field("ends_at", "2099-01-01T00:00:00Z")
+        .keep_after_end("1h")
+        .per_user_limit(2)
+        .payment_timeout("10m")
+        .item("1", 5)
+        .write()
+}
+
+/// Issue 25 item 29: an empty (or otherwise malformed) reservation counter
+/// was taken for "none"; HINCRBY then refused it after the order entry, the
+/// reservation record and its deadline were written, with no stock taken, and
+/// `expire` later released that phantom reservation into the stock (6 of 5).
+#[test]
+fn a_reservation_refuses_a_malformed_counter_before_its_first_write() {
+    let server = RedisServer::start();
+    let file = reserving();
+    let counts = format!("{BASE}:reservation_counts");
+    for value in NOT_INTEGERS {
+        for field in ["reserved_orders", "reserved_units"] {
+            let mut conn = fresh(&server, &file);
+            let () = conn.hset(&counts, field, value).unwrap();
+            assert_corrupt(&server, &file, &counts, &format!("{field} {value:?}"));
+        }
+    }
+    // Valid counters still reserve, and move.
+    let mut conn = fresh(&server, &file);
+    let () = conn.hset(&counts, "reserved_units", "0").unwrap();
+    seckill(&["buy", "--item", "1", "--user", "u"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let units: i64 = conn.hget(&counts, "reserved_units").unwrap();
+    assert_eq!(units, 1);
+}
+
+/// The remembered values a request id may hold: `<order id>:<qty>` or, as
+/// versions before the qty was kept wrote it, a bare order id; the order id
+/// is a ULID (`seckill` makes every one). Anything else is corrupt.
+const NOT_REMEMBERED: &[&str] = &[
+    "not-an-order:1.5",
+    "ZZZ:9007199254740993",
+    "garbage",
+    "",
+    ":1",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1XY:0",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1XY:01",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1XY: 1",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1XY:1:1",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1X",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1XYZ:1",
+    "01jdz8q6v4m7k3n9p2r5t8w1xy:1",
+    "01JDZ8Q6V4M7K3N9P2R5T8W1XU:1",
+];
+
+/// Issue 25 item 37: a corrupt remembered request id was answered `ok` with
+/// the garbage as its order id (or `request_id_reused` with a qty Lua's
+/// `tonumber` rounded); it is `corrupt_state` naming the requests hash, with
+/// nothing written — on a plain item, and on a bucket's credit call, whose
+/// credit (its first write) must not land before the replay refuses.
+#[test]
+fn a_malformed_remembered_request_id_is_corrupt_state_and_writes_nothing() {
+    let server = RedisServer::start();
+    let file = cs();
+    let requests = format!("{BASE}:requests");
+    for value in NOT_REMEMBERED {
+        let mut conn = fresh(&server, &file);
+        let () = conn.hset(&requests, "1:u:r1", value).unwrap();
+        assert_corrupt(&server, &file, &requests, &format!("remembered {value:?}"));
+    }
+    // What seckill writes is still answered: a bare order id (older
+    // versions), and an order with its qty (a retry with another qty is
+    // request_id_reused).
+    let mut conn = fresh(&server, &file);
+    let () = conn.hset(&requests, "1:u:r1", ORDER).unwrap();
+    let replay = seckill(&["buy", "--item", "1", "--user", "u", "--request-id", "r1"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(replay["order_id"], ORDER, "{replay}");
+    let () = conn
+        .hset(&requests, "1:u:r1", format!("{ORDER}:2"))
+        .unwrap();
+    seckill(&["buy", "--item", "1", "--user", "u", "--request-id", "r1"])
+        .campaign(&file)
+        .redis(&server)
+        .fails_with(exit_codes::REQUEST_ID_REUSED);
+
+    // A bucket's credit call meets the remembered request id after reading
+    // everything else: refused before the credit, whatever the remembered
+    // value or the record it names is made of.
+    let spec = scripts::by_name("bucket_buy").unwrap();
+    let keys: Vec<String> = spec.keys.iter().map(|name| key_named(name)).collect();
+    let credit = |timeout: &str| -> Vec<String> {
+        [
+            "u", "1", "r1", ORDER, "cs", "1", timeout, "0", "01XFER", "3", "2",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let reservations = format!("{BASE}:reservations");
+    let cases: Vec<(String, Option<&str>, &str)> = NOT_REMEMBERED
+        .iter()
+        .map(|value| (value.to_string(), None, "0"))
+        .chain([(format!("{ORDER}:1"), Some("not a record"), "60000")])
+        .collect();
+    for (value, record, timeout) in cases {
+        let mut conn = fresh(&server, &file);
+        let () = conn.hset(&requests, "1:u:r1", &value).unwrap();
+        if let Some(record) = record {
+            let () = conn.hset(&reservations, ORDER, record).unwrap();
+        }
+        let before = snapshot(&mut conn);
+        let reply = invoke(&mut conn, spec, &keys, &credit(timeout)).unwrap();
+        let case = format!("credit call, remembered {value:?}, record {record:?}");
+        let redis::Value::Array(fields) = &reply else {
+            panic!("{case}: {reply:?}");
+        };
+        assert_eq!(
+            fields.first(),
+            Some(&redis::Value::BulkString(b"corrupt_state".to_vec())),
+            "{case}: {reply:?}"
+        );
+        assert_eq!(
+            before,
+            snapshot(&mut conn),
+            "{case}: the credit was written"
         );
     }
 }

@@ -252,15 +252,138 @@ fn init_refuses_a_selling_sale_and_names_the_orders_it_would_lose() {
         );
     }
     assert_eq!(keys(&server), before, "the refused init changed Redis");
-    // Closed first, the reset goes ahead and names what it deleted.
+    // Closed, the sale stores nothing more: its acknowledged orders are
+    // still not in the order database, and a reset would delete them (issue
+    // 25 item 39). Refused the same, naming them and the ways on.
     run(&["shutdown-switch", "on"]).succeeds();
-    let report = run(&["init", "--yes"]).json().succeeds().json();
+    let closed = keys(&server);
+    let stderr = run(&["init", "--yes"]).fails_with(USAGE_ERROR).stderr();
+    for order in &bought {
+        assert!(
+            stderr.contains(order.as_str()),
+            "{order} not named: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("consume --drain") && stderr.contains("--purge-orders live"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("shutdown-switch on"), "{stderr}");
+    assert_eq!(keys(&server), closed, "the refused init changed Redis");
+    // Typing the campaign id resets it and names what it deleted.
+    let report = run(&["init", "--yes", "--purge-orders", "live"])
+        .json()
+        .succeeds()
+        .json();
     assert_eq!(report["unstored_orders_deleted"]["count"], 2, "{report}");
     let named = report["unstored_orders_deleted"]["ids"].to_string();
     assert!(
         bought.iter().all(|o| named.contains(o.as_str())),
         "{report}"
     );
+}
+
+/// Issue 25 item 39, the other way on: once `consume --drain` has stored
+/// every order, a closed sale resets with `--yes` alone, losing nothing.
+#[test]
+fn a_closed_sale_resets_once_its_orders_are_stored() {
+    let server = RedisServer::start();
+    let file = sale("drained").write();
+    let run = |args: &[&str]| seckill(args).campaign(&file).redis(&server);
+    run(&["preheat"]).succeeds();
+    run(&["buy", "--item", "1", "--user", "a"]).succeeds();
+    run(&["shutdown-switch", "on"]).succeeds();
+    run(&["init", "--yes"]).fails_with(USAGE_ERROR);
+    run(&["consume", "--drain"]).succeeds();
+    let report = run(&["init", "--yes"]).json().succeeds().json();
+    assert_eq!(report["unstored_orders_deleted"]["count"], 0, "{report}");
+    assert_eq!(report["order_rows_in_database"], 1, "{report}");
+}
+
+/// Issue 25 item 32: `init --yes` of a typo'd campaign id loaded a second
+/// stock of a live sale's item (`preheat` refused the same file). It applies
+/// the registry's collision check as preheat does, and its escape.
+#[test]
+fn init_refuses_a_typod_campaign_id_as_preheat_does() {
+    let server = RedisServer::start();
+    let real = sale("shop-1111").write();
+    seckill(&["preheat"])
+        .campaign(&real)
+        .redis(&server)
+        .succeeds();
+    let before = keys(&server);
+    let typo = sale("shop-111").write();
+    for args in [&["init"][..], &["init", "--yes"]] {
+        let stderr = seckill(args)
+            .campaign(&typo)
+            .redis(&server)
+            .fails_with(PREHEAT_REFUSED)
+            .stderr();
+        assert!(
+            stderr.contains("campaign shop-1111") && stderr.contains("item(s) 1"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(keys(&server), before, "{args:?}: the refused init wrote");
+    }
+    let listed = seckill(&["campaigns"])
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(listed["live"].as_array().unwrap().len(), 1, "{listed}");
+    // The live sale itself resets as before; two campaigns may sell the
+    // same item ids on purpose.
+    seckill(&["init", "--yes"])
+        .campaign(&real)
+        .redis(&server)
+        .succeeds();
+    seckill(&["init", "--yes", "--allow-shared-items"])
+        .campaign(&typo)
+        .redis(&server)
+        .succeeds();
+}
+
+/// Issue 25 item 40: a preheat that wrote nothing (an item refused, the
+/// others kept) rewrote the campaign's registry entry all the same — the
+/// window and expiry of a file Redis does not hold — and said the refused
+/// item's fields "changed". Nothing written means no key changed.
+#[test]
+fn a_preheat_that_writes_nothing_leaves_the_registry_as_it_was() {
+    let server = RedisServer::start();
+    let spec = sale("reg")
+        .field("ends_at", "2099-01-01T00:00:00Z")
+        .item("2", 10);
+    let file = spec.write();
+    let run = |file: &crate::support::CampaignFile, args: &[&str]| {
+        seckill(args).campaign(file).redis(&server)
+    };
+    run(&file, &["preheat"]).succeeds();
+    run(&file, &["buy", "--item", "1", "--user", "a"]).succeeds();
+    let () = server.conn().del("seckill:{reg:1}:stock").unwrap();
+    let edited = spec.field("ends_at", "2098-06-01T00:00:00Z").write();
+    let before = keys(&server);
+    let refused = run(&edited, &["preheat"]).fails_with(PREHEAT_REFUSED);
+    assert_eq!(keys(&server), before, "the refused preheat wrote");
+    let stdout = refused.stdout();
+    assert!(!stdout.contains("ends_at changed"), "{stdout}");
+    // Every item kept, the file different: nothing written either.
+    let () = server.conn().set("seckill:{reg:1}:stock", 9).unwrap();
+    let before = keys(&server);
+    run(&edited, &["preheat"]).succeeds();
+    assert_eq!(
+        keys(&server),
+        before,
+        "a preheat that kept everything wrote"
+    );
+    // Applied, the entry follows the file.
+    run(&edited, &["preheat", "--update-meta"]).succeeds();
+    let listed = seckill(&["campaigns"])
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json();
+    let ends = listed["live"][0]["ends_at_ms"].as_i64();
+    assert_eq!(ends, Some(4_052_419_200_000), "{listed}");
 }
 
 #[test]

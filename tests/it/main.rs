@@ -41,6 +41,7 @@ mod readme_session;
 mod reconcile_content;
 mod reconcile_live;
 mod refused_orders;
+mod registration_ip;
 mod replicas;
 mod replicas_cluster;
 mod replicas_loadtest;

@@ -643,6 +643,22 @@ fn evalsha_calls(server: &RedisServer) -> i64 {
         .unwrap_or(0)
 }
 
+/// Wait (10 s at most) until `serve` refuses a newcomer's attempt on `item`
+/// from memory: it has learned the sell-out and read the buyers.
+fn until_refused_from_memory(serve: &Serve, item: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !http::buy(serve.addr, item, "probe", "p").json()["from_cache"]
+        .as_bool()
+        .unwrap_or(false)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the cache never learned the sell-out"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn after_the_sell_out_attempts_are_refused_from_memory_with_no_script_call() {
     let server = RedisServer::start();
@@ -656,17 +672,7 @@ fn after_the_sell_out_attempts_are_refused_from_memory_with_no_script_call() {
         orders.insert(user, bought.json()["order_id"].clone());
     }
     // Until the cache has read the buyers, attempts still go to Redis.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !http::buy(serve.addr, "1", "probe", "p").json()["from_cache"]
-        .as_bool()
-        .unwrap_or(false)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the cache never learned the sell-out"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_refused_from_memory(&serve, "1");
     let () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query(&mut server.conn())
@@ -703,6 +709,84 @@ fn after_the_sell_out_attempts_are_refused_from_memory_with_no_script_call() {
     assert!(hits >= 200, "{metrics}");
 }
 
+/// A `serve` process stopped with SIGSTOP (it answers nothing and refreshes
+/// nothing), resumed with SIGCONT on drop — even when an assertion fails.
+struct Paused(String);
+
+impl Paused {
+    fn new(serve: &Serve) -> Paused {
+        let pid = serve.pid().to_string();
+        let status = std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -STOP {pid}");
+        Paused(pid)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0])
+            .status();
+    }
+}
+
+/// Issue 25 item 30: the cache held the buyers it read when the item sold
+/// out for as long as the sell-out and the window looked the same at each
+/// refresh. A unit released and bought again between two refreshes (through
+/// another door) left the new buyer out, and that buyer's retry with its own
+/// request id was answered `sold_out` from memory for as long as the item
+/// stayed sold out. The buyers are read again once the item's orders moved.
+#[test]
+fn a_buyer_who_bought_through_another_door_gets_its_order_back_from_serve() {
+    let server = RedisServer::start();
+    let file = campaign("again")
+        .payment_timeout("10m")
+        .item("1", 1)
+        .write();
+    preheat(&file, &server);
+    let serve = Serve::start(&file, &server.url(), false, &["--recheck", "100ms"]);
+    let first = http::buy(serve.addr, "1", "a", "ra");
+    assert_eq!(first.status, 200, "{}", first.body);
+    let order = first.json()["order_id"].as_str().unwrap().to_string();
+    until_refused_from_memory(&serve, "1");
+    // Between two of serve's refreshes (it is stopped: no refresh runs), the
+    // unit comes back and x buys it through the command line.
+    let bought = {
+        let _paused = Paused::new(&serve);
+        let cli = |args: &[&str]| seckill(args).campaign(&file).redis(&server);
+        cli(&["cancel", "--item", "1", "--order", &order]).succeeds();
+        cli(&["buy", "--item", "1", "--user", "x", "--request-id", "rx"])
+            .json()
+            .succeeds()
+            .json()
+    };
+    // Refreshes run again: the sell-out and the window look as before.
+    std::thread::sleep(Duration::from_millis(600));
+    let retry = http::buy(serve.addr, "1", "x", "rx");
+    assert_eq!(
+        (retry.status, outcome(&retry)),
+        (200, "ok".into()),
+        "x's retry with its own request id: {}",
+        retry.body
+    );
+    assert_eq!(
+        retry.json()["order_id"],
+        bought["order_id"],
+        "{}",
+        retry.body
+    );
+    assert_ne!(retry.json()["from_cache"], json!(true), "{}", retry.body);
+    // Non-buyers are still refused from memory.
+    let late = http::buy(serve.addr, "1", "late", "l");
+    assert_eq!(
+        (late.status, late.json()["from_cache"].clone()),
+        (410, json!(true))
+    );
+}
+
 fn reservation_sale(token: &std::path::Path) -> (CampaignSpec, Vec<String>) {
     let spec = campaign("back").payment_timeout("10m").item("1", 1);
     (
@@ -730,17 +814,7 @@ fn a_released_unit_sells_again_through_serve_within_the_recheck_bound() {
     let reserved = http::buy(serve.addr, "1", "first", "f");
     assert_eq!(reserved.status, 200, "{}", reserved.body);
     let order = reserved.json()["order_id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !http::buy(serve.addr, "1", "probe", "p").json()["from_cache"]
-        .as_bool()
-        .unwrap_or(false)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the cache never learned the sell-out"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_refused_from_memory(&serve, "1");
     // The operator endpoints need the token, and are refused without it.
     let without = http::post(
         serve.addr,

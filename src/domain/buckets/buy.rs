@@ -1,7 +1,8 @@
 //! One purchase attempt on a bucketed item (`docs/buckets.md`, "The buy path"):
 //! the home bucket first (one round trip, the common case); when it is short,
-//! a sweep over every bucket that takes stock by logged transfers, and
-//! answers `sold_out` only after two consecutive quiet sweeps.
+//! a sweep over every bucket — the home bucket's visit first — that takes
+//! stock by logged transfers, and answers `sold_out` only after two
+//! consecutive quiet sweeps.
 
 use std::time::{Duration, Instant};
 
@@ -132,6 +133,18 @@ fn sweep<C: ConnectionLike>(
 ) -> Result<BuyReply> {
     let n = buckets.len() as u32;
     let start = rand::random_range(0..n);
+    // The home bucket first, then the others from a random one: the home's
+    // visit reads its transfer logs before any other bucket gives a unit,
+    // so a home bucket the attempt would refuse (a wrong-typed log) refuses
+    // before a transfer starts, wherever the sweep would have begun (issue
+    // 25 item 38). Its first call already checked every other key it keeps.
+    let order: Vec<u32> = std::iter::once(home.bucket)
+        .chain(
+            (0..n)
+                .map(|i| (start + i) % n)
+                .filter(|b| *b != home.bucket),
+        )
+        .collect();
     let deadline = Instant::now() + GIVE_UP;
     // In-counts seen by the last quiet sweep: two quiet sweeps in a row with
     // the same in-counts prove the item sold out (docs/buckets.md, property 3).
@@ -142,7 +155,7 @@ fn sweep<C: ConnectionLike>(
         let mut fresh_pending = false;
         let mut in_counts = vec![0; buckets.len()];
         let mut home_stock = 0;
-        for b in (0..n).map(|i| (start + i) % n) {
+        for &b in &order {
             let bucket = &buckets[b as usize];
             let is_home = b == home.bucket;
             let transfer_id = new_order_id();

@@ -20,11 +20,19 @@ pub(crate) const MAX_DEVICE_BYTES: usize = 128;
 
 /// The prefix an address counts under: IPv4 /24, IPv6 /64 (one household,
 /// one mobile carrier's block of addresses for one device, one /64 per site).
+/// An IPv4-mapped IPv6 address (`::ffff:203.0.113.200`, what a back end on a
+/// dual-stack socket sees of every IPv4 caller) is its IPv4 address: under
+/// `::/64` every IPv4 caller in the world shared one cap, and a caller
+/// choosing the spelling got a second one per /24.
 pub fn ip_prefix(address: &str) -> Result<String> {
     let ip: IpAddr = address
         .trim()
         .parse()
         .with_context(|| format!("{address:?} is not an IPv4 or IPv6 address"))?;
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
     Ok(match ip {
         IpAddr::V4(v4) => {
             let [a, b, c, _] = v4.octets();
@@ -99,6 +107,19 @@ mod tests {
             "2001:db8:1:2::/64"
         );
         assert!(ip_prefix("203.0.113").is_err());
+        // An IPv4 caller seen through a dual-stack socket is that IPv4
+        // address, however it is spelled (issue 25 item 31).
+        for mapped in [
+            "::ffff:203.0.113.200",
+            "::FFFF:cb00:71c8",
+            "0:0:0:0:0:ffff:203.0.113.1",
+        ] {
+            assert_eq!(ip_prefix(mapped).unwrap(), "203.0.113.0/24", "{mapped}");
+        }
+        assert_eq!(ip_prefix("::ffff:198.51.100.7").unwrap(), "198.51.100.0/24");
+        // Other IPv6 addresses near it stay IPv6.
+        assert_eq!(ip_prefix("::1").unwrap(), "::/64");
+        assert_eq!(ip_prefix("64:ff9b::203.0.113.1").unwrap(), "64:ff9b::/64");
         assert!(check_device("phone-1").is_ok());
         assert!(check_device("phone 1").is_err());
         assert!(check_device("").is_err());

@@ -193,6 +193,11 @@ const BUYER: &[Sent] = &[
         "serve: who bought a sold-out or closed item (their retries still go to Redis)",
     ),
     sent(
+        &["XLEN", "{key}"],
+        Key::Item("orders"),
+        "serve: whether a sold-out or closed item's orders moved since its buyers were read",
+    ),
+    sent(
         &["WAIT", "1", "1000"],
         Key::None,
         "buy and serve with --wait-replicas: the replicas' acknowledgement",
