@@ -620,7 +620,7 @@ fn notes(s: &ItemStatus, campaign_file: &str) -> Vec<String> {
             ));
         }
         match &room.admitter_behind {
-            Some(why) => notes.push(format!("{id}: room waits for `queue admit --loop`: {why}")),
+            Some(why) => notes.push(format!("{id}: {why}")),
             None if !room.needs_admitter.is_empty() => notes.push(format!(
                 "{id}: its room needs `seckill queue admit --loop` ({})",
                 room.needs_admitter.join(", ")

@@ -270,8 +270,7 @@ fn the_compact_watch_is_a_table_that_cuts_only_names() {
         "{screen}"
     );
     assert!(
-        screen
-            .contains("moutai: its room needs `seckill queue admit --loop` (max_active, fan_out)"),
+        screen.contains("moutai: this room needs `seckill queue admit --loop` (a bucketed"),
         "{screen}"
     );
     term.keys("C-c");

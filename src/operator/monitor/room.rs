@@ -132,7 +132,12 @@ fn behind(room: &Room, figures: &RoomFigures) -> Option<(i64, String)> {
             ),
         ));
     }
-    late.into_iter().max_by_key(|(ms, _)| *ms)
+    // Every late cause is said, the longest first: an admitter that never
+    // ran and the positions it left behind are one incident, two facts.
+    late.sort_by_key(|(ms, _)| std::cmp::Reverse(*ms));
+    let ms = late.first()?.0;
+    let why: Vec<String> = late.into_iter().map(|(_, why)| why).collect();
+    Some((ms, why.join("; ")))
 }
 
 impl RoomView {

@@ -82,6 +82,14 @@ impl RedisCluster {
         for port in &cluster.ports {
             wait_for(|| cluster_ok(*port), "cluster_state:ok on every node");
         }
+        // A client that reads CLUSTER SLOTS (the roles without CLUSTER NODES)
+        // sees a replica only once it is linked: tests start after that.
+        for port in &cluster.ports {
+            wait_for(
+                || slots_list_every_node(*port, cluster.ports.len()),
+                "every replica in CLUSTER SLOTS on every node",
+            );
+        }
         cluster
     }
 
@@ -352,6 +360,33 @@ fn cluster_ok(port: u16) -> bool {
         .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut c))
         .map(|info| info.contains("cluster_state:ok"))
         .unwrap_or(false)
+}
+
+/// `CLUSTER SLOTS` at `port` names `nodes` distinct nodes (masters and replicas).
+fn slots_list_every_node(port: u16, nodes: usize) -> bool {
+    let Ok(mut conn) = node(port) else {
+        return false;
+    };
+    let Ok(ranges) = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query::<Vec<Vec<redis::Value>>>(&mut conn)
+    else {
+        return false;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for range in ranges {
+        for entry in range.into_iter().skip(2) {
+            if let Ok((host, port)) = redis::from_redis_value::<(String, u16)>(match entry {
+                redis::Value::Array(fields) => {
+                    redis::Value::Array(fields.into_iter().take(2).collect())
+                }
+                other => other,
+            }) {
+                seen.insert(format!("{host}:{port}"));
+            }
+        }
+    }
+    seen.len() == nodes
 }
 
 fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
