@@ -3,7 +3,9 @@
 --
 -- The buy script reads `closed` from the meta hash on every call, so the
 -- switch takes effect from the very next attempt. The history is a capped
--- list, newest first, that lives as long as the meta hash.
+-- list, newest first, that lives as long as the meta hash: the newest
+-- `keep` flips are kept (`kill_switch::HISTORY_CAP`, 1000), older ones are
+-- trimmed here, in the call that adds one.
 --
 -- KEYS[1] meta        hash   (closed, switch_reason, switched_at_ms, switched_by)
 -- KEYS[2] switch_log  list   JSON flips {closed, reason, by, at_ms}, newest first
@@ -13,11 +15,16 @@
 -- ARGV[4] at_ms         when (Redis time, Unix ms)
 -- ARGV[5] expire_at_ms  "" = none; the meta hash gets it only when it has
 --                       no expiry yet (a switch flipped on a never-preheated item)
--- ARGV[6] keep          flips to keep (>= 1)
+-- ARGV[6] keep          flips to keep (an integer >= 1)
 --
 -- Returns the number of flips kept.
--- Both key types are checked before the first write: Redis has no rollback.
+-- Refuses before any read or write: `keep` not an integer >= 1
+-- (`ERR set_switch: keep …`); then either key of another type (WRONGTYPE).
+-- Redis has no rollback.
 
+--- @include "lib/argument"
+
+local keep = argument('set_switch', 6, 'keep', 1)
 for i = 1, 2 do
   local t = redis.call('TYPE', KEYS[i])['ok']
   local want = i == 1 and 'hash' or 'list'
@@ -32,7 +39,7 @@ if ARGV[5] ~= '' then
 end
 redis.call('LPUSH', KEYS[2], cjson.encode({closed = ARGV[1] == '1', reason = ARGV[2],
   by = ARGV[3], at_ms = ARGV[4]}))
-redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[6]) - 1)
+redis.call('LTRIM', KEYS[2], 0, keep - 1)
 local expire_at = redis.call('PEXPIRETIME', KEYS[1])
 if expire_at > 0 then
   redis.call('PEXPIREAT', KEYS[2], expire_at)

@@ -10,6 +10,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::cmd;
 use crate::invocation::context::Context;
+use crate::invocation::notify::NotifyArgs;
 use crate::invocation::report::{emit, emit_error};
 use crate::redis_client::conn::ConnectionArgs;
 use crate::util::output::Format;
@@ -68,6 +69,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub(crate) connection: ConnectionArgs,
+
+    #[command(flatten)]
+    pub(crate) notify: NotifyArgs,
 
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -168,7 +172,8 @@ impl Cli {
             self.campaign,
             self.format,
             self.connection,
-        );
+        )
+        .with_notify(self.notify);
         match self.command.run(&ctx) {
             Ok(code) => code,
             Err(error) => emit_error(&ctx, &error),

@@ -133,6 +133,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ConsumeReport> {
         &target,
         Some(location),
     )?;
+    let _stall_watch = ctx.notifier().watch_stalls(ctx.command, &campaign.id);
     let consumer = args
         .consumer
         .clone()

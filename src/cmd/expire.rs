@@ -131,6 +131,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ExpireReport> {
         );
     }
     let state = service::start(args.metrics_listen, "expire", campaign, target, None)?;
+    let _stall_watch = ctx.notifier().watch_stalls(ctx.command, &campaign.id);
     if args.repeat {
         log::line(
             ctx.command,

@@ -11,6 +11,7 @@ use anyhow::Result;
 use crate::domain::orders::claimer::{ClaimSettings, Claimer, ItemClaims};
 use crate::domain::orders::{StoreArgs, default_consumer_name};
 use crate::invocation::context::{Context, Opened};
+use crate::invocation::notify::Event;
 use crate::invocation::report::Report;
 use crate::model::exit_codes;
 use crate::redis_client::conn::parse_duration_arg;
@@ -143,6 +144,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PendingClaimReport> {
         delete_consumers: args.delete_consumers,
     };
     let reports = Claimer::new(&campaign, &target, conn, store.as_mut(), &stop, settings).run()?;
+    for claims in reports.iter().filter(|c| c.dead_lettered > 0) {
+        ctx.notifier()
+            .send(dead_letter_event(&campaign.id, &consumer, args, claims));
+    }
     Ok(PendingClaimReport {
         consumer,
         database: store.display(),
@@ -150,4 +155,30 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PendingClaimReport> {
         max_deliveries: args.max_deliveries,
         items: reports,
     })
+}
+
+/// `--notify`'s event for the entries of one item this run dead-lettered.
+fn dead_letter_event(campaign: &str, consumer: &str, args: &Args, claims: &ItemClaims) -> Event {
+    let item = claims.item.as_str();
+    Event::new(
+        "dead_letter",
+        campaign,
+        Some(item),
+        serde_json::json!({
+            "dead_lettered": claims.dead_lettered,
+            "claimed": claims.claimed,
+            "stored": claims.stored,
+            "refused": claims.refused,
+            "consumer": consumer,
+            "max_deliveries": args.max_deliveries,
+        }),
+        format!(
+            "pending-claim moved {} of item {item} (campaign {campaign}) to the dead-letter \
+             stream; see why with `seckill dead-letter list --item {item}`.",
+            match claims.dead_lettered {
+                1 => "1 entry".to_string(),
+                n => format!("{n} entries"),
+            }
+        ),
+    )
 }

@@ -744,6 +744,7 @@ fn run_admit(
     }
     let stop = ctx.stop_on_signals()?;
     let state = service::start(args.metrics_listen, "queue_admit", campaign, target, None)?;
+    let _stall_watch = ctx.notifier().watch_stalls(ctx.command, &campaign.id);
     let mut conn = Reconnecting::new(Some(conn), || target.connect());
     let mut rounds = 0;
     let mut last = Vec::new();

@@ -19,6 +19,7 @@ use crate::domain::reconcile::transfers::TransferReport;
 use crate::domain::reconcile::{ItemReport, Run, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
+use crate::invocation::notify::Event;
 use crate::invocation::report::Report;
 use crate::model::exit_codes;
 use crate::util::output;
@@ -88,8 +89,104 @@ impl Report for ReconcileReport {
     }
 }
 
-/// Check every selected item; exit 0 balanced, 3 drift, 1 could not check.
+/// Check every selected item; exit 0 balanced, 3 drift, 1 could not check
+/// (each but 0 also an event for `--notify`).
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
+    let checked = check(ctx, args);
+    let event = match &checked {
+        Ok(report) => outcome_event(report),
+        Err(error) => ctx.campaign_id().map(|campaign| {
+            let problem = crate::util::error_text::render(error);
+            Event::new(
+                "reconcile_unchecked",
+                campaign,
+                args.item.as_deref(),
+                serde_json::json!({ "exit_code": exit_codes::RUNTIME_ERROR, "problem": problem }),
+                format!("reconcile of campaign {campaign} could not check anything: {problem}"),
+            )
+        }),
+    };
+    if let Some(event) = event {
+        ctx.notifier().send(event);
+    }
+    checked
+}
+
+/// `--notify`'s event for a reconcile that found drift (exit 3) or could
+/// not check an item (exit 1): what differs, per item; none when balanced.
+fn outcome_event(report: &ReconcileReport) -> Option<Event> {
+    let campaign = report.campaign.as_str();
+    let code = report.exit_code();
+    let (event, affected): (&'static str, Vec<&ItemReport>) = match code {
+        exit_codes::DRIFT_FOUND => (
+            "reconcile_drift",
+            report
+                .items
+                .iter()
+                .filter(|r| r.checked && !r.balanced)
+                .collect(),
+        ),
+        exit_codes::RUNTIME_ERROR => (
+            "reconcile_unchecked",
+            report.items.iter().filter(|r| !r.checked).collect(),
+        ),
+        _ => return None,
+    };
+    let first_ids = |named: &crate::domain::reconcile::Named| -> Vec<String> {
+        named.ids.iter().take(10).cloned().collect()
+    };
+    let items: Vec<serde_json::Value> = affected
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "item": r.item,
+                "problem": r.problem,
+                "equation": r.equation,
+                "missing_from_database": r.missing_from_database.count,
+                "missing_from_database_first": first_ids(&r.missing_from_database),
+                "not_in_redis": r.not_in_redis.count,
+                "not_in_redis_first": first_ids(&r.not_in_redis),
+                "content_mismatch": r.content_mismatch.count,
+                "database_units_excess": r.database_units_excess,
+                "redis_lost_data": r.redis_lost_data,
+                "next_step": r.next_step,
+            })
+        })
+        .collect();
+    let what: Vec<String> = affected
+        .iter()
+        .map(|r| match (&r.problem, r.checked) {
+            (Some(problem), false) => format!("item {}: {problem}", r.item),
+            _ if r.redis_lost_data => format!("item {}: Redis lost the item's data", r.item),
+            _ => format!("item {}: {}", r.item, r.equation),
+        })
+        .collect();
+    let item = match affected.as_slice() {
+        [one] => Some(one.item.as_str()),
+        _ => None,
+    };
+    let text = match code {
+        exit_codes::DRIFT_FOUND => format!(
+            "reconcile found DRIFT in campaign {campaign} against {}: {}",
+            report.database,
+            what.join("; ")
+        ),
+        _ => format!(
+            "reconcile could not check campaign {campaign} against {}: {}",
+            report.database,
+            what.join("; ")
+        ),
+    };
+    Some(Event::new(
+        event,
+        campaign,
+        item,
+        serde_json::json!({ "exit_code": code, "database": report.database, "items": items }),
+        text,
+    ))
+}
+
+fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
     // SIGINT/SIGTERM stop the walk between pages (it writes only with
     // --repair, one idempotent transaction at a time), so the bar is cleared.
     let stop = ctx.stop_on_signals()?;

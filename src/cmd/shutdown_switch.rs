@@ -7,10 +7,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::{SaleItem, SlotsView};
-use crate::domain::kill_switch::{self, Flip};
+use crate::domain::kill_switch::{self, Flip, HISTORY_CAP};
 use crate::domain::registry;
 use crate::domain::slot;
 use crate::invocation::context::{Context, Opened};
+use crate::invocation::notify::Event;
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::operator::monitor::status::{StatusReader, Window};
@@ -55,9 +56,20 @@ pub(crate) struct Args {
     #[arg(long, value_name = "NAME", env = "SECKILL_OPERATOR")]
     pub(crate) by: Option<String>,
 
-    /// With `status`: also list the last flips of each item (newest first).
+    /// With `status`: also list the last flips of each item (newest first; the last
+    /// 1000 are kept).
     #[arg(long)]
     pub(crate) history: bool,
+
+    /// With --history: list this many flips per item.
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "history",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(HISTORY_CAP)))]
+    pub(crate) limit: u32,
+
+    /// With --history: leave out the N newest flips (the next page: --skip 20).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "history",
+          value_parser = clap::value_parser!(u32).range(0..i64::from(HISTORY_CAP)))]
+    pub(crate) skip: u32,
 
     /// With `on` or `off`: show what would change, write nothing.
     #[arg(long)]
@@ -77,6 +89,9 @@ pub(crate) struct SwitchReport {
     pub(crate) would_flip: Vec<String>,
     #[serde(skip)]
     campaign: String,
+    /// `--skip`, for the history's heading.
+    #[serde(skip)]
+    history_skip: u32,
 }
 
 /// One item's switch.
@@ -103,9 +118,13 @@ pub(crate) struct SwitchRow {
     /// Who set it (`--by`, `SECKILL_OPERATOR`, else `user@host`).
     pub(crate) switched_by: Option<String>,
     /// The last flips, newest first (`--history` only; of bucket 0 for a
-    /// bucketed item: every flip goes to every bucket).
+    /// bucketed item: every flip goes to every bucket): `--limit` of them
+    /// after the `--skip` newest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history: Option<Vec<Flip>>,
+    /// `--history`: how many flips are kept for the item in all (at most 1000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) history_kept: Option<u64>,
     /// `on`/`off` of an item whose switch already stood that way: what it
     /// said before this flip replaced its reason and who (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,6 +137,20 @@ pub(crate) struct Already {
     pub(crate) since: Option<String>,
     pub(crate) by: Option<String>,
     pub(crate) reason: Option<String>,
+}
+
+/// `flips 21–40 of 57 of item 1, newest first; the next: --skip 40`.
+fn history_heading(item: &str, shown: usize, skip: u32, kept: u64) -> String {
+    let (first, last) = (u64::from(skip) + 1, u64::from(skip) + shown as u64);
+    let mut heading = match shown {
+        0 => format!("no flip of item {item} after the {skip} newest ({kept} kept)"),
+        _ => format!("flips {first}–{last} of {kept} of item {item}, newest first"),
+    };
+    if last < kept {
+        heading.push_str(&format!("; the next: --skip {last}"));
+    }
+    heading.push('\n');
+    heading
 }
 
 /// RFC 3339 to the second: precise enough for people, and narrower.
@@ -222,10 +255,11 @@ impl Report for SwitchReport {
             let Some(history) = &row.history else {
                 continue;
             };
-            text.push_str(&format!(
-                "last {} flip(s) of item {}, newest first\n",
+            text.push_str(&history_heading(
+                &row.item,
                 history.len(),
-                row.item
+                self.history_skip,
+                row.history_kept.unwrap_or_default(),
             ));
             let rows = history.iter().map(|flip| {
                 vec![
@@ -292,6 +326,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             for item in &items {
                 item.set_switch(&mut conn, &flip, campaign.expire_at_ms())?;
             }
+            ctx.notifier().send(flip_event(
+                &campaign.id,
+                args.item.as_deref(),
+                &items,
+                &flip,
+            ));
         }
     }
     let mut rows = Vec::new();
@@ -299,9 +339,12 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
     let mut already = already.into_iter();
     for item in &items {
         let window = reader.read_item(&mut conn, item)?.window;
-        let history = match args.history {
-            true => Some(item.switch_history(&mut conn)?),
-            false => None,
+        let (history, history_kept) = match args.history {
+            true => {
+                let page = item.switch_history(&mut conn, args.skip, args.limit)?;
+                (Some(page.flips), Some(page.kept))
+            }
+            false => (None, None),
         };
         let slots = item.slots_view(&mut conn, args.buckets)?;
         let s = item.state(&mut conn)?;
@@ -316,6 +359,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
             switched_at: s.switched_at_ms.map(|ms| text::time_or_dash(Some(ms))),
             switched_by: s.switched_by,
             history,
+            history_kept,
             already: already.next().flatten(),
         });
     }
@@ -332,7 +376,44 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<SwitchReport> {
         dry_run: args.dry_run,
         would_flip,
         campaign: campaign.id.clone(),
+        history_skip: args.skip,
     })
+}
+
+/// `--notify`'s event for a flip written to every selected item.
+fn flip_event(campaign: &str, item: Option<&str>, items: &[SaleItem], flip: &Flip) -> Event {
+    let switch = if flip.closed { "on" } else { "off" };
+    let ids: Vec<&str> = items.iter().map(SaleItem::id).collect();
+    let scope = match item {
+        Some(item) => format!("item {item}"),
+        None => format!("every item ({})", ids.join(", ")),
+    };
+    let effect = match flip.closed {
+        true => "buys are refused",
+        false => "buys go through again",
+    };
+    let reason = match flip.reason.as_str() {
+        "" => String::new(),
+        reason => format!(": {reason}"),
+    };
+    Event::new(
+        "kill_switch",
+        campaign,
+        item,
+        serde_json::json!({
+            "switch": switch,
+            "by": flip.by,
+            "reason": flip.reason,
+            "scope": if item.is_some() { "item" } else { "campaign" },
+            "items": ids,
+            "at_ms": flip.at_ms,
+        }),
+        format!(
+            "Kill switch {} for campaign {campaign}, {scope}, by {}{reason}; {effect}.",
+            switch.to_uppercase(),
+            flip.by
+        ),
+    )
 }
 
 /// Flip only a sale that is live on this Redis: a wrong campaign file (a

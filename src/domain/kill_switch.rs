@@ -1,6 +1,7 @@
 //! The kill switch's audit trail: who flips it (`--by`, `SECKILL_OPERATOR`,
 //! else the OS account) and the last flips of each item, kept in Redis next
-//! to the switch (`lua/set_switch.lua`, a list capped at [`HISTORY_CAP`]).
+//! to the switch (`lua/set_switch.lua`, a list capped at [`HISTORY_CAP`]),
+//! read a page at a time (`shutdown-switch status --history --limit --skip`).
 //! The account name (`util::identity`) is never "unknown", which tells an
 //! incident review nothing.
 //!
@@ -16,8 +17,20 @@ use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::set_switch::SetSwitch;
 use crate::util::identity;
 
-/// Flips kept per item (newest first).
-pub const HISTORY_CAP: u32 = 20;
+/// Flips kept per item (newest first). A sale day flips a switch a handful
+/// of times; a thousand flips of ~150 bytes is ~150 KB per item at most, and
+/// covers an incident with a flapping automation that flips every minute
+/// for half a day. Older flips are trimmed by the script that adds one.
+pub const HISTORY_CAP: u32 = 1000;
+
+/// One page of the history, and how many flips are kept in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HistoryPage {
+    /// Newest first, starting after the `skip` newest.
+    pub(crate) flips: Vec<Flip>,
+    /// Flips kept for the item.
+    pub(crate) kept: u64,
+}
 
 /// One flip of the switch, as kept in the history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,21 +117,31 @@ pub(crate) fn set<C: ConnectionLike>(
     Ok(())
 }
 
-/// The kept flips of one item, newest first.
-pub(crate) fn history<C: ConnectionLike>(conn: &mut C, keys: &ItemKeys) -> Result<Vec<Flip>> {
-    let entries: Vec<String> = redis::cmd("LRANGE")
+/// `limit` kept flips of one item after its `skip` newest, newest first,
+/// and how many are kept.
+pub(crate) fn history<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    skip: u32,
+    limit: u32,
+) -> Result<HistoryPage> {
+    let (entries, kept): (Vec<String>, u64) = redis::pipe()
+        .cmd("LRANGE")
         .arg(&keys.switch_log)
-        .arg(0)
-        .arg(i64::from(HISTORY_CAP) - 1)
+        .arg(i64::from(skip))
+        .arg(i64::from(skip) + i64::from(limit) - 1)
+        .cmd("LLEN")
+        .arg(&keys.switch_log)
         .query(conn)
         .with_context(|| format!("cannot read the kill-switch history of {}", keys.base))?;
-    entries
+    let flips = entries
         .iter()
         .map(|e| {
             serde_json::from_str(e)
                 .with_context(|| format!("unreadable flip in {}: {e}", keys.switch_log))
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(HistoryPage { flips, kept })
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result};
 
 use crate::domain::orders::transient::{self, OPEN_PATIENCE};
 use crate::domain::orders::{OrderStore, StoreArgs, StoreLocation};
+use crate::invocation::notify::{Notifier, NotifyArgs};
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::redis_client::conn::{Conn, ConnectionArgs, RedisTarget, UrlSource, redact};
@@ -38,6 +39,8 @@ pub(crate) struct Context {
     campaign_id: OnceLock<String>,
     redis_display: OnceLock<String>,
     redis_source: OnceLock<UrlSource>,
+    /// `--notify`: where events go (waits for its deliveries when dropped).
+    notifier: Notifier,
 }
 
 /// Whether opening the order database may create it: only `consume` (and
@@ -73,7 +76,21 @@ impl Context {
             campaign_id: OnceLock::new(),
             redis_display: OnceLock::new(),
             redis_source: OnceLock::new(),
+            notifier: Notifier::default(),
         }
+    }
+
+    /// The context with `--notify`'s webhooks.
+    pub(crate) fn with_notify(self, args: NotifyArgs) -> Context {
+        Context {
+            notifier: Notifier::new(args),
+            ..self
+        }
+    }
+
+    /// Where this command's events go (`--notify`).
+    pub(crate) fn notifier(&self) -> &Notifier {
+        &self.notifier
     }
 
     /// Load the campaign file named by `-c`, or explain how to name one.

@@ -1,6 +1,7 @@
 //! Small utilities with no knowledge of sales: [`output`] (tables, stdout,
 //! quiet), [`error_text`] (an error on one line), [`log`] (timestamped lines), [`retry`] (backoff, stoppable
-//! sleep, loop intervals), [`progress`] (a bar on a terminal), [`text`]
+//! sleep, loop intervals), [`streak`] (the
+//! failures being retried, for the stall watch), [`progress`] (a bar on a terminal), [`text`]
 //! (times and durations), [`identity`] (account and host).
 //!
 //! May import: nothing of the crate.
@@ -12,4 +13,5 @@ pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod prometheus;
 pub(crate) mod retry;
+pub(crate) mod streak;
 pub(crate) mod text;

@@ -67,7 +67,10 @@ pub(crate) fn retry_while<T>(
     let mut failures = 0u32;
     let mut failures_after_stop = 0u32;
     let mut interruptions = 0u32;
+    // Listed for the stall watch (`util::streak`) from the first failure until this returns.
+    let mut streak: Option<crate::util::streak::Streak> = None;
     loop {
+        let began = Instant::now();
         match attempt() {
             Err(error) if interrupted(&error) && interruptions < ATTEMPTS_AFTER_STOP => {
                 interruptions += 1;
@@ -88,6 +91,9 @@ pub(crate) fn retry_while<T>(
             }
             Err(error) => {
                 failures += 1;
+                streak
+                    .get_or_insert_with(|| crate::util::streak::Streak::begin(began, what))
+                    .failed(&crate::util::error_text::render(&error));
                 if stop.load(Ordering::SeqCst) {
                     failures_after_stop += 1;
                 }

@@ -30,6 +30,7 @@ mod loadtest_engine;
 mod man;
 mod man_out;
 mod nothing_misleads;
+mod notify;
 mod orders_cluster;
 mod orders_faults;
 mod orders_open;

@@ -437,9 +437,14 @@ impl<'a> SaleItem<'a> {
         }
     }
 
-    /// The kept flips of the kill switch, newest first (every flip goes to every slot).
-    pub(crate) fn switch_history<C: ConnectionLike>(&self, conn: &mut C) -> Result<Vec<Flip>> {
-        kill_switch::history(conn, &self.layout().bucket(0).keys)
+    /// A page of the kill switch's kept flips, newest first (every flip goes to every slot).
+    pub(crate) fn switch_history<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        skip: u32,
+        limit: u32,
+    ) -> Result<kill_switch::HistoryPage> {
+        kill_switch::history(conn, &self.layout().bucket(0).keys, skip, limit)
     }
 
     /// How the slots stand: buckets closed and, with `each`, every bucket's status.
