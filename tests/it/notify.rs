@@ -577,3 +577,57 @@ fn an_https_webhook_is_posted_over_tls_trusting_the_system_store() {
     assert!(stderr.contains("not delivered"), "{stderr}");
     assert_eq!(hook.events().len(), 1);
 }
+
+#[test]
+fn a_reconcile_that_cannot_check_posts_why() {
+    let server = RedisServer::start();
+    let file = two_item_campaign(50, 50);
+    seckill_on(&file, &server, &["preheat"]).succeeds();
+    seckill_on(&file, &server, &["consume", "--drain"]).succeeds();
+    // The sale's keys are gone (expired, flushed): nothing to check against.
+    let _: () = redis::cmd("FLUSHDB").query(&mut server.conn()).unwrap();
+    let hook = Receiver::start(Answer::Ok);
+    seckill_on(&file, &server, &["reconcile", "--notify", &hook.url("/r")])
+        .fails_with(seckill::model::exit_codes::RUNTIME_ERROR);
+    let events = hook.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_envelope(&events[0], "reconcile_unchecked", "flash");
+    assert_eq!(events[0]["detail"]["exit_code"], 1);
+    let items = events[0]["detail"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{events:?}");
+    assert!(!items[0]["problem"].as_str().unwrap_or("").is_empty());
+}
+
+#[test]
+fn an_expire_loop_stalled_on_a_frozen_redis_posts_stalled_then_recovered() {
+    let server = RedisServer::start();
+    let file = campaign("resv")
+        .item("1", 5)
+        .payment_timeout("1s")
+        .orders_store(None)
+        .write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let hook = Receiver::start(Answer::Ok);
+    let url = hook.url("/stall");
+    let mut running = seckill(&["expire", "--loop", "--interval", "200ms"])
+        .args(&["--notify", &url, "--notify-stall", "1s"])
+        .args(&["--response-timeout", "500ms", "--connect-timeout", "500ms"])
+        .campaign(&file)
+        .redis(&server)
+        .start();
+    std::thread::sleep(Duration::from_millis(500));
+    {
+        let _frozen = Frozen::new(&mut server.conn());
+        let stalled = hook.wait_for("loop_stalled", Duration::from_secs(30));
+        assert_envelope(&stalled, "loop_stalled", "resv");
+        assert_eq!(stalled["detail"]["command"], "expire");
+    }
+    let recovered = hook.wait_for("loop_recovered", Duration::from_secs(30));
+    assert_eq!(recovered["detail"]["command"], "expire");
+    terminate(running.child());
+    let stopped = running.finish_within(Duration::from_secs(30));
+    assert_eq!(stopped.code(), 0, "{}", stopped.describe());
+}
