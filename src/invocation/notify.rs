@@ -31,7 +31,7 @@ use hyper::body::Bytes;
 use hyper::http::{Request, Uri, header};
 use serde::Serialize;
 
-use crate::redis_client::conn::{parse_duration_arg, redact};
+use crate::redis_client::conn::{parse_duration_arg, redact, split_urls};
 use crate::util::{identity, output, streak};
 
 /// Longest wait for one delivery attempt: connect, TLS, request and status.
@@ -52,16 +52,35 @@ pub struct NotifyArgs {
         global = true,
         env = "SECKILL_NOTIFY",
         value_name = "URL",
-        value_delimiter = ',',
-        value_parser = Webhook::parse
+        value_parser = Webhooks::parse
     )]
-    pub notify: Vec<Webhook>,
+    pub notify: Vec<Webhooks>,
 
     /// With --notify: tell the webhooks when a long-running command has been retrying a
     /// failing Redis or database this long (and again when it recovers).
     #[arg(long, global = true, env = "SECKILL_NOTIFY_STALL", default_value = "60s",
           value_parser = parse_duration_arg, value_name = "DURATION")]
     pub notify_stall: Duration,
+}
+
+/// The webhooks of one `--notify` (or of `SECKILL_NOTIFY`): a comma starts
+/// a new URL only before `scheme://`, as in a Redis URL list, so a comma in
+/// a query or a password stays in its URL.
+#[derive(Debug, Clone)]
+pub struct Webhooks(Vec<Webhook>);
+
+impl Webhooks {
+    /// clap value parser: one URL, or several separated by commas.
+    pub(crate) fn parse(text: &str) -> std::result::Result<Webhooks, String> {
+        let hooks = split_urls(text)
+            .iter()
+            .map(|url| Webhook::parse(url))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        match hooks.is_empty() {
+            true => Err("no URL given; e.g. https://hooks.example.com/seckill".into()),
+            false => Ok(Webhooks(hooks)),
+        }
+    }
 }
 
 /// One webhook, checked when the flag is read.
@@ -180,7 +199,7 @@ impl std::fmt::Debug for Notifier {
 impl Notifier {
     pub(crate) fn new(args: NotifyArgs) -> Notifier {
         Notifier {
-            hooks: Arc::new(args.notify),
+            hooks: Arc::new(args.notify.into_iter().flat_map(|list| list.0).collect()),
             stall_after: args.notify_stall,
             in_flight: Mutex::new(Vec::new()),
         }
@@ -451,5 +470,9 @@ mod tests {
         );
         assert!(Webhook::parse("not a url").is_err());
         assert!(Webhook::parse("http:///x").is_err());
+        let two = Webhooks::parse("http://a/x?k=1,2,https://u:p,w@b/y").unwrap();
+        let shown: Vec<&str> = two.0.iter().map(|h| h.shown.as_str()).collect();
+        assert_eq!(shown, ["http://a/x?***", "https://u:***@b/y"]);
+        assert!(Webhooks::parse(",").is_err());
     }
 }
