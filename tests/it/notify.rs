@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use redis::Commands;
 use serde_json::Value;
 
+use crate::support::certs::private_ca;
 use crate::support::orders::{
     buy_many, orders_key, seckill_on, spawn_seckill, sqlite_path, terminate, two_item_campaign,
     wait_exit,
@@ -474,79 +475,12 @@ fn a_consume_stalled_on_a_frozen_redis_posts_stalled_then_recovered() {
     assert!(wait_exit(&mut consumer).success());
 }
 
-/// `openssl` in `dir`, quietly.
-fn openssl(dir: &Path, args: &[&str]) {
-    let status = std::process::Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("openssl must be installed");
-    assert!(status.success(), "openssl {args:?} failed");
-}
-
 #[test]
 fn an_https_webhook_is_posted_over_tls_trusting_the_system_store() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let key = ["-newkey", "rsa:2048", "-nodes"];
-    openssl(
-        d,
-        &[
-            &["req", "-x509"],
-            &key[..],
-            &[
-                "-days",
-                "2",
-                "-subj",
-                "/CN=notify-test-ca",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        d,
-        &[
-            &["req"],
-            &key[..],
-            &[
-                "-subj",
-                "/CN=localhost",
-                "-keyout",
-                "hook.key",
-                "-out",
-                "hook.csr",
-            ],
-        ]
-        .concat(),
-    );
-    std::fs::write(d.join("san.ext"), "subjectAltName=DNS:localhost\n").unwrap();
-    openssl(
-        d,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "hook.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "hook.crt",
-        ],
-    );
-    let hook = Receiver::https(&d.join("hook.crt"), &d.join("hook.key"));
+    let certs = private_ca(d);
+    let hook = Receiver::https(&certs.cert, &certs.key);
     let url = format!("https://localhost:{}/secure", hook.port);
     let server = RedisServer::start();
     let file = campaign("tls").item("1", 5).orders_store(None).write();
@@ -557,7 +491,7 @@ fn an_https_webhook_is_posted_over_tls_trusting_the_system_store() {
     // The private CA, as `SSL_CERT_FILE` names a system's bundle.
     let ran = seckill(&["shutdown-switch", "on", "--notify", &url])
         .env_remove("SSL_CERT_DIR")
-        .env("SSL_CERT_FILE", d.join("ca.crt").to_str().unwrap())
+        .env("SSL_CERT_FILE", certs.ca.to_str().unwrap())
         .campaign(&file)
         .redis(&server)
         .succeeds();

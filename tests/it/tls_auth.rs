@@ -3,11 +3,11 @@
 
 use crate::support;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use seckill::model::exit_codes::{DUPLICATE, RUNTIME_ERROR, SUCCESS};
 use support::RedisServer;
+use support::certs::{private_ca, self_signed_ca};
 use support::spec::{CampaignSpec, campaign, seckill};
 
 /// One item of 3 units, no order store.
@@ -38,91 +38,19 @@ fn a_password_in_the_url_authenticates_and_never_shows_in_errors() {
     assert!(!stderr.contains("wrong-pw"), "{stderr}");
 }
 
-fn openssl(dir: &std::path::Path, args: &[&str]) {
-    let status = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl must be installed");
-    assert!(status.success(), "openssl {args:?} failed");
-}
-
 #[test]
 fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    openssl(
-        d,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=seckill-test-ca",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ],
-    );
-    openssl(
-        d,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-        ],
-    );
-    std::fs::write(
-        d.join("san.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
-    )
-    .unwrap();
-    openssl(
-        d,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "server.crt",
-        ],
-    );
+    let certs = private_ca(d);
 
     let server = RedisServer::options()
-        .tls(
-            &d.join("server.crt"),
-            &d.join("server.key"),
-            &d.join("ca.crt"),
-        )
+        .tls(&certs.cert, &certs.key, &certs.ca)
         .start();
     let port = server.port;
     let file = secure().write();
     let url = format!("rediss://localhost:{port}/0");
-    let ca = d.join("ca.crt");
+    let ca = certs.ca.clone();
     let with_ca = |ca: &std::path::Path, url: &str, args: &[&str]| {
         seckill(&["--tls-ca-cert", ca.to_str().unwrap()])
             .campaign(&file)
@@ -144,31 +72,10 @@ fn rediss_with_a_private_ca_works_and_an_untrusted_server_is_refused() {
     );
 
     // A CA that did not sign the server's certificate: refused, never trusted.
-    openssl(
-        d,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=some-other-ca",
-            "-keyout",
-            "other.key",
-            "-out",
-            "other.crt",
-        ],
-    );
-    let stderr = with_ca(
-        &d.join("other.crt"),
-        &url,
-        &["buy", "--item", "1", "--user", "v"],
-    )
-    .fails_with_within(RUNTIME_ERROR, HANG)
-    .stderr();
+    let other = self_signed_ca(d, "some-other-ca");
+    let stderr = with_ca(&other, &url, &["buy", "--item", "1", "--user", "v"])
+        .fails_with_within(RUNTIME_ERROR, HANG)
+        .stderr();
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
 
     // No plaintext fallback: rediss:// to a server that speaks only plain

@@ -6,6 +6,7 @@
 //! TLS, a cluster node). [`preheat`] (and [`Preheat`]) is how a test
 //! preheats its campaign through the binary.
 
+pub mod certs;
 pub mod cluster;
 pub mod http;
 pub mod mariadb;
