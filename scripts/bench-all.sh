@@ -34,7 +34,8 @@
 #   ONLY_BENCH="serve consume" scripts/bench-all.sh   only these names (above)
 #
 # Needs what the benches need: redis-server, redis-cli, redis-benchmark,
-# mariadbd (scripts/install-servers.sh --mariadb), wrk (bench-serve), GNU time.
+# mariadbd, wrk (bench-serve), GNU time: `scripts/install-servers.sh --bench`
+# installs what is missing.
 # Stops at the first bench that fails (its file says why); bench-out/ keeps
 # what ran before it.
 set -euo pipefail

@@ -123,7 +123,8 @@ impl ItemKeys {
 pub struct RoomKeys {
     /// hash: the room's settings, clock (opened, paused), counters, seed.
     pub room: String,
-    /// hash: user → `<position> <joined at ms>`.
+    /// hash: user → `<position> <joined at ms> [<paused ms>]` (the room's
+    /// total pause when the user joined, when there was one).
     pub queue: String,
     /// list: users in position order (position p at index p − 1).
     pub line: String,

@@ -10,7 +10,8 @@ use serde::Serialize;
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The web tier: `buy`, `serve`, the waiting room's `queue join` and
-    /// `register` (and `rebalance`, which uses the buyer's sweep scripts).
+    /// `register`. (`rebalance` is the operator's job; it sends only the
+    /// buyer's sweep scripts, so a buyer credential could run it too.)
     Buyer,
     /// `consume` and `pending-claim`: the order streams into the database.
     Consumer,

@@ -1294,7 +1294,9 @@ fn status_shows_the_room_and_loadtest_rehearses_it() {
         );
         assert_eq!(report["ok_without_admission"], 0);
         assert_eq!(report["ok"], 400);
-        assert_eq!(report["kendall_tau_b_positions"], 1.0, "{report}");
+        // Shoppers who joined in one millisecond share an admission moment
+        // (τ-b then dips below 1): the promise is no pair out of order.
+        assert_eq!(report["admitted_out_of_position_order"], 0, "{report}");
         let rate = report["admit_rate_achieved"].as_f64().unwrap();
         assert!(
             (150.0..=250.0).contains(&rate),

@@ -93,8 +93,12 @@ pub(crate) struct QueueReport {
     pub(crate) impostors_refused: u64,
     /// Kendall τ-b of arrival (send) order vs admission order.
     pub(crate) kendall_tau_b: f64,
-    /// Kendall τ-b of Redis's join order (positions) vs admission order.
+    /// Kendall τ-b of Redis's join order (positions) vs admission order
+    /// (below 1 also when shoppers who joined in one millisecond share it).
     pub(crate) kendall_tau_b_positions: f64,
+    /// Pairs of shoppers admitted in the reverse of their positions: the
+    /// room's promise is 0 (ties are not inversions).
+    pub(crate) admitted_out_of_position_order: u64,
     /// Admission − join, Redis clock, ms.
     pub(crate) wait_p50_ms: f64,
     pub(crate) wait_p99_ms: f64,
@@ -490,6 +494,7 @@ fn judge(
     let moments: Vec<f64> = admitted.iter().map(|a| a.2 as f64).collect();
     report.kendall_tau_b = kendall_tau_b(&arrival, &moments);
     report.kendall_tau_b_positions = kendall_tau_b(&positions, &moments);
+    report.admitted_out_of_position_order = discordant_pairs(&positions, &moments);
     let mut waits: Vec<f64> = Vec::new();
     let mut errors: Vec<f64> = Vec::new();
     for (_, _, from, joined) in &admitted {
@@ -535,6 +540,12 @@ fn judge(
             "{} of {} impostors were sold to",
             report.impostor_buys - report.impostors_refused,
             report.impostor_buys
+        ));
+    }
+    if report.admitted_out_of_position_order > 0 {
+        problems.push(format!(
+            "{} pair(s) of shoppers admitted in the reverse of their positions",
+            report.admitted_out_of_position_order
         ));
     }
     report.verdict = if problems.is_empty() {
@@ -611,6 +622,15 @@ pub(crate) fn kendall_tau_b(x: &[f64], y: &[f64]) -> f64 {
         return 1.0;
     }
     concordant_minus_discordant / denominator
+}
+
+/// Pairs i, j with x_i < x_j and y_i > y_j (ties in either are not counted).
+pub(crate) fn discordant_pairs(x: &[f64], y: &[f64]) -> u64 {
+    let mut pairs: Vec<(f64, f64)> = x.iter().copied().zip(y.iter().copied()).collect();
+    // Equal x sorted by y first, so a tie in x is never counted as a swap.
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut ys: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    merge_count(&mut ys)
 }
 
 /// Sort `values` (stable merge sort) and return how many pairs it swapped
@@ -706,6 +726,32 @@ mod tests {
             let fast = kendall_tau_b(&x, &y);
             let slow = slow_tau_b(&x, &y);
             assert!((fast - slow).abs() < 1e-9, "{fast} vs {slow}");
+        }
+    }
+
+    #[test]
+    fn discordant_pairs_count_inversions_and_never_ties() {
+        // Two shoppers joined in one millisecond: tied moments, no inversion.
+        assert_eq!(discordant_pairs(&[1.0, 2.0, 3.0], &[10.0, 10.0, 15.0]), 0);
+        assert_eq!(discordant_pairs(&[1.0, 1.0], &[20.0, 10.0]), 0);
+        assert_eq!(discordant_pairs(&[1.0, 2.0, 3.0], &[30.0, 20.0, 10.0]), 3);
+        let mut state = 99u64;
+        let mut next = |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % m) as f64
+        };
+        for _ in 0..20 {
+            let x: Vec<f64> = (0..50).map(|_| next(8)).collect();
+            let y: Vec<f64> = (0..50).map(|_| next(8)).collect();
+            let mut slow = 0;
+            for i in 0..50 {
+                for j in 0..50 {
+                    slow += u64::from(x[i] < x[j] && y[i] > y[j]);
+                }
+            }
+            assert_eq!(discordant_pairs(&x, &y), slow);
         }
     }
 
