@@ -457,6 +457,11 @@ const OPERATOR: &[Sent] = &[
         "shutdown-switch status: the history",
     ),
     sent(
+        &["LLEN", "{key}"],
+        Key::Item("switch_log"),
+        "shutdown-switch status --history: how many flips are kept",
+    ),
+    sent(
         &["HEXISTS", "{key}", "o"],
         Key::Item("reservations"),
         "pay, cancel: whether the order is a reservation",
