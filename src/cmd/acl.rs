@@ -41,7 +41,8 @@ pub(crate) struct Args {
     /// prove with ACL DRYRUN that it can send every command of its role's whole path
     /// (connecting, on a cluster node the slot map; the commands its subcommands send outside
     /// scripts; each script and every command inside it) and run no other role's writing
-    /// script (exit 7 when a check fails). Needs --password-file; one node at a time.
+    /// script (exit 7 when a check fails). Prints two lines per role and each wrong answer
+    /// in full; -v (or --format json) every check. Needs --password-file; one node at a time.
     #[arg(long, requires = "password_file")]
     pub(crate) apply: bool,
 }
