@@ -13,9 +13,10 @@ use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::error::usage;
 use crate::model::exit_codes;
-use crate::operator::acl::dryrun::{self, Asker, Check, Scope, Topology};
+use crate::operator::acl::dryrun::{self, Asker, Check, Expect, Scope, Topology};
 use crate::operator::acl::{self, Password, Role};
-use crate::util::output;
+use crate::util::columns::{self, Column};
+use crate::util::{output, text};
 
 /// Flags of `seckill acl`.
 #[derive(Debug, clap::Args)]
@@ -40,7 +41,8 @@ pub(crate) struct Args {
     /// prove with ACL DRYRUN that it can send every command of its role's whole path
     /// (connecting, on a cluster node the slot map; the commands its subcommands send outside
     /// scripts; each script and every command inside it) and run no other role's writing
-    /// script (exit 7 when a check fails). Needs --password-file; one node at a time.
+    /// script (exit 7 when a check fails). Prints two lines per role and each wrong answer
+    /// in full; -v (or --format json) every check. Needs --password-file; one node at a time.
     #[arg(long, requires = "password_file")]
     pub(crate) apply: bool,
 }
@@ -89,6 +91,9 @@ pub(crate) struct AclReport {
     pub(crate) users: Vec<RoleUser>,
     #[serde(skip)]
     redis: Option<String>,
+    /// `-v`: every check in the table.
+    #[serde(skip)]
+    verbose: bool,
 }
 
 impl AclReport {
@@ -102,36 +107,23 @@ impl AclReport {
 }
 
 impl Report for AclReport {
+    /// Without --apply, the lines. With it, per role a summary (what was
+    /// proven on this node, each wrong answer in full); every check under
+    /// `-v` (and in JSON).
     fn render(&self) -> String {
         let Some(redis) = &self.redis else {
             return self.users.iter().map(|u| format!("{}\n", u.line)).collect();
         };
         let mut out = String::new();
         for user in &self.users {
-            let failed = user.checks.iter().filter(|c| !c.ok).count();
-            out.push_str(&output::paragraph(&format!(
-                "user {} ({}) written on {redis}; ACL DRYRUN: {} of {} checks as expected",
-                user.user,
-                user.role.name(),
-                user.checks.len() - failed,
-                user.checks.len()
-            )));
-            let rows = user
-                .checks
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.what.clone(),
-                        format!("{:?}", c.expected).to_lowercase(),
-                        c.answer.clone(),
-                        if c.ok { "ok".into() } else { "WRONG".into() },
-                    ]
-                })
-                .collect();
-            out.push_str(&output::grid(
-                &["check", "expected", "ACL DRYRUN answered", "result"],
-                rows,
-                &[2],
+            out.push_str(&summary(user, redis));
+            if self.verbose {
+                out.push_str(&matrix(&user.checks));
+            }
+        }
+        if !self.verbose {
+            out.push_str(&output::paragraph(
+                "every check and Redis's answer: add -v, or --format json",
             ));
         }
         out
@@ -145,6 +137,82 @@ impl Report for AclReport {
             exit_codes::SUCCESS
         }
     }
+}
+
+/// A role's proof in a few lines: the total, the parts of its path, then
+/// each check that answered wrong, spelled out in full.
+fn summary(user: &RoleUser, redis: &str) -> String {
+    let checks = &user.checks;
+    let wrong: Vec<&Check> = checks.iter().filter(|c| !c.ok).collect();
+    let count = |pick: &dyn Fn(&Check) -> bool| checks.iter().filter(|c| pick(c)).count();
+    let commands = count(&|c| c.what.starts_with("command "));
+    let own_scripts = count(&|c| c.what.starts_with("script ") && c.expected == Expect::Allowed);
+    let refused = count(&|c| c.expected == Expect::Denied);
+    let mut text = output::hanging(
+        &format!(
+            "{} written on {redis}: {} of {} checks as expected",
+            user.user,
+            checks.len() - wrong.len(),
+            checks.len(),
+        ),
+        2,
+    );
+    text.push_str(&output::hanging(
+        &format!(
+            "  {}: allowed {}, {}; refused {} of others",
+            user.role.name(),
+            counted(commands, "command"),
+            counted(own_scripts, "script"),
+            counted(refused, "writing script"),
+        ),
+        4,
+    ));
+    for c in wrong {
+        text.push_str(&output::hanging(
+            &format!(
+                "  WRONG {}: expected {}, ACL DRYRUN answered: {}",
+                c.what,
+                expected_word(c.expected),
+                c.answer
+            ),
+            4,
+        ));
+    }
+    text
+}
+
+/// Every check of a role (`-v`): one line each, Redis's answer wrapped.
+fn matrix(checks: &[Check]) -> String {
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|c| {
+            vec![
+                c.what.clone(),
+                expected_word(c.expected).to_string(),
+                if c.ok { "ok".into() } else { "WRONG".into() },
+                c.answer.clone(),
+            ]
+        })
+        .collect();
+    let columns = [
+        Column::whole("CHECK"),
+        Column::whole("EXPECTED"),
+        Column::whole("RESULT"),
+        Column::wrap("ACL DRYRUN ANSWERED"),
+    ];
+    columns::list(&columns, &rows).text
+}
+
+fn expected_word(expected: Expect) -> &'static str {
+    match expected {
+        Expect::Allowed => "allowed",
+        Expect::Denied => "denied",
+        Expect::Either => "either",
+    }
+}
+
+fn counted(n: usize, noun: &str) -> String {
+    text::counted(i64::try_from(n).unwrap_or(i64::MAX), noun)
 }
 
 /// Print the lines, or write and prove the users with `--apply`.
@@ -186,6 +254,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<AclReport> {
             campaign_id: campaign.id,
             users,
             redis: None,
+            verbose: false,
         });
     }
     if ctx.connection.cluster {
@@ -228,6 +297,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<AclReport> {
         campaign_id: campaign.id,
         users,
         redis: Some(target.display.clone()),
+        verbose: crate::redis_client::trace::enabled(),
     })
 }
 
@@ -250,4 +320,71 @@ fn read_password(path: &std::path::Path) -> Result<String> {
         )));
     }
     Ok(password.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(what: &str, expected: Expect, answer: &str, ok: bool) -> Check {
+        Check {
+            what: what.to_string(),
+            expected,
+            answer: answer.to_string(),
+            ok,
+            sent_by: None,
+            command: None,
+            key: None,
+        }
+    }
+
+    /// A role that cannot run its job: the summary says so, and spells out
+    /// each wrong answer whole (without -v).
+    #[test]
+    fn a_wrong_answer_is_spelled_out_in_the_summary() {
+        let refused =
+            "XADD seckill:{c:1}:orders: This user has no permissions to run the 'xadd' command";
+        let report = AclReport {
+            campaign_id: "c".into(),
+            users: vec![RoleUser {
+                role: Role::Buyer,
+                user: "seckill-buyer".into(),
+                args: Vec::new(),
+                line: String::new(),
+                applied: true,
+                checks: vec![
+                    check("command PING", Expect::Allowed, "allowed", true),
+                    check("script buy", Expect::Allowed, refused, false),
+                    check("script preheat", Expect::Denied, "HSET: refused", true),
+                ],
+            }],
+            redis: Some("127.0.0.1:6379".into()),
+            verbose: false,
+        };
+        // However wide the terminal running the test is.
+        let text = report
+            .render()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.starts_with("seckill-buyer written on 127.0.0.1:6379: 2 of 3 checks as expected "),
+            "{text}"
+        );
+        assert!(
+            text.contains("buyer: allowed 1 command, 1 script; refused 1 writing script of others"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "WRONG script buy: expected allowed, ACL DRYRUN answered: {refused}"
+            )),
+            "{text}"
+        );
+        assert!(
+            !text.contains("script preheat"),
+            "only what is wrong: {text}"
+        );
+        assert_eq!(report.exit_code(), exit_codes::ACL_CHECK_FAILED);
+    }
 }

@@ -20,6 +20,7 @@ use crate::operator::doctor::fleet::{self, Reach};
 use crate::operator::doctor::memory::SaleMemory;
 use crate::operator::doctor::{self, Check, Request, Verdict};
 use crate::redis_client::conn::{ConnectionArgs, DEFAULT_REDIS_URL, RedisTarget, split_urls};
+use crate::util::columns::{self, Column};
 use crate::util::error_text::render;
 use crate::util::output;
 
@@ -71,6 +72,9 @@ pub(crate) struct DoctorReport {
     pub(crate) checks: Vec<Check>,
     /// Each master's memory against the units still to sell on it.
     pub(crate) sale_memory: Vec<SaleMemory>,
+    /// `-v`: every detail whole in the table.
+    #[serde(skip)]
+    verbose: bool,
 }
 
 impl Report for DoctorReport {
@@ -92,23 +96,34 @@ impl Report for DoctorReport {
         (!failed.is_empty()).then(|| format!("no-go: {}", failed.join(", ")))
     }
 
+    /// One line per check (the seen column cut to the line, or wrapped in
+    /// full under `-v`), then each problem whose cell was cut in full, then
+    /// what to do, one paragraph per fix.
     fn render(&self) -> String {
-        let rows = self
+        let rows: Vec<Vec<String>> = self
             .checks
             .iter()
             .map(|c| {
                 vec![
                     c.check.to_string(),
-                    match c.verdict {
-                        Verdict::Ok => "ok",
-                        Verdict::Warn => "WARN",
-                        Verdict::Fail => "FAIL",
-                    }
-                    .to_string(),
-                    c.detail.clone(),
+                    verdict_word(c.verdict).to_string(),
+                    if self.verbose {
+                        c.detail.clone()
+                    } else {
+                        c.summary.clone().unwrap_or_else(|| c.detail.clone())
+                    },
                 ]
             })
             .collect();
+        let seen = if self.verbose {
+            Column::wrap("SEEN")
+        } else {
+            Column::cut("SEEN")
+        };
+        let listing = columns::list(
+            &[Column::whole("CHECK"), Column::whole("VERDICT"), seen],
+            &rows,
+        );
         let mut text = format!(
             "{}\n{}",
             if self.go {
@@ -116,8 +131,15 @@ impl Report for DoctorReport {
             } else {
                 "NO-GO: fix every FAIL before the sale"
             },
-            output::grid(&["check", "verdict", "what was seen"], rows, &[2])
+            listing.text
         );
+        // A problem's whole detail, when the table had to cut it (a cut ok
+        // line is whole under -v and in JSON).
+        for (c, cut) in self.checks.iter().zip(&listing.cut) {
+            if c.verdict != Verdict::Ok && (*cut || c.summary.is_some()) {
+                text.push_str(&output::hanging(&format!("{}: {}", c.check, c.detail), 2));
+            }
+        }
         // One paragraph per fix, naming every check it fixes: the same
         // "run doctor as an admin" need not be read six times.
         let mut fixes: Vec<(Verdict, Vec<&str>, &str)> = Vec::new();
@@ -134,17 +156,21 @@ impl Report for DoctorReport {
             }
         }
         for (verdict, names, fix) in fixes {
-            text.push_str(&output::paragraph(&format!(
-                "{} {}: {fix}",
-                if verdict == Verdict::Fail {
-                    "FAIL"
-                } else {
-                    "WARN"
-                },
-                names.join(", "),
-            )));
+            text.push_str(&output::hanging(
+                &format!("{} {}: {fix}", verdict_word(verdict), names.join(", ")),
+                2,
+            ));
         }
         text
+    }
+}
+
+/// How a verdict reads in the table: what needs a person in capitals.
+fn verdict_word(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Ok => "ok",
+        Verdict::Warn => "WARN",
+        Verdict::Fail => "FAIL",
     }
 }
 
@@ -209,5 +235,6 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DoctorReport> {
         go: doctor::go(&findings.checks),
         checks: findings.checks,
         sale_memory: findings.sale_memory,
+        verbose: crate::redis_client::trace::enabled(),
     })
 }

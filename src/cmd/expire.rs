@@ -24,6 +24,7 @@ use crate::http::service::{self, parse_listen};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::exit_codes;
+use crate::util::columns::{self, Column};
 use crate::util::error_text;
 use crate::util::log;
 use crate::util::output;
@@ -90,8 +91,10 @@ impl Report for ExpireReport {
         })
     }
 
+    /// One line per item (ITEM cut first on a narrow terminal, figures
+    /// whole), and what the short headers count.
     fn render(&self) -> String {
-        let rows = self
+        let rows: Vec<Vec<String>> = self
             .items
             .iter()
             .map(|item| {
@@ -104,14 +107,22 @@ impl Report for ExpireReport {
                 ]
             })
             .collect();
-        let header = [
-            "item",
-            "released",
-            "units back in stock",
-            "calls",
-            "not released (no stock key)",
+        let columns = [
+            Column::cut("ITEM"),
+            Column::figure("RELEASED"),
+            Column::figure("UNITS"),
+            Column::figure("CALLS"),
+            Column::figure("STUCK"),
         ];
-        format!("{}\n{}", self.heading, output::grid(&header, rows, &[]))
+        format!(
+            "{}{}{}",
+            output::paragraph(&self.heading),
+            columns::list(&columns, &rows).text,
+            output::paragraph(
+                "RELEASED reservations, UNITS back in stock, CALLS of the release script; \
+                 STUCK: due but not released (no stock key)"
+            )
+        )
     }
 }
 

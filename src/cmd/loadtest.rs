@@ -287,10 +287,10 @@ pub(crate) struct LoadtestReport {
 impl Report for LoadtestReport {
     fn render(&self) -> String {
         if let Some(split) = &self.split {
-            return format!("{}\n{}\n", self.heading, table::buckets(split));
+            return format!("{}{}\n", wrapped(&self.heading), table::buckets(split));
         }
         if let Some(target) = &self.target {
-            return format!("{}\n{}", self.heading, table::target(target));
+            return format!("{}{}", wrapped(&self.heading), table::target(target));
         }
         table::variants(&self.heading, &self.variants, self.wide)
     }
@@ -331,6 +331,11 @@ impl Report for LoadtestReport {
             .collect();
         (!failed.is_empty()).then(|| format!("threshold failed: {}", failed.join("; ")))
     }
+}
+
+/// Each line of a heading wrapped between words to the terminal's width.
+fn wrapped(heading: &str) -> String {
+    heading.lines().map(output::paragraph).collect()
 }
 
 /// `--item`, or the campaign's first item.
@@ -623,9 +628,13 @@ impl Report for QueueLoadReport {
             ),
             (
                 "kendall τ-b",
+                format!("{:.4} arrival vs admission", r.kendall_tau_b),
+            ),
+            (
+                "",
                 format!(
-                    "{:.4} arrival vs admission · {:.4} Redis join order vs admission",
-                    r.kendall_tau_b, r.kendall_tau_b_positions
+                    "{:.4} Redis join order vs admission",
+                    r.kendall_tau_b_positions
                 ),
             ),
             (
@@ -646,11 +655,12 @@ impl Report for QueueLoadReport {
                     ms(r.wait_error_max_ms)
                 ),
             ),
+            ("buys", format!("{} ok · {} sold out", r.ok, r.sold_out)),
             (
-                "buys",
+                "refused buys",
                 format!(
-                    "{} ok · {} sold out · {} admissions expired · {} not_admitted answers",
-                    r.ok, r.sold_out, r.admission_expired, r.not_admitted_answers
+                    "{} admissions expired · {} not_admitted answers",
+                    r.admission_expired, r.not_admitted_answers
                 ),
             ),
             (
@@ -662,7 +672,7 @@ impl Report for QueueLoadReport {
             ),
             ("verdict", r.verdict.clone()),
         ];
-        format!("{}\n{}", self.heading, output::fields(&rows))
+        format!("{}{}", wrapped(&self.heading), table::record(&rows))
     }
 }
 

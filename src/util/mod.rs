@@ -6,6 +6,7 @@
 //!
 //! May import: nothing of the crate.
 
+pub(crate) mod columns;
 pub(crate) mod error_text;
 pub(crate) mod identity;
 pub(crate) mod log;

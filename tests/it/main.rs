@@ -56,6 +56,7 @@ mod serve;
 mod serve_door;
 mod service;
 mod status;
+mod tables;
 mod terminal;
 mod tls_auth;
 mod trace;

@@ -15,13 +15,13 @@ use crate::support::spec::{campaign, seckill};
 use crate::support::{CampaignFile, RedisServer};
 
 /// A tmux server of the test's own, one 80 × 24 window running a command.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
     /// Run `args` (seckill's) on `file` against `redis_url` in a fresh 80 × 24 terminal.
-    fn run(file: &CampaignFile, redis_url: &str, args: &[&str]) -> Tmux {
+    pub(crate) fn run(file: &CampaignFile, redis_url: &str, args: &[&str]) -> Tmux {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let socket = format!(
             "seckill-it-{}-{}",
@@ -75,12 +75,18 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-S", "-"])
     }
 
+    /// [`Tmux::everything`] with each line the terminal wrapped joined
+    /// again: the lines as the program wrote them, to measure.
+    pub(crate) fn as_written(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-J", "-S", "-"])
+    }
+
     fn keys(&self, keys: &str) {
         self.tmux(&["send-keys", keys]);
     }
 
     /// Poll the screen until `seen` holds; returns that screen.
-    fn until(&self, what: &str, seen: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn until(&self, what: &str, seen: impl Fn(&str) -> bool) -> String {
         let mut screen = String::new();
         wait_until(what, || {
             screen = self.screen();

@@ -29,7 +29,7 @@ use crate::model::role::Role;
 use crate::operator::acl::dryrun;
 use crate::redis_client::conn::Conn;
 use crate::util::error_text::render;
-use crate::util::text::{human_duration_ms, time_or_dash};
+use crate::util::text::{counted, human_duration_ms, time_or_dash};
 
 /// What a check found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -53,6 +53,10 @@ pub(crate) struct Check {
     /// What to do when it is not ok.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) fix: Option<String>,
+    /// The table's cell when `detail` is a list that cannot fit one line
+    /// (`9 streams, group ok`); `detail` stays whole in JSON and under `-v`.
+    #[serde(skip)]
+    pub(crate) summary: Option<String>,
 }
 
 impl Check {
@@ -62,6 +66,7 @@ impl Check {
             verdict: Verdict::Ok,
             detail: detail.into(),
             fix: None,
+            summary: None,
         }
     }
 
@@ -76,6 +81,7 @@ impl Check {
             verdict,
             detail: detail.into(),
             fix: Some(fix.into()),
+            summary: None,
         }
     }
 }
@@ -365,18 +371,29 @@ fn consumer_group(conn: &mut Conn, campaign: &Campaign) -> Check {
             }
         }
     }
+    let streams = i64::try_from(preheated + missing.len()).unwrap_or(i64::MAX);
     if missing.is_empty() {
-        Check::ok(
-            "consumer_group",
-            format!("{preheated} stream(s) have the orders-db group"),
-        )
+        Check {
+            summary: Some(format!("{}, group ok", counted(streams, "stream"))),
+            ..Check::ok(
+                "consumer_group",
+                format!("{preheated} stream(s) have the orders-db group"),
+            )
+        }
     } else {
-        Check::not_ok(
-            "consumer_group",
-            Verdict::Warn,
-            format!("no consumer group yet on {}", missing.join(", ")),
-            "`seckill preheat` creates it (consume does too)",
-        )
+        Check {
+            summary: Some(format!(
+                "no group yet on {} of {}",
+                missing.len(),
+                counted(streams, "stream")
+            )),
+            ..Check::not_ok(
+                "consumer_group",
+                Verdict::Warn,
+                format!("no consumer group yet on {}", missing.join(", ")),
+                "`seckill preheat` creates it (consume does too)",
+            )
+        }
     }
 }
 

@@ -10,12 +10,14 @@ use super::buckets::BucketReport;
 use super::report::VariantReport;
 use super::reservations::RaceReport;
 use super::target::TargetReport;
+use crate::util::columns::{self, Column};
 use crate::util::output;
 
 /// The heading, the comparison table (narrow, or every column with `--wide`),
 /// in open loop the latency table, on a cluster each master's share.
 pub(crate) fn variants(heading: &str, reports: &[VariantReport], wide: bool) -> String {
-    let mut text = format!("{heading}\n{}\n", comparison_table(reports, wide));
+    let heading: String = heading.lines().map(output::paragraph).collect();
+    let mut text = format!("{heading}{}\n", comparison_table(reports, wide));
     if reports.iter().any(|r| r.requested_rate.is_some()) {
         text.push_str(&latency_table(reports));
     }
@@ -174,7 +176,7 @@ fn retries_text(report: &VariantReport) -> String {
 
 /// The bucketed run as people read it: the figures, then one row per bucket.
 pub(crate) fn buckets(report: &BucketReport) -> String {
-    let figures = output::fields(&[
+    let figures = record(&[
         (
             "variant",
             format!("{} ({} buckets)", report.variant, report.buckets),
@@ -208,7 +210,7 @@ pub(crate) fn buckets(report: &BucketReport) -> String {
         ),
         ("verdict", report.verdict.clone()),
     ]);
-    let rows = report
+    let rows: Vec<Vec<String>> = report
         .per_bucket
         .iter()
         .map(|b| {
@@ -223,19 +225,16 @@ pub(crate) fn buckets(report: &BucketReport) -> String {
             ]
         })
         .collect();
-    let table = output::grid(
-        &[
-            "bucket",
-            "slot",
-            "initial",
-            "final stock",
-            "orders",
-            "transfers out",
-            "transfers in",
-        ],
-        rows,
-        &[],
-    );
+    let columns = [
+        Column::figure("BUCKET"),
+        Column::figure("SLOT"),
+        Column::figure("INITIAL"),
+        Column::figure("FINAL"),
+        Column::figure("ORDERS"),
+        Column::figure("MOVED OUT"),
+        Column::figure("MOVED IN"),
+    ];
+    let table = columns::list(&columns, &rows).text;
     format!("{figures}\n{table}")
 }
 
@@ -268,12 +267,13 @@ pub(crate) fn reservations(heading: &str, r: &RaceReport) -> String {
     format!("{}{fields}", output::paragraph(heading))
 }
 
-/// A run through `seckill serve` (`--target`): outcomes, statuses, latency.
+/// A run through `seckill serve` (`--target`): outcomes and statuses as a
+/// record, latency as a table (corrected from the planned send, service
+/// from the actual send).
 pub(crate) fn target(r: &TargetReport) -> String {
     let outcomes: Vec<String> = r.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let statuses: Vec<String> = r.statuses.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    let ms = |v: f64| format!("{v:.2}");
-    output::fields(&[
+    let figures = record(&[
         ("answers/s", format!("{:.0}", r.qps)),
         (
             "answered",
@@ -284,26 +284,50 @@ pub(crate) fn target(r: &TargetReport) -> String {
         ("rejected", r.rejected.to_string()),
         ("outcomes", outcomes.join(", ")),
         ("HTTP statuses", statuses.join(", ")),
-        (
-            "latency ms",
-            format!(
-                "p50 {} · p90 {} · p99 {} · p99.9 {} · max {} (corrected)",
-                ms(r.latency.p50_ms),
-                ms(r.latency.p90_ms),
-                ms(r.latency.p99_ms),
-                ms(r.latency.p99_9_ms),
-                ms(r.latency.max_ms)
-            ),
-        ),
-        (
-            "service ms",
-            format!(
-                "p50 {} · p99 {} · max {}",
-                ms(r.service.p50_ms),
-                ms(r.service.p99_ms),
-                ms(r.service.max_ms)
-            ),
-        ),
         ("late sends", r.late_sends.to_string()),
-    ])
+    ]);
+    let ms = |v: f64| format!("{v:.2}");
+    let rows: Vec<Vec<String>> = [("corrected", &r.latency), ("service", &r.service)]
+        .into_iter()
+        .map(|(kind, p)| {
+            vec![
+                kind.to_string(),
+                ms(p.p50_ms),
+                ms(p.p90_ms),
+                ms(p.p99_ms),
+                ms(p.p99_9_ms),
+                ms(p.max_ms),
+            ]
+        })
+        .collect();
+    let latency = columns::list(
+        &[
+            Column::whole("LATENCY ms"),
+            Column::figure("P50"),
+            Column::figure("P90"),
+            Column::figure("P99"),
+            Column::figure("P99.9"),
+            Column::figure("MAX"),
+        ],
+        &rows,
+    );
+    format!("{figures}{}", latency.text)
+}
+
+/// One `label  value` line per field, labels in a column of their own and
+/// each value wrapped under itself (like `kubectl describe`): a record whose
+/// values are sentences fits any terminal.
+pub(crate) fn record(fields: &[(&str, String)]) -> String {
+    let label_width = fields
+        .iter()
+        .map(|(label, _)| output::display_width(label))
+        .max()
+        .unwrap_or(0);
+    fields
+        .iter()
+        .map(|(label, value)| {
+            let fill = " ".repeat(usize::from(label_width - output::display_width(label)));
+            output::hanging(&format!("{label}{fill}  {value}"), label_width + 2)
+        })
+        .collect()
 }
