@@ -16,7 +16,7 @@ use crate::invocation::report::Report;
 use crate::model::error::{preheat_refused, usage};
 use crate::model::exit_codes;
 use crate::operator::acl::dryrun;
-use crate::redis_client::conn::Conn;
+use crate::redis_client::conn::{Conn, UrlSource, redact};
 use crate::redis_client::server::{self, Eviction};
 use crate::util::output;
 use crate::util::text;
@@ -278,8 +278,18 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     if !args.allow_shared_items {
         registry::refuse_collisions(&mut conn, &campaign, now)?;
     }
+    let seen = Seen {
+        now,
+        redis: target.display.clone(),
+        file_redis: campaign
+            .redis_url
+            .as_ref()
+            .filter(|_| matches!(target.source, UrlSource::Flag | UrlSource::Env))
+            .map(|url| redact(url))
+            .filter(|url| !url.contains(&target.display)),
+    };
     let StoredCheck { stored, mut store } =
-        stored_sales(&mut conn, &location, &campaign, &items, args, mode)?;
+        stored_sales(&mut conn, &location, &campaign, &items, args, mode, &seen)?;
     let mut recovered = Vec::new();
     let mut reports = Vec::new();
     for item in items {
@@ -455,8 +465,10 @@ struct StoredCheck {
 }
 
 /// Items the order database holds orders of although Redis would load them
-/// from scratch (it lost its data); refused unless `--recover`. A SQLite
-/// database that does not exist yet holds nothing and is not created.
+/// from scratch (it lost its data — or it is not the Redis the sale ran on);
+/// refused unless `--recover`, and refused with `--recover` too when this
+/// Redis shows it never had the campaign ([`Trace`]). A SQLite database
+/// that does not exist yet holds nothing and is not created.
 fn stored_sales(
     conn: &mut Conn,
     location: &StoreLocation,
@@ -464,6 +476,7 @@ fn stored_sales(
     items: &[&crate::model::campaign::Item],
     args: &Args,
     mode: PreheatMode,
+    seen: &Seen,
 ) -> Result<StoredCheck> {
     if let StoreLocation::Sqlite(path) = location
         && !path.exists()
@@ -475,32 +488,165 @@ fn stored_sales(
     }
     let mut store = location.open()?;
     let stored = recovery::items_with_stored_orders(conn, store.as_mut(), campaign, items, mode)?;
-    if stored.is_empty() || (args.recover && !args.dry_run) {
+    if stored.is_empty() {
         return Ok(StoredCheck {
             stored,
             store: Some(store),
         });
     }
+    let trace = Trace::of(conn, store.as_mut(), campaign, &stored, seen.now)?;
+    if args.recover && !args.dry_run && !matches!(trace, Trace::NeverHere(_)) {
+        return Ok(StoredCheck {
+            stored,
+            store: Some(store),
+        });
+    }
+    let database = location.display();
+    let orders: i64 = stored.iter().map(|s| s.rows).sum();
     let lines: Vec<String> = stored
         .iter()
         .map(|s| {
-            let item = items.iter().find(|i| i.id == s.item).map_or(0, |i| i.stock);
             format!(
-                "item {}: {} unit(s) in {} order(s) are stored in {} but Redis has no sales of it \
-                 (did Redis lose its data?): loading the file's stock ({item}) would sell them again; \
-                 `seckill preheat --recover` loads {} and restores the buyers",
-                s.item,
-                s.units,
-                s.rows,
-                location.display(),
-                (item - s.units).max(0)
+                "item {}: {} unit(s) in {} order(s) are stored in {database}",
+                s.item, s.units, s.rows
             )
         })
         .collect();
-    Err(preheat_refused(format!(
-        "nothing was written: {}",
-        lines.join("; ")
-    )))
+    let rehearsal = format!(
+        "use a rehearsal database, not the sale's: `--orders-db \
+         sqlite://rehearsal-orders.db` (or SECKILL_ORDERS_DB); `--recover` would record {orders} order(s) in {database} as \
+         lost{}",
+        seen.file_names_another_redis()
+    );
+    let why = match trace {
+        Trace::Held => {
+            let loads: Vec<String> = stored
+                .iter()
+                .map(|s| {
+                    let stock = items.iter().find(|i| i.id == s.item).map_or(0, |i| i.stock);
+                    format!(
+                        "{} for item {} (file: {stock})",
+                        (stock - s.units).max(0),
+                        s.item
+                    )
+                })
+                .collect();
+            format!(
+                "{}, but Redis at {} has no sales of it although it held campaign {} (did Redis \
+                 lose its data?): loading the file's stock would sell them again; `seckill \
+                 preheat --recover` loads {} and restores the buyers",
+                lines.join("; "),
+                seen.redis,
+                campaign.id,
+                loads.join(", ")
+            )
+        }
+        Trace::NeverHere(kept) => format!(
+            "{}, but Redis at {} never held campaign {}: it has no registry entry nor key of it, \
+             and it kept campaign(s) {kept} preheated before the first of those orders, so it \
+             did not lose its data. It is not the Redis this sale ran on; {rehearsal}",
+            lines.join("; "),
+            seen.redis,
+            campaign.id,
+        ),
+        Trace::Nothing => format!(
+            "{}, but Redis at {} holds no trace of campaign {} (no registry entry, no key). \
+             If it is a rehearsal or any other Redis than the sale's, {rehearsal}. Only if it is \
+             the Redis this sale ran on and it lost its data: `seckill preheat --recover` loads \
+             what is left and restores the buyers",
+            lines.join("; "),
+            seen.redis,
+            campaign.id,
+        ),
+    };
+    Err(preheat_refused(format!("nothing was written: {why}")))
+}
+
+/// What `stored_sales` needs to know of this run beyond the campaign.
+struct Seen {
+    /// Redis time, Unix ms.
+    now: i64,
+    /// The Redis, for messages.
+    redis: String,
+    /// The campaign file's `redis:` when the command was sent elsewhere
+    /// (`--redis`, `SECKILL_REDIS_URL`), redacted.
+    file_redis: Option<String>,
+}
+
+impl Seen {
+    fn file_names_another_redis(&self) -> String {
+        self.file_redis
+            .as_ref()
+            .map(|url| {
+                format!(
+                    " (the campaign file names `redis: {url}`: the sale's Redis is likely there, \
+                     not at {})",
+                    self.redis
+                )
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// What this Redis shows of the campaign whose orders the database holds,
+/// when it would load the items from scratch. Redis alone cannot tell a
+/// Redis that lost everything from one that never had the sale (a loss
+/// takes the registry with it), so only positive evidence decides:
+/// its registry entry or a key of it (it held the campaign: a loss), or
+/// another campaign's entry older than the first stored order (a loss
+/// would have taken that entry too: it never had this sale).
+enum Trace {
+    /// A registry entry or a key of the campaign is here.
+    Held,
+    /// Campaigns preheated before the first stored order survive here and
+    /// this one left no trace: never here. Their ids.
+    NeverHere(String),
+    /// Nothing either way (an empty Redis, or one preheated since).
+    Nothing,
+}
+
+impl Trace {
+    fn of(
+        conn: &mut Conn,
+        store: &mut dyn OrderStore,
+        campaign: &crate::model::campaign::Campaign,
+        stored: &[StoredSales],
+        now: i64,
+    ) -> Result<Trace> {
+        if registry::find(conn, &campaign.id, now)?.is_some() {
+            return Ok(Trace::Held);
+        }
+        for item in &campaign.items {
+            if SaleItem::live(campaign, item).in_redis(conn)?.is_some() {
+                return Ok(Trace::Held);
+            }
+        }
+        // The first stored order's time on the sale's Redis clock (its stream id).
+        let mut first: Option<i64> = None;
+        for sales in stored {
+            let orders = store.item_orders_after(&campaign.id, &sales.item, "", 1)?;
+            let at = orders
+                .first()
+                .and_then(|o| o.stream_id.split('-').next()?.parse::<i64>().ok());
+            first = match (first, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        let Some(first) = first else {
+            return Ok(Trace::Nothing);
+        };
+        let older: Vec<String> = registry::live(conn, now)?
+            .into_iter()
+            .filter(|e| e.campaign != campaign.id && e.preheated_at_ms < first)
+            .map(|e| e.campaign)
+            .collect();
+        Ok(if older.is_empty() {
+            Trace::Nothing
+        } else {
+            Trace::NeverHere(older.join(", "))
+        })
+    }
 }
 
 fn describe(report: &PreheatReport, dry_run: bool, has_sales: bool) -> String {
