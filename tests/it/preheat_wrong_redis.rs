@@ -99,7 +99,7 @@ fn a_redis_with_no_trace_of_anything_names_both_cases_the_rehearsal_first() {
         "the rehearsal database must come first: {stderr}"
     );
     assert!(
-        stderr.contains(&format!("would record 2 order(s) in sqlite://")),
+        stderr.contains("would record 2 order(s) in sqlite://"),
         "{stderr}"
     );
     assert_eq!(known_losses(&sqlite_path(&file)), (0, 0));
