@@ -37,6 +37,7 @@ mod orders_open;
 mod orders_pipeline;
 mod outcomes;
 mod output;
+mod preheat_plan;
 mod preheat_wrong_redis;
 mod quiet;
 mod readme_session;
