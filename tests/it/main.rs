@@ -24,6 +24,7 @@ mod failover;
 mod go_no_go;
 mod help;
 mod hostile_input;
+mod init_dry_run;
 mod kill_switch_audit;
 mod layers;
 mod loadtest;
