@@ -450,7 +450,7 @@ const NAMED: usize = 20;
 
 impl Unstored {
     /// "; N acknowledged order(s) are not in the order database yet: ..." or "".
-    fn warning(&self) -> String {
+    pub(crate) fn warning(&self) -> String {
         if self.count == 0 {
             return String::new();
         }
@@ -470,7 +470,7 @@ impl Unstored {
 
 /// The orders in the items' streams that `store` does not hold (all of
 /// them without a database): what a reset would delete for good.
-fn unstored_orders(
+pub(crate) fn unstored_orders(
     conn: &mut crate::redis_client::conn::Conn,
     items: &[SaleItem],
     mut store: Option<&mut (dyn OrderStore + 'static)>,
@@ -527,23 +527,7 @@ fn refuse_while_selling(
     items: &[SaleItem],
     unstored: &Unstored,
 ) -> Result<()> {
-    let mut reader = StatusReader::default();
-    let mut selling = Vec::new();
-    for item in items {
-        let status = reader.read_item(conn, item)?;
-        if status.window.state != WindowState::Open || status.kill_switch.on {
-            continue;
-        }
-        let mut newest: Option<i64> = None;
-        for slot in item.slots() {
-            let last = last_entry_ms(conn, &slot.keys.orders)?;
-            newest = newest.max(last);
-        }
-        let recent = newest.is_some_and(|ms| status.redis_time_ms - ms < FLOWING_MS);
-        if recent || unstored.count > 0 {
-            selling.push(item.id().to_string());
-        }
-    }
+    let selling = selling_items(conn, items, unstored)?;
     if selling.is_empty() {
         return Ok(());
     }
@@ -564,6 +548,33 @@ fn refuse_while_selling(
         unstored.warning(),
         campaign.id
     )))
+}
+
+/// Items of a sale that is selling: window open, kill switch off, and
+/// orders arriving (one in the last minute, Redis clock) or waiting unstored.
+pub(crate) fn selling_items(
+    conn: &mut crate::redis_client::conn::Conn,
+    items: &[SaleItem],
+    unstored: &Unstored,
+) -> Result<Vec<String>> {
+    let mut reader = StatusReader::default();
+    let mut selling = Vec::new();
+    for item in items {
+        let status = reader.read_item(conn, item)?;
+        if status.window.state != WindowState::Open || status.kill_switch.on {
+            continue;
+        }
+        let mut newest: Option<i64> = None;
+        for slot in item.slots() {
+            let last = last_entry_ms(conn, &slot.keys.orders)?;
+            newest = newest.max(last);
+        }
+        let recent = newest.is_some_and(|ms| status.redis_time_ms - ms < FLOWING_MS);
+        if recent || unstored.count > 0 {
+            selling.push(item.id().to_string());
+        }
+    }
+    Ok(selling)
 }
 
 /// `--yes` is not enough either when acknowledged orders are not in the

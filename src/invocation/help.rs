@@ -116,6 +116,8 @@ pub fn examples(command: &str) -> &'static [&'static str] {
         "campaigns" => &[
             "seckill campaigns --redis redis://127.0.0.1:6379/0",
             "seckill -c campaigns/moutai.yaml campaigns --format json",
+            "seckill campaigns --redis redis://127.0.0.1:6379/0 drop moutai-111 --dry-run",
+            "seckill campaigns --redis redis://127.0.0.1:6379/0 drop moutai-111 --yes",
         ],
         "serve" => &[
             "seckill -c campaigns/moutai.yaml serve",

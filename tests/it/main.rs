@@ -8,6 +8,7 @@ mod buckets;
 mod buy;
 mod campaign_files;
 mod campaign_fuzz;
+mod campaigns_drop;
 mod campaigns_shipped;
 mod cli;
 mod cluster;
