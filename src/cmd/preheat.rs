@@ -175,7 +175,11 @@ impl Report for PreheatSummary {
                 table.add_row(vec![
                     row.items.join(", "),
                     row.field.clone(),
-                    format!("{} → {}", row.from, row.to),
+                    if row.from.is_empty() && row.to.is_empty() {
+                        "see below".to_string()
+                    } else {
+                        format!("{} → {}", row.from, row.to)
+                    },
                     row.status.to_string(),
                 ]);
             }
@@ -230,10 +234,11 @@ impl PreheatSummary {
     fn plan_rows(&self) -> Vec<PlanRow> {
         let mut rows: Vec<PlanRow> = Vec::new();
         let mut push = |item: &str, field: &str, from: &str, to: &str, status: &'static str| {
-            if let Some(same) = rows
-                .iter_mut()
-                .find(|r| r.field == field && r.from == from && r.to == to && r.status == status)
-            {
+            // A bucket's row is its own (one row per bucket, as `status --buckets`).
+            let bucket = item.contains(" bucket ");
+            if let Some(same) = rows.iter_mut().find(|r| {
+                !bucket && r.field == field && r.from == from && r.to == to && r.status == status
+            }) {
                 same.items.push(item.to_string());
             } else {
                 rows.push(PlanRow {
@@ -251,11 +256,17 @@ impl PreheatSummary {
         for row in &self.items {
             let r = &row.preheat.report;
             let item = r.item.as_str();
-            if row.preheat.refused_because.is_some() || r.status.refused() {
+            if row.preheat.refused_because.is_some() {
+                // Its layout differs: the reason, under the table, says how.
+                push(item, "buckets", "", "", "REFUSED");
+                continue;
+            }
+            if r.status.refused() {
+                let initial = row.fields.iter().find(|f| f.field == "stock");
                 push(
                     item,
                     "stock",
-                    &stock(r.redis_stock_before),
+                    initial.map_or("-", |f| f.redis_text.as_str()),
                     &r.file_stock.to_string(),
                     "REFUSED",
                 );
@@ -318,7 +329,7 @@ impl PreheatSummary {
                     _ => continue,
                 };
                 push(
-                    &format!("{item} bucket {} (slot {})", part.bucket, part.slot),
+                    &format!("{item} bucket {} slot {}", part.bucket, part.slot),
                     "stock",
                     &stock(p.redis_stock_before),
                     &p.file_stock.to_string(),
@@ -373,7 +384,7 @@ impl PreheatSummary {
             } else {
                 format!(
                     "stock not applied: item(s) {} have sales; `init --yes` resets them (then \
-                     preheat), `--force` is refused there.",
+                     preheat) — loading stock over sales would sell units twice.",
                     self.sold.join(", ")
                 )
             });

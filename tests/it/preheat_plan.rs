@@ -124,3 +124,62 @@ fn the_plan_shows_only_what_differs_in_the_files_units_and_what_redis_holds_afte
     assert_eq!(field("price")["file"], 100);
     assert_eq!(field("per_user_limit")["differs"], false);
 }
+
+/// In a real terminal (tmux at 80 × 24, no `COLUMNS`): the edited plan of
+/// 20 items fits one screen, no line wider than the terminal.
+#[test]
+fn the_plan_fits_one_80_by_24_screen() {
+    let server = RedisServer::start();
+    let file = many(20, 1, "20/s").write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    std::fs::write(&file.path, many(20, 2, "30/s").yaml()).unwrap();
+    let socket = format!("seckill-plan-{}", std::process::id());
+    let command = format!(
+        "env -u COLUMNS -u LINES -u SECKILL_CAMPAIGN -u SECKILL_FORMAT SECKILL_REDIS_URL={} \
+         {} -c {} preheat 2>/dev/null; echo EXITED $?; sleep 600",
+        server.url(),
+        env!("CARGO_BIN_EXE_seckill"),
+        file.path.display()
+    );
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("tmux must be installed (apt-get install tmux)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    tmux(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &command,
+    ]);
+    let mut screen = String::new();
+    crate::support::orders::wait_until("preheat's plan on the screen", || {
+        screen = tmux(&["capture-pane", "-p"]);
+        screen.contains("EXITED")
+    });
+    let everything = tmux(&["capture-pane", "-p", "-S", "-"]);
+    tmux(&["kill-server"]);
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(screen.contains("not applied"), "{screen}");
+    assert!(screen.contains("20/s → 30/s"), "{screen}");
+    assert_eq!(
+        everything.trim_end().lines().count(),
+        screen.trim_end().lines().count(),
+        "the plan scrolled off one 80 × 24 screen:\n{everything}"
+    );
+    for line in screen.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+        assert!(!line.starts_with('┆'), "a wrapped row:\n{screen}");
+    }
+}
