@@ -88,6 +88,18 @@ _seckill() {
             seckill,status)
                 cmd="seckill__subcmd__status"
                 ;;
+            seckill__subcmd__campaigns,drop)
+                cmd="seckill__subcmd__campaigns__subcmd__drop"
+                ;;
+            seckill__subcmd__campaigns,help)
+                cmd="seckill__subcmd__campaigns__subcmd__help"
+                ;;
+            seckill__subcmd__campaigns__subcmd__help,drop)
+                cmd="seckill__subcmd__campaigns__subcmd__help__subcmd__drop"
+                ;;
+            seckill__subcmd__campaigns__subcmd__help,help)
+                cmd="seckill__subcmd__campaigns__subcmd__help__subcmd__help"
+                ;;
             seckill__subcmd__help,acl)
                 cmd="seckill__subcmd__help__subcmd__acl"
                 ;;
@@ -159,6 +171,9 @@ _seckill() {
                 ;;
             seckill__subcmd__help,status)
                 cmd="seckill__subcmd__help__subcmd__status"
+                ;;
+            seckill__subcmd__help__subcmd__campaigns,drop)
+                cmd="seckill__subcmd__help__subcmd__campaigns__subcmd__drop"
                 ;;
             seckill__subcmd__help__subcmd__queue,admit)
                 cmd="seckill__subcmd__help__subcmd__queue__subcmd__admit"
@@ -467,7 +482,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__campaigns)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version drop help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -513,6 +528,106 @@ _seckill() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__campaigns__subcmd__drop)
+            opts="-c -q -v -h -V --yes --force --dry-run --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --orders-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --notify)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --notify-stall)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__campaigns__subcmd__help)
+            opts="drop help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__campaigns__subcmd__help__subcmd__drop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__campaigns__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -955,8 +1070,22 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__campaigns)
-            opts=""
+            opts="drop"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__campaigns__subcmd__drop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1403,7 +1532,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__init)
-            opts="-c -q -v -h -V --yes --purge-orders --allow-shared-items --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --yes --purge-orders --allow-shared-items --dry-run --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

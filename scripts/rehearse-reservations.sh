@@ -25,30 +25,30 @@ export SECKILL_REDIS_URL="$REDIS_URL" SECKILL_ORDERS_DB="sqlite://$LIB_WORK/orde
 echo "# throwaway Redis at $SECKILL_REDIS_URL, payment_timeout ${TIMEOUT:-30s}"
 
 run() { echo; echo "\$ seckill $(printf '%q ' "$@")"; "$seckill" -c "$campaign" "$@" || echo "(exit code $?)"; }
-order_of() { "$seckill" -c "$campaign" buy --item 1001 --user "$1" --format json | sed -n 's/.*"order_id": "\(.*\)".*/\1/p'; }
+order_of() { "$seckill" -c "$campaign" buy --item 3001 --user "$1" --format json | sed -n 's/.*"order_id": "\(.*\)".*/\1/p'; }
 
 run preheat
 declare -A order
 for user in ann ben cat dan eve; do
   order[$user]=$(order_of "$user")
-  echo "\$ seckill buy --item 1001 --user $user   # ok, reserved: ${order[$user]}"
+  echo "\$ seckill buy --item 3001 --user $user   # ok, reserved: ${order[$user]}"
 done
-run buy --item 1001 --user fay
+run buy --item 3001 --user fay
 run pay --order "${order[ann]}"
 run pay --order "${order[ben]}"
 run pay --order "${order[ben]}"
 run cancel --order "${order[cat]}" --reason "changed her mind"
-run buy --item 1001 --user fay
+run buy --item 3001 --user fay
 run consume --drain
 run reconcile
 run status
 echo; echo "# waiting for the deadlines of dan's and eve's reservations (${TIMEOUT:-30s})"
-deadline=$(redis-cli -p "$REDIS_PORT" zrange 'seckill:{moutai-pay-1111:1001}:deadlines' 0 -1 withscores | sed -n 4p)
+deadline=$(redis-cli -p "$REDIS_PORT" zrange 'seckill:{moutai-pay-1111:3001}:deadlines' 0 -1 withscores | sed -n 4p)
 while [ "$(redis-cli -p "$REDIS_PORT" eval 'local t = redis.call("TIME") return t[1] * 1000 + math.floor(t[2] / 1000)' 0)" -le "$deadline" ]; do sleep 0.2; done
 run pay --order "${order[dan]}"
 run expire
-run buy --item 1001 --user gus
-run buy --item 1001 --user dan
+run buy --item 3001 --user gus
+run buy --item 3001 --user dan
 run consume --drain
 run reconcile
 run status

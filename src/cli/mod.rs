@@ -125,7 +125,8 @@ pub(crate) enum Command {
     /// Go / no-go before launch: eviction, persistence, replicas, cluster, clocks, window, database, permissions.
     #[command(after_long_help = crate::invocation::help::long("doctor"))]
     Doctor(cmd::doctor::Args),
-    /// The campaigns live on a Redis (recorded by preheat), to see which sale a command would touch.
+    /// The campaigns live on a Redis (recorded by preheat), to see which sale a command would
+    /// touch; `campaigns drop ID` removes one (its keys and its registry entry).
     #[command(after_long_help = crate::invocation::help::long("campaigns"))]
     Campaigns(cmd::campaigns::Args),
     /// The shop's front door: an HTTP buy API through the same scripts (docs/serve.md); runs until SIGTERM.
@@ -295,7 +296,12 @@ impl Command {
             Command::Status(args) => cmd::status::run(ctx, &args),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Doctor(args) => emit(ctx, &cmd::doctor::run(ctx, &args)?),
-            Command::Campaigns(args) => emit(ctx, &cmd::campaigns::run(ctx, &args)?),
+            Command::Campaigns(args) => match &args.action {
+                Some(cmd::campaigns::Action::Drop(drop)) => {
+                    emit(ctx, &cmd::campaigns::drop(ctx, drop)?)
+                }
+                None => emit(ctx, &cmd::campaigns::run(ctx, &args)?),
+            },
             Command::Serve(args) => emit(ctx, &cmd::serve::run(ctx, &args)?),
             Command::Queue(args) => emit(ctx, &cmd::queue::run(ctx, &args)?),
             Command::Register(args) => emit(ctx, &cmd::register::run(ctx, &args)?),

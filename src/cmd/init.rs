@@ -15,6 +15,9 @@
 //! Like `preheat`, it refuses to load a campaign whose items another
 //! campaign live on this Redis already sells (a typo'd id would start a
 //! second copy of the sale) unless `--allow-shared-items`.
+//!
+//! `--dry-run` makes the same checks and refusals, then counts what exists
+//! ([`existing_keys`], shared with `campaigns drop`) instead of deleting it.
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
@@ -29,8 +32,12 @@ use crate::domain::slot::PreheatMode;
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
+use crate::model::keys::ItemKeys;
+use crate::model::layout::Layout;
 use crate::operator::monitor::status::{StatusReader, WindowState};
+use crate::redis_client::conn::Conn;
 use crate::util::output;
+use redis::Commands;
 
 /// Flags of `seckill init`.
 #[derive(Debug, clap::Args)]
@@ -51,6 +58,11 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) allow_shared_items: bool,
 
+    /// Show what init would delete and load, write nothing (the refusals
+    /// below apply as they would: a dry run of a refused init is refused).
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+
     /// The order database (`--orders-db`), counted (and purged) after the reset.
     #[command(flatten)]
     pub(crate) store: StoreArgs,
@@ -59,6 +71,8 @@ pub(crate) struct Args {
 /// `seckill init`'s report: what was reset, and what the order database still holds.
 #[derive(Debug, Serialize)]
 pub(crate) struct InitReport {
+    /// Nothing was written (`--dry-run`): every count says what init would do.
+    pub(crate) dry_run: bool,
     /// One entry per item of the campaign.
     pub(crate) items: Vec<InitRow>,
     /// The order database (password hidden).
@@ -87,7 +101,8 @@ pub(crate) struct InitReport {
 pub(crate) struct InitRow {
     /// The item id.
     pub(crate) item: String,
-    /// Redis keys deleted (stock, buyers, streams, request ids, switch, rate limits).
+    /// Redis keys deleted (stock, buyers, streams, request ids, switch, rate
+    /// limits); in a dry run, the keys that exist and would be.
     pub(crate) keys_deleted: u64,
     /// Stock loaded afterwards, from the file.
     pub(crate) stock: Option<i64>,
@@ -104,17 +119,24 @@ impl Report for InitReport {
                 row.item.clone(),
                 row.keys_deleted.to_string(),
                 row.stock.map_or_else(|| "-".into(), |s| s.to_string()),
-                match (row.kill_switch_was_on, &row.switch_reason) {
-                    (true, Some(reason)) => format!("was ON ({reason}), now off"),
-                    (true, None) => "was ON, now off".to_string(),
-                    (false, _) => "off".to_string(),
+                match (row.kill_switch_was_on, &row.switch_reason, self.dry_run) {
+                    (true, Some(reason), false) => format!("was ON ({reason}), now off"),
+                    (true, None, false) => "was ON, now off".to_string(),
+                    (true, Some(reason), true) => format!("ON ({reason}), would be off"),
+                    (true, None, true) => "ON, would be off".to_string(),
+                    (false, _, _) => "off".to_string(),
                 },
             ]
         });
         let lost = &self.unstored_orders_deleted;
         let lost = if lost.count > 0 {
             output::paragraph(&format!(
-                "deleted {} acknowledged order(s) that were not in the order database {}: {}{}",
+                "{} {} acknowledged order(s) that are not in the order database {}: {}{}",
+                if self.dry_run {
+                    "would delete"
+                } else {
+                    "deleted"
+                },
                 lost.count,
                 self.database,
                 lost.ids.join(" "),
@@ -128,19 +150,34 @@ impl Report for InitReport {
             String::new()
         };
         let mut text = format!(
-            "reset campaign {} on {}\n{}{lost}",
+            "{} campaign {} on {}\n{}{lost}",
+            if self.dry_run {
+                "dry run (nothing written): init would reset"
+            } else {
+                "reset"
+            },
             self.campaign,
             self.redis,
             output::grid(
-                &["item", "keys deleted", "stock", "kill switch"],
+                if self.dry_run {
+                    &["item", "keys to delete", "stock to load", "kill switch"]
+                } else {
+                    &["item", "keys deleted", "stock", "kill switch"]
+                },
                 rows.collect(),
                 &[3]
             )
         );
         if let Some(n) = self.order_rows_purged {
             text.push_str(&output::paragraph(&format!(
-                "deleted {n} order row(s) of campaign {} from {}",
-                self.campaign, self.database
+                "{} {n} order row(s) of campaign {} from {}",
+                if self.dry_run {
+                    "would delete"
+                } else {
+                    "deleted"
+                },
+                self.campaign,
+                self.database
             )));
         }
         if let Some(problem) = &self.order_database_problem {
@@ -149,7 +186,10 @@ impl Report for InitReport {
                 self.campaign, self.database
             )));
         }
-        if let Some(n) = self.order_rows_in_database.filter(|n| *n > 0) {
+        if let Some(n) = self
+            .order_rows_in_database
+            .filter(|n| *n > 0 && !(self.dry_run && self.order_rows_purged.is_some()))
+        {
             text.push_str(&output::paragraph(&format!(
                 "the order database {} still holds {n} order row(s) of campaign {}: reconcile \
                  will report them as drift; delete them with `seckill -c {} init --yes --purge-orders {}`",
@@ -244,6 +284,44 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
             return Err(usage(refusals.join("; ")));
         }
     }
+    if args.dry_run {
+        let mut rows = Vec::new();
+        for (item, was) in items.iter().zip(before) {
+            rows.push(InitRow {
+                item: item.id().to_string(),
+                keys_deleted: existing_keys(&mut conn, item)?.len() as u64,
+                stock: Some(item.item.stock),
+                kill_switch_was_on: was.closed,
+                switch_reason: was.switch_reason,
+            });
+        }
+        let order_rows = match store
+            .as_mut()
+            .map(|store| store.campaign_rows(&campaign.id))
+        {
+            Some(Ok(rows)) => Some(rows),
+            Some(Err(e)) => {
+                problem = Some(crate::util::error_text::render(&e));
+                None
+            }
+            None => None,
+        };
+        return Ok(InitReport {
+            dry_run: true,
+            unstored_orders_deleted: unstored,
+            items: rows,
+            database: location.display(),
+            order_rows_purged: args
+                .purge_orders
+                .as_ref()
+                .map(|_| order_rows.unwrap_or(0).max(0) as u64),
+            order_rows_in_database: order_rows,
+            order_database_problem: problem,
+            campaign: campaign.id,
+            campaign_file: campaign.path.display().to_string(),
+            redis: target.display,
+        });
+    }
     // SCAN visits one node; on a cluster the per-user rate keys expire by themselves within one window.
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
@@ -281,6 +359,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     let now = slot::redis_now_ms(&mut conn)?;
     registry::record(&mut conn, &registry::Entry::of(&campaign, now, &by))?;
     Ok(InitReport {
+        dry_run: false,
         unstored_orders_deleted: unstored,
         items: rows,
         database: location.display(),
@@ -291,6 +370,71 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         campaign_file: campaign.path.display().to_string(),
         redis: target.display,
     })
+}
+
+/// The keys of `item` that exist now: what a reset (or `campaigns drop`)
+/// deletes — the plain slot's, each bucket's (the layout Redis recorded
+/// too, when it differs from the file's), the room's and the per-user rate
+/// keys (by SCAN on a standalone Redis; on a cluster SCAN sees one node, so
+/// there the fixed names are asked one by one and rate keys, left to
+/// expire within one window, are not counted).
+pub(crate) fn existing_keys(conn: &mut Conn, item: &SaleItem) -> Result<Vec<String>> {
+    let layout = item.layout();
+    let plain = ItemKeys::new(&layout.prefix, &item.campaign.id, &item.item.id);
+    let recorded: Option<u32> = conn
+        .get(layout.marker())
+        .with_context(|| format!("cannot read {}", layout.marker()))?;
+    let mut layouts = vec![layout.clone()];
+    if let Some(n) = recorded.filter(|n| *n != layout.buckets && (1..=256).contains(n)) {
+        layouts.push(Layout {
+            buckets: n,
+            ..layout.clone()
+        });
+    }
+    let mut bases = vec![plain.clone()];
+    let mut names: Vec<String> = plain.fixed().iter().map(|k| k.to_string()).collect();
+    names.extend(plain.room().all().iter().map(|k| k.to_string()));
+    names.push(layout.marker());
+    for layout in layouts.iter().filter(|l| l.buckets > 1) {
+        for bucket in layout.all() {
+            names.extend(bucket.keys.fixed().iter().map(|k| k.to_string()));
+            names.extend([bucket.xfer_out, bucket.xfer_pending, bucket.xfer_in]);
+            let room = bucket.keys.room();
+            names.extend([room.admissions, room.admission_count]);
+            bases.push(bucket.keys);
+        }
+    }
+    let mut found = std::collections::BTreeSet::new();
+    if conn.is_cluster() {
+        for name in names {
+            let exists: bool = conn
+                .exists(&name)
+                .with_context(|| format!("cannot check {name}"))?;
+            if exists {
+                found.insert(name);
+            }
+        }
+    } else {
+        for base in &bases {
+            let mut cursor: u64 = 0;
+            loop {
+                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(base.scan_pattern())
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query(conn)
+                    .with_context(|| format!("cannot SCAN keys of {}", base.base))?;
+                found.extend(batch);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
 }
 
 /// Acknowledged orders not in the order database: exact count, the first
@@ -306,7 +450,7 @@ const NAMED: usize = 20;
 
 impl Unstored {
     /// "; N acknowledged order(s) are not in the order database yet: ..." or "".
-    fn warning(&self) -> String {
+    pub(crate) fn warning(&self) -> String {
         if self.count == 0 {
             return String::new();
         }
@@ -326,7 +470,7 @@ impl Unstored {
 
 /// The orders in the items' streams that `store` does not hold (all of
 /// them without a database): what a reset would delete for good.
-fn unstored_orders(
+pub(crate) fn unstored_orders(
     conn: &mut crate::redis_client::conn::Conn,
     items: &[SaleItem],
     mut store: Option<&mut (dyn OrderStore + 'static)>,
@@ -383,23 +527,7 @@ fn refuse_while_selling(
     items: &[SaleItem],
     unstored: &Unstored,
 ) -> Result<()> {
-    let mut reader = StatusReader::default();
-    let mut selling = Vec::new();
-    for item in items {
-        let status = reader.read_item(conn, item)?;
-        if status.window.state != WindowState::Open || status.kill_switch.on {
-            continue;
-        }
-        let mut newest: Option<i64> = None;
-        for slot in item.slots() {
-            let last = last_entry_ms(conn, &slot.keys.orders)?;
-            newest = newest.max(last);
-        }
-        let recent = newest.is_some_and(|ms| status.redis_time_ms - ms < FLOWING_MS);
-        if recent || unstored.count > 0 {
-            selling.push(item.id().to_string());
-        }
-    }
+    let selling = selling_items(conn, items, unstored)?;
     if selling.is_empty() {
         return Ok(());
     }
@@ -420,6 +548,33 @@ fn refuse_while_selling(
         unstored.warning(),
         campaign.id
     )))
+}
+
+/// Items of a sale that is selling: window open, kill switch off, and
+/// orders arriving (one in the last minute, Redis clock) or waiting unstored.
+pub(crate) fn selling_items(
+    conn: &mut crate::redis_client::conn::Conn,
+    items: &[SaleItem],
+    unstored: &Unstored,
+) -> Result<Vec<String>> {
+    let mut reader = StatusReader::default();
+    let mut selling = Vec::new();
+    for item in items {
+        let status = reader.read_item(conn, item)?;
+        if status.window.state != WindowState::Open || status.kill_switch.on {
+            continue;
+        }
+        let mut newest: Option<i64> = None;
+        for slot in item.slots() {
+            let last = last_entry_ms(conn, &slot.keys.orders)?;
+            newest = newest.max(last);
+        }
+        let recent = newest.is_some_and(|ms| status.redis_time_ms - ms < FLOWING_MS);
+        if recent || unstored.count > 0 {
+            selling.push(item.id().to_string());
+        }
+    }
+    Ok(selling)
 }
 
 /// `--yes` is not enough either when acknowledged orders are not in the

@@ -10,13 +10,13 @@ use crate::domain::orders::{OrderStore, StoreLocation};
 use crate::domain::preheat_plan::{self, FieldPlan};
 use crate::domain::recovery::{self, Persistence, Recovered, StoredSales};
 use crate::domain::registry;
-use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
+use crate::domain::slot::{self, PreheatMode, PreheatStatus};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::{preheat_refused, usage};
 use crate::model::exit_codes;
 use crate::operator::acl::dryrun;
-use crate::redis_client::conn::Conn;
+use crate::redis_client::conn::{Conn, UrlSource, redact};
 use crate::redis_client::server::{self, Eviction};
 use crate::util::output;
 use crate::util::text;
@@ -92,9 +92,12 @@ pub(crate) struct PreheatSummary {
 pub(crate) struct ItemRow {
     #[serde(flatten)]
     pub(crate) preheat: ItemPreheat,
-    /// The fields where the file and Redis differed before this preheat:
-    /// applied when the status is `meta_updated` (or `loaded`/`overwritten`),
-    /// left as Redis has them when `kept` (`--update-meta` applies them).
+    /// Every field, file against Redis before this preheat, in machine
+    /// units (Redis's values `null` for an item Redis did not hold).
+    pub(crate) fields: Vec<FieldPlan>,
+    /// Of those, the ones that differed in an item Redis held: applied when
+    /// the status is `meta_updated` (or `overwritten`), left as Redis has
+    /// them when `kept` (`--update-meta` applies them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) differences: Vec<FieldPlan>,
 }
@@ -141,91 +144,10 @@ impl Report for PreheatSummary {
     }
 
     fn render(&self) -> String {
-        let mut table = output::table([
-            "item",
-            "name",
-            "stock\nin file",
-            "stock\nin Redis",
-            "status",
-        ]);
-        let stock = |s: Option<i64>| s.map_or_else(|| "-".into(), |s| s.to_string());
-        for ItemRow { preheat: row, .. } in &self.items {
-            let r = &row.report;
-            table.add_row(vec![
-                r.item.clone(),
-                r.name.clone(),
-                r.file_stock.to_string(),
-                stock(r.redis_stock_after),
-                match &row.refused_because {
-                    Some(why) => format!("REFUSED: {why}"),
-                    None => describe(r, self.dry_run, self.sold.contains(&r.item)),
-                },
-            ]);
-            for part in &row.per_bucket {
-                let p = &part.report;
-                table.add_row(vec![
-                    format!("  bucket {} (slot {})", part.bucket, part.slot),
-                    String::new(),
-                    p.file_stock.to_string(),
-                    stock(p.redis_stock_after),
-                    describe(p, self.dry_run, self.sold.contains(&r.item)),
-                ]);
-            }
-        }
-        output::fit(&mut table, &[1, 4]);
-        let recovered: String = self
-            .recovered
-            .iter()
-            .map(|r| {
-                format!(
-                    "{}: recovered after data loss: loaded {} of {} ({} unit(s) already in the \
-                     order database), {} buyer(s) restored. {}\n",
-                    r.item,
-                    r.stock_loaded,
-                    r.initial_stock,
-                    r.units_stored,
-                    r.buyers_restored,
-                    r.cannot_be_known
-                )
-            })
-            .collect();
-        let rooms: String = self
-            .items
-            .iter()
-            .filter_map(|row| Some((&row.preheat.report.item, row.preheat.waiting_room.as_ref()?)))
-            .map(|(item, room)| {
-                let need = room
-                    .needs_admitter
-                    .as_ref()
-                    .map(|need| output::paragraph(&format!("{item}: {need}")))
-                    .unwrap_or_default();
-                output::paragraph(&format!(
-                    "{item}: waiting room {}: {}; shuffle seed sha256 {}",
-                    room.status, room.config, room.seed_sha256
-                )) + &need
-            })
-            .collect();
-        let mut differences = String::new();
-        for row in self.items.iter().filter(|row| !row.differences.is_empty()) {
-            let status = row.preheat.report.status;
-            let applied = status != PreheatStatus::Kept && !status.refused();
-            let verb = match (self.dry_run, applied) {
-                _ if status.refused() => "differs, NOT applied (the item was refused)",
-                (true, true) => "would change",
-                (false, true) => "changed",
-                (_, false) => {
-                    "differs, NOT applied (`preheat --update-meta` applies it; the stock needs `--force`, or `init --yes` once sold)"
-                }
-            };
-            for field in &row.differences {
-                differences.push_str(&output::paragraph(&format!(
-                    "{}: {} {verb}: file {} · Redis {}",
-                    row.preheat.report.item, field.field, field.file, field.redis
-                )));
-            }
-        }
-        format!(
-            "{} campaign {} on {}{}\n{table}\n{rooms}{differences}{recovered}",
+        let plan = self.plan_rows();
+        let applied = !self.dry_run && self.written;
+        let mut out = format!(
+            "{} campaign {} on {}{}\n",
             if self.dry_run {
                 "dry run:"
             } else if self.written {
@@ -241,7 +163,289 @@ impl Report for PreheatSummary {
                 .as_ref()
                 .map(|at| format!(", keys expire {at}"))
                 .unwrap_or_default()
-        )
+        );
+        if !plan.is_empty() {
+            let arrow = if applied {
+                "was → now"
+            } else {
+                "Redis → file"
+            };
+            let mut table = output::table(["item", "field", arrow, "status"]);
+            for row in &plan {
+                table.add_row(vec![
+                    row.items.join(", "),
+                    row.field.clone(),
+                    if row.from.is_empty() && row.to.is_empty() {
+                        "see below".to_string()
+                    } else {
+                        format!("{} → {}", row.from, row.to)
+                    },
+                    row.status.to_string(),
+                ]);
+            }
+            output::fit(&mut table, &[0, 2, 3]);
+            out.push_str(&format!("{table}\n"));
+        }
+        let unchanged = self.unchanged();
+        if unchanged > 0 {
+            out.push_str(&output::paragraph(&format!(
+                "{} unchanged: Redis holds what the file says",
+                if unchanged == self.items.len() && unchanged > 1 {
+                    format!("all {unchanged} items")
+                } else {
+                    text::counted(unchanged as i64, "item")
+                }
+            )));
+        }
+        out.push_str(&self.advice(&plan));
+        out
+    }
+}
+
+/// One line of the plan: a field of one or more items, from → to.
+struct PlanRow {
+    items: Vec<String>,
+    field: String,
+    from: String,
+    to: String,
+    status: &'static str,
+}
+
+impl PreheatSummary {
+    /// Items with nothing to show: kept (or updated) and every field as the file says.
+    fn unchanged(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|row| {
+                let status = row.preheat.report.status;
+                matches!(status, PreheatStatus::Kept | PreheatStatus::MetaUpdated)
+                    && row.preheat.refused_because.is_none()
+                    && row.differences.is_empty()
+                    && row
+                        .preheat
+                        .waiting_room
+                        .as_ref()
+                        .is_none_or(|room| room.status != "refused")
+            })
+            .count()
+    }
+
+    /// What differs, one row per field, rows equal but for the item merged.
+    fn plan_rows(&self) -> Vec<PlanRow> {
+        let mut rows: Vec<PlanRow> = Vec::new();
+        let mut push = |item: &str, field: &str, from: &str, to: &str, status: &'static str| {
+            // A bucket's row is its own (one row per bucket, as `status --buckets`).
+            let bucket = item.contains(" bucket ");
+            if let Some(same) = rows.iter_mut().find(|r| {
+                !bucket && r.field == field && r.from == from && r.to == to && r.status == status
+            }) {
+                same.items.push(item.to_string());
+            } else {
+                rows.push(PlanRow {
+                    items: vec![item.to_string()],
+                    field: field.to_string(),
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    status,
+                });
+            }
+        };
+        let dry = self.dry_run;
+        let pick = |dry_text: &'static str, done: &'static str| if dry { dry_text } else { done };
+        let stock = |s: Option<i64>| s.map_or_else(|| "-".to_string(), |s| s.to_string());
+        for row in &self.items {
+            let r = &row.preheat.report;
+            let item = r.item.as_str();
+            if row.preheat.refused_because.is_some() {
+                // Its layout differs: the reason, under the table, says how.
+                push(item, "buckets", "", "", "REFUSED");
+                continue;
+            }
+            if r.status.refused() {
+                let initial = row.fields.iter().find(|f| f.field == "stock");
+                push(
+                    item,
+                    "stock",
+                    initial.map_or("-", |f| f.redis_text.as_str()),
+                    &r.file_stock.to_string(),
+                    "REFUSED",
+                );
+                continue;
+            }
+            let room_refused = row
+                .preheat
+                .waiting_room
+                .as_ref()
+                .is_some_and(|room| room.status == "refused");
+            let meta_status = match r.status {
+                PreheatStatus::Kept => "not applied",
+                _ => pick("would apply", "applied"),
+            };
+            match r.status {
+                PreheatStatus::Loaded if dry => {
+                    for field in row.fields.iter().filter(|f| f.differs) {
+                        push(
+                            item,
+                            field.field,
+                            &field.redis_text,
+                            &field.file_text,
+                            "would load",
+                        );
+                    }
+                }
+                PreheatStatus::Loaded => {
+                    push(item, "stock", "-", &r.file_stock.to_string(), "loaded");
+                }
+                PreheatStatus::Overwritten => push(
+                    item,
+                    "stock",
+                    &stock(r.redis_stock_before),
+                    &r.file_stock.to_string(),
+                    pick("would overwrite", "overwritten"),
+                ),
+                _ => {}
+            }
+            for field in &row.differences {
+                let status = match field.field {
+                    _ if room_refused && field.field.starts_with("waiting_room") => "REFUSED",
+                    "stock" if r.status == PreheatStatus::Overwritten => continue,
+                    "stock" => "not applied",
+                    _ => meta_status,
+                };
+                push(
+                    item,
+                    field.field,
+                    &field.redis_text,
+                    &field.file_text,
+                    status,
+                );
+            }
+            for part in &row.preheat.per_bucket {
+                let p = &part.report;
+                let status = match p.status {
+                    PreheatStatus::Loaded => pick("would load", "loaded"),
+                    PreheatStatus::Overwritten => pick("would overwrite", "overwritten"),
+                    s if s.refused() => "REFUSED",
+                    _ => continue,
+                };
+                push(
+                    &format!("{item} bucket {} slot {}", part.bucket, part.slot),
+                    "stock",
+                    &stock(p.redis_stock_before),
+                    &p.file_stock.to_string(),
+                    status,
+                );
+            }
+        }
+        let everyone = self.items.len();
+        for row in &mut rows {
+            if everyone > 1 && row.items.len() == everyone {
+                row.items = vec![format!("all {everyone} items")];
+            }
+        }
+        // The campaign's own fields (every item's) first, then item by item.
+        rows.sort_by_key(|row| !row.items[0].starts_with("all "));
+        rows
+    }
+
+    /// Each piece of advice once, under the table.
+    fn advice(&self, plan: &[PlanRow]) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        let has = |status: &str, stock: bool| {
+            plan.iter()
+                .any(|r| r.status == status && (r.field == "stock") == stock)
+        };
+        if !self.dry_run && self.written && plan.iter().any(|r| r.status != "not applied") {
+            lines.push(
+                "Redis now holds the values on the right (\"now\"); the left is what it held before."
+                    .to_string(),
+            );
+        }
+        if self.dry_run && !plan.is_empty() {
+            lines.push(
+                "dry run: Redis still holds the values on the left; this preheat would write \
+                 those marked \"would\"."
+                    .to_string(),
+            );
+        }
+        if has("not applied", false) {
+            lines.push(
+                "not applied: Redis keeps the values on the left. `preheat --update-meta` \
+                 applies the file's name, price, window, limits, key expiry and room (the \
+                 stock stays)."
+                    .to_string(),
+            );
+        }
+        if has("not applied", true) {
+            lines.push(if self.sold.is_empty() {
+                "stock not applied: `preheat --force` loads the file's stock (only for items \
+                 that sold nothing)."
+                    .to_string()
+            } else {
+                format!(
+                    "stock not applied: item(s) {} have sales; `init --yes` resets them (then \
+                     preheat) — loading stock over sales would sell units twice.",
+                    self.sold.join(", ")
+                )
+            });
+        }
+        for row in &self.items {
+            if let Some(why) = &row.preheat.refused_because {
+                lines.push(format!("{}: REFUSED: {why}", row.preheat.report.item));
+            } else if row.preheat.report.status.refused() {
+                lines.push(format!(
+                    "{}: REFUSED: {}",
+                    row.preheat.report.item,
+                    refusal(row.preheat.report.status)
+                ));
+            }
+        }
+        let mut rooms: Vec<(String, Vec<&str>)> = Vec::new();
+        for row in &self.items {
+            let item = row.preheat.report.item.as_str();
+            let Some(room) = row.preheat.waiting_room.as_ref() else {
+                continue;
+            };
+            let mut notes = Vec::new();
+            if room.status == "refused" {
+                notes.push(
+                    "waiting room REFUSED: its mode or pre-queue cannot change once users \
+                     joined; it stays as it was"
+                        .to_string(),
+                );
+            }
+            if let Some(need) = &room.needs_admitter {
+                notes.push(need.clone());
+            }
+            for note in notes {
+                match rooms.iter_mut().find(|(n, _)| *n == note) {
+                    Some((_, items)) => items.push(item),
+                    None => rooms.push((note, vec![item])),
+                }
+            }
+            if room.status == "created" && room.config.contains("prequeue 1") {
+                lines.push(format!(
+                    "{item}: pre-queue shuffle seed sha256 {}",
+                    room.seed_sha256
+                ));
+            }
+        }
+        for (note, items) in rooms {
+            lines.push(format!("{}: {note}", items.join(", ")));
+        }
+        for r in &self.recovered {
+            lines.push(format!(
+                "{}: recovered after data loss: loaded {} of {} ({} unit(s) already in the \
+                 order database), {} buyer(s) restored. {}",
+                r.item,
+                r.stock_loaded,
+                r.initial_stock,
+                r.units_stored,
+                r.buyers_restored,
+                r.cannot_be_known
+            ));
+        }
+        lines.iter().map(|line| output::paragraph(line)).collect()
     }
 }
 
@@ -278,8 +482,18 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     if !args.allow_shared_items {
         registry::refuse_collisions(&mut conn, &campaign, now)?;
     }
+    let seen = Seen {
+        now,
+        redis: target.display.clone(),
+        file_redis: campaign
+            .redis_url
+            .as_ref()
+            .filter(|_| matches!(target.source, UrlSource::Flag | UrlSource::Env))
+            .map(|url| redact(url))
+            .filter(|url| !url.contains(&target.display)),
+    };
     let StoredCheck { stored, mut store } =
-        stored_sales(&mut conn, &location, &campaign, &items, args, mode)?;
+        stored_sales(&mut conn, &location, &campaign, &items, args, mode, &seen)?;
     let mut recovered = Vec::new();
     let mut reports = Vec::new();
     for item in items {
@@ -295,13 +509,17 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
             continue;
         }
         let sale = SaleItem::live(&campaign, item);
-        let differences: Vec<FieldPlan> = preheat_plan::plan(&mut conn, &sale)?
-            .into_iter()
-            .filter(|field| field.differs)
+        let fields = preheat_plan::plan(&mut conn, &sale)?;
+        let held = fields.first().is_some_and(|field| !field.redis.is_null());
+        let differences: Vec<FieldPlan> = fields
+            .iter()
+            .filter(|field| held && field.differs)
+            .cloned()
             .collect();
         let preheat = sale.preheat(&mut conn, mode, args.dry_run)?;
         reports.push(ItemRow {
             preheat,
+            fields,
             differences,
         });
     }
@@ -455,8 +673,10 @@ struct StoredCheck {
 }
 
 /// Items the order database holds orders of although Redis would load them
-/// from scratch (it lost its data); refused unless `--recover`. A SQLite
-/// database that does not exist yet holds nothing and is not created.
+/// from scratch (it lost its data — or it is not the Redis the sale ran on);
+/// refused unless `--recover`, and refused with `--recover` too when this
+/// Redis shows it never had the campaign ([`Trace`]). A SQLite database
+/// that does not exist yet holds nothing and is not created.
 fn stored_sales(
     conn: &mut Conn,
     location: &StoreLocation,
@@ -464,6 +684,7 @@ fn stored_sales(
     items: &[&crate::model::campaign::Item],
     args: &Args,
     mode: PreheatMode,
+    seen: &Seen,
 ) -> Result<StoredCheck> {
     if let StoreLocation::Sqlite(path) = location
         && !path.exists()
@@ -475,62 +696,176 @@ fn stored_sales(
     }
     let mut store = location.open()?;
     let stored = recovery::items_with_stored_orders(conn, store.as_mut(), campaign, items, mode)?;
-    if stored.is_empty() || (args.recover && !args.dry_run) {
+    if stored.is_empty() {
         return Ok(StoredCheck {
             stored,
             store: Some(store),
         });
     }
+    let trace = Trace::of(conn, store.as_mut(), campaign, &stored, seen.now)?;
+    if args.recover && !args.dry_run && !matches!(trace, Trace::NeverHere(_)) {
+        return Ok(StoredCheck {
+            stored,
+            store: Some(store),
+        });
+    }
+    let database = location.display();
+    let orders: i64 = stored.iter().map(|s| s.rows).sum();
     let lines: Vec<String> = stored
         .iter()
         .map(|s| {
-            let item = items.iter().find(|i| i.id == s.item).map_or(0, |i| i.stock);
             format!(
-                "item {}: {} unit(s) in {} order(s) are stored in {} but Redis has no sales of it \
-                 (did Redis lose its data?): loading the file's stock ({item}) would sell them again; \
-                 `seckill preheat --recover` loads {} and restores the buyers",
-                s.item,
-                s.units,
-                s.rows,
-                location.display(),
-                (item - s.units).max(0)
+                "item {}: {} unit(s) in {} order(s) are stored in {database}",
+                s.item, s.units, s.rows
             )
         })
         .collect();
-    Err(preheat_refused(format!(
-        "nothing was written: {}",
-        lines.join("; ")
-    )))
+    let rehearsal = format!(
+        "use a rehearsal database, not the sale's: `--orders-db \
+         sqlite://rehearsal-orders.db` (or SECKILL_ORDERS_DB); `--recover` would record {orders} order(s) in {database} as \
+         lost{}",
+        seen.file_names_another_redis()
+    );
+    let why = match trace {
+        Trace::Held => {
+            let loads: Vec<String> = stored
+                .iter()
+                .map(|s| {
+                    let stock = items.iter().find(|i| i.id == s.item).map_or(0, |i| i.stock);
+                    format!(
+                        "{} for item {} (file: {stock})",
+                        (stock - s.units).max(0),
+                        s.item
+                    )
+                })
+                .collect();
+            format!(
+                "{}, but Redis at {} has no sales of it although it held campaign {} (did Redis \
+                 lose its data?): loading the file's stock would sell them again; `seckill \
+                 preheat --recover` loads {} and restores the buyers",
+                lines.join("; "),
+                seen.redis,
+                campaign.id,
+                loads.join(", ")
+            )
+        }
+        Trace::NeverHere(kept) => format!(
+            "{}, but Redis at {} never held campaign {}: it has no registry entry nor key of it, \
+             and it kept campaign(s) {kept} preheated before the first of those orders, so it \
+             did not lose its data. It is not the Redis this sale ran on; {rehearsal}",
+            lines.join("; "),
+            seen.redis,
+            campaign.id,
+        ),
+        Trace::Nothing => format!(
+            "{}, but Redis at {} holds no trace of campaign {} (no registry entry, no key). \
+             If it is a rehearsal or any other Redis than the sale's, {rehearsal}. Only if it is \
+             the Redis this sale ran on and it lost its data: `seckill preheat --recover` loads \
+             what is left and restores the buyers",
+            lines.join("; "),
+            seen.redis,
+            campaign.id,
+        ),
+    };
+    Err(preheat_refused(format!("nothing was written: {why}")))
 }
 
-fn describe(report: &PreheatReport, dry_run: bool, has_sales: bool) -> String {
-    let (before, file_stock) = (report.redis_stock_before, report.file_stock);
-    let text = match report.status {
-        PreheatStatus::Loaded => "loaded".to_string(),
-        PreheatStatus::Kept if has_sales => format!(
-            "kept (Redis has {}, file says {file_stock}; the item has sales: `init --yes` \
-             resets it, --update-meta changes window and limits)",
-            before.unwrap_or(0)
-        ),
-        PreheatStatus::Kept => format!(
-            "kept (Redis has {}, file says {file_stock}; --force to overwrite)",
-            before.unwrap_or(0)
-        ),
-        PreheatStatus::MetaUpdated => format!(
-            "stock kept ({}); window, limits, price and expiry updated",
-            before.unwrap_or(0)
-        ),
-        PreheatStatus::Overwritten => format!("overwritten (was {})", before.unwrap_or(0)),
-        PreheatStatus::HasSales => {
-            "refused: item has sales (use `init --yes` to reset)".to_string()
+/// What `stored_sales` needs to know of this run beyond the campaign.
+struct Seen {
+    /// Redis time, Unix ms.
+    now: i64,
+    /// The Redis, for messages.
+    redis: String,
+    /// The campaign file's `redis:` when the command was sent elsewhere
+    /// (`--redis`, `SECKILL_REDIS_URL`), redacted.
+    file_redis: Option<String>,
+}
+
+impl Seen {
+    fn file_names_another_redis(&self) -> String {
+        self.file_redis
+            .as_ref()
+            .map(|url| {
+                format!(
+                    " (the campaign file names `redis: {url}`: the sale's Redis is likely there, \
+                     not at {})",
+                    self.redis
+                )
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// What this Redis shows of the campaign whose orders the database holds,
+/// when it would load the items from scratch. Redis alone cannot tell a
+/// Redis that lost everything from one that never had the sale (a loss
+/// takes the registry with it), so only positive evidence decides:
+/// its registry entry or a key of it (it held the campaign: a loss), or
+/// another campaign's entry older than the first stored order (a loss
+/// would have taken that entry too: it never had this sale).
+enum Trace {
+    /// A registry entry or a key of the campaign is here.
+    Held,
+    /// Campaigns preheated before the first stored order survive here and
+    /// this one left no trace: never here. Their ids.
+    NeverHere(String),
+    /// Nothing either way (an empty Redis, or one preheated since).
+    Nothing,
+}
+
+impl Trace {
+    fn of(
+        conn: &mut Conn,
+        store: &mut dyn OrderStore,
+        campaign: &crate::model::campaign::Campaign,
+        stored: &[StoredSales],
+        now: i64,
+    ) -> Result<Trace> {
+        if registry::find(conn, &campaign.id, now)?.is_some() {
+            return Ok(Trace::Held);
         }
-        PreheatStatus::StockMissing => "REFUSED: no stock key but orders exist (evicted or \
-            deleted?); reloading would sell twice: restore the stock by hand, or `init --yes`"
-            .to_string(),
-    };
-    if dry_run {
-        format!("would be {text}")
-    } else {
-        text
+        for item in &campaign.items {
+            if SaleItem::live(campaign, item).in_redis(conn)?.is_some() {
+                return Ok(Trace::Held);
+            }
+        }
+        // The first stored order's time on the sale's Redis clock (its stream id).
+        let mut first: Option<i64> = None;
+        for sales in stored {
+            let orders = store.item_orders_after(&campaign.id, &sales.item, "", 1)?;
+            let at = orders
+                .first()
+                .and_then(|o| o.stream_id.split('-').next()?.parse::<i64>().ok());
+            first = match (first, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        let Some(first) = first else {
+            return Ok(Trace::Nothing);
+        };
+        let older: Vec<String> = registry::live(conn, now)?
+            .into_iter()
+            .filter(|e| e.campaign != campaign.id && e.preheated_at_ms < first)
+            .map(|e| e.campaign)
+            .collect();
+        Ok(if older.is_empty() {
+            Trace::Nothing
+        } else {
+            Trace::NeverHere(older.join(", "))
+        })
+    }
+}
+
+/// Why the script refused an item, in words.
+fn refusal(status: PreheatStatus) -> &'static str {
+    match status {
+        PreheatStatus::HasSales => {
+            "the item has sales, `--force` would sell them again (`init --yes` resets it)"
+        }
+        _ => {
+            "no stock key but orders exist (evicted or deleted?); reloading would sell twice: \
+             restore the stock by hand, or `init --yes`"
+        }
     }
 }

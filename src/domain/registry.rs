@@ -12,7 +12,8 @@
 //! copy of the same bottles: [`refuse_collisions`]), `shutdown-switch`
 //! refuses a campaign that is not live (the
 //! wrong file), `loadtest` refuses a Redis that holds any live campaign,
-//! `seckill campaigns` lists them, `doctor` looks for collisions.
+//! `seckill campaigns` lists them (and `campaigns drop` removes one, with its
+//! keys), `doctor` looks for collisions.
 //!
 //! The key has no hash tag: on a cluster it lives on one master, which is
 //! fine for a handful of small writes per sale (never on the buy path).
@@ -104,6 +105,21 @@ pub(crate) fn live<C: ConnectionLike>(conn: &mut C, now_ms: i64) -> Result<Vec<E
         .collect();
     entries.sort_by(|a, b| a.campaign.cmp(&b.campaign));
     Ok(entries)
+}
+
+/// The entry of `campaign`, live or expired (not dropped yet), if any.
+pub(crate) fn entry<C: ConnectionLike>(conn: &mut C, campaign: &str) -> Result<Option<Entry>> {
+    Ok(all(conn)?.into_iter().find(|e| e.campaign == campaign))
+}
+
+/// Remove `campaign`'s entry (`campaigns drop`); whether there was one.
+pub(crate) fn remove<C: ConnectionLike>(conn: &mut C, campaign: &str) -> Result<bool> {
+    let removed: i64 = redis::cmd("HDEL")
+        .arg(REGISTRY_KEY)
+        .arg(campaign)
+        .query(conn)
+        .with_context(|| format!("cannot remove campaign {campaign} from {REGISTRY_KEY}"))?;
+    Ok(removed > 0)
 }
 
 /// The live entry of `campaign`, if any.

@@ -99,7 +99,7 @@ pub fn examples(command: &str) -> &'static [&'static str] {
         ],
         "pay" => &[
             "seckill -c campaigns/moutai-reservations.yaml pay --order 01M8P4NS5EX06GCT2VHVMNX9BY",
-            "seckill -c campaigns/moutai-reservations.yaml pay --order 01M8P4NS5EX06GCT2VHVMNX9BY --item 1001 --format json",
+            "seckill -c campaigns/moutai-reservations.yaml pay --order 01M8P4NS5EX06GCT2VHVMNX9BY --item 3001 --format json",
         ],
         "cancel" => &[
             "seckill -c campaigns/moutai-reservations.yaml cancel --order 01M8P4NS5R15TCQ7WW9F98MDXS --reason \"changed her mind\"",
@@ -116,6 +116,8 @@ pub fn examples(command: &str) -> &'static [&'static str] {
         "campaigns" => &[
             "seckill campaigns --redis redis://127.0.0.1:6379/0",
             "seckill -c campaigns/moutai.yaml campaigns --format json",
+            "seckill campaigns --redis redis://127.0.0.1:6379/0 drop moutai-111 --dry-run",
+            "seckill campaigns --redis redis://127.0.0.1:6379/0 drop moutai-111 --yes",
         ],
         "serve" => &[
             "seckill -c campaigns/moutai.yaml serve",
@@ -123,17 +125,17 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai-reservations.yaml serve --operator-token-file /etc/seckill/operator.token",
         ],
         "queue" => &[
-            "seckill -c campaigns/moutai-queue.yaml queue join --item 1001 --user alice",
-            "seckill -c campaigns/moutai-queue.yaml queue position --item 1001 --user alice --format json",
+            "seckill -c campaigns/moutai-queue.yaml queue join --item 2001 --user alice",
+            "seckill -c campaigns/moutai-queue.yaml queue position --item 2001 --user alice --format json",
             "seckill -c campaigns/moutai-queue.yaml queue status",
-            "seckill -c campaigns/moutai-queue.yaml queue pause --item 1001",
+            "seckill -c campaigns/moutai-queue.yaml queue pause --item 2001",
             "seckill -c campaigns/moutai-queue.yaml queue admit --loop --interval 100ms",
             "seckill -c campaigns/moutai-queue.yaml queue shuffle --wait",
-            "seckill -c campaigns/moutai-queue.yaml queue penalize --item 1001 --user bot-7 --delay 2s",
+            "seckill -c campaigns/moutai-queue.yaml queue penalize --item 2001 --user bot-7 --delay 2s",
         ],
         "register" => &[
             "seckill -c campaigns/moutai-queue.yaml register --user alice --device phone-4f2a --ip 203.0.113.7",
-            "seckill -c campaigns/moutai-queue.yaml register --user bob --device tab-9 --item 1001 --format json",
+            "seckill -c campaigns/moutai-queue.yaml register --user bob --device tab-9 --item 2001 --format json",
         ],
         "rebalance" => &[
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",

@@ -193,7 +193,9 @@ fn preheat_never_clobbers_and_twice_changes_nothing() {
     let table = on(&bigger, &server, &["preheat"]).runs().stdout();
     // The item has sales: --force would be refused, so it is not offered.
     assert!(
-        table.contains("kept (Redis has 1, file says 50; the item has sales: `init --yes`"),
+        table.contains("2 → 50")
+            && table.contains("have sales; `init --yes`")
+            && !table.contains("`preheat --force`"),
         "{table}"
     );
 

@@ -148,7 +148,7 @@ fn an_edited_field_is_shown_and_applied_only_with_update_meta() {
         .stdout();
     assert!(!table.contains("nothing written"), "{table}");
     assert!(
-        table.contains("price differs, NOT applied") && table.contains("file 12.00 · Redis 10.00"),
+        table.contains("10.00 → 12.00") && table.contains("not applied"),
         "{table}"
     );
     let json = seckill(&["preheat", "--dry-run"])
@@ -171,7 +171,7 @@ fn an_edited_field_is_shown_and_applied_only_with_update_meta() {
         .succeeds()
         .stdout();
     assert!(
-        applied.contains("price changed: file 12.00 · Redis 10.00"),
+        applied.contains("10.00 → 12.00") && applied.contains("was → now"),
         "{applied}"
     );
     let price: String = server

@@ -137,13 +137,17 @@ fn preheat_says_what_it_wrote_and_never_offers_a_refused_force() {
     let text = run(&file, &server, &["preheat"]).succeeds().stdout();
     assert!(!text.contains("preheated"), "{text}");
     assert!(text.contains("nothing written"), "{text}");
+    assert!(text.contains("1 item unchanged"), "{text}");
+    // The stock edited, no sales yet: --force would work, and is offered.
+    let edited = campaign("c").item("1", 12).named("Bottle").write();
+    let text = run(&edited, &server, &["preheat"]).succeeds().stdout();
     assert!(
-        text.contains("--force to overwrite"),
+        text.contains("10 → 12") && text.contains("`preheat --force`"),
         "no sales yet: --force would work: {text}"
     );
 
     buy(&file, &server, "a");
-    let text = run(&file, &server, &["preheat"]).runs().stdout();
+    let text = run(&edited, &server, &["preheat"]).runs().stdout();
     assert!(
         !text.contains("--force"),
         "--force is refused once sold: {text}"

@@ -443,7 +443,10 @@ fn every_command_a_role_sends_outside_its_scripts_is_in_its_path() {
         &["queue", "resume", "--item", "3"],
         &["queue", "penalize", "--item", "3", "--user", "x", "--block"],
         &["shutdown-switch", "on"],
+        &["init", "--yes", "--dry-run"],
+        &["campaigns", "drop", CAMPAIGN, "--dry-run"],
         &["init", "--yes"],
+        &["campaigns", "drop", CAMPAIGN, "--yes", "--force"],
     ] {
         check(
             "operator",
