@@ -196,6 +196,24 @@ pub(crate) fn prove(credential: &Credential, job: &Job, campaign: &str) -> Resul
         refused: Vec::new(),
         why,
     };
+    let proof_of = |answer: std::result::Result<(usize, Vec<Refusal>), (Verdict, String)>,
+                    node: String| {
+        let mut proof = proof(node, Verdict::Proven, None);
+        match answer {
+            Ok((asked, refused)) => {
+                proof.checks = asked;
+                if !refused.is_empty() {
+                    proof.verdict = Verdict::Refused;
+                    proof.refused = refused;
+                }
+            }
+            Err((verdict, why)) => {
+                proof.verdict = verdict;
+                proof.why = Some(why);
+            }
+        }
+        proof
+    };
     let mut proofs = Vec::new();
     // A cluster whose nodes could not all be listed is not proven on every
     // node; a standalone Redis is the URL's server (replicas are listed
@@ -230,56 +248,26 @@ pub(crate) fn prove(credential: &Credential, job: &Job, campaign: &str) -> Resul
             continue;
         }
         let named = node.named();
-        let conn = match &mut node.conn {
-            Ok(conn) => conn,
-            Err(why) => {
-                proofs.push(proof(named, Verdict::Unreachable, Some(why.clone())));
+        let answer = match &mut node.conn {
+            Ok(conn) => ask(conn, credential, job, campaign, topology),
+            Err(why) => Err((Verdict::Unreachable, why.clone())),
+        };
+        proofs.push(proof_of(answer, named));
+    }
+    // A seed the slot map does not list (a replica CLUSTER SLOTS leaves out
+    // while it is not linked yet): the credential may meet it all the same.
+    if fleet.cluster && !scoped && !fleet.nodes.is_empty() {
+        for seed in &seeds {
+            if fleet.nodes.iter().any(|n| &n.addr == seed) {
                 continue;
             }
-        };
-        let mut asked = 0;
-        let mut refused: Vec<Refusal> = Vec::new();
-        let mut failed = None;
-        for item in &job.items {
-            match dryrun::verify(
-                conn,
-                Asker::Probe,
-                credential.role,
-                campaign,
-                item,
-                topology,
-                Scope::Needs,
-            ) {
-                Ok(checks) => {
-                    for check in checks.iter().filter(|c| (job.part)(c)) {
-                        asked += 1;
-                        if !check.ok && !refused.iter().any(|r| r.what == check.what) {
-                            refused.push(Refusal {
-                                what: check.what.clone(),
-                                answer: check.answer.clone(),
-                            });
-                        }
-                    }
-                }
-                Err(error) => {
-                    failed = Some(error);
-                    break;
-                }
-            }
-        }
-        let mut answer = proof(named, Verdict::Proven, None);
-        answer.checks = asked;
-        if let Some(error) = failed {
-            answer.verdict = match fleet::why_of(&error) {
-                fleet::Why::Unreachable(_) => Verdict::Unreachable,
-                _ => Verdict::Unchecked,
+            let named = format!("node {seed} (a seed the slot map leaves out)");
+            let answer = match connect_node(seed) {
+                Ok(mut conn) => ask(&mut conn, credential, job, campaign, topology),
+                Err(error) => Err((Verdict::Unreachable, render(&error))),
             };
-            answer.why = Some(render(&error));
-        } else if !refused.is_empty() {
-            answer.verdict = Verdict::Refused;
-            answer.refused = refused;
+            proofs.push(proof_of(answer, named));
         }
-        proofs.push(answer);
     }
     if proofs.is_empty() {
         proofs.push(proof(
@@ -289,6 +277,47 @@ pub(crate) fn prove(credential: &Credential, job: &Job, campaign: &str) -> Resul
         ));
     }
     Ok(proofs)
+}
+
+/// The job's path asked on one node, for every item: (checks asked, those
+/// refused), or why it could not be asked.
+fn ask(
+    conn: &mut Conn,
+    credential: &Credential,
+    job: &Job,
+    campaign: &str,
+    topology: Topology,
+) -> std::result::Result<(usize, Vec<Refusal>), (Verdict, String)> {
+    let mut asked = 0;
+    let mut refused: Vec<Refusal> = Vec::new();
+    for item in &job.items {
+        let checks = dryrun::verify(
+            conn,
+            Asker::Probe,
+            credential.role,
+            campaign,
+            item,
+            topology,
+            Scope::Needs,
+        )
+        .map_err(|error| {
+            let verdict = match fleet::why_of(&error) {
+                fleet::Why::Unreachable(_) => Verdict::Unreachable,
+                _ => Verdict::Unchecked,
+            };
+            (verdict, render(&error))
+        })?;
+        for check in checks.iter().filter(|c| (job.part)(c)) {
+            asked += 1;
+            if !check.ok && !refused.iter().any(|r| r.what == check.what) {
+                refused.push(Refusal {
+                    what: check.what.clone(),
+                    answer: check.answer.clone(),
+                });
+            }
+        }
+    }
+    Ok((asked, refused))
 }
 
 /// The exit code of a proof: 0 proven on every node, 7
