@@ -31,14 +31,14 @@
 # first ok after it). Exit 0 when every check held, 1 otherwise.
 #
 # Environment: FREEZE (seconds, default 60), SECKILL_CLUSTER_PORT (default
-# 23101; six ports from it, each bus at +10000), SECKILL (a built binary;
+# 21501; six ports from it, each bus at +10000, below the ephemeral range), SECKILL (a built binary;
 # default: `cargo build`, then target/debug/seckill), KEEP=1 keeps the work
 # directory. Nothing is started on a port that answers already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 FREEZE=${FREEZE:-60}
-base=${SECKILL_CLUSTER_PORT:-23101}
+base=${SECKILL_CLUSTER_PORT:-21501}
 case "$FREEZE" in '' | *[!0-9]*) echo "FREEZE must be a number of seconds" >&2; exit 2 ;; esac
 for p in $(seq "$base" $((base + 5))); do
   if redis-cli -p "$p" ping >/dev/null 2>&1; then

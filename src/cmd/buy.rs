@@ -206,12 +206,19 @@ fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
         .ok_or_else(|| anyhow::anyhow!("item {} is not in the campaign", args.item))?;
     let scripts: Vec<&str> = item.buy_scripts().iter().map(|s| s.name()).collect();
     let wait = buy.wait.is_some();
+    // What a bucketed item's sweep sends beside its scripts (the role
+    // table's rows for it): only an item that moves stock sweeps.
+    let sweeps = item.moves_stock_between_slots();
     let part = |check: &Check| {
         credential::is_connection_setup(check)
             || scripts
                 .iter()
                 .any(|name| credential::is_script(check, name))
             || (wait && check.command.as_deref() == Some("WAIT"))
+            || (sweeps
+                && check
+                    .sent_by
+                    .is_some_and(|by| by.contains("a bucketed item's sweep")))
     };
     let buyer = Credential::of_args("buyer", Role::Buyer, &ctx.connection, &campaign)?;
     let credentials = credential::prove(

@@ -742,3 +742,63 @@ fn a_sale_day_on_a_cluster_survives_a_frozen_replica_then_a_frozen_master() {
         started.elapsed()
     );
 }
+
+/// A bucketed buy's sweep sends two commands outside its scripts (the ack
+/// of a settled transfer, the bucket's sell-out proof): a buyer line
+/// without them passes every script and still fails the sweep halfway, so
+/// the proof must ask about them (they were missing from the role table).
+#[test]
+fn buy_dry_run_of_a_bucketed_item_asks_about_the_sweeps_own_commands() {
+    let server = RedisServer::start();
+    let file = campaign("sweep").item("1", 10).buckets(2).write();
+    let password_file = file.dir.path().join("buyer.pw");
+    std::fs::write(&password_file, "buyer-secret\n").unwrap();
+    let password_path = password_file.to_str().unwrap();
+    let buyer = format!(
+        "redis://seckill-buyer:buyer-secret@127.0.0.1:{}/0",
+        server.port
+    );
+    let dry_run = || {
+        seckill(&["buy", "--item", "1", "--user", "alice", "--dry-run"])
+            .campaign(&file)
+            .redis_url(&buyer)
+            .json()
+            .runs()
+    };
+    let mut admin = server.conn();
+    let line = buyer_line(&file, password_path);
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&line)
+        .query(&mut admin)
+        .unwrap();
+    let proven = dry_run();
+    assert_eq!(proven.code(), 0, "{}", proven.describe());
+    // The transfer log's selector without ZREM: the sweep could take
+    // units, credit them home, and never ack the transfer.
+    let without_zrem: Vec<String> = line
+        .iter()
+        .map(|word| match word.contains(":xfer_pending") {
+            true => word.replace(" +zrem", ""),
+            false => word.clone(),
+        })
+        .collect();
+    assert_ne!(
+        without_zrem, line,
+        "the buyer's line has a transfer selector"
+    );
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&without_zrem)
+        .query(&mut admin)
+        .unwrap();
+    let refused = dry_run();
+    assert_eq!(refused.code(), ACL_CHECK_FAILED, "{}", refused.describe());
+    assert!(
+        refused.json()["credentials"][0]["refused"]
+            .to_string()
+            .contains("ZREM"),
+        "{}",
+        refused.describe()
+    );
+}
