@@ -4,12 +4,18 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::domain::item::SaleItem;
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::operation::buy::Buy;
 use crate::domain::slot::{Outcome, new_order_id};
 use crate::invocation::context::Context;
 use crate::invocation::failure;
 use crate::invocation::report::Report;
+use crate::model::exit_codes;
+use crate::model::layout::key_slot;
+use crate::model::role::Role;
+use crate::operator::acl::dryrun::Check;
+use crate::operator::credential::{self, Credential, Job, NodeProof};
 use crate::redis_client::replicas;
 use crate::util::output;
 use crate::util::text;
@@ -45,10 +51,62 @@ pub(crate) struct Args {
     /// Default: a fresh ULID, printed so you can retry with it.
     #[arg(long, value_name = "ID")]
     pub(crate) request_id: Option<String>,
+
+    /// Buy nothing, write nothing: prove that this credential may send the
+    /// buy's whole path for --item on every node it needs (the item's
+    /// masters and their replicas): connecting, the buy's scripts and each
+    /// command inside them, WAIT with --wait-replicas. One row per node;
+    /// exit 0 proven, 7 a check refused (each named), 1 a node not asked.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
 }
 
-/// `seckill buy`'s report: one attempt and its outcome.
-/// `seckill buy`'s answer: the attempt's, and what an operator does next.
+/// `seckill buy`'s report: the attempt's answer, or `--dry-run`'s proof.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum BuyOutput {
+    Bought(Box<BuyReport>),
+    DryRun {
+        item: String,
+        /// One row per node the buy needs.
+        credentials: Vec<NodeProof>,
+    },
+}
+
+impl Report for BuyOutput {
+    fn exit_code(&self) -> i32 {
+        match self {
+            BuyOutput::Bought(report) => report.exit_code(),
+            BuyOutput::DryRun { credentials, .. } => credential::exit_code(credentials),
+        }
+    }
+
+    fn render(&self) -> String {
+        match self {
+            BuyOutput::Bought(report) => report.render(),
+            BuyOutput::DryRun { item, credentials } => {
+                let proven = credential::exit_code(credentials) == exit_codes::SUCCESS;
+                format!(
+                    "dry run of a buy of item {item}: nothing bought, nothing written; {}\n{}",
+                    match proven {
+                        true => "the credential may send its whole path on every node it needs",
+                        false => "NOT proven on every node it needs",
+                    },
+                    credential::render_table(credentials)
+                )
+            }
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        match self {
+            BuyOutput::Bought(_) => None,
+            BuyOutput::DryRun { credentials, .. } => credential::failure(credentials),
+        }
+    }
+}
+
+/// One attempt's answer, and what an operator does next.
 #[derive(Debug, Serialize)]
 pub(crate) struct BuyReport {
     #[serde(flatten)]
@@ -115,8 +173,76 @@ impl Report for BuyReport {
     }
 }
 
+/// Make one attempt (or, with `--dry-run`, prove the credential may).
+pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
+    match args.dry_run {
+        true => dry_run(ctx, args),
+        false => attempt(ctx, args).map(|report| BuyOutput::Bought(Box::new(report))),
+    }
+}
+
+/// `--dry-run`: the request checked as a buy checks it, then the buyer's
+/// credential proven on the item's masters and their replicas for what the
+/// buy sends there; nothing is sent that writes.
+fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
+    let campaign = ctx.campaign()?;
+    let request_id = args.request_id.clone().unwrap_or_else(new_order_id);
+    let buy = Buy {
+        item: &args.item,
+        user: &args.user,
+        qty: args.qty,
+        request_id: &request_id,
+        wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
+    };
+    buy.check(&campaign)
+        .map_err(|failure| failure::say(failure, "the attempt"))?;
+    if buy.wait.is_some() {
+        replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
+    }
+    ctx.redis(&campaign)?;
+    let item = SaleItem::select(&campaign, Some(&args.item))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("item {} is not in the campaign", args.item))?;
+    let scripts: Vec<&str> = item.buy_scripts().iter().map(|s| s.name()).collect();
+    let wait = buy.wait.is_some();
+    // What a bucketed item's sweep sends beside its scripts (the role
+    // table's rows for it): only an item that moves stock sweeps.
+    let sweeps = item.moves_stock_between_slots();
+    let part = |check: &Check| {
+        credential::is_connection_setup(check)
+            || scripts
+                .iter()
+                .any(|name| credential::is_script(check, name))
+            || (wait && check.command.as_deref() == Some("WAIT"))
+            || (sweeps
+                && check
+                    .sent_by
+                    .is_some_and(|by| by.contains("a bucketed item's sweep")))
+    };
+    let buyer = Credential::of_args("buyer", Role::Buyer, &ctx.connection, &campaign)?;
+    let credentials = credential::prove(
+        &buyer,
+        &Job {
+            items: vec![args.item.clone()],
+            part: &part,
+            slots: Some(
+                item.slots()
+                    .iter()
+                    .map(|slot| key_slot(&slot.keys.stock))
+                    .collect(),
+            ),
+        },
+        &campaign.id,
+    )?;
+    Ok(BuyOutput::DryRun {
+        item: args.item.clone(),
+        credentials,
+    })
+}
+
 /// Make one attempt; the exit code is the outcome's.
-pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyReport> {
+fn attempt(ctx: &Context, args: &Args) -> Result<BuyReport> {
     let campaign = ctx.campaign()?;
     let request_id = args.request_id.clone().unwrap_or_else(new_order_id);
     let buy = Buy {

@@ -13,7 +13,12 @@ use crate::http::{self, Served, Settings};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::Report;
 use crate::model::error::usage;
+use crate::model::exit_codes;
+use crate::model::role::Role;
+use crate::operator::acl::dryrun::Check;
+use crate::operator::credential::{self, Credential, Job, NodeProof};
 use crate::redis_client::conn::{RedisTarget, UrlSource, parse_duration_arg, read_password_file};
+use crate::redis_client::scripts::{pay, release};
 use crate::util::{log, output};
 
 /// Flags of `seckill serve`.
@@ -79,6 +84,17 @@ pub(crate) struct Args {
     )]
     pub(crate) operator_redis_password_file: Option<std::path::PathBuf>,
 
+    /// Start nothing: prove that the credential of --redis (the buyer) may
+    /// send serve's whole path on every node — connecting, the cache's
+    /// reads, every buyer script and each command inside it — and, with
+    /// --operator-token-file, that the operator endpoints' credential may
+    /// pay and cancel there; print one row per credential and node, exit 0
+    /// when proven everywhere, 7 when a node refused a check (each named),
+    /// 1 when a node could not be asked. Asked of Redis's own ACL by the
+    /// credential itself: nothing written.
+    #[arg(long)]
+    pub(crate) check_credential: bool,
+
     /// Threads answering HTTP [default: the cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub(crate) workers: Option<u64>,
@@ -87,21 +103,45 @@ pub(crate) struct Args {
 /// Shortest --recheck: each costs one Redis read per item.
 const MIN_RECHECK: Duration = Duration::from_millis(10);
 
-/// `seckill serve`'s report, when it stopped.
+/// `seckill serve`'s report: what it answered once it stopped, or, with
+/// `--check-credential`, the proof of its credentials.
 #[derive(Debug, Serialize)]
-pub(crate) struct ServeReport {
-    #[serde(flatten)]
-    pub(crate) served: Served,
+#[serde(untagged)]
+pub(crate) enum ServeReport {
+    Served {
+        #[serde(flatten)]
+        served: Served,
+    },
+    Checked {
+        /// One row per credential and node.
+        credentials: Vec<NodeProof>,
+    },
 }
 
 impl Report for ServeReport {
     fn render(&self) -> String {
-        let s = &self.served;
-        output::fields(&[
-            ("listened on", s.listened_on.clone()),
-            ("requests answered", s.answered.to_string()),
-            ("cut at shutdown", s.cut_at_shutdown.to_string()),
-        ])
+        match self {
+            ServeReport::Served { served: s } => output::fields(&[
+                ("listened on", s.listened_on.clone()),
+                ("requests answered", s.answered.to_string()),
+                ("cut at shutdown", s.cut_at_shutdown.to_string()),
+            ]),
+            ServeReport::Checked { credentials } => credential::render_table(credentials),
+        }
+    }
+
+    fn exit_code(&self) -> i32 {
+        match self {
+            ServeReport::Served { .. } => exit_codes::SUCCESS,
+            ServeReport::Checked { credentials } => credential::exit_code(credentials),
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        match self {
+            ServeReport::Served { .. } => None,
+            ServeReport::Checked { credentials } => credential::failure(credentials),
+        }
     }
 }
 
@@ -158,6 +198,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ServeReport> {
             )?)
         }
     };
+    if args.check_credential {
+        return check_credentials(ctx, args, operator_token.is_some());
+    }
     let Opened {
         campaign, target, ..
     } = ctx.open()?;
@@ -183,5 +226,132 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ServeReport> {
             format!("listening on http://{bound} (campaign {campaign_id}, Redis {redis})"),
         );
     })?;
-    Ok(ServeReport { served })
+    Ok(ServeReport::Served { served })
+}
+
+/// `--check-credential`: the buyer's credential on serve's whole path (the
+/// buyer role's, WAIT only with --wait-replicas), and with the operator
+/// endpoints on, their credential on what pay and cancel send (connecting,
+/// the order's lookup, the pay and release scripts), on every node.
+fn check_credentials(ctx: &Context, args: &Args, operator_endpoints: bool) -> Result<ServeReport> {
+    let campaign = ctx.campaign()?;
+    let items: Vec<String> = campaign.items.iter().map(|i| i.id.clone()).collect();
+    // Resolved as serve resolves it (the envelope names it; a stray
+    // SECKILL_REDIS_URL is said).
+    ctx.redis(&campaign)?;
+    let buyer = Credential::of_args("buyer", Role::Buyer, &ctx.connection, &campaign)?;
+    let wait = args.wait_replicas.is_some();
+    let door = move |check: &Check| wait || check.command.as_deref() != Some("WAIT");
+    let mut proofs = credential::prove(
+        &buyer,
+        &Job {
+            items: items.clone(),
+            part: &door,
+            slots: None,
+        },
+        &campaign.id,
+    )?;
+    if operator_endpoints {
+        let operator = match &args.operator_redis {
+            Some(url) => Credential {
+                name: "operator",
+                role: Role::Operator,
+                url: url.clone(),
+                password: match &args.operator_redis_password_file {
+                    Some(path) => Some(read_password_file(path, "--operator-redis-password-file")?),
+                    None => None,
+                },
+                args: ctx.connection.clone(),
+                source: UrlSource::OperatorFlag,
+            },
+            None => Credential {
+                name: "operator",
+                ..buyer.clone()
+            },
+        };
+        let operator = Credential {
+            role: Role::Operator,
+            ..operator
+        };
+        proofs.extend(credential::prove(
+            &operator,
+            &Job {
+                items,
+                part: &pays_and_cancels,
+                slots: None,
+            },
+            &campaign.id,
+        )?);
+    }
+    Ok(ServeReport::Checked {
+        credentials: proofs,
+    })
+}
+
+/// The part of the operator's path that serve's pay and cancel send:
+/// connecting, the commands the table says pay and cancel send, the
+/// bucket count every command on an item reads, and the two scripts.
+fn pays_and_cancels(check: &Check) -> bool {
+    credential::is_connection_setup(check)
+        || credential::is_script(check, pay::SPEC.name())
+        || credential::is_script(check, release::SPEC.name())
+        || check.sent_by.is_some_and(|by| {
+            by.starts_with("pay, cancel") || by.starts_with("every command on an item")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::acl::dryrun::{Expect, path};
+
+    /// The operator's rows outside scripts as checks, as the dry run makes them.
+    fn operator_rows() -> Vec<Check> {
+        path::sent_by(Role::Operator)
+            .map(|row| Check {
+                what: format!("command {}", row.shown()),
+                expected: Expect::Allowed,
+                answer: "allowed".into(),
+                ok: true,
+                sent_by: Some(row.by),
+                command: Some(row.command()),
+                key: Some(row.key.kind()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pay_and_cancel_need_connecting_the_order_lookup_and_their_two_scripts() {
+        let kept: Vec<String> = operator_rows()
+            .into_iter()
+            .filter(pays_and_cancels)
+            .map(|c| c.what)
+            .collect();
+        for needed in [
+            "command PING",
+            "command CLUSTER SLOTS",
+            "command SCRIPT LOAD",
+            "command HEXISTS :reservations",
+            "command GET :bucket_count",
+        ] {
+            assert!(kept.iter().any(|k| k == needed), "{needed} not in {kept:?}");
+        }
+        assert!(
+            !kept
+                .iter()
+                .any(|k| k.contains("load test") || k.contains("registry")),
+            "{kept:?}"
+        );
+        let script = |name: &str| Check {
+            what: format!("script {name}"),
+            expected: Expect::Allowed,
+            answer: "allowed".into(),
+            ok: true,
+            sent_by: None,
+            command: None,
+            key: None,
+        };
+        assert!(pays_and_cancels(&script("pay")) && pays_and_cancels(&script("release")));
+        assert!(!pays_and_cancels(&script("preheat")));
+    }
 }

@@ -23,7 +23,9 @@ pub const PREHEAT_REFUSED: i32 = 5;
 /// named on stderr. Distinct from 1: everything else was stored.
 pub const ORDERS_REFUSED: i32 = 6;
 /// `acl --apply`: the user was written, but `ACL DRYRUN` found the role unable
-/// to run one of its scripts, or able to run another role's (each check listed).
+/// to run one of its scripts, or able to run another role's (each check listed);
+/// `serve --check-credential`, `buy --dry-run`: a node refused the credential a
+/// command of the job's path (each named).
 pub const ACL_CHECK_FAILED: i32 = 7;
 /// `doctor`: no-go, a check failed (or a critical one could not be made);
 /// each failed line says what to do.
@@ -138,7 +140,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         ACL_CHECK_FAILED,
         "acl_check_failed",
-        "acl: ACL DRYRUN found a check the role fails (each is listed)",
+        "acl, buy --dry-run, serve --check-credential: a check refused",
     ),
     (
         NO_GO,

@@ -25,14 +25,14 @@ use crate::support::serve::Serve;
 use crate::support::spec::{Ran, Run, campaign, seckill};
 
 /// `seckill ARGS` as `role` on the cluster, its seeds listed from `first`.
-fn as_role(roles: &ClusterRoles, role: &str, first: u16, args: &[&str]) -> Run {
+pub(crate) fn as_role(roles: &ClusterRoles, role: &str, first: u16, args: &[&str]) -> Run {
     seckill(args)
         .env("SECKILL_REDIS_CLUSTER", "true")
         .redis_url(&roles.urls(role, first))
 }
 
 /// Run it (killed after 60 s), and how long it took.
-fn timed(run: Run) -> (Ran, Duration) {
+pub(crate) fn timed(run: Run) -> (Ran, Duration) {
     let started = Instant::now();
     let ran = run.runs_within(Duration::from_secs(60));
     (ran, started.elapsed())

@@ -55,6 +55,7 @@ mod reservations;
 mod role_commands;
 mod role_proof_cluster;
 mod roles_cluster;
+mod sale_day;
 mod sale_memory;
 mod security;
 mod serve;

@@ -193,6 +193,27 @@ impl<'a> SaleItem<'a> {
         self.shape.bucket_of(slot)
     }
 
+    /// The scripts one buy of this item may run, for `buy --dry-run`, which
+    /// proves a credential may run each before the sale: a plain item's one
+    /// call; a bucketed item's home call, the sweep's take from and credit
+    /// to other buckets, and the room's read behind a refusal when it has a
+    /// room.
+    pub(crate) fn buy_scripts(&self) -> Vec<&'static crate::redis_client::scripts::Spec> {
+        use crate::redis_client::scripts::{
+            bucket_buy, bucket_credit, bucket_take, buy, queue_read,
+        };
+        match &self.shape {
+            Shape::Plain(_) => vec![&buy::SPEC],
+            Shape::Bucketed(_) => {
+                let mut scripts = vec![&bucket_buy::SPEC, &bucket_take::SPEC, &bucket_credit::SPEC];
+                if self.room.is_some() {
+                    scripts.push(&queue_read::SPEC);
+                }
+                scripts
+            }
+        }
+    }
+
     /// Whether stock can move between the item's slots (transfers, the rebalancer).
     pub(crate) fn moves_stock_between_slots(&self) -> bool {
         self.shape.moves_stock()

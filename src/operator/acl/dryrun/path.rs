@@ -202,6 +202,16 @@ const BUYER: &[Sent] = &[
         Key::None,
         "buy and serve with --wait-replicas: the replicas' acknowledgement",
     ),
+    sent(
+        &["ZREM", "{key}", "t"],
+        Key::Bucket("xfer_pending"),
+        "buy and serve, a bucketed item's sweep: a settled transfer acked",
+    ),
+    sent(
+        &["HSET", "{key}", "sold_out", "1"],
+        Key::Bucket("meta"),
+        "buy and serve, a bucketed item's sweep: a bucket's sell-out proof",
+    ),
 ];
 
 /// The consumer's commands outside its scripts (`consume`, `pending-claim`).
