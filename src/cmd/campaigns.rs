@@ -11,7 +11,7 @@ use crate::domain::slot;
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::util::output;
-use crate::util::text::time_or_dash;
+use crate::util::text::minutes_or_dash;
 
 /// Flags of `seckill campaigns` (none of its own: `--redis URL` or `-c FILE`).
 #[derive(Debug, clap::Args)]
@@ -50,7 +50,7 @@ impl Report for CampaignsReport {
                 .to_string();
         }
         let when = |ms: Option<i64>| match ms {
-            Some(ms) => time_or_dash(Some(ms)).chars().take(16).collect::<String>() + "Z",
+            Some(ms) => minutes_or_dash(Some(ms)),
             None => "-".to_string(),
         };
         let rows = self

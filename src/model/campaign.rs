@@ -97,6 +97,9 @@ pub struct Campaign {
     pub starts_at_ms: Option<i64>,
     /// Sale closes at this Unix time in milliseconds; `None` = no end.
     pub ends_at_ms: Option<i64>,
+    /// The UTC offset (seconds east) the file writes `starts_at` in, else
+    /// `ends_at`: the times shown to people are in it (`--tz file`).
+    pub(crate) utc_offset_s: Option<i32>,
     /// Keys expire this long after `ends_at`.
     pub keep_after_end: Duration,
     /// Units one user may buy of one item.
@@ -316,6 +319,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         .as_ref()
         .map(|s| parse_time(path, s, "ends_at"))
         .transpose()?;
+    let utc_offset_s = [&raw.starts_at, &raw.ends_at]
+        .into_iter()
+        .flatten()
+        .find_map(|text| chrono::DateTime::parse_from_rfc3339(text.value.trim()).ok())
+        .map(|t| t.offset().local_minus_utc());
     if let (Some(start), Some(end), Some(end_span)) = (starts_at_ms, ends_at_ms, &raw.ends_at)
         && end <= start
     {
@@ -468,6 +476,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         redis_url: raw.redis,
         starts_at_ms,
         ends_at_ms,
+        utc_offset_s,
         keep_after_end,
         per_user_limit,
         rate_limit,
