@@ -212,6 +212,7 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
     };
     let message = message.split(" at line ").next().unwrap_or(message);
     if let Some(breach) = message.strip_prefix("budget breached: ") {
+        let breach = breach_in_words(breach);
         return format!(
             "the YAML budget of a campaign file is exceeded ({breach}; at most {MAX_YAML_ALIASES} aliases, \
              {MAX_YAML_NODES} nodes, nesting {MAX_YAML_DEPTH} deep, one document)"
@@ -221,6 +222,24 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         "invalid i64" | "invalid u64" | "invalid i32" => "expected a whole number".to_string(),
         other => other.to_string(),
     }
+}
+
+/// serde-saphyr's budget breach, which it writes as Rust's Debug text
+/// (`Aliases { aliases: 101 }`), in words: `101 aliases`, `nesting 17 deep`.
+fn breach_in_words(breach: &str) -> String {
+    let Some((_, fields)) = breach.split_once('{') else {
+        return breach.to_string();
+    };
+    fields
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|field| field.split_once(':'))
+        .map(|(name, value)| match (name.trim(), value.trim()) {
+            ("depth", n) => format!("nesting {n} deep"),
+            (name, n) => format!("{n} {}", name.replace('_', " ")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Read a campaign file without ever blocking or reading without end: the

@@ -62,7 +62,9 @@ fn refused_orders_are_a_column_and_an_exit_code_even_when_quiet() {
     assert_eq!(cells[1..4], ["1", "2", "1"], "item, stored, refused: {row}");
     // -q silences the log lines; the table and the exit code say it.
     assert_eq!(ran.stderr(), "", "{}", ran.describe());
-    let ran = run(&["consume", "--drain"]).json().fails_with(ORDERS_REFUSED);
+    let ran = run(&["consume", "--drain"])
+        .json()
+        .fails_with(ORDERS_REFUSED);
     assert!(
         ran.stderr().contains("1 refused by the database"),
         "{}",
