@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_seckill_global_optspecs
-    string join \n c/campaign= format= q/quiet v/verbose redis= cluster redis-password-file= tls-ca-cert= connect-timeout= response-timeout= h/help V/version
+    string join \n c/campaign= format= q/quiet v/verbose tz= redis= cluster redis-password-file= tls-ca-cert= connect-timeout= response-timeout= h/help V/version
 end
 
 function __fish_seckill_needs_command
@@ -29,12 +29,13 @@ complete -c seckill -n "__fish_seckill_needs_command" -l format -d 'Output forma
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_needs_command" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_needs_command" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_needs_command" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_needs_command" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_needs_command" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_needs_command" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_needs_command" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -70,6 +71,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -l format -d 'Outp
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand init" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -77,7 +79,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand init" -l connect-timeout
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l yes -d 'Reset even when the campaign already has sales (their Redis record is deleted) or a kill switch is ON (it is turned off)'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l allow-shared-items -d 'Reset even though another campaign live on this Redis holds the same item ids (without it that is refused, as `preheat` refuses it: usually a typo\'d campaign id that would start a second copy of the same sale)'
-complete -c seckill -n "__fish_seckill_using_subcommand init" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand init" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -89,6 +91,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l format -d 'O
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -100,7 +103,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l dry-run -d '
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l recover -d 'After Redis lost data: for an item whose orders are already in the order database, load initial stock minus the units stored and restore its buyers (without it such an item is refused: loading the full stock would sell those units twice)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l require-durable -d 'Refuse when a master persists nothing (no AOF, no snapshots) or will not say (its AOF is read from INFO persistence, which the operator role may send; on a cluster, each master)'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l allow-shared-items -d 'Preheat even though another campaign live on this Redis holds the same item ids (without it that is refused: usually a typo\'d campaign id that would start a second copy of the same sale)'
-complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand preheat" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -116,12 +119,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Outpu
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -134,6 +138,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l form
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -142,7 +147,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l resp
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l buckets -d 'Also show each bucket of a bucketed item (switch, slot, stock, pending transfers)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l history -d 'With `status`: also list the last flips of each item (newest first)'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l dry-run -d 'With `on` or `off`: show what would change, write nothing'
-complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand shutdown-switch" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -152,12 +157,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand completions" -l format -
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand completions" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand completions" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -168,12 +174,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand man" -l format -d 'Outpu
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand man" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand man" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand man" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -187,13 +194,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand consume" -l format -d 'O
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l drain -d 'Exit 0 once every stream is consumed (nothing new to read) instead of running until SIGINT/SIGTERM'
-complete -c seckill -n "__fish_seckill_using_subcommand consume" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand consume" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand consume" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -209,12 +217,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l format
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pending-claim" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -227,12 +236,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l format -
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand dead-letter" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -244,13 +254,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l format -d 
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l repair -d 'Insert orders that are in the stream but missing from the database (idempotent), then check again'
-complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -262,12 +273,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand pay" -l format -d 'Outpu
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand pay" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand pay" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand pay" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -280,12 +292,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l format -d 'Ou
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -298,13 +311,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand expire" -l format -d 'Ou
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l loop -d 'Keep running: a pass every --interval until SIGINT/SIGTERM'
-complete -c seckill -n "__fish_seckill_using_subcommand expire" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand expire" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand expire" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -319,6 +333,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Ou
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -326,7 +341,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand status" -l connect-timeo
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l check -d 'A probe for cron: one line per problem and an exit code per kind (40 not preheated, 41 kill switch ON, 42 keys expire before --reconcile-at, 43 lag or pending above --max-lag, 44 reservations overdue, 45 dead letters, 46 the room\'s admitter late; the lowest wins), 0 and "ok" when there is none. For Nagios, use --nagios'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l nagios -d 'The probe for Nagios (and Icinga, Sensu): --check\'s problems as a plugin\'s output and exit code — 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Redis could not be read) — one status line with performance data per item, then one line per problem'
-complete -c seckill -n "__fish_seckill_using_subcommand status" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand status" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -342,13 +357,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l format -d 'Ou
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l allow-unchecked -d 'A check this user may not make (its ACL refuses INFO, CONFIG GET, CLUSTER NODES, ACL LIST, or the permission check itself) is a warning instead of a no-go. Without it, what doctor could not see is never taken as passed'
-complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -358,12 +374,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l format -d 
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand campaigns" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -385,12 +402,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand serve" -l format -d 'Out
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand serve" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -400,12 +418,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_se
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and not __fish_seen_subcommand_from join position status pause resume admit shuffle penalize help" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -426,12 +445,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from join" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -443,12 +463,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from position" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -459,12 +480,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -475,12 +497,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from pause" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -491,12 +514,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from resume" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -510,13 +534,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l loop -d 'Keep running: a pass every --interval until SIGINT/SIGTERM'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -527,6 +552,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -534,7 +560,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l wait -d 'Wait until starts_at (Redis clock) instead of answering not_started'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l verify -d 'Re-run the shuffle from the revealed seed and compare every position with Redis\'s'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from shuffle" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -547,6 +573,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -554,7 +581,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l block -d 'Never admit the user (an admission already granted is taken back); the user still sees `not_admitted`, like anyone at the tail'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l clear -d 'Take the user off the risk list'
-complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from penalize" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -577,12 +604,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand register" -l format -d '
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand register" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand register" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand register" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand register" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand register" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -596,13 +624,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l format -d 
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l watch -d 'Keep going, one pass per interval, until SIGINT/SIGTERM'
-complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand rebalance" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -618,13 +647,14 @@ complete -c seckill -n "__fish_seckill_using_subcommand acl" -l format -d 'Outpu
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l apply -d 'Write the user to the Redis given by --redis (connect as an admin user there), then prove with ACL DRYRUN that it can send every command of its role\'s whole path (connecting, on a cluster node the slot map; the commands its subcommands send outside scripts; each script and every command inside it) and run no other role\'s writing script (exit 7 when a check fails). Needs --password-file; one node at a time'
-complete -c seckill -n "__fish_seckill_using_subcommand acl" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand acl" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand acl" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -667,6 +697,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l format -d '
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
@@ -678,7 +709,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l wide -d 'Sh
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l fail-on-oversell -d 'Fail (exit 4) on any oversold unit, v1\'s too. Oversold, undersold or stock drift in any other variant always fails'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l reservations -d 'Instead of the variants: buys with a payment timeout, then payments racing expiry (--pay-share of the reservations paid, half of them right at the deadline) while two expirers run; reports the final states and whether initial = left + reserved + paid holds'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l rehearsal -d 'With --target: the target sells a rehearsal\'s stock, which this run may buy (a production sale\'s buyers would lose those units)'
-complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -688,12 +719,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and not __fish_seen_subcommand_from list show help" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -706,12 +738,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -721,12 +754,13 @@ complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen
 json\t'One JSON document on stdout, for scripts'
 csv\t'Comma-separated values (loadtest: redis-benchmark\'s columns first)'
 prometheus\t'Prometheus text exposition format (`status` only: node_exporter\'s textfile collector)'"
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l tz -d 'Where the times in tables are: `file` (the offset the campaign file writes starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an offset like +08:00. JSON is always UTC' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l redis -d 'Redis URL: redis://[user:pass@]host:port/db, rediss:// for TLS. Overrides the campaign file\'s `redis:`. [default: redis://127.0.0.1:6379/0]' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l redis-password-file -d 'A file holding the password for every Redis URL that has none (the URL\'s user, or the default user): no password in `ps`. A final newline is not part of it. [default: $REDISCLI_AUTH, as redis-cli reads it]' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l tls-ca-cert -d 'PEM file of the CA that signed the server\'s certificate (rediss:// only; default: the system trust store)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l connect-timeout -d 'Give up connecting to Redis after this long (e.g. 500ms, 2s)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l response-timeout -d 'Give up waiting for one Redis reply after this long' -r
-complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Print nothing on success (for cron): only errors, drift and refused outcomes reach the output. The exit code is the same either way'
+complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Print nothing for people on success (for cron): no table, no warning, no log or retry line; errors, drift and refused outcomes still print, and so does the JSON of --format json. The exit code is the same either way'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Say on stderr where each setting came from, then each Redis command sent (script name, first key, slot, node) with its latency: what the command does, without a packet capture. Never values or passwords'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -l cluster -d 'Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster'
 complete -c seckill -n "__fish_seckill_using_subcommand scripts; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
