@@ -45,7 +45,8 @@ pub struct Cli {
 
     /// Print nothing for people on success (for cron): no table, no warning, no
     /// log or retry line; errors, drift and refused outcomes still print, and so
-    /// does the JSON of --format json. The exit code is the same either way.
+    /// does the output of --format json, csv or prometheus. The exit code is the
+    /// same either way.
     #[arg(
         short,
         long,

@@ -101,10 +101,11 @@ pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> 
     if output::quiet()
         && code == exit_codes::SUCCESS
         && failure.is_none()
-        && ctx.format != Format::Json
+        && ctx.format == Format::Table
     {
         // `-q`: success says nothing to people; drift, refusals and errors
-        // still print, and the JSON a script asked for is always written.
+        // still print, and what a program asked for (JSON, CSV, the
+        // Prometheus text a cron job writes for node_exporter) always is.
         return Ok(code);
     }
     let text = match ctx.format {

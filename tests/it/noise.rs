@@ -75,6 +75,10 @@ fn quiet_json_is_still_written_and_quiet_may_be_repeated() {
     assert_eq!(ran.json()["outcome"], "ok", "{}", ran.describe());
     let ran = run(&["status", "-q", "--quiet"]).json().succeeds();
     assert_eq!(ran.json()["command"], "status", "{}", ran.describe());
+    let text = run(&["status", "-q", "--format", "prometheus"])
+        .succeeds()
+        .stdout();
+    assert!(text.contains("seckill_stock_left"), "{text}");
     // Tables still say nothing on success.
     assert_eq!(run(&["-q", "status"]).succeeds().stdout(), "");
     assert_eq!(run(&["-v", "-v", "status"]).succeeds().code(), 0);
