@@ -284,7 +284,7 @@ _seckill() {
 
     case "${cmd}" in
         seckill)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest scripts help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version init preheat buy shutdown-switch completions man consume pending-claim dead-letter reconcile pay cancel expire status doctor campaigns serve queue register rebalance acl loadtest scripts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -300,6 +300,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -338,7 +342,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__acl)
-            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --role --user --password-file --apply --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -366,6 +370,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -404,7 +412,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -446,6 +454,10 @@ _seckill() {
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --redis)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -482,7 +494,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__campaigns)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version drop help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version drop help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -498,6 +510,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -536,7 +552,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__campaigns__subcmd__drop)
-            opts="-c -q -v -h -V --yes --force --dry-run --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --yes --force --dry-run --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -556,6 +572,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -636,7 +656,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__cancel)
-            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --order --item --reason --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -664,6 +684,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -702,7 +726,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__completions)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version bash elvish fish powershell zsh"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -718,6 +742,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -756,7 +784,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__consume)
-            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --consumer --batch --drain --metrics-listen --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -788,6 +816,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -826,7 +858,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__dead__subcmd__letter)
-            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version list redrive"
+            opts="-c -q -v -h -V --item --id --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version list redrive"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -854,6 +886,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -892,7 +928,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__doctor)
-            opts="-c -q -v -h -V --role --user --reconcile-at --allow-unchecked --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --role --user --reconcile-at --allow-unchecked --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -924,6 +960,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -962,7 +1002,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__expire)
-            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -990,6 +1030,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1532,7 +1576,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__init)
-            opts="-c -q -v -h -V --yes --purge-orders --allow-shared-items --dry-run --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --yes --purge-orders --allow-shared-items --dry-run --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1556,6 +1600,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1594,7 +1642,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__loadtest)
-            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --rehearsal --print-command --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --variant --item --connections --threads --requests --rate --duration --users --stock --pipeline --rate-limit --wait-replicas --wait-timeout --keep --wide --hdr-out --max-p99 --min-qps --fail-on-oversell --buckets --hot-buckets --reservations --payment-timeout --pay-share --target --rehearsal --print-command --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1696,6 +1744,10 @@ _seckill() {
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --redis)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1732,7 +1784,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__man)
-            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --out --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1752,6 +1804,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1790,7 +1846,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pay)
-            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --order --item --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1814,6 +1870,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1852,7 +1912,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__pending__subcmd__claim)
-            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --min-idle --max-deliveries --batch --delete-consumers --consumer --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1894,6 +1954,10 @@ _seckill() {
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --redis)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1930,7 +1994,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__preheat)
-            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --allow-shared-items --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --force --update-meta --dry-run --item --recover --require-durable --allow-shared-items --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1954,6 +2018,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -1992,7 +2060,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version join position status pause resume admit shuffle penalize help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version join position status pause resume admit shuffle penalize help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2008,6 +2076,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2046,7 +2118,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__admit)
-            opts="-c -q -v -h -V --item --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --loop --interval --metrics-listen --batch --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2078,6 +2150,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2256,7 +2332,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__join)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2280,6 +2356,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2318,7 +2398,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__pause)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2338,6 +2418,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2376,7 +2460,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__penalize)
-            opts="-c -q -v -h -V --item --user --delay --block --clear --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --delay --block --clear --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2404,6 +2488,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2442,7 +2530,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__position)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2466,6 +2554,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2504,7 +2596,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__resume)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2524,6 +2616,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2562,7 +2658,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__shuffle)
-            opts="-c -q -v -h -V --item --wait --verify --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --wait --verify --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2582,6 +2678,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2620,7 +2720,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__status)
-            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2640,6 +2740,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2678,7 +2782,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__rebalance)
-            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --watch --interval --metrics-listen --low-water --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2710,6 +2814,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2748,7 +2856,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__reconcile)
-            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --repair --item --orders-db --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2772,6 +2880,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2810,7 +2922,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__register)
-            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2842,6 +2954,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2880,7 +2996,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__scripts)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version list show help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version list show help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2896,6 +3012,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -2990,7 +3110,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__scripts__subcmd__list)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3006,6 +3126,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -3044,7 +3168,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__scripts__subcmd__show)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3060,6 +3184,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -3098,7 +3226,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__serve)
-            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --operator-redis --operator-redis-password-file --check-credential --workers --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --operator-redis --operator-redis-password-file --check-credential --workers --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3164,6 +3292,10 @@ _seckill() {
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
                     return 0
                     ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --redis)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -3200,7 +3332,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__shutdown__subcmd__switch)
-            opts="-c -q -v -h -V --item --reason --buckets --by --history --limit --skip --dry-run --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version on off status"
+            opts="-c -q -v -h -V --item --reason --buckets --by --history --limit --skip --dry-run --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version on off status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3236,6 +3368,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)
@@ -3274,7 +3410,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__status)
-            opts="-c -q -v -h -V --item --watch --check --nagios --max-lag --reconcile-at --grace --campaign --format --quiet --verbose --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --watch --check --nagios --max-lag --reconcile-at --grace --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3310,6 +3446,10 @@ _seckill() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --redis)

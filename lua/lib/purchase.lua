@@ -102,6 +102,14 @@ local function purchase(bucket, stock_seen, room_gate)
   end
   local proven = bucket and sold_out == '1'
   local previous_order = read(KEYS[4], 'HGET', KEYS[4], user)
+  -- A duplicate names the user's order with its reservation's deadline and
+  -- state (a shop tells "pay the order you hold" from "bought"): read and
+  -- checked now, before any write.
+  local previous
+  if timeout > 0 and previous_order and limit and bought + qty > limit then
+    previous = record_of(KEYS[8], previous_order,
+      read(KEYS[8], 'HGET', KEYS[8], previous_order))
+  end
   if timeout > 0 then
     read(KEYS[8], 'HLEN', KEYS[8])
     read(KEYS[9], 'ZCARD', KEYS[9])
@@ -181,7 +189,8 @@ local function purchase(bucket, stock_seen, room_gate)
     end
   end
   if outcome == 'duplicate' then
-    return outcome, previous_order or '', stock, 0, '', proven
+    return outcome, previous_order or '', stock, previous and tonumber(previous.deadline) or 0,
+      previous and previous.state or '', proven
   elseif outcome then
     return outcome, '', stock, 0, '', proven
   end

@@ -44,14 +44,17 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = Format::Table, env = "SECKILL_FORMAT")]
     pub(crate) format: Format,
 
-    /// Print nothing on success (for cron): only errors, drift and refused
-    /// outcomes reach the output. The exit code is the same either way.
+    /// Print nothing for people on success (for cron): no table, no warning, no
+    /// log or retry line; errors, drift and refused outcomes still print, and so
+    /// does the output of --format json, csv or prometheus. The exit code is the
+    /// same either way.
     #[arg(
         short,
         long,
         global = true,
         env = "SECKILL_QUIET",
-        value_parser = clap::builder::BoolishValueParser::new()
+        value_parser = clap::builder::BoolishValueParser::new(),
+        overrides_with = "quiet"
     )]
     pub(crate) quiet: bool,
 
@@ -63,9 +66,24 @@ pub struct Cli {
         long,
         global = true,
         env = "SECKILL_DEBUG",
-        value_parser = clap::builder::BoolishValueParser::new()
+        value_parser = clap::builder::BoolishValueParser::new(),
+        overrides_with = "verbose"
     )]
     pub(crate) verbose: bool,
+
+    /// Where the times in tables are: `file` (the offset the campaign file writes
+    /// starts_at in, e.g. +08:00; UTC for a file without times), `utc`, or an
+    /// offset like +08:00. JSON is always UTC.
+    #[arg(
+        long,
+        global = true,
+        env = "SECKILL_TZ",
+        value_name = "ZONE",
+        default_value = "file",
+        allow_hyphen_values = true,
+        value_parser = crate::util::text::parse_tz_arg
+    )]
+    pub(crate) tz: crate::util::text::Tz,
 
     #[command(flatten)]
     pub(crate) connection: ConnectionArgs,
@@ -173,6 +191,7 @@ impl Cli {
             self.campaign,
             self.format,
             self.connection,
+            self.tz,
         )
         .with_notify(self.notify);
         match self.command.run(&ctx) {
@@ -207,7 +226,12 @@ fn say_settings() {
                 .map(|v| {
                     let v = v.to_string_lossy();
                     if v.contains("://") {
-                        crate::redis_client::conn::redact(&v)
+                        // Each seed of a list, each password hidden.
+                        crate::redis_client::conn::split_urls(&v)
+                            .iter()
+                            .map(|url| crate::redis_client::conn::redact(url))
+                            .collect::<Vec<_>>()
+                            .join(",")
                     } else {
                         v.into_owned()
                     }

@@ -31,7 +31,7 @@ use crate::model::error::usage;
 use crate::model::keys::LIVE_PREFIX;
 use crate::model::layout::Layout;
 use crate::util::output;
-use crate::util::text::time_or_dash;
+use crate::util::text::minutes_or_dash;
 
 /// Flags of `seckill campaigns` (`--redis URL` or `-c FILE`), and `drop`.
 #[derive(Debug, clap::Args)]
@@ -109,7 +109,7 @@ impl Report for CampaignsReport {
                 .to_string();
         }
         let when = |ms: Option<i64>| match ms {
-            Some(ms) => time_or_dash(Some(ms)).chars().take(16).collect::<String>() + "Z",
+            Some(ms) => minutes_or_dash(Some(ms)),
             None => "-".to_string(),
         };
         let rows = self
@@ -448,5 +448,6 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
         orders_store: None,
         payment_timeout: None,
         rebuy_after_release: true,
+        utc_offset_s: None,
     })
 }

@@ -575,7 +575,7 @@ fn check_eviction(conn: &mut Conn, at: &str) -> Result<()> {
         return Ok(());
     };
     if let Eviction::Unknown(_) = eviction {
-        output::say(format!("seckill preheat: warning: {problem}"));
+        output::warn(format!("seckill preheat: warning: {problem}"));
         return Ok(());
     }
     Err(preheat_refused(format!("nothing was written: {problem}")))
@@ -660,7 +660,7 @@ fn judge(persistence: Vec<(String, Persistence)>, require_durable: bool) -> Resu
         )));
     }
     for warning in warnings {
-        crate::util::output::say(format!("seckill preheat: warning: {warning}"));
+        crate::util::output::warn(format!("seckill preheat: warning: {warning}"));
     }
     Ok(())
 }

@@ -155,10 +155,7 @@ fn history_heading(item: &str, shown: usize, skip: u32, kept: u64) -> String {
 
 /// RFC 3339 to the second: precise enough for people, and narrower.
 fn to_seconds(at: &str) -> String {
-    match at.split_once('.') {
-        Some((seconds, _)) => format!("{seconds}Z"),
-        None => at.to_string(),
-    }
+    text::without_fraction(at)
 }
 
 impl Report for SwitchReport {
@@ -172,13 +169,7 @@ impl Report for SwitchReport {
         ]);
         for row in &self.items {
             // Seconds are precise enough for people, and 4 columns narrower.
-            let at = row
-                .switched_at
-                .as_deref()
-                .map(|at| match at.split_once('.') {
-                    Some((seconds, _)) => format!("{seconds}Z"),
-                    None => at.to_string(),
-                });
+            let at = row.switched_at.as_deref().map(to_seconds);
             let switched = match (at, &row.switched_by) {
                 (Some(at), Some(by)) => format!("{at} by {by}"),
                 (Some(at), None) => at,
@@ -263,7 +254,7 @@ impl Report for SwitchReport {
             ));
             let rows = history.iter().map(|flip| {
                 vec![
-                    to_seconds(&text::time_or_dash(Some(flip.at_ms))),
+                    text::seconds_or_dash(Some(flip.at_ms)),
                     if flip.closed { "ON" } else { "off" }.to_string(),
                     flip.by.clone(),
                     if flip.reason.is_empty() {

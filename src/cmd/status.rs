@@ -330,7 +330,7 @@ fn watch(
                 if in_place {
                     screen(&stale_view(since, &error, last_view.as_ref()))
                 } else {
-                    output::say(format!(
+                    output::warn(format!(
                         "seckill: status: {error} (retrying every {})",
                         humantime::format_duration(every)
                     ));
@@ -849,9 +849,7 @@ const LABEL_WIDTH: u16 = 11;
 
 /// RFC 3339 to the second: precise enough for people, and shorter.
 fn seconds(ms: Option<i64>) -> String {
-    ms.and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| "-".to_string())
+    text::seconds_or_dash(ms)
 }
 
 fn rate_text(s: &ItemStatus) -> String {

@@ -27,6 +27,8 @@ use crate::redis_client::conn::RedisTarget;
 /// Content type of the classic Prometheus text exposition format.
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
+/// What `serve` answers JSON with, `/healthz` included.
+const JSON: &str = "application/json";
 
 /// A listen address as operators write it: `:PORT` listens on every IPv4
 /// interface (0.0.0.0, as node_exporter's `:9100`), `HOST:PORT` on the
@@ -129,6 +131,9 @@ fn serve<P: Pages>(
     Ok(bound)
 }
 
+/// Why a page has no answer when its thread is gone.
+const PAGES_STOPPED: &str = "the pages' thread stopped";
+
 type Asks = Arc<std::sync::Mutex<mpsc::Sender<Ask>>>;
 
 async fn ask(asks: &Asks, page: Page) -> Result<String, String> {
@@ -138,11 +143,9 @@ async fn ask(asks: &Asks, page: Page) -> Result<String, String> {
         .unwrap_or_else(|e| e.into_inner())
         .send((page, reply));
     if sent.is_err() {
-        return Err("the pages' thread stopped".into());
+        return Err(PAGES_STOPPED.into());
     }
-    answer
-        .await
-        .unwrap_or_else(|_| Err("the pages' thread stopped".into()))
+    answer.await.unwrap_or_else(|_| Err(PAGES_STOPPED.into()))
 }
 
 /// Answer each connection's one request, then close it: a scraper and a
@@ -186,14 +189,39 @@ async fn metrics(State(asks): State<Asks>) -> Response {
     }
 }
 
+/// `/healthz` in `serve`'s shape, so one probe config reads every seckill
+/// process: 200 `{"status": "ok", "message": "Redis at … answered; …"}`, 503
+/// `{"error": {"kind": "redis_unreachable" | "database_unreachable" |
+/// "unhealthy", "message": "…"}}`.
 async fn healthz(State(asks): State<Asks>) -> Response {
-    match ask(&asks, Page::Health).await {
-        Ok(said) => text(StatusCode::OK, TEXT, format!("ok: {said}\n")),
-        Err(failed) => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            TEXT,
-            format!("unhealthy: {failed}\n"),
+    let (status, body) = health_answer(ask(&asks, Page::Health).await);
+    let mut body = body.to_string();
+    body.push('\n');
+    text(status, JSON, body)
+}
+
+/// The status and JSON body of a health page's answer.
+fn health_answer(answer: Result<String, String>) -> (StatusCode, serde_json::Value) {
+    match answer {
+        Ok(said) => (
+            StatusCode::OK,
+            serde_json::json!({ "status": "ok", "message": said }),
         ),
+        Err(failed) => {
+            // The pages name the database first when it failed; every
+            // other failure but a stopped thread is Redis's.
+            let kind = if failed.starts_with("database ") {
+                "database_unreachable"
+            } else if failed == PAGES_STOPPED {
+                "unhealthy"
+            } else {
+                "redis_unreachable"
+            };
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "error": { "kind": kind, "message": failed } }),
+            )
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! that fails halfway still names them.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -19,8 +19,10 @@ use crate::domain::orders::{OrderStore, StoreArgs, StoreLocation};
 use crate::invocation::notify::{Notifier, NotifyArgs};
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
-use crate::redis_client::conn::{Conn, ConnectionArgs, RedisTarget, UrlSource, redact};
+use crate::redis_client::conn::{Conn, ConnectionArgs, RedisTarget, UrlSource, redact, split_urls};
 use crate::util::output::Format;
+use crate::util::text::{self, Tz};
+use redis::IntoConnectionInfo as _;
 
 /// What every subcommand gets besides its own flags.
 #[derive(Debug)]
@@ -36,6 +38,11 @@ pub(crate) struct Context {
     pub(crate) format: Format,
     /// `--redis`, `--cluster`, TLS and timeouts.
     pub(crate) connection: ConnectionArgs,
+    /// `--tz`: where the times people read are shown.
+    tz: Tz,
+    /// The warning about `SECKILL_REDIS_URL` was said (a command that
+    /// resolves its target twice, or once per `--watch` round, says it once).
+    warned_env_url: AtomicBool,
     campaign_id: OnceLock<String>,
     redis_display: OnceLock<String>,
     redis_source: OnceLock<UrlSource>,
@@ -66,13 +73,23 @@ impl Context {
         campaign_file: Option<PathBuf>,
         format: Format,
         connection: ConnectionArgs,
+        tz: Tz,
     ) -> Context {
+        if shows_people_times(command, format) {
+            match tz {
+                Tz::Fixed(offset_s) => text::show_times_at(offset_s),
+                // UTC until a campaign file says otherwise (see `campaign`).
+                Tz::Utc | Tz::File => text::show_times_at(0),
+            }
+        }
         Context {
             definition,
             command,
             campaign_file,
             format,
             connection,
+            tz,
+            warned_env_url: AtomicBool::new(false),
             campaign_id: OnceLock::new(),
             redis_display: OnceLock::new(),
             redis_source: OnceLock::new(),
@@ -100,13 +117,18 @@ impl Context {
         })?;
         let campaign = Campaign::load(path)?;
         let _ = self.campaign_id.set(campaign.id.clone());
+        if self.tz == Tz::File && shows_people_times(self.command, self.format) {
+            text::show_times_at(campaign.utc_offset_s.unwrap_or(0));
+        }
         Ok(campaign)
     }
 
     /// The Redis target for this campaign (flag/env > file > default). A
     /// `SECKILL_REDIS_URL` left in the environment that overrides a
-    /// different `redis:` of the file is said on stderr: it is easy to
-    /// forget, and it sends every command to another Redis.
+    /// different `redis:` of the file is said on stderr, once (not under
+    /// `-q`): it is easy to forget, and it sends every command to another
+    /// Redis. The same server spelled two ways (`redis://h:p` and
+    /// `redis://h:p/0`) is no override.
     pub(crate) fn redis(&self, campaign: &Campaign) -> Result<RedisTarget> {
         self.redis_of(Some(campaign))
     }
@@ -118,9 +140,10 @@ impl Context {
         if target.source == UrlSource::Env
             && let Some(campaign) = campaign
             && let Some(file_url) = &campaign.redis_url
-            && Some(file_url) != self.connection.redis_url.as_ref()
+            && !same_servers(file_url, self.connection.redis_url.as_deref())
+            && !self.warned_env_url.swap(true, Ordering::Relaxed)
         {
-            crate::util::output::say(format!(
+            crate::util::output::warn(format!(
                 "seckill: warning: SECKILL_REDIS_URL sends this command to {}, not to `redis: {}` \
                  of {} (unset SECKILL_REDIS_URL to use the file's)",
                 target.display,
@@ -241,6 +264,59 @@ impl Context {
             None,
             Format::Json,
             flags.connection,
+            Tz::Utc,
         )
+    }
+}
+
+/// Whether `command` under `format` prints times for people: tables do, in
+/// the `--tz` offset; JSON and `serve`'s HTTP answers are for programs and
+/// stay UTC.
+fn shows_people_times(command: &str, format: Format) -> bool {
+    format == Format::Table && command != "serve"
+}
+
+/// Whether the URL lists `a` and `b` name the same servers, databases and
+/// users in the same order, however spelled: a missing `/0` or port 6379,
+/// a trailing slash or a password are no difference. A URL that does not
+/// parse is compared as typed.
+fn same_servers(a: &str, b: Option<&str>) -> bool {
+    let Some(b) = b else {
+        return false;
+    };
+    let normalized = |list: &str| -> Vec<String> {
+        split_urls(list)
+            .into_iter()
+            .map(|url| match url.as_str().into_connection_info() {
+                Ok(info) => format!(
+                    "{}/{} as {}",
+                    info.addr(),
+                    info.redis_settings().db(),
+                    info.redis_settings().username().unwrap_or("default")
+                ),
+                Err(_) => url,
+            })
+            .collect()
+    };
+    normalized(a) == normalized(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_servers;
+
+    #[test]
+    fn one_server_spelled_two_ways_is_the_same() {
+        assert!(same_servers("redis://h:7000", Some("redis://h:7000/0")));
+        assert!(same_servers("redis://h", Some("redis://h:6379/")));
+        assert!(same_servers("redis://u:a@h:1/2", Some("redis://u:b@h:1/2")));
+        assert!(same_servers(
+            "redis://a:1,redis://b:2",
+            Some("redis://a:1/0, redis://b:2")
+        ));
+        assert!(!same_servers("redis://h:7000", Some("redis://h:7001")));
+        assert!(!same_servers("redis://h:7000/0", Some("redis://h:7000/1")));
+        assert!(!same_servers("redis://u@h:1", Some("redis://v@h:1")));
+        assert!(!same_servers("redis://h:1", None));
     }
 }

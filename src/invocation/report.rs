@@ -98,8 +98,14 @@ struct Envelope<'a, R: Serialize> {
 pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> {
     let code = report.exit_code();
     let failure = report.failure();
-    if output::quiet() && code == exit_codes::SUCCESS && failure.is_none() {
-        // `-q`: success says nothing; drift, refusals and errors still print.
+    if output::quiet()
+        && code == exit_codes::SUCCESS
+        && failure.is_none()
+        && ctx.format == Format::Table
+    {
+        // `-q`: success says nothing to people; drift, refusals and errors
+        // still print, and what a program asked for (JSON, CSV, the
+        // Prometheus text a cron job writes for node_exporter) always is.
         return Ok(code);
     }
     let text = match ctx.format {
@@ -129,7 +135,9 @@ pub(crate) fn emit<R: Report>(ctx: &Context, report: &R) -> anyhow::Result<i32> 
     };
     output::write_stdout(&text)?;
     if let Some(message) = failure {
-        output::say(format!("seckill: error: {message}"));
+        output::say(crate::util::log::stamped(&format!(
+            "seckill: error: {message}"
+        )));
     }
     Ok(code)
 }
@@ -155,7 +163,9 @@ fn redis_line(ctx: &Context) -> String {
 pub(crate) fn emit_error(ctx: &Context, failure: &anyhow::Error) -> i32 {
     let code = error::exit_code_for(failure);
     let message = crate::util::error_text::render(failure);
-    output::say(format!("seckill: error: {message}"));
+    output::say(crate::util::log::stamped(&format!(
+        "seckill: error: {message}"
+    )));
     if ctx.format == Format::Json {
         let field = ErrorField {
             kind: exit_codes::name_of(code),

@@ -97,6 +97,9 @@ pub struct Campaign {
     pub starts_at_ms: Option<i64>,
     /// Sale closes at this Unix time in milliseconds; `None` = no end.
     pub ends_at_ms: Option<i64>,
+    /// The UTC offset (seconds east) the file writes `starts_at` in, else
+    /// `ends_at`: the times shown to people are in it (`--tz file`).
+    pub(crate) utc_offset_s: Option<i32>,
     /// Keys expire this long after `ends_at`.
     pub keep_after_end: Duration,
     /// Units one user may buy of one item.
@@ -209,6 +212,7 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
     };
     let message = message.split(" at line ").next().unwrap_or(message);
     if let Some(breach) = message.strip_prefix("budget breached: ") {
+        let breach = breach_in_words(breach);
         return format!(
             "the YAML budget of a campaign file is exceeded ({breach}; at most {MAX_YAML_ALIASES} aliases, \
              {MAX_YAML_NODES} nodes, nesting {MAX_YAML_DEPTH} deep, one document)"
@@ -218,6 +222,24 @@ fn plain_message(error: &serde_saphyr::Error) -> String {
         "invalid i64" | "invalid u64" | "invalid i32" => "expected a whole number".to_string(),
         other => other.to_string(),
     }
+}
+
+/// serde-saphyr's budget breach, which it writes as Rust's Debug text
+/// (`Aliases { aliases: 101 }`), in words: `101 aliases`, `nesting 17 deep`.
+fn breach_in_words(breach: &str) -> String {
+    let Some((_, fields)) = breach.split_once('{') else {
+        return breach.to_string();
+    };
+    fields
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|field| field.split_once(':'))
+        .map(|(name, value)| match (name.trim(), value.trim()) {
+            ("depth", n) => format!("nesting {n} deep"),
+            (name, n) => format!("{n} {}", name.replace('_', " ")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Read a campaign file without ever blocking or reading without end: the
@@ -316,6 +338,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         .as_ref()
         .map(|s| parse_time(path, s, "ends_at"))
         .transpose()?;
+    let utc_offset_s = [&raw.starts_at, &raw.ends_at]
+        .into_iter()
+        .flatten()
+        .find_map(|text| chrono::DateTime::parse_from_rfc3339(text.value.trim()).ok())
+        .map(|t| t.offset().local_minus_utc());
     if let (Some(start), Some(end), Some(end_span)) = (starts_at_ms, ends_at_ms, &raw.ends_at)
         && end <= start
     {
@@ -468,6 +495,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         redis_url: raw.redis,
         starts_at_ms,
         ends_at_ms,
+        utc_offset_s,
         keep_after_end,
         per_user_limit,
         rate_limit,

@@ -13,8 +13,10 @@ use comfy_table::{
     ColumnConstraint, ContentArrangement, Table, Width, presets::UTF8_FULL_CONDENSED,
 };
 
-/// `-q/--quiet`: a command that succeeded prints nothing on stdout (for
-/// cron, which mails whatever is printed). Set once by the command line.
+/// `-q/--quiet`: a command that succeeded prints nothing for people (for
+/// cron, which mails whatever is printed): no table, no warning, no log or
+/// retry line. What a script asked for (`--format json`) is still written,
+/// and so is the error that ends a command. Set once by the command line.
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Turn `-q/--quiet` on for this process.
@@ -244,4 +246,12 @@ pub(crate) fn write_stdout(text: &str) -> anyhow::Result<bool> {
 /// A line on stderr; a closed stderr is ignored (nothing else could report it).
 pub(crate) fn say(line: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// A warning on stderr ([`say`]), unless `-q` silenced it: a warning is
+/// advice, and cron mails every line it sees.
+pub(crate) fn warn(line: impl std::fmt::Display) {
+    if !quiet() {
+        say(line);
+    }
 }

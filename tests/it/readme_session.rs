@@ -79,7 +79,15 @@ fn normalize(line: &str) -> String {
         let ulid = t.len() == 26
             && t.bytes()
                 .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
-        let time = t.len() >= 20 && t.as_bytes()[4] == b'-' && t.contains('T') && t.ends_with('Z');
+        // RFC 3339 in UTC (`…Z`) or at the campaign file's offset (`…+08:00`).
+        let bytes = t.as_bytes();
+        let offset = bytes.len() > 6
+            && matches!(bytes[bytes.len() - 6], b'+' | b'-')
+            && bytes[bytes.len() - 3] == b':';
+        let time = t.len() >= 20
+            && t.as_bytes()[4] == b'-'
+            && t.contains('T')
+            && (t.ends_with('Z') || offset);
         if ulid {
             "<id>".into()
         } else if t.starts_with('{') {

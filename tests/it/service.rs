@@ -65,8 +65,12 @@ fn consume_is_healthy_while_redis_and_the_database_answer() {
     );
     let (status, body) = get(port, "/healthz");
     assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    // serve's shape: one probe config reads every seckill process.
+    let health: serde_json::Value = serde_json::from_str(&body).expect("/healthz is JSON");
+    assert_eq!(health["status"], "ok", "{body}");
+    let said = health["message"].as_str().unwrap_or_default();
     assert!(
-        body.starts_with("ok: Redis at 127.0.0.1:") && body.contains("; database mysql://"),
+        said.starts_with("Redis at 127.0.0.1:") && said.contains("; database mysql://"),
         "{body}"
     );
     let mut metrics = String::new();
@@ -97,7 +101,10 @@ fn consume_is_healthy_while_redis_and_the_database_answer() {
     db.stop();
     let (status, body) = get(port, "/healthz");
     assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{body}");
-    assert!(body.starts_with("unhealthy: database mysql://"), "{body}");
+    let health: serde_json::Value = serde_json::from_str(&body).expect("/healthz is JSON");
+    assert_eq!(health["error"]["kind"], "database_unreachable", "{body}");
+    let why = health["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.starts_with("database mysql://"), "{body}");
     assert_eq!(
         sample(
             &get(port, "/metrics").1,
@@ -113,7 +120,10 @@ fn consume_is_healthy_while_redis_and_the_database_answer() {
     drop(server);
     let (status, body) = get(port, "/healthz");
     assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{body}");
-    assert!(body.starts_with("unhealthy: Redis at 127.0.0.1:"), "{body}");
+    let health: serde_json::Value = serde_json::from_str(&body).expect("/healthz is JSON");
+    assert_eq!(health["error"]["kind"], "redis_unreachable", "{body}");
+    let why = health["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.starts_with("Redis at 127.0.0.1:"), "{body}");
     assert_eq!(
         sample(
             &get(port, "/metrics").1,
@@ -177,6 +187,8 @@ fn expire_and_rebalance_serve_their_metrics_and_health() {
         assert_eq!(sample(&text, "seckill_redis_up{campaign=\"svc\"}"), 1.0);
         let (status, body) = get(port, "/healthz");
         assert_eq!(status, "HTTP/1.1 200 OK", "{name}: {body}");
+        let health: serde_json::Value = serde_json::from_str(&body).expect("/healthz is JSON");
+        assert_eq!(health["status"], "ok", "{name}: {body}");
         terminate(&service);
         assert!(
             crate::support::orders::wait_exit(&mut service).success(),

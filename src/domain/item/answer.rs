@@ -35,12 +35,14 @@ pub struct PurchaseAnswer {
     /// `corrupt_state` only: the key and what is wrong with it; nothing was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) problem: Option<String>,
-    /// True when this `ok` is a reservation still to be paid (`payment_timeout`):
-    /// the units are held until `deadline`, then released unless `seckill pay`
-    /// ran. The outcome stays `ok` (exit 0) so scripts reading it keep working.
+    /// True when the order this answer names is a reservation still to be
+    /// paid (`payment_timeout`): the units are held until `deadline`, then
+    /// released unless `seckill pay` ran. An `ok` stays `ok` (exit 0) so
+    /// scripts reading it keep working; a `duplicate` names the user's order.
     pub(crate) reserved: bool,
-    /// A reservation's state now: `reserved`, or for a retried request id
-    /// `paid`, `expired` or `cancelled`; null when the ok is final.
+    /// A reservation's state now: `reserved`, or for a retried request id or
+    /// a `duplicate` (the user's order) `paid`, `expired` or `cancelled`;
+    /// null when the order is final (no `payment_timeout`).
     pub(crate) reservation_state: Option<String>,
     /// Pay before this (RFC 3339, UTC, Redis clock); null when the ok is final.
     pub(crate) deadline: Option<String>,
