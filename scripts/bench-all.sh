@@ -106,7 +106,7 @@ loadtest_runs() {
     # The cluster of scripts/cluster.sh, stopped again if started here (as bench-buckets does).
     local started_here=0
     redis-cli -p 21001 cluster info 2>/dev/null | grep -q cluster_state:ok || started_here=1
-    scripts/cluster.sh up >/dev/null
+    SECKILL_CLUSTER_AOF=no scripts/cluster.sh up >/dev/null
     "$seckill" -c campaigns/moutai.yaml --redis redis://127.0.0.1:21001 --cluster loadtest --buckets 8 --variant full
     if [ "$started_here" = 1 ]; then scripts/cluster.sh down >/dev/null; fi
 }

@@ -24,7 +24,7 @@ base=${SECKILL_CLUSTER_PORT:-21001}
 export SECKILL_CLUSTER_PORT=$base
 started_here=0
 if ! redis-cli -p "$base" cluster info 2>/dev/null | grep -q cluster_state:ok; then
-  scripts/cluster.sh up >/dev/null
+  SECKILL_CLUSTER_AOF=no scripts/cluster.sh up >/dev/null
   started_here=1
 fi
 trap 'if [ "$started_here" = 1 ]; then scripts/cluster.sh down >/dev/null; fi' EXIT

@@ -12,6 +12,10 @@
 # connection of any other program can hold a port in that range and make a
 # node fail to bind its bus. Data and pid files: SECKILL_CLUSTER_DIR
 # (default /tmp/seckill-cluster). `down` stops only the pids it recorded.
+# Persistence: SECKILL_CLUSTER_AOF=everysec (default: an append-only file
+# fsynced every second, what `seckill doctor` and `preheat --require-durable`
+# ask of a sale's Redis), always, or no (the benches: they measure the
+# scripts, not the disk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${SECKILL_CLUSTER_PORT:-21001}
@@ -21,6 +25,12 @@ if [ $((base + 5)) -gt 55535 ]; then
   echo "SECKILL_CLUSTER_PORT must be at most 55530 (the cluster bus uses port + 10000)" >&2
   exit 2
 fi
+aof=${SECKILL_CLUSTER_AOF:-everysec}
+case "$aof" in
+  no) persistence=(--appendonly no) ;;
+  everysec|always) persistence=(--appendonly yes --appendfsync "$aof") ;;
+  *) echo "SECKILL_CLUSTER_AOF must be everysec, always or no (got $aof)" >&2; exit 2 ;;
+esac
 seeds() { local s=""; for p in $base $((base + 1)) $((base + 2)); do s="$s${s:+,}redis://127.0.0.1:$p"; done; echo "$s"; }
 
 up() {
@@ -29,7 +39,7 @@ up() {
   for p in $ports; do
     if redis-cli -p "$p" ping >/dev/null 2>&1; then continue; fi
     mkdir -p "$dir/$p"
-    redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
+    redis-server --port "$p" --bind 127.0.0.1 --save "" "${persistence[@]}" \
       --cluster-enabled yes --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 5000 \
       --dir "$dir/$p" --daemonize yes --pidfile "$dir/$p/redis.pid" --logfile "$dir/$p/redis.log"
   done
