@@ -173,6 +173,28 @@ impl Report for BuyReport {
     }
 }
 
+/// The attempt the flags ask for, checked as every buy is before anything is sent.
+fn checked<'a>(
+    ctx: &Context,
+    args: &'a Args,
+    campaign: &crate::model::campaign::Campaign,
+    request_id: &'a str,
+) -> Result<Buy<'a>> {
+    let buy = Buy {
+        item: &args.item,
+        user: &args.user,
+        qty: args.qty,
+        request_id,
+        wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
+    };
+    buy.check(campaign)
+        .map_err(|failure| failure::say(failure, "the attempt"))?;
+    if buy.wait.is_some() {
+        replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
+    }
+    Ok(buy)
+}
+
 /// Make one attempt (or, with `--dry-run`, prove the credential may).
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
     match args.dry_run {
@@ -187,18 +209,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
 fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
     let campaign = ctx.campaign()?;
     let request_id = args.request_id.clone().unwrap_or_else(new_order_id);
-    let buy = Buy {
-        item: &args.item,
-        user: &args.user,
-        qty: args.qty,
-        request_id: &request_id,
-        wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
-    };
-    buy.check(&campaign)
-        .map_err(|failure| failure::say(failure, "the attempt"))?;
-    if buy.wait.is_some() {
-        replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
-    }
+    let buy = checked(ctx, args, &campaign, &request_id)?;
     ctx.redis(&campaign)?;
     let item = SaleItem::select(&campaign, Some(&args.item))?
         .into_iter()
@@ -245,18 +256,7 @@ fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
 fn attempt(ctx: &Context, args: &Args) -> Result<BuyReport> {
     let campaign = ctx.campaign()?;
     let request_id = args.request_id.clone().unwrap_or_else(new_order_id);
-    let buy = Buy {
-        item: &args.item,
-        user: &args.user,
-        qty: args.qty,
-        request_id: &request_id,
-        wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
-    };
-    buy.check(&campaign)
-        .map_err(|failure| failure::say(failure, "the attempt"))?;
-    if buy.wait.is_some() {
-        replicas::check_timeout(args.wait_timeout, ctx.connection.response_timeout)?;
-    }
+    let buy = checked(ctx, args, &campaign, &request_id)?;
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
     let bought = buy

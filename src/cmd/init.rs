@@ -295,17 +295,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
                 switch_reason: was.switch_reason,
             });
         }
-        let order_rows = match store
-            .as_mut()
-            .map(|store| store.campaign_rows(&campaign.id))
-        {
-            Some(Ok(rows)) => Some(rows),
-            Some(Err(e)) => {
-                problem = Some(crate::util::error_text::render(&e));
-                None
-            }
-            None => None,
-        };
+        let order_rows = rows_held(store.as_deref_mut(), &campaign.id, &mut problem);
         return Ok(InitReport {
             dry_run: true,
             unstored_orders_deleted: unstored,
@@ -344,17 +334,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
         (None, Some(_)) => Some(0),
         (_, None) => None,
     };
-    let order_rows = match store
-        .as_mut()
-        .map(|store| store.campaign_rows(&campaign.id))
-    {
-        Some(Ok(rows)) => Some(rows),
-        Some(Err(e)) => {
-            problem = Some(crate::util::error_text::render(&e));
-            None
-        }
-        None => None,
-    };
+    let order_rows = rows_held(store.as_deref_mut(), &campaign.id, &mut problem);
     let by = crate::domain::kill_switch::operator(None)?;
     let now = slot::redis_now_ms(&mut conn)?;
     registry::record(&mut conn, &registry::Entry::of(&campaign, now, &by))?;
@@ -617,4 +597,21 @@ fn last_entry_ms(conn: &mut crate::redis_client::conn::Conn, stream: &str) -> Re
         .first()
         .and_then(|(id, _)| id.split_once('-'))
         .and_then(|(ms, _)| ms.parse().ok()))
+}
+
+/// The campaign's rows in the order database, when there is one to read;
+/// why it could not be read goes to `problem` (the count is advice only).
+fn rows_held(
+    store: Option<&mut (dyn OrderStore + 'static)>,
+    campaign: &str,
+    problem: &mut Option<String>,
+) -> Option<i64> {
+    match store.map(|store| store.campaign_rows(campaign)) {
+        Some(Ok(rows)) => Some(rows),
+        Some(Err(e)) => {
+            *problem = Some(crate::util::error_text::render(&e));
+            None
+        }
+        None => None,
+    }
 }

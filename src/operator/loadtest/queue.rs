@@ -707,19 +707,24 @@ mod tests {
         (c - d) / ((c + d + tx) * (c + d + ty)).sqrt()
     }
 
+    /// Reproducible small numbers below `m` (a linear congruential generator).
+    fn numbers(seed: u64) -> impl FnMut(u64) -> f64 {
+        let mut state = seed;
+        move |m| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % m) as f64
+        }
+    }
+
     #[test]
     fn kendall_matches_its_definition_with_and_without_ties() {
         let same: Vec<f64> = (0..100).map(f64::from).collect();
         assert!((kendall_tau_b(&same, &same) - 1.0).abs() < 1e-12);
         let reversed: Vec<f64> = same.iter().rev().copied().collect();
         assert!((kendall_tau_b(&same, &reversed) + 1.0).abs() < 1e-12);
-        let mut state = 12345u64;
-        let mut next = |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % m) as f64
-        };
+        let mut next = numbers(12345);
         for _ in 0..20 {
             let x: Vec<f64> = (0..60).map(|_| next(10)).collect();
             let y: Vec<f64> = (0..60).map(|_| next(7)).collect();
@@ -735,13 +740,7 @@ mod tests {
         assert_eq!(discordant_pairs(&[1.0, 2.0, 3.0], &[10.0, 10.0, 15.0]), 0);
         assert_eq!(discordant_pairs(&[1.0, 1.0], &[20.0, 10.0]), 0);
         assert_eq!(discordant_pairs(&[1.0, 2.0, 3.0], &[30.0, 20.0, 10.0]), 3);
-        let mut state = 99u64;
-        let mut next = |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % m) as f64
-        };
+        let mut next = numbers(99);
         for _ in 0..20 {
             let x: Vec<f64> = (0..50).map(|_| next(8)).collect();
             let y: Vec<f64> = (0..50).map(|_| next(8)).collect();
