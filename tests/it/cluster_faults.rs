@@ -16,9 +16,6 @@ use std::time::{Duration, Instant};
 
 use seckill::model::keys::ItemKeys;
 
-/// The campaign registry's key (one slot, on one master).
-const REGISTRY_KEY: &str = "seckill:campaigns";
-
 use crate::support::cluster::{ClusterRoles, RedisCluster, node};
 use crate::support::http;
 use crate::support::serve::Serve;
@@ -144,20 +141,7 @@ fn master_fails(fault: Fault) {
     let mut cluster = RedisCluster::start_with_replicas(1);
     // The item sold through serve lives on the master that fails; the
     // registry and a second item live elsewhere.
-    let (registry_master, _) = cluster.master_and_replicas_of(REGISTRY_KEY);
-    let master_of = |item: &str| {
-        cluster
-            .master_and_replicas_of(&ItemKeys::live("fo", item).stock)
-            .0
-    };
-    let hot = (1..100)
-        .map(|n| n.to_string())
-        .find(|item| master_of(item) != registry_master)
-        .unwrap();
-    let calm = (1..100)
-        .map(|n| n.to_string())
-        .find(|item| master_of(item) != master_of(&hot))
-        .unwrap();
+    let (hot, calm) = cluster.items_apart("fo");
     let file = campaign("fo")
         .item(&hot, 1_000_000)
         .item(&calm, 1_000_000)

@@ -5,6 +5,7 @@
 //! connection but does not answer, arguments that are not UTF-8, and
 //! `seckill doctor` itself.
 
+use crate::support::check_of;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
@@ -516,13 +517,7 @@ fn doctor_says_go_on_a_well_configured_local_cluster() {
         .succeeds();
     let report = ran.json();
     assert_eq!(report["go"], true, "{report}");
-    let masters = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "masters")
-        .unwrap()["detail"]
-        .to_string();
+    let (_, masters) = check_of(&report, "masters");
     assert!(masters.contains("bucket 2 →"), "{report}");
     assert_eq!(ran.code(), SUCCESS);
     for name in [
@@ -684,20 +679,6 @@ fn doctor_and_preheat_as_the_roles_on_a_cluster() {
         .fails_with(PREHEAT_REFUSED)
         .stderr();
     assert!(stderr.contains(&format!("127.0.0.1:{master}")), "{stderr}");
-}
-
-/// `doctor --format json`'s check named `name` (its verdict and detail).
-fn check_of(report: &serde_json::Value, name: &str) -> (String, String) {
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == name)
-        .unwrap_or_else(|| panic!("no check {name}: {report}"));
-    (
-        check["verdict"].as_str().unwrap().to_string(),
-        check["detail"].as_str().unwrap().to_string(),
-    )
 }
 
 /// A Redis that would pass every server check: AOF with fsync always.

@@ -7,6 +7,7 @@
 //! the operator preheats, reports and reconciles, and `doctor` run from each
 //! role's own URL finds its whole path allowed on every node.
 
+use crate::support::check_of;
 use std::time::Duration;
 
 use crate::support::cluster::RedisCluster;
@@ -125,20 +126,8 @@ fn each_role_proven_on_every_node_runs_its_jobs_on_the_cluster() {
         .within(within)
         .runs()
         .json();
-        let permissions = report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "permissions")
-            .unwrap()
-            .clone();
-        assert_eq!(permissions["verdict"], "ok", "{role}: {report}");
-        assert!(
-            permissions["detail"]
-                .as_str()
-                .unwrap()
-                .contains("3 masters, 3 replicas"),
-            "{permissions}"
-        );
+        let (verdict, detail) = check_of(&report, "permissions");
+        assert_eq!(verdict, "ok", "{role}: {report}");
+        assert!(detail.contains("3 masters, 3 replicas"), "{detail}");
     }
 }

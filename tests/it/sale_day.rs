@@ -13,6 +13,7 @@
 //! key's DUMP the same) and names a missing command; `serve
 //! --check-credential` asks every node, replicas included.
 
+use crate::support::check_of;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -371,20 +372,7 @@ fn a_sale_day_on_a_cluster_survives_a_frozen_replica_then_a_frozen_master() {
     // A node unanswered for 2 s is marked failed: the replica's freeze
     // spans both states, the master's ends in a promotion.
     let cluster = RedisCluster::start_with(1, Duration::from_secs(2));
-    let registry_master = cluster.master_and_replicas_of("seckill:campaigns").0;
-    let master_of = |item: &str| {
-        cluster
-            .master_and_replicas_of(&ItemKeys::live("day", item).stock)
-            .0
-    };
-    let hot = (1..100)
-        .map(|n| n.to_string())
-        .find(|item| master_of(item) != registry_master)
-        .unwrap();
-    let calm = (1..100)
-        .map(|n| n.to_string())
-        .find(|item| master_of(item) != master_of(&hot))
-        .unwrap();
+    let (hot, calm) = cluster.items_apart("day");
     let room = "500".to_string();
     let initial = 1_000_000;
     let file = campaign("day")
@@ -396,7 +384,9 @@ fn a_sale_day_on_a_cluster_survives_a_frozen_replica_then_a_frozen_master() {
         .write();
     let roles = cluster.create_roles(&file);
     let (master, replica) = cluster.master_and_synced_replica(&ItemKeys::live("day", &hot).stock);
-    let calm_master = master_of(&calm);
+    let calm_master = cluster
+        .master_and_replicas_of(&ItemKeys::live("day", &calm).stock)
+        .0;
     let within = Duration::from_secs(60);
 
     // Before the sale: each credential proven on its path, every node.
@@ -440,14 +430,7 @@ fn a_sale_day_on_a_cluster_survives_a_frozen_replica_then_a_frozen_master() {
         .within(within)
         .runs()
         .json();
-        let permissions = report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "permissions")
-            .unwrap()
-            .clone();
-        assert_eq!(permissions["verdict"], "ok", "{role}: {report}");
+        assert_eq!(check_of(&report, "permissions").0, "ok", "{role}: {report}");
     }
 
     // The sale: serve as the buyer (its first seed the replica that will

@@ -6,6 +6,7 @@
 //! two equal.
 
 use crate::support;
+use crate::support::check_of;
 
 use std::time::{Duration, Instant};
 
@@ -997,20 +998,8 @@ fn the_proof_covers_the_commands_outside_scripts() {
         .json()
         .runs()
         .json();
-    let permissions = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "permissions")
-        .unwrap()
-        .clone();
-    assert_eq!(permissions["verdict"], "fail", "{report}");
-    assert!(
-        permissions["detail"]
-            .as_str()
-            .unwrap()
-            .contains("command HSCAN :buyers"),
-        "{permissions}"
-    );
+    let (verdict, detail) = check_of(&report, "permissions");
+    assert_eq!(verdict, "fail", "{report}");
+    assert!(detail.contains("command HSCAN :buyers"), "{detail}");
     assert!(!report.to_string().contains(&password));
 }

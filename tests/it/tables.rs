@@ -4,6 +4,7 @@
 //! wrote fits 80 columns (measured before the terminal wraps it), the facts
 //! that matter are on screen, and the detail is under `-v` or in JSON.
 
+use crate::support::check_of;
 use std::time::Duration;
 
 use crate::support::serve::Serve;
@@ -282,13 +283,7 @@ fn doctor_is_one_line_per_check_and_fits_one_screen_when_healthy() {
         ["ok", "9", "streams,", "group", "ok"],
         "{said}"
     );
-    let listed = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "consumer_group")
-        .unwrap()["detail"]
-        .clone();
+    let (_, listed) = check_of(&report, "consumer_group");
     assert_eq!(listed, "9 stream(s) have the orders-db group", "{report}");
     // -v: every detail whole, wrapped under its column.
     let mut verbose = args.to_vec();

@@ -141,6 +141,26 @@ impl RedisCluster {
         (port_of(master), replicas)
     }
 
+    /// Two items of `campaign`, `hot` on a master that holds neither the
+    /// campaign registry nor `calm`: a fault on `hot`'s master leaves the
+    /// registry and the other item reachable.
+    pub fn items_apart(&self, campaign: &str) -> (String, String) {
+        let registry_master = self.master_and_replicas_of("seckill:campaigns").0;
+        let master_of = |item: &str| {
+            self.master_and_replicas_of(&seckill::model::keys::ItemKeys::live(campaign, item).stock)
+                .0
+        };
+        let hot = (1..100)
+            .map(|n| n.to_string())
+            .find(|item| master_of(item) != registry_master)
+            .expect("an item off the registry's master");
+        let calm = (1..100)
+            .map(|n| n.to_string())
+            .find(|item| master_of(item) != master_of(&hot))
+            .expect("an item off the hot item's master");
+        (hot, calm)
+    }
+
     /// Seed URLs with `first` first: a client that waited on it (frozen)
     /// before trying the next one shows.
     pub fn urls_from(&self, first: u16) -> String {

@@ -344,3 +344,17 @@ pub fn start_replica_of(master: &RedisServer) -> RedisServer {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `doctor --format json`'s check named `name` (its verdict and detail).
+pub fn check_of(report: &serde_json::Value, name: &str) -> (String, String) {
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report}"));
+    (
+        check["verdict"].as_str().unwrap().to_string(),
+        check["detail"].as_str().unwrap().to_string(),
+    )
+}
