@@ -78,7 +78,10 @@ local ADMISSIONS_KEY = 12
 
 -- The item's waiting room, for lib/purchase: its helpers are built only
 -- when meta says the room is on (as in buy.lua).
-local function bucket_room(user)
+local function bucket_room(user, kind)
+  if kind ~= 'exact' then
+    error({err = 'ERR a bucket takes no ticket room (docs/waiting-room.md): nothing was written'})
+  end
 --- @include "lib/bucket_room_gate"
   return bucket_room_gate(ADMISSIONS_KEY, user)
 end

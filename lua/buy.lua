@@ -15,15 +15,17 @@
 -- KEYS[9] deadlines     zset   order id -> payment deadline ms, reserved orders only
 -- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
 --                             role never needs a write on meta (docs/security.md)
--- KEYS[11] room         hash   the waiting room (lib/plain_room_gate); KEYS[11..17] are
---                              passed only for an item whose room is on (meta
---                              waiting_room = 1): off, the call is the ten keys above
+-- KEYS[11] room         hash   the waiting room (lib/plain_room_gate, lib/ticket_gate);
+--                              KEYS[11..18] are passed only for an item whose room is
+--                              on (meta waiting_room = 1 or ticket): off, the call is
+--                              the ten keys above
 -- KEYS[12] queue        hash   user -> "<position> <joined at ms>"
 -- KEYS[13] registered   hash   user -> registration (a room with registration)
 -- KEYS[14] risk         hash   user -> "block" | "delay <ms> <set at ms>"
 -- KEYS[15] admitted     hash   user -> admission start ms (max_active mode)
 -- KEYS[16] active       zset   user -> admission end ms (max_active: an ok leaves it)
 -- KEYS[17] shuffled     zset   user -> final position of a shuffled pre-queue
+-- KEYS[18] passes       zset   a ticket room's cursor passes, "<cursor>:<at ms>" by cursor
 -- ARGV[1] user          user id
 -- ARGV[2] qty           integer >= 1
 -- ARGV[3] request_id    "" = no idempotency
@@ -33,6 +35,10 @@
 -- ARGV[7] payment_timeout_ms  "0" = an ok is final; else the ok is a reservation
 --                             due at now + this (Redis time), recorded in KEYS[8]/KEYS[9],
 --                             counted in KEYS[10] (reserved_orders, reserved_units)
+-- ARGV[8] arrival_ms    a ticket room: the arrival time of the shopper's ticket, which
+--                       the door verified (its HMAC tag, user and item); "" = no ticket
+-- ARGV[9] ticket_key    the id of the key that signed that ticket ("" = none): a revoked
+--                       one is no ticket
 --
 -- Returns {outcome, order_id, stock_left, deadline_ms, reservation_state}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
@@ -80,8 +86,19 @@ local ROOM_KEYS_FROM = 11
 -- The item's waiting room, for lib/purchase. Its helpers are pasted inside,
 -- so they are built only when meta says the room is on: EVAL builds every
 -- helper a script defines again on each call, and a sale without a room
--- must not pay for the room's (docs/waiting-room.md, "Cost").
-local function item_room(user)
+-- must not pay for the room's (docs/waiting-room.md, "Cost"). A ticket
+-- room's few come first and answer before the exact room's many are built.
+local function item_room(user, kind)
+--- @include "lib/ticket_gate"
+  if kind == 'ticket' then
+    local passes = ROOM_KEYS_FROM + 7
+    if not KEYS[passes] then
+      error({err = 'ERR the ticket room of this item is on, but the call lacks its '
+        .. 'waiting-room keys (KEYS[' .. ROOM_KEYS_FROM .. '..' .. passes .. ']): nothing was written'})
+    end
+    return ticket_gate({room = KEYS[ROOM_KEYS_FROM], registered = KEYS[ROOM_KEYS_FROM + 2],
+      risk = KEYS[ROOM_KEYS_FROM + 3], passes = KEYS[passes]}, user, ARGV[8], ARGV[9])
+  end
 --- @include "lib/plain_room_gate"
   return plain_room_gate(ROOM_KEYS_FROM, user)
 end

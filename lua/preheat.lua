@@ -21,7 +21,8 @@
 -- ARGV[11] group           consumer group name for the order stream
 -- ARGV[12] dry_mode        in mode "dry": the mode the dry run stands for ("load", "force" or "meta")
 -- ARGV[13] waiting_room    "1" = the item's waiting room is on (the buy scripts then check
---                          admission: docs/waiting-room.md), "0" = off; written with the terms
+--                          admission: docs/waiting-room.md), "ticket" = on in ticket mode,
+--                          "0" = off; written with the terms
 --
 -- Returns {status, stock_in_redis_before (-1 = none), stock_in_redis_after (-1 = none)}:
 --   loaded         no stock and no sales in Redis; loaded now
@@ -71,8 +72,8 @@ return guarded(function()
     term(8, 'rate_window_ms', 1, rate_max == 0)
   end
   term(10, 'expire_at_ms', 1, true)
-  if ARGV[13] ~= '0' and ARGV[13] ~= '1' then
-    error({err = 'ERR preheat: waiting_room ' .. shown(ARGV[13]) .. ' is not "1" or "0"'})
+  if ARGV[13] ~= '0' and ARGV[13] ~= '1' and ARGV[13] ~= 'ticket' then
+    error({err = 'ERR preheat: waiting_room ' .. shown(ARGV[13]) .. ' is not "1", "0" or "ticket"'})
   end
   local validated = table.concat({ARGV[2], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
     ARGV[4], ARGV[10]}, ' ')

@@ -18,6 +18,8 @@
 -- has not reached the user); a block also takes back an admission already
 -- granted in this slot (max_active: the place is freed). A bucketed item's
 -- fanned-out admission is taken back in its bucket by bucket_admit.lua.
+-- Every change moves the room's risk_version, so `serve` instances mirroring
+-- the list for a ticket room (lua/room_tick.lua returns it) read it again.
 
 --- @include "lib/guarded"
 --- @include "lib/shown"
@@ -25,6 +27,7 @@
 --- @include "lib/now_ms"
 --- @include "lib/room_of"
 --- @include "lib/read"
+--- @include "lib/optional_int_of"
 
 return guarded(function()
   local user, action = ARGV[1], ARGV[2]
@@ -41,6 +44,8 @@ return guarded(function()
   local previous = read(KEYS[2], 'HGET', KEYS[2], user) or ''
   read(KEYS[3], 'HLEN', KEYS[3])
   read(KEYS[4], 'ZCARD', KEYS[4])
+  optional_int_of(KEYS[1], 'risk_version', read(KEYS[1], 'HGET', KEYS[1], 'risk_version'))
+  redis.call('HINCRBY', KEYS[1], 'risk_version', 1)
   if action == 'clear' then
     redis.call('HDEL', KEYS[2], user)
     return {'cleared', previous, now}

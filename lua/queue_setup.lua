@@ -16,8 +16,8 @@
 --                       (before the stock is loaded, so an item never sells
 --                       with its room on but unset); "update": take them from
 --                       the file (preheat wrote the terms), state and seed kept
--- ARGV[2] room_mode     rate | max_active
--- ARGV[3] rate_count    admissions per rate_per_ms (rate mode; "" otherwise)
+-- ARGV[2] room_mode     rate | max_active | ticket
+-- ARGV[3] rate_count    admissions per rate_per_ms (rate and ticket modes; "" otherwise)
 -- ARGV[4] rate_per_ms
 -- ARGV[5] max_active    (max_active mode; "" otherwise)
 -- ARGV[6] ttl_ms        how long an admission lasts
@@ -40,6 +40,8 @@
 --   updated   mode "update": settings from the file, expiry of every key set
 --   refused   mode "update" would change the mode or the pre-queue after users
 --             joined (their positions mean something else then): nothing written
+-- A ticket room gets its arrival-time cursor (cursor_ms) just before the
+-- sale's start (or now, without a starts_at) while nobody holds a ticket.
 -- ARGV that break the rules is an error "ERR queue_setup: ..." before any
 -- read; a malformed room is "CORRUPT <key>: ..."; nothing is written either way.
 
@@ -60,13 +62,14 @@ return guarded(function()
   if mode ~= 'create' and mode ~= 'update' then
     error({err = 'ERR queue_setup: mode ' .. shown(mode) .. ' is not create or update'})
   end
-  if room_mode == 'rate' then
+  if room_mode == 'rate' or room_mode == 'ticket' then
     setting(3, 'rate_count', 1)
     setting(4, 'rate_per_ms', 1)
   elseif room_mode == 'max_active' then
     setting(5, 'max_active', 1)
   else
-    error({err = 'ERR queue_setup: room mode ' .. shown(room_mode) .. ' is not rate or max_active'})
+    error({err = 'ERR queue_setup: room mode ' .. shown(room_mode)
+      .. ' is not rate, max_active or ticket'})
   end
   setting(6, 'ttl_ms', 1)
   for n, what in pairs({[7] = 'prequeue', [8] = 'registration'}) do
@@ -78,7 +81,7 @@ return guarded(function()
   setting(10, 'per_device', 0)
   setting(11, 'per_ip', 0)
   setting(15, 'expire_at_ms', 1, true)
-  setting(16, 'starts_at_ms', -9007199254740992, true)
+  local starts_at = setting(16, 'starts_at_ms', -9007199254740992, true)
   setting(17, 'ends_at_ms', -9007199254740992, true)
 
   local r = room_of(KEYS[1])
@@ -86,7 +89,10 @@ return guarded(function()
   if r and mode == 'create' then
     return {'kept', before}
   end
-  if r and r.joined > 0 and (r.mode ~= room_mode or r.prequeue ~= (ARGV[7] == '1')) then
+  local ticketed = read(KEYS[1], 'HGET', KEYS[1], 'arrived_total')
+  ticketed = ticketed and ticketed ~= '0'
+  if r and (r.joined > 0 or ticketed)
+      and (r.mode ~= room_mode or r.prequeue ~= (ARGV[7] == '1')) then
     return {'refused', before}
   end
   redis.call('HSET', KEYS[1], 'mode', room_mode, 'rate_count', ARGV[3], 'rate_per_ms', ARGV[4],
@@ -95,6 +101,11 @@ return guarded(function()
     'starts_at_ms', ARGV[16], 'ends_at_ms', ARGV[17], 'expire_at_ms', ARGV[15])
   if not r then
     redis.call('HSET', KEYS[1], 'seed', ARGV[13], 'seed_sha256', ARGV[14])
+  end
+  if room_mode == 'ticket' and not ticketed then
+    local time = redis.call('TIME')
+    local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    redis.call('HSET', KEYS[1], 'cursor_ms', string.format('%d', (starts_at or now) - 1))
   end
   expire_or_persist(KEYS, ARGV[15])
   return {r and 'updated' or 'created', before}

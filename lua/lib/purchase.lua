@@ -8,6 +8,7 @@
 --- @include "lib/record"
 --- @include "lib/terms_of"
 --- @include "lib/replayed"
+--- @include "lib/room_kind_of"
 
 -- lib/purchase — one purchase attempt in one slot (a plain item, or a
 -- bucket of a bucketed item): the whole of lua/buy.lua and the purchase half
@@ -28,8 +29,8 @@
 --      writes nothing), per-user limit, stock;
 --   6. the order entry (XADD) is the first write of an `ok` and checks the
 --      stream's type itself; a refusal's only write is counting the attempt.
--- With the item's waiting room on (meta `waiting_room` = 1, written by
--- preheat), the admission is read with the other keys (4.) and decided after
+-- With the item's waiting room on (meta `waiting_room` = 1, or `ticket`,
+-- written by preheat), the admission is read with the other keys (4.) and decided after
 -- the window (5.), before the rate limit: a refused admission writes
 -- nothing. Off, not one more command runs, and the room's helpers are not
 -- even defined (the script's `room_gate`).
@@ -38,8 +39,8 @@
 -- reservation_state, and meta's `sold_out` (the bucket proof, checked only
 -- with `bucket`). `stock_seen`: the stock key's reply lib/sold_out_early
 -- already read in this call (a string, or false for no key), nil to read it
--- here. `room_gate(user)`: the script's waiting room, called only when meta
--- says it is on; it reads (nothing written) and returns the gate:
+-- here. `room_gate(user, kind)`: the script's waiting room, called only when
+-- meta says it is on (kind: 'exact' or 'ticket', lib/room_kind_of); it reads (nothing written) and returns the gate:
 -- gate.refused (nil when admitted) and gate.detail, and gate.spent(), the
 -- ok's last write (lib/plain_room_gate, lib/bucket_room_gate).
 -- `bucket` is nil for a plain item, else what bucket_buy.lua adds:
@@ -132,7 +133,8 @@ local function purchase(bucket, stock_seen, room_gate)
       attempts = int_of(KEYS[7], 'attempts', attempts)
     end
   end
-  local gate = preheated and flag_of(KEYS[1], 'waiting_room', waiting_room) and room_gate(user)
+  local room_kind = preheated and room_kind_of(KEYS[1], waiting_room)
+  local gate = room_kind and room_gate(user, room_kind)
   if bucket then
     bucket.check(stock, qty)
   end

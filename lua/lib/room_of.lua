@@ -30,7 +30,8 @@ local ROOM_FIELDS = {'mode', 'rate_count', 'rate_per_ms', 'max_active', 'ttl_ms'
   'admitter_at_ms', 'admitter_every_ms'}
 
 -- The room of `key` as a table (r.mode, r.count and r.per of a rate room,
--- r.max_active, r.ttl, ...), nil when there is none.
+-- r.max_active, r.ttl, ...), nil when there is none. A ticket room (mode
+-- ticket, lua/room_tick.lua) has a rate too, and its own state besides.
 local function room_of(key)
   local values = read(key, 'HMGET', key, unpack(ROOM_FIELDS))
   local f = {}
@@ -41,13 +42,13 @@ local function room_of(key)
     return nil
   end
   local r = {key = key, mode = f.mode}
-  if r.mode == 'rate' then
+  if r.mode == 'rate' or r.mode == 'ticket' then
     r.count = at_least(key, 'rate_count', f.rate_count, 1)
     r.per = at_least(key, 'rate_per_ms', f.rate_per_ms, 1)
   elseif r.mode == 'max_active' then
     r.max_active = at_least(key, 'max_active', f.max_active, 1)
   else
-    corrupt(key, 'mode holds ' .. shown(f.mode) .. ', not rate or max_active')
+    corrupt(key, 'mode holds ' .. shown(f.mode) .. ', not rate, max_active or ticket')
   end
   r.ttl = at_least(key, 'ttl_ms', f.ttl_ms, 1)
   r.prequeue = flag_of(key, 'prequeue', f.prequeue)

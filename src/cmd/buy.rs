@@ -7,10 +7,13 @@ use serde::Serialize;
 use crate::domain::item::SaleItem;
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::operation::buy::Buy;
+use crate::domain::slot::TicketClaim;
 use crate::domain::slot::{Outcome, new_order_id};
+use crate::domain::waiting_room::ticket::{RoomSecret, Ticket};
 use crate::invocation::context::Context;
 use crate::invocation::failure;
 use crate::invocation::report::Report;
+use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::model::layout::key_slot;
 use crate::model::role::Role;
@@ -59,6 +62,17 @@ pub(crate) struct Args {
     /// exit 0 proven, 7 a check refused (each named), 1 a node not asked.
     #[arg(long)]
     pub(crate) dry_run: bool,
+
+    /// The shopper's ticket, for an item with a ticket waiting room (`serve`
+    /// hands it out on a join, `seckill queue join` prints one): verified
+    /// with --room-key-file, then its arrival time goes to the buy script,
+    /// which sells only once the room's cursor passed it.
+    #[arg(long, value_name = "TICKET", requires = "room_key_file")]
+    pub(crate) ticket: Option<String>,
+
+    /// A file holding the campaign's ticket-room secret (as `serve --room-key-file`).
+    #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
+    pub(crate) room_key_file: Option<std::path::PathBuf>,
 }
 
 /// `seckill buy`'s report: the attempt's answer, or `--dry-run`'s proof.
@@ -180,12 +194,33 @@ fn checked<'a>(
     campaign: &crate::model::campaign::Campaign,
     request_id: &'a str,
 ) -> Result<Buy<'a>> {
+    let ticket = match (&args.ticket, &args.room_key_file) {
+        (Some(text), Some(path)) => {
+            let secret = RoomSecret::read(path).map_err(|e| usage(format!("{e:#}")))?;
+            let ticket = Ticket::verify(text, &secret, &campaign.id, &args.item, &args.user, &[])
+                .map_err(|refused| {
+                usage(format!(
+                    "--ticket: {} (campaign {}, item {}, user {})",
+                    refused.says(),
+                    campaign.id,
+                    args.item,
+                    args.user
+                ))
+            })?;
+            Some(TicketClaim {
+                arrival_ms: ticket.arrival_ms,
+                key_id: ticket.key_id,
+            })
+        }
+        _ => None,
+    };
     let buy = Buy {
         item: &args.item,
         user: &args.user,
         qty: args.qty,
         request_id,
         wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
+        ticket,
     };
     buy.check(campaign)
         .map_err(|failure| failure::say(failure, "the attempt"))?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
+use crate::domain::waiting_room::ticket::RoomSecret;
 use crate::http::service::parse_listen;
 use crate::http::{self, Served, Settings};
 use crate::invocation::context::{Context, Opened};
@@ -94,6 +95,13 @@ pub(crate) struct Args {
     /// credential itself: nothing written.
     #[arg(long)]
     pub(crate) check_credential: bool,
+
+    /// A file holding the campaign's ticket-room secret (at least 32 bytes):
+    /// required when an item has `waiting_room: { mode: ticket }`, whose
+    /// tickets this instance signs and every instance verifies. Never
+    /// stored in Redis (docs/waiting-room.md, "Ticket mode").
+    #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
+    pub(crate) room_key_file: Option<std::path::PathBuf>,
 
     /// Threads answering HTTP [default: the cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -214,6 +222,10 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<ServeReport> {
         wait_replicas: args.wait_replicas.map(|n| (n, args.wait_timeout)),
         operator_token,
         operator_redis,
+        room_secret: match &args.room_key_file {
+            Some(path) => Some(RoomSecret::read(path).map_err(|e| usage(format!("{e:#}")))?),
+            None => None,
+        },
         workers: args.workers.map_or_else(
             || std::thread::available_parallelism().map_or(2, |n| n.get()),
             |n| n as usize,

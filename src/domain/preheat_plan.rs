@@ -275,11 +275,12 @@ impl RoomSettings {
         let words: Vec<&str> = config.split_whitespace().collect();
         let ms = |w: &str| w.strip_suffix("ms")?.parse::<u64>().ok();
         let mode = match *words.first()? {
-            "rate" => {
+            name @ ("rate" | "ticket") => {
                 let (count, per) = words.get(1)?.split_once('/')?;
-                AdmissionMode::Rate {
-                    count: count.parse().ok()?,
-                    per_ms: ms(per)?,
+                let (count, per_ms) = (count.parse().ok()?, ms(per)?);
+                match name {
+                    "rate" => AdmissionMode::Rate { count, per_ms },
+                    _ => AdmissionMode::Ticket { count, per_ms },
                 }
             }
             "max_active" => AdmissionMode::MaxActive(words.get(1)?.parse().ok()?),
@@ -315,6 +316,9 @@ impl RoomSettings {
             AdmissionMode::Rate { count, per_ms } => {
                 format!("rate {}", admit_rate_text(count, per_ms))
             }
+            AdmissionMode::Ticket { count, per_ms } => {
+                format!("tickets, admitting {}", admit_rate_text(count, per_ms))
+            }
             AdmissionMode::MaxActive(n) => format!("at most {n} active"),
         };
         let registration = self
@@ -338,9 +342,10 @@ impl RoomSettings {
         let mode_name = |m: AdmissionMode| match m {
             AdmissionMode::Rate { .. } => "rate",
             AdmissionMode::MaxActive(_) => "max_active",
+            AdmissionMode::Ticket { .. } => "ticket",
         };
         let admit = |m: AdmissionMode| match m {
-            AdmissionMode::Rate { count, per_ms } => (
+            AdmissionMode::Rate { count, per_ms } | AdmissionMode::Ticket { count, per_ms } => (
                 admit_rate_text(count, per_ms),
                 json!({"count": count, "per_ms": per_ms}),
             ),
@@ -348,7 +353,9 @@ impl RoomSettings {
         };
         let active = |m: AdmissionMode| match m {
             AdmissionMode::MaxActive(n) => (n.to_string(), json!(n)),
-            AdmissionMode::Rate { .. } => ("-".to_string(), Value::Null),
+            AdmissionMode::Rate { .. } | AdmissionMode::Ticket { .. } => {
+                ("-".to_string(), Value::Null)
+            }
         };
         let registration = |r: Option<(i64, u64, u64)>| match r {
             None => ("off".to_string(), Value::Null),

@@ -85,10 +85,10 @@ pub fn preheat_item<C: ConnectionLike>(
         expire_at_ms: opt(campaign.expire_at_ms()),
         group: ORDER_GROUP.to_string(),
         dry_mode: mode_name.to_string(),
-        waiting_room: if item.waiting_room.is_some() {
-            "1"
-        } else {
-            "0"
+        waiting_room: match &item.waiting_room {
+            Some(room) if room.is_ticket() => "ticket",
+            Some(_) => "1",
+            None => "0",
         }
         .to_string(),
     };
@@ -170,6 +170,17 @@ pub struct BuyRequest<'a> {
     pub qty: u32,
     /// Same id on a retry ⇒ same outcome and order id, nothing bought twice.
     pub request_id: Option<&'a str>,
+    /// A ticket room: the shopper's verified ticket (`None`: no ticket).
+    pub ticket: Option<TicketClaim>,
+}
+
+/// What the buy script needs of a verified ticket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketClaim {
+    /// Its arrival time (Unix ms, Redis clock).
+    pub arrival_ms: i64,
+    /// The id of the key that signed it (a revoked one is no ticket).
+    pub key_id: String,
 }
 
 /// A fresh, time-sortable order id.
@@ -234,6 +245,15 @@ fn buy_call(
         admitted: key(|r| &r.admitted),
         active: key(|r| &r.active),
         shuffled: key(|r| &r.shuffled),
+        passes: key(|r| &r.passes),
         payment_timeout_ms: payment_timeout_ms.to_string(),
+        arrival_ms: request
+            .ticket
+            .as_ref()
+            .map_or(String::new(), |t| t.arrival_ms.to_string()),
+        ticket_key: request
+            .ticket
+            .as_ref()
+            .map_or(String::new(), |t| t.key_id.clone()),
     }
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use super::cache::Cache;
 use super::metrics::Metrics;
+use super::ticket_room::Tickets;
 use crate::domain::operation::{Failure, FailureKind, Retry};
+use crate::domain::waiting_room::ticket::RoomSecret;
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
 use crate::redis_client::multiplexed::{Multiplexed, NotSent};
@@ -39,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) operator_redis: Option<RedisTarget>,
     /// Threads answering HTTP.
     pub(crate) workers: usize,
+    /// The ticket rooms' secret (`--room-key-file`).
+    pub(crate) room_secret: Option<RoomSecret>,
 }
 
 /// Shared by every request.
@@ -47,6 +51,8 @@ pub(crate) struct App {
     pub(crate) target: RedisTarget,
     pub(crate) settings: Settings,
     pub(crate) cache: Cache,
+    /// The campaign's ticket rooms, answered from memory (`None`: none).
+    pub(crate) tickets: Option<Tickets>,
     /// The shared async connection(s) the operations' commands go through.
     pub(crate) redis: Arc<Multiplexed>,
     /// The operator endpoints' shared connection, with their own credential

@@ -6,21 +6,23 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 
 use super::api::{self, BuyAnswer, BuyBody};
 use super::app::App;
 use super::error::{json_answer, retry_after};
 use super::extract::JsonBody;
+use super::ticket_door;
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::operation::buy::Buy;
 use crate::domain::operation::{Failure, Retry};
-use crate::domain::slot::Outcome;
+use crate::domain::slot::{Outcome, TicketClaim};
 
 pub(crate) async fn buy(
     State(app): State<Arc<App>>,
     Path(item): Path<String>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<BuyBody>,
 ) -> Result<Response, Failure> {
     let buy = Buy {
@@ -29,6 +31,7 @@ pub(crate) async fn buy(
         qty: body.qty,
         request_id: &body.request_id,
         wait: app.settings.wait_replicas,
+        ticket: None,
     };
     buy.check(&app.campaign)?;
     if let Some(outcome) = app.cache.refusal(&item, &body.user) {
@@ -37,6 +40,13 @@ pub(crate) async fn buy(
             .opening(app.campaign.starts_at_ms);
         return Ok(outcome_answer(&app, answer, true));
     }
+    let ticket = match ticket_door::for_buy(&app, &item, &body.user, &headers) {
+        Ok(ticket) => ticket.map(|t| TicketClaim {
+            arrival_ms: t.arrival_ms,
+            key_id: t.key_id,
+        }),
+        Err(answer) => return Ok(answer),
+    };
     let running = (item.clone(), body.user.clone(), body.request_id.clone());
     let _running = Running::start(&app, running);
     let retry = Retry::SameRequestId(body.request_id.clone());
@@ -49,6 +59,7 @@ pub(crate) async fn buy(
                 qty: body.qty,
                 request_id: &body.request_id,
                 wait: app.settings.wait_replicas,
+                ticket,
             };
             buy.run(&app.campaign, conn, &app.target.display)
         })

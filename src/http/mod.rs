@@ -54,6 +54,8 @@ mod orders;
 mod probes;
 mod queue;
 pub(crate) mod service;
+mod ticket_door;
+mod ticket_room;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -71,6 +73,7 @@ use cache::Cache;
 use metrics::Metrics;
 
 use crate::domain::item::SaleItem;
+use crate::domain::waiting_room::ticket;
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::redis_client::conn::RedisTarget;
@@ -124,8 +127,11 @@ pub(crate) fn run(
             Some((operator.clone(), redis))
         }
     };
+    let tickets = ticket_room::Tickets::of(&campaign, settings.room_secret.clone())
+        .map_err(|e| usage(format!("{e:#}")))?;
     let app = Arc::new(App {
         cache: Cache::new(&campaign),
+        tickets,
         redis,
         operator,
         pool: Pool {
@@ -150,11 +156,77 @@ pub(crate) fn run(
             |conn| cache::refresh(conn, &app.cache, &app.campaign),
         )
         .context("cannot read the campaign's state from Redis")?;
+    // A ticket room counts on this instance's mark before its first ticket:
+    // the cursor never passes an arrival nobody has counted yet.
+    if let Some(tickets) = &app.tickets {
+        app.pool
+            .with(
+                |e| e,
+                |conn| tickets.beat(conn, app.cache.redis_now_ms(), false),
+            )
+            .context("cannot start the ticket rooms in Redis")?;
+        log::line(
+            "serve",
+            format!(
+                "ticket rooms on; this instance signs as key {}",
+                tickets.instance
+            ),
+        );
+    }
     let refresher = spawn_refresher(Arc::clone(&app));
+    let beater = app
+        .tickets
+        .is_some()
+        .then(|| spawn_beater(Arc::clone(&app)));
     let served = runtime.block_on(accept(Arc::clone(&app), ready));
     app.draining.store(true, Ordering::SeqCst);
     let _ = refresher.join();
+    if let Some(beater) = beater {
+        let _ = beater.join();
+    }
     served
+}
+
+/// Beat every ticket room every [`ticket::TICK_MS`] until the shutdown,
+/// then once more leaving (the last counts flushed, the mark dropped so the
+/// cursor does not wait for this instance).
+fn spawn_beater(app: Arc<App>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Some(tickets) = &app.tickets else {
+            return;
+        };
+        let every = std::time::Duration::from_millis(ticket::TICK_MS);
+        let mut failing = false;
+        loop {
+            let leaving = app.draining.load(Ordering::SeqCst);
+            let started = std::time::Instant::now();
+            let beat = app.pool.with(
+                |e| e,
+                |conn| tickets.beat(conn, app.cache.redis_now_ms(), leaving),
+            );
+            match (beat, failing) {
+                (Err(error), false) => {
+                    failing = true;
+                    log::line(
+                        "serve",
+                        format!(
+                            "cannot beat the ticket rooms (retrying every {every:?}): {}",
+                            crate::util::error_text::render(&error)
+                        ),
+                    );
+                }
+                (Ok(()), true) => {
+                    failing = false;
+                    log::line("serve", "the ticket rooms beat again");
+                }
+                _ => {}
+            }
+            if leaving {
+                return;
+            }
+            std::thread::sleep(every.saturating_sub(started.elapsed()));
+        }
+    })
 }
 
 /// Refuse to start (a usage error, exit 2) when the operator endpoints'

@@ -16,15 +16,17 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::api::{self, JoinBody, RegisterBody};
 use super::app::App;
 use super::error::{json_answer, retry_after};
 use super::extract::JsonBody;
+use super::ticket_door;
 use crate::domain::operation::queue::{InLine, Join, Position};
 use crate::domain::operation::register::Register;
-use crate::domain::operation::{Failure, Retry};
+use crate::domain::operation::{Failure, Retry, check_id};
 
 fn answered(line: InLine) -> Response {
     let status = api::join_status(line.outcome);
@@ -37,12 +39,17 @@ fn answered(line: InLine) -> Response {
     response
 }
 
-/// `POST /v1/items/{item}/queue`.
+/// `POST /v1/items/{item}/queue`: a ticket room's from memory, else the room's script.
 pub(crate) async fn join(
     State(app): State<Arc<App>>,
     Path(item): Path<String>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<JoinBody>,
 ) -> Result<Response, Failure> {
+    check_id("user", &body.user, true)?;
+    if let Some(answer) = ticket_door::join(&app, &item, &body.user, &headers) {
+        return Ok(answer);
+    }
     let line = app
         .on_redis(false, Retry::Repeat, move |app, conn| {
             Join {
@@ -55,11 +62,16 @@ pub(crate) async fn join(
     Ok(answered(line))
 }
 
-/// `GET /v1/items/{item}/queue/{user}`.
+/// `GET /v1/items/{item}/queue/{user}`: a ticket room's from memory, else the room's script.
 pub(crate) async fn position(
     State(app): State<Arc<App>>,
     Path((item, user)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> Result<Response, Failure> {
+    check_id("user", &user, true)?;
+    if let Some(answer) = ticket_door::poll(&app, &item, &user, &headers) {
+        return Ok(answer);
+    }
     let (_, mut lines) = app
         .on_redis(false, Retry::Repeat, move |app, conn| {
             Position {

@@ -480,6 +480,20 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             Some(room) => Some(waiting_room::validate(path, room, starts_at_ms)?),
             None => campaign_room.clone(),
         };
+        if let (Some(b), Some(room)) = (&item.buckets, &waiting_room)
+            && b.value > 1
+            && room.is_ticket()
+        {
+            return Err(at(
+                path,
+                b,
+                format!(
+                    "item {} has {} buckets and a ticket waiting room: a ticket room sells from \
+                     one slot (docs/waiting-room.md, \"Ticket mode\"); drop buckets or use mode rate",
+                    id.value, b.value
+                ),
+            ));
+        }
         items.push(Item {
             id: id.value.clone(),
             name: item.name.clone(),

@@ -146,6 +146,16 @@ pub struct RoomKeys {
     pub admissions: String,
     /// string: admissions this bucket ever granted (each user at most once).
     pub admission_count: String,
+    /// zset: a ticket room's 10 ms arrival buckets not yet passed by the
+    /// cursor (member and score: the bucket's first ms).
+    pub arrivals: String,
+    /// hash: bucket's first ms → tickets counted in it (the same buckets).
+    pub arrival_counts: String,
+    /// hash: serve instance → `<watermark ms> <seen at ms>` (a ticket room).
+    pub marks: String,
+    /// zset: the ticket cursor's passes, `<cursor>:<at ms>` scored by the
+    /// cursor: when the cursor first reached an arrival time.
+    pub passes: String,
 }
 
 impl ItemKeys {
@@ -165,13 +175,17 @@ impl ItemKeys {
             shuffled: key("shuffled"),
             admissions: key("admissions"),
             admission_count: key("admission_count"),
+            arrivals: key("arrivals"),
+            arrival_counts: key("arrival_counts"),
+            marks: key("marks"),
+            passes: key("passes"),
         }
     }
 }
 
 impl RoomKeys {
     /// Every key, for DEL.
-    pub(crate) fn all(&self) -> [&str; 12] {
+    pub(crate) fn all(&self) -> [&str; 16] {
         [
             &self.room,
             &self.queue,
@@ -185,6 +199,10 @@ impl RoomKeys {
             &self.shuffled,
             &self.admissions,
             &self.admission_count,
+            &self.arrivals,
+            &self.arrival_counts,
+            &self.marks,
+            &self.passes,
         ]
     }
 }

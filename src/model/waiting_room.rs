@@ -78,6 +78,10 @@ pub enum AdmissionMode {
     /// At most this many admitted shoppers who have not bought yet; `seckill
     /// queue admit --loop` fills the free places.
     MaxActive(u32),
+    /// Signed tickets handed out by `serve` with no Redis call, admitted by
+    /// an arrival-time cursor moving at most `count` per `per_ms`
+    /// (`domain::waiting_room::ticket`).
+    Ticket { count: u64, per_ms: u64 },
 }
 
 /// Pre-registration (预约): who may join, and how many accounts per device / IP.
@@ -98,6 +102,7 @@ impl WaitingRoom {
         let mode = match self.mode {
             AdmissionMode::Rate { count, per_ms } => format!("rate {count}/{per_ms}ms"),
             AdmissionMode::MaxActive(n) => format!("max_active {n}"),
+            AdmissionMode::Ticket { count, per_ms } => format!("ticket {count}/{per_ms}ms"),
         };
         let mut text = format!(
             "{mode} ttl {}ms prequeue {}",
@@ -116,13 +121,16 @@ impl WaitingRoom {
 
     /// The settings for people: "rate 500/s, admissions last 2m, ...".
     pub fn describe(&self) -> String {
+        let per = |per_ms: u64| {
+            let per = humantime::format_duration(Duration::from_millis(per_ms)).to_string();
+            if per == "1s" { "s".to_string() } else { per }
+        };
         let mode = match self.mode {
-            AdmissionMode::Rate { count, per_ms } => {
-                let per = humantime::format_duration(Duration::from_millis(per_ms)).to_string();
-                let per = if per == "1s" { "s".to_string() } else { per };
-                format!("rate {count}/{per}")
-            }
+            AdmissionMode::Rate { count, per_ms } => format!("rate {count}/{}", per(per_ms)),
             AdmissionMode::MaxActive(n) => format!("at most {n} active"),
+            AdmissionMode::Ticket { count, per_ms } => {
+                format!("tickets, admitting {count}/{}", per(per_ms))
+            }
         };
         let registration = match &self.registration {
             Some(r) => {
@@ -151,13 +159,21 @@ impl WaitingRoom {
         match self.mode {
             AdmissionMode::Rate { .. } => "rate",
             AdmissionMode::MaxActive(_) => "max_active",
+            AdmissionMode::Ticket { .. } => "ticket",
         }
+    }
+
+    /// Whether shoppers hold signed tickets instead of a place in Redis.
+    pub fn is_ticket(&self) -> bool {
+        matches!(self.mode, AdmissionMode::Ticket { .. })
     }
 
     /// Admissions per second of a rate room (`None` in max_active mode).
     pub fn per_second(&self) -> Option<f64> {
         match self.mode {
-            AdmissionMode::Rate { count, per_ms } => Some(count as f64 * 1000.0 / per_ms as f64),
+            AdmissionMode::Rate { count, per_ms } | AdmissionMode::Ticket { count, per_ms } => {
+                Some(count as f64 * 1000.0 / per_ms as f64)
+            }
             AdmissionMode::MaxActive(_) => None,
         }
     }
@@ -170,22 +186,37 @@ pub(crate) fn validate(
     starts_at_ms: Option<i64>,
 ) -> Result<WaitingRoom> {
     let mode = match raw.mode.value.trim() {
-        "rate" => {
+        name @ ("rate" | "ticket") => {
             if let Some(max) = &raw.max_active {
                 return Err(at(
                     path,
                     max,
-                    "max_active applies to mode max_active; a rate room admits at admit_rate",
+                    format!(
+                        "max_active applies to mode max_active; a {name} room admits at admit_rate"
+                    ),
                 ));
             }
             let Some(rate) = &raw.admit_rate else {
                 return Err(at(
                     path,
                     &raw.mode,
-                    "mode rate needs admit_rate, e.g. admit_rate: 500/s",
+                    format!("mode {name} needs admit_rate, e.g. admit_rate: 500/s"),
                 ));
             };
-            parse_rate(path, rate)?
+            let (count, per_ms) = parse_rate(path, rate)?;
+            if name == "ticket" {
+                if let Some(flag) = raw.prequeue.as_ref().filter(|p| p.value) {
+                    return Err(at(
+                        path,
+                        flag,
+                        "a ticket room has no pre-queue (docs/waiting-room.md, \"Ticket mode\"): \
+                         use mode rate for a shuffled pre-queue, or drop prequeue",
+                    ));
+                }
+                AdmissionMode::Ticket { count, per_ms }
+            } else {
+                AdmissionMode::Rate { count, per_ms }
+            }
         }
         "max_active" => {
             if let Some(rate) = &raw.admit_rate {
@@ -218,7 +249,7 @@ pub(crate) fn validate(
             return Err(at(
                 path,
                 &raw.mode,
-                format!("waiting_room mode {other:?} is not rate or max_active"),
+                format!("waiting_room mode {other:?} is not rate, max_active or ticket"),
             ));
         }
     };
@@ -279,7 +310,7 @@ fn cap(path: &Path, value: Option<&Spanned<i64>>, what: &str) -> Result<u32> {
 }
 
 /// `500/s`, `30/min`, `2/100ms`: a whole count per a duration.
-fn parse_rate(path: &Path, text: &Spanned<String>) -> Result<AdmissionMode> {
+fn parse_rate(path: &Path, text: &Spanned<String>) -> Result<(u64, u64)> {
     let bad = |why: &str| {
         at(
             path,
@@ -318,7 +349,7 @@ fn parse_rate(path: &Path, text: &Spanned<String>) -> Result<AdmissionMode> {
             "is more than {MAX_ADMIT_PER_SECOND} admissions per second"
         )));
     }
-    Ok(AdmissionMode::Rate { count, per_ms })
+    Ok((count, per_ms))
 }
 
 #[cfg(test)]
@@ -365,5 +396,25 @@ mod tests {
         assert!(room("{ mode: max_active, max_active: 0 }").is_err());
         assert!(room("{ mode: rate, admit_rate: 1/s, max_active: 3 }").is_err());
         assert!(room("{ mode: rate, admit_rate: 1/s, admission_ttl: 0s }").is_err());
+    }
+
+    #[test]
+    fn a_ticket_room_admits_at_a_rate_and_has_no_prequeue() {
+        let r = room("{ mode: ticket, admit_rate: 2000/s, admission_ttl: 2m }").unwrap();
+        assert_eq!(
+            r.mode,
+            AdmissionMode::Ticket {
+                count: 2000,
+                per_ms: 1000
+            }
+        );
+        assert!(r.is_ticket());
+        assert_eq!(
+            r.config_text(),
+            "ticket 2000/1000ms ttl 120000ms prequeue 0 registration off"
+        );
+        assert!(room("{ mode: ticket }").is_err());
+        assert!(room("{ mode: ticket, admit_rate: 1/s, prequeue: true }").is_err());
+        assert!(room("{ mode: ticket, admit_rate: 1/s, max_active: 3 }").is_err());
     }
 }

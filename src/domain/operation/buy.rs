@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Failure, Invalid, Retry, check_id, item_of};
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::item::{Attempt, SaleItem};
-use crate::domain::slot::{BuyRequest, Outcome};
+use crate::domain::slot::{BuyRequest, Outcome, TicketClaim};
 use crate::model::campaign::{Campaign, Item};
 use crate::redis_client::conn::Conn;
 use crate::redis_client::replicas;
@@ -25,6 +25,8 @@ pub struct Buy<'a> {
     /// After an `ok`, WAIT until this many replicas confirmed it, at most
     /// this long; fewer is the outcome `unreplicated`.
     pub wait: Option<(u32, Duration)>,
+    /// A ticket room: the shopper's ticket, verified by the door.
+    pub ticket: Option<TicketClaim>,
 }
 
 /// What the attempt decided, and what it cost.
@@ -67,6 +69,7 @@ impl Buy<'_> {
             user: self.user,
             qty: self.qty,
             request_id: Some(self.request_id),
+            ticket: self.ticket.clone(),
         }
     }
 

@@ -100,7 +100,7 @@ impl Room {
                 tick.freed += bought;
                 Some(tick)
             }
-            AdmissionMode::Rate { .. } => None,
+            AdmissionMode::Rate { .. } | AdmissionMode::Ticket { .. } => None,
         };
         let fan_out = match &self.buckets {
             Some(buckets) => Some(self.fan_out(conn, buckets, batch)?),

@@ -12,6 +12,8 @@
 //! - [`registration`]: pre-registration with per-device and per-IP caps;
 //! - [`admissions`]: a bucket's copy of the admissions (the item's shape
 //!   tells the room which buckets it fans out to; the room never asks);
+//! - [`ticket`]: a ticket room — signed tickets handed out by `serve`
+//!   without Redis, and the room's beat (counts, watermarks, the cursor);
 //! - here: [`Room`], one item's room, and the calls on it (set up, join,
 //!   read, pause and resume for the operator and the kill switch, the
 //!   admitter's heartbeat and whether a room waits on one, penalize).
@@ -27,6 +29,7 @@ pub mod admit;
 pub mod clock;
 pub mod registration;
 pub mod shuffle;
+pub mod ticket;
 
 use anyhow::{Context, Result, bail};
 use redis::{Commands, ConnectionLike};
@@ -174,7 +177,7 @@ impl Room {
     ) -> Result<RoomPreheat> {
         let s = &self.settings;
         let (count, per, max) = match s.mode {
-            AdmissionMode::Rate { count, per_ms } => {
+            AdmissionMode::Rate { count, per_ms } | AdmissionMode::Ticket { count, per_ms } => {
                 (count.to_string(), per_ms.to_string(), String::new())
             }
             AdmissionMode::MaxActive(n) => (String::new(), String::new(), n.to_string()),

@@ -192,6 +192,7 @@ pub(crate) fn run(
                             user,
                             qty: 1,
                             request_id: None,
+                            ticket: None,
                         };
                         let Attempt { reply, cost, .. } = sale.buy(&mut conn, &request)?;
                         tally.answered(attempt, Instant::now());

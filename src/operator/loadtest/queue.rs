@@ -199,7 +199,9 @@ pub(crate) fn run(
     // Longest the run may take: every arrival admitted at the room's pace, twice over.
     // (max_active: at worst each place turns over once per admission_ttl.)
     let admit_per_s = match room.settings.mode {
-        AdmissionMode::Rate { .. } => room.settings.per_second().unwrap_or(1.0),
+        AdmissionMode::Rate { .. } | AdmissionMode::Ticket { .. } => {
+            room.settings.per_second().unwrap_or(1.0)
+        }
         AdmissionMode::MaxActive(n) => {
             f64::from(n) / room.settings.admission_ttl.as_secs_f64().max(0.001)
         }
@@ -310,6 +312,7 @@ fn work(target: &RedisTarget, shared: &Shared, limit: Duration) -> Result<()> {
             user: &who,
             qty: 1,
             request_id: None,
+            ticket: None,
         };
         let reply = shared.sale.buy(&mut conn, &request)?.reply;
         if impostor {

@@ -145,6 +145,7 @@ pub(crate) fn run(
                                     user: &user,
                                     qty: 1,
                                     request_id: None,
+                                    ticket: None,
                                 },
                                 timeout_ms,
                             )?

@@ -100,7 +100,10 @@ fn buy_call(
         admitted: None,
         active: None,
         shuffled: None,
+        passes: None,
         payment_timeout_ms: fixed("0"),
+        arrival_ms: fixed(""),
+        ticket_key: fixed(""),
     }
 }
 

@@ -52,6 +52,8 @@ pub mod queue_register;
 pub mod queue_setup;
 pub mod queue_shuffle;
 pub mod release;
+pub mod room_revoke;
+pub mod room_tick;
 pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
@@ -118,7 +120,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 28] = [
+pub static ALL: [&Spec; 30] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -146,6 +148,8 @@ pub static ALL: [&Spec; 28] = [
     &queue_penalize::SPEC,
     &queue_shuffle::SPEC,
     &bucket_admit::SPEC,
+    &room_tick::SPEC,
+    &room_revoke::SPEC,
     &acl_probe::SPEC,
 ];
 

@@ -1,0 +1,64 @@
+--- @include "lib/read"
+--- @include "lib/corrupt"
+--- @include "lib/shown"
+--- @include "lib/strict_int"
+--- @include "lib/int_of"
+--- @include "lib/optional_int_of"
+--- @include "lib/risk_of"
+--- @include "lib/now_ms"
+
+-- lib/ticket_gate — a ticket room as a buy meets it (docs/waiting-room.md,
+-- "Ticket mode"): the shopper's ticket was verified by the door (`serve`
+-- checks its HMAC tag, user and item) and its arrival time is ARGV
+-- `arrival`; admitted once the room's cursor reached that arrival, for
+-- `ttl_ms` from the moment it did (the first pass at or beyond it), a risk
+-- delay added, never for a blocked user. Reads only.
+-- A ticket signed with a revoked key (`ticket_key` in the room's
+-- revoked_keys, lua/room_revoke.lua) is no ticket: not_queued.
+-- `keys`: {room, registered, risk, passes}. Returns the gate of
+-- lib/purchase: refused (nil when admitted), detail ("0 0 0" for
+-- not_admitted: the door knows the estimate, Redis does not; "<from> <to>"
+-- for admission_expired), spent() (nothing to spend).
+local function ticket_gate(keys, user, arrival, ticket_key)
+  local gate = {spent = function() end, detail = ''}
+  local mode, cursor, ttl, registration, revoked = unpack(read(keys.room, 'HMGET', keys.room,
+    'mode', 'cursor_ms', 'ttl_ms', 'registration', 'revoked_keys'))
+  if mode ~= 'ticket' then
+    corrupt(keys.room, 'mode holds ' .. shown(mode) .. ', but meta says the room takes tickets')
+  end
+  cursor = optional_int_of(keys.room, 'cursor_ms', cursor)
+  ttl = int_of(keys.room, 'ttl_ms', ttl)
+  if registration == '1' and read(keys.registered, 'HEXISTS', keys.registered, user) == 0 then
+    gate.refused = 'not_registered'
+    return gate
+  end
+  local risk = risk_of(keys.risk, user)
+  local at = strict_int(arrival)
+  if revoked and ticket_key ~= '' and string.find(' ' .. revoked .. ' ', ' ' .. ticket_key .. ' ', 1, true) then
+    at = nil
+  end
+  if not at then
+    gate.refused = 'not_queued'
+    return gate
+  end
+  if (risk and risk.block) or not cursor or at > cursor then
+    gate.refused, gate.detail = 'not_admitted', '0 0 0'
+    return gate
+  end
+  local pass = read(keys.passes, 'ZRANGEBYSCORE', keys.passes, at, '+inf', 'LIMIT', 0, 1)[1]
+  local from = pass and strict_int(string.match(pass, ':(%-?%d+)$'))
+  if not from then
+    corrupt(keys.passes, 'the cursor reached ' .. cursor .. ' but no pass at or after '
+      .. at .. ' is recorded (' .. shown(pass) .. ')')
+  end
+  if risk and risk.delay and risk.since < from then
+    from = from + risk.delay
+  end
+  local now = now_ms()
+  if now < from then
+    gate.refused, gate.detail = 'not_admitted', '0 0 0'
+  elseif now >= from + ttl then
+    gate.refused, gate.detail = 'admission_expired', string.format('%d %d', from, from + ttl)
+  end
+  return gate
+end

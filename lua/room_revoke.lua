@@ -1,0 +1,41 @@
+#!lua
+-- room_revoke.lua — revoke a ticket room's signing key by its id
+-- (docs/waiting-room.md, "Security"): every ticket signed with it is refused
+-- from then on, by every `serve` instance as soon as its next tick reads the
+-- list (lua/room_tick.lua returns it), and by `seckill buy --ticket`.
+--
+-- KEYS[1] room        hash   the room (lib/room_of); revoked_keys: key ids, space-separated
+-- ARGV[1] key_id      the key id to revoke: 1..64 of [A-Za-z0-9_-]
+--
+-- Returns {status, revoked_keys}: status revoked | already_revoked | no_room |
+-- not_ticket; revoked_keys the list after the call. Nothing is written
+-- unless the status is revoked.
+
+--- @include "lib/guarded"
+--- @include "lib/shown"
+--- @include "lib/room_of"
+--- @include "lib/read"
+
+return guarded(function()
+  local key_id = ARGV[1]
+  if not string.find(key_id, '^[%w_%-]+$') or #key_id > 64 then
+    error({err = 'ERR room_revoke: key id ' .. shown(key_id)
+      .. ' is not 1..64 letters, digits, "_" or "-"'})
+  end
+  local r = room_of(KEYS[1])
+  if not r then
+    return {'no_room', ''}
+  end
+  if r.mode ~= 'ticket' then
+    return {'not_ticket', ''}
+  end
+  local list = read(KEYS[1], 'HGET', KEYS[1], 'revoked_keys') or ''
+  for word in string.gmatch(list, '%S+') do
+    if word == key_id then
+      return {'already_revoked', list}
+    end
+  end
+  list = list == '' and key_id or (list .. ' ' .. key_id)
+  redis.call('HSET', KEYS[1], 'revoked_keys', list)
+  return {'revoked', list}
+end)

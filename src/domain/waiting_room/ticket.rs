@@ -1,0 +1,360 @@
+//! A ticket room (docs/waiting-room.md, "Ticket mode"): the signed ticket a
+//! `serve` instance hands a shopper with no Redis call, the keys that sign
+//! it, and the room's beat in Redis (`lua/room_tick.lua`).
+//!
+//! A ticket says who arrived when: campaign, item, user, `arrival_ms` (the
+//! instance's clock corrected to Redis `TIME`, never the client's), the
+//! instance, its sequence number and the signing key's id, sealed by an
+//! HMAC-SHA256 tag (`ring`, truncated to 128 bits). The key of id `k` is
+//! derived from the campaign secret (`--room-key-file`, never in Redis: a
+//! buyer credential can read Redis) as HMAC(secret, "seckill room key" ‖
+//! campaign ‖ k), so every instance verifies every other's tickets and a
+//! leaked key is revoked by its id alone (`seckill queue revoke-key`).
+//!
+//! Text form: `t1.<payload>.<tag>`, both base64url without padding; the
+//! payload is compact JSON.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use redis::ConnectionLike;
+use ring::hmac;
+use serde::{Deserialize, Serialize};
+
+use super::Room;
+use crate::redis_client::scripts::ScriptCall;
+use crate::redis_client::scripts::room_revoke::{self, RoomRevoke};
+use crate::redis_client::scripts::room_tick::{self, RoomTick};
+pub use crate::redis_client::scripts::room_tick::{Tick, TickState};
+
+/// The fewest bytes a campaign secret may have.
+pub const MIN_SECRET_BYTES: usize = 32;
+/// Bytes of the HMAC tag a ticket carries.
+const TAG_BYTES: usize = 16;
+/// A ticket's text starts with this (its format's version).
+const VERSION: &str = "t1";
+/// Longest ticket text accepted (a header, not a body).
+pub const MAX_TICKET_BYTES: usize = 1024;
+/// Arrivals are counted per bucket of this many ms.
+pub const BUCKET_MS: i64 = 10;
+/// How often an instance beats (flushes, and moves the cursor under the lease).
+pub const TICK_MS: u64 = 100;
+/// The lease on the cursor lasts this long unless renewed.
+pub const LEASE_MS: u64 = 500;
+/// A mark (an instance's watermark) not renewed for this long is dropped,
+/// and the cursor goes on without that instance.
+pub const DEAD_AFTER_MS: u64 = 1_000;
+
+/// The campaign secret every instance derives its signing keys from.
+#[derive(Clone)]
+pub struct RoomSecret(Vec<u8>);
+
+impl std::fmt::Debug for RoomSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RoomSecret({} bytes)", self.0.len())
+    }
+}
+
+impl RoomSecret {
+    /// Read the secret from `path` (surrounding whitespace trimmed).
+    pub fn read(path: &Path) -> Result<RoomSecret> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read the room key file {}", path.display()))?;
+        let secret = bytes.trim_ascii().to_vec();
+        if secret.len() < MIN_SECRET_BYTES {
+            bail!(
+                "the room key file {} holds {} bytes; a ticket room's secret needs at least \
+                 {MIN_SECRET_BYTES} (make one with `head -c 32 /dev/urandom | base64 > {}`)",
+                path.display(),
+                secret.len(),
+                path.display()
+            );
+        }
+        Ok(RoomSecret(secret))
+    }
+
+    /// The signing key of id `key_id` for `campaign`.
+    pub fn key(&self, campaign: &str, key_id: &str) -> hmac::Key {
+        let master = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
+        let mut label = b"seckill room key\0".to_vec();
+        label.extend_from_slice(campaign.as_bytes());
+        label.push(0);
+        label.extend_from_slice(key_id.as_bytes());
+        hmac::Key::new(hmac::HMAC_SHA256, hmac::sign(&master, &label).as_ref())
+    }
+}
+
+/// What a ticket says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ticket {
+    #[serde(rename = "c")]
+    pub campaign: String,
+    #[serde(rename = "i")]
+    pub item: String,
+    #[serde(rename = "u")]
+    pub user: String,
+    /// Arrival on the Redis clock, Unix ms.
+    #[serde(rename = "a")]
+    pub arrival_ms: i64,
+    /// The instance that handed it out.
+    #[serde(rename = "n")]
+    pub instance: String,
+    /// The instance's count of tickets before this one.
+    #[serde(rename = "s")]
+    pub seq: u64,
+    /// The id of the key that signed it.
+    #[serde(rename = "k")]
+    pub key_id: String,
+}
+
+/// Why a ticket is refused (every one answers `not_queued`: join again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a ticket's text (or too long).
+    Malformed,
+    /// The tag does not match: forged, or altered.
+    BadTag,
+    /// Signed for another campaign, item or user.
+    NotYours,
+    /// Its key was revoked.
+    Revoked,
+}
+
+impl Refused {
+    pub fn says(self) -> &'static str {
+        match self {
+            Refused::Malformed => "the ticket is not one this sale hands out",
+            Refused::BadTag => "the ticket's signature does not match: forged or altered",
+            Refused::NotYours => "the ticket was handed to another user, item or campaign",
+            Refused::Revoked => "the ticket's signing key was revoked",
+        }
+    }
+}
+
+impl Ticket {
+    /// The ticket's text, signed with `key`.
+    pub fn sign(&self, key: &hmac::Key) -> String {
+        let payload = serde_json::to_vec(self).unwrap_or_default();
+        let tag = hmac::sign(key, &payload);
+        format!(
+            "{VERSION}.{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(&tag.as_ref()[..TAG_BYTES])
+        )
+    }
+
+    /// The ticket `text`, when its tag is right under the key its id names
+    /// (`secret`), it was handed to `user` for `campaign`'s `item`, and its
+    /// key is not in `revoked`.
+    pub fn verify(
+        text: &str,
+        secret: &RoomSecret,
+        campaign: &str,
+        item: &str,
+        user: &str,
+        revoked: &[String],
+    ) -> Result<Ticket, Refused> {
+        if text.len() > MAX_TICKET_BYTES {
+            return Err(Refused::Malformed);
+        }
+        let mut parts = text.trim().split('.');
+        let (Some(VERSION), Some(payload), Some(tag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(Refused::Malformed);
+        };
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| Refused::Malformed)?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| Refused::Malformed)?;
+        let ticket: Ticket = serde_json::from_slice(&payload).map_err(|_| Refused::Malformed)?;
+        if tag.len() != TAG_BYTES {
+            return Err(Refused::BadTag);
+        }
+        let key = secret.key(&ticket.campaign, &ticket.key_id);
+        let expected = hmac::sign(&key, &payload);
+        // ring's verify wants the whole tag; the truncated one is compared in constant time here.
+        let mut difference = 0u8;
+        for (a, b) in expected.as_ref()[..TAG_BYTES].iter().zip(&tag) {
+            difference |= a ^ b;
+        }
+        if difference != 0 {
+            return Err(Refused::BadTag);
+        }
+        if ticket.campaign != campaign || ticket.item != item || ticket.user != user {
+            return Err(Refused::NotYours);
+        }
+        if revoked.iter().any(|k| *k == ticket.key_id) {
+            return Err(Refused::Revoked);
+        }
+        Ok(ticket)
+    }
+}
+
+/// The first ms of the bucket `ms` falls in.
+pub fn bucket_of(ms: i64) -> i64 {
+    ms.div_euclid(BUCKET_MS) * BUCKET_MS
+}
+
+/// One beat's input from an instance.
+#[derive(Debug, Clone)]
+pub struct Beat<'a> {
+    pub instance: &'a str,
+    /// Every arrival of this instance below it is in `entries` or was
+    /// flushed before; `None`: count once and keep no mark.
+    pub watermark_ms: Option<i64>,
+    /// Take or keep the cursor's lease.
+    pub lead: bool,
+    /// How many buckets above the cursor to read back.
+    pub pending_limit: usize,
+    /// (bucket's first ms, tickets in it), each at least 1.
+    pub entries: &'a [(i64, u64)],
+    /// The risk list's version the caller mirrors (`None`: none yet); the
+    /// list comes back whole when Redis holds another.
+    pub risk_seen: Option<i64>,
+}
+
+impl Room {
+    /// One beat of this ticket room (`lua/room_tick.lua`).
+    pub fn tick<C: ConnectionLike>(&self, conn: &mut C, beat: &Beat) -> Result<Tick> {
+        let r = &self.room;
+        let entry = beat
+            .entries
+            .iter()
+            .flat_map(|(bucket, n)| [bucket.to_string(), n.to_string()])
+            .collect();
+        RoomTick {
+            room: r.room.clone(),
+            arrivals: r.arrivals.clone(),
+            arrival_counts: r.arrival_counts.clone(),
+            marks: r.marks.clone(),
+            passes: r.passes.clone(),
+            risk: r.risk.clone(),
+            instance: beat.instance.to_string(),
+            watermark_ms: beat.watermark_ms.map_or(String::new(), |ms| ms.to_string()),
+            lease_ms: if beat.lead { LEASE_MS } else { 0 }.to_string(),
+            dead_after_ms: DEAD_AFTER_MS.to_string(),
+            pending_limit: beat.pending_limit.to_string(),
+            risk_seen: beat.risk_seen.unwrap_or(-1).to_string(),
+            entry,
+        }
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(room_tick::parse_reply)
+        .with_context(|| format!("cannot beat the ticket room of item {}", self.item))
+    }
+
+    /// Revoke the signing key `key_id` in this ticket room; the status
+    /// (`revoked`, `already_revoked`, `no_room`, `not_ticket`) and the list after.
+    pub fn revoke_key<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        key_id: &str,
+    ) -> Result<(String, String)> {
+        RoomRevoke {
+            room: self.room.room.clone(),
+            key_id: key_id.to_string(),
+        }
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(room_revoke::parse_reply)
+        .with_context(|| {
+            format!(
+                "cannot revoke key {key_id} in the room of item {}",
+                self.item
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret() -> RoomSecret {
+        RoomSecret(b"0123456789abcdef0123456789abcdef".to_vec())
+    }
+
+    fn ticket() -> Ticket {
+        Ticket {
+            campaign: "c".into(),
+            item: "2001".into(),
+            user: "alice".into(),
+            arrival_ms: 1_796_000_000_123,
+            instance: "i1".into(),
+            seq: 7,
+            key_id: "i1".into(),
+        }
+    }
+
+    #[test]
+    fn a_signed_ticket_verifies_for_its_user_only() {
+        let s = secret();
+        let text = ticket().sign(&s.key("c", "i1"));
+        assert!(text.starts_with("t1."));
+        assert_eq!(
+            Ticket::verify(&text, &s, "c", "2001", "alice", &[]),
+            Ok(ticket())
+        );
+        assert_eq!(
+            Ticket::verify(&text, &s, "c", "2001", "bob", &[]),
+            Err(Refused::NotYours)
+        );
+        assert_eq!(
+            Ticket::verify(&text, &s, "c", "2002", "alice", &[]),
+            Err(Refused::NotYours)
+        );
+        assert_eq!(
+            Ticket::verify(&text, &s, "c", "2001", "alice", &["i1".into()]),
+            Err(Refused::Revoked)
+        );
+    }
+
+    #[test]
+    fn forged_and_altered_tickets_are_refused() {
+        let s = secret();
+        let text = ticket().sign(&s.key("c", "i1"));
+        // Signed with another secret.
+        let other = RoomSecret(b"another secret of at least 32 bytes!".to_vec());
+        let forged = ticket().sign(&other.key("c", "i1"));
+        assert_eq!(
+            Ticket::verify(&forged, &s, "c", "2001", "alice", &[]),
+            Err(Refused::BadTag)
+        );
+        // An earlier arrival with the old tag.
+        let earlier = Ticket {
+            arrival_ms: 1,
+            ..ticket()
+        };
+        let tag = text.rsplit('.').next().unwrap();
+        let altered = format!(
+            "t1.{}.{tag}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&earlier).unwrap())
+        );
+        assert_eq!(
+            Ticket::verify(&altered, &s, "c", "2001", "alice", &[]),
+            Err(Refused::BadTag)
+        );
+        for junk in [
+            "",
+            "t1",
+            "t1.x.y",
+            "t2.a.b",
+            &"t".repeat(2000),
+            "t1.e30.AAAA",
+        ] {
+            assert!(Ticket::verify(junk, &s, "c", "2001", "alice", &[]).is_err());
+        }
+    }
+
+    #[test]
+    fn buckets_are_ten_ms_wide() {
+        assert_eq!(bucket_of(1_796_000_000_123), 1_796_000_000_120);
+        assert_eq!(bucket_of(10), 10);
+        assert_eq!(bucket_of(-1), -10);
+    }
+}
