@@ -17,6 +17,7 @@ use crate::domain::item::SaleItem;
 use crate::domain::operation::check_id;
 use crate::domain::operation::queue::{Join, Position};
 use crate::domain::waiting_room::admit::{Pass, Shuffled, Verified};
+use crate::domain::waiting_room::ticket::{Issued, RoomSecret, TicketFigures};
 use crate::domain::waiting_room::{
     Clock, ClockChange, JoinOutcome, Penalty, Room, RoomFigures, Standing, State,
 };
@@ -59,6 +60,20 @@ pub(crate) enum Action {
     Shuffle(ShuffleArgs),
     /// The risk list: delay a user's admission, block a user for good, or clear the entry.
     Penalize(PenalizeArgs),
+    /// A ticket room: revoke a signing key by its id (each serve instance signs with its own,
+    /// logged at its start): every ticket it signed is refused from then on.
+    RevokeKey(RevokeArgs),
+}
+
+/// Flags of `seckill queue revoke-key`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RevokeArgs {
+    #[command(flatten)]
+    pub(crate) items: Items,
+
+    /// The key id (a ticket's `k`; serve logs its own at the start).
+    #[arg(long, value_name = "ID")]
+    pub(crate) key_id: String,
 }
 
 /// An item and users.
@@ -71,6 +86,11 @@ pub(crate) struct Users {
     /// A shopper's user id (repeat the flag for several).
     #[arg(long = "user", value_name = "UID", required = true)]
     pub(crate) users: Vec<String>,
+
+    /// A ticket room: the file holding the campaign's secret (as `serve
+    /// --room-key-file`); `queue join` then prints each user's signed ticket.
+    #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
+    pub(crate) room_key_file: Option<std::path::PathBuf>,
 }
 
 /// Which items.
@@ -190,8 +210,42 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<QueueReport> {
     } = ctx.open()?;
     let at = &target.display;
     let report = match &args.action {
+        Action::Join(users) if room_of(&campaign, &users.item)?.settings.is_ticket() => {
+            join_tickets(&mut conn, &campaign, users)?
+        }
         Action::Join(users) => join(&mut conn, &campaign, at, users)?,
+        Action::Position(users) if room_of(&campaign, &users.item)?.settings.is_ticket() => {
+            return Err(usage(format!(
+                "item {} has a ticket room: a shopper's standing is read with the ticket, from \
+                 the door (GET /v1/items/{}/queue/USER with Seckill-Ticket); `seckill queue \
+                 status` shows the room",
+                users.item, users.item
+            )));
+        }
         Action::Position(users) => position(&mut conn, &campaign, at, users)?,
+        Action::RevokeKey(revoke) => {
+            let mut revoked = Vec::new();
+            for room in rooms(&campaign, revoke.items.item.as_deref())?
+                .into_iter()
+                .filter(|r| r.settings.is_ticket())
+            {
+                let (status, list) = room.revoke_key(&mut conn, &revoke.key_id)?;
+                revoked.push(RevokedRow {
+                    item: room.item.clone(),
+                    status,
+                    revoked_keys: list.split_whitespace().map(str::to_string).collect(),
+                });
+            }
+            if revoked.is_empty() {
+                return Err(usage(
+                    "no item of this campaign has a ticket room (mode: ticket)",
+                ));
+            }
+            QueueReport::Revoked {
+                key_id: revoke.key_id.clone(),
+                rooms: revoked,
+            }
+        }
         Action::Status(items) => status(&mut conn, &rooms(&campaign, items.item.as_deref())?)?,
         Action::Pause(items) | Action::Resume(items) => {
             let change = match args.action {
@@ -270,6 +324,9 @@ pub(crate) struct RoomRow {
     /// and when one last finished a pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) needs_admitter: Option<String>,
+    /// A ticket room: its cursor and counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tickets: Option<TicketFigures>,
 }
 
 /// A pause or resume of one item's room.
@@ -326,6 +383,24 @@ pub(crate) enum QueueReport {
         /// The entry it replaced.
         previous: Option<String>,
     },
+    /// `queue join` on a ticket room: each user's signed ticket.
+    Tickets {
+        item: String,
+        tickets: Vec<Issued>,
+    },
+    Revoked {
+        key_id: String,
+        rooms: Vec<RevokedRow>,
+    },
+}
+
+/// A key revoked in one item's ticket room.
+#[derive(Debug, Serialize)]
+pub(crate) struct RevokedRow {
+    pub(crate) item: String,
+    /// `revoked`, `already_revoked`, `no_room` (not preheated), `not_ticket`.
+    pub(crate) status: String,
+    pub(crate) revoked_keys: Vec<String>,
 }
 
 /// The buy's outcome for a standing (`ok` when admitted).
@@ -439,6 +514,31 @@ impl Report for QueueReport {
                 )
             }
             QueueReport::Status { rooms } => rooms.iter().map(room_block).collect(),
+            QueueReport::Tickets { item, tickets } => {
+                let mut out = format!(
+                    "ticket room of item {item}: send each ticket with the user's buy \
+                     (`seckill buy --ticket`, or the Seckill-Ticket header)\n"
+                );
+                for t in tickets {
+                    out.push_str(&format!(
+                        "{}  arrived {}\n  {}\n",
+                        t.user,
+                        time_or_dash(Some(t.arrival_ms)),
+                        t.ticket
+                    ));
+                }
+                out
+            }
+            QueueReport::Revoked { key_id, rooms } => rooms
+                .iter()
+                .map(|r| {
+                    format!(
+                        "item {}: key {key_id} {}\n",
+                        r.item,
+                        r.status.replace('_', " ")
+                    )
+                })
+                .collect(),
             QueueReport::Clock { changes } => changes
                 .iter()
                 .map(|row| {
@@ -569,6 +669,42 @@ fn room_block(r: &RoomRow) -> String {
         line("room", "not in Redis: run `seckill preheat`".to_string());
         return out;
     }
+    if let Some(t) = &r.tickets {
+        line(
+            "tickets",
+            format!(
+                "{} handed out · {} admitted · {} waiting · {} late",
+                t.arrived_total, t.admitted_total, t.pending_total, t.late_total
+            ),
+        );
+        line(
+            "cursor",
+            format!(
+                "{}{}{}",
+                time_or_dash(t.cursor_ms),
+                t.cursor_lag_ms
+                    .map(|lag| format!(" ({} behind)", human_duration_ms(lag.max(0))))
+                    .unwrap_or_default(),
+                if f.paused {
+                    format!(" · PAUSED now ({})", paused_by(&f.paused_by))
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        line(
+            "serve",
+            match (t.live_instances, &t.leader) {
+                (0, _) => "no instance beats: the cursor stands still until one runs".to_string(),
+                (n, Some(leader)) => format!("{n} instance(s) beating · {leader} moves the cursor"),
+                (n, None) => format!("{n} instance(s) beating · no lease held"),
+            },
+        );
+        if !t.revoked_keys.is_empty() {
+            line("revoked", t.revoked_keys.join(", "));
+        }
+        return out;
+    }
     line(
         "queue",
         format!(
@@ -638,6 +774,26 @@ fn room_block(r: &RoomRow) -> String {
         );
     }
     out
+}
+
+/// `queue join` on a ticket room: tickets signed here with the campaign's
+/// secret, counted in Redis in one beat.
+fn join_tickets(conn: &mut Conn, campaign: &Campaign, users: &Users) -> Result<QueueReport> {
+    let Some(path) = &users.room_key_file else {
+        return Err(usage(format!(
+            "item {} has a ticket room: its tickets are signed with the campaign's secret, \
+             given with --room-key-file FILE (or SECKILL_ROOM_KEY_FILE)",
+            users.item
+        )));
+    };
+    let secret = RoomSecret::read(path).map_err(|e| usage(format!("{e:#}")))?;
+    let room = room_of(campaign, &users.item)?;
+    let key_id = format!("cli-{:012x}", rand::random::<u64>() >> 16);
+    let tickets = room.join_once(conn, &secret, &campaign.id, &key_id, &users.users)?;
+    Ok(QueueReport::Tickets {
+        item: users.item.clone(),
+        tickets,
+    })
 }
 
 fn join(conn: &mut Conn, campaign: &Campaign, at: &str, users: &Users) -> Result<QueueReport> {
@@ -712,6 +868,10 @@ fn status(conn: &mut Conn, rooms: &[Room]) -> Result<QueueReport> {
                 .present
                 .then(|| room.admitter_note(&figures))
                 .flatten(),
+            tickets: match room.settings.is_ticket() {
+                true => room.ticket_figures(conn)?,
+                false => None,
+            },
             figures,
             buckets,
         });

@@ -271,6 +271,158 @@ impl Room {
     }
 }
 
+/// A ticket room as `seckill queue status` shows it (read only).
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketFigures {
+    /// Admitted ⇔ arrival at or before this (Unix ms, Redis clock).
+    pub cursor_ms: Option<i64>,
+    /// How far the cursor trails Redis's clock now, ms.
+    pub cursor_lag_ms: Option<i64>,
+    pub arrived_total: i64,
+    pub admitted_total: i64,
+    /// Tickets counted after the cursor had passed them (their instance was
+    /// dropped as dead and came back): admitted beyond the rate.
+    pub late_total: i64,
+    /// Counted, not passed yet.
+    pub pending_total: i64,
+    /// Instances whose marks are alive (beat within the last second).
+    pub live_instances: u64,
+    /// The instance holding the cursor's lease, while it holds it.
+    pub leader: Option<String>,
+    pub revoked_keys: Vec<String>,
+}
+
+/// A ticket handed out at the command line (`seckill queue join`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Issued {
+    pub user: String,
+    pub ticket: String,
+    pub arrival_ms: i64,
+}
+
+impl Room {
+    /// The ticket room's figures now (`None`: not in Redis).
+    pub fn ticket_figures<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<TicketFigures>> {
+        let key = &self.room.room;
+        let int = |v: &Option<String>, what: &str| -> Result<Option<i64>> {
+            v.as_deref()
+                .filter(|t| !t.is_empty())
+                .map(|t| {
+                    t.parse::<i64>()
+                        .with_context(|| format!("{key}: {what} holds {t:?}, not an integer"))
+                })
+                .transpose()
+        };
+        let values: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(key)
+            .arg(&[
+                "mode",
+                "cursor_ms",
+                "arrived_total",
+                "admitted_total",
+                "late_total",
+                "lease_holder",
+                "lease_until_ms",
+                "revoked_keys",
+            ])
+            .query(conn)
+            .with_context(|| format!("cannot read {key}"))?;
+        if values[0].is_none() {
+            return Ok(None);
+        }
+        let now = crate::domain::slot::redis_now_ms(conn)?;
+        let marks: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(&self.room.marks)
+            .query(conn)
+            .with_context(|| format!("cannot read {}", self.room.marks))?;
+        let live = marks
+            .iter()
+            .filter(|(_, text)| {
+                text.split(' ')
+                    .nth(1)
+                    .and_then(|seen| seen.parse::<i64>().ok())
+                    .is_some_and(|seen| now - seen <= DEAD_AFTER_MS as i64)
+            })
+            .count() as u64;
+        let cursor = int(&values[1], "cursor_ms")?;
+        let arrived = int(&values[2], "arrived_total")?.unwrap_or(0);
+        let admitted = int(&values[3], "admitted_total")?.unwrap_or(0);
+        let lease_until = int(&values[6], "lease_until_ms")?;
+        Ok(Some(TicketFigures {
+            cursor_ms: cursor,
+            cursor_lag_ms: cursor.map(|c| now - c),
+            arrived_total: arrived,
+            admitted_total: admitted,
+            late_total: int(&values[4], "late_total")?.unwrap_or(0),
+            pending_total: arrived - admitted,
+            live_instances: live,
+            leader: values[5]
+                .clone()
+                .filter(|_| lease_until.is_some_and(|until| until >= now)),
+            revoked_keys: values[7]
+                .as_deref()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+        }))
+    }
+
+    /// Hand `users` a ticket each at the command line: arrival now on the
+    /// Redis clock, counted at once in one beat that keeps no mark (the
+    /// cursor moves while a `serve` instance beats), signed as `key_id`.
+    pub fn join_once<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        secret: &RoomSecret,
+        campaign: &str,
+        key_id: &str,
+        users: &[String],
+    ) -> Result<Vec<Issued>> {
+        let now = crate::domain::slot::redis_now_ms(conn)?;
+        let entries = [(bucket_of(now), users.len() as u64)];
+        let beat = Beat {
+            instance: key_id,
+            watermark_ms: None,
+            lead: false,
+            pending_limit: 0,
+            entries: &entries,
+            risk_seen: None,
+        };
+        match self.tick(conn, &beat)? {
+            Tick::Ok(_) => {}
+            Tick::NoRoom => bail!(
+                "item {} has no waiting room in Redis: run `seckill preheat` first",
+                self.item
+            ),
+            Tick::NotTicket => bail!(
+                "the waiting room of item {} in Redis is not a ticket room: run `seckill preheat` \
+                 with this campaign file",
+                self.item
+            ),
+        }
+        let key = secret.key(campaign, key_id);
+        Ok(users
+            .iter()
+            .enumerate()
+            .map(|(seq, user)| Issued {
+                user: user.clone(),
+                ticket: Ticket {
+                    campaign: campaign.to_string(),
+                    item: self.item.clone(),
+                    user: user.clone(),
+                    arrival_ms: now,
+                    instance: key_id.to_string(),
+                    seq: seq as u64,
+                    key_id: key_id.to_string(),
+                }
+                .sign(&key),
+                arrival_ms: now,
+            })
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
