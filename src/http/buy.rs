@@ -45,7 +45,7 @@ pub(crate) async fn buy(
             arrival_ms: t.arrival_ms,
             key_id: t.key_id,
         }),
-        Err(answer) => return Ok(answer),
+        Err(answer) => return Ok(*answer),
     };
     let running = (item.clone(), body.user.clone(), body.request_id.clone());
     let _running = Running::start(&app, running);

@@ -127,7 +127,7 @@ pub(crate) fn poll(app: &App, item: &str, user: &str, headers: &HeaderMap) -> Op
     }
     let ticket = match checked(app, item, user, headers) {
         Ok(ticket) => ticket,
-        Err(refused) => return Some(refused),
+        Err(refused) => return Some(*refused),
     };
     tickets.standing(&ticket, now_ms).map(answered)
 }
@@ -141,7 +141,7 @@ pub(crate) fn for_buy(
     item: &str,
     user: &str,
     headers: &HeaderMap,
-) -> Result<Option<Ticket>, Response> {
+) -> Result<Option<Ticket>, Box<Response>> {
     let Some(tickets) = app.tickets.as_ref().filter(|t| t.has(item)) else {
         return Ok(None);
     };
@@ -165,7 +165,7 @@ pub(crate) fn for_buy(
             if let Some(eta_ms) = wait {
                 retry_after(&mut answer, eta_ms);
             }
-            Err(answer)
+            Err(Box::new(answer))
         }
         _ => Ok(Some(ticket)),
     }
@@ -180,23 +180,32 @@ struct NotYet {
 }
 
 /// The request's ticket, verified for `user` on `item`, or the 428 answer.
-fn checked(app: &App, item: &str, user: &str, headers: &HeaderMap) -> Result<Ticket, Response> {
+fn checked(
+    app: &App,
+    item: &str,
+    user: &str,
+    headers: &HeaderMap,
+) -> Result<Ticket, Box<Response>> {
     let Some(tickets) = &app.tickets else {
-        return Err(not_queued(item, user, "this item takes no tickets"));
+        return Err(Box::new(not_queued(
+            item,
+            user,
+            "this item takes no tickets",
+        )));
     };
     let Some(text) = presented(headers) else {
-        return Err(not_queued(
+        return Err(Box::new(not_queued(
             item,
             user,
             "no ticket: send the ticket of your join (POST /v1/items/{item}/queue) as the Seckill-Ticket header",
-        ));
+        )));
     };
     tickets.verify(item, user, text).map_err(|refused| {
-        not_queued(
+        Box::new(not_queued(
             item,
             user,
             &format!("{}: join the queue again", refused.says()),
-        )
+        ))
     })
 }
 

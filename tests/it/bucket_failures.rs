@@ -234,6 +234,7 @@ fn buy_bucketed(server: &RedisServer, file: &CampaignFile, prefix: &str, users: 
                 user: &user,
                 qty: 1,
                 request_id: None,
+                ticket: None,
             };
             item.buy(&mut conn, &request).unwrap().reply.outcome == Outcome::Ok
         })

@@ -50,6 +50,7 @@ fn request<'a>(
         user,
         qty,
         request_id,
+        ticket: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn try_buy(
         user,
         qty,
         request_id,
+        ticket: None,
     };
     Ok(SaleItem::live(campaign, item).buy(conn, &request)?.reply)
 }

@@ -68,6 +68,7 @@ mod service;
 mod status;
 mod tables;
 mod terminal;
+mod ticket_room;
 mod times;
 mod tls_auth;
 mod trace;

@@ -426,6 +426,7 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
                     user: &user,
                     qty: 1,
                     request_id: None,
+                    ticket: None,
                 };
                 sale.buy(&mut conn, &request).unwrap();
                 sold += 1;

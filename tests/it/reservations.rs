@@ -70,6 +70,7 @@ fn reserve_many(
             user: &user,
             qty: units,
             request_id: None,
+            ticket: None,
         };
         let reply = item
             .reserve(&mut conn, &request, campaign.payment_timeout_ms())

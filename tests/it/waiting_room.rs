@@ -986,6 +986,7 @@ fn a_refused_or_corrupt_admission_writes_nothing_and_no_call_can_skip_the_room()
         admitted: None,
         active: None,
         shuffled: None,
+        passes: None,
         user: "mallory".to_string(),
         qty: "1".to_string(),
         request_id: String::new(),
@@ -993,6 +994,8 @@ fn a_refused_or_corrupt_admission_writes_nothing_and_no_call_can_skip_the_room()
         campaign: "cor".to_string(),
         item: "1".to_string(),
         payment_timeout_ms: "0".to_string(),
+        arrival_ms: String::new(),
+        ticket_key: String::new(),
     }
     .invoke(&mut conn)
     .unwrap_err();

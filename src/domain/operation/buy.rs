@@ -138,6 +138,7 @@ mod tests {
                 qty,
                 request_id,
                 wait: None,
+                ticket: None,
             }
             .check(&campaign)
             .map(|_| ())
@@ -156,6 +157,7 @@ mod tests {
             qty: 1,
             request_id: "r",
             wait: None,
+            ticket: None,
         }
         .check(&campaign)
         .unwrap_err();

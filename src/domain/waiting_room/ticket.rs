@@ -188,7 +188,7 @@ impl Ticket {
         if ticket.campaign != campaign || ticket.item != item || ticket.user != user {
             return Err(Refused::NotYours);
         }
-        if revoked.iter().any(|k| *k == ticket.key_id) {
+        if revoked.contains(&ticket.key_id) {
             return Err(Refused::Revoked);
         }
         Ok(ticket)

@@ -60,6 +60,7 @@ pub fn buy_many(
                     user: &user,
                     qty: 1,
                     request_id: None,
+                    ticket: None,
                 },
             )
             .expect("buy script");
