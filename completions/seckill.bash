@@ -193,6 +193,9 @@ _seckill() {
             seckill__subcmd__help__subcmd__queue,resume)
                 cmd="seckill__subcmd__help__subcmd__queue__subcmd__resume"
                 ;;
+            seckill__subcmd__help__subcmd__queue,revoke-key)
+                cmd="seckill__subcmd__help__subcmd__queue__subcmd__revoke__subcmd__key"
+                ;;
             seckill__subcmd__help__subcmd__queue,shuffle)
                 cmd="seckill__subcmd__help__subcmd__queue__subcmd__shuffle"
                 ;;
@@ -226,6 +229,9 @@ _seckill() {
             seckill__subcmd__queue,resume)
                 cmd="seckill__subcmd__queue__subcmd__resume"
                 ;;
+            seckill__subcmd__queue,revoke-key)
+                cmd="seckill__subcmd__queue__subcmd__revoke__subcmd__key"
+                ;;
             seckill__subcmd__queue,shuffle)
                 cmd="seckill__subcmd__queue__subcmd__shuffle"
                 ;;
@@ -252,6 +258,9 @@ _seckill() {
                 ;;
             seckill__subcmd__queue__subcmd__help,resume)
                 cmd="seckill__subcmd__queue__subcmd__help__subcmd__resume"
+                ;;
+            seckill__subcmd__queue__subcmd__help,revoke-key)
+                cmd="seckill__subcmd__queue__subcmd__help__subcmd__revoke__subcmd__key"
                 ;;
             seckill__subcmd__queue__subcmd__help,shuffle)
                 cmd="seckill__subcmd__queue__subcmd__help__subcmd__shuffle"
@@ -412,7 +421,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --ticket --room-key-file --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -439,6 +448,14 @@ _seckill() {
                     return 0
                     ;;
                 --request-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ticket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --room-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1324,7 +1341,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__queue)
-            opts="join position status pause resume admit shuffle penalize"
+            opts="join position status pause resume admit shuffle penalize revoke-key"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1408,6 +1425,20 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__help__subcmd__queue__subcmd__resume)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__help__subcmd__queue__subcmd__revoke__subcmd__key)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2060,7 +2091,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue)
-            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version join position status pause resume admit shuffle penalize help"
+            opts="-c -q -v -h -V --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version join position status pause resume admit shuffle penalize revoke-key help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2192,7 +2223,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__help)
-            opts="join position status pause resume admit shuffle penalize help"
+            opts="join position status pause resume admit shuffle penalize revoke-key help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2303,6 +2334,20 @@ _seckill() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seckill__subcmd__queue__subcmd__help__subcmd__revoke__subcmd__key)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seckill__subcmd__queue__subcmd__help__subcmd__shuffle)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -2332,7 +2377,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__join)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --room-key-file --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2343,6 +2388,10 @@ _seckill() {
                     return 0
                     ;;
                 --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --room-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2530,7 +2579,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__queue__subcmd__position)
-            opts="-c -q -v -h -V --item --user --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --room-key-file --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2541,6 +2590,10 @@ _seckill() {
                     return 0
                     ;;
                 --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --room-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2603,6 +2656,72 @@ _seckill() {
             fi
             case "${prev}" in
                 --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --campaign)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --tz)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --response-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --notify)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --notify-stall)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seckill__subcmd__queue__subcmd__revoke__subcmd__key)
+            opts="-c -q -v -h -V --item --key-id --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --item)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3226,7 +3345,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__serve)
-            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --operator-redis --operator-redis-password-file --check-credential --workers --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --listen --max-in-flight --header-timeout --body-timeout --shutdown-grace --recheck --wait-replicas --wait-timeout --operator-token-file --operator-redis --operator-redis-password-file --check-credential --room-key-file --workers --campaign --format --quiet --verbose --tz --redis --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3273,6 +3392,10 @@ _seckill() {
                     return 0
                     ;;
                 --operator-redis-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --room-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

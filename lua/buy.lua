@@ -16,9 +16,9 @@
 -- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
 --                             role never needs a write on meta (docs/security.md)
 -- KEYS[11] room         hash   the waiting room (lib/plain_room_gate, lib/ticket_gate);
---                              KEYS[11..18] are passed only for an item whose room is
---                              on (meta waiting_room = 1 or ticket): off, the call is
---                              the ten keys above
+--                              the room's keys, up to the 18th, are passed only for an
+--                              item whose room is on (meta waiting_room = 1 or ticket):
+--                              off, the call is the ten keys above
 -- KEYS[12] queue        hash   user -> "<position> <joined at ms>"
 -- KEYS[13] registered   hash   user -> registration (a room with registration)
 -- KEYS[14] risk         hash   user -> "block" | "delay <ms> <set at ms>"

@@ -872,6 +872,8 @@ mod tests {
                 "queue_penalize",
                 "queue_shuffle",
                 "bucket_admit",
+                "room_tick",
+                "room_revoke",
                 "acl_probe"
             ]
         );
@@ -907,7 +909,7 @@ mod tests {
         let words = |what: &str, n: usize| -> Vec<String> {
             (1..=n).map(|i| format!("{what}{i}")).collect()
         };
-        let argv = words("a", 7);
+        let argv = words("a", 9);
         let plain = buy::Buy::from_positional(words("k", 10), argv.clone()).unwrap();
         assert_eq!(plain.room, None);
         assert_eq!((plain.meta.as_str(), plain.user.as_str()), ("k1", "a1"));
@@ -928,8 +930,8 @@ mod tests {
         let short = buy::Buy::from_positional(words("k", 9), argv.clone()).unwrap_err();
         assert!(
             short.contains("lua/buy.lua takes 10 KEYS (meta, stock,")
-                && short.contains("then up to 7 optional (room,")
-                && short.contains("given 9 KEYS and 7 ARGV"),
+                && short.contains("then up to 8 optional (room,")
+                && short.contains("given 9 KEYS and 9 ARGV"),
             "{short}"
         );
         let long = pay::Pay::from_positional(words("k", 5), words("a", 4)).unwrap_err();
