@@ -16,7 +16,7 @@
 -- KEYS[10] reservation_counts hash reservation counters; not in meta, so the buyer
 --                             role never needs a write on meta (docs/security.md)
 -- KEYS[11] room         hash   the waiting room (lib/plain_room_gate, lib/ticket_gate);
---                              the room's keys, up to the 18th, are passed only for an
+--                              the room's keys, up to the 19th, are passed only for an
 --                              item whose room is on (meta waiting_room = 1 or ticket):
 --                              off, the call is the ten keys above
 -- KEYS[12] queue        hash   user -> "<position> <joined at ms>"
@@ -26,6 +26,7 @@
 -- KEYS[16] active       zset   user -> admission end ms (max_active: an ok leaves it)
 -- KEYS[17] shuffled     zset   user -> final position of a shuffled pre-queue
 -- KEYS[18] passes       zset   a ticket room's cursor passes, "<cursor>:<at ms>" by cursor
+-- KEYS[19] revoked      set    a ticket room's revoked key ids
 -- ARGV[1] user          user id
 -- ARGV[2] qty           integer >= 1
 -- ARGV[3] request_id    "" = no idempotency
@@ -91,13 +92,14 @@ local ROOM_KEYS_FROM = 11
 local function item_room(user, kind)
 --- @include "lib/ticket_gate"
   if kind == 'ticket' then
-    local passes = ROOM_KEYS_FROM + 7
-    if not KEYS[passes] then
+    local passes, revoked = ROOM_KEYS_FROM + 7, ROOM_KEYS_FROM + 8
+    if not KEYS[revoked] then
       error({err = 'ERR the ticket room of this item is on, but the call lacks its '
-        .. 'waiting-room keys (KEYS[' .. ROOM_KEYS_FROM .. '..' .. passes .. ']): nothing was written'})
+        .. 'waiting-room keys (KEYS[' .. ROOM_KEYS_FROM .. '..' .. revoked .. ']): nothing was written'})
     end
     return ticket_gate({room = KEYS[ROOM_KEYS_FROM], registered = KEYS[ROOM_KEYS_FROM + 2],
-      risk = KEYS[ROOM_KEYS_FROM + 3], passes = KEYS[passes]}, user, ARGV[8], ARGV[9])
+      risk = KEYS[ROOM_KEYS_FROM + 3], passes = KEYS[passes], revoked = KEYS[revoked]},
+      user, ARGV[8], ARGV[9])
   end
 --- @include "lib/plain_room_gate"
   return plain_room_gate(ROOM_KEYS_FROM, user)

@@ -4,7 +4,9 @@
 -- from then on, by every `serve` instance as soon as its next tick reads the
 -- list (lua/room_tick.lua returns it), and by `seckill buy --ticket`.
 --
--- KEYS[1] room        hash   the room (lib/room_of); revoked_keys: key ids, space-separated
+-- KEYS[1] room        hash   the room (lib/room_of)
+-- KEYS[2] revoked     set    revoked key ids (a key apart from the room: the buyer,
+--                            whose beats write the room, may not write it)
 -- ARGV[1] key_id      the key id to revoke: 1..64 of [A-Za-z0-9_-]
 --
 -- Returns {status, revoked_keys}: status revoked | already_revoked | no_room |
@@ -29,13 +31,15 @@ return guarded(function()
   if r.mode ~= 'ticket' then
     return {'not_ticket', ''}
   end
-  local list = read(KEYS[1], 'HGET', KEYS[1], 'revoked_keys') or ''
-  for word in string.gmatch(list, '%S+') do
-    if word == key_id then
-      return {'already_revoked', list}
+  local status = 'already_revoked'
+  if read(KEYS[2], 'SISMEMBER', KEYS[2], key_id) == 0 then
+    redis.call('SADD', KEYS[2], key_id)
+    if r.expire_at then
+      redis.call('PEXPIREAT', KEYS[2], string.format('%d', r.expire_at))
     end
+    status = 'revoked'
   end
-  list = list == '' and key_id or (list .. ' ' .. key_id)
-  redis.call('HSET', KEYS[1], 'revoked_keys', list)
-  return {'revoked', list}
+  local list = redis.call('SMEMBERS', KEYS[2])
+  table.sort(list)
+  return {status, table.concat(list, ' ')}
 end)

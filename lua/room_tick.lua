@@ -8,12 +8,13 @@
 -- KEYS[1] room            hash   the room (lib/room_of), and a ticket room's state:
 --                                cursor_ms, budget_milli, budget_at_ms, lease_holder,
 --                                lease_until_ms, arrived_total, admitted_total,
---                                late_total, risk_version, revoked_keys
+--                                late_total, risk_version
 -- KEYS[2] arrivals        zset   buckets not yet passed: member and score the bucket's first ms
 -- KEYS[3] arrival_counts  hash   bucket's first ms -> tickets counted in it
 -- KEYS[4] marks           hash   instance -> "<watermark ms> <seen at ms>"
 -- KEYS[5] passes          zset   "<cursor>:<at ms>" scored by the cursor: each move
 -- KEYS[6] risk            hash   user -> "block" | "delay <ms> <set at ms>" (read only)
+-- KEYS[7] revoked         set    revoked key ids (read only; lua/room_revoke.lua)
 -- ARGV[1] instance        the instance's id
 -- ARGV[2] watermark_ms    every arrival of this instance below it is flushed by now
 --                         (a multiple of 10); "" = the instance counts once and keeps
@@ -102,7 +103,7 @@ return guarded(function()
     return {'not_ticket'}
   end
   local fields = {'cursor_ms', 'budget_milli', 'budget_at_ms', 'lease_holder', 'lease_until_ms',
-    'arrived_total', 'admitted_total', 'late_total', 'risk_version', 'revoked_keys'}
+    'arrived_total', 'admitted_total', 'late_total', 'risk_version'}
   local values = read(KEYS[1], 'HMGET', KEYS[1], unpack(fields))
   local t = {}
   for i, name in ipairs(fields) do
@@ -120,6 +121,8 @@ return guarded(function()
   local late = optional_int_of(KEYS[1], 'late_total', t.late_total) or 0
   local risk_version = optional_int_of(KEYS[1], 'risk_version', t.risk_version) or 0
 
+  local revoked = read(KEYS[7], 'SMEMBERS', KEYS[7])
+  table.sort(revoked)
   local risk = {}
   if risk_seen ~= risk_version then
     risk = read(KEYS[6], 'HGETALL', KEYS[6])
@@ -263,7 +266,7 @@ return guarded(function()
   end
 
   local reply = {'ok', leader and 1 or 0, cursor, paused and 1 or 0, now, arrived, admitted, late,
-    risk_version, t.revoked_keys or '', live, slowest or -1, arrived - admitted, 0}
+    risk_version, table.concat(revoked, ' '), live, slowest or -1, arrived - admitted, 0}
   local shown_buckets = 0
   for _, bucket in ipairs(order) do
     if shown_buckets >= pending_limit then

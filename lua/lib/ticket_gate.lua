@@ -13,16 +13,16 @@
 -- `arrival`; admitted once the room's cursor reached that arrival, for
 -- `ttl_ms` from the moment it did (the first pass at or beyond it), a risk
 -- delay added, never for a blocked user. Reads only.
--- A ticket signed with a revoked key (`ticket_key` in the room's
--- revoked_keys, lua/room_revoke.lua) is no ticket: not_queued.
--- `keys`: {room, registered, risk, passes}. Returns the gate of
+-- A ticket signed with a revoked key (`ticket_key` in the set
+-- keys.revoked, lua/room_revoke.lua) is no ticket: not_queued.
+-- `keys`: {room, registered, risk, passes, revoked}. Returns the gate of
 -- lib/purchase: refused (nil when admitted), detail ("0 0 0" for
 -- not_admitted: the door knows the estimate, Redis does not; "<from> <to>"
 -- for admission_expired), spent() (nothing to spend).
 local function ticket_gate(keys, user, arrival, ticket_key)
   local gate = {spent = function() end, detail = ''}
-  local mode, cursor, ttl, registration, revoked = unpack(read(keys.room, 'HMGET', keys.room,
-    'mode', 'cursor_ms', 'ttl_ms', 'registration', 'revoked_keys'))
+  local mode, cursor, ttl, registration = unpack(read(keys.room, 'HMGET', keys.room,
+    'mode', 'cursor_ms', 'ttl_ms', 'registration'))
   if mode ~= 'ticket' then
     corrupt(keys.room, 'mode holds ' .. shown(mode) .. ', but meta says the room takes tickets')
   end
@@ -34,7 +34,7 @@ local function ticket_gate(keys, user, arrival, ticket_key)
   end
   local risk = risk_of(keys.risk, user)
   local at = strict_int(arrival)
-  if revoked and ticket_key ~= '' and string.find(' ' .. revoked .. ' ', ' ' .. ticket_key .. ' ', 1, true) then
+  if ticket_key ~= '' and read(keys.revoked, 'SISMEMBER', keys.revoked, ticket_key) == 1 then
     at = nil
   end
   if not at then

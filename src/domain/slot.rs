@@ -246,6 +246,7 @@ fn buy_call(
         active: key(|r| &r.active),
         shuffled: key(|r| &r.shuffled),
         passes: key(|r| &r.passes),
+        revoked: key(|r| &r.revoked),
         payment_timeout_ms: payment_timeout_ms.to_string(),
         arrival_ms: request
             .ticket

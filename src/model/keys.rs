@@ -156,6 +156,9 @@ pub struct RoomKeys {
     /// zset: the ticket cursor's passes, `<cursor>:<at ms>` scored by the
     /// cursor: when the cursor first reached an arrival time.
     pub passes: String,
+    /// set: a ticket room's revoked signing key ids (the operator's; the
+    /// buyer only reads it).
+    pub revoked: String,
 }
 
 impl ItemKeys {
@@ -179,13 +182,14 @@ impl ItemKeys {
             arrival_counts: key("arrival_counts"),
             marks: key("marks"),
             passes: key("passes"),
+            revoked: key("revoked"),
         }
     }
 }
 
 impl RoomKeys {
     /// Every key, for DEL.
-    pub(crate) fn all(&self) -> [&str; 16] {
+    pub(crate) fn all(&self) -> [&str; 17] {
         [
             &self.room,
             &self.queue,
@@ -203,6 +207,7 @@ impl RoomKeys {
             &self.arrival_counts,
             &self.marks,
             &self.passes,
+            &self.revoked,
         ]
     }
 }

@@ -279,6 +279,11 @@ fn key_named(name: &str) -> String {
         "shuffled" => &room.shuffled,
         "admissions" => &room.admissions,
         "admission_count" => &room.admission_count,
+        "arrivals" => &room.arrivals,
+        "arrival_counts" => &room.arrival_counts,
+        "marks" => &room.marks,
+        "passes" => &room.passes,
+        "revoked" => &room.revoked,
         // The user of every ARGV table below.
         "rate" => return item.rate("u"),
         // `requests` is the crate's own field; `lock` is the load test's key.
@@ -368,8 +373,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         // An ok that is final, then a reservation (it reads the counters;
         // its own request id, so it is no replay of the first).
         "buy" => vec![
-            owned(&["u", "1", "r1", ORDER, "cs", "1", "0"]),
-            owned(&["u", "1", "r2", RESERVED, "cs", "1", "60000"]),
+            owned(&["u", "1", "r1", ORDER, "cs", "1", "0", "", ""]),
+            owned(&["u", "1", "r2", RESERVED, "cs", "1", "60000", "", ""]),
         ],
         "preheat" => ["load", "force", "meta", "dry"]
             .iter()
@@ -455,6 +460,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "queue_register" => vec![owned(&["u", "phone", "203.0.113.0/24"])],
         "queue_penalize" => vec![owned(&["u", "delay", "2000"]), owned(&["u", "block", ""])],
         "queue_shuffle" => vec![owned(&["prepare"]), owned(&["commit", "0"])],
+        "room_tick" => vec![owned(&["i1", "100", "500", "1000", "10", "-1", "110", "2"])],
+        "room_revoke" => vec![owned(&["k1"])],
         "bucket_admit" => vec![
             owned(&["grant", "", "u", "1", "2"]),
             owned(&["revoke", "", "u"]),

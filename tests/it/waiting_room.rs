@@ -987,6 +987,7 @@ fn a_refused_or_corrupt_admission_writes_nothing_and_no_call_can_skip_the_room()
         active: None,
         shuffled: None,
         passes: None,
+        revoked: None,
         user: "mallory".to_string(),
         qty: "1".to_string(),
         request_id: String::new(),

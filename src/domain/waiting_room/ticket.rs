@@ -234,6 +234,7 @@ impl Room {
             marks: r.marks.clone(),
             passes: r.passes.clone(),
             risk: r.risk.clone(),
+            revoked: r.revoked.clone(),
             instance: beat.instance.to_string(),
             watermark_ms: beat.watermark_ms.map_or(String::new(), |ms| ms.to_string()),
             lease_ms: if beat.lead { LEASE_MS } else { 0 }.to_string(),
@@ -257,6 +258,7 @@ impl Room {
     ) -> Result<(String, String)> {
         RoomRevoke {
             room: self.room.room.clone(),
+            revoked: self.room.revoked.clone(),
             key_id: key_id.to_string(),
         }
         .invoke(conn)
@@ -323,7 +325,6 @@ impl Room {
                 "late_total",
                 "lease_holder",
                 "lease_until_ms",
-                "revoked_keys",
             ])
             .query(conn)
             .with_context(|| format!("cannot read {key}"))?;
@@ -348,6 +349,12 @@ impl Room {
         let arrived = int(&values[2], "arrived_total")?.unwrap_or(0);
         let admitted = int(&values[3], "admitted_total")?.unwrap_or(0);
         let lease_until = int(&values[6], "lease_until_ms")?;
+        let mut revoked: Vec<String> =
+            redis::cmd("SMEMBERS")
+                .arg(&self.room.revoked)
+                .query(conn)
+                .with_context(|| format!("cannot read {}", self.room.revoked))?;
+        revoked.sort();
         Ok(Some(TicketFigures {
             cursor_ms: cursor,
             cursor_lag_ms: cursor.map(|c| now - c),
@@ -359,12 +366,7 @@ impl Room {
             leader: values[5]
                 .clone()
                 .filter(|_| lease_until.is_some_and(|until| until >= now)),
-            revoked_keys: values[7]
-                .as_deref()
-                .unwrap_or("")
-                .split_whitespace()
-                .map(str::to_string)
-                .collect(),
+            revoked_keys: revoked,
         }))
     }
 

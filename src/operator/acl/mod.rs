@@ -76,7 +76,7 @@ pub(crate) fn setuser_args(
             // `+hscan`: `serve`'s cache reads a sold-out item's buyers;
             // `+wait`: `buy`/`serve --wait-replicas` after an `ok`.
             args.extend(
-                "+evalsha +script|load +time +hget +hmget +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +wait"
+                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +wait"
                     .split(' ')
                     .map(String::from),
             );
@@ -116,6 +116,17 @@ pub(crate) fn setuser_args(
             args.push(selector(
                 "+hincrby +pexpireat",
                 &[item("devices"), item("ips")],
+            ));
+            // A ticket room's beat (lua/room_tick.lua): serve counts
+            // arrivals, keeps its mark and, holding the lease, moves the
+            // cursor. Revoking a key is the operator's (`revoked` is read only).
+            args.push(selector(
+                "+zadd +zrem +pexpireat",
+                &[item("arrivals"), item("passes")],
+            ));
+            args.push(selector(
+                "+hset +hdel +pexpireat",
+                &[item("arrival_counts"), item("marks")],
             ));
         }
         Role::Consumer => {

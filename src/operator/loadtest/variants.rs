@@ -101,6 +101,7 @@ fn buy_call(
         active: None,
         shuffled: None,
         passes: None,
+        revoked: None,
         payment_timeout_ms: fixed("0"),
         arrival_ms: fixed(""),
         ticket_key: fixed(""),

@@ -14,7 +14,7 @@ super::script_call! {
     Buy = "buy.lua", Sale;
     roles { buyer, operator }
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts }
-    optional { room, queue, registered, risk, admitted, active, shuffled, passes }
+    optional { room, queue, registered, risk, admitted, active, shuffled, passes, revoked }
     argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, arrival_ms, ticket_key }
 }
 

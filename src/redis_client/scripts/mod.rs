@@ -930,7 +930,7 @@ mod tests {
         let short = buy::Buy::from_positional(words("k", 9), argv.clone()).unwrap_err();
         assert!(
             short.contains("lua/buy.lua takes 10 KEYS (meta, stock,")
-                && short.contains("then up to 8 optional (room,")
+                && short.contains("then up to 9 optional (room,")
                 && short.contains("given 9 KEYS and 9 ARGV"),
             "{short}"
         );

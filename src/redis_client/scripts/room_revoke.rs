@@ -8,7 +8,7 @@ super::script_call! {
     /// Revoke: KEYS then ARGV of `lua/room_revoke.lua`.
     RoomRevoke = "room_revoke.lua", Sale;
     roles { operator }
-    keys { room }
+    keys { room, revoked }
     argv { key_id }
 }
 

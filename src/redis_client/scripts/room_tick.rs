@@ -9,7 +9,7 @@ super::script_call! {
     /// One beat: KEYS then ARGV of `lua/room_tick.lua`.
     RoomTick = "room_tick.lua", Sale;
     roles { buyer, operator }
-    keys { room, arrivals, arrival_counts, marks, passes, risk }
+    keys { room, arrivals, arrival_counts, marks, passes, risk, revoked }
     argv { instance, watermark_ms, lease_ms, dead_after_ms, pending_limit, risk_seen }
     rest { entry }
 }
