@@ -18,7 +18,12 @@
 -- KEYS[11] xfer_in      hash   transfer id -> "<source bucket> <units> <ms>", every credit
 -- KEYS[12] admissions   hash   user -> "<start ms> <end ms>", the admissions the waiting
 --                              room fanned out to this bucket; passed only for an
---                              item whose room is on (meta waiting_room = 1)
+--                              item whose room is on (meta waiting_room = 1 or ticket)
+-- KEYS[13] room         hash   a ticket room's copy in this bucket (lua/bucket_cursor.lua):
+--                              mode, cursor_ms, ttl_ms; KEYS[13..16] only for a ticket room
+-- KEYS[14] passes       zset   the copy of the cursor's passes, "<cursor>:<at ms>" by cursor
+-- KEYS[15] risk         hash   the copy of the risk entries of users whose home this is
+-- KEYS[16] revoked      set    the copy of the revoked key ids
 -- ARGV[1] user id
 -- ARGV[2] qty (integer >= 1)
 -- ARGV[3] request_id ("" = no idempotency)
@@ -32,6 +37,8 @@
 -- ARGV[9] credit_id transfer id to credit first ("" = none)
 -- ARGV[10] credit_source its source bucket
 -- ARGV[11] credit_units its units
+-- ARGV[12] arrival_ms   a ticket room: the verified ticket's arrival ("" = no ticket)
+-- ARGV[13] ticket_key   the id of the key that signed it
 --
 -- Returns {outcome, order_id, stock_left, deadline_ms, reservation_state, proven}:
 --   outcome .. reservation_state  as buy.lua's; sold_out means THIS BUCKET has
@@ -79,8 +86,14 @@ local ADMISSIONS_KEY = 12
 -- The item's waiting room, for lib/purchase: its helpers are built only
 -- when meta says the room is on (as in buy.lua).
 local function bucket_room(user, kind)
-  if kind ~= 'exact' then
-    error({err = 'ERR a bucket takes no ticket room (docs/waiting-room.md): nothing was written'})
+--- @include "lib/ticket_gate"
+  if kind == 'ticket' then
+    if not KEYS[16] then
+      error({err = 'ERR the ticket room of this item is on, but the call lacks its '
+        .. 'waiting-room keys (KEYS[12..16]): nothing was written'})
+    end
+    return ticket_gate({room = KEYS[13], passes = KEYS[14], risk = KEYS[15], revoked = KEYS[16]},
+      user, ARGV[12], ARGV[13])
   end
 --- @include "lib/bucket_room_gate"
   return bucket_room_gate(ADMISSIONS_KEY, user)

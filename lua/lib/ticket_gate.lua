@@ -15,7 +15,9 @@
 -- delay added, never for a blocked user. Reads only.
 -- A ticket signed with a revoked key (`ticket_key` in the set
 -- keys.revoked, lua/room_revoke.lua) is no ticket: not_queued.
--- `keys`: {room, registered, risk, passes, revoked}. Returns the gate of
+-- `keys`: {room, registered, risk, passes, revoked} (a bucket's copies:
+-- lua/bucket_cursor.lua; no registered, a bucketed ticket room takes no
+-- registration). Returns the gate of
 -- lib/purchase: refused (nil when admitted), detail ("0 0 0" for
 -- not_admitted: the door knows the estimate, Redis does not; "<from> <to>"
 -- for admission_expired), spent() (nothing to spend).
@@ -23,11 +25,12 @@ local function ticket_gate(keys, user, arrival, ticket_key)
   local gate = {spent = function() end, detail = ''}
   local mode, cursor, ttl, registration = unpack(read(keys.room, 'HMGET', keys.room,
     'mode', 'cursor_ms', 'ttl_ms', 'registration'))
-  if mode ~= 'ticket' then
+  -- A bucket's copy that no beat wrote yet: nobody is admitted there yet.
+  if mode ~= 'ticket' and mode ~= nil then
     corrupt(keys.room, 'mode holds ' .. shown(mode) .. ', but meta says the room takes tickets')
   end
   cursor = optional_int_of(keys.room, 'cursor_ms', cursor)
-  ttl = int_of(keys.room, 'ttl_ms', ttl)
+  ttl = mode and int_of(keys.room, 'ttl_ms', ttl)
   if registration == '1' and read(keys.registered, 'HEXISTS', keys.registered, user) == 0 then
     gate.refused = 'not_registered'
     return gate

@@ -69,6 +69,8 @@ struct Mirror {
     passes: Vec<(i64, i64)>,
     risk: HashMap<String, Risk>,
     risk_version: Option<i64>,
+    /// A bucketed item: the cursor this instance last copied to every bucket.
+    copied_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,7 +273,21 @@ impl TicketRoom {
         };
         match self.room.tick(conn, &beat) {
             Ok(Tick::Ok(state)) => {
+                // The lease holder copies each move to a bucketed item's
+                // buckets, where the buys read it.
+                let copy = state.leader && self.read().copied_ms != Some(state.cursor_ms);
+                let copied = match copy {
+                    true => Some(self.room.copy_cursor(conn, state.cursor_ms, state.now_ms)),
+                    false => None,
+                };
+                let (cursor, copied) = (state.cursor_ms, copied.transpose());
                 self.mirror(state);
+                if copied?.is_some() {
+                    self.mirror
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .copied_ms = Some(cursor);
+                }
                 Ok(())
             }
             Ok(other) => {

@@ -483,13 +483,15 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         if let (Some(b), Some(room)) = (&item.buckets, &waiting_room)
             && b.value > 1
             && room.is_ticket()
+            && room.registration.is_some()
         {
             return Err(at(
                 path,
                 b,
                 format!(
-                    "item {} has {} buckets and a ticket waiting room: a ticket room sells from \
-                     one slot (docs/waiting-room.md, \"Ticket mode\"); drop buckets or use mode rate",
+                    "item {} has {} buckets and a ticket waiting room with registration: a \
+                     bucket cannot read the registrations in the item's slot \
+                     (docs/waiting-room.md, \"Ticket mode\"); drop buckets or registration",
                     id.value, b.value
                 ),
             ));

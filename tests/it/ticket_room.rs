@@ -574,3 +574,97 @@ fn a_sold_out_ticket_room_answers_joins_and_polls_from_memory() {
         "{spent} script calls for 100 answers in {took:?}"
     );
 }
+
+#[test]
+fn a_bucketed_ticket_room_on_a_cluster_sells_past_the_cursor_in_every_bucket() {
+    use crate::support::cluster::RedisCluster;
+    let cluster = RedisCluster::start_with_replicas(1);
+    let file = campaign("tk-bkt")
+        .item(ITEM, 60)
+        .buckets(6)
+        .room("{ mode: ticket, admit_rate: 40/s, admission_ttl: 2m }")
+        .write();
+    let key = file.dir.path().join("room.key");
+    std::fs::write(
+        &key,
+        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
+    )
+    .unwrap();
+    let key = key.display().to_string();
+    let roles = cluster.create_roles(&file);
+    let as_operator = |args: &[&str]| {
+        seckill(args)
+            .campaign(&file)
+            .redis_url(&roles.seeds("operator"))
+            .args(&["--cluster"])
+            .succeeds()
+    };
+    as_operator(&["preheat"]);
+    // The door runs as the generated buyer: it beats, leads and copies the cursor.
+    let door = Serve::start(
+        &file,
+        &roles.seeds("buyer"),
+        true,
+        &["--room-key-file", &key],
+    );
+    let users: Vec<(String, String)> = (0..80)
+        .map(|n| {
+            let user = format!("b{n}");
+            let ticket = ticket_of(&join(&door, &user));
+            (user, ticket)
+        })
+        .collect();
+    // 40/s: the last of 80 is not admitted yet; its buy is refused, nothing sold.
+    let (last, last_ticket) = users.last().unwrap();
+    let early = buy(&door, last, Some(last_ticket), "early");
+    assert_eq!(early.json()["outcome"], "not_admitted", "{}", early.body);
+    // A blocked user is refused in its home bucket too.
+    as_operator(&[
+        "queue", "penalize", "--item", ITEM, "--user", "b0", "--block",
+    ]);
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for (user, ticket) in &users {
+        if user != "b0" {
+            // Admitted, or told at once that nothing is left.
+            let line = until_admitted(&door, user, ticket, Duration::from_secs(15));
+            assert!(
+                line["state"] == "admitted" || line["outcome"] == "sold_out",
+                "{line}"
+            );
+        }
+        let answer = buy(&door, user, Some(ticket), &format!("r-{user}"));
+        *outcomes
+            .entry(answer.json()["outcome"].as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
+    }
+    // 60 units, 79 admitted buyers: 60 ok, the rest sold out; b0 never admitted.
+    assert_eq!(outcomes.get("ok"), Some(&60), "{outcomes:?}");
+    assert_eq!(outcomes.get("sold_out"), Some(&19), "{outcomes:?}");
+    assert_eq!(outcomes.get("not_admitted"), Some(&1), "{outcomes:?}");
+    let status = seckill(&["status"])
+        .campaign(&file)
+        .redis_url(&roles.seeds("operator"))
+        .args(&["--cluster"])
+        .json()
+        .succeeds()
+        .json();
+    let item = &status["items"][0];
+    assert_eq!(
+        (item["sold"].as_i64(), item["stock_left"].as_i64()),
+        (Some(60), Some(0)),
+        "{item}"
+    );
+    // The cursor was copied to every bucket, on whichever master holds it.
+    let mut conn = cluster.conn();
+    let layout =
+        seckill::model::layout::Layout::new(seckill::model::keys::LIVE_PREFIX, "tk-bkt", ITEM, 6);
+    for bucket in layout.all() {
+        let copy = bucket.keys.room().room;
+        let cursor: Option<String> = redis::cmd("HGET")
+            .arg(&copy)
+            .arg("cursor_ms")
+            .query(&mut conn)
+            .unwrap();
+        assert!(cursor.is_some(), "no cursor copied to {copy}");
+    }
+}

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use redis::ConnectionLike;
 use serde::Serialize;
 
-use super::scripts::{self, Credited, HomeReply, Transfer};
+use super::scripts::{self, Credited, HomeReply, HomeRoom, Transfer};
 use crate::domain::slot::{BuyReply, BuyRequest, Outcome, new_order_id};
 use crate::model::layout::{BucketKeys, Layout};
 use crate::redis_client::scripts::CorruptState;
@@ -39,14 +39,14 @@ pub struct BuyCost {
 
 /// One attempt; with `payment_timeout_ms` > 0 an `ok` is a reservation recorded
 /// in the home bucket, whose stock the units came from (`reservations`).
-/// `queued`: the item has a waiting room, whose admissions every call of
-/// the home bucket checks (the item layer refines its refusals).
+/// `queued`: the item's waiting room, which every call of the home bucket
+/// checks (the item layer refines an exact room's refusals).
 pub(crate) fn reserve<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     request: &BuyRequest,
     payment_timeout_ms: u64,
-    queued: bool,
+    queued: HomeRoom,
 ) -> Result<(BuyReply, BuyCost)> {
     let home = layout.home(request.user);
     let order_id = new_order_id();
@@ -91,7 +91,7 @@ fn after_short_home<C: ConnectionLike>(
     conn: &mut C,
     layout: &Layout,
     request: &BuyRequest,
-    (order_id, payment_timeout_ms, queued): (&str, u64, bool),
+    (order_id, payment_timeout_ms, queued): (&str, u64, HomeRoom),
     cost: &mut BuyCost,
 ) -> Result<BuyReply> {
     let home = layout.home(request.user);
@@ -127,7 +127,7 @@ fn after_short_home<C: ConnectionLike>(
 fn sweep<C: ConnectionLike>(
     conn: &mut C,
     buckets: &[BucketKeys],
-    (home, order_id, payment_timeout_ms, queued): (&BucketKeys, &str, u64, bool),
+    (home, order_id, payment_timeout_ms, queued): (&BucketKeys, &str, u64, HomeRoom),
     request: &BuyRequest,
     cost: &mut BuyCost,
 ) -> Result<BuyReply> {

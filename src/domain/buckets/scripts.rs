@@ -29,7 +29,7 @@ pub(crate) fn home_buy<C: ConnectionLike>(
     count_attempt: bool,
     credit: Option<&Transfer>,
     payment_timeout_ms: u64,
-    queued: bool,
+    queued: HomeRoom,
 ) -> Result<HomeReply> {
     home_buy_call(
         home,
@@ -61,8 +61,10 @@ fn home_buy_call(
     count_attempt: bool,
     credit: Option<&Transfer>,
     payment_timeout_ms: u64,
-    queued: bool,
+    queued: HomeRoom,
 ) -> BucketBuy<String> {
+    let room = home.keys.room();
+    let ticket = queued == HomeRoom::Ticket;
     BucketBuy {
         meta: home.keys.meta.clone(),
         stock: home.keys.stock.clone(),
@@ -85,9 +87,31 @@ fn home_buy_call(
         reservations: home.keys.reservations.clone(),
         deadlines: home.keys.deadlines.clone(),
         reservation_counts: home.keys.reservation_counts.clone(),
-        admissions: queued.then(|| home.keys.room().admissions),
+        admissions: (queued != HomeRoom::None).then(|| room.admissions.clone()),
+        room: ticket.then(|| room.room.clone()),
+        passes: ticket.then(|| room.passes.clone()),
+        risk: ticket.then(|| room.risk.clone()),
+        revoked: ticket.then(|| room.revoked.clone()),
         payment_timeout_ms: payment_timeout_ms.to_string(),
+        arrival_ms: request
+            .ticket
+            .as_ref()
+            .map_or(String::new(), |t| t.arrival_ms.to_string()),
+        ticket_key: request
+            .ticket
+            .as_ref()
+            .map_or(String::new(), |t| t.key_id.clone()),
     }
+}
+
+/// The waiting room a home bucket checks: none, an exact room's admissions
+/// fanned out to it, or a ticket room's cursor copied to it
+/// (docs/waiting-room.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HomeRoom {
+    None,
+    Exact,
+    Ticket,
 }
 
 /// `lua/bucket_take.lua` on `source`: take at least `qty` (0 = look only) for `dest`.

@@ -25,6 +25,7 @@ use crate::domain::buckets;
 use crate::domain::buckets::buy::BuyCost;
 pub(crate) use crate::domain::buckets::ledger::{MAX_READINGS, Reading};
 pub(crate) use crate::domain::buckets::rebalance::Pass;
+use crate::domain::buckets::scripts::HomeRoom;
 pub(crate) use crate::domain::buckets::scripts::{Snapshot, Transfer};
 use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
 use crate::domain::kill_switch::{self, Flip};
@@ -265,9 +266,14 @@ impl<'a> SaleItem<'a> {
                     layout,
                     request,
                     payment_timeout_ms,
-                    room.is_some(),
+                    match room {
+                        None => HomeRoom::None,
+                        Some(r) if r.settings.is_ticket() => HomeRoom::Ticket,
+                        Some(_) => HomeRoom::Exact,
+                    },
                 )?;
-                refine_in_room(conn, room, request.user, &mut reply, &mut cost)?;
+                let exact = room.filter(|r| !r.settings.is_ticket());
+                refine_in_room(conn, exact, request.user, &mut reply, &mut cost)?;
                 // One round trip wrote to the home bucket only; a sweep may have
                 // debited, settled or marked any bucket.
                 let written = if cost.round_trips > 1 {

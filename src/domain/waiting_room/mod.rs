@@ -400,7 +400,7 @@ impl Room {
             Penalty::Clear => ("clear", String::new()),
         };
         let r = &self.room;
-        let (status, previous, _) = queue_penalize::QueuePenalize::<&str> {
+        let (status, previous, now_ms) = queue_penalize::QueuePenalize::<&str> {
             room: r.room.as_str(),
             risk: &r.risk,
             admitted: &r.admitted,
@@ -419,8 +419,37 @@ impl Room {
                 self.item
             );
         }
-        if let (Penalty::Block, Some(copies)) = (penalty, &self.buckets) {
-            admissions::revoke(conn, &copies.home(user), user)?;
+        match (&self.buckets, self.settings.is_ticket()) {
+            // A ticket room's buy checks the risk entry in the user's home bucket.
+            (Some(copies), true) => {
+                let risk = copies.home(user).keys.room().risk;
+                let written = match penalty {
+                    Penalty::Block => redis::cmd("HSET")
+                        .arg(&risk)
+                        .arg(user)
+                        .arg("block")
+                        .query(conn),
+                    Penalty::Delay(ms) => redis::cmd("HSET")
+                        .arg(&risk)
+                        .arg(user)
+                        .arg(format!("delay {ms} {now_ms}"))
+                        .query(conn),
+                    Penalty::Clear => redis::cmd("HDEL").arg(&risk).arg(user).query::<i64>(conn),
+                };
+                written
+                    .with_context(|| format!("cannot copy the risk entry of {user} to {risk}"))?;
+                if let Some(at) = self.expire_at_ms {
+                    redis::cmd("PEXPIREAT")
+                        .arg(&risk)
+                        .arg(at)
+                        .query::<i64>(conn)
+                        .with_context(|| format!("cannot set the expiry of {risk}"))?;
+                }
+            }
+            (Some(copies), false) if penalty == Penalty::Block => {
+                admissions::revoke(conn, &copies.home(user), user)?;
+            }
+            _ => {}
         }
         Ok((status, previous))
     }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Room;
 use crate::redis_client::scripts::ScriptCall;
+use crate::redis_client::scripts::bucket_cursor::{self, BucketCursor};
 use crate::redis_client::scripts::room_revoke::{self, RoomRevoke};
 use crate::redis_client::scripts::room_tick::{self, RoomTick};
 pub use crate::redis_client::scripts::room_tick::{Tick, TickState};
@@ -249,6 +250,43 @@ impl Room {
         .with_context(|| format!("cannot beat the ticket room of item {}", self.item))
     }
 
+    /// A bucketed item: copy the cursor (`cursor_ms`, reached at `at_ms`) to
+    /// every bucket, whose buy reads it there (`lua/bucket_cursor.lua`);
+    /// how many copies moved. Nothing to do for a plain item.
+    pub fn copy_cursor<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        cursor_ms: i64,
+        at_ms: i64,
+    ) -> Result<usize> {
+        let Some(buckets) = &self.buckets else {
+            return Ok(0);
+        };
+        let mut copied = 0;
+        for bucket in buckets.all() {
+            let room = bucket.keys.room();
+            let (status, _) = BucketCursor {
+                room: room.room,
+                passes: room.passes,
+                cursor_ms: cursor_ms.to_string(),
+                at_ms: at_ms.to_string(),
+                ttl_ms: self.settings.admission_ttl.as_millis().to_string(),
+                expire_at_ms: self.expire_at_ms.map_or(String::new(), |ms| ms.to_string()),
+            }
+            .invoke(conn)
+            .map_err(anyhow::Error::from)
+            .and_then(bucket_cursor::parse_reply)
+            .with_context(|| {
+                format!(
+                    "cannot copy the cursor of item {} to bucket {}",
+                    self.item, bucket.bucket
+                )
+            })?;
+            copied += usize::from(status == "copied");
+        }
+        Ok(copied)
+    }
+
     /// Revoke the signing key `key_id` in this ticket room; the status
     /// (`revoked`, `already_revoked`, `no_room`, `not_ticket`) and the list after.
     pub fn revoke_key<C: ConnectionLike>(
@@ -269,6 +307,25 @@ impl Room {
                 "cannot revoke key {key_id} in the room of item {}",
                 self.item
             )
+        })
+        .and_then(|revoked| {
+            // A bucketed item's buys check the copy in their home bucket.
+            for bucket in self.buckets.iter().flat_map(|b| b.all()) {
+                let copy = bucket.keys.room().revoked;
+                redis::cmd("SADD")
+                    .arg(&copy)
+                    .arg(key_id)
+                    .query::<i64>(conn)
+                    .with_context(|| format!("cannot revoke key {key_id} in {copy}"))?;
+                if let Some(at) = self.expire_at_ms {
+                    redis::cmd("PEXPIREAT")
+                        .arg(&copy)
+                        .arg(at)
+                        .query::<i64>(conn)
+                        .with_context(|| format!("cannot set the expiry of {copy}"))?;
+                }
+            }
+            Ok(revoked)
         })
     }
 }

@@ -108,7 +108,7 @@ pub(crate) fn setuser_args(
             // and places the user, registration counts devices and IPs, and
             // a buy in max_active mode leaves the active set. Admitting,
             // pausing, the risk list and the shuffle are the operator's.
-            args.push(selector("+hincrby +hset", &[item("room")]));
+            args.push(selector("+hincrby +hset +pexpireat", &[item("room")]));
             args.push(selector("+hset +pexpireat", &[item("queue")]));
             args.push(selector("+rpush +pexpireat", &[item("line")]));
             args.push(selector("+zrem", &[item("active")]));

@@ -12,8 +12,8 @@ super::script_call! {
     BucketBuy = "bucket_buy.lua", Sale;
     roles { buyer, operator }
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts, xfer_in }
-    optional { admissions }
-    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, count_attempt, credit_id, credit_source, credit_units }
+    optional { admissions, room, passes, risk, revoked }
+    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, count_attempt, credit_id, credit_source, credit_units, arrival_ms, ticket_key }
 }
 
 /// What the home bucket said.

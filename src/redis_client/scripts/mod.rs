@@ -29,6 +29,7 @@ pub mod acl_probe;
 pub mod bucket_admit;
 pub mod bucket_buy;
 pub mod bucket_credit;
+pub mod bucket_cursor;
 pub mod bucket_snapshot;
 pub mod bucket_take;
 pub mod buy;
@@ -120,7 +121,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 30] = [
+pub static ALL: [&Spec; 31] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -150,6 +151,7 @@ pub static ALL: [&Spec; 30] = [
     &bucket_admit::SPEC,
     &room_tick::SPEC,
     &room_revoke::SPEC,
+    &bucket_cursor::SPEC,
     &acl_probe::SPEC,
 ];
 
@@ -874,6 +876,7 @@ mod tests {
                 "bucket_admit",
                 "room_tick",
                 "room_revoke",
+                "bucket_cursor",
                 "acl_probe"
             ]
         );
