@@ -85,7 +85,7 @@ local ADMISSIONS_KEY = 12
 
 -- The item's waiting room, for lib/purchase: its helpers are built only
 -- when meta says the room is on (as in buy.lua).
-local function bucket_room(user, kind)
+local function bucket_room(user, kind, now)
 --- @include "lib/ticket_gate"
   if kind == 'ticket' then
     if not KEYS[16] then
@@ -93,10 +93,10 @@ local function bucket_room(user, kind)
         .. 'waiting-room keys (KEYS[12..16]): nothing was written'})
     end
     return ticket_gate({room = KEYS[13], passes = KEYS[14], risk = KEYS[15], revoked = KEYS[16]},
-      user, ARGV[12], ARGV[13])
+      user, ARGV[12], ARGV[13], now)
   end
 --- @include "lib/bucket_room_gate"
-  return bucket_room_gate(ADMISSIONS_KEY, user)
+  return bucket_room_gate(ADMISSIONS_KEY, user, now)
 end
 
 local crediting = ARGV[9] ~= ''

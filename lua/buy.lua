@@ -89,7 +89,7 @@ local ROOM_KEYS_FROM = 11
 -- helper a script defines again on each call, and a sale without a room
 -- must not pay for the room's (docs/waiting-room.md, "Cost"). A ticket
 -- room's few come first and answer before the exact room's many are built.
-local function item_room(user, kind)
+local function item_room(user, kind, now)
 --- @include "lib/ticket_gate"
   if kind == 'ticket' then
     local passes, revoked = ROOM_KEYS_FROM + 7, ROOM_KEYS_FROM + 8
@@ -99,10 +99,10 @@ local function item_room(user, kind)
     end
     return ticket_gate({room = KEYS[ROOM_KEYS_FROM], registered = KEYS[ROOM_KEYS_FROM + 2],
       risk = KEYS[ROOM_KEYS_FROM + 3], passes = KEYS[passes], revoked = KEYS[revoked]},
-      user, ARGV[8], ARGV[9])
+      user, ARGV[8], ARGV[9], now)
   end
 --- @include "lib/plain_room_gate"
-  return plain_room_gate(ROOM_KEYS_FROM, user)
+  return plain_room_gate(ROOM_KEYS_FROM, user, now)
 end
 
 return guarded(function()

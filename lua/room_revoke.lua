@@ -4,7 +4,8 @@
 -- from then on, by every `serve` instance as soon as its next tick reads the
 -- list (lua/room_tick.lua returns it), and by `seckill buy --ticket`.
 --
--- KEYS[1] room        hash   the room (lib/room_of)
+-- KEYS[1] room        hash   the room (lib/room_of); revoked_count: keys revoked so far
+--                            (the buy reads the set only once it is not 0)
 -- KEYS[2] revoked     set    revoked key ids (a key apart from the room: the buyer,
 --                            whose beats write the room, may not write it)
 -- ARGV[1] key_id      the key id to revoke: 1..64 of [A-Za-z0-9_-]
@@ -17,6 +18,7 @@
 --- @include "lib/shown"
 --- @include "lib/room_of"
 --- @include "lib/read"
+--- @include "lib/optional_int_of"
 
 return guarded(function()
   local key_id = ARGV[1]
@@ -32,8 +34,10 @@ return guarded(function()
     return {'not_ticket', ''}
   end
   local status = 'already_revoked'
+  optional_int_of(KEYS[1], 'revoked_count', read(KEYS[1], 'HGET', KEYS[1], 'revoked_count'))
   if read(KEYS[2], 'SISMEMBER', KEYS[2], key_id) == 0 then
     redis.call('SADD', KEYS[2], key_id)
+    redis.call('HINCRBY', KEYS[1], 'revoked_count', 1)
     if r.expire_at then
       redis.call('PEXPIREAT', KEYS[2], string.format('%d', r.expire_at))
     end

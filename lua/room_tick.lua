@@ -64,8 +64,9 @@
 -- One tick's worth of budget: the instances beat every 100 ms.
 local TICK_MS = 100
 local BUCKET_MS = 10
--- Buckets read above the cursor per call: 2.56 s of continuous arrivals.
-local SCAN = 256
+-- Buckets the lease holder reads above the cursor per beat: more than one
+-- beat passes at any rate (a beat is 10 buckets of time).
+local LEAD_SCAN = 64
 
 local function bucket_argument(n, what, least)
   local value = argument('room_tick', n, what, least)
@@ -149,22 +150,52 @@ return guarded(function()
     end
   end
 
-  -- The pending buckets above the cursor and their counts, with this flush merged in.
+  -- The lease.
+  local leader = lease_ms > 0 and (t.lease_holder == instance or not lease_until
+    or lease_until < now)
+  local paused = r.paused_since ~= nil
+
+  -- Buckets above the cursor: the lease holder reads as many as one beat
+  -- may pass (LEAD_SCAN), a beat that asks for positions pending_limit of
+  -- them, any other beat none (a backlog costs the beats nothing then);
+  -- their counts, and the flushed buckets', in one HMGET.
   read(KEYS[5], 'ZCARD', KEYS[5])
-  local scanned = read(KEYS[2], 'ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'LIMIT', 0, SCAN)
-  local complete = #scanned < SCAN
-  local counts, order, fresh = {}, {}, {}
-  local function count_of(bucket_text)
-    local n = read(KEYS[3], 'HGET', KEYS[3], bucket_text)
-    return n and int_of(KEYS[3], 'bucket ' .. bucket_text, n) or 0
+  local want = math.max((leader and not paused) and LEAD_SCAN or 0, pending_limit)
+  local scanned = {}
+  if want > 0 then
+    scanned = read(KEYS[2], 'ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'LIMIT', 0, want)
+  else
+    read(KEYS[2], 'ZCARD', KEYS[2])
   end
+  local counts, order, fresh, names = {}, {}, {}, {}
   for _, text in ipairs(scanned) do
     local bucket = strict_int(text)
     if not bucket then
       corrupt(KEYS[2], 'member ' .. shown(text) .. ' is not a bucket (an integer)')
     end
-    counts[bucket] = count_of(text)
+    counts[bucket] = 0
     order[#order + 1] = bucket
+    names[#names + 1] = text
+  end
+  -- Every pending bucket up to the last one read was read.
+  local read_up_to = #scanned < want and math.huge or order[#order]
+  for _, entry in ipairs(flushed) do
+    local bucket = entry[1]
+    if bucket > cursor and not counts[bucket] then
+      counts[bucket] = 0
+      order[#order + 1] = bucket
+      names[#names + 1] = string.format('%d', bucket)
+    end
+  end
+  if #names > 0 then
+    local stored = read(KEYS[3], 'HMGET', KEYS[3], unpack(names))
+    for i, text in ipairs(names) do
+      if stored[i] then
+        counts[tonumber(text)] = int_of(KEYS[3], 'bucket ' .. text, stored[i])
+      end
+    end
+  else
+    read(KEYS[3], 'HLEN', KEYS[3])
   end
   local late_now = 0
   for _, entry in ipairs(flushed) do
@@ -172,12 +203,6 @@ return guarded(function()
     if bucket <= cursor then
       late_now = late_now + n
     else
-      if not counts[bucket] then
-        -- Beyond the scan, or new: its stored count too is read before any write.
-        counts[bucket] = count_of(string.format('%d', bucket))
-        order[#order + 1] = bucket
-        fresh[bucket] = true
-      end
       counts[bucket] = counts[bucket] + n
       fresh[bucket] = true
     end
@@ -185,10 +210,7 @@ return guarded(function()
   end
   table.sort(order)
 
-  -- The lease, and the cursor's move.
-  local leader = lease_ms > 0 and (t.lease_holder == instance or not lease_until
-    or lease_until < now)
-  local paused = r.paused_since ~= nil
+  -- The cursor's move.
   local moved = false
   local passed = {}
   local cap = math.max(1000, math.floor(r.count * TICK_MS * 1000 / r.per))
@@ -206,7 +228,7 @@ return guarded(function()
         if bucket + BUCKET_MS > slowest then
           break
         end
-        if budget <= 0 then
+        if budget <= 0 or bucket > read_up_to then
           reached_all = false
           break
         end
@@ -218,7 +240,8 @@ return guarded(function()
       end
       -- Nothing pending below the slowest mark: the cursor runs through the
       -- empty time up to it (no ticket there to count).
-      if reached_all and complete and budget > 0 and slowest - 1 > cursor then
+      if reached_all and read_up_to >= slowest - BUCKET_MS and budget > 0
+          and slowest - 1 > cursor then
         cursor = slowest - 1
         moved = true
       end
@@ -226,12 +249,15 @@ return guarded(function()
   end
 
   -- Nothing is written before this point.
-  for _, bucket in ipairs(passed) do
-    local text = string.format('%d', bucket)
-    redis.call('ZREM', KEYS[2], text)
-    redis.call('HDEL', KEYS[3], text)
-    counts[bucket] = nil
-    fresh[bucket] = nil
+  if #passed > 0 then
+    local texts = {}
+    for i, bucket in ipairs(passed) do
+      texts[i] = string.format('%d', bucket)
+      counts[bucket] = nil
+      fresh[bucket] = nil
+    end
+    redis.call('ZREM', KEYS[2], unpack(texts))
+    redis.call('HDEL', KEYS[3], unpack(texts))
   end
   for bucket in pairs(fresh) do
     local text = string.format('%d', bucket)

@@ -1,5 +1,4 @@
 --- @include "lib/read"
---- @include "lib/now_ms"
 --- @include "lib/room_of"
 --- @include "lib/standing"
 --- @include "lib/refusal_of"
@@ -17,7 +16,7 @@ local PLAIN_ROOM_KEYS = {'room', 'queue', 'registered', 'risk', 'admitted', 'act
 -- active set). A `not_admitted` in a room that waits on an admitter none
 -- runs says so: a fourth number in its detail, the ms since the last pass
 -- (-1: none ever ran; lib/admitter_silent).
-local function plain_room_gate(first, user)
+local function plain_room_gate(first, user, now)
   local last = first + #PLAIN_ROOM_KEYS - 1
   if not KEYS[last] then
     error({err = 'ERR the waiting room of this item is on, but the call lacks its '
@@ -28,7 +27,6 @@ local function plain_room_gate(first, user)
     keys[name] = KEYS[first + i - 1]
   end
   local r = room_of(keys.room)
-  local now = now_ms()
   local gate = {}
   gate.refused, gate.detail = refusal_of(standing(keys, r, user, now))
   local silent = gate.refused == 'not_admitted' and admitter_silent(r, now)

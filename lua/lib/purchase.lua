@@ -39,8 +39,9 @@
 -- reservation_state, and meta's `sold_out` (the bucket proof, checked only
 -- with `bucket`). `stock_seen`: the stock key's reply lib/sold_out_early
 -- already read in this call (a string, or false for no key), nil to read it
--- here. `room_gate(user, kind)`: the script's waiting room, called only when
--- meta says it is on (kind: 'exact' or 'ticket', lib/room_kind_of); it reads (nothing written) and returns the gate:
+-- here. `room_gate(user, kind, now)`: the script's waiting room, called only
+-- when meta says it is on (kind: 'exact' or 'ticket', lib/room_kind_of; now:
+-- the attempt's Redis time); it reads (nothing written) and returns the gate:
 -- gate.refused (nil when admitted) and gate.detail, and gate.spent(), the
 -- ok's last write (lib/plain_room_gate, lib/bucket_room_gate).
 -- `bucket` is nil for a plain item, else what bucket_buy.lua adds:
@@ -133,8 +134,10 @@ local function purchase(bucket, stock_seen, room_gate)
       attempts = int_of(KEYS[7], 'attempts', attempts)
     end
   end
+  -- One clock read for the window and the room alike.
+  local now = preheated and now_ms()
   local room_kind = preheated and room_kind_of(KEYS[1], waiting_room)
-  local gate = room_kind and room_gate(user, room_kind)
+  local gate = room_kind and room_gate(user, room_kind, now)
   if bucket then
     bucket.check(stock, qty)
   end
@@ -151,7 +154,6 @@ local function purchase(bucket, stock_seen, room_gate)
   if closed == '1' then
     return 'closed', '', stock, 0, '', proven
   end
-  local now = now_ms()
   if starts_at and now < starts_at then
     return 'not_started', '', stock, 0, '', proven
   end

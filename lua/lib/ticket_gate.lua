@@ -5,7 +5,6 @@
 --- @include "lib/int_of"
 --- @include "lib/optional_int_of"
 --- @include "lib/risk_of"
---- @include "lib/now_ms"
 
 -- lib/ticket_gate — a ticket room as a buy meets it (docs/waiting-room.md,
 -- "Ticket mode"): the shopper's ticket was verified by the door (`serve`
@@ -15,16 +14,20 @@
 -- delay added, never for a blocked user. Reads only.
 -- A ticket signed with a revoked key (`ticket_key` in the set
 -- keys.revoked, lua/room_revoke.lua) is no ticket: not_queued.
--- `keys`: {room, registered, risk, passes, revoked} (a bucket's copies:
+-- `now`: the attempt's Redis time. `keys`: {room, registered, risk, passes, revoked} (a bucket's copies:
 -- lua/bucket_cursor.lua; no registered, a bucketed ticket room takes no
 -- registration). Returns the gate of
 -- lib/purchase: refused (nil when admitted), detail ("0 0 0" for
 -- not_admitted: the door knows the estimate, Redis does not; "<from> <to>"
 -- for admission_expired), spent() (nothing to spend).
-local function ticket_gate(keys, user, arrival, ticket_key)
+local function ticket_gate(keys, user, arrival, ticket_key, now)
   local gate = {spent = function() end, detail = ''}
-  local mode, cursor, ttl, registration = unpack(read(keys.room, 'HMGET', keys.room,
-    'mode', 'cursor_ms', 'ttl_ms', 'registration'))
+  -- The risk list and the revoked keys are read only once they were ever
+  -- written (their counters in the room): a sale without them pays two
+  -- commands here, the room's fields and the pass.
+  local mode, cursor, ttl, registration, risk_version, revoked_count = unpack(read(keys.room,
+    'HMGET', keys.room, 'mode', 'cursor_ms', 'ttl_ms', 'registration', 'risk_version',
+    'revoked_count'))
   -- A bucket's copy that no beat wrote yet: nobody is admitted there yet.
   if mode ~= 'ticket' and mode ~= nil then
     corrupt(keys.room, 'mode holds ' .. shown(mode) .. ', but meta says the room takes tickets')
@@ -35,9 +38,11 @@ local function ticket_gate(keys, user, arrival, ticket_key)
     gate.refused = 'not_registered'
     return gate
   end
-  local risk = risk_of(keys.risk, user)
+  local risk = (optional_int_of(keys.room, 'risk_version', risk_version) or 0) > 0
+    and risk_of(keys.risk, user)
   local at = strict_int(arrival)
-  if ticket_key ~= '' and read(keys.revoked, 'SISMEMBER', keys.revoked, ticket_key) == 1 then
+  if ticket_key ~= '' and (optional_int_of(keys.room, 'revoked_count', revoked_count) or 0) > 0
+      and read(keys.revoked, 'SISMEMBER', keys.revoked, ticket_key) == 1 then
     at = nil
   end
   if not at then
@@ -57,7 +62,6 @@ local function ticket_gate(keys, user, arrival, ticket_key)
   if risk and risk.delay and risk.since < from then
     from = from + risk.delay
   end
-  local now = now_ms()
   if now < from then
     gate.refused, gate.detail = 'not_admitted', '0 0 0'
   elseif now >= from + ttl then

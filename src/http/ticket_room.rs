@@ -29,8 +29,12 @@ use crate::domain::waiting_room::ticket::{
 use crate::model::campaign::Campaign;
 use crate::util::log;
 
-/// Buckets above the cursor each beat reads back, for positions.
+/// Buckets above the cursor a beat reads back, for positions ...
 const PENDING_LIMIT: usize = 200;
+/// ... every this many beats (about once a second): a backlog read on every
+/// beat of every instance would cost the item's Redis thread more than the
+/// joins it spares it.
+const PENDING_EVERY: u64 = 10;
 /// Passes of the cursor remembered (about the last 30 minutes of beats).
 const PASSES_KEPT: usize = 18_000;
 
@@ -47,6 +51,7 @@ pub(crate) struct Tickets {
 /// One item's ticket room at this instance.
 struct TicketRoom {
     room: Room,
+    beats: AtomicU64,
     counting: Mutex<Counting>,
     seq: AtomicU64,
     mirror: RwLock<Mirror>,
@@ -132,6 +137,7 @@ impl Tickets {
                     id,
                     TicketRoom {
                         room,
+                        beats: AtomicU64::new(0),
                         counting: Mutex::new(Counting::default()),
                         seq: AtomicU64::new(0),
                         mirror: RwLock::new(Mirror::default()),
@@ -263,11 +269,12 @@ impl TicketRoom {
             (entries, watermark)
         };
         let risk_seen = self.read().risk_version;
+        let asks = self.beats.fetch_add(1, Ordering::Relaxed) % PENDING_EVERY == 0;
         let beat = Beat {
             instance,
             watermark_ms: (!leaving).then_some(watermark),
             lead: !leaving,
-            pending_limit: PENDING_LIMIT,
+            pending_limit: if asks { PENDING_LIMIT } else { 0 },
             entries: &entries,
             risk_seen,
         };
@@ -281,7 +288,7 @@ impl TicketRoom {
                     false => None,
                 };
                 let (cursor, copied) = (state.cursor_ms, copied.transpose());
-                self.mirror(state);
+                self.mirror(state, asks);
                 if copied?.is_some() {
                     self.mirror
                         .write()
@@ -312,8 +319,18 @@ impl TicketRoom {
         }
     }
 
-    fn mirror(&self, mut state: TickState) {
+    /// Keep `state`; `asked`: it carries the pending buckets (else the last
+    /// ones read are kept, less those the cursor passed since).
+    fn mirror(&self, mut state: TickState, asked: bool) {
         let mut mirror = self.mirror.write().unwrap_or_else(|e| e.into_inner());
+        if !asked && let Some(before) = &mirror.state {
+            state.pending = before
+                .pending
+                .iter()
+                .filter(|(bucket, _)| *bucket > state.cursor_ms)
+                .copied()
+                .collect();
+        }
         if let Some(entries) = state.risk.take() {
             mirror.risk = entries
                 .into_iter()

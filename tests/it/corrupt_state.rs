@@ -340,9 +340,10 @@ fn must_refuse(
     }
     let counted = script == "bucket_buy" && argv[7] == "1";
     let is_rate = key.ends_with(":rate:u");
-    // bucket_buy reads a bucket's admissions only with the item's waiting
-    // room on; this campaign has none.
-    if script == "bucket_buy" && key.ends_with(":admissions") {
+    // bucket_buy reads a bucket's admissions (and a ticket room's copies)
+    // only with the item's waiting room on; this campaign has none.
+    let room_copies = [":admissions", ":room", ":passes", ":risk", ":revoked"];
+    if script == "bucket_buy" && room_copies.iter().any(|k| key.ends_with(k)) {
         return false;
     }
     match corruption {
@@ -426,6 +427,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         .map(|[request, order, tail @ ..]| {
             let mut argv = owned(&["u", "1", request, order, "cs", "1"]);
             argv.extend(owned(tail));
+            // No ticket (arrival_ms, ticket_key).
+            argv.extend(owned(&["", ""]));
             argv
         })
         .collect(),
@@ -462,6 +465,7 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "queue_shuffle" => vec![owned(&["prepare"]), owned(&["commit", "0"])],
         "room_tick" => vec![owned(&["i1", "100", "500", "1000", "10", "-1", "110", "2"])],
         "room_revoke" => vec![owned(&["k1"])],
+        "bucket_cursor" => vec![owned(&["100", "1", "60000", ""])],
         "bucket_admit" => vec![
             owned(&["grant", "", "u", "1", "2"]),
             owned(&["revoke", "", "u"]),
@@ -692,7 +696,7 @@ fn a_malformed_remembered_request_id_is_corrupt_state_and_writes_nothing() {
     let keys: Vec<String> = spec.keys.iter().map(|name| key_named(name)).collect();
     let credit = |timeout: &str| -> Vec<String> {
         [
-            "u", "1", "r1", ORDER, "cs", "1", timeout, "0", "01XFER", "3", "2",
+            "u", "1", "r1", ORDER, "cs", "1", timeout, "0", "01XFER", "3", "2", "", "",
         ]
         .map(String::from)
         .to_vec()

@@ -68,6 +68,8 @@ fn estimate_and_use(spec: CampaignSpec, timeout_ms: u64) -> (u64, u64) {
             "mem".to_string(),
             "1".to_string(),
             timeout_ms.to_string(),
+            String::new(),
+            String::new(),
         ];
         let reply = scripts::invoke_positional("buy", &key_names, &argv, &mut conn)
             .unwrap()

@@ -327,9 +327,17 @@ fn sale_keys(conn: &mut redis::Connection, id: &str) -> BTreeMap<String, Vec<u8>
     let keys: Vec<String> = conn.keys(format!("seckill:{{{id}:*")).unwrap();
     keys.into_iter()
         .filter(|k| {
-            ![":room", ":marks", ":passes", ":arrivals", ":arrival_counts"]
-                .iter()
-                .any(|suffix| k.ends_with(suffix))
+            // (and the operator's revocation, written on purpose)
+            ![
+                ":room",
+                ":marks",
+                ":passes",
+                ":arrivals",
+                ":arrival_counts",
+                ":revoked",
+            ]
+            .iter()
+            .any(|suffix| k.ends_with(suffix))
         })
         .map(|k| {
             let dump: Vec<u8> = redis::cmd("DUMP").arg(&k).query(conn).unwrap();

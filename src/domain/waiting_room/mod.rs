@@ -438,6 +438,14 @@ impl Room {
                 };
                 written
                     .with_context(|| format!("cannot copy the risk entry of {user} to {risk}"))?;
+                // The bucket's buy reads its risk copy once its room copy counts a change.
+                let room = copies.home(user).keys.room().room;
+                redis::cmd("HINCRBY")
+                    .arg(&room)
+                    .arg("risk_version")
+                    .arg(1)
+                    .query::<i64>(conn)
+                    .with_context(|| format!("cannot count the risk change in {room}"))?;
                 if let Some(at) = self.expire_at_ms {
                     redis::cmd("PEXPIREAT")
                         .arg(&risk)

@@ -312,11 +312,21 @@ impl Room {
             // A bucketed item's buys check the copy in their home bucket.
             for bucket in self.buckets.iter().flat_map(|b| b.all()) {
                 let copy = bucket.keys.room().revoked;
-                redis::cmd("SADD")
+                let added: i64 = redis::cmd("SADD")
                     .arg(&copy)
                     .arg(key_id)
-                    .query::<i64>(conn)
+                    .query(conn)
                     .with_context(|| format!("cannot revoke key {key_id} in {copy}"))?;
+                // The bucket's buy reads the set once its room copy counts one.
+                let room = bucket.keys.room().room;
+                if added > 0 {
+                    redis::cmd("HINCRBY")
+                        .arg(&room)
+                        .arg("revoked_count")
+                        .arg(1)
+                        .query::<i64>(conn)
+                        .with_context(|| format!("cannot count the revoked key in {room}"))?;
+                }
                 if let Some(at) = self.expire_at_ms {
                     redis::cmd("PEXPIREAT")
                         .arg(&copy)

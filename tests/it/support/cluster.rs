@@ -410,7 +410,8 @@ fn slots_list_every_node(port: u16, nodes: usize) -> bool {
 }
 
 fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Generous: replicas link slowly on a loaded 2-core machine.
+    let deadline = Instant::now() + Duration::from_secs(90);
     while Instant::now() < deadline {
         if ready() {
             return;
