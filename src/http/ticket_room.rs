@@ -269,7 +269,10 @@ impl TicketRoom {
             (entries, watermark)
         };
         let risk_seen = self.read().risk_version;
-        let asks = self.beats.fetch_add(1, Ordering::Relaxed) % PENDING_EVERY == 0;
+        let asks = self
+            .beats
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(PENDING_EVERY);
         let beat = Beat {
             instance,
             watermark_ms: (!leaving).then_some(watermark),
