@@ -11,6 +11,7 @@
 #                                                                 cluster on 21001.. if not running)
 #   consume            ROUNDS=ROUNDS scripts/bench-consume.sh    (BASELINE/MEMORY_SIZES passed through)
 #   queue              scripts/bench-queue.sh ROUNDS
+#   room               scripts/bench-room.sh --rounds ROUNDS
 #   reservations       scripts/bench-reservations.sh ROUNDS
 #   status             scripts/bench-status.sh ROUNDS
 #   stop               scripts/bench-stop.sh ROUNDS
@@ -34,7 +35,7 @@
 #   ONLY_BENCH="serve consume" scripts/bench-all.sh   only these names (above)
 #
 # Needs what the benches need: redis-server, redis-cli, redis-benchmark,
-# mariadbd, wrk (bench-serve), GNU time: `scripts/install-servers.sh --bench`
+# mariadbd, wrk (bench-serve, bench-room), GNU time: `scripts/install-servers.sh --bench`
 # installs what is missing.
 # Stops at the first bench that fails (its file says why); bench-out/ keeps
 # what ran before it.
@@ -90,6 +91,7 @@ else
     run consume scripts/bench-consume.sh
 fi
 run queue scripts/bench-queue.sh "${positional[@]}"
+run room scripts/bench-room.sh "${flag[@]}"
 run reservations scripts/bench-reservations.sh "${positional[@]}"
 run status scripts/bench-status.sh "${positional[@]}"
 run stop scripts/bench-stop.sh "${positional[@]}"
