@@ -235,7 +235,7 @@ fn check_members(server: &RedisServer, measured: &Measured<Added>, requests: u64
 #[test]
 fn event_loops_share_the_connections_and_make_every_attempt_once() {
     let server = RedisServer::start();
-    let connect = || server.connect();
+    let connect = |_peer: usize| server.connect();
     for (pace, pipeline) in [(Pace::Closed, 4), (Pace::Open { rate: 4000.0 }, 1)] {
         let mut seen = Seen::default();
         let measured = seckill_loadgen::run(
@@ -289,7 +289,7 @@ fn a_server_that_never_answers_ends_the_run() {
     let address = listener.local_addr().unwrap();
     let held =
         std::thread::spawn(move || listener.incoming().take(2).flatten().collect::<Vec<_>>());
-    let connect = || Ok(TcpStream::connect(address)?);
+    let connect = |_peer: usize| Ok(TcpStream::connect(address)?);
     let mut plan = plan(Pace::Closed, 10, 2, 1);
     plan.stall_limit = Duration::from_millis(300);
     let started = Instant::now();
@@ -391,7 +391,7 @@ fn http_connections_that_close_or_fail_are_opened_again() {
         "application/json",
         &body,
     );
-    let connect = || Ok(TcpStream::connect(address)?);
+    let connect = |_peer: usize| Ok(TcpStream::connect(address)?);
     let mut plan = plan(Pace::Closed, requests, 2, 1);
     plan.peer = "the door".to_string();
     let measured = seckill_loadgen::run(
