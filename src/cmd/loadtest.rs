@@ -26,7 +26,7 @@ use crate::operator::loadtest::namespace::LoadtestKeys;
 use crate::operator::loadtest::queue::{QueueReport, QueueRun};
 use crate::operator::loadtest::report::{Thresholds, VariantReport};
 use crate::operator::loadtest::reservations::{RaceReport, RaceSettings};
-use crate::operator::loadtest::target::{TargetReport, TargetRun};
+use crate::operator::loadtest::target::{RoomKind, TargetReport, TargetRun};
 use crate::operator::loadtest::{Settings, Variant, export, scenarios, table, variants};
 use crate::redis_client::conn::{RedisTarget, parse_duration_arg};
 use crate::util::output;
@@ -163,12 +163,15 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 0.5, value_parser = parse_share, value_name = "SHARE", requires = "reservations")]
     pub(crate) pay_share: f64,
 
-    /// Drive a running `seckill serve` over HTTP instead of Redis directly:
-    /// the same attempts, through the shop's front door (closed or open loop,
-    /// --connections keep-alive connections); an item with a waiting room is
-    /// joined, polled and bought once admitted. It buys the target's real
-    /// stock for synthetic users (`loadtest-<run>-u…`): only with --rehearsal.
-    #[arg(long, value_name = "http://HOST:PORT", value_parser = parse_target,
+    /// Drive running `seckill serve` instances over HTTP instead of Redis
+    /// directly (several: comma-separated, each shopper's requests
+    /// alternating between them): the same attempts, through the shop's
+    /// front door (closed or open loop, --connections keep-alive
+    /// connections); an item with a waiting room is joined, polled and
+    /// bought once admitted (a ticket room's ticket sent along). It buys the
+    /// targets' real stock for synthetic users (`loadtest-<run>-u…`): only
+    /// with --rehearsal.
+    #[arg(long, value_name = "http://HOST:PORT[,…]", value_parser = parse_target,
           conflicts_with_all = ["variant", "pipeline", "buckets", "reservations", "wait_replicas", "rate_limit", "keep", "hdr_out"])]
     pub(crate) target: Option<String>,
 
@@ -401,7 +404,15 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
     let settings = settings(args)?;
     if let Some(address) = &args.target {
         let stall_limit = ctx.connection.response_timeout;
-        return run_target(args, &campaign, &item_id, address, &settings, stall_limit);
+        return run_target(
+            ctx,
+            args,
+            &campaign,
+            &item_id,
+            address,
+            &settings,
+            stall_limit,
+        );
     }
     let target = ctx.redis(&campaign)?;
     if args.buckets > 1 || args.hot_buckets.is_some() {
@@ -438,6 +449,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<LoadtestReport> {
 /// answer for `stall_limit` (--response-timeout) while attempts are in
 /// flight ends the run.
 fn run_target(
+    ctx: &Context,
     args: &Args,
     campaign: &Campaign,
     item_id: &str,
@@ -455,8 +467,28 @@ fn run_target(
     }
     let run_id = ulid::Ulid::generate().to_string();
     let item = campaign.item(item_id)?;
+    let room = item.waiting_room.as_ref().map(|room| {
+        if room.is_ticket() {
+            RoomKind::Ticket {
+                admit_rate: room.per_second().unwrap_or(0.0),
+                campaign: campaign.id.clone(),
+            }
+        } else {
+            RoomKind::Exact
+        }
+    });
+    // Redis is read (commandstats, the room hash) only when the run was
+    // told where it is: the default URL may be another Redis than the
+    // targets'.
+    let redis = match &room {
+        Some(RoomKind::Ticket { .. }) => ctx
+            .redis(campaign)
+            .ok()
+            .filter(|t| t.source != crate::redis_client::conn::UrlSource::Default),
+        _ => None,
+    };
     let run = TargetRun {
-        address: address.to_string(),
+        addresses: address.split(',').map(str::to_string).collect(),
         item: item_id.to_string(),
         connections: args.connections,
         threads: settings.threads,
@@ -464,11 +496,11 @@ fn run_target(
         pace: settings.pace,
         users: settings.users,
         user_prefix: format!("loadtest-{}-", &run_id[run_id.len() - 6..].to_lowercase()),
-        room: item.waiting_room.is_some(),
+        room,
         run_id,
         stall_limit,
     };
-    let report = crate::operator::loadtest::target::run(&run)?;
+    let report = crate::operator::loadtest::target::run(&run, redis.as_ref())?;
     let mut failed = Vec::new();
     if report.succeeded + report.sold_out == 0 {
         let most = report
@@ -479,6 +511,14 @@ fn run_target(
             .unwrap_or_else(|| "no answer".into());
         failed.push(format!(
             "target: no attempt reached the sale (no ok, no sold_out; {most}): is the item preheated, is the serve selling it?"
+        ));
+    }
+    if let Some(room) = &report.ticket_room
+        && room.ok_without_admission > 0
+    {
+        failed.push(format!(
+            "target: {} ok without admission (the ticket room let a buy through before the cursor passed its ticket)",
+            room.ok_without_admission
         ));
     }
     if let Some(limit) = args.max_p99
@@ -502,7 +542,7 @@ fn run_target(
         heading: format!(
             "load test of campaign {} item {item_id} through {}, users {}u…\n{}, {} connections, {} requests, {} users",
             campaign.id,
-            report.target,
+            report.targets.join(","),
             run.user_prefix,
             match settings.pace {
                 Pace::Closed => "closed loop".to_string(),

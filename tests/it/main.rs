@@ -31,6 +31,7 @@ mod kill_switch_audit;
 mod layers;
 mod loadtest;
 mod loadtest_engine;
+mod loadtest_ticket_room;
 mod man;
 mod man_out;
 mod noise;

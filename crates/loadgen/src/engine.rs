@@ -24,6 +24,10 @@ use crate::pace::Pace;
 use crate::scenario::{Reply, Scenario};
 use crate::worker;
 
+/// Peers a [`Transport::Sockets`] run may spread over (a conversation's
+/// [`crate::Conversation::peer`] is below it).
+pub const MAX_PEERS: usize = 64;
+
 /// How often the progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
@@ -52,11 +56,12 @@ pub trait BlockingLink<R> {
 
 /// How the engine reaches the server (connecting is the caller's business).
 pub enum Transport<'a, R> {
-    /// Plain TCP sockets, connected and ready: each worker thread's event
-    /// loop drives its share of them, non-blocking.
-    Sockets(&'a (dyn Fn() -> Result<TcpStream> + Sync)),
+    /// Plain TCP sockets, connected and ready, to the peer numbered by the
+    /// argument ([`crate::Conversation::peer`]; 0 when there is one): each
+    /// worker thread's event loop drives its share of them, non-blocking.
+    Sockets(&'a (dyn Fn(usize) -> Result<TcpStream> + Sync)),
     /// Links the caller's own client drives (TLS, Unix sockets, Cluster
-    /// routing): one worker thread per link, blocking.
+    /// routing): one worker thread per link, blocking; one peer only.
     Blocking(&'a (dyn Fn() -> Result<Box<dyn BlockingLink<R>>> + Sync)),
 }
 

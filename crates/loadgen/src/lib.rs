@@ -36,7 +36,7 @@ pub mod template;
 mod wire;
 mod worker;
 
-pub use engine::{BlockingLink, Measured, Observer, Plan, Transport, run};
+pub use engine::{BlockingLink, MAX_PEERS, Measured, Observer, Plan, Transport, run};
 pub use histogram::{Histogram, Percentiles};
 pub use measure::Tally;
 pub use pace::{Attempt, Pace, Source};

@@ -64,6 +64,13 @@ pub trait Conversation {
         out: &mut Vec<u8>,
         counts: &mut Self::Counts,
     ) -> Result<Next>;
+
+    /// Which of the transport's peers the write in hand goes to (several
+    /// servers behind one scenario, e.g. `serve` instances a shopper moves
+    /// between); asked before every send. Always 0 with one peer.
+    fn peer(&self) -> usize {
+        0
+    }
 }
 
 /// What a worker counts besides latencies; each worker has its own, and
@@ -90,6 +97,12 @@ pub trait Scenario: Sync {
     /// Requests written at once on one connection (a pipeline); 1 for
     /// conversations of several steps.
     fn batch_limit(&self) -> usize {
+        1
+    }
+
+    /// Peers the conversations spread over ([`Conversation::peer`]): each
+    /// connection opens one socket to each before the clock starts.
+    fn peers(&self) -> usize {
         1
     }
 

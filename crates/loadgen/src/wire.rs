@@ -29,7 +29,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::engine::BlockingLink;
+use crate::engine::{BlockingLink, MAX_PEERS};
 use crate::scenario::Protocol;
 
 /// Initial read buffer per connection; grows only for a reply larger than this.
@@ -51,6 +51,10 @@ pub(crate) trait Wire {
 
     /// Open `lane` again after a failure or a close.
     fn reopen(&mut self, lane: usize) -> Result<()>;
+
+    /// Send and read `lane`'s next request through `peer` (opening a
+    /// connection to it when the lane has none yet).
+    fn aim(&mut self, lane: usize, peer: usize) -> Result<()>;
 }
 
 /// One non-blocking socket.
@@ -147,42 +151,58 @@ impl Socket {
     }
 }
 
-/// Many non-blocking sockets driven from one `mio::Poll`.
+/// Many non-blocking sockets driven from one `mio::Poll` (a socket's token
+/// is `lane * MAX_PEERS + peer`). A lane keeps one socket per peer, opened
+/// before the clock starts and kept alive, so a scenario moving between
+/// peers pays no connect per request (one again after a failure or close).
 pub(crate) struct SocketWire<'a, P> {
     poll: Poll,
     events: Events,
-    sockets: Vec<Socket>,
-    connect: &'a (dyn Fn() -> Result<std::net::TcpStream> + Sync),
+    /// Each lane's sockets by peer: `None` until the lane is first aimed there.
+    sockets: Vec<Vec<Option<Socket>>>,
+    /// The peer each lane writes to and reads from now.
+    aimed: Vec<usize>,
+    connect: &'a (dyn Fn(usize) -> Result<std::net::TcpStream> + Sync),
     peer: &'a str,
     protocol: PhantomData<P>,
 }
 
 impl<'a, P: Protocol> SocketWire<'a, P> {
-    /// `count` sockets from `connect`, registered with a fresh event loop.
+    /// `count` lanes, each with a socket to every one of `peers` from
+    /// `connect` (so no request waits for a connect), registered with a
+    /// fresh event loop; every lane aimed at peer 0.
     pub(crate) fn open(
-        connect: &'a (dyn Fn() -> Result<std::net::TcpStream> + Sync),
+        connect: &'a (dyn Fn(usize) -> Result<std::net::TcpStream> + Sync),
         count: usize,
+        peers: usize,
         peer: &'a str,
     ) -> Result<SocketWire<'a, P>> {
+        if peers > MAX_PEERS {
+            bail!("at most {MAX_PEERS} peers ({peers} given)");
+        }
         let poll = Poll::new().context("cannot create an event loop (epoll)")?;
         let mut wire = SocketWire {
             poll,
             events: Events::with_capacity(count.max(16)),
             sockets: Vec::with_capacity(count),
+            aimed: vec![0; count],
             connect,
             peer,
             protocol: PhantomData,
         };
         for lane in 0..count {
-            let stream = wire.connected(lane)?;
-            wire.sockets.push(Socket::new(stream));
+            let mut kept = Vec::with_capacity(peers);
+            for to in 0..peers {
+                kept.push(Some(Socket::new(wire.connected(lane, to)?)));
+            }
+            wire.sockets.push(kept);
         }
         Ok(wire)
     }
 
-    /// A new connection, non-blocking and registered as `lane`.
-    fn connected(&self, lane: usize) -> Result<TcpStream> {
-        let stream = (self.connect)()?;
+    /// A new connection to `peer`, non-blocking and registered for `lane`.
+    fn connected(&self, lane: usize, peer: usize) -> Result<TcpStream> {
+        let stream = (self.connect)(peer)?;
         stream
             .set_nonblocking(true)
             .context("cannot make a socket non-blocking")?;
@@ -191,11 +211,20 @@ impl<'a, P: Protocol> SocketWire<'a, P> {
             .registry()
             .register(
                 &mut stream,
-                Token(lane),
+                Token(lane * MAX_PEERS + peer),
                 Interest::READABLE | Interest::WRITABLE,
             )
             .context("cannot register a socket with the event loop")?;
         Ok(stream)
+    }
+
+    /// The socket `lane` is aimed at (opened when it was aimed).
+    #[inline]
+    fn current(&mut self, lane: usize) -> &mut Socket {
+        let peer = self.aimed[lane];
+        self.sockets[lane][peer]
+            .as_mut()
+            .expect("a lane is aimed only at a socket it opened")
     }
 }
 
@@ -204,7 +233,8 @@ impl<P: Protocol> Wire for SocketWire<'_, P> {
 
     #[inline]
     fn send(&mut self, lane: usize, bytes: &[u8], _replies: usize) -> Result<()> {
-        self.sockets[lane].write(bytes, self.peer)
+        let peer = self.peer;
+        self.current(lane).write(bytes, peer)
     }
 
     fn poll(&mut self, timeout: Duration, ready: &mut Vec<usize>) -> Result<()> {
@@ -215,20 +245,27 @@ impl<P: Protocol> Wire for SocketWire<'_, P> {
             Err(e) => return Err(e).context("the event loop failed (epoll_wait)"),
         }
         for event in self.events.iter() {
-            let lane = event.token().0;
-            let socket = &mut self.sockets[lane];
+            let (lane, peer) = (event.token().0 / MAX_PEERS, event.token().0 % MAX_PEERS);
+            let Some(socket) = self.sockets[lane].get_mut(peer).and_then(Option::as_mut) else {
+                continue;
+            };
             if event.is_writable()
                 && !socket.backlog.is_empty()
                 && let Err(error) = socket.flush(self.peer)
             {
                 socket.failure.get_or_insert(error);
             }
+            // A socket the lane is not aimed at carries no request: what it
+            // says (a close) is kept for when the lane comes back to it.
+            let aimed = peer == self.aimed[lane];
             if event.is_readable() || event.is_read_closed() || event.is_error() {
                 if let Err(error) = socket.fill(self.peer) {
                     socket.failure.get_or_insert(error);
                 }
-                ready.push(lane);
-            } else if socket.failure.is_some() {
+                if aimed {
+                    ready.push(lane);
+                }
+            } else if socket.failure.is_some() && aimed {
                 ready.push(lane);
             }
         }
@@ -237,7 +274,7 @@ impl<P: Protocol> Wire for SocketWire<'_, P> {
 
     #[inline]
     fn next_reply(&mut self, lane: usize) -> Result<Option<P::Reply>> {
-        let socket = &mut self.sockets[lane];
+        let socket = self.current(lane);
         match P::parse(&socket.input[socket.start..socket.end])? {
             Some((reply, used)) => {
                 socket.start += used;
@@ -255,13 +292,44 @@ impl<P: Protocol> Wire for SocketWire<'_, P> {
     }
 
     fn reopen(&mut self, lane: usize) -> Result<()> {
+        let peer = self.aimed[lane];
+        self.replace(lane, peer)
+    }
+
+    fn aim(&mut self, lane: usize, peer: usize) -> Result<()> {
+        if peer >= MAX_PEERS {
+            bail!("at most {MAX_PEERS} peers (asked for peer {peer})");
+        }
+        if peer == self.aimed[lane] {
+            return Ok(());
+        }
+        // A kept socket that failed while idle (the server closed it) is
+        // opened again rather than handed a request it would lose.
+        let usable = self.sockets[lane]
+            .get(peer)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.failure.is_none() && s.start == s.end);
+        if !usable {
+            self.replace(lane, peer)?;
+        }
+        self.aimed[lane] = peer;
+        Ok(())
+    }
+}
+
+impl<P: Protocol> SocketWire<'_, P> {
+    /// A fresh socket for `lane` to `peer`, the old one (if any) closed.
+    fn replace(&mut self, lane: usize, peer: usize) -> Result<()> {
+        let kept = &mut self.sockets[lane];
+        if kept.len() <= peer {
+            kept.resize_with(peer + 1, || None);
+        }
         // The old socket leaves the event loop before its token is reused.
-        let _ = self
-            .poll
-            .registry()
-            .deregister(&mut self.sockets[lane].stream);
-        let stream = self.connected(lane)?;
-        self.sockets[lane] = Socket::new(stream);
+        if let Some(mut old) = kept[peer].take() {
+            let _ = self.poll.registry().deregister(&mut old.stream);
+        }
+        let stream = self.connected(lane, peer)?;
+        self.sockets[lane][peer] = Some(Socket::new(stream));
         Ok(())
     }
 }
@@ -315,5 +383,12 @@ impl<R> Wire for BlockingWire<R> {
 
     fn reopen(&mut self, _lane: usize) -> Result<()> {
         Err(anyhow!("a blocking link cannot be opened again"))
+    }
+
+    fn aim(&mut self, _lane: usize, peer: usize) -> Result<()> {
+        if peer != 0 {
+            bail!("a blocking link reaches one peer (asked for peer {peer})");
+        }
+        Ok(())
     }
 }

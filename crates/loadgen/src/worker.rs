@@ -8,6 +8,10 @@
 //! Open loop: idle lanes take attempts when they are due (`pace`); attempts
 //! due while every lane is busy wait and go out late.
 //!
+//! A conversation may move between peers ([`Conversation::peer`], asked
+//! before every send): the wire sends and reads that request through the
+//! lane's connection to that peer.
+//!
 //! Nothing can hang: when requests are in flight and no reply arrives for
 //! the plan's stall limit, the worker ends with an error.
 //!
@@ -48,7 +52,8 @@ pub(crate) fn work<S: Scenario>(
     match transport {
         Transport::Sockets(connect) => {
             let lanes = share(job.plan.connections, job.workers, job.worker);
-            let wire = SocketWire::<S::Protocol>::open(connect, lanes, &job.plan.peer);
+            let peers = job.scenario.peers().max(1);
+            let wire = SocketWire::<S::Protocol>::open(connect, lanes, peers, &job.plan.peer);
             start_line.arrive();
             let mut wire = wire?;
             if job.shared.abort.load(Ordering::SeqCst) {
@@ -202,7 +207,10 @@ where
             lane.out.clear();
             let replies = lane.conversation.begin(&numbers, &mut lane.out);
             lane.attempts.extend(batch.iter().copied());
-            if let Err(error) = wire.send(index, &lane.out, replies) {
+            let sent = wire
+                .aim(index, lane.conversation.peer())
+                .and_then(|()| wire.send(index, &lane.out, replies));
+            if let Err(error) = sent {
                 traffic.lose(index, lane, error, survives, &mut tally)?;
             }
         }
@@ -269,7 +277,10 @@ where
                         }
                     }
                     Next::Send { replies } => {
-                        if let Err(error) = wire.send(index, &lane.out, replies) {
+                        let sent = wire
+                            .aim(index, lane.conversation.peer())
+                            .and_then(|()| wire.send(index, &lane.out, replies));
+                        if let Err(error) = sent {
                             traffic.lose(index, lane, error, survives, &mut tally)?;
                             break;
                         }
@@ -295,7 +306,10 @@ where
                         last_reply = now;
                     }
                     traffic.awaiting += 1;
-                    if let Err(error) = wire.send(index, &lane.out, lane.wake_replies) {
+                    let sent = wire
+                        .aim(index, lane.conversation.peer())
+                        .and_then(|()| wire.send(index, &lane.out, lane.wake_replies));
+                    if let Err(error) = sent {
                         traffic.lose(index, lane, error, survives, &mut tally)?;
                     }
                 }

@@ -1,7 +1,8 @@
 //! The engine end to end: a scenario run on the one worker loop against a
 //! real redis-server (started per test on a free port), over sockets and
 //! over blocking links, closed and open loop; a server that stops answering;
-//! HTTP connections that close or fail.
+//! HTTP connections that close or fail; a conversation moving between two
+//! servers.
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -235,7 +236,7 @@ fn check_members(server: &RedisServer, measured: &Measured<Added>, requests: u64
 #[test]
 fn event_loops_share_the_connections_and_make_every_attempt_once() {
     let server = RedisServer::start();
-    let connect = || server.connect();
+    let connect = |_peer: usize| server.connect();
     for (pace, pipeline) in [(Pace::Closed, 4), (Pace::Open { rate: 4000.0 }, 1)] {
         let mut seen = Seen::default();
         let measured = seckill_loadgen::run(
@@ -289,7 +290,7 @@ fn a_server_that_never_answers_ends_the_run() {
     let address = listener.local_addr().unwrap();
     let held =
         std::thread::spawn(move || listener.incoming().take(2).flatten().collect::<Vec<_>>());
-    let connect = || Ok(TcpStream::connect(address)?);
+    let connect = |_peer: usize| Ok(TcpStream::connect(address)?);
     let mut plan = plan(Pace::Closed, 10, 2, 1);
     plan.stall_limit = Duration::from_millis(300);
     let started = Instant::now();
@@ -391,7 +392,7 @@ fn http_connections_that_close_or_fail_are_opened_again() {
         "application/json",
         &body,
     );
-    let connect = || Ok(TcpStream::connect(address)?);
+    let connect = |_peer: usize| Ok(TcpStream::connect(address)?);
     let mut plan = plan(Pace::Closed, requests, 2, 1);
     plan.peer = "the door".to_string();
     let measured = seckill_loadgen::run(
@@ -406,4 +407,95 @@ fn http_connections_that_close_or_fail_are_opened_again() {
     assert_eq!(tally.failed, requests / 5);
     assert_eq!(tally.completed(), requests - requests / 5);
     assert!(tally.counts.0.iter().all(|&status| status == 200));
+}
+
+/// `SADD members <n>` on peer `n mod 2`, then the same on the other peer:
+/// one attempt moving between two servers.
+struct BothPeers(Template);
+
+struct BothTalk {
+    command: Template,
+    attempt: u64,
+    second: bool,
+}
+
+impl Conversation for BothTalk {
+    type Reply = Value;
+    type Counts = Added;
+
+    fn begin(&mut self, requests: &[u64], out: &mut Vec<u8>) -> usize {
+        self.attempt = requests[0];
+        self.second = false;
+        self.command.write(|_| self.attempt, out);
+        1
+    }
+
+    fn reply(&mut self, reply: Value, out: &mut Vec<u8>, counts: &mut Added) -> Result<Next> {
+        match resp::int_or_nil(reply, "SADD")? {
+            Some(1) => counts.new += 1,
+            _ => counts.again += 1,
+        }
+        if self.second {
+            return Ok(Next::Finished);
+        }
+        self.second = true;
+        self.command.write(|_| self.attempt, out);
+        Ok(Next::Send { replies: 1 })
+    }
+
+    fn peer(&self) -> usize {
+        ((self.attempt + u64::from(self.second)) % 2) as usize
+    }
+}
+
+impl Scenario for BothPeers {
+    type Protocol = Resp;
+    type Counts = Added;
+    type Conversation = BothTalk;
+
+    fn conversation(&self) -> BothTalk {
+        BothTalk {
+            command: self.0.clone(),
+            attempt: 0,
+            second: false,
+        }
+    }
+
+    fn peers(&self) -> usize {
+        2
+    }
+}
+
+/// Each request goes to the peer its conversation names: every attempt
+/// reaches both servers once, whichever connection carried it. Failed while
+/// a connection had one socket (every request went to the first server).
+#[test]
+fn a_conversation_moves_between_peers() {
+    let servers = [RedisServer::start(), RedisServer::start()];
+    let connect = |peer: usize| servers[peer].connect();
+    let requests = 500;
+    let words = [
+        b"SADD".to_vec(),
+        b"members".to_vec(),
+        MEMBER.placeholder(width(requests - 1)),
+    ];
+    let scenario = BothPeers(Template::resp(&words, &[MEMBER]));
+    let measured = seckill_loadgen::run(
+        &scenario,
+        &plan(Pace::Closed, requests, 6, 2),
+        Transport::Sockets(&connect),
+        &mut (),
+    )
+    .unwrap();
+    assert_eq!(measured.tally.completed(), requests);
+    assert_eq!(
+        (measured.tally.counts.new, measured.tally.counts.again),
+        (2 * requests, 0)
+    );
+    for server in &servers {
+        assert_eq!(
+            server.query(&[b"SCARD", b"members"]).unwrap(),
+            Value::Int(requests as i64)
+        );
+    }
 }

@@ -51,7 +51,7 @@ pub(crate) fn with_transport<T>(
 ) -> T {
     match target.plain_tcp() {
         Some(plain) => {
-            let socket = || {
+            let socket = |_peer: usize| {
                 // Setup (AUTH, SELECT) gives up after the response timeout too.
                 let connection = RawConnection::connect(
                     &plain,

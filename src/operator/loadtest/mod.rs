@@ -13,7 +13,8 @@
 //!   `--wait-replicas`) and `lock`: `variants` (the script calls),
 //!   `conversation` (each variant's state machine), `script` (v3/full's
 //!   call packed once), `run` (a variant set up, driven, read back);
-//! - `--target`: shoppers through a running `seckill serve` (`target`).
+//! - `--target`: shoppers through running `seckill serve` instances
+//!   (`target`); a ticket room's run judged by `ticket_room`.
 //!
 //! Scenario-level drivers, a thread and a redis-rs connection per worker,
 //! because each request is a conversation of several round trips that the
@@ -45,6 +46,7 @@ pub(crate) mod scenarios;
 mod script;
 pub(crate) mod table;
 pub(crate) mod target;
+pub(crate) mod ticket_room;
 pub(crate) mod variants;
 
 use std::time::Duration;

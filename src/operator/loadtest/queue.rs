@@ -560,7 +560,7 @@ fn judge(
 }
 
 /// p50, p99 and max of `values` (0 when there are none).
-fn percentiles(values: &mut [f64]) -> (f64, f64, f64) {
+pub(crate) fn percentiles(values: &mut [f64]) -> (f64, f64, f64) {
     if values.is_empty() {
         return (0.0, 0.0, 0.0);
     }

@@ -3,7 +3,7 @@
 //! run's figures and buckets, the reservations race, a run through `serve`.
 //! Formatting only: the numbers are the scenarios' reports'.
 //!
-//! Within loadtest it uses: buckets, report, reservations, target.
+//! Within loadtest it uses: buckets, report, reservations, target, ticket_room.
 
 use super::Variant;
 use super::buckets::BucketReport;
@@ -286,6 +286,11 @@ pub(crate) fn target(r: &TargetReport) -> String {
         ("HTTP statuses", statuses.join(", ")),
         ("late sends", r.late_sends.to_string()),
     ]);
+    let room = r
+        .ticket_room
+        .as_ref()
+        .map(|room| record(&super::ticket_room::rows(room)))
+        .unwrap_or_default();
     let ms = |v: f64| format!("{v:.2}");
     let rows: Vec<Vec<String>> = [("corrected", &r.latency), ("service", &r.service)]
         .into_iter()
@@ -311,7 +316,7 @@ pub(crate) fn target(r: &TargetReport) -> String {
         ],
         &rows,
     );
-    format!("{figures}{}", latency.text)
+    format!("{figures}{room}{}", latency.text)
 }
 
 /// One `label  value` line per field, labels in a column of their own and
