@@ -2,7 +2,8 @@
 -- preheat.lua — load one item's stock and metadata, atomically, without clobbering a live sale.
 --
 -- KEYS[1] meta     hash   (see buy.lua); the kill-switch fields are never touched here
--- KEYS[2] stock    string units left
+-- KEYS[2] stock    string units left; a write publishes `returned` on the shard
+--                         channel of its name (SPUBLISH)
 -- KEYS[3] buyers   hash   user -> units bought (only read: has anyone bought?)
 -- KEYS[4] orders   stream (only read, and its consumer group created when missing)
 -- KEYS[5] buyer_orders hash (only its expiry, mode "meta")
@@ -150,5 +151,8 @@ return guarded(function()
     redis.call('PEXPIREAT', KEYS[1], ARGV[10])
     redis.call('PEXPIREAT', KEYS[2], ARGV[10])
   end
+  -- A stock (re)loaded: every `serve` instance re-reads the item now
+  -- (docs/serve.md, "The cache"); pcall: the broadcast is only advice.
+  redis.pcall('SPUBLISH', KEYS[2], 'returned')
   return {status, before_n, tonumber(ARGV[2])}
 end)

@@ -17,7 +17,10 @@
 //! - `GET /healthz`, `GET /metrics`.
 //!
 //! Cheap refusals: an item sold out for good, or outside its window, is
-//! refused from memory with no Redis call ([`cache`]). Bad input is refused
+//! refused from memory with no Redis call ([`cache`]), learned from the
+//! instance's own `sold_out` reply and from the sell-out broadcast
+//! ([`broadcast`]) as soon as it is true, and forgotten as soon as a unit
+//! comes back. Bad input is refused
 //! before Redis is touched: 400 (malformed JSON, unknown or missing fields,
 //! ids too long, qty out of range), 413 (a body over [`app::MAX_BODY`]), 415 (not
 //! JSON), 408 (a body slower than `--body-timeout`); a client slower than
@@ -43,6 +46,7 @@
 
 pub(crate) mod api;
 mod app;
+mod broadcast;
 mod buy;
 pub(crate) mod cache;
 mod error;
@@ -151,6 +155,9 @@ pub(crate) fn run(
         )
         .context("cannot read the campaign's state from Redis")?;
     let refresher = spawn_refresher(Arc::clone(&app));
+    // Not joined at the end: it notices the shutdown within its tick.
+    broadcast::spawn_listener(Arc::clone(&app))
+        .context("cannot start the sell-out broadcast's listener")?;
     let served = runtime.block_on(accept(Arc::clone(&app), ready));
     app.draining.store(true, Ordering::SeqCst);
     let _ = refresher.join();
