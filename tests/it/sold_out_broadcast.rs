@@ -461,3 +461,51 @@ fn on_a_cluster_a_bucketed_sell_out_and_a_returned_unit_are_known_at_once() {
         .collect();
     assert_eq!(denials, Vec::<String>::new());
 }
+
+/// A room item sold out through one instance: joins and polls of
+/// newcomers through both instances answer `sold_out` (410) from memory,
+/// no script reaching Redis; the buyer's own poll still reads the room.
+#[test]
+fn joins_and_polls_of_a_sold_out_room_item_are_answered_from_memory() {
+    let server = RedisServer::start();
+    let file = campaign("room")
+        .item("1", 1)
+        .room("{ mode: rate, admit_rate: 1000/s }")
+        .write();
+    preheat(&file, &server);
+    let a = Serve::start(&file, &server.url(), false, &NO_RECHECK);
+    let b = Serve::start(&file, &server.url(), false, &NO_RECHECK);
+    let joined = http::post(a.addr, "/v1/items/1/queue", &json!({"user": "alice"}));
+    assert_eq!(joined.status, 200, "{}", joined.body);
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let bought = http::buy(a.addr, "1", "alice", "ra");
+        if bought.status == 200 {
+            break;
+        }
+        assert_eq!(outcome(&bought), "not_admitted", "{}", bought.body);
+        assert!(Instant::now() < deadline, "alice was never admitted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    reset_stats(&[server.port]);
+    for n in 0..20 {
+        for (name, serve) in [("a", &a), ("b", &b)] {
+            let user = format!("late-{name}-{n}");
+            let join = http::post(serve.addr, "/v1/items/1/queue", &json!({"user": user}));
+            let poll = http::get(serve.addr, &format!("/v1/items/1/queue/{user}"));
+            for answer in [&join, &poll] {
+                assert_eq!(
+                    (answer.status, outcome(answer), from_cache(answer)),
+                    (410, "sold_out".to_string(), true),
+                    "{name}: {}",
+                    answer.body
+                );
+            }
+        }
+    }
+    assert_eq!(script_calls(&[server.port]), 0);
+    let own = http::get(b.addr, "/v1/items/1/queue/alice");
+    assert_eq!(own.status, 200, "{}", own.body);
+    assert!(!from_cache(&own), "{}", own.body);
+}
