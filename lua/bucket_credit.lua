@@ -44,7 +44,7 @@ return guarded(function()
   stock = redis.call('INCRBY', KEYS[2], ARGV[3])
   if stock > 0 and stock <= tonumber(ARGV[3]) then
     -- Back from empty: every `serve` instance re-reads the item now
-    -- (docs/serve.md, "The cache"); pcall: the broadcast is only advice.
+    -- (docs/serve.md, "Cheap refusals"); pcall: the broadcast is only advice.
     redis.pcall('SPUBLISH', KEYS[2], 'returned')
   end
   redis.call('HSET', KEYS[3], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%d', now_ms()))

@@ -91,7 +91,7 @@ local function release_order(order_id, r, new_state, reason, now)
   local stock_after = redis.call('INCRBY', KEYS[4], qty)
   if stock_after > 0 and stock_after <= qty then
     -- Back from empty: every `serve` instance reopens the item now
-    -- (docs/serve.md, "The cache"); pcall: the broadcast is only advice.
+    -- (docs/serve.md, "Cheap refusals"); pcall: the broadcast is only advice.
     redis.pcall('SPUBLISH', KEYS[4], 'returned')
   end
   -- A bucketed item's proven sell-out is no longer true (docs/buckets.md);

@@ -1,4 +1,4 @@
-//! The sell-out broadcast, heard by `serve` (docs/serve.md, "The cache"):
+//! The sell-out broadcast, heard by `serve` (docs/serve.md, "Cheap refusals"):
 //! every script that empties a stock or brings one back from empty (a buy
 //! taking the last unit, a bucketed item's proof, a cancel, an expiry, a
 //! credit, a preheat) publishes one message on the shard channel named like

@@ -1,5 +1,5 @@
 //! Listening on shard channels (`SSUBSCRIBE`, Redis 7.0+): what `serve`
-//! hears the sell-out broadcast with (docs/serve.md, "The cache").
+//! hears the sell-out broadcast with (docs/serve.md, "Cheap refusals").
 //!
 //! A shard channel lives in a slot, like a key, and is served by that
 //! slot's master alone: a channel named like a key of an item's slot is

@@ -509,3 +509,22 @@ fn joins_and_polls_of_a_sold_out_room_item_are_answered_from_memory() {
     assert_eq!(own.status, 200, "{}", own.body);
     assert!(!from_cache(&own), "{}", own.body);
 }
+
+/// A sold-out item reset by the operator (`seckill init --yes --purge-orders`: its keys
+/// deleted, the stock loaded again by the preheat script) sells again
+/// through an instance that knew it sold out, at once.
+#[test]
+fn a_stock_loaded_again_reopens_every_instance_at_once() {
+    let server = RedisServer::start();
+    let file = campaign("reload").item("1", 1).write();
+    preheat(&file, &server);
+    let serve = Serve::start(&file, &server.url(), false, &NO_RECHECK);
+    order_of(&http::buy(serve.addr, "1", "first", "f"));
+    until_from_cache(&serve, "1", "probe", Instant::now());
+    seckill(&["init", "--yes", "--purge-orders", "reload"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let (sold_again, attempts) = until_sold(&serve, "1", "next", Instant::now());
+    eprintln!("after init --yes, sold again after {sold_again:?} ({attempts} attempt(s))");
+}

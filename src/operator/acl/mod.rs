@@ -81,7 +81,7 @@ pub(crate) fn setuser_args(
                     .map(String::from),
             );
             args.push(format!("~{live}*"));
-            // The sell-out broadcast (docs/serve.md, "The cache"): the buy
+            // The sell-out broadcast (docs/serve.md, "Cheap refusals"): the buy
             // that empties a stock and a bucketed item's proof publish on the
             // stock key's shard channel; `serve` subscribes to them.
             args.extend(["+spublish", "+ssubscribe"].map(String::from));
