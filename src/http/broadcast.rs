@@ -28,8 +28,11 @@ use crate::util::{error_text, log};
 /// How long a listener's connection may stay quiet before it is asked
 /// whether it still answers; twice that without an answer, it is made again.
 const TICK: Duration = Duration::from_secs(1);
-/// Pause before subscribing again after a failure.
+/// Pause before subscribing again after a failure, doubled while it keeps
+/// failing (a credential from an older `seckill acl` line is refused each
+/// time, and each refusal is an `ACL LOG` entry), up to [`AGAIN_AT_MOST`].
 const AGAIN_AFTER: Duration = Duration::from_millis(200);
+const AGAIN_AT_MOST: Duration = Duration::from_secs(10);
 
 /// Listen until the shutdown: subscribe, re-read everything, re-read each
 /// item a message names; on a lost subscription, the same again.
@@ -46,6 +49,7 @@ pub(crate) fn spawn_listener(app: Arc<App>) -> Result<std::thread::JoinHandle<()
         .name("serve-broadcast".into())
         .spawn(move || {
             let mut failing = false;
+            let mut pause = AGAIN_AFTER;
             while !app.draining.load(Ordering::SeqCst) {
                 let lost = match shard_channels::listen(&app.target, &channels, TICK) {
                     Ok(listeners) => {
@@ -53,6 +57,7 @@ pub(crate) fn spawn_listener(app: Arc<App>) -> Result<std::thread::JoinHandle<()
                             log::line("serve", "listening to the sell-out broadcast again");
                         }
                         failing = false;
+                        pause = AGAIN_AFTER;
                         // Whatever changed while nobody listened is read now.
                         refresh_all(&app);
                         hear(&app, &item_of, listeners)
@@ -74,7 +79,8 @@ pub(crate) fn spawn_listener(app: Arc<App>) -> Result<std::thread::JoinHandle<()
                         );
                     }
                     failing = true;
-                    std::thread::sleep(AGAIN_AFTER);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(AGAIN_AT_MOST);
                 }
             }
         })?)

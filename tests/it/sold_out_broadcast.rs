@@ -528,3 +528,61 @@ fn a_stock_loaded_again_reopens_every_instance_at_once() {
     let (sold_again, attempts) = until_sold(&serve, "1", "next", Instant::now());
     eprintln!("after init --yes, sold again after {sold_again:?} ({attempts} attempt(s))");
 }
+
+/// Users from an older `seckill acl` line (no channel rights): the scripts
+/// publish with `redis.pcall`, so the last unit still sells (and a cancel
+/// still releases) with every write made, only without the broadcast;
+/// `serve` says once that it is not heard.
+#[test]
+fn a_role_without_channel_rights_still_sells_only_without_the_broadcast() {
+    let server = RedisServer::start();
+    let file = reservations("old").item("1", 1).write();
+    preheat(&file, &server);
+    let mut urls = Vec::new();
+    for role in ["buyer", "operator"] {
+        let (path, password) = password_file(&file, role);
+        seckill(&["acl", "--role", role, "--password-file", &path, "--apply"])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds();
+        let () = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(format!("seckill-{role}"))
+            .arg("resetchannels")
+            .query(&mut server.conn())
+            .unwrap();
+        urls.push(format!(
+            "redis://seckill-{role}:{password}@127.0.0.1:{}/0",
+            server.port
+        ));
+    }
+    let serve = Serve::start(&file, &urls[0], false, &NO_RECHECK);
+    let order = order_of(&http::buy(serve.addr, "1", "first", "f"));
+    let mut conn = server.conn();
+    let stock: i64 = redis::cmd("GET")
+        .arg("seckill:{old:1}:stock")
+        .query(&mut conn)
+        .unwrap();
+    let orders: i64 = redis::cmd("XLEN")
+        .arg("seckill:{old:1}:orders")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!((stock, orders), (0, 1));
+    seckill(&["cancel", "--item", "1", "--order", &order])
+        .campaign(&file)
+        .redis_url(&urls[1])
+        .json()
+        .succeeds();
+    let stock: i64 = redis::cmd("GET")
+        .arg("seckill:{old:1}:stock")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(stock, 1, "the cancel released the unit");
+    let log = serve.log.lock().unwrap().clone();
+    assert!(log.contains("the sell-out broadcast is not heard"), "{log}");
+    assert_eq!(
+        log.matches("the sell-out broadcast is not heard").count(),
+        1,
+        "{log}"
+    );
+}
