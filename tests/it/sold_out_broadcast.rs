@@ -586,3 +586,39 @@ fn a_role_without_channel_rights_still_sells_only_without_the_broadcast() {
         "{log}"
     );
 }
+
+/// `seckill rebalance` refilling an emptied bucket (`lua/bucket_credit.lua`)
+/// publishes on that bucket's channel, so every instance re-reads the item.
+#[test]
+fn a_rebalance_that_refills_an_empty_bucket_publishes() {
+    let server = RedisServer::start();
+    let file = campaign("rebal").item("1", 8).buckets(2).write();
+    preheat(&file, &server);
+    let at_home: Vec<String> = (0..)
+        .map(|i| format!("user{i}"))
+        .filter(|user| seckill::model::layout::home_bucket(user, 2) == 0)
+        .take(4)
+        .collect();
+    for user in &at_home {
+        seckill(&["buy", "--item", "1", "--user", user])
+            .campaign(&file)
+            .redis(&server)
+            .succeeds();
+    }
+    let spublish = || -> i64 {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut server.conn())
+            .unwrap();
+        info.lines()
+            .find(|l| l.starts_with("cmdstat_spublish:"))
+            .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    reset_stats(&[server.port]);
+    seckill(&["rebalance"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    assert!(spublish() >= 1, "the rebalance published nothing");
+}
