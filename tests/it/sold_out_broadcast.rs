@@ -622,3 +622,74 @@ fn a_rebalance_that_refills_an_empty_bucket_publishes() {
         .succeeds();
     assert!(spublish() >= 1, "the rebalance published nothing");
 }
+
+/// A failover moves the item's slot to the replica (`CLUSTER FAILOVER`):
+/// the old master ends the subscription (`sunsubscribe`), the instance
+/// reads the slot map again and subscribes on the new master (asked
+/// whether it is: a demoted master takes a subscription too, and never
+/// passes the new master's messages on), so a sell-out proven there
+/// afterwards is known at once.
+#[test]
+fn after_a_failover_the_instance_listens_again() {
+    let cluster = RedisCluster::start_with_replicas(1);
+    let file = campaign("fo").item("1", 1).write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .cluster(&cluster)
+        .succeeds();
+    let channel = "seckill:{fo:1}:stock";
+    let (master, replica) = cluster.master_and_synced_replica(channel);
+    let serve = Serve::start(&file, &cluster.urls(), true, &NO_RECHECK);
+    until_subscribed(&mut node(master).unwrap(), channel);
+    let () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut node(replica).unwrap())
+        .unwrap();
+    let failed_over = Instant::now();
+    let deadline = failed_over + WITHIN;
+    loop {
+        let role: Vec<redis::Value> = redis::cmd("ROLE")
+            .query(&mut node(replica).unwrap())
+            .unwrap();
+        if redis::from_redis_value_ref::<String>(&role[0]).unwrap() == "master" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replica never took over");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Subscribed again, on the new master (the old one, now its replica,
+    // would take the subscription too, and never pass the messages on).
+    let deadline = Instant::now() + WITHIN;
+    while !serve
+        .log
+        .lock()
+        .unwrap()
+        .contains("listening to the sell-out broadcast again")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "serve never subscribed again: {}",
+            serve.log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listening = failed_over.elapsed();
+    assert_eq!(
+        subscribers(&mut node(replica).unwrap(), channel),
+        1,
+        "the subscription is on the new master"
+    );
+    seckill(&["buy", "--item", "1", "--user", "cli", "--request-id", "c"])
+        .campaign(&file)
+        .cluster(&cluster)
+        .succeeds();
+    std::thread::sleep(Duration::from_millis(300));
+    let first = http::buy(serve.addr, "1", "newcomer", "n");
+    assert_eq!(
+        (first.status, outcome(&first), from_cache(&first)),
+        (410, "sold_out".to_string(), true),
+        "{}",
+        first.body
+    );
+    eprintln!("after CLUSTER FAILOVER, listening again after {listening:?}");
+}
