@@ -23,7 +23,11 @@
 //! channels (an idempotent `SSUBSCRIBE`, whose confirmation is a push), and
 //! a tick with no answer to the previous one ends the listener. So does a
 //! `sunsubscribe` push (the slot moved to another master) and a closed
-//! connection (`CLIENT KILL`, a restart): the caller listens again.
+//! connection (`CLIENT KILL`, a restart): the caller listens again. A
+//! master that died cannot say whose its slots are now: the shared slot
+//! map heals when a command for those slots meets the dead node (`serve`'s
+//! recheck reads every item's stock through it), and the next attempt to
+//! listen finds the promoted replica.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
