@@ -456,7 +456,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand serve" -l max-in-flight 
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l header-timeout -d 'A client must send its request headers within this (a slow client is disconnected)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l body-timeout -d '... and its body within this (else 408)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l shutdown-grace -d 'After SIGTERM, requests in flight get this long to finish' -r
-complete -c seckill -n "__fish_seckill_using_subcommand serve" -l recheck -d 'How often each item\'s state is re-read: the bound on a cached refusal (sold out, outside the window) outliving units that came back' -r
+complete -c seckill -n "__fish_seckill_using_subcommand serve" -l recheck -d 'How often each item\'s state is re-read anyway: the backstop behind the sell-out broadcast, and the bound on a cached refusal (sold out, outside the window) outliving units that came back when it is not heard' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-replicas -d 'After an `ok`, WAIT until this many replicas confirmed it, as `buy --wait-replicas`' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l wait-timeout -d 'Longest WAIT for --wait-replicas (shorter than --response-timeout)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand serve" -l operator-token-file -d 'A file holding the bearer token of the operator endpoints (pay, cancel); without it they are off (404). serve then refuses to start (exit 2) unless their Redis credential may run the pay and release scripts (asked of Redis\'s ACL, nothing written)' -r -F

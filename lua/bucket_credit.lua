@@ -5,7 +5,9 @@
 -- part of bucket_buy.lua. One bucket's keys only; atomic; idempotent.
 --
 -- KEYS[1] meta     hash   (only read: preheated? expire_at_ms)
--- KEYS[2] stock    string units left in the destination bucket
+-- KEYS[2] stock    string units left in the destination bucket; a credit that brings
+--                         it back from empty publishes `returned` on the shard channel
+--                         of its name (SPUBLISH)
 -- KEYS[3] xfer_in  hash   transfer id -> "<source bucket> <units> <ms>"
 -- ARGV[1] transfer_id
 -- ARGV[2] source bucket
@@ -40,6 +42,11 @@ return guarded(function()
     return redis.error_reply('ERR units ' .. shown(ARGV[3]) .. ' is not an integer')
   end
   stock = redis.call('INCRBY', KEYS[2], ARGV[3])
+  if stock > 0 and stock <= tonumber(ARGV[3]) then
+    -- Back from empty: every `serve` instance re-reads the item now
+    -- (docs/serve.md, "Cheap refusals"); pcall: the broadcast is only advice.
+    redis.pcall('SPUBLISH', KEYS[2], 'returned')
+  end
   redis.call('HSET', KEYS[3], ARGV[1], ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%d', now_ms()))
   if expire_at then
     redis.call('PEXPIREAT', KEYS[3], expire_at)

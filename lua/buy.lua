@@ -4,7 +4,8 @@
 -- KEYS[1] meta          hash   initial_stock, starts_at_ms, ends_at_ms, per_user_limit,
 --                              rate_window_ms, rate_max, price_cents, expire_at_ms,
 --                              validated (those eight as preheat checked them), closed
--- KEYS[2] stock         string units left
+-- KEYS[2] stock         string units left; its name is also the shard channel the
+--                              buy that empties it publishes `sold_out` on (SPUBLISH)
 -- KEYS[3] buyers        hash   user -> units bought
 -- KEYS[4] buyer_orders  hash   user -> latest order id
 -- KEYS[5] requests      hash   "<len(user)>:<user>:<request_id>" -> "<order id>:<qty>" of an ok

@@ -2,7 +2,8 @@
 -- preheat.lua — load one item's stock and metadata, atomically, without clobbering a live sale.
 --
 -- KEYS[1] meta     hash   (see buy.lua); the kill-switch fields are never touched here
--- KEYS[2] stock    string units left
+-- KEYS[2] stock    string units left; a write (stock or terms) publishes `changed`
+--                         on the shard channel of its name (SPUBLISH)
 -- KEYS[3] buyers   hash   user -> units bought (only read: has anyone bought?)
 -- KEYS[4] orders   stream (only read, and its consumer group created when missing)
 -- KEYS[5] buyer_orders hash (only its expiry, mode "meta")
@@ -124,6 +125,9 @@ return guarded(function()
         ARGV[7], ARGV[8], ARGV[9], ARGV[4], ARGV[10]}, ' '))
     end
     expire_or_persist({KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}, ARGV[10])
+    -- New terms (a window moved): every `serve` instance re-reads the item
+    -- now (docs/serve.md, "Cheap refusals"); pcall: the broadcast is only advice.
+    redis.pcall('SPUBLISH', KEYS[2], 'changed')
     return {status, before_n, before_n}
   end
 
@@ -151,5 +155,8 @@ return guarded(function()
     redis.call('PEXPIREAT', KEYS[1], ARGV[10])
     redis.call('PEXPIREAT', KEYS[2], ARGV[10])
   end
+  -- A stock (re)loaded: every `serve` instance re-reads the item now
+  -- (docs/serve.md, "Cheap refusals"); pcall: the broadcast is only advice.
+  redis.pcall('SPUBLISH', KEYS[2], 'changed')
   return {status, before_n, tonumber(ARGV[2])}
 end)

@@ -8,7 +8,9 @@
 -- KEYS[3] meta          hash   initial_stock (preheated?); a bucket's `sold_out` proof
 --                              is cleared by a release
 -- KEYS[4] stock         string units left: a released order's units come back here,
---                              the stock of the slot (item or bucket) the order was sold from
+--                              the stock of the slot (item or bucket) the order was sold from;
+--                              a release that brings it back from empty publishes
+--                              `returned` on the shard channel of its name (SPUBLISH)
 -- KEYS[5] buyers        hash   user -> units bought (decremented when ARGV rebuy = 1)
 -- KEYS[6] buyer_orders  hash   user -> latest order id (dropped with the user's last unit)
 -- KEYS[7] orders        stream one `expired`/`cancelled` event per released order
@@ -86,7 +88,12 @@ local function release_order(order_id, r, new_state, reason, now)
     'order_id', order_id, 'campaign', ARGV[6], 'item_id', ARGV[7], 'user_id', r.user,
     'qty', r.qty, 'price_cents', r.price, 'bought_at_ms', r.bought_at, 'deadline_ms', r.deadline,
     'event', new_state, 'event_at_ms', now, 'reason', reason)
-  redis.call('INCRBY', KEYS[4], qty)
+  local stock_after = redis.call('INCRBY', KEYS[4], qty)
+  if stock_after > 0 and stock_after <= qty then
+    -- Back from empty: every `serve` instance reopens the item now
+    -- (docs/serve.md, "Cheap refusals"); pcall: the broadcast is only advice.
+    redis.pcall('SPUBLISH', KEYS[4], 'returned')
+  end
   -- A bucketed item's proven sell-out is no longer true (docs/buckets.md);
   -- the caller clears it in the item's other buckets.
   redis.call('HDEL', KEYS[3], 'sold_out')

@@ -229,6 +229,13 @@ local function purchase(bucket, stock_seen, room_gate)
       redis.call('PEXPIREAT', KEYS[10], expire_at_ms)
     end
   end
+  if left <= 0 and not bucket then
+    -- The unit that emptied a plain item's stock: every `serve` instance
+    -- learns the sell-out now, not at its next recheck (docs/serve.md, "The
+    -- cache"). The stock key's name is the channel (its slot, its master);
+    -- pcall: a role without the channel right loses only the broadcast.
+    redis.pcall('SPUBLISH', KEYS[2], 'sold_out')
+  end
   return 'ok', order_id, left, timeout > 0 and tonumber(deadline) or 0,
     timeout > 0 and 'reserved' or '', proven
 end

@@ -45,8 +45,9 @@ pub(crate) struct Args {
     #[arg(long, default_value = "10s", value_parser = parse_duration_arg, value_name = "DURATION")]
     pub(crate) shutdown_grace: Duration,
 
-    /// How often each item's state is re-read: the bound on a cached
-    /// refusal (sold out, outside the window) outliving units that came back.
+    /// How often each item's state is re-read anyway: the backstop behind
+    /// the sell-out broadcast, and the bound on a cached refusal (sold out,
+    /// outside the window) outliving units that came back when it is not heard.
     #[arg(long, default_value = "100ms", value_parser = parse_duration_arg, value_name = "DURATION")]
     pub(crate) recheck: Duration,
 

@@ -11,6 +11,7 @@ use axum::response::Response;
 
 use super::api::{self, BuyAnswer, BuyBody};
 use super::app::App;
+use super::cache;
 use super::error::{json_answer, retry_after};
 use super::extract::JsonBody;
 use super::ticket_door;
@@ -61,7 +62,17 @@ pub(crate) async fn buy(
                 wait: app.settings.wait_replicas,
                 ticket,
             };
-            buy.run(&app.campaign, conn, &app.target.display)
+            let bought = buy.run(&app.campaign, conn, &app.target.display)?;
+            let answer = &bought.answer;
+            if answer.outcome == Outcome::SoldOut
+                && answer.stock_left.is_some_and(|left| left <= 0)
+                && !cache::knows_sold_out(&app.cache, &item)
+            {
+                // Its own proof: the next attempt here is answered from
+                // memory, not after the recheck (a failure leaves it to that).
+                let _ = cache::learn_sold_out(conn, &app.cache, &app.campaign, &item);
+            }
+            Ok(bought)
         })
         .await?;
     app.metrics

@@ -22,27 +22,36 @@
 //! order came through another door since the last refresh: no longer than
 //! units coming back wait (below).
 //!
-//! What keeps it current is [`refresh`], every `--recheck` interval: each
-//! item's sell-out state (a plain item's stock; a bucketed item's proof),
-//! window and the clock skew. Units coming back (a reservation released, a
-//! cancel, a preheat) are seen within one interval plus one round trip: the
-//! bound `docs/serve.md` states and `tests/it/serve.rs` measures. One GET
-//! (a bucketed item: two per bucket) per item per interval per instance,
-//! and one XLEN per slot of a final item, is the whole cost; a
-//! publish/subscribe channel would only shorten the bound further, at the
-//! price of a subscription per instance and channel rights for the
-//! operator role.
+//! What keeps it current: an instance whose own attempt is answered
+//! `sold_out` with no stock left re-reads that item before answering
+//! ([`learn_sold_out`]); every instance re-reads an item the sell-out
+//! broadcast names ([`refresh_item`], `broadcast`: the script that empties
+//! a stock or brings one back publishes on the slot's shard channel), and
+//! everything when its subscription is made again; and [`refresh`] every
+//! `--recheck` interval re-reads each item's sell-out state (a plain item's
+//! stock; a bucketed item's proof), window and the clock skew — the
+//! backstop for a message lost. So a sell-out is known everywhere, and units
+//! coming back (a cancel, an expiry, a credit, a preheat) sell again,
+//! within a round trip; within one interval plus one round trip when the
+//! broadcast is not heard (docs/serve.md states both, and
+//! `tests/it/sold_out_broadcast.rs` and `tests/it/serve.rs` measure them).
+//! Polling alone would leave up to 500,000 sold-out scripts per 100 ms on
+//! the item's thread at 5M attempts/s and a returned unit unsold for the
+//! interval; the broadcast costs one message per transition (never per
+//! attempt) and a subscription per master per instance. Refreshes of one
+//! item run one after another: one that read before a message must not
+//! write after the one the message started.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use anyhow::{Context, Result};
 use redis::ConnectionLike;
 
 use crate::domain::item::SaleItem;
 use crate::domain::item::sell_out::Window;
-use crate::domain::slot::{self, Outcome};
+use crate::domain::slot::Outcome;
 use crate::model::campaign::Campaign;
 
 /// How close to the window's edges the cache leaves the answer to Redis.
@@ -67,13 +76,31 @@ struct Buyers {
     orders_seen: Vec<u64>,
 }
 
+/// One item's entry: what is known, and the lock that puts its refreshes
+/// one after another (a refresh that read before a message must not write
+/// after the refresh that message started: a reopened item would stay
+/// refused until the next recheck).
+#[derive(Debug, Default)]
+struct Entry {
+    known: RwLock<Known>,
+    refreshing: Mutex<()>,
+}
+
 /// The refusals every item of the campaign gets from memory.
 #[derive(Debug)]
 pub(crate) struct Cache {
-    items: HashMap<String, RwLock<Known>>,
+    items: HashMap<String, Entry>,
     /// Redis clock minus this machine's clock, ms.
     skew_ms: AtomicI64,
+    /// The last skew samples, (round trip µs, skew µs): the skew said is the
+    /// one whose round trip was shortest, so a reply that waited behind
+    /// others on a busy connection does not shift the clock (a ticket's
+    /// arrival is stamped with it).
+    samples: std::sync::Mutex<std::collections::VecDeque<(i64, i64)>>,
 }
+
+/// Skew samples kept (about 3 s of refreshes at the default --recheck).
+const SKEW_SAMPLES: usize = 32;
 
 impl Cache {
     /// An empty cache for `campaign`'s items: refuses nothing until refreshed.
@@ -82,9 +109,10 @@ impl Cache {
             items: campaign
                 .items
                 .iter()
-                .map(|item| (item.id.clone(), RwLock::new(Known::default())))
+                .map(|item| (item.id.clone(), Entry::default()))
                 .collect(),
             skew_ms: AtomicI64::new(0),
+            samples: std::sync::Mutex::new(std::collections::VecDeque::new()),
         }
     }
 
@@ -98,6 +126,7 @@ impl Cache {
         let known = self
             .items
             .get(item)?
+            .known
             .read()
             .unwrap_or_else(|e| e.into_inner());
         let buyers = known.buyers.as_ref()?;
@@ -119,9 +148,13 @@ impl Cache {
     /// room's joins and polls are refused then; a buy still asks Redis
     /// when its user bought, [`Cache::refusal`]).
     pub(crate) fn sold_out(&self, item: &str) -> bool {
-        self.items
-            .get(item)
-            .is_some_and(|known| known.read().unwrap_or_else(|e| e.into_inner()).sold_out)
+        self.items.get(item).is_some_and(|known| {
+            known
+                .known
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .sold_out
+        })
     }
 
     /// Whether any item is final and waiting for its buyers to be read.
@@ -141,45 +174,126 @@ pub(crate) fn refresh<C: ConnectionLike>(
     cache: &Cache,
     campaign: &Campaign,
 ) -> Result<()> {
-    let before = chrono::Utc::now().timestamp_millis();
-    let redis_now = slot::redis_now_ms(conn)?;
-    let after = chrono::Utc::now().timestamp_millis();
+    let before = chrono::Utc::now().timestamp_micros();
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).context("TIME failed")?;
+    let after = chrono::Utc::now().timestamp_micros();
+    let redis_now_us = secs * 1_000_000 + micros;
+    let redis_now = redis_now_us / 1000;
+    let best = {
+        let mut samples = cache.samples.lock().unwrap_or_else(|e| e.into_inner());
+        samples.push_back((after - before, redis_now_us - (before + after) / 2));
+        if samples.len() > SKEW_SAMPLES {
+            samples.pop_front();
+        }
+        samples
+            .iter()
+            .min_by_key(|(rtt, _)| *rtt)
+            .map_or(0, |(_, skew)| *skew)
+    };
     cache
         .skew_ms
-        .store(redis_now - (before + after) / 2, Ordering::Relaxed);
+        .store(best.div_euclid(1000), Ordering::Relaxed);
     for sale in SaleItem::select(campaign, None)? {
-        let Some(entry) = cache.items.get(sale.id()) else {
-            continue;
-        };
-        let sold_out = sale.sold_out_now(conn)?.unwrap_or(false);
-        let window = sale.window(conn)?;
-        let mut known = Known {
-            sold_out,
-            window,
-            buyers: None,
-        };
-        if Cache::final_state(&known, redis_now) {
-            let orders_seen = orders_seen(conn, &sale)?;
-            let unchanged = entry
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .buyers
-                .as_ref()
-                .is_some_and(|buyers| buyers.orders_seen == orders_seen);
-            if unchanged {
-                // No order since the buyers were read: they are the buyers.
-                let mut current = entry.write().unwrap_or_else(|e| e.into_inner());
-                current.sold_out = known.sold_out;
-                current.window = known.window;
-                continue;
-            }
-            known.buyers = Some(Buyers {
-                users: sale.buyers(conn)?,
-                orders_seen,
-            });
-        }
-        *entry.write().unwrap_or_else(|e| e.into_inner()) = known;
+        refresh_sale(conn, cache, &sale, redis_now, None)?;
     }
+    Ok(())
+}
+
+/// One item's state from Redis, now: what the broadcast asks when the
+/// item's stock emptied or came back (`broadcast`). The rule is
+/// [`refresh`]'s (buyers read after the sell-out, with the order streams'
+/// lengths before them).
+pub(crate) fn refresh_item<C: ConnectionLike>(
+    conn: &mut C,
+    cache: &Cache,
+    campaign: &Campaign,
+    item: &str,
+) -> Result<()> {
+    let Some(sale) = SaleItem::select(campaign, Some(item))?.into_iter().next() else {
+        return Ok(());
+    };
+    refresh_sale(conn, cache, &sale, cache.redis_now_ms(), None)
+}
+
+/// [`refresh_item`] after this instance's own attempt was answered
+/// `sold_out` with no stock left: the next attempt is answered from memory.
+/// Skipped when memory already knows (another attempt's refresh, or the
+/// broadcast's, got there first): a burst of replies at the sell-out costs
+/// one refresh, not one each.
+pub(crate) fn learn_sold_out<C: ConnectionLike>(
+    conn: &mut C,
+    cache: &Cache,
+    campaign: &Campaign,
+    item: &str,
+) -> Result<()> {
+    let Some(sale) = SaleItem::select(campaign, Some(item))?.into_iter().next() else {
+        return Ok(());
+    };
+    let known_already = |known: &Known| known.sold_out && known.buyers.is_some();
+    refresh_sale(
+        conn,
+        cache,
+        &sale,
+        cache.redis_now_ms(),
+        Some(&known_already),
+    )
+}
+
+/// Whether memory holds `item`'s sell-out (and so refuses non-buyers).
+pub(crate) fn knows_sold_out(cache: &Cache, item: &str) -> bool {
+    cache.items.get(item).is_some_and(|entry| {
+        let known = entry.known.read().unwrap_or_else(|e| e.into_inner());
+        known.sold_out && known.buyers.is_some()
+    })
+}
+
+/// One item's refresh, after any other of the same item (`skip_when`, read
+/// once the lock is held: the refresh is not needed).
+fn refresh_sale<C: ConnectionLike>(
+    conn: &mut C,
+    cache: &Cache,
+    sale: &SaleItem,
+    redis_now: i64,
+    skip_when: Option<&dyn Fn(&Known) -> bool>,
+) -> Result<()> {
+    let Some(entry) = cache.items.get(sale.id()) else {
+        return Ok(());
+    };
+    let _one_at_a_time = entry.refreshing.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(skip) = skip_when
+        && skip(&entry.known.read().unwrap_or_else(|e| e.into_inner()))
+    {
+        return Ok(());
+    }
+    let entry = &entry.known;
+    let sold_out = sale.sold_out_now(conn)?.unwrap_or(false);
+    let window = sale.window(conn)?;
+    let mut known = Known {
+        sold_out,
+        window,
+        buyers: None,
+    };
+    if Cache::final_state(&known, redis_now) {
+        let orders_seen = orders_seen(conn, sale)?;
+        let unchanged = entry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .buyers
+            .as_ref()
+            .is_some_and(|buyers| buyers.orders_seen == orders_seen);
+        if unchanged {
+            // No order since the buyers were read: they are the buyers.
+            let mut current = entry.write().unwrap_or_else(|e| e.into_inner());
+            current.sold_out = known.sold_out;
+            current.window = known.window;
+            return Ok(());
+        }
+        known.buyers = Some(Buyers {
+            users: sale.buyers(conn)?,
+            orders_seen,
+        });
+    }
+    *entry.write().unwrap_or_else(|e| e.into_inner()) = known;
     Ok(())
 }
 

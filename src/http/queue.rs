@@ -10,14 +10,17 @@
 //!
 //! Statuses: 200 joined / queued / any standing, 403 `not_registered`, 425
 //! `not_started` (a room without a pre-queue, before starts_at), 410
-//! `ended`, 503 `not_preheated`; 404 for an item without a room. A waiting
-//! user's answer carries `Retry-After` (the wait, whole seconds, at least 1).
+//! `ended`, 410 `sold_out` from memory (no Redis call) once the instance
+//! knows the item is sold out for good, to anyone who did not buy it; 503
+//! `not_preheated`; 404 for an item without a room. A waiting user's answer
+//! carries `Retry-After` (the wait, whole seconds, at least 1).
 
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use serde::Serialize;
 
 use super::api::{self, JoinBody, RegisterBody};
 use super::app::App;
@@ -27,6 +30,7 @@ use super::ticket_door;
 use crate::domain::operation::queue::{InLine, Join, Position};
 use crate::domain::operation::register::Register;
 use crate::domain::operation::{Failure, Retry, check_id};
+use crate::domain::slot::Outcome;
 
 fn answered(line: InLine) -> Response {
     let status = api::join_status(line.outcome);
@@ -39,7 +43,41 @@ fn answered(line: InLine) -> Response {
     response
 }
 
-/// `POST /v1/items/{item}/queue`: a ticket room's from memory, else the room's script.
+/// The answer to a join or a poll when the item is gone.
+#[derive(Serialize)]
+struct SoldOut<'a> {
+    item: &'a str,
+    user: &'a str,
+    outcome: &'static str,
+    from_cache: bool,
+}
+
+/// A newcomer's join or poll of a room item this instance knows is sold out
+/// for good (its own `sold_out` reply, the broadcast, the recheck):
+/// `sold_out` from memory, no Redis call, instead of a place in a line for
+/// nothing. A buyer's, and anything memory does not know, go to Redis.
+fn sold_out_from_memory(app: &App, item: &str, user: &str) -> Option<Response> {
+    let has_room = app
+        .campaign
+        .items
+        .iter()
+        .any(|i| i.id == item && i.waiting_room.is_some());
+    let known = has_room
+        && check_id("user", user, true).is_ok()
+        && app.cache.refusal(item, user) == Some(Outcome::SoldOut);
+    known.then(|| {
+        let answer = SoldOut {
+            item,
+            user,
+            outcome: Outcome::SoldOut.as_str(),
+            from_cache: true,
+        };
+        json_answer(StatusCode::GONE, answer.outcome, &answer)
+    })
+}
+
+/// `POST /v1/items/{item}/queue`: a sell-out or a ticket room's from memory,
+/// else the room's script.
 pub(crate) async fn join(
     State(app): State<Arc<App>>,
     Path(item): Path<String>,
@@ -47,6 +85,10 @@ pub(crate) async fn join(
     JsonBody(body): JsonBody<JoinBody>,
 ) -> Result<Response, Failure> {
     check_id("user", &body.user, true)?;
+    if let Some(gone) = sold_out_from_memory(&app, &item, &body.user) {
+        app.metrics.cache_hit(Outcome::SoldOut.as_str());
+        return Ok(gone);
+    }
     if let Some(answer) = ticket_door::join(&app, &item, &body.user, &headers) {
         return Ok(answer);
     }
@@ -69,6 +111,10 @@ pub(crate) async fn position(
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
     check_id("user", &user, true)?;
+    if let Some(gone) = sold_out_from_memory(&app, &item, &user) {
+        app.metrics.cache_hit(Outcome::SoldOut.as_str());
+        return Ok(gone);
+    }
     if let Some(answer) = ticket_door::poll(&app, &item, &user, &headers) {
         return Ok(answer);
     }

@@ -665,6 +665,35 @@ impl RedisTarget {
         })
     }
 
+    /// A client speaking RESP3 to the first URL's Redis, or to `node`
+    /// (`host`, `port`) of the cluster with the first URL's credentials and
+    /// TLS: a shard-channel subscriber's (`shard_channels`), whose messages
+    /// come as pushes, told apart from replies.
+    pub(crate) fn resp3_client(&self, node: Option<(&str, u16)>) -> Result<redis::Client> {
+        let mut info = self.infos[0].clone();
+        if let Some((host, port)) = node {
+            let addr = match info.addr() {
+                redis::ConnectionAddr::TcpTls { insecure, .. } => redis::ConnectionAddr::TcpTls {
+                    host: host.to_string(),
+                    port,
+                    insecure: *insecure,
+                    tls_params: None,
+                },
+                _ => redis::ConnectionAddr::Tcp(host.to_string(), port),
+            };
+            info = info.set_addr(addr);
+        }
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(redis::ProtocolVersion::RESP3);
+        let info = info.set_redis_settings(settings);
+        Ok(match &self.tls_ca {
+            Some(ca) => redis::Client::build_with_tls(info, self.certificates(ca))?,
+            None => redis::Client::open(info)?,
+        })
+    }
+
     fn try_connect(&self) -> Result<Conn> {
         if let Some(topology) = &self.cluster {
             let connection = ClusterConn::open(Arc::clone(topology))?;

@@ -4,8 +4,9 @@
 //! test, and reading order streams), [`scripts`] (each Lua script's one
 //! typed call), [`failure`] (what a failed request means for the one who
 //! sent it), [`replicas`] (WAIT after a buy), [`multiplexed`] (the shared
-//! async connections of `seckill serve`) and [`trace`] (`-v`: every
-//! command, its node, its time).
+//! async connections of `seckill serve`), [`shard_channels`] (listening to
+//! `serve`'s sell-out broadcast) and [`trace`] (`-v`: every command, its
+//! node, its time).
 //!
 //! May import: model, util.
 
@@ -17,4 +18,5 @@ pub(crate) mod raw;
 pub(crate) mod replicas;
 pub mod scripts;
 pub(crate) mod server;
+pub(crate) mod shard_channels;
 pub(crate) mod trace;

@@ -66,6 +66,7 @@ mod security;
 mod serve;
 mod serve_door;
 mod service;
+mod sold_out_broadcast;
 mod status;
 mod tables;
 mod terminal;

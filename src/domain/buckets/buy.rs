@@ -239,6 +239,10 @@ fn sweep<C: ConnectionLike>(
                     cost.round_trips += 1;
                     scripts::mark_sold_out(conn, bucket)?;
                 }
+                if let Some(last) = buckets.last() {
+                    cost.round_trips += 1;
+                    scripts::announce_sold_out(conn, last);
+                }
             }
             return Ok(BuyReply {
                 outcome: Outcome::SoldOut,

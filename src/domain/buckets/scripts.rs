@@ -192,6 +192,18 @@ pub(crate) fn mark_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys
     Ok(())
 }
 
+/// Tell every `serve` instance that the item's sell-out is proven, on the
+/// shard channel named like `bucket`'s stock key (docs/serve.md, "The
+/// cache"): sent once per proving sweep, never per sold-out attempt. Only
+/// advice (each instance's recheck is the backstop), so a refusal — a role
+/// without the channel right, a Redis without sharded pub/sub — is ignored.
+pub(crate) fn announce_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) {
+    let _: redis::RedisResult<i64> = redis::cmd("SPUBLISH")
+        .arg(&bucket.keys.stock)
+        .arg("sold_out")
+        .query(conn);
+}
+
 /// Clear a bucket's sell-out proof: units came back (see `lua/bucket_buy.lua`).
 pub(crate) fn clear_sold_out<C: ConnectionLike>(conn: &mut C, bucket: &BucketKeys) -> Result<()> {
     let _: i64 = redis::cmd("HDEL")

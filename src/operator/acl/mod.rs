@@ -81,6 +81,11 @@ pub(crate) fn setuser_args(
                     .map(String::from),
             );
             args.push(format!("~{live}*"));
+            // The sell-out broadcast (docs/serve.md, "Cheap refusals"): the buy
+            // that empties a stock and a bucketed item's proof publish on the
+            // stock key's shard channel; `serve` subscribes to them.
+            args.extend(["+spublish", "+ssubscribe"].map(String::from));
+            args.push(format!("&{live}*"));
             args.push(selector("+incr +set +pexpire", &[item("rate:*")]));
             args.push(selector("+decrby", &[item("stock")]));
             args.push(selector(
@@ -150,6 +155,10 @@ pub(crate) fn setuser_args(
             args.extend(["+@all", "-@admin", "-@dangerous", "+info"].map(String::from));
             args.push(format!("~{live}*"));
             args.push(format!("~{LOADTEST_PREFIX}:{{{campaign}:*"));
+            // The channels its scripts publish on when a stock comes back
+            // (a cancel, an expiry, a preheat) or empties (a load test).
+            args.push(format!("&{live}*"));
+            args.push(format!("&{LOADTEST_PREFIX}:{{{campaign}:*"));
             // The campaign registry: preheat records the sale, the kill
             // switch and the load test read it.
             args.push(format!("~{REGISTRY_KEY}"));

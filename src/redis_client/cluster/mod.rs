@@ -48,3 +48,4 @@ mod slots;
 
 pub use blocking::ClusterConn;
 pub(crate) use router::{Router, Topology};
+pub(crate) use slots::{Node, SlotMap};

@@ -212,6 +212,16 @@ const BUYER: &[Sent] = &[
         Key::Bucket("meta"),
         "buy and serve, a bucketed item's sweep: a bucket's sell-out proof",
     ),
+    sent(
+        &["SPUBLISH", "{key}", "sold_out"],
+        Key::Bucket("stock"),
+        "buy and serve, a bucketed item's sweep: the proof told to every serve instance",
+    ),
+    sent(
+        &["SSUBSCRIBE", "{key}"],
+        Key::Item("stock"),
+        "serve: the sell-out broadcast, each slot's stock channel (docs/serve.md)",
+    ),
 ];
 
 /// The consumer's commands outside its scripts (`consume`, `pending-claim`).
