@@ -14,7 +14,7 @@ use super::app::App;
 use super::error::{json_answer, retry_after};
 use super::extract::JsonBody;
 use crate::domain::item::answer::PurchaseAnswer;
-use crate::domain::operation::buy::Buy;
+use crate::domain::operation::buy::{Bought, Buy};
 use crate::domain::operation::{Failure, Retry};
 use crate::domain::slot::Outcome;
 
@@ -40,23 +40,39 @@ pub(crate) async fn buy(
     let running = (item.clone(), body.user.clone(), body.request_id.clone());
     let _running = Running::start(&app, running);
     let retry = Retry::SameRequestId(body.request_id.clone());
-    let own = app.settings.wait_replicas.is_some();
-    let bought = app
-        .on_redis(own, retry, move |app, conn| {
-            let buy = Buy {
-                item: &item,
-                user: &body.user,
-                qty: body.qty,
-                request_id: &body.request_id,
-                wait: app.settings.wait_replicas,
-            };
-            buy.run(&app.campaign, conn, &app.target.display)
-        })
-        .await?;
+    let bought = if buy.is_one_call(&app.campaign) {
+        let mut conn = app.shared_async(retry).await?;
+        buy.run_async(&app.campaign, &mut conn, &app.target.display)
+            .await?
+    } else {
+        blocking_buy(&app, item, body, retry).await?
+    };
     app.metrics
         .round_trips
         .fetch_add(u64::from(bought.round_trips), Ordering::Relaxed);
     Ok(outcome_answer(&app, bought.answer, false))
+}
+
+/// A buy that sweeps buckets or waits for replicas: on a blocking worker
+/// (with `--wait-replicas`, on a connection of its own).
+async fn blocking_buy(
+    app: &Arc<App>,
+    item: String,
+    body: BuyBody,
+    retry: Retry,
+) -> Result<Bought, Failure> {
+    let own = app.settings.wait_replicas.is_some();
+    app.on_redis(own, retry, move |app, conn| {
+        let buy = Buy {
+            item: &item,
+            user: &body.user,
+            qty: body.qty,
+            request_id: &body.request_id,
+            wait: app.settings.wait_replicas,
+        };
+        buy.run(&app.campaign, conn, &app.target.display)
+    })
+    .await
 }
 
 /// An attempt this instance is running, known to the order lookup

@@ -6,11 +6,13 @@
 //! count its answer (endpoint, outcome, status, latency). A handler only
 //! answers; it cannot forget any of this.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -83,12 +85,7 @@ async fn admit_and_run(app: &Arc<App>, request: Request, next: Next) -> Response
         return answer;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match tokio::time::timeout(
-        app.settings.body_timeout,
-        axum::body::to_bytes(body, MAX_BODY),
-    )
-    .await
-    {
+    let bytes = match read_body(body, app.settings.body_timeout).await {
         Err(_) => {
             return error_answer(
                 StatusCode::REQUEST_TIMEOUT,
@@ -125,6 +122,22 @@ async fn admit_and_run(app: &Arc<App>, request: Request, next: Next) -> Response
     let _in_flight = InFlight::enter(app);
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The body whole, within `limit` of time and [`MAX_BODY`] of size: `Err`
+/// when the time ran out, `Ok(Err)` when it is too large. A body that is
+/// already here (a buy's arrives with its headers) is read at the first poll,
+/// without arming a timer; only one still on its way is timed.
+async fn read_body(
+    body: Body,
+    limit: Duration,
+) -> Result<Result<Bytes, axum::Error>, tokio::time::error::Elapsed> {
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, MAX_BODY));
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    match first {
+        Poll::Ready(bytes) => Ok(bytes),
+        Poll::Pending => tokio::time::timeout(limit, read).await,
+    }
 }
 
 /// One request in flight, counted until it is dropped (answered, or its
