@@ -277,9 +277,11 @@ impl ConnectionLike for SharedAsync {
         Box::pin(async move {
             let traced = trace::command(None, cmd);
             let reply = match &mut self.handle.inner {
-                HandleInner::Standalone(c) => {
-                    c.req_packed_command(cmd).await.and_then(not_a_cluster_node)
-                }
+                // The inherent call: the trait's would box a second future.
+                HandleInner::Standalone(c) => c
+                    .send_packed_command(cmd)
+                    .await
+                    .and_then(not_a_cluster_node),
                 HandleInner::Cluster(c) => c.run(cmd).await,
             };
             self.settled(traced, reply)

@@ -303,6 +303,12 @@ impl<'a> SaleItem<'a> {
         }
     }
 
+    /// [`SaleItem::is_one_call`] of `item` live, without building it (no
+    /// keys are laid out: a door asks this per request).
+    pub fn is_one_call_live(item: &Item) -> bool {
+        !Shape::is_bucketed(item.buckets)
+    }
+
     /// [`SaleItem::reserve`] on an async connection, for a door that answers
     /// many attempts on few threads (`seckill serve`): the same script call,
     /// keys and answer for an item that [is one call](SaleItem::is_one_call).

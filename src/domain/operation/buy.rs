@@ -80,7 +80,7 @@ impl Buy<'_> {
         self.wait.is_none()
             && campaign
                 .item(self.item)
-                .is_ok_and(|item| SaleItem::live(campaign, item).is_one_call())
+                .is_ok_and(SaleItem::is_one_call_live)
     }
 
     /// Make the attempt on `conn` (Redis at `at`). With `wait`, `conn` must be
