@@ -205,6 +205,22 @@ pub(crate) fn reserve<C: ConnectionLike>(
     parse_reply(reply)
 }
 
+/// [`reserve`] on an async connection (`seckill serve`'s shared one): the
+/// same KEYS, ARGV and reply, only the wait for the reply differs.
+pub(crate) async fn reserve_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &ItemKeys,
+    request: &BuyRequest<'_>,
+    payment_timeout_ms: u64,
+    room: Option<&RoomKeys>,
+) -> Result<BuyReply> {
+    let reply = buy_call(keys, request, payment_timeout_ms, room)
+        .invoke_async(conn)
+        .await
+        .with_context(|| buy_failed(request))?;
+    parse_reply(reply)
+}
+
 fn buy_failed(request: &BuyRequest) -> String {
     format!(
         "buy script failed for item {} user {}",

@@ -1,6 +1,8 @@
 //! What every request of `seckill serve` shares ([`App`]: the campaign, the
 //! Redis connections, the cache, the metrics, the in-flight limit) and the
-//! one way a handler runs an operation on Redis ([`App::on_redis`]).
+//! one way a handler runs an operation on Redis ([`App::on_redis`]; a buy
+//! that is one script call runs on its own task through
+//! [`App::shared_async`]).
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -15,7 +17,7 @@ use crate::domain::operation::{Failure, FailureKind, Retry};
 use crate::domain::waiting_room::ticket::RoomSecret;
 use crate::model::campaign::Campaign;
 use crate::redis_client::conn::{Conn, RedisTarget};
-use crate::redis_client::multiplexed::{Multiplexed, NotSent};
+use crate::redis_client::multiplexed::{Multiplexed, NotSent, SharedAsync};
 
 /// How `serve` runs.
 #[derive(Debug, Clone)]
@@ -120,6 +122,18 @@ impl App {
         let shared = (!own).then(|| Arc::clone(&self.redis));
         self.run_on(shared, self.target.display.clone(), retry, operation)
             .await
+    }
+
+    /// The shared connection for an operation run on the request's own task,
+    /// with no blocking worker (a buy that is one script call): a handle
+    /// taken now, so no connection means `NotSent`.
+    pub(crate) async fn shared_async(&self, retry: Retry) -> Result<SharedAsync, Failure> {
+        let handle = self
+            .redis
+            .handle()
+            .await
+            .map_err(|error| Failure::of(error, &self.target.display, retry))?;
+        Ok(self.redis.asynchronous(handle))
     }
 
     /// [`App::on_redis`] for the operator endpoints: on their own

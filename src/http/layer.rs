@@ -6,14 +6,17 @@
 //! count its answer (endpoint, outcome, status, latency). A handler only
 //! answers; it cannot forget any of this.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{MatchedPath, Request, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 
 use super::app::App;
@@ -35,17 +38,65 @@ pub(crate) fn endpoint(route: Option<&str>) -> &'static str {
     }
 }
 
-/// The layer (`axum::middleware::from_fn_with_state`).
-pub(crate) async fn door(
-    State(app): State<Arc<App>>,
-    route: Option<MatchedPath>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let started = Instant::now();
-    let endpoint = endpoint(route.as_ref().map(MatchedPath::as_str));
-    let answer = admit_and_run(&app, request, next).await;
-    counted(&app, endpoint, started, answer)
+/// The layer (`route_layer(DoorLayer(app))`). Written as a service of its
+/// own rather than `axum::middleware::from_fn`: that one builds and boxes a
+/// `Next` and runs the extractors per request, which measured as a share of a
+/// cached answer's CPU (docs/perf.md).
+#[derive(Clone)]
+pub(crate) struct DoorLayer(pub(crate) Arc<App>);
+
+impl<S> tower_layer::Layer<S> for DoorLayer {
+    type Service = Door<S>;
+
+    fn layer(&self, inner: S) -> Door<S> {
+        Door {
+            app: Arc::clone(&self.0),
+            inner,
+        }
+    }
+}
+
+/// The door around one route's handler.
+#[derive(Clone)]
+pub(crate) struct Door<S> {
+    app: Arc<App>,
+    inner: S,
+}
+
+impl<S> tower_service::Service<Request> for Door<S>
+where
+    S: tower_service::Service<Request, Response = Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let started = Instant::now();
+        let endpoint = endpoint(
+            request
+                .extensions()
+                .get::<MatchedPath>()
+                .map(MatchedPath::as_str),
+        );
+        let app = Arc::clone(&self.app);
+        // The service made ready is the one called; a clone stays for the
+        // next request (tower's rule for services called from a future).
+        let spare = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, spare);
+        Box::pin(async move {
+            let answer = admit_and_run(&app, request, ready).await;
+            Ok(counted(&app, endpoint, started, answer))
+        })
+    }
 }
 
 /// Count `answer` to a request of `endpoint` that arrived at `started`.
@@ -69,7 +120,10 @@ pub(crate) fn counted(
     answer
 }
 
-async fn admit_and_run(app: &Arc<App>, request: Request, next: Next) -> Response {
+async fn admit_and_run<S>(app: &Arc<App>, request: Request, mut handler: S) -> Response
+where
+    S: tower_service::Service<Request, Response = Response, Error = Infallible>,
+{
     if app.draining.load(Ordering::SeqCst) {
         let mut answer = error_answer(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -83,12 +137,7 @@ async fn admit_and_run(app: &Arc<App>, request: Request, next: Next) -> Response
         return answer;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match tokio::time::timeout(
-        app.settings.body_timeout,
-        axum::body::to_bytes(body, MAX_BODY),
-    )
-    .await
-    {
+    let bytes = match read_body(body, app.settings.body_timeout).await {
         Err(_) => {
             return error_answer(
                 StatusCode::REQUEST_TIMEOUT,
@@ -123,8 +172,29 @@ async fn admit_and_run(app: &Arc<App>, request: Request, next: Next) -> Response
         return answer;
     };
     let _in_flight = InFlight::enter(app);
-    next.run(Request::from_parts(parts, Body::from(bytes)))
+    match handler
+        .call(Request::from_parts(parts, Body::from(bytes)))
         .await
+    {
+        Ok(answer) => answer,
+        Err(never) => match never {},
+    }
+}
+
+/// The body whole, within `limit` of time and [`MAX_BODY`] of size: `Err`
+/// when the time ran out, `Ok(Err)` when it is too large. A body that is
+/// already here (a buy's arrives with its headers) is read at the first poll,
+/// without arming a timer; only one still on its way is timed.
+async fn read_body(
+    body: Body,
+    limit: Duration,
+) -> Result<Result<Bytes, axum::Error>, tokio::time::error::Elapsed> {
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, MAX_BODY));
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    match first {
+        Poll::Ready(bytes) => Ok(bytes),
+        Poll::Pending => tokio::time::timeout(limit, read).await,
+    }
 }
 
 /// One request in flight, counted until it is dropped (answered, or its

@@ -402,12 +402,12 @@ async fn accept(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<Served>
     })
 }
 
-/// The endpoints: `/v1` behind the door's one layer (`layer::door`); the
+/// The endpoints: `/v1` behind the door's one layer (`layer::DoorLayer`); the
 /// operator's behind the token check first, so a caller without the token
 /// is refused before its body is read or a place is taken; the probes and
 /// the 404 beside them.
 fn routes(app: Arc<App>) -> Router {
-    let door = || axum::middleware::from_fn_with_state(Arc::clone(&app), layer::door);
+    let door = || layer::DoorLayer(Arc::clone(&app));
     let shop = Router::new()
         .route("/v1/items/{item}/buy", post(buy::buy))
         .route("/v1/items/{item}/orders/{user}", get(orders::order_of))

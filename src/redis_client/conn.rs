@@ -225,7 +225,7 @@ impl Conn {
 /// A standalone connection's MOVED/ASK reply: the URL names a node of a
 /// Redis Cluster, which serves only its own slots: the same refusal (its
 /// code, slot and node), saying what to do.
-fn not_a_cluster_node(reply: Value) -> RedisResult<Value> {
+pub(crate) fn not_a_cluster_node(reply: Value) -> RedisResult<Value> {
     let Value::ServerError(error) = &reply else {
         return Ok(reply);
     };

@@ -9,6 +9,10 @@
 //! runs each on a blocking worker with a `conn::SharedConn`, through which every
 //! command still goes over the shared connection, pipelined with those of
 //! every other request in flight, while the worker waits for its own reply.
+//! An attempt that is one script call (a plain item's buy) is sent from the
+//! request's own task through [`SharedAsync`] instead: no hand-off to a
+//! blocking worker and back, which cost more than the call itself
+//! (docs/perf.md).
 //!
 //! What a failure means for the one who sent the request is kept apart: a
 //! connection that could not be made is [`NotSent`] (nothing reached Redis,
@@ -21,10 +25,11 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::cluster::Router;
-use super::conn::{RedisTarget, SharedConn, SharedRoute};
+use super::conn::{RedisTarget, SharedConn, SharedRoute, not_a_cluster_node};
+use super::trace;
 
 /// A connection could not be made: nothing was sent, a new attempt is safe.
 #[derive(Debug)]
@@ -231,5 +236,74 @@ impl Multiplexed {
             HandleInner::Cluster(c) => SharedRoute::Cluster(c),
         };
         SharedConn::new(route, runtime, Box::new(on_error))
+    }
+}
+
+/// One request's async view of the shared connection, for the request's own
+/// task: what [`Multiplexed::blocking`] is to a blocking worker — each
+/// command traced (`-v`), a node's MOVED on a standalone URL explained, and a
+/// command whose connection broke has the connection replaced for the
+/// requests after it.
+pub(crate) struct SharedAsync {
+    shared: Arc<Multiplexed>,
+    handle: Handle,
+}
+
+impl Multiplexed {
+    /// One request's async view through `handle` (taken with
+    /// [`Multiplexed::handle`] before the request starts, so a connection
+    /// that cannot be made is [`NotSent`]).
+    pub(crate) fn asynchronous(self: &Arc<Self>, handle: Handle) -> SharedAsync {
+        SharedAsync {
+            shared: Arc::clone(self),
+            handle,
+        }
+    }
+}
+
+impl SharedAsync {
+    /// A reply in: failures reported to the shared connection, the trace finished.
+    fn settled<T>(&self, traced: Option<trace::Traced>, reply: RedisResult<T>) -> RedisResult<T> {
+        trace::finish(traced, &reply);
+        if let Err(error) = &reply {
+            self.shared.failed(self.handle.generation, error);
+        }
+        reply
+    }
+}
+
+impl ConnectionLike for SharedAsync {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let traced = trace::command(None, cmd);
+            let reply = match &mut self.handle.inner {
+                // The inherent call: the trait's would box a second future.
+                HandleInner::Standalone(c) => c
+                    .send_packed_command(cmd)
+                    .await
+                    .and_then(not_a_cluster_node),
+                HandleInner::Cluster(c) => c.run(cmd).await,
+            };
+            self.settled(traced, reply)
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let reply = self
+                .handle
+                .req_packed_commands(pipeline, offset, count)
+                .await;
+            self.settled(None, reply)
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.handle.get_db()
     }
 }

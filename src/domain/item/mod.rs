@@ -36,6 +36,7 @@ use crate::domain::waiting_room::{self, Room, RoomPreheat, Setup};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::{ItemKeys, LIVE_PREFIX};
 use crate::model::layout::{BucketKeys, Layout};
+use crate::redis_client::multiplexed::NotSent;
 use shape::Shape;
 
 /// One item of a campaign: its shape (where its stock is) and its waiting
@@ -56,6 +57,21 @@ pub struct Attempt {
     pub cost: BuyCost,
     /// One key per slot the attempt may have written to (for WAIT).
     pub(crate) written: Vec<String>,
+}
+
+impl Attempt {
+    /// The attempt of a plain item: one script call on the slot whose stock
+    /// key is `stock`.
+    fn one_call(reply: BuyReply, stock: String) -> Attempt {
+        Attempt {
+            reply,
+            cost: BuyCost {
+                round_trips: 1,
+                ..BuyCost::default()
+            },
+            written: vec![stock],
+        }
+    }
 }
 
 /// One item's preheat: its status, and each bucket's for a bucketed item.
@@ -250,14 +266,7 @@ impl<'a> SaleItem<'a> {
                 let keys = layout.bucket(0).keys;
                 let room_keys = self.room.as_ref().map(|r| &r.room);
                 let reply = slot::reserve(conn, &keys, request, payment_timeout_ms, room_keys)?;
-                Ok(Attempt {
-                    reply,
-                    cost: BuyCost {
-                        round_trips: 1,
-                        ..BuyCost::default()
-                    },
-                    written: vec![keys.stock],
-                })
+                Ok(Attempt::one_call(reply, keys.stock))
             }
             Shape::Bucketed(layout) => {
                 let room = self.room.as_ref();
@@ -287,6 +296,49 @@ impl<'a> SaleItem<'a> {
                     written,
                 })
             }
+        }
+    }
+
+    /// Whether an attempt is one script call whatever its answer (a plain
+    /// item): what [`SaleItem::reserve_async`] makes. A bucketed item's
+    /// attempt may sweep the other buckets, blocking ([`SaleItem::reserve`]).
+    pub fn is_one_call(&self) -> bool {
+        match &self.shape {
+            Shape::Plain(_) => true,
+            Shape::Bucketed(_) => false,
+        }
+    }
+
+    /// [`SaleItem::is_one_call`] of `item` live, without building it (no
+    /// keys are laid out: a door asks this per request).
+    pub fn is_one_call_live(item: &Item) -> bool {
+        !Shape::is_bucketed(item.buckets)
+    }
+
+    /// [`SaleItem::reserve`] on an async connection, for a door that answers
+    /// many attempts on few threads (`seckill serve`): the same script call,
+    /// keys and answer for an item that [is one call](SaleItem::is_one_call).
+    /// Any other is refused before anything is sent ([`NotSent`]): its sweep
+    /// runs on a blocking connection.
+    pub async fn reserve_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        request: &BuyRequest<'_>,
+        payment_timeout_ms: u64,
+    ) -> Result<Attempt> {
+        match &self.shape {
+            Shape::Plain(layout) => {
+                let keys = layout.bucket(0).keys;
+                let room_keys = self.room.as_ref().map(|r| &r.room);
+                let reply =
+                    slot::reserve_async(conn, &keys, request, payment_timeout_ms, room_keys)
+                        .await?;
+                Ok(Attempt::one_call(reply, keys.stock))
+            }
+            Shape::Bucketed(_) => Err(anyhow::Error::new(NotSent).context(format!(
+                "item {} has buckets: its attempt runs on a blocking connection",
+                self.item.id
+            ))),
         }
     }
 

@@ -25,11 +25,16 @@ pub enum Shape {
 impl Shape {
     /// The shape of an item laid out as `layout`.
     pub fn of(layout: Layout) -> Shape {
-        if layout.buckets > 1 {
+        if Shape::is_bucketed(layout.buckets) {
             Shape::Bucketed(layout)
         } else {
             Shape::Plain(layout)
         }
+    }
+
+    /// Whether `buckets` (a layout's count) make an item bucketed.
+    pub(crate) fn is_bucketed(buckets: u32) -> bool {
+        buckets > 1
     }
 
     /// Where the item's keys are.

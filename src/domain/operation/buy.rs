@@ -11,6 +11,7 @@ use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome, TicketClaim};
 use crate::model::campaign::{Campaign, Item};
 use crate::redis_client::conn::Conn;
+use crate::redis_client::multiplexed::NotSent;
 use crate::redis_client::replicas;
 
 /// One attempt's request.
@@ -73,44 +74,107 @@ impl Buy<'_> {
         }
     }
 
+    /// Whether the attempt is one script call and nothing after it — an item
+    /// whose attempt [is one call](SaleItem::is_one_call), no `wait` — so a
+    /// door that answers many requests on few threads makes it with
+    /// [`Buy::run_async`], with no blocking worker. A sweep and WAIT (on a
+    /// connection of their own) stay with [`Buy::run`].
+    pub fn is_one_call(&self, campaign: &Campaign) -> bool {
+        self.wait.is_none()
+            && campaign
+                .item(self.item)
+                .is_ok_and(SaleItem::is_one_call_live)
+    }
+
     /// Make the attempt on `conn` (Redis at `at`). With `wait`, `conn` must be
     /// one nobody else writes on: WAIT counts this connection's writes.
     pub fn run(&self, campaign: &Campaign, conn: &mut Conn, at: &str) -> Result<Bought, Failure> {
         let item = self.check(campaign)?;
         let request = self.request(campaign);
-        let retry = || Retry::SameRequestId(self.request_id.to_string());
-        let Attempt {
-            reply,
-            cost,
-            written,
-        } = SaleItem::live(campaign, item)
+        let attempt = SaleItem::live(campaign, item)
             .reserve(conn, &request, campaign.payment_timeout_ms())
-            .map_err(|error| Failure::of(error, at, retry()))?;
-        let (outcome, replicas_acked, mut round_trips) = match (self.wait, reply.outcome) {
+            .map_err(|error| Failure::of(error, at, self.retry()))?;
+        let waited = match (self.wait, attempt.reply.outcome) {
             (Some((wanted, timeout)), Outcome::Ok) => {
-                let written: Vec<&str> = written.iter().map(String::as_str).collect();
+                let written: Vec<&str> = attempt.written.iter().map(String::as_str).collect();
                 let acked =
                     replicas::wait_after_buy(conn, &written, wanted, timeout).map_err(|error| {
-                        let order = reply.order_id.as_deref().unwrap_or("-");
+                        let order = attempt.reply.order_id.as_deref().unwrap_or("-");
                         let error = error.context(format!(
                             "bought order {order} at {at}, but could not wait for replicas"
                         ));
-                        Failure::of(error, at, retry())
+                        Failure::of(error, at, self.retry())
                     })?;
-                let outcome = match acked < i64::from(wanted) {
-                    true => Outcome::Unreplicated,
-                    false => Outcome::Ok,
-                };
-                (outcome, Some(acked), written.len() as u32)
+                Some(Waited {
+                    wanted,
+                    acked,
+                    round_trips: written.len() as u32,
+                })
             }
-            _ => (reply.outcome, None, 0),
+            _ => None,
         };
-        round_trips += cost.round_trips;
-        Ok(Bought {
-            answer: PurchaseAnswer::of(&request, reply, outcome, replicas_acked)
-                .opening(campaign.starts_at_ms),
-            round_trips,
-        })
+        Ok(answered(campaign, &request, attempt, waited))
+    }
+
+    /// [`Buy::run`] on an async connection (`seckill serve`'s shared one) for
+    /// an attempt that [is one call](Buy::is_one_call): the same check,
+    /// request and answer; only the wait for the script's reply differs. Any
+    /// other attempt is refused before anything is sent (`NotSent`).
+    pub async fn run_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        campaign: &Campaign,
+        conn: &mut C,
+        at: &str,
+    ) -> Result<Bought, Failure> {
+        let item = self.check(campaign)?;
+        let request = self.request(campaign);
+        let attempt = match self.wait {
+            Some((wanted, _)) => Err(anyhow::Error::new(NotSent).context(format!(
+                "waiting for {wanted} replicas needs a connection of its own, not a shared one"
+            ))),
+            None => {
+                SaleItem::live(campaign, item)
+                    .reserve_async(conn, &request, campaign.payment_timeout_ms())
+                    .await
+            }
+        }
+        .map_err(|error| Failure::of(error, at, self.retry()))?;
+        Ok(answered(campaign, &request, attempt, None))
+    }
+
+    /// How a client may try again when the attempt may have run.
+    fn retry(&self) -> Retry {
+        Retry::SameRequestId(self.request_id.to_string())
+    }
+}
+
+/// The replicas that confirmed an `ok`, how many were asked for, and the
+/// WAITs it took.
+struct Waited {
+    wanted: u32,
+    acked: i64,
+    round_trips: u32,
+}
+
+/// The answer of `attempt` (and of the WAIT after it), with its cost.
+fn answered(
+    campaign: &Campaign,
+    request: &BuyRequest,
+    attempt: Attempt,
+    waited: Option<Waited>,
+) -> Bought {
+    let Attempt { reply, cost, .. } = attempt;
+    let (outcome, replicas_acked, waits) = match waited {
+        Some(w) if w.acked < i64::from(w.wanted) => {
+            (Outcome::Unreplicated, Some(w.acked), w.round_trips)
+        }
+        Some(w) => (reply.outcome, Some(w.acked), w.round_trips),
+        None => (reply.outcome, None, 0),
+    };
+    Bought {
+        answer: PurchaseAnswer::of(request, reply, outcome, replicas_acked)
+            .opening(campaign.starts_at_ms),
+        round_trips: cost.round_trips + waits,
     }
 }
 

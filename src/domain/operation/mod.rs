@@ -9,7 +9,9 @@
 //!
 //! Every operation is blocking and takes a connection; serve runs them on
 //! blocking workers whose connection is the shared, pipelined one
-//! (`redis_client::conn::SharedConn`).
+//! (`redis_client::conn::SharedConn`). A buy that is one script call also
+//! has an async path ([`buy::Buy::run_async`]) sharing all but the I/O, so
+//! serve's hottest request skips the hand-off to a blocking worker.
 //!
 //! May import: domain::lookup, domain::reservations, domain::item, domain::waiting_room, domain::slot, redis_client, model, util.
 
