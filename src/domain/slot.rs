@@ -174,6 +174,22 @@ pub struct BuyRequest<'a> {
     pub ticket: Option<TicketClaim>,
 }
 
+impl BuyRequest<'_> {
+    /// The buy scripts' `arrival_ms` ARGV: the ticket's arrival, "" without one.
+    pub(crate) fn arrival_argv(&self) -> String {
+        self.ticket
+            .as_ref()
+            .map_or(String::new(), |t| t.arrival_ms.to_string())
+    }
+
+    /// The buy scripts' `ticket_key` ARGV: the ticket's key id, "" without one.
+    pub(crate) fn ticket_key_argv(&self) -> String {
+        self.ticket
+            .as_ref()
+            .map_or(String::new(), |t| t.key_id.clone())
+    }
+}
+
 /// What the buy script needs of a verified ticket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TicketClaim {
@@ -264,13 +280,7 @@ fn buy_call(
         passes: key(|r| &r.passes),
         revoked: key(|r| &r.revoked),
         payment_timeout_ms: payment_timeout_ms.to_string(),
-        arrival_ms: request
-            .ticket
-            .as_ref()
-            .map_or(String::new(), |t| t.arrival_ms.to_string()),
-        ticket_key: request
-            .ticket
-            .as_ref()
-            .map_or(String::new(), |t| t.key_id.clone()),
+        arrival_ms: request.arrival_argv(),
+        ticket_key: request.ticket_key_argv(),
     }
 }

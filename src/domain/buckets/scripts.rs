@@ -93,14 +93,8 @@ fn home_buy_call(
         risk: ticket.then(|| room.risk.clone()),
         revoked: ticket.then(|| room.revoked.clone()),
         payment_timeout_ms: payment_timeout_ms.to_string(),
-        arrival_ms: request
-            .ticket
-            .as_ref()
-            .map_or(String::new(), |t| t.arrival_ms.to_string()),
-        ticket_key: request
-            .ticket
-            .as_ref()
-            .map_or(String::new(), |t| t.key_id.clone()),
+        arrival_ms: request.arrival_argv(),
+        ticket_key: request.ticket_key_argv(),
     }
 }
 

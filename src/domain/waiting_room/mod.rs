@@ -446,13 +446,7 @@ impl Room {
                     .arg(1)
                     .query::<i64>(conn)
                     .with_context(|| format!("cannot count the risk change in {room}"))?;
-                if let Some(at) = self.expire_at_ms {
-                    redis::cmd("PEXPIREAT")
-                        .arg(&risk)
-                        .arg(at)
-                        .query::<i64>(conn)
-                        .with_context(|| format!("cannot set the expiry of {risk}"))?;
-                }
+                self.expire_copy(conn, &risk)?;
             }
             (Some(copies), false) if penalty == Penalty::Block => {
                 admissions::revoke(conn, &copies.home(user), user)?;
@@ -460,6 +454,18 @@ impl Room {
             _ => {}
         }
         Ok((status, previous))
+    }
+
+    /// A copy in a bucket (a risk entry, a revoked key) expires with the sale.
+    pub(crate) fn expire_copy<C: ConnectionLike>(&self, conn: &mut C, key: &str) -> Result<()> {
+        if let Some(at) = self.expire_at_ms {
+            redis::cmd("PEXPIREAT")
+                .arg(key)
+                .arg(at)
+                .query::<i64>(conn)
+                .with_context(|| format!("cannot set the expiry of {key}"))?;
+        }
+        Ok(())
     }
 }
 

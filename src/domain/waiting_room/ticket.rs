@@ -327,13 +327,7 @@ impl Room {
                         .query::<i64>(conn)
                         .with_context(|| format!("cannot count the revoked key in {room}"))?;
                 }
-                if let Some(at) = self.expire_at_ms {
-                    redis::cmd("PEXPIREAT")
-                        .arg(&copy)
-                        .arg(at)
-                        .query::<i64>(conn)
-                        .with_context(|| format!("cannot set the expiry of {copy}"))?;
-                }
+                self.expire_copy(conn, &copy)?;
             }
             Ok(revoked)
         })
