@@ -159,13 +159,15 @@ return guarded(function()
   -- may pass (LEAD_SCAN), a beat that asks for positions pending_limit of
   -- them, any other beat none (a backlog costs the beats nothing then);
   -- their counts, and the flushed buckets', in one HMGET.
-  read(KEYS[5], 'ZCARD', KEYS[5])
+  -- Whether each key exists: a key this beat creates gets the sale's
+  -- expiry, one that exists has it already (a beat sets no expiry otherwise).
+  local had_passes = read(KEYS[5], 'ZCARD', KEYS[5]) > 0
+  local had_arrivals = read(KEYS[2], 'ZCARD', KEYS[2]) > 0
+  local had_marks = #marks > 0
   local want = math.max((leader and not paused) and LEAD_SCAN or 0, pending_limit)
   local scanned = {}
-  if want > 0 then
+  if want > 0 and had_arrivals then
     scanned = read(KEYS[2], 'ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'LIMIT', 0, want)
-  else
-    read(KEYS[2], 'ZCARD', KEYS[2])
   end
   local counts, order, fresh, names = {}, {}, {}, {}
   for _, text in ipairs(scanned) do
@@ -259,10 +261,17 @@ return guarded(function()
     redis.call('ZREM', KEYS[2], unpack(texts))
     redis.call('HDEL', KEYS[3], unpack(texts))
   end
+  local scores, fields = {}, {}
   for bucket in pairs(fresh) do
     local text = string.format('%d', bucket)
-    redis.call('ZADD', KEYS[2], bucket, text)
-    redis.call('HSET', KEYS[3], text, counts[bucket])
+    scores[#scores + 1] = bucket
+    scores[#scores + 1] = text
+    fields[#fields + 1] = text
+    fields[#fields + 1] = counts[bucket]
+  end
+  if #scores > 0 then
+    redis.call('ZADD', KEYS[2], unpack(scores))
+    redis.call('HSET', KEYS[3], unpack(fields))
   end
   if #dead > 0 then
     redis.call('HDEL', KEYS[4], unpack(dead))
@@ -286,8 +295,16 @@ return guarded(function()
     redis.call('ZADD', KEYS[5], cursor, string.format('%d:%d', cursor, now))
   end
   if r.expire_at then
-    for i = 2, 5 do
-      redis.call('PEXPIREAT', KEYS[i], string.format('%d', r.expire_at))
+    local expire_at = string.format('%d', r.expire_at)
+    if #scores > 0 and (not had_arrivals or #passed > 0) then
+      redis.call('PEXPIREAT', KEYS[2], expire_at)
+      redis.call('PEXPIREAT', KEYS[3], expire_at)
+    end
+    if watermark and not had_marks then
+      redis.call('PEXPIREAT', KEYS[4], expire_at)
+    end
+    if moved and not had_passes then
+      redis.call('PEXPIREAT', KEYS[5], expire_at)
     end
   end
 

@@ -253,21 +253,21 @@ seen_call=$(grep -m1 "\"EVALSHA\" \"$buy_sha\"" "$work/monitor.txt" \
     | sed 's/^[^]]*] //' | python3 -c 'import shlex,sys; print(" ".join(shlex.split(sys.stdin.read())[2:]))')
 [ -n "$seen_call" ] || fail "seckill buy --ticket sent no EVALSHA of buy.lua ($(head -3 "$work/probe-buy.txt"))"
 read -r -a seen <<<"$seen_call"
-[ "${seen[0]}" = 18 ] || fail "seckill buy --ticket sent ${seen[0]} keys, not 18: $seen_call"
+[ "${seen[0]}" = 19 ] || fail "seckill buy --ticket sent ${seen[0]} keys, not 19: $seen_call"
 ticket_roles=()
-for ((k = 1; k <= 18; k++)); do
+for ((k = 1; k <= 19; k++)); do
     role=${seen[k]##*\}:}
     ticket_roles+=("${role%%:*}")
 done
-expected_roles="meta stock buyers buyer_orders requests orders rate reservations deadlines reservation_counts room queue registered risk admitted active shuffled passes"
-# The ten keys' roles are the loadtest call's; the room's eight follow in buy.lua's order.
+expected_roles="meta stock buyers buyer_orders requests orders rate reservations deadlines reservation_counts room queue registered risk admitted active shuffled passes revoked"
+# The ten keys' roles are the loadtest call's; the room's nine follow in buy.lua's order.
 [ "${ticket_roles[*]}" = "$expected_roles" ] \
     || fail "seckill buy --ticket sends keys ${ticket_roles[*]}, not $expected_roles"
 [ "${loadtest_roles[*]}" = "${ticket_roles[*]:0:10}" ] \
     || fail "loadtest --print-command full sends keys ${loadtest_roles[*]}, seckill buy ${ticket_roles[*]:0:10}"
-[ "${#seen[@]}" = 28 ] || fail "seckill buy --ticket sent $((${#seen[@]} - 19)) ARGV, not 9: $seen_call"
-[ "${seen[26]}" = "$probe_arrival" ] || fail "seckill buy --ticket sent arrival ${seen[26]}, the ticket says $probe_arrival"
-ticket_key_id=${seen[27]}
+[ "${#seen[@]}" = 29 ] || fail "seckill buy --ticket sent $((${#seen[@]} - 20)) ARGV, not 9: $seen_call"
+[ "${seen[27]}" = "$probe_arrival" ] || fail "seckill buy --ticket sent arrival ${seen[27]}, the ticket says $probe_arrival"
+ticket_key_id=${seen[28]}
 [ -n "$ticket_key_id" ] || fail "seckill buy --ticket sent no key id"
 
 # --- 3's Redis: a ticket campaign and a room-off one, the same item.
@@ -318,7 +318,7 @@ buy_call() { # CAMPAIGN TICKET(0/1)
     local c=$1 words=() k role
     for ((k = 3; k < 13; k++)); do words+=("seckill:{$c:1001}:${buy[k]##*\}:}"); done
     if [ "$2" = 1 ]; then
-        for role in room queue registered risk admitted active shuffled passes; do words+=("seckill:{$c:1001}:$role"); done
+        for role in room queue registered risk admitted active shuffled passes revoked; do words+=("seckill:{$c:1001}:$role"); done
         printf '%q ' EVALSHA "$buy_sha" "${#words[@]}" "${words[@]}" u__rand_int__ 1 "" o__rand_int__ "$c" 1001 0 "$arrival" "$ticket_key_id"
     else
         printf '%q ' EVALSHA "$buy_sha" "${#words[@]}" "${words[@]}" u__rand_int__ 1 "" o__rand_int__ "$c" 1001 0 "" ""
@@ -362,10 +362,10 @@ done | dcli >/dev/null
 [ "$(dcli ZCARD "seckill:{beat400:1001}:arrivals")" = 400 ] || fail "the beat backlog was not written"
 beat_call() { # CAMPAIGN: one instance's beat flushing ten buckets (200 tickets)
     local c=$1 words=() role b
-    for role in room arrivals arrival_counts marks passes risk; do words+=("seckill:{$c:1001}:$role"); done
+    for role in room arrivals arrival_counts marks passes risk revoked; do words+=("seckill:{$c:1001}:$role"); done
     words+=(bench-instance $((first_bucket + 100)) 0 1000 200 0)
     for ((b = 0; b < 10; b++)); do words+=($((first_bucket + b * 10)) 20); done
-    printf '%q ' EVALSHA "$tick_sha" 6 "${words[@]}"
+    printf '%q ' EVALSHA "$tick_sha" 7 "${words[@]}"
 }
 # A beat with a backlog takes milliseconds: fewer calls.
 beat_requests=$((requests / 20 > 500 ? requests / 20 : 500))
