@@ -539,6 +539,17 @@ fn a_killed_or_frozen_instance_stops_nothing() {
         .hlen(format!("seckill:{{tk-kill:{ITEM}}}:buyers"))
         .unwrap();
     assert_eq!((sold, buyers, stock), (200, 200, 100));
+    // The nightly proof agrees: every order in the database, the books exact.
+    seckill(&["consume", "--drain"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let proof = seckill(&["reconcile"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .runs();
+    assert_eq!(proof.code(), 0, "{}", proof.describe());
     println!(
         "late (counted after the cursor passed them): {}",
         room_field(&mut conn, "tk-kill", "late_total") - late_before
