@@ -203,6 +203,16 @@ fn reconcile_balances_while_a_consumer_is_storing() {
         &["consume", "--batch", "10"],
         "busy",
     );
+    // Reconcile checks against the consumer's database: wait until the
+    // consumer created it (on a loaded machine it may start after the loop).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !has_schema(&sqlite_path(&file)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the consumer created no database"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // Each entry is classified once, the database looked at last: a commit
     // landing mid-check never counts an order twice or not at all.
     let mut checks_during_consume = 0;
@@ -213,6 +223,19 @@ fn reconcile_balances_while_a_consumer_is_storing() {
     stop_when_caught_up(&server, &orders_key("1001"), &mut consumer, &file, "busy");
     assert_eq!(sqlite_order_ids(&sqlite_path(&file)), sorted(ok));
     reconciling(&file, &server, &[]).succeeds();
+}
+
+/// Whether the SQLite file at `path` holds seckill's schema yet.
+fn has_schema(path: &std::path::Path) -> bool {
+    path.exists()
+        && rusqlite::Connection::open(path).is_ok_and(|conn| {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'seckill_schema'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .is_ok_and(|n| n > 0)
+        })
 }
 
 #[test]
