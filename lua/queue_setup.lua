@@ -41,7 +41,8 @@
 --   refused   mode "update" would change the mode or the pre-queue after users
 --             joined (their positions mean something else then): nothing written
 -- A ticket room gets its arrival-time cursor (cursor_ms) just before the
--- sale's start (or now, without a starts_at) while nobody holds a ticket.
+-- sale's start (or now, without a starts_at) while nobody holds a ticket;
+-- with a pre-queue, 2^48 ms lower: below its ranks' places.
 -- ARGV that break the rules is an error "ERR queue_setup: ..." before any
 -- read; a malformed room is "CORRUPT <key>: ..."; nothing is written either way.
 
@@ -84,6 +85,9 @@ return guarded(function()
   local starts_at = setting(16, 'starts_at_ms', -9007199254740992, true)
   setting(17, 'ends_at_ms', -9007199254740992, true)
 
+  if room_mode == 'ticket' and ARGV[7] == '1' and not starts_at then
+    error({err = 'ERR queue_setup: the pre-queue of a ticket room needs starts_at_ms'})
+  end
   local r = room_of(KEYS[1])
   local before = read(KEYS[1], 'HGET', KEYS[1], 'config') or ''
   if r and mode == 'create' then
@@ -105,7 +109,13 @@ return guarded(function()
   if room_mode == 'ticket' and not ticketed then
     local time = redis.call('TIME')
     local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-    redis.call('HSET', KEYS[1], 'cursor_ms', string.format('%d', (starts_at or now) - 1))
+    -- A pre-queue's ranks stand below starts_at (2^48 of them, room_tick.lua):
+    -- the cursor starts below them.
+    local cursor = (starts_at or now) - 1
+    if ARGV[7] == '1' then
+      cursor = cursor - 281474976710656
+    end
+    redis.call('HSET', KEYS[1], 'cursor_ms', string.format('%d', cursor))
   end
   expire_or_persist(KEYS, ARGV[15])
   return {r and 'updated' or 'created', before}

@@ -9,7 +9,7 @@ use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::operation::buy::Buy;
 use crate::domain::slot::TicketClaim;
 use crate::domain::slot::{Outcome, new_order_id};
-use crate::domain::waiting_room::ticket::{RoomSecret, Ticket};
+use crate::domain::waiting_room::ticket::{RoomSecret, Ticket, prequeue_place, prequeue_rank};
 use crate::invocation::context::Context;
 use crate::invocation::failure;
 use crate::invocation::report::Report;
@@ -291,9 +291,22 @@ fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
 fn attempt(ctx: &Context, args: &Args) -> Result<BuyReport> {
     let campaign = ctx.campaign()?;
     let request_id = args.request_id.clone().unwrap_or_else(new_order_id);
-    let buy = checked(ctx, args, &campaign, &request_id)?;
+    let mut buy = checked(ctx, args, &campaign, &request_id)?;
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
+    // A pre-queue ticket stands at its rank's place, known once the seed is
+    // revealed at the start (before it: its arrival, not admitted yet).
+    if let Some(claim) = buy.ticket.as_mut()
+        && campaign.starts_at_ms.is_some_and(|s| claim.arrival_ms < s)
+        && let Some(room) = SaleItem::select(&campaign, Some(&args.item))?
+            .into_iter()
+            .next()
+            .and_then(SaleItem::into_room)
+        && let Some(seed) = room.revealed_seed(&mut conn)?
+        && let Some(starts) = room.starts_at_ms
+    {
+        claim.arrival_ms = prequeue_place(starts, prequeue_rank(&seed, &args.user));
+    }
     let bought = buy
         .run(&campaign, &mut conn, &target.display)
         .map_err(|failure| failure::say(failure, "the attempt"))?;

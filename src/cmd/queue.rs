@@ -677,12 +677,30 @@ fn room_block(r: &RoomRow) -> String {
                 t.arrived_total, t.admitted_total, t.pending_total, t.late_total
             ),
         );
+        if let Some(users) = t.prequeued {
+            line(
+                "pre-queue",
+                format!(
+                    "{users} users · seed sha256 {}{}",
+                    f.seed_sha256,
+                    t.seed
+                        .as_ref()
+                        .map(|seed| format!(" · seed {seed}"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        let sweeping = t.prequeue_swept_percent.filter(|done| *done < 100.0);
         line(
             "cursor",
             format!(
                 "{}{}{}",
-                time_or_dash(t.cursor_ms),
+                match sweeping {
+                    Some(done) => format!("sweeping the pre-queue's ranks: {done}% passed"),
+                    None => time_or_dash(t.cursor_ms),
+                },
                 t.cursor_lag_ms
+                    .filter(|_| sweeping.is_none())
                     .map(|lag| format!(" ({} behind)", human_duration_ms(lag.max(0))))
                     .unwrap_or_default(),
                 if f.paused {

@@ -42,10 +42,7 @@ pub(crate) async fn buy(
         return Ok(outcome_answer(&app, answer, true));
     }
     let ticket = match ticket_door::for_buy(&app, &item, &body.user, &headers) {
-        Ok(ticket) => ticket.map(|t| TicketClaim {
-            arrival_ms: t.arrival_ms,
-            key_id: t.key_id,
-        }),
+        Ok(ticket) => ticket,
         Err(answer) => return Ok(*answer),
     };
     let running = (item.clone(), body.user.clone(), body.request_id.clone());

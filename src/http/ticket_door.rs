@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::app::App;
 use super::error::{json_answer, retry_after};
 use super::ticket_room::TicketLine;
-use crate::domain::slot::Outcome;
+use crate::domain::slot::{Outcome, TicketClaim};
 use crate::domain::waiting_room::ticket::Ticket;
 
 /// The header a shopper's ticket travels in.
@@ -70,7 +70,8 @@ fn answered(line: TicketLine) -> Response {
 }
 
 /// What memory refuses for `item` now, before any ticket: a sell-out the
-/// cache knows, or outside the window.
+/// cache knows, or outside the window (before the start only without a
+/// pre-queue).
 fn closed_now(app: &App, item: &str, user: &str, now_ms: i64) -> Option<Response> {
     if app.cache.sold_out(item) {
         return Some(refusal(
@@ -81,7 +82,12 @@ fn closed_now(app: &App, item: &str, user: &str, now_ms: i64) -> Option<Response
             format!("item {item} is sold out"),
         ));
     }
-    if let Some(starts) = app.campaign.starts_at_ms.filter(|s| now_ms < *s) {
+    let early_ok = app.tickets.as_ref().is_some_and(|t| t.queues_early(item));
+    if let Some(starts) = app
+        .campaign
+        .starts_at_ms
+        .filter(|s| now_ms < *s && !early_ok)
+    {
         let mut answer = refusal(
             StatusCode::TOO_EARLY,
             "not_started",
@@ -133,23 +139,25 @@ pub(crate) fn poll(app: &App, item: &str, user: &str, headers: &HeaderMap) -> Op
 }
 
 /// A buy's ticket for a ticket room: `Ok(None)` when `item` has none,
-/// `Ok(Some(ticket))` to pass to the buy script, `Err` the answer from
-/// memory (`not_queued`, or `not_admitted` / `blocked` while the cursor this
+/// `Ok(Some(claim))` to pass to the buy script (the arrival it checks: a
+/// pre-queue ticket's rank's place), `Err` the answer from memory
+/// (`not_queued`, or `not_admitted` / `blocked` while the cursor this
 /// instance mirrors has not reached the ticket: nothing sent to Redis).
 pub(crate) fn for_buy(
     app: &App,
     item: &str,
     user: &str,
     headers: &HeaderMap,
-) -> Result<Option<Ticket>, Box<Response>> {
+) -> Result<Option<TicketClaim>, Box<Response>> {
     let Some(tickets) = app.tickets.as_ref().filter(|t| t.has(item)) else {
         return Ok(None);
     };
     let ticket = checked(app, item, user, headers)?;
     let now_ms = app.cache.redis_now_ms();
     let Some(line) = tickets.standing(&ticket, now_ms) else {
-        return Ok(Some(ticket));
+        return Ok(None);
     };
+    let point = tickets.admission_point(&ticket);
     match line.state {
         "blocked" | "waiting" => {
             let outcome = Outcome::NotAdmitted;
@@ -167,7 +175,10 @@ pub(crate) fn for_buy(
             }
             Err(Box::new(answer))
         }
-        _ => Ok(Some(ticket)),
+        _ => Ok(point.map(|arrival_ms| TicketClaim {
+            arrival_ms,
+            key_id: ticket.key_id,
+        })),
     }
 }
 

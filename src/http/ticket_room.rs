@@ -8,9 +8,14 @@
 //! bucket in memory; [`Tickets::beat`], every 100 ms, flushes them with the
 //! watermark in one script per room (`lua/room_tick.lua`), the instance
 //! holding the lease moving the cursor, and mirrors what the room says back:
-//! the cursor and when it passed each arrival, the pending counts, the
-//! pause, revoked keys and the risk list. A poll's position, wait and state
-//! come from that mirror; the buy script decides from Redis.
+//! the cursor and when it passed each arrival, the counts handed out and
+//! admitted, the pause, revoked keys and the risk list. A poll's position,
+//! wait and state come from that mirror; the buy script decides from Redis.
+//!
+//! A room with a pre-queue hands out tickets before `starts_at` too; their
+//! users are counted (not their time) and, once the seed is revealed at the
+//! start, each stands at its rank's place below `starts_at`
+//! (`ticket::prequeue_place`), where the cursor sweeps first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,20 +28,18 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::waiting_room::Room;
+use crate::domain::waiting_room::shuffle::Seed;
 use crate::domain::waiting_room::ticket::{
     self, Beat, Refused, RoomSecret, Tick, TickState, Ticket, bucket_of,
 };
 use crate::model::campaign::Campaign;
 use crate::util::log;
 
-/// Buckets above the cursor a beat reads back, for positions ...
-const PENDING_LIMIT: usize = 200;
-/// ... every this many beats (about once a second): a backlog read on every
-/// beat of every instance would cost the item's Redis thread more than the
-/// joins it spares it.
-const PENDING_EVERY: u64 = 10;
 /// Passes of the cursor remembered (about the last 30 minutes of beats).
 const PASSES_KEPT: usize = 18_000;
+/// (watermark, tickets counted) pairs remembered, for positions (about the
+/// last 30 minutes of beats).
+const COUNTED_KEPT: usize = 18_000;
 
 /// Every ticket room of the campaign at this instance.
 pub(crate) struct Tickets {
@@ -51,7 +54,6 @@ pub(crate) struct Tickets {
 /// One item's ticket room at this instance.
 struct TicketRoom {
     room: Room,
-    beats: AtomicU64,
     counting: Mutex<Counting>,
     seq: AtomicU64,
     mirror: RwLock<Mirror>,
@@ -61,6 +63,8 @@ struct TicketRoom {
 struct Counting {
     /// Tickets handed out and not flushed yet, per bucket.
     unflushed: BTreeMap<i64, u64>,
+    /// The users of pre-queue tickets not flushed yet.
+    prequeue_users: Vec<String>,
     /// The last arrival handed out: arrivals never go back.
     last_arrival_ms: i64,
     /// Every arrival below it was flushed: none may be handed out there.
@@ -72,10 +76,21 @@ struct Mirror {
     state: Option<TickState>,
     /// (cursor, Redis ms it got there), ascending: when an arrival was passed.
     passes: Vec<(i64, i64)>,
+    /// (slowest watermark, tickets counted by then), ascending: about how
+    /// many tickets arrived before a time (every one below the watermark
+    /// was counted; a beat's worth from faster instances beyond it).
+    counted: Vec<(i64, i64)>,
+    revoked_keys: Vec<String>,
+    revoked_count: Option<i64>,
+    /// The pre-queue's seed, once revealed (the sale started).
+    seed: Option<Seed>,
+    /// The pre-queue's users, while its sweep runs.
+    prequeued: Option<i64>,
     risk: HashMap<String, Risk>,
     risk_version: Option<i64>,
-    /// A bucketed item: the cursor this instance last copied to every bucket.
-    copied_ms: Option<i64>,
+    /// A bucketed item: the cursor (and expired_below) this instance last
+    /// copied to every bucket.
+    copied: Option<(i64, Option<i64>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,9 +128,15 @@ pub(crate) struct TicketLine {
     pub(crate) admitted_from_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) admitted_until_ms: Option<i64>,
-    /// Everyone who arrived up to this time is admitted.
+    /// Everyone who arrived up to this time is admitted (while a pre-queue's
+    /// ranks are swept: below `starts_at`, see `prequeue`).
     pub(crate) cursor_ms: i64,
     pub(crate) paused: bool,
+    /// A pre-queue ticket (handed out before `starts_at`): its place is its
+    /// rank, drawn from the seed revealed at the start; until then
+    /// `position` is 0 and the wait runs to the start.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) prequeue: bool,
 }
 
 impl TicketLine {
@@ -137,7 +158,6 @@ impl Tickets {
                     id,
                     TicketRoom {
                         room,
-                        beats: AtomicU64::new(0),
                         counting: Mutex::new(Counting::default()),
                         seq: AtomicU64::new(0),
                         mirror: RwLock::new(Mirror::default()),
@@ -184,13 +204,18 @@ impl Tickets {
             let text = presented.map(str::to_string);
             return Some(room.line(&ticket, Some("queued"), text, now_ms));
         }
+        let early = room.room.starts_at_ms.is_some_and(|starts| now_ms < starts);
         let arrival_ms = {
             let mut counting = room.counting.lock().unwrap_or_else(|e| e.into_inner());
             let arrival = now_ms
                 .max(counting.last_arrival_ms)
                 .max(counting.watermark_ms);
             counting.last_arrival_ms = arrival;
-            *counting.unflushed.entry(bucket_of(arrival)).or_default() += 1;
+            match early {
+                // The pre-queue counts its users: one rank per user.
+                true => counting.prequeue_users.push(user.to_string()),
+                false => *counting.unflushed.entry(bucket_of(arrival)).or_default() += 1,
+            }
             arrival
         };
         let ticket = Ticket {
@@ -211,8 +236,7 @@ impl Tickets {
         let revoked = self
             .rooms
             .get(item)
-            .map(|room| room.read().state.as_ref().map(|s| s.revoked_keys.clone()))
-            .unwrap_or_default()
+            .map(|room| room.read().revoked_keys.clone())
             .unwrap_or_default();
         Ticket::verify(text, &self.secret, &self.campaign, item, user, &revoked)
     }
@@ -221,6 +245,22 @@ impl Tickets {
     pub(crate) fn standing(&self, ticket: &Ticket, now_ms: i64) -> Option<TicketLine> {
         let room = self.rooms.get(&ticket.item)?;
         Some(room.line(ticket, None, None, now_ms))
+    }
+
+    /// Where the cursor must be for `ticket` (what the buy script checks):
+    /// its arrival, or a pre-queue ticket's rank's place; `None` while this
+    /// instance does not know the seed yet.
+    pub(crate) fn admission_point(&self, ticket: &Ticket) -> Option<i64> {
+        let room = self.rooms.get(&ticket.item)?;
+        room.point(ticket, &room.read())
+    }
+
+    /// Whether `item`'s room hands out tickets at `now_ms` before the
+    /// sale's start (it has a pre-queue).
+    pub(crate) fn queues_early(&self, item: &str) -> bool {
+        self.rooms
+            .get(item)
+            .is_some_and(|room| room.room.settings.prequeue)
     }
 
     /// One beat of every room: flush, move the cursor under the lease,
@@ -253,7 +293,7 @@ impl TicketRoom {
         now_ms: i64,
         leaving: bool,
     ) -> Result<()> {
-        let (entries, watermark) = {
+        let (entries, users, watermark) = {
             let mut counting = self.counting.lock().unwrap_or_else(|e| e.into_inner());
             // Every arrival below the current bucket is complete: flush those,
             // and hand out none below it from now on.
@@ -265,43 +305,48 @@ impl TicketRoom {
             let entries: Vec<(i64, u64)> = std::mem::replace(&mut counting.unflushed, keep)
                 .into_iter()
                 .collect();
+            let users = std::mem::take(&mut counting.prequeue_users);
             counting.watermark_ms = watermark;
-            (entries, watermark)
+            (entries, users, watermark)
         };
-        let risk_seen = self.read().risk_version;
-        let asks = self
-            .beats
-            .fetch_add(1, Ordering::Relaxed)
-            .is_multiple_of(PENDING_EVERY);
+        let (risk_seen, revoked_seen, seed_wanted) = {
+            let mirror = self.read();
+            (
+                mirror.risk_version,
+                mirror.revoked_count,
+                self.room.settings.prequeue && mirror.seed.is_none(),
+            )
+        };
         let beat = Beat {
             instance,
             watermark_ms: (!leaving).then_some(watermark),
             lead: !leaving,
-            pending_limit: if asks { PENDING_LIMIT } else { 0 },
+            prequeue_users: &users,
             entries: &entries,
             risk_seen,
+            revoked_seen,
+            seed_wanted,
         };
         match self.room.tick(conn, &beat) {
             Ok(Tick::Ok(state)) => {
-                // The lease holder copies each move to a bucketed item's
-                // buckets, where the buys read it.
-                let copy = state.leader && self.read().copied_ms != Some(state.cursor_ms);
-                let copied = match copy {
-                    true => Some(self.room.copy_cursor(conn, state.cursor_ms, state.now_ms)),
-                    false => None,
-                };
-                let (cursor, copied) = (state.cursor_ms, copied.transpose());
-                self.mirror(state, asks);
-                if copied?.is_some() {
+                // The lease holder copies each move (and when admissions
+                // run out) to a bucketed item's buckets, where the buys read
+                // it: after the mirror, so a hung bucket delays no poll.
+                let copy_of = (state.cursor_ms, state.expired_below_ms);
+                let copy = state.leader && self.read().copied != Some(copy_of);
+                let to_copy = copy.then(|| (*state).clone());
+                self.mirror(*state);
+                if let Some(state) = to_copy {
+                    self.room.copy_cursor(conn, &state)?;
                     self.mirror
                         .write()
                         .unwrap_or_else(|e| e.into_inner())
-                        .copied_ms = Some(cursor);
+                        .copied = Some(copy_of);
                 }
                 Ok(())
             }
             Ok(other) => {
-                self.unflush(&entries);
+                self.unflush(&entries, users);
                 anyhow::bail!(
                     "the room in Redis answered {other:?}: run `seckill preheat` with this campaign file"
                 )
@@ -309,37 +354,45 @@ impl TicketRoom {
             Err(error) => {
                 // Counted again next beat (a reply lost after the flush ran
                 // counts them twice: a slower cursor, never an early one).
-                self.unflush(&entries);
+                self.unflush(&entries, users);
                 Err(error)
             }
         }
     }
 
-    fn unflush(&self, entries: &[(i64, u64)]) {
+    fn unflush(&self, entries: &[(i64, u64)], users: Vec<String>) {
         let mut counting = self.counting.lock().unwrap_or_else(|e| e.into_inner());
         for (bucket, n) in entries {
             *counting.unflushed.entry(*bucket).or_default() += n;
         }
+        counting.prequeue_users.extend(users);
     }
 
-    /// Keep `state`; `asked`: it carries the pending buckets (else the last
-    /// ones read are kept, less those the cursor passed since).
-    fn mirror(&self, mut state: TickState, asked: bool) {
+    /// Keep what a beat answered.
+    fn mirror(&self, mut state: TickState) {
         let mut mirror = self.mirror.write().unwrap_or_else(|e| e.into_inner());
-        if !asked && let Some(before) = &mirror.state {
-            state.pending = before
-                .pending
-                .iter()
-                .filter(|(bucket, _)| *bucket > state.cursor_ms)
-                .copied()
-                .collect();
-        }
         if let Some(entries) = state.risk.take() {
             mirror.risk = entries
                 .into_iter()
                 .filter_map(|(user, entry)| Some((user, risk_of(&entry)?)))
                 .collect();
             mirror.risk_version = Some(state.risk_version);
+        }
+        if let Some(keys) = state.revoked_keys.take() {
+            mirror.revoked_keys = keys;
+            mirror.revoked_count = Some(state.revoked_count);
+        }
+        if let Some(seed) = state.seed.take() {
+            match Seed::from_hex(&seed) {
+                Ok(seed) => mirror.seed = Some(seed),
+                Err(error) => log::line(
+                    "serve",
+                    format!("the pre-queue's seed of item {}: {error:#}", self.room.item),
+                ),
+            }
+        }
+        if state.prequeued.is_some() {
+            mirror.prequeued = state.prequeued;
         }
         let moved = mirror
             .passes
@@ -351,7 +404,24 @@ impl TicketRoom {
                 mirror.passes.drain(..PASSES_KEPT / 10);
             }
         }
+        if let Some(slowest) = state.slowest_watermark_ms {
+            let grew = mirror
+                .counted
+                .last()
+                .is_none_or(|(mark, _)| slowest > *mark);
+            if grew {
+                mirror.counted.push((slowest, state.arrived_total));
+                if mirror.counted.len() > COUNTED_KEPT {
+                    mirror.counted.drain(..COUNTED_KEPT / 10);
+                }
+            }
+        }
         mirror.state = Some(state);
+    }
+
+    /// Where the cursor must be for `ticket` (see [`Tickets::admission_point`]).
+    fn point(&self, ticket: &Ticket, mirror: &Mirror) -> Option<i64> {
+        ticket.admission_point(self.room.starts_at_ms, mirror.seed.as_ref())
     }
 
     /// `ticket`'s standing from the mirror at `now_ms`.
@@ -386,18 +456,39 @@ impl TicketRoom {
             admitted_until_ms: None,
             cursor_ms: cursor,
             paused,
+            prequeue: false,
         };
         let risk = mirror.risk.get(&ticket.user).copied();
         if risk == Some(Risk::Block) {
             line.state = "blocked";
             return line;
         }
-        if ticket.arrival_ms > cursor {
-            let ahead = self.ahead_of(&mirror, ticket.arrival_ms);
+        let starts_at = self.room.starts_at_ms;
+        line.prequeue = ticket.is_prequeue(starts_at);
+        let Some(point) = self.point(ticket, &mirror) else {
+            // A pre-queue ticket before the seed is revealed: the place is
+            // drawn at the start.
+            let start = starts_at.unwrap_or(now_ms);
+            line.eta_ms = (start - now_ms).max(ticket::TICK_MS as i64);
+            return line;
+        };
+        if point > cursor {
+            let ahead = match (line.prequeue, starts_at) {
+                (true, Some(starts)) => {
+                    // The ranks not passed below this one, of the pre-queue's users.
+                    let swept = cursor.max(starts - 1 - ticket::RANKS);
+                    let share = (point - swept) as f64 / ticket::RANKS as f64;
+                    (share * mirror.prequeued.unwrap_or(0) as f64) as i64
+                }
+                _ => self.ahead_of(&mirror, point),
+            };
             line.ahead = ahead;
             line.position = ahead + 1;
             // The cursor trails the slowest instance by about two beats.
-            let lag = ticket.arrival_ms + 2 * ticket::TICK_MS as i64 - now_ms;
+            let lag = match line.prequeue {
+                true => 0,
+                false => point + 2 * ticket::TICK_MS as i64 - now_ms,
+            };
             line.eta_ms = ((line.position as f64 * ms_per_admission) as i64)
                 .max(lag)
                 .max(0);
@@ -408,7 +499,7 @@ impl TicketRoom {
         let passed = mirror
             .passes
             .iter()
-            .find(|(c, _)| *c >= ticket.arrival_ms)
+            .find(|(c, _)| *c >= point)
             .map_or(now_ms, |(_, at)| *at);
         let from = match risk {
             Some(Risk::Delay { ms, since }) if since < passed => passed + ms,
@@ -428,29 +519,26 @@ impl TicketRoom {
         line
     }
 
-    /// Tickets counted before `arrival_ms` and not passed: the room's
-    /// pending buckets, and this instance's own not yet flushed.
+    /// About how many tickets arrived before `arrival_ms` and are not
+    /// admitted yet: those counted by the time every instance had flushed
+    /// past it (the last beat's count, for a later arrival), less those
+    /// admitted, and this instance's own not flushed yet.
     fn ahead_of(&self, mirror: &Mirror, arrival_ms: i64) -> i64 {
-        let bucket = bucket_of(arrival_ms);
         let Some(state) = &mirror.state else {
             return 0;
         };
-        let mut ahead: i64 = state
-            .pending
-            .iter()
-            .take_while(|(b, _)| *b < bucket)
-            .map(|(_, n)| n)
-            .sum();
-        let beyond = state.pending.last().is_some_and(|(b, _)| *b < bucket)
-            && state.pending.len() >= PENDING_LIMIT;
-        if beyond {
-            // Past what the beat reads back: everyone pending is a fair guess.
-            ahead = ahead.max(state.pending_total);
-        }
+        let at = mirror
+            .counted
+            .partition_point(|(mark, _)| *mark <= arrival_ms);
+        let counted = mirror
+            .counted
+            .get(at)
+            .map_or(state.arrived_total, |(_, counted)| *counted);
+        let mut ahead = (counted - state.admitted_total).max(0);
         let counting = self.counting.lock().unwrap_or_else(|e| e.into_inner());
         ahead += counting
             .unflushed
-            .range(..bucket)
+            .range(..bucket_of(arrival_ms))
             .map(|(_, n)| *n as i64)
             .sum::<i64>();
         ahead

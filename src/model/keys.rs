@@ -159,6 +159,9 @@ pub struct RoomKeys {
     /// set: a ticket room's revoked signing key ids (the operator's; the
     /// buyer only reads it).
     pub revoked: String,
+    /// HyperLogLog: the users who joined a ticket room's pre-queue (before
+    /// `starts_at`): three tickets of one user count once.
+    pub prequeued: String,
 }
 
 impl ItemKeys {
@@ -183,13 +186,14 @@ impl ItemKeys {
             marks: key("marks"),
             passes: key("passes"),
             revoked: key("revoked"),
+            prequeued: key("prequeued"),
         }
     }
 }
 
 impl RoomKeys {
     /// Every key, for DEL.
-    pub(crate) fn all(&self) -> [&str; 17] {
+    pub(crate) fn all(&self) -> [&str; 18] {
         [
             &self.room,
             &self.queue,
@@ -208,6 +212,7 @@ impl RoomKeys {
             &self.marks,
             &self.passes,
             &self.revoked,
+            &self.prequeued,
         ]
     }
 }

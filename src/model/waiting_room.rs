@@ -205,14 +205,6 @@ pub(crate) fn validate(
             };
             let (count, per_ms) = parse_rate(path, rate)?;
             if name == "ticket" {
-                if let Some(flag) = raw.prequeue.as_ref().filter(|p| p.value) {
-                    return Err(at(
-                        path,
-                        flag,
-                        "a ticket room has no pre-queue (docs/waiting-room.md, \"Ticket mode\"): \
-                         use mode rate for a shuffled pre-queue, or drop prequeue",
-                    ));
-                }
                 AdmissionMode::Ticket { count, per_ms }
             } else {
                 AdmissionMode::Rate { count, per_ms }
@@ -399,7 +391,7 @@ mod tests {
     }
 
     #[test]
-    fn a_ticket_room_admits_at_a_rate_and_has_no_prequeue() {
+    fn a_ticket_room_admits_at_a_rate_and_may_have_a_prequeue() {
         let r = room("{ mode: ticket, admit_rate: 2000/s, admission_ttl: 2m }").unwrap();
         assert_eq!(
             r.mode,
@@ -414,7 +406,11 @@ mod tests {
             "ticket 2000/1000ms ttl 120000ms prequeue 0 registration off"
         );
         assert!(room("{ mode: ticket }").is_err());
-        assert!(room("{ mode: ticket, admit_rate: 1/s, prequeue: true }").is_err());
+        assert!(
+            room("{ mode: ticket, admit_rate: 1/s, prequeue: true }")
+                .unwrap()
+                .prequeue
+        );
         assert!(room("{ mode: ticket, admit_rate: 1/s, max_active: 3 }").is_err());
     }
 }

@@ -284,6 +284,7 @@ fn key_named(name: &str) -> String {
         "marks" => &room.marks,
         "passes" => &room.passes,
         "revoked" => &room.revoked,
+        "prequeued" => &room.prequeued,
         // The user of every ARGV table below.
         "rate" => return item.rate("u"),
         // `requests` is the crate's own field; `lock` is the load test's key.
@@ -463,9 +464,11 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "queue_register" => vec![owned(&["u", "phone", "203.0.113.0/24"])],
         "queue_penalize" => vec![owned(&["u", "delay", "2000"]), owned(&["u", "block", ""])],
         "queue_shuffle" => vec![owned(&["prepare"]), owned(&["commit", "0"])],
-        "room_tick" => vec![owned(&["i1", "100", "500", "1000", "10", "-1", "110", "2"])],
+        "room_tick" => vec![owned(&[
+            "i1", "100", "500", "1000", "-1", "-1", "1", "110 2",
+        ])],
         "room_revoke" => vec![owned(&["k1"])],
-        "bucket_cursor" => vec![owned(&["100", "1", "60000", ""])],
+        "bucket_cursor" => vec![owned(&["100", "1", "60000", "", "", ""])],
         "bucket_admit" => vec![
             owned(&["grant", "", "u", "1", "2"]),
             owned(&["revoke", "", "u"]),

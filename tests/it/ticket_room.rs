@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use redis::Commands;
 use serde_json::json;
+use sha2::Digest;
 
 use crate::support::http::{self, Answer};
 use crate::support::serve::Serve;
@@ -637,7 +638,7 @@ fn a_bucketed_ticket_room_on_a_cluster_sells_past_the_cursor_in_every_bucket() {
     // 40/s: the last of 80 is not admitted yet; its buy is refused, nothing sold.
     let (last, last_ticket) = users.last().unwrap();
     let early = buy(&door, last, Some(last_ticket), "early");
-    assert_eq!(early.json()["outcome"], "not_admitted", "{}", early.body);
+    assert_eq!(early.json()["outcome"], "not_started", "{}", early.body);
     // A blocked user is refused in its home bucket too.
     as_operator(&[
         "queue", "penalize", "--item", ITEM, "--user", "b0", "--block",
@@ -687,4 +688,191 @@ fn a_bucketed_ticket_room_on_a_cluster_sells_past_the_cursor_in_every_bucket() {
             .unwrap();
         assert!(cursor.is_some(), "no cursor copied to {copy}");
     }
+}
+
+/// The rank docs/waiting-room.md defines, written from the page: the first
+/// 48 bits (big-endian) of HMAC-SHA256(key = the seed's 32 bytes, the user).
+fn rank_from_the_docs(seed_hex: &str, user: &str) -> u64 {
+    let seed: Vec<u8> = (0..seed_hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&seed_hex[i..i + 2], 16).unwrap())
+        .collect();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &seed);
+    let tag = ring::hmac::sign(&key, user.as_bytes());
+    tag.as_ref()[..6]
+        .iter()
+        .fold(0u64, |rank, byte| (rank << 8) | u64::from(*byte))
+}
+
+/// The ticket room's figures in `queue status --format json`.
+fn ticket_status(file: &CampaignFile, server: &RedisServer) -> serde_json::Value {
+    let status = seckill(&["queue", "status"])
+        .campaign(file)
+        .redis(server)
+        .json()
+        .succeeds()
+        .json();
+    status["rooms"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|r| r["item"] == ITEM)
+        .unwrap_or_else(|| panic!("no room of {ITEM} in {status}"))
+}
+
+#[test]
+fn a_pre_queue_is_admitted_by_rank_before_the_arrivals_and_anyone_can_check_it() {
+    let server = RedisServer::start();
+    let id = "tk-pre";
+    let file = campaign(id)
+        .item(ITEM, 100)
+        .starts_in(9)
+        .room("{ mode: ticket, admit_rate: 20/s, admission_ttl: 2m, prequeue: true }")
+        .write();
+    let key = file.dir.path().join("room.key");
+    std::fs::write(
+        &key,
+        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
+    )
+    .unwrap();
+    let key = key.display().to_string();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let (a, b) = (
+        serve(&file, &server, &key, &[]),
+        serve(&file, &server, &key, &[]),
+    );
+    let mut conn = server.conn();
+    let starts: i64 = room_field(&mut conn, id, "starts_at_ms");
+
+    // Before the start: tickets, no place yet; "p0" joins from three devices.
+    let mut pre = Vec::new();
+    for n in 0..30 {
+        let (at, user) = (if n % 2 == 0 { &a } else { &b }, format!("p{n}"));
+        let answer = join(at, &user);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let line = answer.json();
+        assert_eq!(line["prequeue"], true, "{line}");
+        assert_eq!(line["position"], 0, "{line}");
+        pre.push((user, ticket_of(&answer)));
+    }
+    let devices: Vec<String> = [&a, &b]
+        .iter()
+        .map(|at| ticket_of(&join(at, "p0")))
+        .collect();
+    assert!(
+        redis_ms(&mut conn) < starts,
+        "the joins took past the start: raise starts_in"
+    );
+    let early = buy(&b, "p1", Some(&pre[1].1), "early-p1");
+    assert_eq!(early.json()["outcome"], "not_started", "{}", early.body);
+    std::thread::sleep(Duration::from_millis(400));
+    let before = ticket_status(&file, &server);
+    let published = before["seed_sha256"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(before["tickets"]["prequeued"], 30, "{before}");
+    assert!(
+        before["tickets"].get("seed").is_none(),
+        "the seed shows before the start: {before}"
+    );
+
+    // After the start: arrivals join while the ranks are swept first.
+    while redis_ms(&mut conn) < starts + 50 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let post: Vec<(String, String)> = (0..5)
+        .map(|n| {
+            let user = format!("q{n}");
+            let ticket = ticket_of(&join(&a, &user));
+            (user, ticket)
+        })
+        .collect();
+    // Polled at one instance (its view of when the cursor passed), which
+    // verifies the other's tickets too.
+    let admitted_from = |user: &str, ticket: &str| {
+        let line = until_admitted(&b, user, ticket, Duration::from_secs(20));
+        assert_eq!(line["state"], "admitted", "{user}: {line}");
+        line["admitted_from_ms"].as_i64().unwrap()
+    };
+    let pre_from: Vec<i64> = pre
+        .iter()
+        .map(|(user, ticket)| admitted_from(user, ticket))
+        .collect();
+    let device_from: Vec<i64> = devices.iter().map(|t| admitted_from("p0", t)).collect();
+    let post_from: Vec<i64> = post
+        .iter()
+        .map(|(user, ticket)| admitted_from(user, ticket))
+        .collect();
+
+    // The seed is revealed at the start and is the one published at preheat.
+    let after = ticket_status(&file, &server);
+    let seed = after["tickets"]["seed"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{after}"));
+    let hash: String = sha2::Sha256::digest(
+        (0..seed.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&seed[i..i + 2], 16).unwrap())
+            .collect::<Vec<u8>>(),
+    )
+    .iter()
+    .map(|b| format!("{b:02x}"))
+    .collect();
+    assert_eq!(
+        hash, published,
+        "the revealed seed does not hash to the published one"
+    );
+
+    // Admitted in rank order, the three devices of p0 together, the
+    // arrivals after every pre-queued user.
+    let mut by_rank: Vec<(u64, i64, &str)> = pre
+        .iter()
+        .zip(&pre_from)
+        .map(|((user, _), from)| (rank_from_the_docs(seed, user), *from, user.as_str()))
+        .collect();
+    by_rank.sort();
+    println!("pre-queue by rank (rank, admitted from, user): {by_rank:?}");
+    assert!(by_rank.windows(2).all(|w| w[0].1 <= w[1].1), "{by_rank:?}");
+    assert!(
+        device_from.iter().all(|from| *from == pre_from[0]),
+        "{device_from:?} vs {}",
+        pre_from[0]
+    );
+    let last_pre = *pre_from.iter().max().unwrap();
+    assert!(
+        post_from.iter().all(|from| *from >= last_pre),
+        "{post_from:?} before {last_pre}"
+    );
+    // At 20/s, 30 users take about 1.5 s: not all at once.
+    let first_pre = *pre_from.iter().min().unwrap();
+    assert!(
+        last_pre - first_pre >= 900,
+        "the pre-queue was admitted in {} ms",
+        last_pre - first_pre
+    );
+
+    // They buy: through serve, and through the command line with a ticket.
+    let bought = buy(&a, &pre[2].0, Some(&pre[2].1), "pre-2");
+    assert_eq!(bought.json()["outcome"], "ok", "{}", bought.body);
+    seckill(&[
+        "buy",
+        "--item",
+        ITEM,
+        "--user",
+        &pre[3].0,
+        "--ticket",
+        &pre[3].1,
+        "--room-key-file",
+        &key,
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .succeeds();
+    let left: i64 = conn.get(format!("seckill:{{{id}:{ITEM}}}:stock")).unwrap();
+    assert_eq!(left, 98);
 }

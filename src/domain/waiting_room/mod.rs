@@ -242,7 +242,11 @@ impl Room {
     /// Why this room's turns come only through `seckill queue admit --loop`
     /// as `figures` show it now; `None` when nothing is left for one to do.
     pub fn needs_admitter(&self, figures: &RoomFigures) -> Option<&'static str> {
-        if self.buckets.is_some() {
+        // A ticket room's cursor (and its copies to buckets) moves with the
+        // beats of `serve`, its pre-queue too: no admitter.
+        if self.settings.is_ticket() {
+            None
+        } else if self.buckets.is_some() {
             Some("a bucketed item's admissions reach its buckets only through it")
         } else if matches!(self.settings.mode, AdmissionMode::MaxActive(_)) {
             Some("max_active admits only through it")

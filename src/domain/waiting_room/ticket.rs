@@ -24,6 +24,7 @@ use ring::hmac;
 use serde::{Deserialize, Serialize};
 
 use super::Room;
+use super::shuffle::Seed;
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::bucket_cursor::{self, BucketCursor};
 use crate::redis_client::scripts::room_revoke::{self, RoomRevoke};
@@ -201,33 +202,81 @@ pub fn bucket_of(ms: i64) -> i64 {
     ms.div_euclid(BUCKET_MS) * BUCKET_MS
 }
 
+/// The pre-queue's ranks: 48 bits, placed on the cursor's line just below
+/// `starts_at` ([`prequeue_place`]), so the cursor sweeps them first.
+pub const RANKS: i64 = 1 << 48;
+
+/// A pre-queued user's rank: the first 48 bits (big-endian) of
+/// HMAC-SHA256(key = the room's 32-byte seed, message = the user id). Per
+/// user, so three devices get one rank; unknown to anyone until the seed is
+/// revealed at the start, and checkable by anyone after
+/// (docs/waiting-room.md, "Pre-queue in a ticket room").
+pub fn prequeue_rank(seed: &Seed, user: &str) -> i64 {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, &seed.0);
+    let tag = hmac::sign(&key, user.as_bytes());
+    tag.as_ref()[..6]
+        .iter()
+        .fold(0i64, |rank, byte| (rank << 8) | i64::from(*byte))
+}
+
+/// Where rank `rank` stands on the cursor's line: `starts_at − 2^48 + rank`,
+/// below every arrival of the sale itself.
+pub fn prequeue_place(starts_at_ms: i64, rank: i64) -> i64 {
+    starts_at_ms - RANKS + rank
+}
+
+impl Ticket {
+    /// Handed out before `starts_at`: a pre-queue ticket, admitted by rank.
+    pub fn is_prequeue(&self, starts_at_ms: Option<i64>) -> bool {
+        starts_at_ms.is_some_and(|starts| self.arrival_ms < starts)
+    }
+
+    /// Where the cursor must be for this ticket: its arrival, or for a
+    /// pre-queue ticket its rank's place (`None`: the seed is not revealed
+    /// yet, so nobody knows it: not admitted).
+    pub fn admission_point(&self, starts_at_ms: Option<i64>, seed: Option<&Seed>) -> Option<i64> {
+        match (self.is_prequeue(starts_at_ms), starts_at_ms) {
+            (true, Some(starts)) => {
+                seed.map(|seed| prequeue_place(starts, prequeue_rank(seed, &self.user)))
+            }
+            _ => Some(self.arrival_ms),
+        }
+    }
+}
+
 /// One beat's input from an instance.
 #[derive(Debug, Clone)]
 pub struct Beat<'a> {
     pub instance: &'a str,
-    /// Every arrival of this instance below it is in `entries` or was
-    /// flushed before; `None`: count once and keep no mark.
+    /// Every arrival of this instance below it is in `entries` (or
+    /// `prequeue_users`) or was flushed before; `None`: count once and keep
+    /// no mark.
     pub watermark_ms: Option<i64>,
     /// Take or keep the cursor's lease.
     pub lead: bool,
-    /// How many buckets above the cursor to read back.
-    pub pending_limit: usize,
+    /// The users of the pre-queue tickets handed out since the last beat.
+    pub prequeue_users: &'a [String],
     /// (bucket's first ms, tickets in it), each at least 1.
     pub entries: &'a [(i64, u64)],
     /// The risk list's version the caller mirrors (`None`: none yet); the
     /// list comes back whole when Redis holds another.
     pub risk_seen: Option<i64>,
+    /// The count of revoked keys the caller mirrors (`None`: none yet).
+    pub revoked_seen: Option<i64>,
+    /// Ask for the pre-queue's seed (returned once the sale started).
+    pub seed_wanted: bool,
 }
 
 impl Room {
     /// One beat of this ticket room (`lua/room_tick.lua`).
     pub fn tick<C: ConnectionLike>(&self, conn: &mut C, beat: &Beat) -> Result<Tick> {
         let r = &self.room;
-        let entry = beat
+        let entries = beat
             .entries
             .iter()
-            .flat_map(|(bucket, n)| [bucket.to_string(), n.to_string()])
-            .collect();
+            .map(|(bucket, n)| format!("{bucket} {n}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         RoomTick {
             room: r.room.clone(),
             arrivals: r.arrivals.clone(),
@@ -236,13 +285,16 @@ impl Room {
             passes: r.passes.clone(),
             risk: r.risk.clone(),
             revoked: r.revoked.clone(),
+            prequeued: r.prequeued.clone(),
             instance: beat.instance.to_string(),
             watermark_ms: beat.watermark_ms.map_or(String::new(), |ms| ms.to_string()),
             lease_ms: if beat.lead { LEASE_MS } else { 0 }.to_string(),
             dead_after_ms: DEAD_AFTER_MS.to_string(),
-            pending_limit: beat.pending_limit.to_string(),
             risk_seen: beat.risk_seen.unwrap_or(-1).to_string(),
-            entry,
+            revoked_seen: beat.revoked_seen.unwrap_or(-1).to_string(),
+            seed_wanted: u8::from(beat.seed_wanted).to_string(),
+            entries,
+            user: beat.prequeue_users.to_vec(),
         }
         .invoke(conn)
         .map_err(anyhow::Error::from)
@@ -250,28 +302,32 @@ impl Room {
         .with_context(|| format!("cannot beat the ticket room of item {}", self.item))
     }
 
-    /// A bucketed item: copy the cursor (`cursor_ms`, reached at `at_ms`) to
-    /// every bucket, whose buy reads it there (`lua/bucket_cursor.lua`);
-    /// how many copies moved. Nothing to do for a plain item.
-    pub fn copy_cursor<C: ConnectionLike>(
-        &self,
-        conn: &mut C,
-        cursor_ms: i64,
-        at_ms: i64,
-    ) -> Result<usize> {
+    /// A bucketed item: copy the cursor (as a beat left it: `cursor_ms`,
+    /// reached at `now_ms`, and when admissions run out) to every bucket,
+    /// whose buy reads it there (`lua/bucket_cursor.lua`); how many copies
+    /// moved. Nothing to do for a plain item.
+    pub fn copy_cursor<C: ConnectionLike>(&self, conn: &mut C, state: &TickState) -> Result<usize> {
         let Some(buckets) = &self.buckets else {
             return Ok(0);
         };
-        let mut copied = 0;
+        // Every bucket is tried: one on a hung master must not keep the
+        // copies from the healthy ones (the first failure is returned after).
+        let (mut copied, mut failed) = (0, None);
         for bucket in buckets.all() {
             let room = bucket.keys.room();
-            let (status, _) = BucketCursor {
+            let copy = BucketCursor {
                 room: room.room,
                 passes: room.passes,
-                cursor_ms: cursor_ms.to_string(),
-                at_ms: at_ms.to_string(),
+                cursor_ms: state.cursor_ms.to_string(),
+                at_ms: state.now_ms.to_string(),
                 ttl_ms: self.settings.admission_ttl.as_millis().to_string(),
                 expire_at_ms: self.expire_at_ms.map_or(String::new(), |ms| ms.to_string()),
+                expired_below_ms: state
+                    .expired_below_ms
+                    .map_or(String::new(), |ms| ms.to_string()),
+                expires_next_at_ms: state
+                    .expires_next_at_ms
+                    .map_or(String::new(), |ms| ms.to_string()),
             }
             .invoke(conn)
             .map_err(anyhow::Error::from)
@@ -281,10 +337,34 @@ impl Room {
                     "cannot copy the cursor of item {} to bucket {}",
                     self.item, bucket.bucket
                 )
-            })?;
-            copied += usize::from(status == "copied");
+            });
+            match copy {
+                Ok((status, _)) => copied += usize::from(status == "copied"),
+                Err(error) => {
+                    failed.get_or_insert(error);
+                }
+            }
         }
-        Ok(copied)
+        failed.map_or(Ok(copied), Err)
+    }
+
+    /// The pre-queue's seed, revealed: once the sale started on the Redis
+    /// clock (`None` before, or without a pre-queue).
+    pub fn revealed_seed<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<Seed>> {
+        let Some(starts) = self.starts_at_ms.filter(|_| self.settings.prequeue) else {
+            return Ok(None);
+        };
+        if crate::domain::slot::redis_now_ms(conn)? < starts {
+            return Ok(None);
+        }
+        let key = &self.room.room;
+        let seed: Option<String> = redis::cmd("HGET")
+            .arg(key)
+            .arg("seed")
+            .query(conn)
+            .with_context(|| format!("cannot read the pre-queue's seed in {key}"))?;
+        seed.map(|text| Seed::from_hex(&text).with_context(|| format!("{key}: seed")))
+            .transpose()
     }
 
     /// Revoke the signing key `key_id` in this ticket room; the status
@@ -353,6 +433,15 @@ pub struct TicketFigures {
     /// The instance holding the cursor's lease, while it holds it.
     pub leader: Option<String>,
     pub revoked_keys: Vec<String>,
+    /// A pre-queue: its users (PFCOUNT, about ±1%), how much of their ranks
+    /// the cursor swept (percent), and the seed once the sale started (its
+    /// SHA-256 was published at preheat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prequeued: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prequeue_swept_percent: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
 }
 
 /// A ticket handed out at the command line (`seckill queue join`).
@@ -386,6 +475,9 @@ impl Room {
                 "late_total",
                 "lease_holder",
                 "lease_until_ms",
+                "prequeue",
+                "starts_at_ms",
+                "seed",
             ])
             .query(conn)
             .with_context(|| format!("cannot read {key}"))?;
@@ -416,9 +508,29 @@ impl Room {
                 .query(conn)
                 .with_context(|| format!("cannot read {}", self.room.revoked))?;
         revoked.sort();
+        let starts_at = int(&values[8], "starts_at_ms")?;
+        let prequeued = match values[7].as_deref() {
+            Some("1") => Some(
+                redis::cmd("PFCOUNT")
+                    .arg(&self.room.prequeued)
+                    .query::<i64>(conn)
+                    .with_context(|| format!("cannot read {}", self.room.prequeued))?,
+            ),
+            _ => None,
+        };
+        let swept = match (prequeued, starts_at, cursor) {
+            (Some(_), Some(starts), Some(c)) => {
+                let done = (c - (starts - 1 - RANKS)).clamp(0, RANKS);
+                Some((done as f64 * 100.0 / RANKS as f64 * 10.0).round() / 10.0)
+            }
+            _ => None,
+        };
+        let started = starts_at.is_none_or(|starts| now >= starts);
         Ok(Some(TicketFigures {
             cursor_ms: cursor,
-            cursor_lag_ms: cursor.map(|c| now - c),
+            cursor_lag_ms: cursor
+                .filter(|_| swept.is_none_or(|done| done >= 100.0))
+                .map(|c| now - c),
             arrived_total: arrived,
             admitted_total: admitted,
             late_total: int(&values[4], "late_total")?.unwrap_or(0),
@@ -428,6 +540,9 @@ impl Room {
                 .clone()
                 .filter(|_| lease_until.is_some_and(|until| until >= now)),
             revoked_keys: revoked,
+            prequeued,
+            prequeue_swept_percent: swept,
+            seed: values[9].clone().filter(|_| prequeued.is_some() && started),
         }))
     }
 
@@ -443,14 +558,31 @@ impl Room {
         users: &[String],
     ) -> Result<Vec<Issued>> {
         let now = crate::domain::slot::redis_now_ms(conn)?;
-        let entries = [(bucket_of(now), users.len() as u64)];
+        let early = self.starts_at_ms.filter(|starts| now < *starts);
+        if let Some(starts) = early
+            && !self.settings.prequeue
+        {
+            bail!(
+                "the sale of item {} starts at {}; its ticket room has no pre-queue, so tickets \
+                 are handed out from then on",
+                self.item,
+                crate::util::text::time_or_dash(Some(starts))
+            );
+        }
+        // Before the start (a pre-queue): the users are counted, not the time.
+        let (entries, prequeue_users) = match early {
+            Some(_) => (Vec::new(), users),
+            None => (vec![(bucket_of(now), users.len() as u64)], &[][..]),
+        };
         let beat = Beat {
             instance: key_id,
             watermark_ms: None,
             lead: false,
-            pending_limit: 0,
+            prequeue_users,
             entries: &entries,
             risk_seen: None,
+            revoked_seen: None,
+            seed_wanted: false,
         };
         match self.tick(conn, &beat)? {
             Tick::Ok(_) => {}

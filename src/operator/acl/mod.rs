@@ -76,7 +76,7 @@ pub(crate) fn setuser_args(
             // `+hscan`: `serve`'s cache reads a sold-out item's buyers;
             // `+wait`: `buy`/`serve --wait-replicas` after an `ok`.
             args.extend(
-                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +wait"
+                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +pfcount +wait"
                     .split(' ')
                     .map(String::from),
             );
@@ -133,6 +133,7 @@ pub(crate) fn setuser_args(
                 "+hset +hdel +pexpireat",
                 &[item("arrival_counts"), item("marks")],
             ));
+            args.push(selector("+pfadd +pexpireat", &[item("prequeued")]));
         }
         Role::Consumer => {
             // Every key of the campaign with read commands only: `consume

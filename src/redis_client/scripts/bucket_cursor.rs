@@ -9,7 +9,7 @@ super::script_call! {
     BucketCursor = "bucket_cursor.lua", Sale;
     roles { buyer, operator }
     keys { room, passes }
-    argv { cursor_ms, at_ms, ttl_ms, expire_at_ms }
+    argv { cursor_ms, at_ms, ttl_ms, expire_at_ms, expired_below_ms, expires_next_at_ms }
 }
 
 /// Parse `{status, cursor_ms}`: copied | kept.

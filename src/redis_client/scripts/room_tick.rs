@@ -9,9 +9,9 @@ super::script_call! {
     /// One beat: KEYS then ARGV of `lua/room_tick.lua`.
     RoomTick = "room_tick.lua", Sale;
     roles { buyer, operator }
-    keys { room, arrivals, arrival_counts, marks, passes, risk, revoked }
-    argv { instance, watermark_ms, lease_ms, dead_after_ms, pending_limit, risk_seen }
-    rest { entry }
+    keys { room, arrivals, arrival_counts, marks, passes, risk, revoked, prequeued }
+    argv { instance, watermark_ms, lease_ms, dead_after_ms, risk_seen, revoked_seen, seed_wanted, entries }
+    rest { user }
 }
 
 /// The room's state after a beat.
@@ -19,7 +19,8 @@ super::script_call! {
 pub struct TickState {
     /// This instance holds the lease (it moves the cursor).
     pub leader: bool,
-    /// Admitted ⇔ `arrival_ms <= cursor_ms`.
+    /// Admitted ⇔ `arrival_ms <= cursor_ms` (a pre-queue ticket's arrival
+    /// is its rank's place below `starts_at`).
     pub cursor_ms: i64,
     pub paused: bool,
     /// Redis time of the beat, Unix ms.
@@ -28,24 +29,39 @@ pub struct TickState {
     pub admitted_total: i64,
     /// Tickets counted at or below the cursor (admitted beyond the rate).
     pub late_total: i64,
-    pub risk_version: i64,
-    pub revoked_keys: Vec<String>,
     /// Instances whose marks are alive, and their slowest watermark.
     pub live: i64,
     pub slowest_watermark_ms: Option<i64>,
-    /// Tickets counted and not yet passed.
-    pub pending_total: i64,
-    /// The first buckets above the cursor: (bucket's first ms, tickets).
-    pub pending: Vec<(i64, i64)>,
+    /// The pre-queue's users while its sweep runs.
+    pub prequeued: Option<i64>,
+    /// The pre-queue's seed (hex), asked for and revealed (the sale started).
+    pub seed: Option<String>,
+    pub revoked_count: i64,
+    /// The revoked key ids, when `revoked_count` is not the one the caller
+    /// said it mirrors.
+    pub revoked_keys: Option<Vec<String>>,
+    pub risk_version: i64,
+    /// Every arrival at or below it had its admission run out, and none
+    /// above it runs out before `expires_next_at_ms` (the buy's shortcut,
+    /// `lib/ticket_gate`; a bucketed item's copies carry them).
+    pub expired_below_ms: Option<i64>,
+    pub expires_next_at_ms: Option<i64>,
     /// The risk list (user → entry), when `risk_version` is not the one the
     /// caller said it mirrors.
     pub risk: Option<Vec<(String, String)>>,
 }
 
+impl TickState {
+    /// Tickets counted and not yet passed.
+    pub fn pending_total(&self) -> i64 {
+        (self.arrived_total - self.admitted_total).max(0)
+    }
+}
+
 /// What a beat answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tick {
-    Ok(TickState),
+    Ok(Box<TickState>),
     /// The item has no room in Redis (not preheated).
     NoRoom,
     /// The room in Redis is not a ticket room (the file changed since preheat).
@@ -67,41 +83,46 @@ pub(crate) fn parse_reply(reply: Value) -> Result<Tick> {
         "ok" => {}
         other => bail!("room_tick answered {other:?}"),
     }
+    let missing = |i: usize| {
+        anyhow::anyhow!(
+            "room_tick answered {} fields, field {i} missing",
+            fields.len()
+        )
+    };
     let int = |i: usize| -> Result<i64> {
-        match fields.get(i) {
-            Some(v) => Ok(redis::from_redis_value_ref(v)?),
-            None => bail!(
-                "room_tick answered {} fields, field {i} missing",
-                fields.len()
-            ),
-        }
+        Ok(redis::from_redis_value_ref(
+            fields.get(i).ok_or_else(|| missing(i))?,
+        )?)
     };
     let text = |i: usize| -> Result<String> {
-        match fields.get(i) {
-            Some(v) => Ok(redis::from_redis_value_ref(v)?),
-            None => bail!(
-                "room_tick answered {} fields, field {i} missing",
-                fields.len()
-            ),
+        Ok(redis::from_redis_value_ref(
+            fields.get(i).ok_or_else(|| missing(i))?,
+        )?)
+    };
+    let slowest = int(9)?;
+    let prequeued = int(10)?;
+    let seed = text(11)?;
+    let revoked_keys = text(13)?;
+    let optional = |i: usize| -> Result<Option<i64>> {
+        let text = text(i)?;
+        match text.is_empty() {
+            true => Ok(None),
+            false => Ok(Some(text.parse().map_err(|_| {
+                anyhow::anyhow!("room_tick answered {text:?} as field {i}, not an integer")
+            })?)),
         }
     };
-    let revoked = text(9)?;
-    let slowest = int(11)?;
-    let shown = usize::try_from(int(13)?)?;
-    let pending = (0..shown)
-        .map(|k| Ok((int(14 + 2 * k)?, int(15 + 2 * k)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let after = 14 + 2 * shown;
-    let risk = match int(after)? {
+    let risk = match int(17)? {
         0 => None,
         _ => Some(
-            (after + 1..fields.len())
+            (18..fields.len())
                 .step_by(2)
                 .map(|i| Ok((text(i)?, text(i + 1)?)))
                 .collect::<Result<Vec<_>>>()?,
         ),
     };
-    Ok(Tick::Ok(TickState {
+    let revoked_count = int(12)?;
+    Ok(Tick::Ok(Box::new(TickState {
         leader: int(1)? == 1,
         cursor_ms: int(2)?,
         paused: int(3)? == 1,
@@ -109,12 +130,24 @@ pub(crate) fn parse_reply(reply: Value) -> Result<Tick> {
         arrived_total: int(5)?,
         admitted_total: int(6)?,
         late_total: int(7)?,
-        risk_version: int(8)?,
-        revoked_keys: revoked.split_whitespace().map(str::to_string).collect(),
-        live: int(10)?,
+        live: int(8)?,
         slowest_watermark_ms: (slowest >= 0).then_some(slowest),
-        pending_total: int(12)?,
-        pending,
+        prequeued: (prequeued >= 0).then_some(prequeued),
+        seed: (!seed.is_empty()).then_some(seed),
+        revoked_count,
+        revoked_keys: match revoked_keys.is_empty() && revoked_count == 0 {
+            true => Some(Vec::new()),
+            false if revoked_keys.is_empty() => None,
+            false => Some(
+                revoked_keys
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect(),
+            ),
+        },
+        risk_version: int(14)?,
+        expired_below_ms: optional(15)?,
+        expires_next_at_ms: optional(16)?,
         risk,
-    }))
+    })))
 }
