@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bucket_copy;
 mod bucket_failures;
 mod buckets;
 mod buy;
