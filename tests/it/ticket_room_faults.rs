@@ -223,6 +223,16 @@ fn a_hung_master_under_a_bucketed_ticket_room_stops_no_join_and_loses_no_unit() 
         .expect("a bucket off the room's master");
     let far_copy = far.keys.room().room;
     let (far_master, _) = cluster.master_and_synced_replica(&far_copy);
+    // A bucket copied after the far one, on a healthy master: does a hung
+    // bucket hold back the copies to the others?
+    let near_copy = layout
+        .all()
+        .into_iter()
+        .filter(|b| b.bucket > far.bucket)
+        .chain(layout.all())
+        .map(|b| b.keys.room().room)
+        .find(|copy| copy != &far_copy && cluster.master_and_replicas_of(copy).0 != far_master)
+        .expect("a bucket on another master");
     let mut conn = cluster.conn();
 
     let started = Instant::now();
@@ -252,7 +262,12 @@ fn a_hung_master_under_a_bucketed_ticket_room_stops_no_join_and_loses_no_unit() 
     let far_frozen = started.elapsed();
     let frozen = cluster.freeze(far_master);
     let deadline = Instant::now() + Duration::from_secs(30);
+    let mut near_moves = vec![(Duration::ZERO, field(&mut conn, &near_copy, "cursor_ms"))];
     let promoted = loop {
+        let near = field(&mut conn, &near_copy, "cursor_ms");
+        if near != near_moves.last().unwrap().1 {
+            near_moves.push((started.elapsed() - far_frozen, near));
+        }
         let (now_master, _) = cluster.master_and_replicas_seen_by(room_master, &far_copy);
         if now_master != far_master {
             break now_master;
@@ -316,6 +331,18 @@ fn a_hung_master_under_a_bucketed_ticket_room_stops_no_join_and_loses_no_unit() 
     assert!(
         cursor_after > cursor_before_far,
         "the room's cursor stood still"
+    );
+    let near_still = near_moves
+        .windows(2)
+        .map(|w| w[1].0 - w[0].0)
+        .chain([promoted_at - far_frozen - near_moves.last().unwrap().0])
+        .max()
+        .unwrap();
+    println!(
+        "while bucket {far_copy} hung until its promotion ({:?}), the copy to {near_copy} \
+         (another master) moved {} times, standing still at most {near_still:?}",
+        promoted_at - far_frozen,
+        near_moves.len() - 1
     );
     println!(
         "joins {}; slowest join/poll: {room_stall:?} (room master frozen 3 s), {far_stall:?} \
