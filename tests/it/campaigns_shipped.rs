@@ -17,11 +17,12 @@ use seckill::model::campaign::Campaign;
 use seckill::model::exit_codes::PREHEAT_REFUSED;
 
 /// Shipped files a standalone Redis serves (the cluster file names its own nodes).
-const STANDALONE: [&str; 5] = [
+const STANDALONE: [&str; 6] = [
     "campaigns/moutai.yaml",
     "campaigns/iphone.yaml",
     "campaigns/concert.yaml",
     "campaigns/moutai-queue.yaml",
+    "campaigns/moutai-tickets.yaml",
     "campaigns/moutai-reservations.yaml",
 ];
 
@@ -83,7 +84,12 @@ fn every_preheat_the_docs_show_runs_in_order_on_one_redis() {
     shown.extend(preheats_shown("docs/guide.md"));
     // scripts/rehearse-reservations.sh and the guide's step 10 come last.
     shown.push("-c campaigns/moutai-reservations.yaml preheat".to_string());
-    for needed in ["moutai.yaml", "iphone.yaml", "moutai-queue.yaml"] {
+    for needed in [
+        "moutai.yaml",
+        "iphone.yaml",
+        "moutai-queue.yaml",
+        "moutai-tickets.yaml",
+    ] {
         assert!(
             shown.iter().any(|c| c.contains(needed)),
             "no preheat of {needed} shown: {shown:?}"
@@ -118,6 +124,7 @@ fn every_preheat_the_docs_show_runs_in_order_on_one_redis() {
         "moutai-1111",
         "moutai-pay-1111",
         "moutai-queue-1111",
+        "moutai-tickets-1111",
     ] {
         assert!(live.contains(&id), "{id} not live: {listed}");
     }

@@ -469,6 +469,13 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         ])],
         "room_revoke" => vec![owned(&["k1"])],
         "bucket_cursor" => vec![owned(&["100", "1", "60000", "", "", ""])],
+        // Each risk entry (a block, a delay, a clear), then a revoked key.
+        "bucket_copy" => vec![
+            owned(&["risk", "u", "block", ""]),
+            owned(&["risk", "u", "delay 2000 1", "4102444800000"]),
+            owned(&["risk", "u", "", ""]),
+            owned(&["revoke", "k1", "", "4102444800000"]),
+        ],
         "bucket_admit" => vec![
             owned(&["grant", "", "u", "1", "2"]),
             owned(&["revoke", "", "u"]),

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bucket_copy;
 mod bucket_failures;
 mod buckets;
 mod buy;
@@ -71,6 +72,7 @@ mod status;
 mod tables;
 mod terminal;
 mod ticket_room;
+mod ticket_room_faults;
 mod times;
 mod tls_auth;
 mod trace;

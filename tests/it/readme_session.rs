@@ -5,7 +5,9 @@
 //! `SECKILL_REDIS_URL`, from a copy of `campaigns/` — and must exit with the
 //! code shown (`(exit code N)`, else 0) and print every line shown under it:
 //! on stderr for a line that starts `seckill: `, else on stdout. Order and
-//! request ids, times and the port vary and are compared as placeholders;
+//! request ids, times (and a JSON answer's `…_ms` fields), a ticket room's
+//! tickets and instance key ids (16 hex digits), and the port vary and are
+//! compared as placeholders;
 //! table rows compare cell by cell. A line ending in ` &` is started in the
 //! background (and waited for until its `--listen` port answers); `kill %1`
 //! sends it SIGTERM and expects exit 0. The serve session's port 8080 is
@@ -37,6 +39,10 @@ const SESSIONS: &[(&str, &str)] = &[
         "## 6. Open the shop's door: `seckill serve`",
     ),
     ("docs/guide.md", "### The waiting room"),
+    (
+        "docs/guide.md",
+        "### A ticket room: joins answered by `serve`",
+    ),
     ("docs/guide.md", "## 9. The kill switch"),
     ("docs/guide.md", "## 12. Every night: `reconcile` in cron"),
     ("docs/guide.md", "## 13. After the sale: `init`"),
@@ -88,10 +94,14 @@ fn normalize(line: &str) -> String {
             && t.as_bytes()[4] == b'-'
             && t.contains('T')
             && (t.ends_with('Z') || offset);
+        let instance_key =
+            t.len() == 16 && t.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         if ulid {
             "<id>".into()
+        } else if instance_key {
+            "<key>".into()
         } else if t.starts_with('{') {
-            ids_inside(t)
+            ticket_fields_inside(&ids_inside(t))
         } else if time {
             "<time>".into()
         } else if t.starts_with("127.0.0.1:") {
@@ -138,6 +148,42 @@ fn ids_inside(text: &str) -> String {
             i += 1;
         }
     }
+    out
+}
+
+/// `text` (a JSON answer) with a ticket room's varying fields as
+/// placeholders: the ticket's text, and every `…_ms` number (times, and the
+/// wait derived from them).
+fn ticket_fields_inside(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('"') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix("\"ticket\":\"") {
+            out.push_str("\"ticket\":\"<ticket>\"");
+            rest = after.find('"').map_or("", |end| &after[end + 1..]);
+        } else if let Some(end) = rest[1..].find('"') {
+            let name = &rest[..end + 2];
+            out.push_str(name);
+            rest = &rest[end + 2..];
+            if name.ends_with("_ms\"")
+                && let Some(value) = rest.strip_prefix(':')
+            {
+                let digits = value
+                    .bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b'-')
+                    .count();
+                if digits > 0 {
+                    out.push_str(":<ms>");
+                    rest = &value[digits..];
+                }
+            }
+        } else {
+            break;
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -208,6 +254,16 @@ fn the_guide_preheat_session_runs_as_shown() {
 #[test]
 fn the_guide_waiting_room_session_runs_as_shown() {
     runs_as_shown("docs/guide.md", "### The waiting room", 5, None);
+}
+
+#[test]
+fn the_guide_ticket_room_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "### A ticket room: joins answered by `serve`",
+        12,
+        Some("8080"),
+    );
 }
 
 #[test]

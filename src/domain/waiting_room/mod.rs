@@ -38,9 +38,10 @@ use serde::Serialize;
 use crate::domain::slot::{BuyReply, Outcome};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::keys::{ItemKeys, RoomKeys};
-use crate::model::layout::Layout;
+use crate::model::layout::{BucketKeys, Layout};
 use crate::model::waiting_room::{AdmissionMode, WaitingRoom};
 use crate::redis_client::scripts::ScriptCall;
+use crate::redis_client::scripts::bucket_copy::{self, BucketCopy};
 pub use crate::redis_client::scripts::buy::AdmitterSilence;
 use crate::redis_client::scripts::buy::Waiting;
 use crate::redis_client::scripts::queue_join::{self, QueueJoin};
@@ -426,31 +427,12 @@ impl Room {
         match (&self.buckets, self.settings.is_ticket()) {
             // A ticket room's buy checks the risk entry in the user's home bucket.
             (Some(copies), true) => {
-                let risk = copies.home(user).keys.room().risk;
-                let written = match penalty {
-                    Penalty::Block => redis::cmd("HSET")
-                        .arg(&risk)
-                        .arg(user)
-                        .arg("block")
-                        .query(conn),
-                    Penalty::Delay(ms) => redis::cmd("HSET")
-                        .arg(&risk)
-                        .arg(user)
-                        .arg(format!("delay {ms} {now_ms}"))
-                        .query(conn),
-                    Penalty::Clear => redis::cmd("HDEL").arg(&risk).arg(user).query::<i64>(conn),
+                let entry = match penalty {
+                    Penalty::Block => "block".to_string(),
+                    Penalty::Delay(ms) => format!("delay {ms} {now_ms}"),
+                    Penalty::Clear => String::new(),
                 };
-                written
-                    .with_context(|| format!("cannot copy the risk entry of {user} to {risk}"))?;
-                // The bucket's buy reads its risk copy once its room copy counts a change.
-                let room = copies.home(user).keys.room().room;
-                redis::cmd("HINCRBY")
-                    .arg(&room)
-                    .arg("risk_version")
-                    .arg(1)
-                    .query::<i64>(conn)
-                    .with_context(|| format!("cannot count the risk change in {room}"))?;
-                self.expire_copy(conn, &risk)?;
+                self.copy_to_bucket(conn, &copies.home(user), "risk", user, &entry)?;
             }
             (Some(copies), false) if penalty == Penalty::Block => {
                 admissions::revoke(conn, &copies.home(user), user)?;
@@ -460,16 +442,44 @@ impl Room {
         Ok((status, previous))
     }
 
-    /// A copy in a bucket (a risk entry, a revoked key) expires with the sale.
-    pub(crate) fn expire_copy<C: ConnectionLike>(&self, conn: &mut C, key: &str) -> Result<()> {
-        if let Some(at) = self.expire_at_ms {
-            redis::cmd("PEXPIREAT")
-                .arg(key)
-                .arg(at)
-                .query::<i64>(conn)
-                .with_context(|| format!("cannot set the expiry of {key}"))?;
+    /// Copy a ticket room's risk entry of `subject` (`action` risk) or its
+    /// revoked key `subject` (`action` revoke) to `bucket`, with the bucket
+    /// room's counter its buy reads first, in one call (`lua/bucket_copy.lua`):
+    /// an entry whose count was lost would never be read. Returns the
+    /// script's status (written, cleared, revoked, already_revoked).
+    pub(crate) fn copy_to_bucket<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        bucket: &BucketKeys,
+        action: &str,
+        subject: &str,
+        entry: &str,
+    ) -> Result<String> {
+        let room = bucket.keys.room();
+        let (status, _) = BucketCopy {
+            room: room.room,
+            risk: room.risk,
+            revoked: room.revoked,
+            action: action.to_string(),
+            subject: subject.to_string(),
+            entry: entry.to_string(),
+            expire_at_ms: self.expire_at_ms.map_or(String::new(), |ms| ms.to_string()),
         }
-        Ok(())
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(bucket_copy::parse_reply)
+        .with_context(|| {
+            let what = if action == "revoke" {
+                format!("the revoked key {subject}")
+            } else {
+                format!("the risk entry of {subject}")
+            };
+            format!(
+                "cannot copy {what} of item {} to bucket {}",
+                self.item, bucket.bucket
+            )
+        })?;
+        Ok(status)
     }
 }
 

@@ -389,25 +389,16 @@ impl Room {
             )
         })
         .and_then(|revoked| {
-            // A bucketed item's buys check the copy in their home bucket.
-            for bucket in self.buckets.iter().flat_map(|b| b.all()) {
-                let copy = bucket.keys.room().revoked;
-                let added: i64 = redis::cmd("SADD")
-                    .arg(&copy)
-                    .arg(key_id)
-                    .query(conn)
-                    .with_context(|| format!("cannot revoke key {key_id} in {copy}"))?;
-                // The bucket's buy reads the set once its room copy counts one.
-                let room = bucket.keys.room().room;
-                if added > 0 {
-                    redis::cmd("HINCRBY")
-                        .arg(&room)
-                        .arg("revoked_count")
-                        .arg(1)
-                        .query::<i64>(conn)
-                        .with_context(|| format!("cannot count the revoked key in {room}"))?;
-                }
-                self.expire_copy(conn, &copy)?;
+            // A bucketed item's buys check the copy in their home bucket;
+            // a repeat copies again what a call cut short left out.
+            let in_room = matches!(revoked.0.as_str(), "revoked" | "already_revoked");
+            for bucket in self
+                .buckets
+                .iter()
+                .filter(|_| in_room)
+                .flat_map(|b| b.all())
+            {
+                self.copy_to_bucket(conn, &bucket, "revoke", key_id, "")?;
             }
             Ok(revoked)
         })

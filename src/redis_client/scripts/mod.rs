@@ -28,6 +28,7 @@ use crate::model::role::Role;
 pub mod acl_probe;
 pub mod bucket_admit;
 pub mod bucket_buy;
+pub mod bucket_copy;
 pub mod bucket_credit;
 pub mod bucket_cursor;
 pub mod bucket_snapshot;
@@ -121,7 +122,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 31] = [
+pub static ALL: [&Spec; 32] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -152,6 +153,7 @@ pub static ALL: [&Spec; 31] = [
     &room_tick::SPEC,
     &room_revoke::SPEC,
     &bucket_cursor::SPEC,
+    &bucket_copy::SPEC,
     &acl_probe::SPEC,
 ];
 
@@ -877,6 +879,7 @@ mod tests {
                 "room_tick",
                 "room_revoke",
                 "bucket_cursor",
+                "bucket_copy",
                 "acl_probe"
             ]
         );

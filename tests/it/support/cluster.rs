@@ -105,7 +105,13 @@ impl RedisCluster {
 
     /// (master port, replica ports) of the node serving `key`'s slot.
     pub fn master_and_replicas_of(&self, key: &str) -> (u16, Vec<u16>) {
-        let mut conn = node(self.ports[0]).unwrap();
+        self.master_and_replicas_seen_by(self.ports[0], key)
+    }
+
+    /// The same as the node on `port` sees it (ask a node that is not
+    /// frozen: a frozen one never answers).
+    pub fn master_and_replicas_seen_by(&self, port: u16, key: &str) -> (u16, Vec<u16>) {
+        let mut conn = node(port).unwrap();
         let slot: u16 = redis::cmd("CLUSTER")
             .arg("KEYSLOT")
             .arg(key)
