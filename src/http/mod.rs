@@ -182,6 +182,12 @@ pub(crate) fn run(
         .tickets
         .is_some()
         .then(|| spawn_beater(Arc::clone(&app)));
+    let copiers: Vec<_> = match app.tickets.as_ref().is_some_and(|t| t.copies_to_buckets()) {
+        true => [false, true]
+            .map(|slow| spawn_copier(Arc::clone(&app), slow))
+            .into(),
+        false => Vec::new(),
+    };
     // Not joined at the end: it notices the shutdown within its tick.
     broadcast::spawn_listener(Arc::clone(&app))
         .context("cannot start the sell-out broadcast's listener")?;
@@ -191,7 +197,52 @@ pub(crate) fn run(
     if let Some(beater) = beater {
         let _ = beater.join();
     }
+    for copier in copiers {
+        let _ = copier.join();
+    }
     served
+}
+
+/// Copy the lease holder's cursor to a bucketed ticket room's buckets every
+/// [`ticket::TICK_MS`] until the shutdown: the fast lane (`slow` false) for
+/// buckets whose copies work, the slow lane for those whose master failed
+/// or hangs (`Tickets::copy_lane`), each on its own connection.
+fn spawn_copier(app: Arc<App>, slow: bool) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Some(tickets) = &app.tickets else {
+            return;
+        };
+        let every = std::time::Duration::from_millis(ticket::TICK_MS);
+        let lane = if slow { "retrying" } else { "copying" };
+        let (mut failing, mut beats) = (false, 0);
+        while !app.draining.load(Ordering::SeqCst) {
+            let started = std::time::Instant::now();
+            let copied = app.pool.with(|e| e, |conn| tickets.copy_lane(conn, slow));
+            match (copied, failing) {
+                (Err(error), false) => {
+                    failing = true;
+                    log::line(
+                        "serve",
+                        format!(
+                            "{lane} the ticket cursor to the buckets: {} (the other buckets \
+                             go on; retrying every {every:?})",
+                            crate::util::error_text::render(&error)
+                        ),
+                    );
+                }
+                (Ok(()), true) => {
+                    failing = false;
+                    log::line("serve", format!("{lane} the ticket cursor works again"));
+                }
+                _ => {}
+            }
+            // The fast lane copies as soon as a beat moved the cursor.
+            match slow {
+                true => std::thread::sleep(every.saturating_sub(started.elapsed())),
+                false => beats = tickets.wait_for_beat(beats, every),
+            }
+        }
+    })
 }
 
 /// Beat every ticket room every [`ticket::TICK_MS`] until the shutdown,

@@ -49,12 +49,16 @@ pub(crate) struct Tickets {
     secret: RoomSecret,
     key: hmac::Key,
     rooms: HashMap<String, TicketRoom>,
+    /// Beats since start, and its waiters: the fast copy lane wakes as soon
+    /// as a beat leaves a cursor to copy.
+    beaten: (Mutex<u64>, std::sync::Condvar),
 }
 
 /// One item's ticket room at this instance.
 struct TicketRoom {
     room: Room,
     counting: Mutex<Counting>,
+    copies: Mutex<Copies>,
     seq: AtomicU64,
     mirror: RwLock<Mirror>,
 }
@@ -88,9 +92,24 @@ struct Mirror {
     prequeued: Option<i64>,
     risk: HashMap<String, Risk>,
     risk_version: Option<i64>,
-    /// A bucketed item: the cursor (and expired_below) this instance last
-    /// copied to every bucket.
-    copied: Option<(i64, Option<i64>)>,
+}
+
+/// A bucketed item's cursor copies, made off the beat by two lanes
+/// (`http::spawn_copiers`): the fast lane copies to every bucket whose last
+/// copy worked, the slow lane retries those whose master failed or hung,
+/// so one hung bucket holds back neither the beat nor the other buckets.
+#[derive(Debug, Default)]
+struct Copies {
+    /// What the lease holder's last beat left, to copy.
+    latest: Option<TickState>,
+    /// Per bucket: the (cursor, expired_below) its copy holds.
+    copied: Vec<Option<(i64, Option<i64>)>>,
+    /// Buckets whose last copy failed: the slow lane's.
+    failing: std::collections::BTreeSet<usize>,
+    /// The cursor every bucket whose copies work holds: what this instance,
+    /// holding the lease, tells its shoppers (an admission the door shows is
+    /// one the buy in a working bucket already sees).
+    copied_through: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +176,10 @@ impl Tickets {
                 rooms.insert(
                     id,
                     TicketRoom {
+                        copies: Mutex::new(Copies {
+                            copied: vec![None; room.copy_targets()],
+                            ..Copies::default()
+                        }),
                         room,
                         counting: Mutex::new(Counting::default()),
                         seq: AtomicU64::new(0),
@@ -182,6 +205,7 @@ impl Tickets {
             campaign: campaign.id.clone(),
             secret,
             rooms,
+            beaten: (Mutex::new(0), std::sync::Condvar::new()),
         }))
     }
 
@@ -263,6 +287,69 @@ impl Tickets {
             .is_some_and(|room| room.room.settings.prequeue)
     }
 
+    /// Copy the lease holder's latest cursor to the buckets of every
+    /// bucketed room: `slow` false, those whose last copy worked (one that
+    /// fails moves to the slow lane); `slow` true, those whose last failed
+    /// (one that works moves back). The first failure, after the rest.
+    pub(crate) fn copy_lane<C: ConnectionLike>(&self, conn: &mut C, slow: bool) -> Result<()> {
+        let mut failed = None;
+        for room in self.rooms.values() {
+            let (state, due) = {
+                let copies = room.copies.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(state) = copies.latest.clone() else {
+                    continue;
+                };
+                let copy_of = (state.cursor_ms, state.expired_below_ms);
+                let due: Vec<usize> = (0..copies.copied.len())
+                    .filter(|i| copies.failing.contains(i) == slow)
+                    .filter(|i| copies.copied[*i] != Some(copy_of))
+                    .collect();
+                (state, due)
+            };
+            for index in due {
+                let copied = room.room.copy_cursor_to(conn, &state, index);
+                let mut copies = room.copies.lock().unwrap_or_else(|e| e.into_inner());
+                match copied {
+                    Ok(_) => {
+                        copies.copied[index] = Some((state.cursor_ms, state.expired_below_ms));
+                        copies.failing.remove(&index);
+                    }
+                    Err(error) => {
+                        copies.failing.insert(index);
+                        if slow {
+                            // The connection may still owe that bucket's reply.
+                            return Err(error);
+                        }
+                        failed.get_or_insert(error);
+                    }
+                }
+            }
+            let mut copies = room.copies.lock().unwrap_or_else(|e| e.into_inner());
+            let copy_of = Some((state.cursor_ms, state.expired_below_ms));
+            let through = (0..copies.copied.len())
+                .all(|i| copies.failing.contains(&i) || copies.copied[i] == copy_of);
+            if through {
+                copies.copied_through = Some(state.cursor_ms);
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Wait at most `limit` for a beat after the `seen`-th; the beats so far.
+    pub(crate) fn wait_for_beat(&self, seen: u64, limit: std::time::Duration) -> u64 {
+        let (count, beaten) = &self.beaten;
+        let count = count.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, _) = beaten
+            .wait_timeout_while(count, limit, |n| *n == seen)
+            .unwrap_or_else(|e| e.into_inner());
+        *count
+    }
+
+    /// Whether any room copies its cursor to buckets.
+    pub(crate) fn copies_to_buckets(&self) -> bool {
+        self.rooms.values().any(|room| room.room.copy_targets() > 0)
+    }
+
     /// One beat of every room: flush, move the cursor under the lease,
     /// mirror the answer. `leaving`: this instance's last (no mark kept).
     pub(crate) fn beat<C: ConnectionLike>(
@@ -277,6 +364,9 @@ impl Tickets {
                 failed.get_or_insert(error.context(format!("ticket room of item {item}")));
             }
         }
+        let (count, beaten) = &self.beaten;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        beaten.notify_all();
         failed.map_or(Ok(()), Err)
     }
 }
@@ -329,20 +419,13 @@ impl TicketRoom {
         };
         match self.room.tick(conn, &beat) {
             Ok(Tick::Ok(state)) => {
-                // The lease holder copies each move (and when admissions
-                // run out) to a bucketed item's buckets, where the buys read
-                // it: after the mirror, so a hung bucket delays no poll.
-                let copy_of = (state.cursor_ms, state.expired_below_ms);
-                let copy = state.leader && self.read().copied != Some(copy_of);
-                let to_copy = copy.then(|| (*state).clone());
-                self.mirror(*state);
-                if let Some(state) = to_copy {
-                    self.room.copy_cursor(conn, &state)?;
-                    self.mirror
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .copied = Some(copy_of);
+                // The lease holder's state is what the copy lanes copy to a
+                // bucketed item's buckets, where the buys read it.
+                if state.leader && self.room.copy_targets() > 0 {
+                    self.copies.lock().unwrap_or_else(|e| e.into_inner()).latest =
+                        Some((*state).clone());
                 }
+                self.mirror(*state);
                 Ok(())
             }
             Ok(other) => {
@@ -438,10 +521,14 @@ impl TicketRoom {
             .per_second()
             .map_or(1.0, |per_second| 1000.0 / per_second.max(1e-9));
         let ttl_ms = settings.admission_ttl.as_millis() as i64;
-        let (cursor, paused) = mirror
+        let (mut cursor, paused) = mirror
             .state
             .as_ref()
             .map_or((i64::MIN, false), |s| (s.cursor_ms, s.paused));
+        if mirror.state.as_ref().is_some_and(|s| s.leader) && self.room.copy_targets() > 0 {
+            let copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
+            cursor = cursor.min(copies.copied_through.unwrap_or(i64::MIN));
+        }
         let mut line = TicketLine {
             item: ticket.item.clone(),
             user: ticket.user.clone(),

@@ -338,6 +338,18 @@ fn a_hung_master_under_a_bucketed_ticket_room_stops_no_join_and_loses_no_unit() 
         .chain([promoted_at - far_frozen - near_moves.last().unwrap().0])
         .max()
         .unwrap();
+    // A hung bucket holds back no other bucket's copies (the copy lanes of
+    // `serve`): the first copy that meets the hang waits out one
+    // --response-timeout (5 s), then the hung bucket is retried on the slow
+    // lane and the others are copied at every move again.
+    let hang = promoted_at - far_frozen;
+    assert!(
+        near_moves.len() > 1 && near_still + Duration::from_millis(1500) < hang,
+        "while {far_copy} hung for {:?}, the copy to {near_copy} moved {} times, standing \
+         still up to {near_still:?}",
+        promoted_at - far_frozen,
+        near_moves.len() - 1
+    );
     println!(
         "while bucket {far_copy} hung until its promotion ({:?}), the copy to {near_copy} \
          (another master) moved {} times, standing still at most {near_still:?}",

@@ -302,50 +302,57 @@ impl Room {
         .with_context(|| format!("cannot beat the ticket room of item {}", self.item))
     }
 
+    /// How many buckets take copies of the cursor (0: a plain item).
+    pub fn copy_targets(&self) -> usize {
+        self.buckets.as_ref().map_or(0, |b| b.all().len())
+    }
+
     /// A bucketed item: copy the cursor (as a beat left it: `cursor_ms`,
-    /// reached at `now_ms`, and when admissions run out) to every bucket,
-    /// whose buy reads it there (`lua/bucket_cursor.lua`); how many copies
-    /// moved. Nothing to do for a plain item.
-    pub fn copy_cursor<C: ConnectionLike>(&self, conn: &mut C, state: &TickState) -> Result<usize> {
-        let Some(buckets) = &self.buckets else {
-            return Ok(0);
+    /// reached at `now_ms`, and when admissions run out) to its bucket
+    /// `index` (of [`Room::copy_targets`]), whose buy reads it there
+    /// (`lua/bucket_cursor.lua`); whether the copy moved (a copy never goes
+    /// back: a late or repeated one changes nothing).
+    pub fn copy_cursor_to<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        state: &TickState,
+        index: usize,
+    ) -> Result<bool> {
+        let Some(bucket) = self
+            .buckets
+            .as_ref()
+            .and_then(|b| b.all().into_iter().nth(index))
+        else {
+            bail!(
+                "item {} has no bucket {index} to copy its cursor to",
+                self.item
+            );
         };
-        // Every bucket is tried: one on a hung master must not keep the
-        // copies from the healthy ones (the first failure is returned after).
-        let (mut copied, mut failed) = (0, None);
-        for bucket in buckets.all() {
-            let room = bucket.keys.room();
-            let copy = BucketCursor {
-                room: room.room,
-                passes: room.passes,
-                cursor_ms: state.cursor_ms.to_string(),
-                at_ms: state.now_ms.to_string(),
-                ttl_ms: self.settings.admission_ttl.as_millis().to_string(),
-                expire_at_ms: self.expire_at_ms.map_or(String::new(), |ms| ms.to_string()),
-                expired_below_ms: state
-                    .expired_below_ms
-                    .map_or(String::new(), |ms| ms.to_string()),
-                expires_next_at_ms: state
-                    .expires_next_at_ms
-                    .map_or(String::new(), |ms| ms.to_string()),
-            }
-            .invoke(conn)
-            .map_err(anyhow::Error::from)
-            .and_then(bucket_cursor::parse_reply)
-            .with_context(|| {
-                format!(
-                    "cannot copy the cursor of item {} to bucket {}",
-                    self.item, bucket.bucket
-                )
-            });
-            match copy {
-                Ok((status, _)) => copied += usize::from(status == "copied"),
-                Err(error) => {
-                    failed.get_or_insert(error);
-                }
-            }
+        let room = bucket.keys.room();
+        let (status, _) = BucketCursor {
+            room: room.room,
+            passes: room.passes,
+            cursor_ms: state.cursor_ms.to_string(),
+            at_ms: state.now_ms.to_string(),
+            ttl_ms: self.settings.admission_ttl.as_millis().to_string(),
+            expire_at_ms: self.expire_at_ms.map_or(String::new(), |ms| ms.to_string()),
+            expired_below_ms: state
+                .expired_below_ms
+                .map_or(String::new(), |ms| ms.to_string()),
+            expires_next_at_ms: state
+                .expires_next_at_ms
+                .map_or(String::new(), |ms| ms.to_string()),
         }
-        failed.map_or(Ok(copied), Err)
+        .invoke(conn)
+        .map_err(anyhow::Error::from)
+        .and_then(bucket_cursor::parse_reply)
+        .with_context(|| {
+            format!(
+                "cannot copy the cursor of item {} to bucket {}",
+                self.item, bucket.bucket
+            )
+        })?;
+        Ok(status == "copied")
     }
 
     /// The pre-queue's seed, revealed: once the sale started on the Redis
