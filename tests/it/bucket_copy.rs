@@ -13,23 +13,13 @@ use seckill::model::keys::LIVE_PREFIX;
 use seckill::model::layout::{Layout, home_bucket};
 
 use crate::corrupt_state::snapshot;
+use crate::support::RedisServer;
 use crate::support::cluster::RedisCluster;
 use crate::support::serve::Serve;
 use crate::support::spec::{campaign, seckill};
-use crate::support::{CampaignFile, RedisServer};
 
 const ITEM: &str = "t1";
 const BUCKETS: u32 = 3;
-
-fn write_key(file: &CampaignFile) -> String {
-    let key = file.dir.path().join("room.key");
-    std::fs::write(
-        &key,
-        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
-    )
-    .unwrap();
-    key.display().to_string()
-}
 
 /// The keys of one bucket's copies and what each holds (type, dump, TTL).
 fn bucket_copies(
@@ -173,7 +163,7 @@ fn penalize_and_revoke_reach_every_bucket_of_a_bucketed_ticket_room_on_a_cluster
         .buckets(N)
         .room("{ mode: ticket, admit_rate: 1000/s, admission_ttl: 2m }")
         .write();
-    let key = write_key(&file);
+    let key = file.room_key_file();
     let roles = cluster.create_roles(&file);
     let run_as = |role: &str, args: &[&str]| {
         seckill(args)

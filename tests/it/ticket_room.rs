@@ -26,17 +26,12 @@ fn ticket_sale(server: &RedisServer, id: &str, stock: i64, rate: &str) -> (Campa
             "{{ mode: ticket, admit_rate: {rate}, admission_ttl: 2m }}"
         ))
         .write();
-    let key = file.dir.path().join("room.key");
-    std::fs::write(
-        &key,
-        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
-    )
-    .unwrap();
+    let key = file.room_key_file();
     seckill(&["preheat"])
         .campaign(&file)
         .redis(server)
         .succeeds();
-    (file, key.display().to_string())
+    (file, key)
 }
 
 fn serve(file: &CampaignFile, server: &RedisServer, key: &str, extra: &[&str]) -> Serve {
@@ -605,13 +600,7 @@ fn a_bucketed_ticket_room_on_a_cluster_sells_past_the_cursor_in_every_bucket() {
         .buckets(6)
         .room("{ mode: ticket, admit_rate: 40/s, admission_ttl: 2m }")
         .write();
-    let key = file.dir.path().join("room.key");
-    std::fs::write(
-        &key,
-        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
-    )
-    .unwrap();
-    let key = key.display().to_string();
+    let key = file.room_key_file();
     let roles = cluster.create_roles(&file);
     let as_operator = |args: &[&str]| {
         seckill(args)
@@ -735,13 +724,7 @@ fn a_pre_queue_is_admitted_by_rank_before_the_arrivals_and_anyone_can_check_it()
         .starts_in(9)
         .room("{ mode: ticket, admit_rate: 20/s, admission_ttl: 2m, prequeue: true }")
         .write();
-    let key = file.dir.path().join("room.key");
-    std::fs::write(
-        &key,
-        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
-    )
-    .unwrap();
-    let key = key.display().to_string();
+    let key = file.room_key_file();
     seckill(&["preheat"])
         .campaign(&file)
         .redis(&server)

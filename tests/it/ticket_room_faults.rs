@@ -187,13 +187,7 @@ fn a_hung_master_under_a_bucketed_ticket_room_stops_no_join_and_loses_no_unit() 
         .buckets(BUCKETS)
         .room("{ mode: ticket, admit_rate: 200/s, admission_ttl: 5m }")
         .write();
-    let key = file.dir.path().join("room.key");
-    std::fs::write(
-        &key,
-        "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
-    )
-    .unwrap();
-    let key = key.display().to_string();
+    let key = file.room_key_file();
     let roles = cluster.create_roles(&file);
     seckill(&["preheat"])
         .campaign(&file)

@@ -221,6 +221,20 @@ pub struct CampaignFile {
     pub path: PathBuf,
 }
 
+impl CampaignFile {
+    /// A ticket room's secret (`--room-key-file`) written beside the file:
+    /// its path.
+    pub fn room_key_file(&self) -> String {
+        let key = self.dir.path().join("room.key");
+        std::fs::write(
+            &key,
+            "c2VjcmV0LW9mLWF0LWxlYXN0LTMyLWJ5dGVzLWZvci10ZXN0cw==\n",
+        )
+        .expect("room key file");
+        key.display().to_string()
+    }
+}
+
 /// Write `yaml` to `<tmp>/campaign.yaml`.
 pub fn campaign_file(yaml: &str) -> CampaignFile {
     let dir = tempfile::tempdir().expect("tempdir");
