@@ -144,19 +144,6 @@ impl Cache {
         known.sold_out.then_some(Outcome::SoldOut)
     }
 
-    /// Whether `item` is sold out for good as memory knows it (a ticket
-    /// room's joins and polls are refused then; a buy still asks Redis
-    /// when its user bought, [`Cache::refusal`]).
-    pub(crate) fn sold_out(&self, item: &str) -> bool {
-        self.items.get(item).is_some_and(|known| {
-            known
-                .known
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .sold_out
-        })
-    }
-
     /// Whether any item is final and waiting for its buyers to be read.
     fn final_state(known: &Known, now_redis: i64) -> bool {
         let w = known.window;

@@ -69,19 +69,11 @@ fn answered(line: TicketLine) -> Response {
     response
 }
 
-/// What memory refuses for `item` now, before any ticket: a sell-out the
-/// cache knows, or outside the window (before the start only without a
-/// pre-queue).
+/// What memory refuses for `item` now, before any ticket: outside the
+/// window (before the start only without a pre-queue). A sell-out memory
+/// knows was answered before, for every room mode alike
+/// (`super::queue::sold_out_from_memory`).
 fn closed_now(app: &App, item: &str, user: &str, now_ms: i64) -> Option<Response> {
-    if app.cache.sold_out(item) {
-        return Some(refusal(
-            StatusCode::GONE,
-            "sold_out",
-            item,
-            user,
-            format!("item {item} is sold out"),
-        ));
-    }
     let early_ok = app.tickets.as_ref().is_some_and(|t| t.queues_early(item));
     if let Some(starts) = app
         .campaign
