@@ -21,10 +21,12 @@
 --          not_preheated  no initial_stock in meta: nothing written
 -- The process is read here (INFO server), never taken from the caller.
 -- Refuses before its first write: an unknown action (ERR), meta not a hash
--- (WRONGTYPE), fenced not 0/1 or master_run_id not a run_id (CORRUPT).
+-- (WRONGTYPE), initial_stock not an integer, fenced not 0/1 or master_run_id
+-- not a run_id (CORRUPT).
 
 --- @include "lib/guarded"
 --- @include "lib/read"
+--- @include "lib/int_of"
 --- @include "lib/fence_of"
 --- @include "lib/shown"
 
@@ -42,6 +44,7 @@ return guarded(function()
     return {'not_preheated', recorded or '', here}
   end
   -- Checks the stored values (CORRUPT) before any write.
+  int_of(KEYS[1], 'initial_stock', initial)
   local fenced = fence_of(KEYS[1], recorded, flag, here)
   if action == 'reopen' then
     redis.call('HSET', KEYS[1], 'master_run_id', here, 'fenced', '0')

@@ -57,6 +57,7 @@ return guarded(function()
   if not initial or not stock_value then
     return {'not_preheated', -1}
   end
+  int_of(KEYS[1], 'initial_stock', initial)
   local stock = int_of(KEYS[2], 'stock', stock_value)
   local bought = read(KEYS[3], 'HGET', KEYS[3], ARGV[5])
   if bought then
@@ -64,10 +65,11 @@ return guarded(function()
   end
   local latest = read(KEYS[4], 'HGET', KEYS[4], ARGV[5])
   local expires = expire_at_ms and expire_at_ms ~= '' and strict_int(expire_at_ms)
+  local present = #read(KEYS[5], 'XRANGE', KEYS[5], ARGV[1], ARGV[1]) > 0
   if not fence_of(KEYS[1], recorded, flag, nil) then
     return {'open', stock}
   end
-  if #read(KEYS[5], 'XRANGE', KEYS[5], ARGV[1], ARGV[1]) > 0 then
+  if present then
     return {'present', stock}
   end
   if stock < qty then

@@ -10,7 +10,8 @@ pub const SUCCESS: i32 = 0;
 pub const RUNTIME_ERROR: i32 = 1;
 /// Usage error: bad flags, or a campaign file that does not parse or validate.
 pub const USAGE_ERROR: i32 = 2;
-/// `reconcile` found drift: the stock equation does not hold or the order sets differ.
+/// `reconcile` found drift: the stock equation does not hold or the order sets
+/// differ; with `--fence`, an item stays fenced (what was not re-applied is named).
 pub const DRIFT_FOUND: i32 = 3;
 /// `loadtest`: a threshold failed (--max-p99, --min-qps, oversold or undersold).
 pub const THRESHOLD_FAILED: i32 = 4;
@@ -128,7 +129,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         DRIFT_FOUND,
         "drift_found",
-        "reconcile: the stock equation does not hold",
+        "reconcile: the stock equation does not hold (--fence: an item stays fenced)",
     ),
     (
         THRESHOLD_FAILED,

@@ -13,7 +13,7 @@
 //! as it is, and the script, which takes only 40 hex digits as a run_id,
 //! reads `INFO` itself: slower, never wrong.
 //!
-//! May import: model, util (the redis_client layer).
+//! May import: nothing of the crate.
 
 use std::sync::Arc;
 
