@@ -231,6 +231,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
 /// not, or when this user may not read the fence (it runs `lua/fence.lua`,
 /// the operator's).
 fn fenced(conn: &mut crate::redis_client::conn::Conn, item: &SaleItem) -> Option<String> {
+    // A role refused INFO (the consumer) is not made to leave a refusal
+    // in the ACL log: its status says nothing of the fence.
+    if !crate::operator::acl::dryrun::may_send(conn, &["INFO", "server"]).unwrap_or(false) {
+        return None;
+    }
     let states = crate::domain::reconcile::fence::states(conn, item).ok()?;
     let state = states.into_iter().find(|s| s.is_fenced())?;
     Some(format!(

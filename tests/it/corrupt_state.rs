@@ -448,8 +448,8 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         .collect(),
         // The buyer's rule and the rebalancer's; stale_ms 0: the seeded pending transfer is stale.
         "bucket_take" => vec![
-            owned(&["1", "01XFER", "3", "0", "16", "0"]),
-            owned(&["2", "01XFER", "3", "0", "16", "1"]),
+            owned(&["1", "01XFER", "3", "0", "16", "0", "?node"]),
+            owned(&["2", "01XFER", "3", "0", "16", "1", "?node"]),
         ],
         "bucket_credit" => vec![owned(&["01XFER", "3", "2"])],
         "item_status" => vec![owned(&["orders-db"])],

@@ -79,7 +79,7 @@ pub(crate) fn setuser_args(
             // the run_id of the Redis process behind each connection
             // (docs/failover.md, "The fence").
             args.extend(
-                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +wait +info"
+                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +wait +info|server"
                     .split(' ')
                     .map(String::from),
             );

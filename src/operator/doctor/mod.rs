@@ -402,6 +402,16 @@ fn consumer_group(conn: &mut Conn, campaign: &Campaign) -> Check {
 /// No item is fenced (docs/failover.md, "The fence"): a fenced item sells
 /// nothing until `reconcile --fence`, so it is a no-go.
 fn fence(conn: &mut Conn, campaign: &Campaign) -> Check {
+    // lua/fence.lua reads the process's run_id (INFO server): a role
+    // refused it is not made to leave a refusal in the ACL log.
+    if !dryrun::may_send(conn, &["INFO", "server"]).unwrap_or(true) {
+        return Check::not_ok(
+            "fence",
+            Verdict::Warn,
+            "cannot check: INFO server is refused to this user",
+            "run doctor as the operator or an admin user",
+        );
+    }
     let items = match SaleItem::select(campaign, None) {
         Ok(items) => items,
         Err(e) => {
