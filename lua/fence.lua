@@ -47,8 +47,8 @@ return guarded(function()
   int_of(KEYS[1], 'initial_stock', initial)
   local fenced = fence_of(KEYS[1], recorded, flag, here)
   if action == 'reopen' then
-    redis.call('HSET', KEYS[1], 'master_run_id', here, 'fenced', '0')
-    redis.call('HDEL', KEYS[1], 'fenced_run_id', 'fenced_at_ms')
+    redis.call('HSET', KEYS[1], 'master_run_id', here)
+    redis.call('HDEL', KEYS[1], 'fenced', 'fenced_run_id', 'fenced_at_ms')
     return {'open', here, here}
   end
   if not recorded then

@@ -18,6 +18,12 @@
 -- `master_run_id`) is not fenced. Reads only: returns true when fenced,
 -- and the run_id compared with the recorded one.
 local function fence_of(key, recorded, flag, seen)
+  -- The hot path is one comparison: an open slot, the client's run_id equal
+  -- to the recorded one (the client read it with INFO, so equal means both
+  -- are a run_id). Anything else is checked in full.
+  if recorded == seen and (not flag or flag == '0') then
+    return false, seen
+  end
   if flag_of(key, 'fenced', flag) then
     return true, seen
   end
