@@ -180,6 +180,15 @@ fn a_promoted_replica_that_missed_buys_is_fenced_until_reconcile_reapplies_them(
             .contains("reconcile --fence"),
         "{body}"
     );
+    let metrics = support::http::get(serve.addr, "/metrics").body;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("seckill_serve_requests_total")
+                && l.contains("outcome=\"fenced\"")
+                && l.contains("status=\"503\"")),
+        "{metrics}"
+    );
     assert_eq!(dump(&mut promoted), before, "a fenced buy wrote to Redis");
 
     // status names the fence, --check fails on it, doctor says no-go.
