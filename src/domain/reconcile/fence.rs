@@ -101,7 +101,10 @@ pub(crate) fn reapply(
     let mut report = FenceReport::default();
     let mut fenced_slots = 0;
     for slot in &slots {
-        let state = fence_call(conn, &slot.keys, "read")?;
+        // Marked first (meta `fenced` = 1, replicated): the slot stays
+        // fenced even if the process preheat recorded comes back before
+        // the books are proven (a failback).
+        let state = fence_call(conn, &slot.keys, "fence")?;
         if state.is_fenced() {
             fenced_slots += 1;
         }
