@@ -39,9 +39,11 @@
 -- ARGV[11] credit_units its units
 -- ARGV[12] arrival_ms   a ticket room: the verified ticket's arrival ("" = no ticket)
 -- ARGV[13] ticket_key   the id of the key that signed it
+-- ARGV[14] node         the run_id of the Redis process, as buy.lua's ARGV[10]
 --
 -- Returns {outcome, order_id, stock_left, deadline_ms, reservation_state, proven}:
---   outcome .. reservation_state  as buy.lua's; sold_out means THIS BUCKET has
+--   outcome .. reservation_state  as buy.lua's (fenced too: no credit applied);
+--              sold_out means THIS BUCKET has
 --              fewer than qty units (the client then sweeps the other buckets:
 --              never shown as is), unless proven = 1; corrupt_state when a
 --              stored value is malformed (order_id is "<key>: <what is wrong>";
@@ -153,7 +155,7 @@ end
 
 return guarded(function()
   local outcome, order_id, stock_left, deadline_ms, state, proven =
-    purchase(slot, stock_seen, bucket_room)
+    purchase(slot, stock_seen, bucket_room, ARGV[14])
   return {outcome, order_id, stock_left, deadline_ms, state, proven and 1 or 0}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, '', 0}

@@ -14,9 +14,12 @@
 -- ARGV[4] stale_ms pending debits older than this are returned for settling
 -- ARGV[5] max_stale at most this many stale transfers returned
 -- ARGV[6] exact "1": take min(stock, qty) (the rebalancer); "0": the buyer's rule below
+-- ARGV[7] node  the run_id of the Redis process, as buy.lua's ARGV[10] (lib/fence_of)
 --
 -- Returns {status, taken, stock_after, in_count, pending, stale...}:
 --   status      ok | not_preheated (nothing written)
+--               | fenced: the bucket's Redis is not the process preheat loaded it on
+--               (docs/failover.md): nothing taken, nothing written, no stale listed
 --               | corrupt_state: the reply is {'corrupt_state', "<key>: <what is wrong>"}
 --               and nothing is written
 --   taken       units debited under ARGV[2] (0 = none: empty, or ARGV[1] = 0)
@@ -38,6 +41,7 @@
 --- @include "lib/read"
 --- @include "lib/now_ms"
 --- @include "lib/slot_stock"
+--- @include "lib/fence_of"
 
 return guarded(function()
   local preheated, stock, expire_at = slot_stock()
@@ -46,6 +50,11 @@ return guarded(function()
   read(KEYS[3], 'HEXISTS', KEYS[3], ARGV[2])
   if not preheated then
     return {'not_preheated', 0, -1, 0, 0}
+  end
+  -- A fenced bucket's stock may hold units already sold: none leave it.
+  local recorded, flag = unpack(read(KEYS[1], 'HMGET', KEYS[1], 'master_run_id', 'fenced'))
+  if fence_of(KEYS[1], recorded, flag, ARGV[7]) then
+    return {'fenced', 0, stock, in_count, pending}
   end
   local now = now_ms()
 

@@ -41,16 +41,20 @@
 --                       the door verified (its HMAC tag, user and item); "" = no ticket
 -- ARGV[9] ticket_key    the id of the key that signed that ticket ("" = none): a revoked
 --                       one is no ticket
+-- ARGV[10] node         the run_id of the Redis process this call runs on, read by the
+--                       client on this call's connection (lib/fence_of); any other
+--                       value: the script reads INFO itself
 --
 -- Returns {outcome, order_id, stock_left, deadline_ms, reservation_state}:
 --   outcome    ok | sold_out | duplicate | rate_limited | closed | not_started | ended
 --              | not_preheated | corrupt_state | request_id_reused
---              | not_registered | not_queued | not_admitted | admission_expired
+--              | not_registered | not_queued | not_admitted | admission_expired | fenced
 --   order_id   the new order (ok), the remembered order (ok on a retried request id;
 --              request_id_reused when that retry asks another qty: nothing is bought),
 --              the user's existing order (duplicate); for corrupt_state the problem,
 --              "<key>: <what is wrong>"; not_admitted "<position> <serving> <eta ms>";
---              admission_expired "<admitted from ms> <until ms>"; otherwise ""
+--              admission_expired "<admitted from ms> <until ms>"; fenced "<run_id preheat
+--              recorded> <run_id seen>"; otherwise ""
 --   stock_left units left after this attempt, -1 when not preheated or corrupt
 --   deadline_ms       an ok that is a reservation: its payment deadline (Unix ms,
 --                     Redis clock; a retried request id: the order's); else 0
@@ -60,7 +64,7 @@
 -- Which answer wins when several apply: a retried request id's order; then
 -- `sold_out` when the stock is short and the user holds nothing (before the
 -- kill switch, window and rate limit, and not counted: nothing is left to
--- protect); then not_preheated, closed, not_started / ended, the waiting
+-- protect); then not_preheated, fenced (docs/failover.md), closed, not_started / ended, the waiting
 -- room's refusals (docs/waiting-room.md), rate_limited, duplicate, sold_out
 -- (docs/lua.md). Nothing is written before every value
 -- the writes depend on is read and validated as strictly as the command
@@ -107,7 +111,7 @@ local function item_room(user, kind, now)
 end
 
 return guarded(function()
-  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, item_room)
+  local outcome, order_id, stock_left, deadline_ms, state = purchase(nil, stock_seen, item_room, ARGV[10])
   return {outcome, order_id, stock_left, deadline_ms, state}
 end, function(problem)
   return {'corrupt_state', problem, -1, 0, ''}

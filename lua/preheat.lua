@@ -46,7 +46,10 @@
 -- Preheat writes the purchase terms — initial_stock, starts_at_ms,
 -- ends_at_ms, per_user_limit, rate_window_ms, rate_max, price_cents,
 -- expire_at_ms — one field each, and `validated`: the eight as checked here,
--- joined by ' '. The buy scripts read them all in one HMGET and trust them
+-- joined by ' '. A load (loaded, overwritten) also records `master_run_id`,
+-- the run_id of the Redis process that holds the stock (`INFO server`), and
+-- clears a fence (docs/failover.md, "The fence"); meta_updated keeps both.
+-- The buy scripts read them all in one HMGET and trust them
 -- when they are exactly that text (lib/purchase); anything else is checked
 -- field by field.
 
@@ -142,8 +145,12 @@ return guarded(function()
     end
   end
 
+  -- The process that holds the stock now: a buy on any other (a promoted
+  -- replica, a restart, a restore) answers `fenced` (lib/fence_of).
+  local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
   redis.call('SET', KEYS[2], ARGV[2])
-  redis.call('HSET', KEYS[1],
+  redis.call('HDEL', KEYS[1], 'fenced', 'fenced_run_id', 'fenced_at_ms')
+  redis.call('HSET', KEYS[1], 'master_run_id', run_id,
     'initial_stock', ARGV[2], 'name', ARGV[3], 'price_cents', ARGV[4],
     'starts_at_ms', ARGV[5], 'ends_at_ms', ARGV[6], 'per_user_limit', ARGV[7],
     'rate_window_ms', ARGV[8], 'rate_max', ARGV[9], 'expire_at_ms', ARGV[10],

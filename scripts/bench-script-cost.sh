@@ -27,6 +27,10 @@
 #       at git revision REV (its lua/lib/ included; same KEYS and ARGV): ok, sold
 #       out, duplicate and request-id replay, side by side
 #   ONLY=REGEX scripts/bench-script-cost.sh ...   only the paths whose name matches
+# The buy calls carry the run_id of the Redis process as their last ARGV, as
+# seckill's connections fill it in (the fence, docs/failover.md); one path
+# sends the placeholder instead, so the script reads INFO itself. The fence's
+# cost per attempt: `BEFORE=<rev before the fence> ONLY='ok, no rate|at .* ok|INFO'`.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -106,16 +110,21 @@ if [ -n "${BEFORE:-}" ]; then
     before_sha=$(cli -x SCRIPT LOAD <"$work/before.lua")
 fi
 
-# buy_call USER REQUEST_ID TIMEOUT: buy.lua's words with those ARGV.
+# The run_id of this Redis process: the fence's `node` ARGV, as a seckill
+# connection fills it in (docs/failover.md, "The fence").
+run_id=$(cli INFO server | tr -d '\r' | sed -n 's/^run_id://p')
+[ ${#run_id} = 40 ] || { echo "bench-script-cost: no run_id in INFO server" >&2; exit 1; }
+# buy_call USER REQUEST_ID TIMEOUT [NODE]: buy.lua's words with those ARGV
+# (no ticket; NODE: the fence's run_id, by default this process's).
 buy_call() {
-    local words=("${buy[@]:0:13}" "$1" 1 "$2" "o__rand_int__" bench 1001 "$3")
+    local words=("${buy[@]:0:13}" "$1" 1 "$2" "o__rand_int__" bench 1001 "$3" "" "" "${4:-$run_id}")
     printf '%q ' "${words[@]}"
 }
 # bucket_call USER COUNT: bucket_buy.lua on the item's keys (a bucket's are
 # the same keys under its own tag) plus its transfer log; no credit.
 bucket_call() {
     local words=(EVALSHA "$bucket_sha" 11 "${buy[@]:3:10}" "$base:xfer_in"
-        "$1" 1 "" "o__rand_int__" bench 1001 0 "$2" "" 0 0)
+        "$1" 1 "" "o__rand_int__" bench 1001 0 "$2" "" 0 0 "" "" "$run_id")
     printf '%q ' "${words[@]}"
 }
 
@@ -126,6 +135,7 @@ paths=(
     "buy ok's calls alone (bench/buy_calls.lua)|plain||EVALSHA $calls_sha ${buy[*]:2:11} u__rand_int__ 1 '' o__rand_int__ bench 1001 0"
     "buy ok, no rate limit|plain||$(buy_call u__rand_int__ '' 0)"
     "buy ok, rate limit on|rated||$(buy_call u__rand_int__ '' 0)"
+    "buy ok, fence without the run_id (INFO in the script)|plain||$(buy_call u__rand_int__ '' 0 '?node')"
     "buy sold out, no rate limit|plain|stock 0|$(buy_call u__rand_int__ '' 0)"
     "buy sold out, rate limit on|rated|stock 0|$(buy_call u__rand_int__ '' 0)"
     "buy sold out, with a request id|plain|stock 0|$(buy_call u__rand_int__ r__rand_int__ 0)"

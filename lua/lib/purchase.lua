@@ -9,6 +9,7 @@
 --- @include "lib/terms_of"
 --- @include "lib/replayed"
 --- @include "lib/room_kind_of"
+--- @include "lib/fence_of"
 
 -- lib/purchase — one purchase attempt in one slot (a plain item, or a
 -- bucket of a bucketed item): the whole of lua/buy.lua and the purchase half
@@ -27,6 +28,7 @@
 --      first write cannot be followed by a refused one;
 --   5. closed, window (Redis TIME), rate limit (a rate-limited attempt
 --      writes nothing), per-user limit, stock;
+--   5½. (fenced: lib/fence_of, decided right after not_preheated: nothing written);
 --   6. the order entry (XADD) is the first write of an `ok` and checks the
 --      stream's type itself; a refusal's only write is counting the attempt.
 -- With the item's waiting room on (meta `waiting_room` = 1, or `ticket`,
@@ -51,9 +53,11 @@
 --              stock read and the qty asked; nothing written
 --   credit(stock, expire_at_ms)  the credit, the attempt's first write,
 --              after every read; returns the stock after it
+-- `node`: the run_id of the Redis process, as the client read it on this
+-- call's connection (lib/fence_of; anything else: read here).
 -- Keys are named by their place, KEYS[n] as the scripts' headers list them:
 -- `seckill acl --apply` dry-runs every `'CMD', KEYS[n]` call it reads here.
-local function purchase(bucket, stock_seen, room_gate)
+local function purchase(bucket, stock_seen, room_gate, node)
   local user, request_id, order_id = ARGV[1], ARGV[3], ARGV[4]
   local qty = tonumber(ARGV[2])
   local timeout = strict_int(ARGV[7]) or 0
@@ -87,11 +91,16 @@ local function purchase(bucket, stock_seen, room_gate)
   end
 
   local initial_stock, starts_at_ms, ends_at_ms, per_user_limit, rate_window_ms, rate_max,
-    price_cents, expire_at_ms, validated, closed, waiting_room, sold_out =
+    price_cents, expire_at_ms, validated, closed, waiting_room, sold_out, master_run_id,
+    fenced_flag =
     unpack(read(KEYS[1], 'HMGET', KEYS[1], 'initial_stock', 'starts_at_ms', 'ends_at_ms',
       'per_user_limit', 'rate_window_ms', 'rate_max', 'price_cents', 'expire_at_ms', 'validated',
-      'closed', 'waiting_room', 'sold_out'))
+      'closed', 'waiting_room', 'sold_out', 'master_run_id', 'fenced'))
   local preheated = initial_stock and stock
+  local fenced, seen_run_id = false, nil
+  if preheated then
+    fenced, seen_run_id = fence_of(KEYS[1], master_run_id, fenced_flag, node)
+  end
   local starts_at, ends_at, limit, attempts_max, expires
   if preheated then
     starts_at, ends_at, limit, attempts_max, expires = terms_of(KEYS[1], initial_stock,
@@ -142,7 +151,7 @@ local function purchase(bucket, stock_seen, room_gate)
     bucket.check(stock, qty)
   end
   -- Nothing is written before this point.
-  if crediting and preheated then
+  if crediting and preheated and not fenced then
     stock = bucket.credit(stock, expire_at_ms)
   end
   if replay then
@@ -150,6 +159,11 @@ local function purchase(bucket, stock_seen, room_gate)
   end
   if not preheated then
     return 'not_preheated', '', -1, 0, '', false
+  end
+  if fenced then
+    -- Which process preheat recorded and which one answered, for the
+    -- client to mark the fence (lua/fence.lua) and the operator to read.
+    return 'fenced', (master_run_id or '') .. ' ' .. (seen_run_id or ''), stock, 0, '', proven
   end
   if closed == '1' then
     return 'closed', '', stock, 0, '', proven

@@ -172,7 +172,10 @@ impl Report for BuyReport {
                 .answer
                 .problem
                 .as_ref()
-                .map(|p| format!("corrupt state, nothing written: {p}\n"))
+                .map(|p| match self.answer.outcome {
+                    Outcome::Fenced => format!("nothing written: {p}\n"),
+                    _ => format!("corrupt state, nothing written: {p}\n"),
+                })
                 .unwrap_or_default()
             + &self
                 .answer

@@ -16,7 +16,7 @@ use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
 use crate::domain::reconcile::baseline::KnownLoss;
 use crate::domain::reconcile::transfers::TransferReport;
-use crate::domain::reconcile::{ItemReport, Run, reconcile_item};
+use crate::domain::reconcile::{ItemReport, Run, fence, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
 use crate::invocation::notify::Event;
@@ -33,6 +33,13 @@ pub(crate) struct Args {
     /// Insert orders that are in the stream but missing from the database (idempotent), then check again.
     #[arg(long)]
     pub(crate) repair: bool,
+
+    /// Reopen a sale the failover fence closed: re-apply the orders the
+    /// database holds and Redis lost (stock debited, buyers credited), check,
+    /// and when the books balance record the running Redis process and lift
+    /// the fence (docs/failover.md, "The fence").
+    #[arg(long)]
+    pub(crate) fence: bool,
 
     /// Check only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
@@ -57,9 +64,15 @@ pub(crate) struct ReconcileReport {
 }
 
 impl Report for ReconcileReport {
-    /// 3 drift found; else 1 when an item could not be checked; else 0.
+    /// 3 drift found (or, with `--fence`, an item still fenced); else 1 when
+    /// an item could not be checked; else 0.
     fn exit_code(&self) -> i32 {
-        if self.items.iter().any(|r| r.checked && !r.balanced) {
+        let still_fenced = |r: &ItemReport| r.fence.as_ref().is_some_and(|f| f.fenced);
+        if self
+            .items
+            .iter()
+            .any(|r| (r.checked && !r.balanced) || still_fenced(r))
+        {
             exit_codes::DRIFT_FOUND
         } else if self.items.iter().any(|r| !r.checked) {
             exit_codes::RUNTIME_ERROR
@@ -85,7 +98,13 @@ impl Report for ReconcileReport {
     }
 
     fn render(&self) -> String {
-        render_table(&self.items, &self.campaign, &self.database)
+        let mut text = render_table(&self.items, &self.campaign, &self.database);
+        for r in &self.items {
+            if let Some(fence) = &r.fence {
+                text.push_str(&fence_lines(&r.item, fence));
+            }
+        }
+        text
     }
 }
 
@@ -208,7 +227,34 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
     for item in SaleItem::select(&campaign, args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift
         // already found on another: it is reported as "could not check".
-        let checked = reconcile_item(&mut conn, &target, store.as_mut(), &item, args.repair, run)
+        let fenced = match args.fence {
+            true => fence::reapply(&mut conn, store.as_mut(), &item).map(Some),
+            false => Ok(None),
+        };
+        let checked = fenced
+            .and_then(|fenced| {
+                let report =
+                    reconcile_item(&mut conn, &target, store.as_mut(), &item, args.repair, run)?;
+                Ok((fenced, report))
+            })
+            .and_then(|(fenced, report)| {
+                let Some(mut fenced) = fenced else {
+                    return Ok(report);
+                };
+                // Reopened only when the books balance after the re-apply
+                // and nothing the database holds was left out.
+                if fenced.fenced
+                    && fenced.not_reapplied.is_empty()
+                    && report.checked
+                    && report.balanced
+                {
+                    fence::reopen(&mut conn, &item, &mut fenced)?;
+                }
+                Ok(ItemReport {
+                    fence: Some(fenced),
+                    ..report
+                })
+            })
             .and_then(|report| {
                 if !(args.repair && report.checked) || report.redis_lost_data {
                     return Ok(report);
@@ -216,6 +262,7 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
                 let mut again =
                     reconcile_item(&mut conn, &target, store.as_mut(), &item, false, run)?;
                 again.repaired = report.repaired;
+                again.fence = report.fence.clone();
                 again.reservations.states_repaired = report.reservations.states_repaired;
                 if let (Some(now), Some(first)) = (&mut again.transfers, &report.transfers) {
                     now.settled = first.settled;
@@ -457,4 +504,66 @@ fn transfer_lines(item: &str, t: &TransferReport, line: &mut impl FnMut(String))
             ));
         }
     }
+}
+
+/// `--fence`: what was re-applied for one item, and whether it reopened.
+fn fence_lines(item: &str, fence: &fence::FenceReport) -> String {
+    let mut text = String::new();
+    let mut line = |line: String| text.push_str(&output::paragraph(&line));
+    match fence.before.as_str() {
+        "fenced" => {}
+        "unarmed" => {
+            line(format!(
+                "{item}: fence: preheated before the fence; armed now, nothing re-applied"
+            ));
+            return text;
+        }
+        other => {
+            line(format!("{item}: fence: {other}, nothing to re-apply"));
+            return text;
+        }
+    }
+    line(format!(
+        "{item}: fence: preheat loaded the stock on Redis process {}, {} holds it now; \
+         re-applied {} ({}) the order database holds and Redis had lost",
+        short_run_id(&fence.recorded_run_id),
+        short_run_id(&fence.running_run_id),
+        counted(fence.reapplied.len() as i64, "order"),
+        counted(fence.units_reapplied, "unit"),
+    ));
+    if !fence.reapplied.is_empty() {
+        let mut table = output::table(["order id", "stream id", "user", "qty"]);
+        for order in &fence.reapplied {
+            table.add_row(vec![
+                order.order_id.clone(),
+                order.stream_id.clone(),
+                order.user.clone(),
+                order.qty.to_string(),
+            ]);
+        }
+        output::fit(&mut table, &[2]);
+        text.push_str(&format!("{table}\n"));
+    }
+    let mut line = |line: String| text.push_str(&output::paragraph(&line));
+    for not in &fence.not_reapplied {
+        let order = match not.order_id.as_str() {
+            "" => String::new(),
+            id => format!("order {id}: "),
+        };
+        line(format!("{item}: not re-applied: {order}{}", not.why));
+    }
+    line(match (fence.reopened, fence.fenced) {
+        (true, _) => format!("{item}: REOPENED: the books balance; buys sell again"),
+        (false, true) => format!(
+            "{item}: STILL FENCED: every buy answers `fenced` until the books balance \
+             (see above), then run reconcile --fence again"
+        ),
+        (false, false) => format!("{item}: open"),
+    });
+    text
+}
+
+/// A run_id's first 12 hex digits, enough to tell two processes apart.
+fn short_run_id(run_id: &str) -> &str {
+    run_id.get(..12).unwrap_or(run_id)
 }

@@ -217,11 +217,31 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
         std::thread::sleep(ONE_SHOT_RATE_INTERVAL);
         statuses = reader.read_items(&mut conn, &items)?;
     }
+    for (status, item) in statuses.iter_mut().zip(&items) {
+        status.fenced = fenced(&mut conn, item);
+    }
     let mut report = StatusReport::new(&campaign, &target, statuses);
     if args.check {
         report.problems = Some(check::problems(&report.items, &thresholds(args)));
     }
     emit(ctx, &report)
+}
+
+/// Why `item` is fenced (docs/failover.md, "The fence"); `None` when it is
+/// not, or when this user may not read the fence (it runs `lua/fence.lua`,
+/// the operator's).
+fn fenced(conn: &mut crate::redis_client::conn::Conn, item: &SaleItem) -> Option<String> {
+    // A role refused INFO (the consumer) is not made to leave a refusal
+    // in the ACL log: its status says nothing of the fence.
+    if !crate::operator::acl::dryrun::may_send(conn, &["INFO", "server"]).unwrap_or(false) {
+        return None;
+    }
+    let states = crate::domain::reconcile::fence::states(conn, item).ok()?;
+    let state = states.into_iter().find(|s| s.is_fenced())?;
+    Some(format!(
+        "preheated on Redis process {}, {} holds it now",
+        state.recorded_run_id, state.seen_run_id
+    ))
 }
 
 /// The thresholds `--check` and `--nagios` were given.
@@ -583,6 +603,12 @@ fn notes(s: &ItemStatus, campaign_file: &str) -> Vec<String> {
         ));
         return notes;
     }
+    if let Some(why) = &s.fenced {
+        notes.push(format!(
+            "{id}: FENCED ({why}): every buy answers `fenced` until `seckill -c \
+             {campaign_file} reconcile --fence`"
+        ));
+    }
     if s.kill_switch.on {
         let mut text = format!("{id}: kill switch ON");
         if let Some(by) = &s.kill_switch.switched_by {
@@ -762,6 +788,15 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
         }
         line("", text);
     }
+    if let Some(why) = &s.fenced {
+        line(
+            "fence",
+            format!(
+                "FENCED — every buy answers `fenced` ({why}); run `seckill -c {campaign_file} \
+                 reconcile --fence`"
+            ),
+        );
+    }
     let stream = &s.stream;
     line(
         "stream",
@@ -900,6 +935,7 @@ mod tests {
             overdue: None,
             slots: Vec::new(),
             room: None,
+            fenced: None,
         }
     }
 

@@ -282,5 +282,7 @@ fn buy_call(
         payment_timeout_ms: payment_timeout_ms.to_string(),
         arrival_ms: request.arrival_argv(),
         ticket_key: request.ticket_key_argv(),
+        // Filled in by the connection (the fence, redis_client::node).
+        node: crate::redis_client::node::NODE_PLACEHOLDER.to_string(),
     }
 }

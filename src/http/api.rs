@@ -87,7 +87,9 @@ pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
         Outcome::SoldOut | Outcome::Ended => StatusCode::GONE,
         Outcome::NotStarted => StatusCode::TOO_EARLY,
         Outcome::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        Outcome::Closed | Outcome::NotPreheated => StatusCode::SERVICE_UNAVAILABLE,
+        Outcome::Closed | Outcome::NotPreheated | Outcome::Fenced => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         Outcome::CorruptState => StatusCode::INTERNAL_SERVER_ERROR,
         Outcome::NotRegistered => StatusCode::FORBIDDEN,
         Outcome::NotQueued => StatusCode::PRECONDITION_REQUIRED,

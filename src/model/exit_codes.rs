@@ -10,7 +10,8 @@ pub const SUCCESS: i32 = 0;
 pub const RUNTIME_ERROR: i32 = 1;
 /// Usage error: bad flags, or a campaign file that does not parse or validate.
 pub const USAGE_ERROR: i32 = 2;
-/// `reconcile` found drift: the stock equation does not hold or the order sets differ.
+/// `reconcile` found drift: the stock equation does not hold or the order sets
+/// differ; with `--fence`, an item stays fenced (what was not re-applied is named).
 pub const DRIFT_FOUND: i32 = 3;
 /// `loadtest`: a threshold failed (--max-p99, --min-qps, oversold or undersold).
 pub const THRESHOLD_FAILED: i32 = 4;
@@ -56,6 +57,11 @@ pub const OUTCOME_UNKNOWN: i32 = 19;
 /// `buy --wait-replicas N`: bought, but fewer than N replicas confirmed it in
 /// time; a failover now could lose it (the order id is printed).
 pub const UNREPLICATED: i32 = 20;
+/// `buy`: the item is fenced: its Redis is not the process preheat loaded the
+/// stock on (a failover, a restart, a restore) and may have lost sales, so
+/// nothing is sold until `seckill reconcile --fence` proves the books
+/// (docs/failover.md, "The fence"). Nothing was written.
+pub const FENCED: i32 = 21;
 /// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
 pub const ALREADY_PAID: i32 = 30;
 /// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
@@ -84,6 +90,9 @@ pub const CHECK_DEAD_LETTERS: i32 = 45;
 /// shuffle, the fan-out to buckets) is later than `--grace`: no `seckill
 /// queue admit --loop` runs.
 pub const CHECK_ADMITTER: i32 = 46;
+/// `status --check`: an item is fenced after a failover or restart (every
+/// buy answers `fenced` until `seckill reconcile --fence`).
+pub const CHECK_FENCED: i32 = 47;
 /// `buy`/`queue`: the item's waiting room takes registered users only
 /// (`seckill register`), and this user is not (docs/waiting-room.md).
 pub const NOT_REGISTERED: i32 = 50;
@@ -120,7 +129,7 @@ pub const ALL: &[(i32, &str, &str)] = &[
     (
         DRIFT_FOUND,
         "drift_found",
-        "reconcile: the stock equation does not hold",
+        "reconcile: the stock equation does not hold (--fence: an item stays fenced)",
     ),
     (
         THRESHOLD_FAILED,
@@ -187,6 +196,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "buy: with --wait-replicas, bought, but fewer replicas confirmed it in time",
     ),
     (
+        FENCED,
+        "fenced",
+        "buy: the item is fenced after a failover or restart; run reconcile --fence",
+    ),
+    (
         ALREADY_PAID,
         "already_paid",
         "pay/cancel: the order is paid (nothing changed)",
@@ -240,6 +254,11 @@ pub const ALL: &[(i32, &str, &str)] = &[
         CHECK_ADMITTER,
         "check_admitter",
         "status: --check found a waiting room's admitter work late (queue admit)",
+    ),
+    (
+        CHECK_FENCED,
+        "check_fenced",
+        "status: --check found an item fenced (run reconcile --fence)",
     ),
     (
         NOT_REGISTERED,
@@ -299,6 +318,7 @@ pub const OUTCOMES: &[(&str, i32)] = &[
     ("corrupt_state", CORRUPT_STATE),
     ("request_id_reused", REQUEST_ID_REUSED),
     ("unreplicated", UNREPLICATED),
+    ("fenced", FENCED),
     ("paid", SUCCESS),
     ("already_paid", ALREADY_PAID),
     ("cancelled", SUCCESS),

@@ -28,7 +28,7 @@ use redis::{
 use crate::model::campaign::Campaign;
 use crate::model::error::usage;
 use crate::redis_client::cluster::{self, ClusterConn, Router, Topology};
-use crate::redis_client::trace;
+use crate::redis_client::{node, trace};
 
 /// Where Redis is when nothing says otherwise.
 pub(crate) const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
@@ -103,7 +103,7 @@ pub(crate) fn parse_duration_arg(text: &str) -> std::result::Result<Duration, St
 /// A standalone or cluster connection; both speak [`ConnectionLike`].
 /// The cluster connection is boxed: it is much larger, and rare.
 pub enum Conn {
-    Single(redis::Connection),
+    Single(Standalone),
     Cluster(Box<ClusterConn>),
     /// `seckill serve`'s shared connection (standalone or cluster), seen by
     /// one request on a blocking worker.
@@ -222,6 +222,64 @@ impl Conn {
     }
 }
 
+/// One connection to a standalone Redis, which fills in the run_id of the
+/// process behind it in the script calls that wait for it
+/// (`redis_client::node`), read once, on this connection, when first needed.
+pub struct Standalone {
+    connection: redis::Connection,
+    /// `None`: not asked yet; `Some(None)`: INFO refused (the call is sent
+    /// with the placeholder, and the script reads INFO itself).
+    run_id: Option<Option<String>>,
+}
+
+impl Standalone {
+    fn run_id(&mut self) -> Option<&str> {
+        if self.run_id.is_none() {
+            let info: RedisResult<String> = node::info_server().query(&mut self.connection);
+            self.run_id = Some(info.ok().as_deref().and_then(node::run_id_of));
+        }
+        self.run_id.as_ref().and_then(|id| id.as_deref())
+    }
+}
+
+impl ConnectionLike for Standalone {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        if node::packed_wants_run_id(cmd)
+            && let Some(run_id) = self.run_id().map(str::to_string)
+        {
+            return self
+                .connection
+                .req_packed_command(&node::packed_with_run_id(cmd, &run_id));
+        }
+        self.connection.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        self.connection.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.connection.get_db()
+    }
+
+    fn supports_pipelining(&self) -> bool {
+        self.connection.supports_pipelining()
+    }
+
+    fn check_connection(&mut self) -> bool {
+        self.connection.check_connection()
+    }
+
+    fn is_open(&self) -> bool {
+        self.connection.is_open()
+    }
+}
+
 /// A standalone connection's MOVED/ASK reply: the URL names a node of a
 /// Redis Cluster, which serves only its own slots: the same refusal (its
 /// code, slot and node), saying what to do.
@@ -250,7 +308,7 @@ pub(crate) fn not_a_cluster_node(reply: Value) -> RedisResult<Value> {
 
 /// Where a [`SharedConn`]'s commands go.
 pub(crate) enum SharedRoute {
-    Standalone(MultiplexedConnection),
+    Standalone(MultiplexedConnection, crate::redis_client::node::RunId),
     Cluster(Router),
 }
 
@@ -285,7 +343,11 @@ impl SharedConn {
 
     fn route(&mut self, cmd: &Cmd, routing: RoutingInfo) -> RedisResult<Value> {
         let reply = match &mut self.route {
-            SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+            SharedRoute::Standalone(c, run_id) => {
+                let filled = crate::redis_client::node::filled_in(cmd, run_id);
+                self.runtime
+                    .block_on(c.req_packed_command(filled.as_ref().unwrap_or(cmd)))
+            }
             SharedRoute::Cluster(c) => {
                 let destination =
                     cluster::command::destination_of(&routing, &cluster::command::words(cmd));
@@ -300,7 +362,11 @@ impl SharedConn {
 
     fn on_slot(&mut self, cmd: &Cmd, slot: u16) -> RedisResult<Value> {
         let reply = match &mut self.route {
-            SharedRoute::Standalone(c) => self.runtime.block_on(c.req_packed_command(cmd)),
+            SharedRoute::Standalone(c, run_id) => {
+                let filled = crate::redis_client::node::filled_in(cmd, run_id);
+                self.runtime
+                    .block_on(c.req_packed_command(filled.as_ref().unwrap_or(cmd)))
+            }
             SharedRoute::Cluster(c) => self
                 .runtime
                 .block_on(c.run_to(cmd, cluster::command::Destination::Slot(slot))),
@@ -325,10 +391,12 @@ impl std::fmt::Debug for SharedConn {
 impl ConnectionLike for SharedConn {
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         let reply = match &mut self.route {
-            SharedRoute::Standalone(c) => self
-                .runtime
-                .block_on(c.req_packed_command(cmd))
-                .and_then(not_a_cluster_node),
+            SharedRoute::Standalone(c, run_id) => {
+                let filled = crate::redis_client::node::filled_in(cmd, run_id);
+                self.runtime
+                    .block_on(c.req_packed_command(filled.as_ref().unwrap_or(cmd)))
+                    .and_then(not_a_cluster_node)
+            }
             SharedRoute::Cluster(c) => self.runtime.block_on(c.run(cmd)),
         };
         if let Err(error) = &reply {
@@ -349,7 +417,7 @@ impl ConnectionLike for SharedConn {
 
     fn get_db(&self) -> i64 {
         match &self.route {
-            SharedRoute::Standalone(c) => c.get_db(),
+            SharedRoute::Standalone(c, _) => c.get_db(),
             SharedRoute::Cluster(_) => 0,
         }
     }
@@ -714,7 +782,10 @@ impl RedisTarget {
                 true => anyhow::Error::new(NoReplyToPing(self.response_timeout)),
                 false => anyhow::Error::from(e),
             })?;
-        Ok(Conn::Single(connection))
+        Ok(Conn::Single(Standalone {
+            connection,
+            run_id: None,
+        }))
     }
 
     fn certificates(&self, ca: &[u8]) -> redis::TlsCertificates {

@@ -4,7 +4,8 @@
 //! test, and reading order streams), [`scripts`] (each Lua script's one
 //! typed call), [`failure`] (what a failed request means for the one who
 //! sent it), [`replicas`] (WAIT after a buy), [`multiplexed`] (the shared
-//! async connections of `seckill serve`), [`shard_channels`] (listening to
+//! async connections of `seckill serve`), [`node`] (the Redis process behind a connection, for
+//! the failover fence), [`shard_channels`] (listening to
 //! `serve`'s sell-out broadcast) and [`trace`] (`-v`: every command, its
 //! node, its time).
 //!
@@ -14,6 +15,7 @@ pub(crate) mod cluster;
 pub mod conn;
 pub(crate) mod failure;
 pub(crate) mod multiplexed;
+pub mod node;
 pub(crate) mod raw;
 pub(crate) mod replicas;
 pub mod scripts;

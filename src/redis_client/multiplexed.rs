@@ -29,6 +29,7 @@ use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::cluster::Router;
 use super::conn::{RedisTarget, SharedConn, SharedRoute, not_a_cluster_node};
+use super::node::{RunId, filled_in, run_id_on};
 use super::trace;
 
 /// A connection could not be made: nothing was sent, a new attempt is safe.
@@ -53,7 +54,7 @@ enum Shared {
     Standalone {
         /// The connection in use and its generation (which connection a
         /// failed request ran on, so only that one is replaced).
-        current: Mutex<Option<(u64, MultiplexedConnection)>>,
+        current: Mutex<Option<(u64, MultiplexedConnection, RunId)>>,
         /// One reconnect at a time: the requests waiting for it share it.
         connecting: tokio::sync::Mutex<()>,
         generations: AtomicU64,
@@ -70,7 +71,7 @@ pub(crate) struct Handle {
 
 #[derive(Clone)]
 enum HandleInner {
-    Standalone(MultiplexedConnection),
+    Standalone(MultiplexedConnection, RunId),
     Cluster(Router),
 }
 
@@ -89,9 +90,9 @@ impl Multiplexed {
             })?;
             Shared::Cluster(router)
         } else {
-            let first = open(target).await?;
+            let (first, run_id) = open(target).await?;
             Shared::Standalone {
-                current: Mutex::new(Some((0, first))),
+                current: Mutex::new(Some((0, first, run_id))),
                 connecting: tokio::sync::Mutex::new(()),
                 generations: AtomicU64::new(1),
             }
@@ -125,12 +126,13 @@ impl Multiplexed {
         if let Some(handle) = standalone_handle(current) {
             return Ok(handle);
         }
-        let connection = open(&self.target).await.map_err(|e| e.context(NotSent))?;
+        let (connection, run_id) = open(&self.target).await.map_err(|e| e.context(NotSent))?;
         let generation = generations.fetch_add(1, Ordering::Relaxed);
-        *current.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, connection.clone()));
+        *current.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((generation, connection.clone(), run_id.clone()));
         Ok(Handle {
             generation,
-            inner: HandleInner::Standalone(connection),
+            inner: HandleInner::Standalone(connection, run_id),
         })
     }
 
@@ -148,23 +150,28 @@ impl Multiplexed {
         let mut current = current.lock().unwrap_or_else(|e| e.into_inner());
         if current
             .as_ref()
-            .is_some_and(|(current, _)| *current == generation)
+            .is_some_and(|(current, _, _)| *current == generation)
         {
             *current = None;
         }
     }
 }
 
-fn standalone_handle(current: &Mutex<Option<(u64, MultiplexedConnection)>>) -> Option<Handle> {
+fn standalone_handle(
+    current: &Mutex<Option<(u64, MultiplexedConnection, RunId)>>,
+) -> Option<Handle> {
     let current = current.lock().unwrap_or_else(|e| e.into_inner());
-    current.as_ref().map(|(generation, connection)| Handle {
-        generation: *generation,
-        inner: HandleInner::Standalone(connection.clone()),
-    })
+    current
+        .as_ref()
+        .map(|(generation, connection, run_id)| Handle {
+            generation: *generation,
+            inner: HandleInner::Standalone(connection.clone(), run_id.clone()),
+        })
 }
 
-/// One multiplexed connection with the target's timeouts, checked by PING.
-async fn open(target: &RedisTarget) -> Result<MultiplexedConnection> {
+/// One multiplexed connection with the target's timeouts, checked by PING,
+/// and the run_id of the process behind it (the fence's, `redis_client::node`).
+async fn open(target: &RedisTarget) -> Result<(MultiplexedConnection, RunId)> {
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(target.connect_timeout()))
         .set_response_timeout(Some(target.response_timeout()));
@@ -184,13 +191,14 @@ async fn open(target: &RedisTarget) -> Result<MultiplexedConnection> {
         .query_async::<()>(&mut connection)
         .await
         .with_context(described)?;
-    Ok(connection)
+    let run_id = run_id_on(&mut connection).await;
+    Ok((connection, run_id))
 }
 
 impl ConnectionLike for Handle {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match &mut self.inner {
-            HandleInner::Standalone(c) => c.req_packed_command(cmd),
+            HandleInner::Standalone(c, _) => c.req_packed_command(cmd),
             HandleInner::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -202,14 +210,14 @@ impl ConnectionLike for Handle {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match &mut self.inner {
-            HandleInner::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            HandleInner::Standalone(c, _) => c.req_packed_commands(pipeline, offset, count),
             HandleInner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.inner {
-            HandleInner::Standalone(c) => c.get_db(),
+            HandleInner::Standalone(c, _) => c.get_db(),
             HandleInner::Cluster(c) => c.get_db(),
         }
     }
@@ -232,7 +240,7 @@ impl Multiplexed {
             shared.failed(generation, error);
         };
         let route = match handle.inner {
-            HandleInner::Standalone(c) => SharedRoute::Standalone(c),
+            HandleInner::Standalone(c, run_id) => SharedRoute::Standalone(c, run_id),
             HandleInner::Cluster(c) => SharedRoute::Cluster(c),
         };
         SharedConn::new(route, runtime, Box::new(on_error))
@@ -278,10 +286,12 @@ impl ConnectionLike for SharedAsync {
             let traced = trace::command(None, cmd);
             let reply = match &mut self.handle.inner {
                 // The inherent call: the trait's would box a second future.
-                HandleInner::Standalone(c) => c
-                    .send_packed_command(cmd)
-                    .await
-                    .and_then(not_a_cluster_node),
+                HandleInner::Standalone(c, run_id) => {
+                    let filled = filled_in(cmd, run_id);
+                    c.send_packed_command(filled.as_ref().unwrap_or(cmd))
+                        .await
+                        .and_then(not_a_cluster_node)
+                }
                 HandleInner::Cluster(c) => c.run(cmd).await,
             };
             self.settled(traced, reply)

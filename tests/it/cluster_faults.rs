@@ -104,7 +104,9 @@ fn a_frozen_replica_delays_no_command_of_any_role() {
     assert!(denials.is_empty(), "{}", denials.join("\n"));
 }
 
-/// When each answer came, whether it was a 200, and its body otherwise.
+/// When each answer came, whether Redis decided it (a 200, or after the
+/// promotion a 503 `fenced`: the promoted replica is another Redis process,
+/// docs/failover.md), and its body otherwise.
 #[derive(Debug, Clone)]
 struct Answered {
     sent: Instant,
@@ -183,7 +185,11 @@ fn master_fails(fault: Fault) {
                             .as_bytes(),
                     );
                     let (ok, body) = match answer {
-                        Ok(answer) => (answer.status == 200, answer.body),
+                        Ok(answer) => (
+                            answer.status == 200
+                                || (answer.status == 503 && answer.body.contains("\"fenced\"")),
+                            answer.body,
+                        ),
                         Err(error) => (false, error.to_string()),
                     };
                     answers.lock().unwrap().push(Answered {
@@ -268,7 +274,8 @@ fn master_fails(fault: Fault) {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    // serve answers again: the first ok of a request sent after the promotion.
+    // serve answers again: the first answer Redis decided (`fenced`: the
+    // sale waits for reconcile --fence) of a request sent after the promotion.
     let back_at = loop {
         let first = answers
             .lock()

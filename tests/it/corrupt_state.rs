@@ -336,6 +336,18 @@ fn must_refuse(
     {
         return true;
     }
+    // The fence's scripts read every key they are given, and meta's,
+    // the stock's and the buyer's values, before their first write.
+    if script == "fence" || script == "fence_reapply" {
+        return match corruption {
+            Corruption::WrongType(wrong) => wrong != kind,
+            Corruption::Value(_) => {
+                key.ends_with(":meta")
+                    || key.ends_with(":stock")
+                    || (script == "fence_reapply" && key.ends_with(":buyers"))
+            }
+        };
+    }
     if !script.starts_with("bucket_") {
         return false;
     }
@@ -375,8 +387,10 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         // An ok that is final, then a reservation (it reads the counters;
         // its own request id, so it is no replay of the first).
         "buy" => vec![
-            owned(&["u", "1", "r1", ORDER, "cs", "1", "0", "", ""]),
-            owned(&["u", "1", "r2", RESERVED, "cs", "1", "60000", "", ""]),
+            owned(&["u", "1", "r1", ORDER, "cs", "1", "0", "", "", "?node"]),
+            owned(&[
+                "u", "1", "r2", RESERVED, "cs", "1", "60000", "", "", "?node",
+            ]),
         ],
         "preheat" => ["load", "force", "meta", "dry"]
             .iter()
@@ -428,15 +442,15 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         .map(|[request, order, tail @ ..]| {
             let mut argv = owned(&["u", "1", request, order, "cs", "1"]);
             argv.extend(owned(tail));
-            // No ticket (arrival_ms, ticket_key).
-            argv.extend(owned(&["", ""]));
+            // No ticket (arrival_ms, ticket_key); the script reads the run_id itself.
+            argv.extend(owned(&["", "", "?node"]));
             argv
         })
         .collect(),
         // The buyer's rule and the rebalancer's; stale_ms 0: the seeded pending transfer is stale.
         "bucket_take" => vec![
-            owned(&["1", "01XFER", "3", "0", "16", "0"]),
-            owned(&["2", "01XFER", "3", "0", "16", "1"]),
+            owned(&["1", "01XFER", "3", "0", "16", "0", "?node"]),
+            owned(&["2", "01XFER", "3", "0", "16", "1", "?node"]),
         ],
         "bucket_credit" => vec![owned(&["01XFER", "3", "2"])],
         "item_status" => vec![owned(&["orders-db"])],
@@ -476,6 +490,19 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["risk", "u", "", ""]),
             owned(&["revoke", "k1", "", "4102444800000"]),
         ],
+        "fence" => vec![owned(&["read"]), owned(&["fence"]), owned(&["reopen"])],
+        // An order past the stream's end, re-applied on a fenced slot
+        // (the test fences it first).
+        "fence_reapply" => vec![owned(&[
+            "99999999999999-0",
+            "01JDZ8Q6V4M7K3N9P2R5T8W1Y0",
+            "cs",
+            "1",
+            "u",
+            "1",
+            "100",
+            "99999999999999",
+        ])],
         "bucket_admit" => vec![
             owned(&["grant", "", "u", "1", "2"]),
             owned(&["revoke", "", "u"]),
@@ -542,6 +569,12 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                     .unwrap_or_else(|| "1-1".into());
                 seed_transfers(&mut conn);
                 corruption.apply(&mut conn, key);
+                if name == "fence_reapply" {
+                    // Fenced, so the re-apply reaches its writes (a meta of
+                    // the wrong type refuses the HSET: left as it is).
+                    let _: redis::RedisResult<i64> =
+                        conn.hset(format!("{BASE}:meta"), "fenced", "1");
+                }
                 let what = format!("{corruption:?}");
                 for argv in argv_variants(name, &pending) {
                     let before = snapshot(&mut conn);
@@ -706,7 +739,7 @@ fn a_malformed_remembered_request_id_is_corrupt_state_and_writes_nothing() {
     let keys: Vec<String> = spec.keys.iter().map(|name| key_named(name)).collect();
     let credit = |timeout: &str| -> Vec<String> {
         [
-            "u", "1", "r1", ORDER, "cs", "1", timeout, "0", "01XFER", "3", "2", "", "",
+            "u", "1", "r1", ORDER, "cs", "1", timeout, "0", "01XFER", "3", "2", "", "", "?node",
         ]
         .map(String::from)
         .to_vec()

@@ -2,7 +2,10 @@
 //! of the item's master while shoppers keep buying. Nothing acknowledged is
 //! lost, nothing is oversold, and the sale's equation holds on the new
 //! master: units sold = order stream entries = buyers. (A graceful failover
-//! can hold writes ~10 s: the shoppers' response timeout is 15 s.)
+//! can hold writes ~10 s: the shoppers' response timeout is 15 s.) The new
+//! master is another Redis process, so its sale is fenced (`fenced`) until
+//! `reconcile --fence`; after a forced failover that lost acknowledged buys,
+//! reconcile --fence re-applies them and the sale reopens.
 
 use crate::support;
 
@@ -14,7 +17,7 @@ use redis::Commands;
 use seckill::domain::item::SaleItem;
 use seckill::domain::slot::{BuyRequest, Outcome};
 use seckill::model::campaign::Campaign;
-use seckill::model::exit_codes::DRIFT_FOUND;
+use seckill::model::exit_codes::{DRIFT_FOUND, DUPLICATE, FENCED};
 use seckill::model::keys::ItemKeys;
 use support::Frozen;
 use support::cluster::{RedisCluster, node};
@@ -67,9 +70,11 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
     }
 
     let stop = Arc::new(AtomicBool::new(false));
+    let fenced = Arc::new(AtomicBool::new(false));
     let shoppers: Vec<_> = (0..4)
         .map(|t| {
             let (urls, stop, path) = (cluster.urls(), Arc::clone(&stop), file.path.clone());
+            let fenced = Arc::clone(&fenced);
             std::thread::spawn(move || {
                 let campaign = Campaign::load(&path).unwrap();
                 let sale = SaleItem::live(&campaign, campaign.item("1").unwrap());
@@ -100,6 +105,13 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
                             acknowledged.push(reply.order_id.unwrap());
                         }
                         Ok(reply) if reply.outcome == Outcome::SoldOut => break,
+                        // The new master is another Redis process: the
+                        // sale is fenced until reconcile --fence, a graceful
+                        // failover too (docs/failover.md, "The fence").
+                        Ok(reply) if reply.outcome == Outcome::Fenced => {
+                            fenced.store(true, Ordering::SeqCst);
+                            break;
+                        }
                         Ok(reply) => panic!("unexpected {reply:?}"),
                         Err(_) => unknown += 1,
                     }
@@ -180,6 +192,10 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
     assert!(
         role.contains("role:slave"),
         "the old master did not step down"
+    );
+    assert!(
+        fenced.load(Ordering::SeqCst),
+        "no buy on the new master answered fenced"
     );
 }
 
@@ -330,4 +346,27 @@ fn a_forced_failover_loses_unreplicated_buys_and_reconcile_names_them() {
         item["remaining"], 95,
         "the new master never saw the lost buys"
     );
+
+    // The new master sells nothing (a lost buyer would buy a second unit)
+    // until reconcile --fence re-applied the lost buys; then the books
+    // balance and the sale reopens (docs/failover.md, "The fence").
+    let seeds = alive.join(",");
+    run(&seeds, &["buy", "--item", "1", "--user", "unreplicated0"])
+        .within(minute)
+        .fails_with(FENCED);
+    let report = run(&seeds, &["reconcile", "--fence"])
+        .json()
+        .within(minute)
+        .succeeds()
+        .json();
+    let fence = &report["items"][0]["fence"];
+    assert_eq!(fence["units_reapplied"], 5, "{report:#}");
+    assert_eq!(fence["reopened"], true, "{report:#}");
+    assert_eq!(report["items"][0]["remaining"], 90, "{report:#}");
+    run(&seeds, &["buy", "--item", "1", "--user", "unreplicated0"])
+        .within(minute)
+        .fails_with(DUPLICATE);
+    run(&seeds, &["buy", "--item", "1", "--user", "newcomer"])
+        .within(minute)
+        .succeeds();
 }

@@ -24,6 +24,7 @@ mod error_sentences;
 mod errors_say_what_to_do;
 mod exit_codes;
 mod failover;
+mod fence;
 mod go_no_go;
 mod help;
 mod hostile_input;

@@ -70,6 +70,8 @@ fn estimate_and_use(spec: CampaignSpec, timeout_ms: u64) -> (u64, u64) {
             timeout_ms.to_string(),
             String::new(),
             String::new(),
+            // The fence's run_id: the script reads it itself.
+            seckill::redis_client::node::NODE_PLACEHOLDER.to_string(),
         ];
         let reply = scripts::invoke_positional("buy", &key_names, &argv, &mut conn)
             .unwrap()

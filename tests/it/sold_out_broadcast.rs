@@ -679,6 +679,15 @@ fn after_a_failover_the_instance_listens_again() {
         1,
         "the subscription is on the new master"
     );
+    // The new master is another Redis process: the sale is fenced until
+    // reconcile --fence proves the books (docs/failover.md, "The fence").
+    for args in [&["consume", "--drain"][..], &["reconcile", "--fence"]] {
+        seckill(args)
+            .campaign(&file)
+            .cluster(&cluster)
+            .current_dir(file.dir.path())
+            .succeeds();
+    }
     seckill(&["buy", "--item", "1", "--user", "cli", "--request-id", "c"])
         .campaign(&file)
         .cluster(&cluster)

@@ -997,6 +997,7 @@ fn a_refused_or_corrupt_admission_writes_nothing_and_no_call_can_skip_the_room()
         payment_timeout_ms: "0".to_string(),
         arrival_ms: String::new(),
         ticket_key: String::new(),
+        node: seckill::redis_client::node::NODE_PLACEHOLDER.to_string(),
     }
     .invoke(&mut conn)
     .unwrap_err();

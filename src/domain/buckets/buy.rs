@@ -162,6 +162,22 @@ fn sweep<C: ConnectionLike>(
             let want = if is_home { 0 } else { request.qty };
             cost.round_trips += 1;
             let seen = scripts::take(conn, bucket, want, &transfer_id, home.bucket, STALE_MS)?;
+            if seen.fenced {
+                // Units must not leave a bucket whose Redis may have lost
+                // sales: the attempt is refused whole (docs/failover.md).
+                return Ok(BuyReply {
+                    outcome: Outcome::Fenced,
+                    order_id: None,
+                    stock_left: None,
+                    problem: Some(format!(
+                        "fenced: bucket {b} of item {} is held by another Redis process than \
+                         the one preheat loaded it on; run `seckill reconcile --fence`",
+                        request.item
+                    )),
+                    reservation: None,
+                    waiting: None,
+                });
+            }
             if !seen.preheated {
                 bail!(
                     "bucket {b} of item {} is not preheated (expired or deleted?): run `seckill preheat`",

@@ -95,6 +95,8 @@ fn home_buy_call(
         payment_timeout_ms: payment_timeout_ms.to_string(),
         arrival_ms: request.arrival_argv(),
         ticket_key: request.ticket_key_argv(),
+        // Filled in by the connection (the fence, redis_client::node).
+        node: crate::redis_client::node::NODE_PLACEHOLDER.to_string(),
     }
 }
 
@@ -143,6 +145,8 @@ pub fn take_with<C: ConnectionLike>(
         stale_ms: stale_ms.to_string(),
         max_stale: "16".to_string(),
         exact: if exact { "1" } else { "0" }.to_string(),
+        // Filled in by the connection (the fence, redis_client::node).
+        node: crate::redis_client::node::NODE_PLACEHOLDER.to_string(),
     };
     call.invoke(conn)
         .map_err(anyhow::Error::from)

@@ -64,6 +64,7 @@
 //! May import: domain::reservations, domain::orders, domain::item, redis_client, model, util.
 
 pub(crate) mod baseline;
+pub(crate) mod fence;
 pub(crate) mod reservations;
 pub(crate) mod streams;
 pub(crate) mod transfers;
@@ -192,6 +193,9 @@ pub(crate) struct ItemReport {
     /// orders carried over, balanced against, shown on every run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) known_loss: Option<KnownLoss>,
+    /// `--fence`: what was re-applied, and whether the sale reopened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fence: Option<fence::FenceReport>,
     /// The equation with numbers filled in.
     pub(crate) equation: String,
     /// Orders arrived while checking: the stock equation holds at one

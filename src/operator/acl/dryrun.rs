@@ -109,9 +109,17 @@ pub(crate) struct Topology {
 /// `queue_setup` and `queue_fanout` write. A buyer credential can therefore
 /// change the room's settings — it can already buy as any user, so this is
 /// no new power over the stock, but it can open the room early
-/// (docs/security.md, "Limits").
+/// (docs/security.md, "Limits"). `fence_reapply` (reconcile --fence) writes
+/// what a sale writes — an order entry, the stock debited, a buyer credited
+/// — which the buyer's own rules allow command by command; its read of the
+/// stream (XRANGE) is refused to the buyer, so the script fails before its
+/// first write when a buyer runs it.
 fn writes_only_shared_keys(role: Role, spec: &Spec) -> bool {
-    role == Role::Buyer && matches!(spec.name(), "queue_setup" | "queue_fanout")
+    role == Role::Buyer
+        && matches!(
+            spec.name(),
+            "queue_setup" | "queue_fanout" | "fence_reapply"
+        )
 }
 
 /// One check before it is asked: the commands whose answers decide it.

@@ -74,9 +74,12 @@ pub(crate) fn setuser_args(
         Role::Buyer => {
             args.extend(connection_setup.map(String::from));
             // `+hscan`: `serve`'s cache reads a sold-out item's buyers;
-            // `+wait`: `buy`/`serve --wait-replicas` after an `ok`.
+            // `+wait`: `buy`/`serve --wait-replicas` after an `ok`;
+            // `+info` (@dangerous, but it only reads): the failover fence,
+            // the run_id of the Redis process behind each connection
+            // (docs/failover.md, "The fence").
             args.extend(
-                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +pfcount +wait"
+                "+evalsha +script|load +time +hget +hmget +hgetall +get +xlen +hlen +hexists +hscan +zcard +zscore +zrangebyscore +zcount +llen +exists +smembers +sismember +pfcount +wait +info|server"
                     .split(' ')
                     .map(String::from),
             );

@@ -21,9 +21,10 @@ use serde::Serialize;
 
 use self::fleet::{Fleet, Reach};
 use self::memory::SaleMemory;
+use crate::domain::item::SaleItem;
 use crate::domain::orders::{StoreLocation, is_no_schema, stream};
-use crate::domain::registry;
 use crate::domain::slot;
+use crate::domain::{reconcile, registry};
 use crate::model::campaign::Campaign;
 use crate::model::role::Role;
 use crate::operator::acl::dryrun;
@@ -144,9 +145,10 @@ pub(crate) fn run(main: std::result::Result<&mut Conn, String>, request: &Reques
         Ok(conn) => {
             checks.push(consumer_group(conn, request.campaign));
             checks.push(other_campaigns(conn, request.campaign));
+            checks.push(fence(conn, request.campaign));
         }
         Err(why) => {
-            for name in ["consumer_group", "other_campaigns"] {
+            for name in ["consumer_group", "other_campaigns", "fence"] {
                 checks.push(Check::not_ok(
                     name,
                     Verdict::Warn,
@@ -394,6 +396,64 @@ fn consumer_group(conn: &mut Conn, campaign: &Campaign) -> Check {
                 "`seckill preheat` creates it (consume does too)",
             )
         }
+    }
+}
+
+/// No item is fenced (docs/failover.md, "The fence"): a fenced item sells
+/// nothing until `reconcile --fence`, so it is a no-go.
+fn fence(conn: &mut Conn, campaign: &Campaign) -> Check {
+    // lua/fence.lua reads the process's run_id (INFO server): a role
+    // refused it is not made to leave a refusal in the ACL log.
+    if !dryrun::may_send(conn, &["INFO", "server"]).unwrap_or(true) {
+        return Check::not_ok(
+            "fence",
+            Verdict::Warn,
+            "cannot check: INFO server is refused to this user",
+            "run doctor as the operator or an admin user",
+        );
+    }
+    let items = match SaleItem::select(campaign, None) {
+        Ok(items) => items,
+        Err(e) => {
+            return Check::not_ok("fence", Verdict::Fail, render(&e), "fix the campaign file");
+        }
+    };
+    let mut fenced = Vec::new();
+    for item in &items {
+        match reconcile::fence::states(conn, item) {
+            Ok(states) => {
+                if let Some(state) = states.iter().find(|s| s.is_fenced()) {
+                    fenced.push(format!(
+                        "{} (preheated on Redis process {}, {} holds it now)",
+                        item.id(),
+                        state.recorded_run_id,
+                        state.seen_run_id
+                    ));
+                }
+            }
+            Err(e) => {
+                return Check::not_ok(
+                    "fence",
+                    Verdict::Warn,
+                    format!("cannot check: {}", render(&e)),
+                    "run doctor as the operator or an admin user",
+                );
+            }
+        }
+    }
+    if fenced.is_empty() {
+        Check::ok("fence", format!("no item fenced ({} checked)", items.len()))
+    } else {
+        Check::not_ok(
+            "fence",
+            Verdict::Fail,
+            format!(
+                "fenced after a failover or restart (every buy answers `fenced`): {}",
+                fenced.join(", ")
+            ),
+            "`seckill reconcile --fence` re-applies what the order database proves was sold \
+             and reopens the sale",
+        )
     }
 }
 

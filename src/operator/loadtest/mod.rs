@@ -138,6 +138,10 @@ pub(crate) struct Plan {
     /// Unique per run: written into the namespace marker and used as order-id prefix.
     pub(crate) run_id: String,
     pub(crate) buy_sha: String,
+    /// The run_id of the Redis process the workers sell on (the fence's
+    /// `node` ARGV, read once: a worker's connection to another process
+    /// answers `fenced`, never sells unchecked).
+    pub(crate) node_run_id: String,
     pub(crate) v3_sha: String,
     pub(crate) lock_release_sha: String,
 }

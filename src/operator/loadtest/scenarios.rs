@@ -55,6 +55,7 @@ pub(crate) fn variants(
         run_id: ulid::Ulid::generate().to_string(),
         // Loaded once, before any timing: the workers send bare EVALSHA and never see NOSCRIPT.
         buy_sha: scripts::buy::SPEC.load(&mut control)?,
+        node_run_id: node_run_id(&mut control),
         v3_sha: scripts::v3_decr::SPEC.load(&mut control)?,
         lock_release_sha: scripts::lock_release::SPEC.load(&mut control)?,
         settings,
@@ -274,4 +275,14 @@ fn heading(campaign: &Campaign, plan: &Plan, redis: &str, kept: bool) -> String 
 /// The variants' reports, without their histograms.
 pub(crate) fn reports(runs: Vec<VariantRun>) -> Vec<VariantReport> {
     runs.into_iter().map(|run| run.report).collect()
+}
+
+/// The run_id of the process behind `control` (the placeholder when INFO is
+/// refused: the buy script then reads it itself).
+fn node_run_id(control: &mut crate::redis_client::conn::Conn) -> String {
+    let info: redis::RedisResult<String> = crate::redis_client::node::info_server().query(control);
+    info.ok()
+        .as_deref()
+        .and_then(crate::redis_client::node::run_id_of)
+        .unwrap_or_else(|| crate::redis_client::node::NODE_PLACEHOLDER.to_string())
 }

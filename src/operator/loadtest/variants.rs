@@ -14,6 +14,7 @@ use seckill_loadgen::Field;
 
 use super::namespace::LoadtestKeys;
 use super::{Plan, Variant};
+use crate::redis_client::node::NODE_PLACEHOLDER;
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::buy::Buy;
 use crate::redis_client::scripts::lock_release::LockRelease;
@@ -70,6 +71,7 @@ fn buy_call(
     campaign_id: &str,
     item_id: &str,
     order_prefix: &str,
+    node: &str,
 ) -> Buy<Word> {
     let keys = &keys.item;
     let fixed = |value: &str| Word::Fixed(value.as_bytes().to_vec());
@@ -105,6 +107,7 @@ fn buy_call(
         payment_timeout_ms: fixed("0"),
         arrival_ms: fixed(""),
         ticket_key: fixed(""),
+        node: fixed(node),
     }
 }
 
@@ -119,7 +122,9 @@ pub(crate) fn print_command(
 ) -> Option<String> {
     let words = match variant {
         Variant::Full => {
-            let call = buy_call(keys, campaign_id, item_id, "o");
+            // The run_id is the target's, unknown here: the script reads
+            // INFO itself (~3 µs) unless the placeholder is replaced.
+            let call = buy_call(keys, campaign_id, item_id, "o", NODE_PLACEHOLDER);
             words_of(&call, None, &|_| RAND_INT.to_vec())
         }
         Variant::V3 => V3Decr {
@@ -148,7 +153,13 @@ pub(crate) fn script_words(
     match variant {
         Variant::Full => {
             let order_prefix = format!("{}-", plan.run_id);
-            let call = buy_call(&plan.keys, &plan.campaign_id, &plan.item_id, &order_prefix);
+            let call = buy_call(
+                &plan.keys,
+                &plan.campaign_id,
+                &plan.item_id,
+                &order_prefix,
+                &plan.node_run_id,
+            );
             words_of(&call, Some(&plan.buy_sha), number)
         }
         _ => {
@@ -257,7 +268,7 @@ mod tests {
     #[test]
     fn full_words_follow_the_buy_call() {
         let keys = LoadtestKeys::new("camp", "item");
-        let call = buy_call(&keys, "camp", "item", "run-");
+        let call = buy_call(&keys, "camp", "item", "run-", NODE_PLACEHOLDER);
         let words = words_of(&call, None, &|_| b"42".to_vec());
         assert_eq!(
             words[1],

@@ -126,6 +126,13 @@ pub(crate) fn problems(statuses: &[ItemStatus], thresholds: &Thresholds) -> Vec<
             }
             found.push(Problem::new(item, exit_codes::CHECK_SWITCH_ON, message));
         }
+        if let Some(why) = &s.fenced {
+            found.push(Problem::new(
+                item,
+                exit_codes::CHECK_FENCED,
+                format!("fenced ({why}): every buy answers fenced until `reconcile --fence`"),
+            ));
+        }
         if let (Some(reconcile_at), Some(ttl)) = (thresholds.reconcile_at_ms, s.expires_in_ms) {
             let expires_at = s.redis_time_ms + ttl;
             if expires_at <= reconcile_at {

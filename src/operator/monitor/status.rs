@@ -225,6 +225,11 @@ pub(crate) struct ItemStatus {
     /// The item's waiting room, when it has one (`room`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) room: Option<super::room::RoomView>,
+    /// Fenced after a failover or restart (docs/failover.md, "The fence"):
+    /// which process preheat loaded the stock on and which one holds it now.
+    /// Read by `status` only (not `--watch`, not the metrics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fenced: Option<String>,
 }
 
 impl ItemStatus {
@@ -615,6 +620,7 @@ impl RawStatus {
             overdue: None,
             slots: Vec::new(),
             room: None,
+            fenced: None,
         }
     }
 }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike as _, MultiplexedConnection};
+
+use crate::redis_client::node::{RunId, filled_in, run_id_on, wants_run_id};
 use redis::{
     AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, Pipeline, RedisError,
     RedisResult, ServerErrorKind, Value,
@@ -300,7 +302,10 @@ impl Topology {
 /// One node's connection of a [`Router`].
 enum NodeState {
     Unopened,
-    Open(MultiplexedConnection),
+    /// With the run_id of the process behind it (`redis_client::node`),
+    /// read on it when a command first needs it (a role refused `INFO`
+    /// that never sends such a command is never refused it).
+    Open(MultiplexedConnection, Arc<tokio::sync::OnceCell<RunId>>),
     /// The last attempt to open it failed, at this time, with this error.
     Failed(Instant, RedisError),
 }
@@ -428,7 +433,7 @@ impl Router {
             .filter(|(_, state)| {
                 state
                     .try_lock()
-                    .is_ok_and(|state| matches!(*state, NodeState::Open(_)))
+                    .is_ok_and(|state| matches!(*state, NodeState::Open(..)))
             })
             .map(|(node, _)| node.clone())
             .collect()
@@ -438,6 +443,16 @@ impl Router {
     /// one is being opened, the others asking wait for it and share its
     /// outcome (a frozen node costs one `--connect-timeout`, not one each).
     async fn connection(&self, node: &Node) -> RedisResult<MultiplexedConnection> {
+        self.connection_and_run_id(node)
+            .await
+            .map(|(connection, _)| connection)
+    }
+
+    /// [`Router::connection`] and the run_id of the process behind it.
+    async fn connection_and_run_id(
+        &self,
+        node: &Node,
+    ) -> RedisResult<(MultiplexedConnection, Arc<tokio::sync::OnceCell<RunId>>)> {
         let slot = {
             let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(
@@ -449,14 +464,15 @@ impl Router {
         let asked = Instant::now();
         let mut state = slot.lock().await;
         match &*state {
-            NodeState::Open(connection) => return Ok(connection.clone()),
+            NodeState::Open(connection, run_id) => return Ok((connection.clone(), run_id.clone())),
             NodeState::Failed(at, error) if *at >= asked => return Err(error.clone()),
             _ => {}
         }
         match self.topology.open(node).await {
             Ok(connection) => {
-                *state = NodeState::Open(connection.clone());
-                Ok(connection)
+                let run_id = Arc::new(tokio::sync::OnceCell::new());
+                *state = NodeState::Open(connection.clone(), Arc::clone(&run_id));
+                Ok((connection, run_id))
             }
             Err(error) => {
                 let why = match error.is_timeout() {
@@ -534,7 +550,16 @@ impl Router {
         if gated {
             self.gate(node).await?;
         }
-        let mut connection = self.connection(node).await?;
+        let (mut connection, run_id) = self.connection_and_run_id(node).await?;
+        let filled = match wants_run_id(cmd) {
+            true => {
+                let mut asking = connection.clone();
+                let run_id = run_id.get_or_init(|| run_id_on(&mut asking)).await;
+                filled_in(cmd, run_id)
+            }
+            false => None,
+        };
+        let cmd = filled.as_ref().unwrap_or(cmd);
         let reply = match asking {
             false => connection.req_packed_command(cmd).await,
             true => {

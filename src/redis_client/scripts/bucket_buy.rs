@@ -13,7 +13,7 @@ super::script_call! {
     roles { buyer, operator }
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts, xfer_in }
     optional { admissions, room, passes, risk, revoked }
-    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, count_attempt, credit_id, credit_source, credit_units, arrival_ms, ticket_key }
+    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, count_attempt, credit_id, credit_source, credit_units, arrival_ms, ticket_key, node }
 }
 
 /// What the home bucket said.

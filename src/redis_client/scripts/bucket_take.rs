@@ -10,7 +10,7 @@ super::script_call! {
     BucketTake = "bucket_take.lua", Sale;
     roles { buyer, operator }
     keys { meta, stock, xfer_out, xfer_pending, xfer_in }
-    argv { qty, transfer_id, dest, stale_ms, max_stale, exact }
+    argv { qty, transfer_id, dest, stale_ms, max_stale, exact, node }
 }
 
 /// A debit to credit: its id, source and destination bucket, units.
@@ -26,6 +26,8 @@ pub struct Transfer {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Take {
     pub(crate) preheated: bool,
+    /// The bucket is fenced (docs/failover.md): nothing was taken.
+    pub(crate) fenced: bool,
     /// Units debited under the transfer id (0 = none).
     pub taken: i64,
     pub(crate) stock_after: i64,
@@ -56,7 +58,8 @@ pub(crate) fn parse_reply(reply: Value, source: u32) -> Result<Take> {
     let text = |v: &Value| -> Result<String> { Ok(redis::from_redis_value_ref(v)?) };
     let int = |v: &Value| -> Result<i64> { Ok(redis::from_redis_value_ref(v)?) };
     let mut take = Take {
-        preheated: text(&reply[0])? == "ok",
+        preheated: matches!(text(&reply[0])?.as_str(), "ok" | "fenced"),
+        fenced: text(&reply[0])? == "fenced",
         taken: int(&reply[1])?,
         stock_after: int(&reply[2])?,
         in_count: int(&reply[3])?,

@@ -15,7 +15,7 @@ super::script_call! {
     roles { buyer, operator }
     keys { meta, stock, buyers, buyer_orders, requests, orders, rate, reservations, deadlines, reservation_counts }
     optional { room, queue, registered, risk, admitted, active, shuffled, passes, revoked }
-    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, arrival_ms, ticket_key }
+    argv { user, qty, request_id, order_id, campaign, item, payment_timeout_ms, arrival_ms, ticket_key, node }
 }
 
 /// What the buy script decided.
@@ -46,11 +46,15 @@ pub enum Outcome {
     NotAdmitted,
     /// The user's admission ran out (`admission_ttl`) before a buy.
     AdmissionExpired,
+    /// The item's Redis is not the process preheat loaded the stock on (a
+    /// failover, a restart, a restore): nothing is sold until `seckill
+    /// reconcile --fence` (docs/failover.md, "The fence"); nothing was written.
+    Fenced,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 16] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -66,6 +70,7 @@ impl Outcome {
         Outcome::NotQueued,
         Outcome::NotAdmitted,
         Outcome::AdmissionExpired,
+        Outcome::Fenced,
     ];
 
     /// The name used by the script and in JSON.
@@ -86,6 +91,7 @@ impl Outcome {
             Outcome::NotQueued => "not_queued",
             Outcome::NotAdmitted => "not_admitted",
             Outcome::AdmissionExpired => "admission_expired",
+            Outcome::Fenced => "fenced",
         }
     }
 
@@ -228,6 +234,9 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
     // would be; the waiting room's refusals their detail.
     let (order_id, problem, waiting) = match outcome {
         Outcome::CorruptState => (String::new(), Some(order_id), None),
+        // "<recorded run_id> <seen run_id>": which process preheat loaded
+        // the stock on, and which one answered.
+        Outcome::Fenced => (String::new(), Some(fence_problem(&order_id)), None),
         Outcome::NotAdmitted | Outcome::AdmissionExpired => {
             let waiting = waiting_of(outcome, &order_id)?;
             (String::new(), None, Some(waiting))
@@ -242,6 +251,18 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         reservation: (!state.is_empty()).then_some(Reservation { deadline_ms, state }),
         waiting,
     })
+}
+
+/// A `fenced` reply's detail, said for the operator.
+fn fence_problem(detail: &str) -> String {
+    match detail.split_once(' ') {
+        Some((recorded, seen)) if !seen.is_empty() && recorded != seen => format!(
+            "fenced: preheat loaded the stock on Redis process {recorded}, and {seen} answers \
+             now (a failover, a restart or a restore may have lost sales); run `seckill \
+             reconcile --fence`"
+        ),
+        _ => "fenced: the item's meta says fenced = 1; run `seckill reconcile --fence`".to_string(),
+    }
 }
 
 /// `not_admitted`'s "<position> <serving> <eta ms>" (then the admitter's

@@ -36,6 +36,8 @@ pub mod bucket_take;
 pub mod buy;
 pub mod consumer_delete;
 pub mod dead_letter;
+pub mod fence;
+pub mod fence_reapply;
 pub mod item_state;
 pub mod item_status;
 #[cfg(test)]
@@ -122,7 +124,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 32] = [
+pub static ALL: [&Spec; 34] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -155,6 +157,8 @@ pub static ALL: [&Spec; 32] = [
     &bucket_cursor::SPEC,
     &bucket_copy::SPEC,
     &acl_probe::SPEC,
+    &fence::SPEC,
+    &fence_reapply::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -880,7 +884,9 @@ mod tests {
                 "room_revoke",
                 "bucket_cursor",
                 "bucket_copy",
-                "acl_probe"
+                "acl_probe",
+                "fence",
+                "fence_reapply"
             ]
         );
     }
@@ -915,7 +921,7 @@ mod tests {
         let words = |what: &str, n: usize| -> Vec<String> {
             (1..=n).map(|i| format!("{what}{i}")).collect()
         };
-        let argv = words("a", 9);
+        let argv = words("a", 10);
         let plain = buy::Buy::from_positional(words("k", 10), argv.clone()).unwrap();
         assert_eq!(plain.room, None);
         assert_eq!((plain.meta.as_str(), plain.user.as_str()), ("k1", "a1"));
@@ -937,7 +943,7 @@ mod tests {
         assert!(
             short.contains("lua/buy.lua takes 10 KEYS (meta, stock,")
                 && short.contains("then up to 9 optional (room,")
-                && short.contains("given 9 KEYS and 9 ARGV"),
+                && short.contains("given 9 KEYS and 10 ARGV"),
             "{short}"
         );
         let long = pay::Pay::from_positional(words("k", 5), words("a", 4)).unwrap_err();

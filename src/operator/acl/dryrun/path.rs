@@ -168,6 +168,11 @@ const EVERY_ROLE: &[Sent] = &[
 /// The buyer's commands outside its scripts (`buy`, `serve`, `queue join`, `register`).
 const BUYER: &[Sent] = &[
     sent(
+        &["INFO", "server"],
+        Key::None,
+        "buy and serve: the run_id of the Redis process behind each connection (the fence)",
+    ),
+    sent(
         &["TIME"],
         Key::None,
         "serve: the cache's clock, Redis TIME against this machine's",

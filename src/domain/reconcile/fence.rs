@@ -1,0 +1,233 @@
+//! `seckill reconcile --fence`: reopen a sale the failover fence closed
+//! (docs/failover.md, "The fence").
+//!
+//! A fenced slot answers every buy `fenced`: its Redis is not the process
+//! preheat loaded the stock on, and may have lost acknowledged sales (their
+//! stock units went back up, their buyers forgot them). The order database
+//! holds what was sold: every order row of the item whose stream entry the
+//! slot no longer holds, past the stream's end, is re-applied
+//! (`lua/fence_reapply.lua`: the entry added again under its own stream id,
+//! the stock debited, the buyer credited, so per-user limits hold), oldest
+//! first. Then the usual reconcile proves the books; only when they
+//! balance is the slot reopened (`lua/fence.lua` "reopen": the running
+//! process recorded, the fence lifted).
+//!
+//! What is not re-applied keeps the slot fenced and is named: a
+//! reservation (`payment_timeout`: its deadline and state are not in the
+//! database), an order whose entry cannot be added in its place (later
+//! entries exist), a stock too short for it. A bucketed item is not
+//! re-applied yet: its slots stay fenced (docs/failover.md, "Limits").
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::domain::item::SaleItem;
+use crate::domain::orders::entry::{OrderState, stream_id_key};
+use crate::domain::orders::{OrderStore, stream};
+use crate::model::keys::ItemKeys;
+use crate::redis_client::conn::Conn;
+use crate::redis_client::scripts::ScriptCall;
+use crate::redis_client::scripts::fence::{self, Fence, FenceState};
+use crate::redis_client::scripts::fence_reapply::{self, FenceReapply, Reapplied};
+
+use super::PAGE;
+
+/// What `reconcile --fence` did for one item.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct FenceReport {
+    /// The fence before: `open`, `fenced`, `unarmed` (preheated before the
+    /// fence: armed now) or `not_preheated`.
+    pub(crate) before: String,
+    /// The run_id preheat (or the last reopen) recorded.
+    pub(crate) recorded_run_id: String,
+    /// The run_id of the Redis process that holds the item now.
+    pub(crate) running_run_id: String,
+    /// Orders re-applied from the database (entry, stock, buyer).
+    pub(crate) reapplied: Vec<ReappliedOrder>,
+    /// Their units.
+    pub(crate) units_reapplied: i64,
+    /// Orders the database holds that the slot lacks and that were not
+    /// re-applied, each with why: the slot stays fenced.
+    pub(crate) not_reapplied: Vec<NotReapplied>,
+    /// The slot was reopened (the books balanced after the re-apply).
+    pub(crate) reopened: bool,
+    /// Fenced now (after this run).
+    pub(crate) fenced: bool,
+}
+
+/// One order re-applied.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ReappliedOrder {
+    pub(crate) order_id: String,
+    pub(crate) stream_id: String,
+    pub(crate) user: String,
+    pub(crate) qty: i64,
+}
+
+/// One order not re-applied, and why.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NotReapplied {
+    pub(crate) order_id: String,
+    pub(crate) why: String,
+}
+
+/// The fence of `keys`' slot (`lua/fence.lua`), after `action`.
+fn fence_call(conn: &mut Conn, keys: &ItemKeys, action: &str) -> Result<FenceState> {
+    let reply = Fence {
+        meta: keys.meta.as_str(),
+        action,
+    }
+    .invoke(conn)
+    .with_context(|| format!("the fence script failed on {}", keys.meta))?;
+    fence::parse_reply(reply)
+}
+
+/// Whether any slot of `sale` is fenced, and each slot's state.
+pub(crate) fn states(conn: &mut Conn, sale: &SaleItem) -> Result<Vec<FenceState>> {
+    sale.slots()
+        .iter()
+        .map(|slot| fence_call(conn, &slot.keys, "read"))
+        .collect()
+}
+
+/// Re-apply what the database proves `sale` sold and its fenced slot lost.
+/// The slot stays fenced: [`reopen`] lifts it once reconcile balanced.
+pub(crate) fn reapply(
+    conn: &mut Conn,
+    store: &mut dyn OrderStore,
+    sale: &SaleItem,
+) -> Result<FenceReport> {
+    let slots = sale.slots();
+    let mut report = FenceReport::default();
+    let mut fenced_slots = 0;
+    for slot in &slots {
+        // Marked first (meta `fenced` = 1, replicated): the slot stays
+        // fenced even if the process preheat recorded comes back before
+        // the books are proven (a failback).
+        let state = fence_call(conn, &slot.keys, "fence")?;
+        if state.is_fenced() {
+            fenced_slots += 1;
+        }
+        if report.before.is_empty() || state.is_fenced() {
+            report.before = state.state.clone();
+            report.recorded_run_id = state.recorded_run_id.clone();
+            report.running_run_id = state.seen_run_id.clone();
+        }
+    }
+    report.fenced = fenced_slots > 0;
+    if !report.fenced {
+        return Ok(report);
+    }
+    if slots.len() > 1 {
+        report.not_reapplied.push(NotReapplied {
+            order_id: String::new(),
+            why: "a bucketed item's lost orders are not re-applied yet: its fenced buckets \
+                  stay fenced (docs/failover.md, \"Limits\")"
+                .to_string(),
+        });
+        return Ok(report);
+    }
+    let keys = &slots[0].keys;
+    let (campaign, item) = (&sale.campaign.id, &sale.item.id);
+    let mut lost = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = store.item_orders_after(campaign, item, &after, PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.order_id.clone();
+        let rows: Vec<_> = page.into_iter().filter(|row| !row.carried).collect();
+        let ids: Vec<&str> = rows.iter().map(|row| row.stream_id.as_str()).collect();
+        let found = stream::order_ids_at(conn, &keys.orders, &ids)?;
+        lost.extend(
+            rows.into_iter()
+                .zip(found)
+                .filter(|(_, found)| found.is_none())
+                .map(|(row, _)| row),
+        );
+    }
+    lost.sort_by_key(|row| stream_id_key(&row.stream_id).unwrap_or((0, 0)));
+    let ids: Vec<&str> = lost.iter().map(|row| row.order_id.as_str()).collect();
+    let contents = store.stored_contents(&ids)?;
+    for row in &lost {
+        let not = |why: String| NotReapplied {
+            order_id: row.order_id.clone(),
+            why,
+        };
+        let Some(content) = contents.get(&row.order_id) else {
+            report
+                .not_reapplied
+                .push(not("its row disappeared while reconcile ran".to_string()));
+            continue;
+        };
+        if content.state != OrderState::Confirmed {
+            report.not_reapplied.push(not(format!(
+                "a reservation ({}): its deadline is not in the database",
+                content.state.as_str()
+            )));
+            continue;
+        }
+        let Some((bought_at_ms, _)) = stream_id_key(&row.stream_id) else {
+            report.not_reapplied.push(not(format!(
+                "stream id {:?} is not <ms>-<seq>",
+                row.stream_id
+            )));
+            continue;
+        };
+        let reply = FenceReapply {
+            meta: keys.meta.clone(),
+            stock: keys.stock.clone(),
+            buyers: keys.buyers.clone(),
+            buyer_orders: keys.buyer_orders.clone(),
+            orders: keys.orders.clone(),
+            stream_id: row.stream_id.clone(),
+            order_id: row.order_id.clone(),
+            campaign: campaign.clone(),
+            item: item.clone(),
+            user: content.user_id.clone(),
+            qty: content.qty.to_string(),
+            price_cents: content.price_cents.to_string(),
+            bought_at_ms: bought_at_ms.to_string(),
+        }
+        .invoke(conn)
+        .with_context(|| format!("re-applying order {} failed", row.order_id))?;
+        let (status, _) = fence_reapply::parse_reply(reply)?;
+        match status {
+            Reapplied::Reapplied => {
+                report.units_reapplied += content.qty;
+                report.reapplied.push(ReappliedOrder {
+                    order_id: row.order_id.clone(),
+                    stream_id: row.stream_id.clone(),
+                    user: content.user_id.clone(),
+                    qty: content.qty,
+                });
+            }
+            Reapplied::Present => {}
+            Reapplied::Behind => report.not_reapplied.push(not(
+                "the stream holds later entries: it cannot be added in its place".to_string(),
+            )),
+            Reapplied::Short => report.not_reapplied.push(not(format!(
+                "fewer than its {} units are left",
+                content.qty
+            ))),
+            Reapplied::Open => report
+                .not_reapplied
+                .push(not("the slot was reopened meanwhile".to_string())),
+            Reapplied::NotPreheated => report
+                .not_reapplied
+                .push(not("the slot holds no stock".to_string())),
+        }
+    }
+    Ok(report)
+}
+
+/// Lift the fence of every slot of `sale` (the books balanced): the running
+/// process recorded as the one that holds the stock.
+pub(crate) fn reopen(conn: &mut Conn, sale: &SaleItem, report: &mut FenceReport) -> Result<()> {
+    for slot in sale.slots() {
+        let state = fence_call(conn, &slot.keys, "reopen")?;
+        report.running_run_id = state.seen_run_id;
+    }
+    report.reopened = true;
+    report.fenced = false;
+    Ok(())
+}
