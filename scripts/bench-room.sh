@@ -265,10 +265,12 @@ expected_roles="meta stock buyers buyer_orders requests orders rate reservations
     || fail "seckill buy --ticket sends keys ${ticket_roles[*]}, not $expected_roles"
 [ "${loadtest_roles[*]}" = "${ticket_roles[*]:0:10}" ] \
     || fail "loadtest --print-command full sends keys ${loadtest_roles[*]}, seckill buy ${ticket_roles[*]:0:10}"
-[ "${#seen[@]}" = 29 ] || fail "seckill buy --ticket sent $((${#seen[@]} - 20)) ARGV, not 9: $seen_call"
+[ "${#seen[@]}" = 30 ] || fail "seckill buy --ticket sent $((${#seen[@]} - 20)) ARGV, not 10: $seen_call"
 [ "${seen[27]}" = "$probe_arrival" ] || fail "seckill buy --ticket sent arrival ${seen[27]}, the ticket says $probe_arrival"
 ticket_key_id=${seen[28]}
 [ -n "$ticket_key_id" ] || fail "seckill buy --ticket sent no key id"
+# The last ARGV: the run_id its connection read (the failover fence, docs/failover.md).
+[[ "${seen[29]}" =~ ^[0-9a-f]{40}$ ]] || fail "seckill buy --ticket sent ${seen[29]} as the run_id, not 40 hex digits"
 
 # --- 3's Redis: a ticket campaign and a room-off one, the same item.
 script_campaign() { # ID ROOM
@@ -316,14 +318,17 @@ admit_ticket_room() {
     # As the lease holder's beat keeps it: that pass runs out in 2 minutes.
     dcli HSET "seckill:{tk:1001}:room" expires_next_at_ms $((now + 120000)) >/dev/null
 }
+# The fence's last ARGV: this Redis process's run_id, as a seckill connection sends it.
+direct_run_id=$(dcli INFO server | tr -d '\r' | sed -n 's/^run_id://p')
+[ ${#direct_run_id} = 40 ] || fail "no run_id in INFO server of the second Redis"
 buy_call() { # CAMPAIGN TICKET(0/1)
     local c=$1 words=() k role
     for ((k = 3; k < 13; k++)); do words+=("seckill:{$c:1001}:${buy[k]##*\}:}"); done
     if [ "$2" = 1 ]; then
         for role in room queue registered risk admitted active shuffled passes revoked; do words+=("seckill:{$c:1001}:$role"); done
-        printf '%q ' EVALSHA "$buy_sha" "${#words[@]}" "${words[@]}" u__rand_int__ 1 "" o__rand_int__ "$c" 1001 0 "$arrival" "$ticket_key_id"
+        printf '%q ' EVALSHA "$buy_sha" "${#words[@]}" "${words[@]}" u__rand_int__ 1 "" o__rand_int__ "$c" 1001 0 "$arrival" "$ticket_key_id" "$direct_run_id"
     else
-        printf '%q ' EVALSHA "$buy_sha" "${#words[@]}" "${words[@]}" u__rand_int__ 1 "" o__rand_int__ "$c" 1001 0 "" ""
+        printf '%q ' EVALSHA "$buy_sha" "${#words[@]}" "${words[@]}" u__rand_int__ 1 "" o__rand_int__ "$c" 1001 0 "" "" "$direct_run_id"
     fi
 }
 ticket_ok_call=$(buy_call tk 1)

@@ -695,9 +695,11 @@ fn room_block(r: &RoomRow) -> String {
             "cursor",
             format!(
                 "{}{}{}",
-                match sweeping {
-                    Some(done) => format!("sweeping the pre-queue's ranks: {done}% passed"),
-                    None => time_or_dash(t.cursor_ms),
+                match (sweeping, &t.seed) {
+                    (Some(_), None) => "before the start: the pre-queue is ranked then".to_string(),
+                    (Some(done), Some(_)) =>
+                        format!("sweeping the pre-queue's ranks: {done}% passed"),
+                    (None, _) => time_or_dash(t.cursor_ms),
                 },
                 t.cursor_lag_ms
                     .filter(|_| sweeping.is_none())

@@ -15,8 +15,10 @@
 //! What is not re-applied keeps the slot fenced and is named: a
 //! reservation (`payment_timeout`: its deadline and state are not in the
 //! database), an order whose entry cannot be added in its place (later
-//! entries exist), a stock too short for it. A bucketed item is not
-//! re-applied yet: its slots stay fenced (docs/failover.md, "Limits").
+//! entries exist), a stock too short for it. A bucketed item's lost orders
+//! are not re-applied yet: its slots stay fenced when the database holds
+//! an order no bucket's stream does, and reopen when none was lost
+//! (docs/failover.md, "Limits").
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -119,12 +121,23 @@ pub(crate) fn reapply(
         return Ok(report);
     }
     if slots.len() > 1 {
-        report.not_reapplied.push(NotReapplied {
-            order_id: String::new(),
-            why: "a bucketed item's lost orders are not re-applied yet: its fenced buckets \
-                  stay fenced (docs/failover.md, \"Limits\")"
-                .to_string(),
-        });
+        // A bucketed item: what its buckets lost is not re-applied yet. When
+        // every order the database holds is in one of its buckets' streams,
+        // nothing was lost: the usual reconcile proves the books, and the
+        // fence lifts (a clean failover of a bucket's master).
+        let lost = lost_in_buckets(conn, store, sale)?;
+        if !lost.is_empty() {
+            report
+                .not_reapplied
+                .extend(lost.into_iter().map(|order_id| {
+                    NotReapplied {
+                        order_id,
+                        why: "a bucketed item's lost orders are not re-applied yet: its fenced \
+                      buckets stay fenced (docs/failover.md, \"Limits\")"
+                            .to_string(),
+                    }
+                }));
+        }
         return Ok(report);
     }
     let keys = &slots[0].keys;
@@ -218,6 +231,43 @@ pub(crate) fn reapply(
         }
     }
     Ok(report)
+}
+
+/// The orders of bucketed `sale` the database holds and no bucket's stream
+/// does (each looked up in every bucket: an order is in its home bucket's
+/// stream, or a sweep's).
+fn lost_in_buckets(
+    conn: &mut Conn,
+    store: &mut dyn OrderStore,
+    sale: &SaleItem,
+) -> Result<Vec<String>> {
+    let slots = sale.slots();
+    let (campaign, item) = (&sale.campaign.id, &sale.item.id);
+    let mut lost = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = store.item_orders_after(campaign, item, &after, PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.order_id.clone();
+        let rows: Vec<_> = page.into_iter().filter(|row| !row.carried).collect();
+        let ids: Vec<&str> = rows.iter().map(|row| row.stream_id.as_str()).collect();
+        let mut found = vec![false; rows.len()];
+        for slot in &slots {
+            // Stream ids are per stream: another bucket may hold another
+            // order under the same id.
+            let here = stream::order_ids_at(conn, &slot.keys.orders, &ids)?;
+            for ((seen, at), row) in found.iter_mut().zip(here).zip(&rows) {
+                *seen |= at.as_deref() == Some(row.order_id.as_str());
+            }
+        }
+        lost.extend(
+            rows.into_iter()
+                .zip(found)
+                .filter(|(_, found)| !found)
+                .map(|(row, _)| row.order_id),
+        );
+    }
+    Ok(lost)
 }
 
 /// Lift the fence of every slot of `sale` (the books balanced): the running
