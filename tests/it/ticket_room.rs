@@ -885,3 +885,67 @@ fn a_pre_queue_is_admitted_by_rank_before_the_arrivals_and_anyone_can_check_it()
     let left: i64 = conn.get(format!("seckill:{{{id}:{ITEM}}}:stock")).unwrap();
     assert_eq!(left, 98);
 }
+
+#[test]
+fn a_bucketed_pre_queue_admits_and_sells_in_every_bucket() {
+    let server = RedisServer::start();
+    let id = "tk-prebkt";
+    let file = campaign(id)
+        .item(ITEM, 100)
+        .buckets(3)
+        .starts_in(6)
+        .room("{ mode: ticket, admit_rate: 20/s, admission_ttl: 2m, prequeue: true }")
+        .write();
+    let key = file.room_key_file();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let door = serve(&file, &server, &key, &[]);
+    let mut conn = server.conn();
+    let starts = room_field(&mut conn, id, "starts_at_ms");
+    let pre: Vec<(String, String)> = (0..30)
+        .map(|n| {
+            let user = format!("k{n}");
+            let ticket = ticket_of(&join(&door, &user));
+            (user, ticket)
+        })
+        .collect();
+    assert!(
+        redis_ms(&mut conn) < starts,
+        "the joins took past the start"
+    );
+    while redis_ms(&mut conn) < starts + 50 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Each admitted after the start, then bought in its home bucket (the copies of
+    // the cursor there are what the bucket's buy checks).
+    for (user, ticket) in &pre {
+        let line = until_admitted(&door, user, ticket, Duration::from_secs(20));
+        assert_eq!(line["state"], "admitted", "{user}: {line}");
+        let bought = buy(&door, user, Some(ticket), &format!("r-{user}"));
+        assert_eq!(bought.json()["outcome"], "ok", "{user}: {}", bought.body);
+    }
+    let status = seckill(&["status"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json();
+    let item = &status["items"][0];
+    assert_eq!(
+        (item["sold"].as_i64(), item["stock_left"].as_i64()),
+        (Some(30), Some(70)),
+        "{item}"
+    );
+    // 30 users' home buckets: every one of the 3 sold (a bucket without a
+    // buyer has odds of about 1 in 70,000).
+    let buyers: Vec<String> = conn
+        .keys(format!("seckill:{{{id}:{ITEM}:b*}}:buyers"))
+        .unwrap();
+    assert_eq!(buyers.len(), 3, "{buyers:?}");
+    for key in &buyers {
+        let n: i64 = conn.hlen(key).unwrap();
+        assert!(n > 0, "{key} sold nothing");
+    }
+}
