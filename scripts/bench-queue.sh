@@ -43,23 +43,6 @@ lib_start_redis bench
 cli() { redis-cli -p "$REDIS_PORT" "$@"; }
 export SECKILL_REDIS_URL="$REDIS_URL"
 
-# lua/FILE with its includes resolved as build.rs resolves them (as in
-# scripts/bench-script-cost.sh).
-resolved() {
-    LC_ALL=C awk -v root="$repo/lua" '
-        function paste(file,    line, name) {
-            while ((getline line < file) > 0) {
-                if (line ~ /^--- @include "lib\/[a-z0-9_]+"$/) {
-                    name = substr(line, 15, length(line) - 15)
-                    if (!(name in seen)) { seen[name] = 1; paste(root "/" name ".lua") }
-                } else {
-                    print line
-                }
-            }
-            close(file)
-        }
-        BEGIN { paste(ARGV[1]); exit }' "$repo/lua/$1"
-}
 
 # campaign_file ID ROOM: the bench item, behind ROOM (a `waiting_room:` line, or none).
 campaign_file() {
@@ -98,7 +81,7 @@ eval "buy=($("$seckill" -c "$work/off.yaml" loadtest --print-command full))"
 # must be SHA when given.
 load() {
     local sha
-    sha=$(cli -x SCRIPT LOAD < <(resolved "$1"))
+    sha=$(cli -x SCRIPT LOAD < <(lib_resolved_lua "$1"))
     [ -z "${2:-}" ] || [ "$sha" = "$2" ] \
         || { echo "bench-queue: lua/$1 resolves to SHA $sha, the binary runs $2" >&2; exit 1; }
     echo "$sha"

@@ -288,22 +288,7 @@ YAML
 script_campaign tk "waiting_room: { mode: ticket, admit_rate: 500/s, admission_ttl: 2m }"
 script_campaign off ""
 # lua/buy.lua resolved as build.rs does it must be the SHA the binary sends.
-resolved() {
-    LC_ALL=C awk -v root="$repo/lua" '
-        function paste(file,    line, name) {
-            while ((getline line < file) > 0) {
-                if (line ~ /^--- @include "lib\/[a-z0-9_]+"$/) {
-                    name = substr(line, 15, length(line) - 15)
-                    if (!(name in seen)) { seen[name] = 1; paste(root "/" name ".lua") }
-                } else {
-                    print line
-                }
-            }
-            close(file)
-        }
-        BEGIN { paste(ARGV[1]); exit }' "$repo/lua/$1"
-}
-sha=$(dcli -x SCRIPT LOAD < <(resolved buy.lua))
+sha=$(dcli -x SCRIPT LOAD < <(lib_resolved_lua buy.lua))
 [ "$sha" = "$buy_sha" ] || fail "lua/buy.lua resolves to SHA $sha, the binary runs $buy_sha"
 # The ticket's arrival: a minute ago; the cursor: now (admitted from the
 # pass written before each run, for the room's two minutes).
@@ -356,7 +341,7 @@ joins_everywhere() {
 # every call meets the same room; the instance's own mark is the only one.
 script_campaign beat0 "waiting_room: { mode: ticket, admit_rate: 500/s, admission_ttl: 2m }"
 script_campaign beat400 "waiting_room: { mode: ticket, admit_rate: 500/s, admission_ttl: 2m }"
-tick_sha=$(dcli -x SCRIPT LOAD < <(resolved room_tick.lua))
+tick_sha=$(dcli -x SCRIPT LOAD < <(lib_resolved_lua room_tick.lua))
 [ "$(cli SCRIPT EXISTS "$tick_sha")" = 1 ] || fail "serve does not run lua/room_tick.lua as resolved here (SHA $tick_sha)"
 beat_cursor=$(dcli HGET "seckill:{beat400:1001}:room" cursor_ms)
 [[ "$beat_cursor" =~ ^-?[0-9]+$ ]] || fail "preheat left the ticket room without cursor_ms ($beat_cursor)"

@@ -46,24 +46,6 @@ work="$LIB_WORK"
 lib_start_redis bench
 cli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
-# lua/FILE with its includes resolved as build.rs resolves them: each
-# `--- @include "lib/NAME"` line replaced by lua/lib/NAME.lua (its own
-# includes first), each library once per script.
-resolved() { # FILE [LUA_DIR]
-    LC_ALL=C awk -v root="${2:-$repo/lua}" '
-        function paste(file,    line, name) {
-            while ((getline line < file) > 0) {
-                if (line ~ /^--- @include "lib\/[a-z0-9_]+"$/) {
-                    name = substr(line, 15, length(line) - 15)
-                    if (!(name in seen)) { seen[name] = 1; paste(root "/" name ".lua") }
-                } else {
-                    print line
-                }
-            }
-            close(file)
-        }
-        BEGIN { paste(ARGV[1]); exit }' "${2:-$repo/lua}/$1"
-}
 
 # Three campaigns on the same item id: no rate limit, the headline's rate
 # limit (campaigns/moutai.yaml: 10 attempts per user per second), reservations.
@@ -91,7 +73,7 @@ eval "v3=($("$seckill" -c "$work/plain.yaml" loadtest --print-command v3))"
 # must be SHA when given (the one the binary sends).
 load() {
     local sha
-    sha=$(cli -x SCRIPT LOAD < <(resolved "$1"))
+    sha=$(cli -x SCRIPT LOAD < <(lib_resolved_lua "$1"))
     [ -z "${2:-}" ] || [ "$sha" = "$2" ] \
         || { echo "bench-script-cost: lua/$1 resolves to SHA $sha, the binary runs $2" >&2; exit 1; }
     echo "$sha"
@@ -106,7 +88,7 @@ if [ -n "${BEFORE:-}" ]; then
     # lua/ as it was at BEFORE, its includes resolved the same way.
     mkdir -p "$work/before"
     git -C "$repo" archive "$BEFORE" lua | tar -x -C "$work/before"
-    resolved buy.lua "$work/before/lua" >"$work/before.lua"
+    lib_resolved_lua buy.lua "$work/before/lua" >"$work/before.lua"
     before_sha=$(cli -x SCRIPT LOAD <"$work/before.lua")
 fi
 

@@ -108,3 +108,24 @@ LIB_AWK_MEDIAN='
         for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
         return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
     }'
+
+# lib_resolved_lua FILE [LUA_DIR]: lua/FILE with its includes resolved as
+# build.rs resolves them: each `--- @include "lib/NAME"` line replaced by
+# lua/lib/NAME.lua (its own includes first), each library once per script.
+# LUA_DIR defaults to the repository's lua/ (this file's ../lua).
+lib_resolved_lua() {
+    local root=${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../lua" && pwd)}
+    LC_ALL=C awk -v root="$root" '
+        function paste(file,    line, name) {
+            while ((getline line < file) > 0) {
+                if (line ~ /^--- @include "lib\/[a-z0-9_]+"$/) {
+                    name = substr(line, 15, length(line) - 15)
+                    if (!(name in seen)) { seen[name] = 1; paste(root "/" name ".lua") }
+                } else {
+                    print line
+                }
+            }
+            close(file)
+        }
+        BEGIN { paste(ARGV[1]); exit }' "$root/$1"
+}
