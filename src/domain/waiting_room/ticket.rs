@@ -304,7 +304,8 @@ impl Room {
 
     /// How many buckets take copies of the cursor (0: a plain item).
     pub fn copy_targets(&self) -> usize {
-        self.buckets.as_ref().map_or(0, |b| b.all().len())
+        // A count, not the keys: a poll asks it (`Layout::all` derives every tag).
+        self.buckets.as_ref().map_or(0, |b| b.buckets as usize)
     }
 
     /// A bucketed item: copy the cursor (as a beat left it: `cursor_ms`,
@@ -321,7 +322,8 @@ impl Room {
         let Some(bucket) = self
             .buckets
             .as_ref()
-            .and_then(|b| b.all().into_iter().nth(index))
+            .filter(|_| index < self.copy_targets())
+            .map(|b| b.bucket(index as u32))
         else {
             bail!(
                 "item {} has no bucket {index} to copy its cursor to",
