@@ -159,6 +159,9 @@ pub(crate) enum Command {
     /// Move stock of bucketed items from full buckets to draining ones (optional; see docs/buckets.md).
     #[command(after_long_help = crate::invocation::help::long("rebalance"))]
     Rebalance(cmd::rebalance::Args),
+    /// A sale over several Redis deployments: status, the scheduler (rebalance), move, home.
+    #[command(after_long_help = crate::invocation::help::long("regions"))]
+    Regions(cmd::regions::Args),
     /// The ACL SETUSER line of a buyer, consumer or operator user for this campaign; --apply writes and proves it.
     #[command(after_long_help = crate::invocation::help::long("acl"))]
     Acl(cmd::acl::Args),
@@ -277,6 +280,7 @@ impl Command {
             Command::Cancel(_) => "cancel",
             Command::Expire(_) => "expire",
             Command::Rebalance(_) => "rebalance",
+            Command::Regions(_) => "regions",
             Command::Doctor(_) => "doctor",
             Command::Campaigns(_) => "campaigns",
             Command::Serve(_) => "serve",
@@ -308,7 +312,7 @@ impl Command {
         }
         match self {
             Command::Init(args) => emit(ctx, &cmd::init::run(ctx, &args)?),
-            Command::Preheat(args) => emit(ctx, &cmd::preheat::run(ctx, &args)?),
+            Command::Preheat(args) => cmd::preheat::run_anywhere(ctx, &args),
             Command::Buy(args) => emit(ctx, &cmd::buy::run(ctx, &args)?),
             Command::ShutdownSwitch(args) => emit(ctx, &cmd::shutdown_switch::run(ctx, &args)?),
             Command::Completions(args) => cmd::completions::run(ctx, &args),
@@ -316,9 +320,20 @@ impl Command {
             Command::Consume(args) => emit(ctx, &cmd::consume::run(ctx, &args)?),
             Command::PendingClaim(args) => emit(ctx, &cmd::pending_claim::run(ctx, &args)?),
             Command::DeadLetter(args) => emit(ctx, &cmd::dead_letter::run(ctx, &args)?),
+            Command::Reconcile(args) if args.regions => emit(
+                ctx,
+                &cmd::regions::status(
+                    ctx,
+                    &cmd::regions::Items {
+                        item: args.item.clone(),
+                    },
+                    true,
+                )?,
+            ),
             Command::Reconcile(args) => emit(ctx, &cmd::reconcile::run(ctx, &args)?),
             Command::Status(args) => cmd::status::run(ctx, &args),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
+            Command::Regions(args) => cmd::regions::run(ctx, &args),
             Command::Doctor(args) => emit(ctx, &cmd::doctor::run(ctx, &args)?),
             Command::Campaigns(args) => match &args.action {
                 Some(cmd::campaigns::Action::Drop(drop)) => {

@@ -433,6 +433,7 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
             stock: i64::from(buckets),
             buckets,
             waiting_room: None,
+            region_stock: Vec::new(),
         });
     }
     Ok(Campaign {
@@ -449,5 +450,8 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
         payment_timeout: None,
         rebuy_after_release: true,
         utc_offset_s: None,
+        regions: Vec::new(),
+        region: None,
+        region_cluster: false,
     })
 }

@@ -26,6 +26,7 @@ pub(crate) mod preheat;
 pub(crate) mod queue;
 pub(crate) mod rebalance;
 pub(crate) mod reconcile;
+pub(crate) mod regions;
 pub(crate) mod register;
 pub(crate) mod scripts;
 pub(crate) mod serve;

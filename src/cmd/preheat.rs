@@ -2,7 +2,9 @@
 //! metadata and sale window atomically, with TTL = ends_at + keep_after_end,
 //! and never overwrites stock already in Redis unless told to.
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+
+use crate::model::campaign::{Campaign, Item};
 use serde::Serialize;
 
 use crate::domain::item::{ItemPreheat, SaleItem};
@@ -451,6 +453,88 @@ impl PreheatSummary {
 
 /// Preheat the campaign; exit 0, 5 (`preheat_refused`) when an item was
 /// refused (sales exist that a reload would double-sell), 1 when Redis fails.
+/// `seckill preheat` in a campaign with regions and no `--region`: every
+/// region, each with its share (docs/regions.md).
+#[derive(Debug, Serialize)]
+pub(crate) struct RegionsPreheat {
+    pub(crate) regions: Vec<RegionPreheat>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct RegionPreheat {
+    pub(crate) region: String,
+    #[serde(flatten)]
+    pub(crate) summary: PreheatSummary,
+}
+
+impl Report for RegionsPreheat {
+    fn exit_code(&self) -> i32 {
+        self.regions
+            .iter()
+            .map(|r| r.summary.exit_code())
+            .max()
+            .unwrap_or(exit_codes::SUCCESS)
+    }
+
+    fn failure(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .regions
+            .iter()
+            .filter_map(|r| {
+                r.summary
+                    .failure()
+                    .map(|f| format!("region {}: {f}", r.region))
+            })
+            .collect();
+        (!failed.is_empty()).then(|| failed.join("; "))
+    }
+
+    fn render(&self) -> String {
+        self.regions
+            .iter()
+            .map(|r| format!("region {}: {}", r.region, r.summary.render()))
+            .collect()
+    }
+}
+
+/// `--force` in a region: refused for an item that ever moved units to or
+/// from another region (reloading its share would undo the transfers and
+/// break the books of both regions, docs/regions.md).
+fn refuse_moved_stock(conn: &mut Conn, campaign: &Campaign, items: &[&Item]) -> Result<()> {
+    for item in items {
+        let keys = crate::domain::regions::item_keys(campaign, &item.id);
+        let slot = crate::domain::regions::read_slot(conn, &keys)?;
+        if !slot.sent_to.is_empty() || !slot.received_from.is_empty() {
+            return Err(crate::model::error::preheat_refused(format!(
+                "item {} moved units between regions (sent {:?}, received {:?}): --force would \
+                 undo the transfers; nothing was written (`seckill init --yes` resets a rehearsal)",
+                item.id, slot.sent_to, slot.received_from
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `seckill preheat`: in one Redis, or in every region of a campaign with
+/// regions when no `--region` says which.
+pub(crate) fn run_anywhere(ctx: &Context, args: &Args) -> Result<i32> {
+    let campaign = ctx.campaign_everywhere()?;
+    if campaign.regions.is_empty() || ctx.connection.region.is_some() {
+        return crate::invocation::report::emit(ctx, &run(ctx, args)?);
+    }
+    let mut regions = Vec::new();
+    for region in &campaign.regions {
+        let here = ctx.in_region(&region.name);
+        let summary = run(&here, args)
+            .with_context(|| format!("region {} ({})", region.name, redact(&region.redis_url)))?;
+        regions.push(RegionPreheat {
+            region: region.name.clone(),
+            summary,
+        });
+    }
+    crate::invocation::report::emit(ctx, &RegionsPreheat { regions })
+}
+
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
     // A bad order database URL is a usage error before Redis is contacted.
     let location = StoreLocation::resolve(&args.store, &ctx.campaign()?)?;
@@ -477,6 +561,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<PreheatSummary> {
         PreheatMode::Load
     };
     let items = campaign.select_items(args.item.as_deref())?;
+    if mode == PreheatMode::Force && campaign.region.is_some() {
+        refuse_moved_stock(&mut conn, &campaign, &items)?;
+    }
     check_eviction(&mut conn, &target.display)?;
     check_persistence(&mut conn, &target.display, args.require_durable)?;
     if !args.allow_shared_items {

@@ -41,6 +41,14 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) fence: bool,
 
+    /// A campaign with regions: prove the books over every region instead
+    /// (stock never below 0, no credit without its debit, each region's
+    /// ledger, Σ stock + Σ sold + in transit = the file's stock); exit 3
+    /// names the pair and amount a failover lost (docs/regions.md). Each
+    /// region's orders are checked by `reconcile --region NAME`.
+    #[arg(long, conflicts_with_all = ["repair", "fence"])]
+    pub(crate) regions: bool,
+
     /// Check only this item (default: every item of the campaign).
     #[arg(long, value_name = "ID")]
     pub(crate) item: Option<String>,

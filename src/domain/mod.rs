@@ -21,6 +21,7 @@ pub mod orders;
 pub(crate) mod preheat_plan;
 pub(crate) mod reconcile;
 pub(crate) mod recovery;
+pub mod regions;
 pub(crate) mod registry;
 pub mod reservations;
 pub mod slot;

@@ -119,6 +119,9 @@ impl IntoResponse for Failure {
                     Invalid::Field { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
                     Invalid::UnknownItem(_) => (StatusCode::NOT_FOUND, "unknown_item"),
                     Invalid::NoWaitingRoom(_) => (StatusCode::NOT_FOUND, "no_waiting_room"),
+                    // 421: this door is not the one for this user; the
+                    // message names the home region.
+                    Invalid::WrongRegion(_) => (StatusCode::MISDIRECTED_REQUEST, "wrong_region"),
                 };
                 error_answer(status, kind, &invalid.say(str::to_string), None)
             }

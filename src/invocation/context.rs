@@ -66,6 +66,27 @@ pub(crate) struct Opened {
 }
 
 impl Context {
+    /// This context in region `name` (`--region NAME`): a command that works
+    /// in every region runs once per region with it.
+    pub(crate) fn in_region(&self, name: &str) -> Context {
+        Context {
+            definition: self.definition,
+            command: self.command,
+            campaign_file: self.campaign_file.clone(),
+            format: self.format,
+            connection: ConnectionArgs {
+                region: Some(name.to_string()),
+                ..self.connection.clone()
+            },
+            tz: self.tz,
+            warned_env_url: AtomicBool::new(self.warned_env_url.load(Ordering::Relaxed)),
+            campaign_id: OnceLock::new(),
+            redis_display: OnceLock::new(),
+            redis_source: OnceLock::new(),
+            notifier: Notifier::default(),
+        }
+    }
+
     /// The context of `command` with the global flags.
     pub(crate) fn new(
         definition: fn() -> clap::Command,
@@ -110,12 +131,37 @@ impl Context {
         &self.notifier
     }
 
-    /// Load the campaign file named by `-c`, or explain how to name one.
-    pub(crate) fn campaign(&self) -> Result<Campaign> {
+    /// The campaign file as written, every region in it (`seckill regions`).
+    pub(crate) fn campaign_everywhere(&self) -> Result<Campaign> {
         let path = self.campaign_file.as_ref().ok_or_else(|| {
             usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
         })?;
         let campaign = Campaign::load(path)?;
+        let _ = self.campaign_id.set(campaign.id.clone());
+        Ok(campaign)
+    }
+
+    /// The connection flags with `region`'s Redis in place of `--redis`
+    /// (a command that works in every region: `seckill regions`).
+    pub(crate) fn connection_in(&self, campaign: &Campaign) -> ConnectionArgs {
+        ConnectionArgs {
+            redis_url: None,
+            cluster: self.connection.cluster || campaign.region_cluster,
+            region: campaign.region.clone(),
+            ..self.connection.clone()
+        }
+    }
+
+    /// Load the campaign file named by `-c` (as `--region` sees it, when
+    /// given), or explain how to name one.
+    pub(crate) fn campaign(&self) -> Result<Campaign> {
+        let path = self.campaign_file.as_ref().ok_or_else(|| {
+            usage("no campaign file: pass -c FILE (or set SECKILL_CAMPAIGN), e.g. -c campaigns/moutai.yaml")
+        })?;
+        let mut campaign = Campaign::load(path)?;
+        if let Some(region) = &self.connection.region {
+            campaign = campaign.in_region(region)?;
+        }
         let _ = self.campaign_id.set(campaign.id.clone());
         if self.tz == Tz::File && shows_people_times(self.command, self.format) {
             text::show_times_at(campaign.utc_offset_s.unwrap_or(0));

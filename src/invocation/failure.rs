@@ -4,8 +4,8 @@
 //! with (exit 19); anything else is a runtime error (exit 1) saying whether
 //! it ran and whether trying again is safe.
 
-use crate::domain::operation::{Failure, FailureKind, Retry};
-use crate::model::error::{OutcomeUnknown, usage};
+use crate::domain::operation::{Failure, FailureKind, Invalid, Retry};
+use crate::model::error::{OutcomeUnknown, WrongRegion, usage};
 
 /// A field as its flag: `request_id` → `--request-id`.
 pub(crate) fn flag(field: &str) -> String {
@@ -26,6 +26,9 @@ pub(crate) fn say(failure: Failure, what: &str) -> anyhow::Error {
         Retry::Repeat => "running it again is safe".to_string(),
     };
     match kind {
+        FailureKind::Invalid(invalid @ Invalid::WrongRegion(_)) => {
+            anyhow::Error::new(WrongRegion(invalid.say(flag)))
+        }
         FailureKind::Invalid(invalid) => usage(invalid.say(flag)),
         FailureKind::NotSent => cause,
         FailureKind::NotExecuted(code) => cause.context(format!(

@@ -141,6 +141,12 @@ pub fn examples(command: &str) -> &'static [&'static str] {
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance",
             "seckill -c campaigns/moutai-cluster.yaml --cluster rebalance --watch --interval 200ms --metrics-listen :9466",
         ],
+        "regions" => &[
+            "seckill -c campaigns/moutai-regions.yaml regions status",
+            "seckill -c campaigns/moutai-regions.yaml regions rebalance --watch --interval 100ms",
+            "seckill -c campaigns/moutai-regions.yaml regions move --item 1001 --from bj --to sh --units 50",
+            "seckill -c campaigns/moutai-regions.yaml regions home alice --format json",
+        ],
         "scripts" => &[
             "seckill scripts list",
             "seckill scripts show buy",

@@ -6,7 +6,7 @@
 //! syntax errors do. Money is parsed from text to integer cents; a float never
 //! touches a price.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,12 +16,14 @@ use serde_saphyr::Spanned;
 
 use crate::model::error::usage;
 pub use crate::model::fields::MAX_DURATION;
+pub(crate) use crate::model::fields::is_valid_id;
 use crate::model::fields::{at, parse_duration, parse_time};
+use crate::model::regions::{self, RawRegions, Region};
 use crate::model::waiting_room::{self, RawWaitingRoom, WaitingRoom};
 
 /// Largest stock one item may have. Past this a typo is likelier than a real
 /// sale, and one Redis key would be the bottleneck (see "buckets" in the README).
-pub const MAX_STOCK: i64 = 100_000_000;
+pub use crate::model::fields::MAX_STOCK;
 /// Most buckets one item may be split into (see `docs/buckets.md`).
 pub(crate) const MAX_BUCKETS: i64 = 256;
 /// Largest `per_user_limit`; anything above is effectively "no limit" and a typo.
@@ -56,6 +58,9 @@ struct RawCampaign {
     /// Every item's waiting room (an item's own `waiting_room` replaces it).
     #[serde(default)]
     waiting_room: Option<RawWaitingRoom>,
+    /// The regions the sale runs in (docs/regions.md).
+    #[serde(default)]
+    regions: Option<Spanned<RawRegions>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,6 +81,9 @@ struct RawItem {
     buckets: Option<Spanned<i64>>,
     #[serde(default)]
     waiting_room: Option<RawWaitingRoom>,
+    /// Units per region, instead of the campaign's shares.
+    #[serde(default)]
+    regions: Option<Spanned<BTreeMap<String, i64>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,6 +124,13 @@ pub struct Campaign {
     /// `rebuy_after_release` (default true): a released order gives its
     /// units back to the user's per-user limit, so they may buy again.
     pub rebuy_after_release: bool,
+    /// `regions:` in name order (docs/regions.md); empty: one Redis.
+    pub regions: Vec<Region>,
+    /// The region this campaign is seen from (`--region`, [`Campaign::in_region`]):
+    /// the `redis:` and every item's `stock` are that region's.
+    pub region: Option<String>,
+    /// The region's Redis is a cluster (`regions.NAME.cluster`).
+    pub(crate) region_cluster: bool,
 }
 
 /// At most `max_requests` buy attempts per user per item within `window`.
@@ -137,6 +152,20 @@ pub struct Item {
     /// The item's waiting room (docs/waiting-room.md); `None`: off, every
     /// buy goes straight to the buy script as before.
     pub waiting_room: Option<WaitingRoom>,
+    /// Units per region, in the order of [`Campaign::regions`] (empty
+    /// without regions); they add up to the file's stock.
+    pub region_stock: Vec<i64>,
+}
+
+impl Item {
+    /// The item's units over every region (the file's `stock`).
+    pub fn total_stock(&self) -> i64 {
+        if self.region_stock.is_empty() {
+            self.stock
+        } else {
+            self.region_stock.iter().sum()
+        }
+    }
 }
 
 impl Campaign {
@@ -189,6 +218,41 @@ impl Campaign {
                 ids.join(", ")
             ))
         })
+    }
+
+    /// The campaign as region `name` sees it: its Redis, its order database
+    /// and its share of every item as the item's stock.
+    pub fn in_region(&self, name: &str) -> Result<Campaign> {
+        let Some(index) = self.regions.iter().position(|r| r.name == name) else {
+            if self.regions.is_empty() {
+                return Err(usage(format!(
+                    "--region {name}: campaign {} has no regions (docs/regions.md)",
+                    self.id
+                )));
+            }
+            return Err(usage(format!(
+                "--region {name}: campaign {} has no region {name:?} (regions: {})",
+                self.id,
+                self.region_names().join(", ")
+            )));
+        };
+        let region = &self.regions[index];
+        let mut view = self.clone();
+        view.redis_url = Some(region.redis_url.clone());
+        view.region_cluster = region.cluster;
+        if region.orders_store.is_some() {
+            view.orders_store = region.orders_store.clone();
+        }
+        for item in &mut view.items {
+            item.stock = item.region_stock[index];
+        }
+        view.region = Some(name.to_string());
+        Ok(view)
+    }
+
+    /// The regions' names, in name order.
+    pub fn region_names(&self) -> Vec<&str> {
+        self.regions.iter().map(|r| r.name.as_str()).collect()
     }
 
     /// `Some(id)` selects one item, `None` all of them.
@@ -309,14 +373,6 @@ fn yaml_options() -> serde_saphyr::Options {
     }
 }
 
-/// Ids go into Redis keys and database rows: keep them to a safe alphabet.
-pub(crate) fn is_valid_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
     if !is_valid_id(&raw.campaign.value) {
         return Err(at(
@@ -410,6 +466,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         .as_ref()
         .map(|room| waiting_room::validate(path, room, starts_at_ms))
         .transpose()?;
+    let regions = regions::validate(path, raw.regions.as_ref(), raw.redis.is_some())?;
     let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
     let mut items = Vec::with_capacity(raw.items.value.len());
     for item in &raw.items.value {
@@ -496,6 +553,14 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
                 ),
             ));
         }
+        let region_stock = regions::item_split(
+            path,
+            &regions,
+            &id.value,
+            &item.stock,
+            item.regions.as_ref(),
+            buckets,
+        )?;
         items.push(Item {
             id: id.value.clone(),
             name: item.name.clone(),
@@ -503,6 +568,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             stock: item.stock.value,
             buckets,
             waiting_room,
+            region_stock,
         });
     }
     Ok(Campaign {
@@ -519,6 +585,9 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         orders_store: raw.orders.map(|o| o.store),
         payment_timeout,
         rebuy_after_release: raw.rebuy_after_release.unwrap_or(true),
+        regions,
+        region: None,
+        region_cluster: false,
     })
 }
 

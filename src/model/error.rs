@@ -46,6 +46,19 @@ impl fmt::Display for PreheatRefused {
 
 impl std::error::Error for PreheatRefused {}
 
+/// A buy sent to a region that is not the user's home (docs/regions.md).
+/// Exit code [`crate::model::exit_codes::WRONG_REGION`].
+#[derive(Debug)]
+pub(crate) struct WrongRegion(pub String);
+
+impl fmt::Display for WrongRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WrongRegion {}
+
 /// Shorthand: `return Err(preheat_refused(format!(..)))`.
 pub(crate) fn preheat_refused(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(PreheatRefused(message.into()))
@@ -68,6 +81,11 @@ pub fn exit_code_for(error: &anyhow::Error) -> i32 {
         .any(|cause| cause.downcast_ref::<OutcomeUnknown>().is_some())
     {
         crate::model::exit_codes::OUTCOME_UNKNOWN
+    } else if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<WrongRegion>().is_some())
+    {
+        crate::model::exit_codes::WRONG_REGION
     } else if error
         .chain()
         .any(|cause| cause.downcast_ref::<PreheatRefused>().is_some())

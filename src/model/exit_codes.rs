@@ -62,6 +62,14 @@ pub const UNREPLICATED: i32 = 20;
 /// nothing is sold until `seckill reconcile --fence` proves the books
 /// (docs/failover.md, "The fence"). Nothing was written.
 pub const FENCED: i32 = 21;
+/// `buy` in a campaign with regions: the user's home region is another one
+/// (named); a user buys only at home, so per-user limits hold across
+/// regions (docs/regions.md). Nothing was sent.
+pub const WRONG_REGION: i32 = 22;
+/// `regions move`: debited in the source but not credited yet (a replica did
+/// not confirm the debit in time, or the destination is fenced or down):
+/// the units are in transit; `regions rebalance` settles them.
+pub const IN_TRANSIT: i32 = 23;
 /// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
 pub const ALREADY_PAID: i32 = 30;
 /// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
@@ -194,6 +202,16 @@ pub const ALL: &[(i32, &str, &str)] = &[
         UNREPLICATED,
         "unreplicated",
         "buy: with --wait-replicas, bought, but fewer replicas confirmed it in time",
+    ),
+    (
+        WRONG_REGION,
+        "wrong_region",
+        "buy: the user's home region is another one (named); nothing was sent",
+    ),
+    (
+        IN_TRANSIT,
+        "in_transit",
+        "regions: debited, not credited yet (replicas short, peer fenced or down)",
     ),
     (
         FENCED,

@@ -10,6 +10,17 @@ use serde_saphyr::Spanned;
 
 use crate::model::error::usage;
 
+/// Most units one item may hold.
+pub const MAX_STOCK: i64 = 100_000_000;
+
+/// Ids go into Redis keys and database rows: keep them to a safe alphabet.
+pub(crate) fn is_valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// A usage error that names the field's place in the file.
 pub(crate) fn at<T>(
     path: &Path,

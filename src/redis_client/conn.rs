@@ -48,6 +48,11 @@ pub struct ConnectionArgs {
     )]
     pub redis_url: Option<String>,
 
+    /// In a campaign with `regions:` (docs/regions.md): the region this command
+    /// works in — its Redis, its order database, its share of each item.
+    #[arg(long, global = true, env = "SECKILL_REGION", value_name = "NAME")]
+    pub region: Option<String>,
+
     /// Treat the URL (comma-separated URLs allowed) as seed nodes of a Redis Cluster.
     #[arg(
         long,
@@ -86,6 +91,7 @@ impl Default for ConnectionArgs {
     fn default() -> Self {
         ConnectionArgs {
             redis_url: None,
+            region: None,
             cluster: false,
             redis_password_file: None,
             tls_ca_cert: None,
@@ -556,6 +562,27 @@ fn bare_host_port(text: &str) -> Option<String> {
 impl RedisTarget {
     /// Resolve the URL by precedence (flag/env, campaign file, default).
     pub fn resolve(args: &ConnectionArgs, campaign: Option<&Campaign>) -> Result<RedisTarget> {
+        if let Some(campaign) = campaign
+            && !campaign.regions.is_empty()
+            && campaign.region.is_none()
+        {
+            return Err(crate::model::error::usage(format!(
+                "campaign {} runs in regions {}: say which one this command works in with \
+                 --region NAME (or SECKILL_REGION); `seckill regions status` shows them all",
+                campaign.id,
+                campaign.region_names().join(", ")
+            )));
+        }
+        let region_cluster;
+        let args = if campaign.is_some_and(|c| c.region_cluster) && !args.cluster {
+            region_cluster = ConnectionArgs {
+                cluster: true,
+                ..args.clone()
+            };
+            &region_cluster
+        } else {
+            args
+        };
         let url = args
             .redis_url
             .clone()

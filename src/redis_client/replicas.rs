@@ -82,3 +82,41 @@ pub(crate) fn check_timeout(wait_timeout: Duration, response_timeout: Duration) 
     }
     Ok(())
 }
+
+/// The replicas attached to the master of `key`'s slot (`INFO replication`,
+/// `connected_slaves`), then WAIT for all of them on the connection that
+/// wrote: `(confirmed, attached)`. A transfer between regions credits the
+/// peer only when every replica confirmed its debit (docs/regions.md), so
+/// no promotion can forget a debit whose units were already credited.
+pub(crate) fn wait_for_every_replica(
+    conn: &mut Conn,
+    key: &str,
+    timeout: Duration,
+) -> Result<(i64, i64)> {
+    let slot = crate::model::layout::key_slot(key);
+    let mut info = redis::cmd("INFO");
+    info.arg("replication");
+    let reply = conn
+        .on_slot_master(&info, slot)
+        .with_context(|| format!("INFO replication failed on the master of {key}"))?;
+    let text: String = redis::from_redis_value(reply)
+        .with_context(|| format!("INFO replication of the master of {key} answered oddly"))?;
+    let attached = attached_replicas(&text);
+    if attached == 0 {
+        return Ok((0, 0));
+    }
+    let reply = conn
+        .on_slot_master(&wait_command(attached as u32, timeout), slot)
+        .with_context(|| format!("WAIT for replicas failed on the master of {key}"))?;
+    let acked: i64 = redis::from_redis_value(reply)
+        .with_context(|| format!("WAIT on the master of {key} answered oddly"))?;
+    Ok((acked, attached))
+}
+
+/// `connected_slaves:N` of an `INFO replication` reply (0 when absent).
+fn attached_replicas(info: &str) -> i64 {
+    info.lines()
+        .find_map(|line| line.strip_prefix("connected_slaves:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}

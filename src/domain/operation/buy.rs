@@ -5,11 +5,13 @@
 
 use std::time::Duration;
 
+use super::failure::Misdirected;
 use super::{Failure, Invalid, Retry, check_id, item_of};
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome, TicketClaim};
 use crate::model::campaign::{Campaign, Item};
+use crate::model::regions::home_region;
 use crate::redis_client::conn::Conn;
 use crate::redis_client::multiplexed::NotSent;
 use crate::redis_client::replicas;
@@ -58,6 +60,18 @@ impl Buy<'_> {
                 value: None,
                 problem,
             }));
+        }
+        if let Some(here) = &campaign.region
+            && let Some(home) = home_region(&campaign.id, &campaign.regions, self.user)
+            && &home.name != here
+        {
+            return Err(Failure::invalid(Invalid::WrongRegion(Box::new(
+                Misdirected {
+                    user: self.user.to_string(),
+                    home: home.name.clone(),
+                    here: here.clone(),
+                },
+            ))));
         }
         Ok(item)
     }

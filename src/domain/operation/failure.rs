@@ -28,6 +28,17 @@ pub enum Invalid {
     UnknownItem(String),
     /// The item has no waiting room (the message says how to buy it).
     NoWaitingRoom(String),
+    /// A campaign with regions: the user buys only at home, not here
+    /// (docs/regions.md, "Home region").
+    WrongRegion(Box<Misdirected>),
+}
+
+/// A request sent to a region that is not the user's home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misdirected {
+    pub user: String,
+    pub home: String,
+    pub here: String,
 }
 
 impl Invalid {
@@ -43,6 +54,13 @@ impl Invalid {
                 None => format!("{} {problem}", spell(field)),
             },
             Invalid::UnknownItem(message) | Invalid::NoWaitingRoom(message) => message.clone(),
+            Invalid::WrongRegion(misdirected) => {
+                let Misdirected { user, home, here } = misdirected.as_ref();
+                format!(
+                    "wrong_region: user {user:?} buys in region {home}, not {here} (the home \
+                 region of every user is fixed: `seckill regions home USER`); nothing was sent"
+                )
+            }
         }
     }
 }

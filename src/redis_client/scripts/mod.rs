@@ -55,6 +55,9 @@ pub mod queue_read;
 pub mod queue_register;
 pub mod queue_setup;
 pub mod queue_shuffle;
+pub mod region_credit;
+pub mod region_debit;
+pub mod region_state;
 pub mod release;
 pub mod room_revoke;
 pub mod room_tick;
@@ -124,7 +127,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 34] = [
+pub static ALL: [&Spec; 37] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -159,6 +162,9 @@ pub static ALL: [&Spec; 34] = [
     &acl_probe::SPEC,
     &fence::SPEC,
     &fence_reapply::SPEC,
+    &region_debit::SPEC,
+    &region_credit::SPEC,
+    &region_state::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -886,7 +892,10 @@ mod tests {
                 "bucket_copy",
                 "acl_probe",
                 "fence",
-                "fence_reapply"
+                "fence_reapply",
+                "region_debit",
+                "region_credit",
+                "region_state"
             ]
         );
     }

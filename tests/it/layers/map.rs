@@ -86,12 +86,13 @@ pub(super) const FOLDERS: [Folder; 9] = [
 ];
 
 /// The domain's modules from the bottom up: each imports only those before it.
-pub(super) const DOMAIN_ORDER: [&str; 13] = [
+pub(super) const DOMAIN_ORDER: [&str; 14] = [
     "kill_switch",
     "slot",
     "buckets",
     "waiting_room",
     "item",
+    "regions",
     "registry",
     "orders",
     "reservations",
