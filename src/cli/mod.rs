@@ -334,7 +334,7 @@ impl Command {
             Command::Status(args) => cmd::status::run(ctx, &args),
             Command::Rebalance(args) => emit(ctx, &cmd::rebalance::run(ctx, &args)?),
             Command::Regions(args) => cmd::regions::run(ctx, &args),
-            Command::Doctor(args) => emit(ctx, &cmd::doctor::run(ctx, &args)?),
+            Command::Doctor(args) => cmd::doctor::run_anywhere(ctx, &args),
             Command::Campaigns(args) => match &args.action {
                 Some(cmd::campaigns::Action::Drop(drop)) => {
                     emit(ctx, &cmd::campaigns::drop(ctx, drop)?)

@@ -175,6 +175,91 @@ fn verdict_word(verdict: Verdict) -> &'static str {
 }
 
 /// Run every check; exit 0 go, 8 no-go.
+/// `seckill doctor` in a campaign with regions and no `--region`: every
+/// region's Redis, each checked as a one-region sale (docs/regions.md).
+/// GO only when every region is.
+#[derive(Debug, Serialize)]
+pub(crate) struct RegionsDoctor {
+    pub(crate) go: bool,
+    pub(crate) regions: Vec<RegionDoctor>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct RegionDoctor {
+    pub(crate) region: String,
+    /// The region's report; `None` when it could not be checked (`error`).
+    pub(crate) report: Option<DoctorReport>,
+    pub(crate) error: Option<String>,
+}
+
+impl Report for RegionsDoctor {
+    fn exit_code(&self) -> i32 {
+        if self.go {
+            exit_codes::SUCCESS
+        } else {
+            exit_codes::NO_GO
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .regions
+            .iter()
+            .filter_map(|r| match (&r.report, &r.error) {
+                (_, Some(error)) => Some(format!("region {}: {error}", r.region)),
+                (Some(report), None) => report
+                    .failure()
+                    .map(|failure| format!("region {}: {failure}", r.region)),
+                (None, None) => None,
+            })
+            .collect();
+        (!failed.is_empty()).then(|| failed.join("; "))
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for region in &self.regions {
+            out.push_str(&format!("== region {} ==\n", region.region));
+            match (&region.report, &region.error) {
+                (Some(report), _) => out.push_str(&report.render()),
+                (None, Some(error)) => out.push_str(&format!("NO-GO: cannot check: {error}\n")),
+                (None, None) => {}
+            }
+        }
+        out.push_str(if self.go {
+            "GO in every region\n"
+        } else {
+            "NO-GO: a region is not ready (above)\n"
+        });
+        out
+    }
+}
+
+/// `seckill doctor`: one Redis, or every region of a campaign with regions
+/// when no `--region` says which (a region that cannot be checked is NO-GO).
+pub(crate) fn run_anywhere(ctx: &Context, args: &Args) -> Result<i32> {
+    let campaign = ctx.campaign_everywhere()?;
+    if campaign.regions.is_empty() || ctx.connection.region.is_some() {
+        return crate::invocation::report::emit(ctx, &run(ctx, args)?);
+    }
+    let mut regions = Vec::new();
+    for region in &campaign.regions {
+        let (report, error) = match run(&ctx.in_region(&region.name), args) {
+            Ok(report) => (Some(report), None),
+            Err(error) => (None, Some(format!("{error:#}"))),
+        };
+        regions.push(RegionDoctor {
+            region: region.name.clone(),
+            report,
+            error,
+        });
+    }
+    let go = regions
+        .iter()
+        .all(|r| r.report.as_ref().is_some_and(|report| report.go));
+    crate::invocation::report::emit(ctx, &RegionsDoctor { go, regions })
+}
+
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<DoctorReport> {
     let campaign = ctx.campaign()?;
     let location = StoreLocation::resolve(&args.store, &campaign)?;

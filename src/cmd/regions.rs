@@ -216,6 +216,9 @@ impl Links {
 /// `seckill regions status` and `seckill reconcile --regions`.
 #[derive(Debug, Serialize)]
 pub(crate) struct BooksReport {
+    /// In the envelope already.
+    #[serde(skip)]
+    pub(crate) campaign: String,
     pub(crate) items: Vec<ItemBooks>,
     /// `reconcile --regions`: a breach is exit 3, an unreadable region exit 1.
     #[serde(skip)]
@@ -245,7 +248,6 @@ impl Report for BooksReport {
                         pairs(&s.sent_to),
                         pairs(&s.received_from),
                         if s.fenced { "FENCED" } else { "open" }.to_string(),
-                        last_transfer(s),
                     ],
                     None => vec![
                         r.region.clone(),
@@ -256,21 +258,12 @@ impl Report for BooksReport {
                         "-".into(),
                         "-".into(),
                         "unreachable".into(),
-                        "-".into(),
                     ],
                 })
                 .collect();
             let table = output::grid(
                 &[
-                    "region",
-                    "share",
-                    "holds",
-                    "stock",
-                    "sold",
-                    "sent",
-                    "received",
-                    "fence",
-                    "last transfer",
+                    "region", "share", "holds", "stock", "sold", "sent", "received", "fence",
                 ],
                 rows,
                 &[1, 2, 3, 4],
@@ -302,6 +295,18 @@ impl Report for BooksReport {
                     String::new()
                 },
             ));
+            let last = item
+                .regions
+                .iter()
+                .filter_map(|r| r.slot.as_ref())
+                .filter_map(last_transfer_ms)
+                .max();
+            if let Some(ms) = last {
+                out.push_str(&format!(
+                    "  last transfer {}\n",
+                    crate::util::text::time_or_dash(Some(ms))
+                ));
+            }
             for breach in &item.breaches {
                 out.push_str(&format!(
                     "  BREACH {}: {}\n",
@@ -319,6 +324,17 @@ impl Report for BooksReport {
             }
         }
         out
+    }
+
+    fn exposition(&self) -> Option<String> {
+        let mut exposition = crate::operator::monitor::metrics::Exposition::default();
+        crate::operator::monitor::metrics::add_region_books(
+            &mut exposition,
+            &self.campaign,
+            &self.items,
+        );
+        crate::operator::monitor::metrics::add_build_info(&mut exposition);
+        Some(exposition.render())
     }
 
     fn exit_code(&self) -> i32 {
@@ -353,16 +369,12 @@ fn pairs(map: &std::collections::BTreeMap<String, i64>) -> String {
         .join(", ")
 }
 
-fn last_transfer(slot: &crate::redis_client::scripts::region_state::SlotLedger) -> String {
-    let last = slot
-        .sent_at_ms
+fn last_transfer_ms(slot: &crate::redis_client::scripts::region_state::SlotLedger) -> Option<i64> {
+    slot.sent_at_ms
         .values()
         .chain(slot.received_at_ms.values())
-        .max();
-    last.map_or_else(
-        || "-".into(),
-        |&ms| crate::util::text::time_or_dash(Some(ms)),
-    )
+        .max()
+        .copied()
 }
 
 /// `seckill regions status` (and, with `proof`, `reconcile --regions`).
@@ -370,7 +382,11 @@ pub(crate) fn status(ctx: &Context, args: &Items, proof: bool) -> Result<BooksRe
     let (campaign, mut links) = open_links(ctx)?;
     let items = campaign.select_items(args.item.as_deref())?;
     let items = links.read_books(&campaign, &items)?;
-    Ok(BooksReport { items, proof })
+    Ok(BooksReport {
+        campaign: campaign.id.clone(),
+        items,
+        proof,
+    })
 }
 
 /// `seckill regions move`.
@@ -544,6 +560,7 @@ impl Report for RebalanceReport {
             })
             .collect();
         let books = BooksReport {
+            campaign: String::new(),
             items: self.items.clone(),
             proof: false,
         }

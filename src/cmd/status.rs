@@ -193,6 +193,21 @@ impl Report for StatusReport {
 
 /// Show the status once, check it, or watch it until interrupted.
 pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
+    if ctx.connection.region.is_none() && !ctx.campaign_everywhere()?.regions.is_empty() {
+        if args.watch.is_some() || args.check || args.nagios {
+            return Err(usage(
+                "a campaign with regions: --watch, --check and --nagios work in one region \
+                 (--region NAME); without it `status` shows every region once",
+            ));
+        }
+        let items = crate::cmd::regions::Items {
+            item: args.item.clone(),
+        };
+        return crate::invocation::report::emit(
+            ctx,
+            &crate::cmd::regions::status(ctx, &items, false)?,
+        );
+    }
     if args.nagios {
         return nagios(ctx, args);
     }

@@ -97,6 +97,10 @@ pub(crate) struct Cache {
     /// others on a busy connection does not shift the clock (a ticket's
     /// arrival is stamped with it).
     samples: std::sync::Mutex<std::collections::VecDeque<(i64, i64)>>,
+    /// One region of a sale over several (docs/regions.md): a zero here is
+    /// not a sell-out — the scheduler may credit units any moment — so it is
+    /// never answered from memory; the buy script's early `sold_out` answers.
+    regional: bool,
 }
 
 /// Skew samples kept (about 3 s of refreshes at the default --recheck).
@@ -113,6 +117,7 @@ impl Cache {
                 .collect(),
             skew_ms: AtomicI64::new(0),
             samples: std::sync::Mutex::new(std::collections::VecDeque::new()),
+            regional: campaign.regions.len() > 1,
         }
     }
 
@@ -253,7 +258,7 @@ fn refresh_sale<C: ConnectionLike>(
         return Ok(());
     }
     let entry = &entry.known;
-    let sold_out = sale.sold_out_now(conn)?.unwrap_or(false);
+    let sold_out = !cache.regional && sale.sold_out_now(conn)?.unwrap_or(false);
     let window = sale.window(conn)?;
     let mut known = Known {
         sold_out,

@@ -46,6 +46,7 @@ const SESSIONS: &[(&str, &str)] = &[
     ("docs/guide.md", "## 9. The kill switch"),
     ("docs/guide.md", "## 12. Every night: `reconcile` in cron"),
     ("docs/guide.md", "## 13. After the sale: `init`"),
+    ("docs/guide.md", "## 14. One sale in two regions"),
 ];
 
 /// The steps of the first ```` ```text ```` block under the line `heading` of `file`.
@@ -281,6 +282,14 @@ fn the_guide_reconcile_session_runs_as_shown() {
     );
 }
 
+/// The regions session runs against two throwaway servers put in place of
+/// the ports `campaigns/moutai-regions.yaml` names (a campaign with regions
+/// refuses `SECKILL_REDIS_URL`).
+#[test]
+fn the_guide_regions_session_runs_as_shown() {
+    runs_as_shown("docs/guide.md", "## 14. One sale in two regions", 7, None);
+}
+
 #[test]
 fn the_guide_init_session_runs_as_shown() {
     runs_as_shown("docs/guide.md", "## 13. After the sale: `init`", 6, None);
@@ -355,6 +364,19 @@ fn run_session(file: &str, steps: &[Step], port: Option<(&str, &str)>) {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     copy_dir(Path::new("campaigns"), &dir.path().join("campaigns"));
+    let regions = steps
+        .iter()
+        .any(|step| step.command.contains("moutai-regions.yaml"));
+    let region_servers = regions.then(|| {
+        let servers = [RedisServer::start(), RedisServer::start()];
+        let path = dir.path().join("campaigns/moutai-regions.yaml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text
+            .replace("127.0.0.1:6391", &format!("127.0.0.1:{}", servers[0].port))
+            .replace("127.0.0.1:6392", &format!("127.0.0.1:{}", servers[1].port));
+        std::fs::write(&path, text).unwrap();
+        servers
+    });
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_seckill")).parent().unwrap();
     let path = format!(
         "{}:{}",
@@ -372,9 +394,13 @@ fn run_session(file: &str, steps: &[Step], port: Option<(&str, &str)>) {
             .env_remove("SECKILL_OPERATOR")
             .env_remove("SECKILL_FORMAT")
             .env_remove("SECKILL_REDIS_CLUSTER")
+            .env_remove("SECKILL_REGION")
             .env("SECKILL_REDIS_URL", server.url())
             // The README and the guide show tables at 80 columns.
             .env("COLUMNS", "80");
+        if region_servers.is_some() {
+            sh.env_remove("SECKILL_REDIS_URL");
+        }
         sh
     };
     let mut background: Option<Background> = None;

@@ -279,3 +279,63 @@ mod tests {
         assert_eq!(text.matches("# TYPE seckill_stock_left gauge").count(), 1);
     }
 }
+
+pub(crate) const REGION_STOCK: Metric = gauge(
+    "seckill_region_stock_left",
+    "Units left in one region of a sale over several (docs/regions.md).",
+);
+pub(crate) const REGION_HOLDS: Metric = gauge(
+    "seckill_region_units",
+    "Units a region holds in all: its share, plus units credited from peers, less units sent.",
+);
+pub(crate) const REGION_SOLD: Metric = gauge(
+    "seckill_region_sold_units",
+    "Units a region sold and holds reserved: what it holds less what is left.",
+);
+pub(crate) const REGION_FENCED: Metric = gauge(
+    "seckill_region_fenced",
+    "1 while the region's slot of the item is fenced after a failover (nothing sells there).",
+);
+pub(crate) const REGION_IN_TRANSIT: Metric = gauge(
+    "seckill_region_in_transit_units",
+    "Units a region sent another that the other has not credited yet.",
+);
+pub(crate) const REGION_BREACHES: Metric = gauge(
+    "seckill_region_breaches",
+    "Invariants broken over the regions (a region unreadable counts): 0 when the books hold.",
+);
+pub(crate) const REGION_STRANDED: Metric = gauge(
+    "seckill_region_stranded_units",
+    "Units held by regions while another region of the item is at 0.",
+);
+
+/// The regions' families of each item (`seckill status --format prometheus`
+/// on a campaign with regions).
+pub(crate) fn add_region_books(
+    exposition: &mut Exposition,
+    campaign: &str,
+    items: &[crate::domain::regions::books::ItemBooks],
+) {
+    for item in items {
+        let labels = [("campaign", campaign), ("item", item.item.as_str())];
+        for region in &item.regions {
+            let Some(slot) = &region.slot else { continue };
+            let labels = [labels[0], labels[1], ("region", region.region.as_str())];
+            exposition.add(REGION_STOCK, &labels, slot.stock as f64);
+            exposition.add(REGION_HOLDS, &labels, slot.initial as f64);
+            exposition.add(REGION_SOLD, &labels, slot.sold() as f64);
+            exposition.add(REGION_FENCED, &labels, if slot.fenced { 1.0 } else { 0.0 });
+        }
+        for transit in &item.in_transit {
+            let labels = [
+                labels[0],
+                labels[1],
+                ("from", transit.from.as_str()),
+                ("to", transit.to.as_str()),
+            ];
+            exposition.add(REGION_IN_TRANSIT, &labels, transit.units as f64);
+        }
+        exposition.add(REGION_BREACHES, &labels, item.breaches.len() as f64);
+        exposition.add(REGION_STRANDED, &labels, item.stranded as f64);
+    }
+}
