@@ -258,28 +258,6 @@ pub(crate) fn add_consume_counters(
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_and_numbers_are_escaped_and_spelled_as_the_format_wants() {
-        let mut e = Exposition::default();
-        e.add(
-            STOCK_LEFT,
-            &[("campaign", "a\"b\\c\nd"), ("item", "1")],
-            3.0,
-        );
-        e.add(STOCK_LEFT, &[("campaign", "x"), ("item", "2")], 0.5);
-        e.add(KEYS_EXPIRY, &[("campaign", "x"), ("item", "2")], f64::NAN);
-        let text = e.render();
-        assert!(text.contains("seckill_stock_left{campaign=\"a\\\"b\\\\c\\nd\",item=\"1\"} 3\n"));
-        assert!(text.contains("seckill_stock_left{campaign=\"x\",item=\"2\"} 0.5\n"));
-        assert!(text.contains("} NaN\n"));
-        assert_eq!(text.matches("# TYPE seckill_stock_left gauge").count(), 1);
-    }
-}
-
 pub(crate) const REGION_STOCK: Metric = gauge(
     "seckill_region_stock_left",
     "Units left in one region of a sale over several (docs/regions.md).",
@@ -337,5 +315,27 @@ pub(crate) fn add_region_books(
         }
         exposition.add(REGION_BREACHES, &labels, item.breaches.len() as f64);
         exposition.add(REGION_STRANDED, &labels, item.stranded as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_numbers_are_escaped_and_spelled_as_the_format_wants() {
+        let mut e = Exposition::default();
+        e.add(
+            STOCK_LEFT,
+            &[("campaign", "a\"b\\c\nd"), ("item", "1")],
+            3.0,
+        );
+        e.add(STOCK_LEFT, &[("campaign", "x"), ("item", "2")], 0.5);
+        e.add(KEYS_EXPIRY, &[("campaign", "x"), ("item", "2")], f64::NAN);
+        let text = e.render();
+        assert!(text.contains("seckill_stock_left{campaign=\"a\\\"b\\\\c\\nd\",item=\"1\"} 3\n"));
+        assert!(text.contains("seckill_stock_left{campaign=\"x\",item=\"2\"} 0.5\n"));
+        assert!(text.contains("} NaN\n"));
+        assert_eq!(text.matches("# TYPE seckill_stock_left gauge").count(), 1);
     }
 }
