@@ -3,12 +3,12 @@
 -- status`, the mover and `reconcile --regions` read it (docs/regions.md).
 -- Reads only.
 --
--- KEYS[1] meta   hash   initial_stock, fenced, master_run_id,
+-- KEYS[1] meta   hash   initial_stock, fenced, master_run_id, sold_out_everywhere,
 --                       out:<peer>, in:<peer>, out_at_ms:<peer>, in_at_ms:<peer>
 -- KEYS[2] stock  string units left in this region
 -- ARGV[1] node   the run_id of this process as the client read it (lib/fence_of)
 --
--- Returns {initial_stock|-1, stock|-1, fenced (0/1),
+-- Returns {initial_stock|-1, stock|-1, fenced (0/1), sold_out_everywhere (0/1),
 --          {field, value, ...} of every out:, in:, out_at_ms:, in_at_ms: field}
 -- (-1: not preheated). A malformed value is the error CORRUPT <key>: <what>.
 
@@ -33,10 +33,11 @@ return guarded(function()
     end
   end
   if not meta['initial_stock'] or not stock then
-    return {-1, -1, 0, pairs_out}
+    return {-1, -1, 0, 0, pairs_out}
   end
   local initial = int_of(KEYS[1], 'initial_stock', meta['initial_stock'])
   local left = int_of(KEYS[2], 'stock', stock)
   local fenced = fence_of(KEYS[1], meta['master_run_id'], meta['fenced'], ARGV[1])
-  return {initial, left, fenced and 1 or 0, pairs_out}
+  return {initial, left, fenced and 1 or 0, meta['sold_out_everywhere'] == '1' and 1 or 0,
+    pairs_out}
 end)

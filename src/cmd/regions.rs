@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::domain::regions::books::{self, ItemBooks};
 use crate::domain::regions::scheduler::{Move, Scheduler, Stranded};
 use crate::domain::regions::transfer::{self, Ending, Transfer};
-use crate::domain::regions::{RegionConn, item_keys};
+use crate::domain::regions::{RegionConn, item_keys, keep_sell_out_mark};
 use crate::invocation::context::Context;
 use crate::invocation::report::Report;
 use crate::model::campaign::{Campaign, Item};
@@ -706,6 +706,25 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
                     }
                     Ending::Short | Ending::SourceFenced | Ending::NotPreheated => {}
                 }
+            }
+            match keep_sell_out_mark(&keys, &books, &mut links.regions) {
+                Ok(changed) => {
+                    for (region, marked) in changed {
+                        log::line(
+                            "regions",
+                            format!(
+                                "item {}: region {region} {}",
+                                item.id,
+                                if marked {
+                                    "marked sold out everywhere"
+                                } else {
+                                    "no longer marked sold out everywhere"
+                                }
+                            ),
+                        );
+                    }
+                }
+                Err(error) => log::line("regions", format!("item {}: {error:#}", item.id)),
             }
             round_books.push(books);
             report.stranded = scheduler.stranded(Instant::now());

@@ -98,8 +98,9 @@ pub(crate) struct Cache {
     /// arrival is stamped with it).
     samples: std::sync::Mutex<std::collections::VecDeque<(i64, i64)>>,
     /// One region of a sale over several (docs/regions.md): a zero here is
-    /// not a sell-out — the scheduler may credit units any moment — so it is
-    /// never answered from memory; the buy script's early `sold_out` answers.
+    /// not a sell-out — the scheduler may credit units any moment — so only
+    /// the scheduler's mark (every region at 0, nothing in transit) is
+    /// answered from memory; else the buy script's early `sold_out` answers.
     regional: bool,
 }
 
@@ -258,7 +259,11 @@ fn refresh_sale<C: ConnectionLike>(
         return Ok(());
     }
     let entry = &entry.known;
-    let sold_out = !cache.regional && sale.sold_out_now(conn)?.unwrap_or(false);
+    let sold_out = if cache.regional {
+        sale.sold_out_everywhere(conn)?
+    } else {
+        sale.sold_out_now(conn)?.unwrap_or(false)
+    };
     let window = sale.window(conn)?;
     let mut known = Known {
         sold_out,

@@ -56,6 +56,26 @@ impl SaleItem<'_> {
         Ok(Some(true))
     }
 
+    /// One region's item of a sale over several (docs/regions.md): sold out
+    /// only while the scheduler's mark says every region is (meta
+    /// `sold_out_everywhere`, `lua/region_mark.lua`) and this region's stock
+    /// is 0 — a regional zero alone is not a sell-out.
+    pub fn sold_out_everywhere<C: ConnectionLike>(&self, conn: &mut C) -> Result<bool> {
+        let keys = &self.layout().bucket(0).keys;
+        let (stock, mark): (Option<i64>, Option<String>) = (
+            redis::cmd("GET")
+                .arg(&keys.stock)
+                .query(conn)
+                .context("cannot read the stock")?,
+            redis::cmd("HGET")
+                .arg(&keys.meta)
+                .arg("sold_out_everywhere")
+                .query(conn)
+                .with_context(|| format!("cannot read {}", keys.meta))?,
+        );
+        Ok(stock.is_some_and(|s| s <= 0) && mark.as_deref() == Some("1"))
+    }
+
     /// The window Redis holds for the item (its first slot's meta).
     pub fn window<C: ConnectionLike>(&self, conn: &mut C) -> Result<Window> {
         let meta = &self.layout().bucket(0).keys.meta;

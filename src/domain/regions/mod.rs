@@ -63,3 +63,44 @@ pub fn read_slot(conn: &mut Conn, keys: &ItemKeys) -> Result<SlotLedger> {
     .with_context(|| format!("cannot read {}", keys.meta))?;
     region_state::parse_reply(reply)
 }
+
+/// Keep the "sold out everywhere" mark of `keys`' item (`lua/region_mark.lua`)
+/// true to `books`: marked in every region once each is preheated, at 0,
+/// with nothing in transit and every region read; cleared wherever it is
+/// set otherwise. `serve` answers `sold_out` from memory only under the mark
+/// (a regional zero is not a sell-out). Returns the regions whose mark
+/// changed, with the mark now.
+pub fn keep_sell_out_mark(
+    keys: &ItemKeys,
+    books: &books::ItemBooks,
+    regions: &mut [RegionConn],
+) -> Result<Vec<(String, bool)>> {
+    use crate::redis_client::scripts::region_mark::{self, Marked, RegionMark};
+    let everywhere = books.breaches.is_empty()
+        && books.in_transit.is_empty()
+        && books
+            .regions
+            .iter()
+            .all(|r| r.slot.as_ref().is_some_and(|s| s.preheated && s.stock == 0));
+    let mut changed = Vec::new();
+    for (region, read) in regions.iter_mut().zip(&books.regions) {
+        let Some(slot) = &read.slot else { continue };
+        if slot.sold_out_everywhere == everywhere {
+            continue;
+        }
+        let reply = RegionMark {
+            meta: keys.meta.as_str(),
+            stock: keys.stock.as_str(),
+            mark: if everywhere { "1" } else { "0" },
+        }
+        .invoke(region.conn()?)
+        .with_context(|| format!("cannot mark region {}", region.name))?;
+        if matches!(
+            region_mark::parse_reply(reply)?,
+            Marked::Marked | Marked::Cleared
+        ) {
+            changed.push((region.name.clone(), everywhere));
+        }
+    }
+    Ok(changed)
+}

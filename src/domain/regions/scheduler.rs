@@ -12,6 +12,8 @@
 //! - **Final sweep**: a peer that sold nothing for `idle_after` gives all
 //!   its stock, not half: its demand stopped, the units would be stranded.
 //! - A fenced or unreadable region neither gives nor takes.
+//! - At first sight (no rate yet: a one-round `rebalance`), a region that
+//!   sold everything it held counts as selling lately.
 //!
 //! It also keeps the **stranded window**: how long a region that sold
 //! lately sat at 0 while another held units (what its shoppers were told
@@ -113,6 +115,11 @@ impl Scheduler {
                 if sold > 0 {
                     seen.last_sale = Some(now);
                 }
+            } else if slot.stock == 0 && slot.sold() > 0 {
+                // First sight (a one-round `rebalance`, or the mover's start):
+                // a region that sold all it held has had demand, when is
+                // unknown; counting it recent lets idle stock come to it.
+                seen.last_sale = Some(now);
             }
             seen.sold = slot.sold();
             seen.at = Some(now);

@@ -57,6 +57,7 @@ pub mod queue_setup;
 pub mod queue_shuffle;
 pub mod region_credit;
 pub mod region_debit;
+pub mod region_mark;
 pub mod region_state;
 pub mod release;
 pub mod room_revoke;
@@ -127,7 +128,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 37] = [
+pub static ALL: [&Spec; 38] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -165,6 +166,7 @@ pub static ALL: [&Spec; 37] = [
     &region_debit::SPEC,
     &region_credit::SPEC,
     &region_state::SPEC,
+    &region_mark::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -895,7 +897,8 @@ mod tests {
                 "fence_reapply",
                 "region_debit",
                 "region_credit",
-                "region_state"
+                "region_state",
+                "region_mark"
             ]
         );
     }

@@ -26,6 +26,8 @@ pub struct SlotLedger {
     pub stock: i64,
     /// Closed by the failover fence.
     pub fenced: bool,
+    /// Marked sold out everywhere by the scheduler (`lua/region_mark.lua`).
+    pub sold_out_everywhere: bool,
     /// Units ever sent to each peer (`out:<peer>`).
     pub sent_to: BTreeMap<String, i64>,
     /// Units ever credited from each peer (`in:<peer>`).
@@ -43,15 +45,16 @@ impl SlotLedger {
     }
 }
 
-/// Parse `{initial|-1, stock|-1, fenced, {field, value, ...}}`.
+/// Parse `{initial|-1, stock|-1, fenced, sold_out_everywhere, {field, value, ...}}`.
 pub(crate) fn parse_reply(reply: Value) -> Result<SlotLedger> {
-    let (initial, stock, fenced, fields): (i64, i64, i64, Vec<String>) =
+    let (initial, stock, fenced, everywhere, fields): (i64, i64, i64, i64, Vec<String>) =
         redis::from_redis_value(reply)?;
     let mut ledger = SlotLedger {
         preheated: initial >= 0 && stock >= 0,
         initial: initial.max(0),
         stock: stock.max(0),
         fenced: fenced == 1,
+        sold_out_everywhere: everywhere == 1,
         ..SlotLedger::default()
     };
     for pair in fields.chunks(2) {
