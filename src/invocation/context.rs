@@ -50,6 +50,15 @@ pub(crate) struct Context {
     notifier: Notifier,
 }
 
+/// `SECKILL_REDIS_URL_<NAME>` of region `name` (upper-cased, `-` as `_`), if set.
+fn region_url(name: &str) -> Option<String> {
+    let variable = format!(
+        "SECKILL_REDIS_URL_{}",
+        name.to_ascii_uppercase().replace('-', "_")
+    );
+    std::env::var(variable).ok().filter(|url| !url.is_empty())
+}
+
 /// Whether opening the order database may create it: only `consume` (and
 /// `pending-claim`, which stores orders too) may; a reader must find it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +75,10 @@ pub(crate) struct Opened {
 }
 
 impl Context {
-    /// This context in region `name` (`--region NAME`): a command that works
-    /// in every region runs once per region with it.
+    /// This context in region `name`: a command that works in every region
+    /// (`preheat`, `doctor` without `--region`) runs once per region with
+    /// it, on the region's URL ([`Context::connection_in`]: never `--redis`,
+    /// which names one Redis).
     pub(crate) fn in_region(&self, name: &str) -> Context {
         Context {
             definition: self.definition,
@@ -75,6 +86,7 @@ impl Context {
             campaign_file: self.campaign_file.clone(),
             format: self.format,
             connection: ConnectionArgs {
+                redis_url: region_url(name),
                 region: Some(name.to_string()),
                 ..self.connection.clone()
             },
@@ -141,11 +153,15 @@ impl Context {
         Ok(campaign)
     }
 
-    /// The connection flags with `region`'s Redis in place of `--redis`
-    /// (a command that works in every region: `seckill regions`).
+    /// The connection flags for the region `campaign` is seen from, for a
+    /// command that works in every region (`seckill regions`): `--redis`
+    /// and `SECKILL_REDIS_URL` name one Redis and so do not apply; the
+    /// region's URL is `SECKILL_REDIS_URL_<NAME>` when set (the region's
+    /// name upper-cased, `-` as `_`: credentials per region, out of the
+    /// campaign file), else the file's.
     pub(crate) fn connection_in(&self, campaign: &Campaign) -> ConnectionArgs {
         ConnectionArgs {
-            redis_url: None,
+            redis_url: campaign.region.as_deref().and_then(region_url),
             cluster: self.connection.cluster || campaign.region_cluster,
             region: campaign.region.clone(),
             ..self.connection.clone()

@@ -573,17 +573,6 @@ impl RedisTarget {
                 campaign.region_names().join(", ")
             )));
         }
-        if let Some(campaign) = campaign
-            && let Some(region) = &campaign.region
-            && args.redis_url.is_some()
-        {
-            return Err(crate::model::error::usage(format!(
-                "campaign {} names each region's Redis (`regions.{region}.redis`): --redis or \
-                 SECKILL_REDIS_URL would send region {region}'s commands elsewhere, where \
-                 another region's keys may live; unset it",
-                campaign.id
-            )));
-        }
         let region_cluster;
         let args = if campaign.is_some_and(|c| c.region_cluster) && !args.cluster {
             region_cluster = ConnectionArgs {
