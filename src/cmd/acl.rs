@@ -263,6 +263,11 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<AclReport> {
              cluster (--redis redis://admin@node:port, without --cluster)",
         ));
     }
+    // One node, even of a region whose Redis is a cluster: users are per node.
+    let campaign = crate::model::campaign::Campaign {
+        region_cluster: false,
+        ..campaign
+    };
     let target = ctx.redis(&campaign)?;
     let mut conn = target.connect()?;
     let item = &campaign.items[0].id;
