@@ -19,8 +19,8 @@
 --   stale          sent ≤ in:<peer>: nothing written
 --   fenced         a fenced slot: nothing written (the units stay in transit)
 --   not_preheated  no initial_stock or stock: nothing written
---   corrupt_state  a stored value is malformed; credited is then "<key>: <what
---                  is wrong>" and nothing is written
+--   {'corrupt_state', "<key>: <what is wrong>"}: a stored value is malformed;
+--                  nothing written (two fields, as every script's corrupt_state)
 -- A bad ARGV is an error (ERR region_credit: ...) before any read.
 
 --- @include "lib/guarded"
@@ -48,5 +48,5 @@ return guarded(function()
     'in_at_ms:' .. ARGV[1], string.format('%d', now_ms()))
   return {'credited', delta, sent, stock}
 end, function(problem)
-  return {'corrupt_state', problem, 0, -1}
+  return {'corrupt_state', problem}
 end)

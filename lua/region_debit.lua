@@ -22,8 +22,8 @@
 --   fenced         mode "send" on a fenced slot: nothing written ("raise" is
 --                  the fence's own repair and runs fenced)
 --   not_preheated  no initial_stock or stock: nothing written
---   corrupt_state  a stored value is malformed; sent is then "<key>: <what is
---                  wrong>" and nothing is written
+--   {'corrupt_state', "<key>: <what is wrong>"}: a stored value is malformed;
+--                  nothing written (two fields, as every script's corrupt_state)
 -- A bad ARGV is an error (ERR region_debit: ...) before any read.
 
 --- @include "lib/guarded"
@@ -64,5 +64,5 @@ return guarded(function()
   redis.call('HSET', KEYS[1], 'out_at_ms:' .. ARGV[1], string.format('%d', now_ms()))
   return {'sent', slot.counter + take, stock}
 end, function(problem)
-  return {'corrupt_state', problem, -1}
+  return {'corrupt_state', problem}
 end)

@@ -426,6 +426,10 @@ impl Report for MoveReport {
             Ending::NotPreheated => {
                 format!("item {} is not preheated in region {}", self.item, t.from)
             }
+            Ending::CorruptState => format!(
+                "CORRUPT STATE: {}; nothing moved",
+                t.why.as_deref().unwrap_or("a stored value is malformed")
+            ),
         };
         format!(
             "{said}\n  replicas confirming the debit: {replicas}; debit to credit {} µs\n",
@@ -440,6 +444,7 @@ impl Report for MoveReport {
             Ending::Short => exit_codes::SOLD_OUT,
             Ending::SourceFenced => exit_codes::FENCED,
             Ending::NotPreheated => exit_codes::NOT_PREHEATED,
+            Ending::CorruptState => exit_codes::CORRUPT_STATE,
         }
     }
 }
@@ -704,6 +709,16 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
                             ),
                         );
                     }
+                    Ending::CorruptState => log::line(
+                        "regions",
+                        format!(
+                            "item {}: {} → {}: {}",
+                            item.id,
+                            transfer.from,
+                            transfer.to,
+                            transfer.why.as_deref().unwrap_or("corrupt state")
+                        ),
+                    ),
                     Ending::Short | Ending::SourceFenced | Ending::NotPreheated => {}
                 }
             }

@@ -53,6 +53,7 @@ mod readme_session;
 mod reconcile_content;
 mod reconcile_live;
 mod refused_orders;
+mod regions;
 mod regions_cluster;
 mod regions_sold_out;
 mod registration_ip;

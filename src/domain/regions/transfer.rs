@@ -23,9 +23,9 @@ use serde::Serialize;
 use crate::model::keys::ItemKeys;
 use crate::redis_client::node::NODE_PLACEHOLDER;
 use crate::redis_client::replicas::wait_for_every_replica;
-use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::region_credit::{self, Credit, RegionCredit};
 use crate::redis_client::scripts::region_debit::{self, Debit, RegionDebit};
+use crate::redis_client::scripts::{CorruptState, ScriptCall};
 
 use super::RegionConn;
 
@@ -44,6 +44,9 @@ pub enum Ending {
     SourceFenced,
     /// The item is not preheated in the source: nothing written.
     NotPreheated,
+    /// A value in the source's slot is malformed (`why` names the key):
+    /// nothing written.
+    CorruptState,
 }
 
 /// One transfer, as it went.
@@ -100,13 +103,20 @@ pub fn transfer(
         why: None,
         elapsed_us: 0,
     };
-    let sent = match region_debit::parse_reply(reply)
-        .with_context(|| format!("region {}", from.name))?
-    {
-        Debit::Sent { sent, .. } => sent,
-        Debit::Short { sent, .. } => return Ok(ended(transfer, Ending::Short, sent, started)),
-        Debit::Fenced { sent } => return Ok(ended(transfer, Ending::SourceFenced, sent, started)),
-        Debit::NotPreheated => return Ok(ended(transfer, Ending::NotPreheated, 0, started)),
+    let sent = match region_debit::parse_reply(reply) {
+        Ok(Debit::Sent { sent, .. }) => sent,
+        Ok(Debit::Short { sent, .. }) => return Ok(ended(transfer, Ending::Short, sent, started)),
+        Ok(Debit::Fenced { sent }) => {
+            return Ok(ended(transfer, Ending::SourceFenced, sent, started));
+        }
+        Ok(Debit::NotPreheated) => return Ok(ended(transfer, Ending::NotPreheated, 0, started)),
+        // The script refused before its first write: an outcome of its own
+        // (exit 17, the key named), not a failure whose effect is unknown.
+        Err(error) if error.downcast_ref::<CorruptState>().is_some() => {
+            transfer.why = Some(format!("region {}: {error}", from.name));
+            return Ok(ended(transfer, Ending::CorruptState, 0, started));
+        }
+        Err(error) => return Err(error.context(format!("region {}", from.name))),
     };
     transfer.sent_total = sent;
     let (confirmed, attached) = wait_for_every_replica(from.conn()?, &keys.meta, wait)

@@ -356,6 +356,16 @@ const OPERATOR: &[Sent] = &[
         "preheat: the eviction policy; --require-durable: persistence (INFO persistence)",
     ),
     sent(
+        &["INFO", "replication"],
+        Key::None,
+        "regions move and rebalance: the replicas a debit must reach before its credit",
+    ),
+    sent(
+        &["WAIT", "1", "1000"],
+        Key::None,
+        "regions move and rebalance: every replica confirmed the debit (docs/regions.md)",
+    ),
+    sent(
         &["HGETALL", "{key}"],
         Key::Registry,
         "preheat, the kill switch, campaigns, loadtest: the live campaigns",
