@@ -175,6 +175,9 @@ fn the_mover_killed_anywhere_never_loses_or_doubles_a_unit() {
         // Every other round the replica is frozen while the mover runs, so
         // the kill lands between the debit and the credit (WAIT blocks);
         // otherwise anywhere from before the connection to after the credit.
+        // All the replica holds (it caught up at the end of the last round):
+        // while it is frozen, no credit of more than this is proven.
+        let replica_has = meta_field(&bj_replica, "out:sh");
         let frozen = (round % 2 == 1).then(|| Frozen::new(&mut bj_replica.conn()));
         let (from, to) = if round % 3 == 2 {
             ("sh", "bj")
@@ -200,12 +203,19 @@ fn the_mover_killed_anywhere_never_loses_or_doubles_a_unit() {
         )
         .spawn();
         // The binary takes ~50 ms (debug build) to reach its debit: kills
-        // land before it, inside it, in WAIT (frozen) or after the credit.
-        let longest = if frozen.is_some() { 250_000 } else { 80_000 };
+        // land before it, inside it, in WAIT (frozen, 300 ms), after WAIT gave
+        // up, or after the credit.
+        let longest = if frozen.is_some() { 450_000 } else { 80_000 };
         let delay = Duration::from_micros(rng.random_range(1..longest));
         std::thread::sleep(delay);
         let _ = mover.kill();
         let _ = mover.wait();
+        if frozen.is_some() {
+            assert!(
+                meta_field(&sh, "in:bj") <= replica_has,
+                "round {round}: sh credited a count bj's frozen replica lacks"
+            );
+        }
         drop(frozen);
         caught_up(&bj);
         let now = books(&file);
