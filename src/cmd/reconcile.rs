@@ -17,11 +17,14 @@ use crate::domain::orders::StoreArgs;
 use crate::domain::reconcile::baseline::KnownLoss;
 use crate::domain::reconcile::transfers::TransferReport;
 use crate::domain::reconcile::{ItemReport, Run, fence, reconcile_item};
+use crate::domain::regions::RegionConn;
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
 use crate::invocation::notify::Event;
 use crate::invocation::report::Report;
+use crate::model::campaign::Campaign;
 use crate::model::exit_codes;
+use crate::redis_client::conn::RedisTarget;
 use crate::util::output;
 use crate::util::progress::Progress;
 use crate::util::text::counted;
@@ -40,6 +43,13 @@ pub(crate) struct Args {
     /// the fence (docs/failover.md, "The fence").
     #[arg(long)]
     pub(crate) fence: bool,
+
+    /// With --fence in a region (`--region NAME`): reopen even when a peer
+    /// region cannot be read to prove what it credited from this one (said
+    /// on stderr and in the report; a unit that peer credited and this
+    /// region lost may then sell twice). Without it the region stays fenced.
+    #[arg(long, requires = "fence")]
+    pub(crate) accept_risk: bool,
 
     /// A campaign with regions: prove the books over every region instead
     /// (stock never below 0, no credit without its debit, each region's
@@ -232,11 +242,25 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
         progress: &progress,
         stop: &stop,
     };
+    let mut peers = match (args.fence, &campaign.region) {
+        (true, Some(region)) => Some(PeerLinks::open(ctx, region)?),
+        _ => None,
+    };
     for item in SaleItem::select(&campaign, args.item.as_deref())? {
         // One item's failure (Redis or the database) must not hide drift
         // already found on another: it is reported as "could not check".
         let fenced = match args.fence {
-            true => fence::reapply(&mut conn, store.as_mut(), &item).map(Some),
+            true => {
+                let peers = peers.as_mut().map(|links| {
+                    links.reconnect();
+                    fence::Peers {
+                        region: links.region.as_str(),
+                        links: &mut links.regions,
+                        accept_risk: args.accept_risk,
+                    }
+                });
+                fence::reapply(&mut conn, store.as_mut(), &item, peers).map(Some)
+            }
             false => Ok(None),
         };
         let checked = fenced
@@ -251,11 +275,7 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
                 };
                 // Reopened only when the books balance after the re-apply
                 // and nothing the database holds was left out.
-                if fenced.fenced
-                    && fenced.not_reapplied.is_empty()
-                    && report.checked
-                    && report.balanced
-                {
+                if fenced.fenced && !fenced.held_back() && report.checked && report.balanced {
                     fence::reopen(&mut conn, &item, &mut fenced)?;
                 }
                 Ok(ItemReport {
@@ -301,6 +321,55 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
         balanced: report.exit_code() == exit_codes::SUCCESS,
         ..report
     })
+}
+
+/// `reconcile --fence --region R`: a link to every other region of the
+/// campaign, the witnesses of what R sent them (one that cannot be reached
+/// is tried again for the next item).
+struct PeerLinks {
+    region: String,
+    regions: Vec<RegionConn>,
+    targets: Vec<RedisTarget>,
+}
+
+impl PeerLinks {
+    fn open(ctx: &Context, region: &str) -> Result<PeerLinks> {
+        let everywhere: Campaign = ctx.campaign_everywhere()?;
+        let mut links = PeerLinks {
+            region: region.to_string(),
+            regions: Vec::new(),
+            targets: Vec::new(),
+        };
+        for peer in everywhere.regions.iter().filter(|r| r.name != region) {
+            let view = everywhere.in_region(&peer.name)?;
+            links.targets.push(RedisTarget::resolve(
+                &ctx.connection_in(&view),
+                Some(&view),
+            )?);
+            links.regions.push(RegionConn {
+                name: peer.name.clone(),
+                conn: None,
+                down: None,
+            });
+        }
+        Ok(links)
+    }
+
+    /// Connect the peers not connected (a failure is kept as why).
+    fn reconnect(&mut self) {
+        for (region, target) in self.regions.iter_mut().zip(&self.targets) {
+            if region.conn.is_some() {
+                continue;
+            }
+            match target.connect() {
+                Ok(conn) => {
+                    region.conn = Some(conn);
+                    region.down = None;
+                }
+                Err(error) => region.down = Some(format!("{error:#}")),
+            }
+        }
+    }
 }
 
 /// The table (numbers only, so it fits 80 columns), then per item the
@@ -552,7 +621,46 @@ fn fence_lines(item: &str, fence: &fence::FenceReport) -> String {
         output::fit(&mut table, &[2]);
         text.push_str(&format!("{table}\n"));
     }
+    if !fence.peers.is_empty() {
+        text.push_str(&output::paragraph(&format!(
+            "{item}: peers: out:<peer> raised to what each peer credited from this region, \
+             {} debited again",
+            counted(fence.units_raised.unwrap_or(0), "unit")
+        )));
+        let mut table = output::table([
+            "peer",
+            "sent\nbefore",
+            "peer\ncredited",
+            "raised",
+            "stock\nafter",
+        ]);
+        for peer in &fence.peers {
+            table.add_row(vec![
+                peer.peer.clone(),
+                peer.sent_before.to_string(),
+                peer.peer_credited.to_string(),
+                peer.raised.to_string(),
+                peer.stock_after.to_string(),
+            ]);
+        }
+        output::fit(&mut table, &[]);
+        text.push_str(&format!("{table}\n"));
+    }
     let mut line = |line: String| text.push_str(&output::paragraph(&line));
+    for peer in &fence.peers_unproven {
+        line(match peer.accepted {
+            true => format!(
+                "{item}: RISK ACCEPTED: region {} could not prove what it credited ({}); \
+                 reopened without it (--accept-risk)",
+                peer.peer, peer.why
+            ),
+            false => format!(
+                "{item}: region {} could not prove what it credited from this region ({}): \
+                 stays fenced until it can be read (or --accept-risk)",
+                peer.peer, peer.why
+            ),
+        });
+    }
     for not in &fence.not_reapplied {
         let order = match not.order_id.as_str() {
             "" => String::new(),

@@ -55,6 +55,7 @@ mod reconcile_live;
 mod refused_orders;
 mod regions;
 mod regions_cluster;
+mod regions_faults;
 mod regions_sold_out;
 mod registration_ip;
 mod replicas;

@@ -19,6 +19,15 @@
 //! are not re-applied yet: its slots stay fenced when the database holds
 //! an order no bucket's stream does, and reopen when none was lost
 //! (docs/failover.md, "Limits").
+//!
+//! A region of a sale over several Redis deployments (docs/regions.md) may
+//! also have lost a debit a peer already credited: its stock went back up
+//! by units the peer holds too. Before the orders, every peer q is asked
+//! what it credited from this region (`in:<region>` in q's own Redis, which
+//! this region's failover cannot have touched) and `out:<q>` is raised to
+//! it (`lua/region_debit.lua` mode "raise": the difference debited). A peer
+//! that cannot be read proves nothing: the slot stays fenced, unless the
+//! operator accepted that risk (`--accept-risk`, logged and reported).
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -26,11 +35,14 @@ use serde::Serialize;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::entry::{OrderState, stream_id_key};
 use crate::domain::orders::{OrderStore, stream};
+use crate::domain::regions::{self, RegionConn, read_slot};
 use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::Conn;
+use crate::redis_client::node::NODE_PLACEHOLDER;
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::fence::{self, Fence, FenceState};
 use crate::redis_client::scripts::fence_reapply::{self, FenceReapply, Reapplied};
+use crate::redis_client::scripts::region_debit::{self, Debit, RegionDebit};
 
 use super::PAGE;
 
@@ -51,10 +63,61 @@ pub(crate) struct FenceReport {
     /// Orders the database holds that the slot lacks and that were not
     /// re-applied, each with why: the slot stays fenced.
     pub(crate) not_reapplied: Vec<NotReapplied>,
+    /// A region of a sale over several Redis deployments: what each peer
+    /// proved this region sent it, and what was debited again for it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) peers: Vec<PeerRaise>,
+    /// Units debited again because a peer credited them (Σ `raised`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) units_raised: Option<i64>,
+    /// Peers that could not prove what they credited: the slot stays
+    /// fenced, unless `accepted` (`--accept-risk`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) peers_unproven: Vec<PeerUnproven>,
     /// The slot was reopened (the books balanced after the re-apply).
     pub(crate) reopened: bool,
     /// Fenced now (after this run).
     pub(crate) fenced: bool,
+}
+
+impl FenceReport {
+    /// Something the order database or a peer proves was lost is not back
+    /// in the slot: it must stay fenced.
+    pub(crate) fn held_back(&self) -> bool {
+        !self.not_reapplied.is_empty() || self.peers_unproven.iter().any(|p| !p.accepted)
+    }
+}
+
+/// What one peer proved a fenced region sent it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PeerRaise {
+    pub(crate) peer: String,
+    /// `out:<peer>` this region held: what it remembered sending.
+    pub(crate) sent_before: i64,
+    /// `in:<region>` the peer holds: what it credited from this region.
+    pub(crate) peer_credited: i64,
+    /// Units debited now (what the peer credited and this region forgot).
+    pub(crate) raised: i64,
+    /// This region's stock after.
+    pub(crate) stock_after: i64,
+}
+
+/// A peer that could not prove what it credited.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PeerUnproven {
+    pub(crate) peer: String,
+    pub(crate) why: String,
+    /// Reopened without its proof (`--accept-risk`).
+    pub(crate) accepted: bool,
+}
+
+/// The other regions of a fenced region's sale (docs/regions.md), one link
+/// each: what they credited from `region` is re-taken before the orders.
+pub(crate) struct Peers<'a> {
+    pub(crate) region: &'a str,
+    pub(crate) links: &'a mut [RegionConn],
+    /// Reopen even when a peer cannot be read (`--accept-risk`).
+    pub(crate) accept_risk: bool,
 }
 
 /// One order re-applied.
@@ -98,6 +161,7 @@ pub(crate) fn reapply(
     conn: &mut Conn,
     store: &mut dyn OrderStore,
     sale: &SaleItem,
+    peers: Option<Peers<'_>>,
 ) -> Result<FenceReport> {
     let slots = sale.slots();
     let mut report = FenceReport::default();
@@ -119,6 +183,12 @@ pub(crate) fn reapply(
     report.fenced = fenced_slots > 0;
     if !report.fenced {
         return Ok(report);
+    }
+    if let Some(peers) = peers {
+        // Before the orders: a unit a peer credited and this region still
+        // counts as stock would be sold twice, once in each region.
+        let keys = regions::item_keys(sale.campaign, sale.id());
+        raise_from_peers(conn, &keys, peers, &mut report)?;
     }
     if slots.len() > 1 {
         // A bucketed item: what its buckets lost is not re-applied yet. When
@@ -231,6 +301,110 @@ pub(crate) fn reapply(
         }
     }
     Ok(report)
+}
+
+/// Raise this fenced region's `out:<q>` to what each peer q credited from
+/// it (`in:<region>` in q's Redis), debiting the difference: a failover
+/// that lost a debit q had already credited takes those units again.
+fn raise_from_peers(
+    conn: &mut Conn,
+    keys: &ItemKeys,
+    peers: Peers<'_>,
+    report: &mut FenceReport,
+) -> Result<()> {
+    let Peers {
+        region,
+        links,
+        accept_risk,
+    } = peers;
+    let own = read_slot(conn, keys).with_context(|| format!("region {region}"))?;
+    let mut raised_total = 0;
+    for link in links.iter_mut() {
+        let peer = link.name.clone();
+        let proof = link
+            .conn()
+            .and_then(|peer_conn| read_slot(peer_conn, keys))
+            .with_context(|| format!("cannot read region {peer}"));
+        let credited = match proof {
+            Ok(slot) if slot.preheated => slot.received_from.get(region).copied().unwrap_or(0),
+            Ok(_) => {
+                unproven(
+                    report,
+                    &peer,
+                    format!(
+                        "region {peer} holds no slot of the item: it cannot say what it                          credited from {region}"
+                    ),
+                    accept_risk,
+                );
+                continue;
+            }
+            Err(error) => {
+                let why = format!("{error:#}");
+                // The connection may owe a reply: made afresh by the caller.
+                link.conn = None;
+                link.down = Some(why.clone());
+                unproven(report, &peer, why, accept_risk);
+                continue;
+            }
+        };
+        let sent_before = own.sent_to.get(&peer).copied().unwrap_or(0);
+        let credited_text = credited.to_string();
+        let reply = RegionDebit {
+            meta: keys.meta.as_str(),
+            stock: keys.stock.as_str(),
+            peer: peer.as_str(),
+            units: credited_text.as_str(),
+            mode: "raise",
+            node: NODE_PLACEHOLDER,
+        }
+        .invoke(conn)
+        .with_context(|| format!("raising out:{peer} in region {region} failed"))?;
+        match region_debit::parse_reply(reply).with_context(|| format!("region {region}"))? {
+            Debit::Sent { sent, stock_after } => {
+                let raised = sent - sent_before;
+                raised_total += raised;
+                report.peers.push(PeerRaise {
+                    peer,
+                    sent_before,
+                    peer_credited: credited,
+                    raised,
+                    stock_after,
+                });
+            }
+            Debit::Short { sent, stock } => report.not_reapplied.push(NotReapplied {
+                order_id: String::new(),
+                why: format!(
+                    "region {peer} credited {credited} units from {region}, which remembers                      sending {sent}: the {} units it lost are more than the {stock} left here",
+                    credited - sent
+                ),
+            }),
+            Debit::Fenced { .. } => anyhow::bail!(
+                "region_debit answered `fenced` to a raise in region {region}, which it runs \
+                 fenced: lua/region_debit.lua and this binary disagree"
+            ),
+            Debit::NotPreheated => report.not_reapplied.push(NotReapplied {
+                order_id: String::new(),
+                why: format!("region {region} holds no stock of the item"),
+            }),
+        }
+    }
+    report.units_raised = Some(raised_total);
+    Ok(())
+}
+
+fn unproven(report: &mut FenceReport, peer: &str, why: String, accepted: bool) {
+    if accepted {
+        // Said even under -q: it is the one run that may sell a unit twice.
+        crate::util::output::say(crate::util::log::stamped(&format!(
+            "seckill reconcile: --accept-risk: reopening without region {peer}'s proof of what \
+             it credited ({why}): units it credited and this region lost may be sold twice"
+        )));
+    }
+    report.peers_unproven.push(PeerUnproven {
+        peer: peer.to_string(),
+        why,
+        accepted,
+    });
 }
 
 /// The orders of bucketed `sale` the database holds and no bucket's stream
