@@ -53,6 +53,7 @@ mod readme_session;
 mod reconcile_content;
 mod reconcile_live;
 mod refused_orders;
+mod regions_service;
 mod registration_ip;
 mod replicas;
 mod replicas_cluster;
