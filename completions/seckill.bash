@@ -3565,7 +3565,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__regions__subcmd__rebalance)
-            opts="-c -q -v -h -V --item --watch --interval --idle-after --wait-timeout --for --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --watch --interval --idle-after --wait-timeout --for --metrics-listen --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3588,6 +3588,10 @@ _seckill() {
                     return 0
                     ;;
                 --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-listen)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -82,6 +82,12 @@ pub(crate) struct RebalanceArgs {
     /// With --watch: stop after this long.
     #[arg(long = "for", value_parser = parse_duration_arg, value_name = "DURATION", requires = "watch")]
     pub(crate) run_for: Option<Duration>,
+
+    /// With --watch: serve http://ADDR/metrics (every item's seckill_region_*
+    /// families over every region, the mover's counters) and /healthz (200
+    /// while every region answers); :PORT for every interface, or HOST:PORT.
+    #[arg(long, value_name = "ADDR", value_parser = crate::http::service::parse_listen, requires = "watch")]
+    pub(crate) metrics_listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -599,6 +605,18 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
     let (campaign, mut links) = open_links(ctx)?;
     let items = campaign.select_items(args.items.item.as_deref())?;
     let stop = ctx.stop_on_signals()?;
+    let mover = crate::http::service::start_regions(
+        args.metrics_listen,
+        &campaign,
+        items.iter().map(|item| (*item).clone()).collect(),
+        links
+            .regions
+            .iter()
+            .zip(&links.targets)
+            .map(|(region, target)| (region.name.clone(), target.clone()))
+            .collect(),
+        ctx.connection.response_timeout,
+    )?;
     let started = Instant::now();
     let mut schedulers: Vec<Scheduler> = items
         .iter()
@@ -616,6 +634,7 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
         items: Vec::new(),
     };
     let mut latencies: Vec<u64> = Vec::new();
+    let mut was_unanswered = std::collections::BTreeMap::new();
     loop {
         links.reconnect();
         let mut round_books = Vec::new();
@@ -745,6 +764,48 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
             report.stranded = scheduler.stranded(Instant::now());
         }
         report.rounds += 1;
+        // What the probes say: the totals, and the regions this round could
+        // not read or reach (`/healthz` names them).
+        let mut unanswered: std::collections::BTreeMap<String, String> = links
+            .regions
+            .iter()
+            .filter_map(|r| r.down.clone().map(|why| (r.name.clone(), why)))
+            .collect();
+        for region in round_books.iter().flat_map(|b| &b.regions) {
+            if let Some(error) = &region.error {
+                unanswered
+                    .entry(region.region.clone())
+                    .or_insert_with(|| error.clone());
+            }
+        }
+        for (region, why) in &unanswered {
+            if !was_unanswered.contains_key(region) {
+                log::line("regions", format!("region {region} unreadable: {why}"));
+            }
+        }
+        for region in was_unanswered.keys() {
+            if !unanswered.contains_key(region) {
+                log::line("regions", format!("region {region} answers again"));
+            }
+        }
+        was_unanswered = unanswered.clone();
+        let now = Instant::now();
+        mover.round_done(
+            crate::operator::monitor::service::MoverTotals {
+                rounds: report.rounds,
+                transfers: report.transfers,
+                units_moved: report.units_moved,
+                units_settled: report.units_settled,
+                left_in_transit: report.left_in_transit,
+            },
+            items.iter().zip(&schedulers).flat_map(|(item, scheduler)| {
+                scheduler
+                    .stranded(now)
+                    .into_iter()
+                    .map(|s| (item.id.clone(), s.region, s.total_ms))
+            }),
+            unanswered,
+        );
         report.items = round_books;
         let out_of_time = args.run_for.is_some_and(|d| started.elapsed() >= d);
         if !args.watch || stop.load(Ordering::SeqCst) || out_of_time {

@@ -1,5 +1,5 @@
 //! The probes of the long-running commands (`consume`, `expire --loop`,
-//! `rebalance --watch`) at `--metrics-listen`: `GET /metrics` and
+//! `rebalance --watch`, `regions rebalance --watch`) at `--metrics-listen`: `GET /metrics` and
 //! `GET /healthz`, served on the door's HTTP stack (axum on a small tokio
 //! runtime of its own) from the pages `operator::monitor::service` computes.
 //!
@@ -20,8 +20,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::domain::orders::StoreLocation;
-use crate::model::campaign::Campaign;
-use crate::operator::monitor::service::{Pages, Responder, ServiceState};
+use crate::model::campaign::{Campaign, Item};
+use crate::operator::monitor::service::{
+    MoverState, Pages, RegionsResponder, Responder, ServiceState,
+};
 use crate::redis_client::conn::RedisTarget;
 
 /// Content type of the classic Prometheus text exposition format.
@@ -69,6 +71,30 @@ pub(crate) fn start(
         })?;
         crate::util::log::line(
             command,
+            format!("metrics at http://{bound}/metrics, health at /healthz"),
+        );
+    }
+    Ok(state)
+}
+
+/// The state the regions' mover (`regions rebalance --watch`) shares with
+/// its probes, served at `listen` when given: `items` over every region of
+/// `targets` (name, Redis), a region waited for at most `patience`.
+pub(crate) fn start_regions(
+    listen: Option<SocketAddr>,
+    campaign: &Campaign,
+    items: Vec<Item>,
+    targets: Vec<(String, RedisTarget)>,
+    patience: std::time::Duration,
+) -> Result<Arc<MoverState>> {
+    let state = Arc::new(MoverState::default());
+    if let Some(listen) = listen {
+        let (campaign, shared) = (campaign.clone(), Arc::clone(&state));
+        let bound = serve(listen, move || {
+            RegionsResponder::new(&campaign, items, targets, shared, patience)
+        })?;
+        crate::util::log::line(
+            "regions",
             format!("metrics at http://{bound}/metrics, health at /healthz"),
         );
     }

@@ -7,7 +7,9 @@
 //!   exists; every loop the sale needs has a per-campaign absent rule.
 //! - The rules and the Grafana dashboard use only series this build exports
 //!   — each found in a real scrape of `consume --metrics-listen`, of
-//!   `serve`'s /metrics and of `status --format prometheus` — or recorded
+//!   `serve`'s /metrics, of the regions' mover (`regions rebalance --watch
+//!   --metrics-listen`) and of `status --format prometheus` (one sale, and
+//!   one over two regions) — or recorded
 //!   by the mixin (the dashboard reads only recorded item series), and the
 //!   redis_exporter series the guide names.
 //! - A real Prometheus loading the mixin and scraping two consumers and a
@@ -281,18 +283,29 @@ fn the_rules_and_the_dashboard_use_only_series_this_build_exports() {
     );
     assert!(served.contains("seckill_build_info{version=\""), "{served}");
 
-    let (from_consume, from_status, from_serve) =
-        (families(&consumed), families(&textfile), families(&served));
-    // The item families are in both; the rest are the consumer's own.
-    for family in &from_status {
-        assert!(
-            from_consume.contains(family),
-            "{family} is in status but not in consume's /metrics"
-        );
+    // A sale over two regions: its textfile and its mover's /metrics.
+    let (region_textfile, mover) = regions_scrapes();
+
+    let (from_consume, from_serve) = (families(&consumed), families(&served));
+    let (from_regions, from_mover) = (families(&region_textfile), families(&mover));
+    // The item families are in both; the rest are the consumer's own. The
+    // regions' families are in the mover's too.
+    for (status, scrape, name) in [
+        (&textfile, &from_consume, "consume"),
+        (&region_textfile, &from_mover, "regions rebalance"),
+    ] {
+        for family in &families(status) {
+            assert!(
+                scrape.contains(family),
+                "{family} is in status but not in {name}'s /metrics"
+            );
+        }
     }
+    let from_status: BTreeSet<String> = families(&textfile).union(&from_regions).cloned().collect();
     let exported: BTreeSet<String> = from_consume
         .iter()
         .chain(&from_serve)
+        .chain(&from_mover)
         .flat_map(|f| {
             // A histogram's samples carry suffixes.
             ["", "_bucket", "_sum", "_count"].map(|s| format!("{f}{s}"))
@@ -346,7 +359,7 @@ fn the_rules_and_the_dashboard_use_only_series_this_build_exports() {
     }
     assert!(dashboard.len() >= 30, "{dashboard:?}");
     // Every family any process exports is read by a rule or the dashboard.
-    for family in from_consume.iter().chain(&from_serve) {
+    for family in from_consume.iter().chain(&from_serve).chain(&from_mover) {
         let read = used_raw.iter().chain(&dashboard).any(|name| {
             name == family
                 || name.strip_suffix("_bucket") == Some(family)
@@ -354,6 +367,58 @@ fn the_rules_and_the_dashboard_use_only_series_this_build_exports() {
         });
         assert!(read, "{family} is exported and neither recorded nor shown");
     }
+}
+
+/// `status --format prometheus` of a preheated sale over two regions, and a
+/// scrape of its mover (`regions rebalance --watch --metrics-listen`) after
+/// its first round.
+fn regions_scrapes() -> (String, String) {
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    let file = crate::support::campaign_file(&format!(
+        "campaign: dash-regions\nregions:\n  \
+         a: {{ redis: \"redis://127.0.0.1:{}/0\", share: 6 }}\n  \
+         b: {{ redis: \"redis://127.0.0.1:{}/0\", share: 4 }}\n\
+         items:\n  - {{ id: \"1\", name: One, price: \"1.00\", stock: 10 }}\n",
+        a.port, b.port
+    ));
+    seckill(&["preheat"]).campaign(&file).succeeds();
+    // Every family has a sample: b fenced (as its fence marks a slot after a
+    // failover), so a move a → b stays in transit (exit 23).
+    let meta = seckill::model::keys::ItemKeys::live("dash-regions", "1").meta;
+    let _: i64 = redis::cmd("HSET")
+        .arg(&[meta.as_str(), "fenced", "1"])
+        .query(&mut b.conn())
+        .unwrap();
+    seckill(&[
+        "regions", "move", "--item", "1", "--from", "a", "--to", "b", "--units", "2",
+    ])
+    .campaign(&file)
+    .fails_with(seckill::model::exit_codes::IN_TRANSIT);
+    let textfile = seckill(&["status", "--format", "prometheus"])
+        .campaign(&file)
+        .succeeds()
+        .stdout();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut mover = crate::support::KillOnDrop(
+        seckill(&[
+            "regions",
+            "rebalance",
+            "--watch",
+            "--metrics-listen",
+            &listen,
+        ])
+        .campaign(&file)
+        .spawn_with_output(std::process::Stdio::null(), std::process::Stdio::null()),
+    );
+    let scraped = scrape_until(port, "the regions mover's first round", |text| {
+        text.contains("command=\"regions_rebalance\"")
+            && text.contains("seckill_region_in_transit_units{")
+    });
+    terminate(&mover.0);
+    assert!(wait_exit(&mut mover.0).success());
+    crate::status::promtool_check(&scraped);
+    (textfile, scraped)
 }
 
 /// A Prometheus of the test's own on a free port, loading the mixin and

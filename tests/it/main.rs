@@ -56,6 +56,7 @@ mod refused_orders;
 mod regions;
 mod regions_cluster;
 mod regions_faults;
+mod regions_service;
 mod regions_sold_out;
 mod registration_ip;
 mod replicas;
