@@ -493,3 +493,66 @@ fn a_failover_that_lost_a_credited_debit_fences_the_source_until_reconcile() {
         run(&file, &["--region", region, "reconcile"]).succeeds();
     }
 }
+
+#[test]
+fn a_peer_that_cannot_be_read_keeps_the_region_fenced_unless_the_risk_is_accepted() {
+    let bj = RedisServer::start();
+    let copy = support::start_replica_of(&bj);
+    let sh = RedisServer::start();
+    let file = support::campaign_file(&regions_yaml(&bj.url(), &sh.url()));
+    run(&file, &["preheat"]).succeeds();
+    caught_up(&bj);
+    let (bj_users, _) = users_by_home(&file, 20);
+    // bj's Redis is another process now (its promoted copy), and sh is down.
+    let () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut copy.conn())
+        .unwrap();
+    let down = format!("redis://127.0.0.1:{}/0", support::free_port());
+    std::fs::write(&file.path, regions_yaml(&copy.url(), &down)).unwrap();
+    run(&file, &["--region", "bj", "consume", "--drain"]).succeeds();
+    let buy = [
+        "--region",
+        "bj",
+        "buy",
+        "--item",
+        "1",
+        "--user",
+        &bj_users[0],
+    ];
+    run(&file, &buy).fails_with(FENCED);
+
+    let kept = run(&file, &["--region", "bj", "reconcile", "--fence"])
+        .fails_with(DRIFT_FOUND)
+        .stdout();
+    assert!(
+        kept.contains("region sh could not prove") && kept.contains("STILL FENCED"),
+        "{kept}"
+    );
+    run(&file, &buy).fails_with(FENCED);
+
+    let accepted = run(
+        &file,
+        &[
+            "--region",
+            "bj",
+            "reconcile",
+            "--fence",
+            "--accept-risk",
+            "--format",
+            "json",
+        ],
+    )
+    .succeeds();
+    assert!(
+        accepted.stderr().contains("--accept-risk") && accepted.stderr().contains("sh"),
+        "{}",
+        accepted.stderr()
+    );
+    let fence = &accepted.json()["items"][0]["fence"];
+    assert_eq!(fence["reopened"], true, "{fence}");
+    assert_eq!(fence["peers_unproven"][0]["peer"], "sh", "{fence}");
+    assert_eq!(fence["peers_unproven"][0]["accepted"], true, "{fence}");
+    run(&file, &buy).succeeds();
+}

@@ -61,7 +61,7 @@
 //! Only the dead-letter ids (the exceptions) and at most [`MAX_NAMED`]
 //! offending order ids per list are held.
 //!
-//! May import: domain::reservations, domain::orders, domain::item, redis_client, model, util.
+//! May import: domain::reservations, domain::orders, domain::item, domain::regions, redis_client, model, util.
 
 pub(crate) mod baseline;
 pub(crate) mod fence;
