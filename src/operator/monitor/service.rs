@@ -578,6 +578,8 @@ impl Pages for RegionsResponder {
         for (region, why) in self.state.unanswered() {
             let index = self.targets.iter().position(|(name, _)| *name == region);
             if index.is_none_or(|index| checked[index].is_none()) {
+                let prefix = format!("region {region}: ");
+                let why = why.strip_prefix(&prefix).unwrap_or(&why);
                 failed.push(format!("region {region}, in the mover's last round: {why}"));
             }
         }
