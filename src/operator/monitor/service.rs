@@ -443,7 +443,10 @@ impl RegionsResponder {
     }
 
     /// Every item's books over every region that answered the check (the
-    /// others read as unreadable, at once).
+    /// others read as unreadable, at once). A region that hangs in the
+    /// milliseconds between its check and this read costs the page the two
+    /// reads of one item (two response timeouts): its connection is dropped
+    /// after the first item whose read failed.
     fn read_books(&mut self, failed: &[Option<String>]) -> Vec<books::ItemBooks> {
         let mut regions: Vec<RegionConn> = self
             .idle
@@ -578,6 +581,8 @@ impl Pages for RegionsResponder {
         for (region, why) in self.state.unanswered() {
             let index = self.targets.iter().position(|(name, _)| *name == region);
             if index.is_none_or(|index| checked[index].is_none()) {
+                let prefix = format!("region {region}: ");
+                let why = why.strip_prefix(&prefix).unwrap_or(&why);
                 failed.push(format!("region {region}, in the mover's last round: {why}"));
             }
         }
