@@ -4,7 +4,8 @@
 //! before its first write; a corrupt value is its own outcome
 //! (`corrupt_state`, exit 17) naming the key, and nothing is written. The
 //! bucket scripts (`lua/bucket_*.lua`) must refuse every wrong type and every
-//! malformed value they read (`must_refuse`); the other scripts either name
+//! malformed value they read (`must_refuse`), and so must the regions' transfer
+//! scripts (`lua/region_*.lua`); the other scripts either name
 //! the problem or fail, but never write half.
 
 use crate::support;
@@ -348,6 +349,14 @@ fn must_refuse(
             }
         };
     }
+    // The regions' scripts read the slot's meta and stock (lib/region_slot,
+    // region_state) before their first write.
+    if script.starts_with("region_") {
+        return match corruption {
+            Corruption::WrongType(wrong) => wrong != kind,
+            Corruption::Value(_) => key.ends_with(":meta") || key.ends_with(":stock"),
+        };
+    }
     if !script.starts_with("bucket_") {
         return false;
     }
@@ -507,6 +516,14 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["grant", "", "u", "1", "2"]),
             owned(&["revoke", "", "u"]),
         ],
+        // A send and a raise to a peer region, a credit from one, a read
+        // (docs/regions.md); the slot is this campaign's plain item.
+        "region_debit" => vec![
+            owned(&["sh", "2", "send", "?node"]),
+            owned(&["sh", "2", "raise", "?node"]),
+        ],
+        "region_credit" => vec![owned(&["bj", "3", "?node"])],
+        "region_state" => vec![owned(&["?node"])],
         _ => vec![vec![]],
     }
 }
