@@ -3483,7 +3483,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__regions__subcmd__move)
-            opts="-c -q -v -h -V --item --from --to --units --wait-timeout --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --from --to --units --wait-timeout --repeat --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3506,6 +3506,10 @@ _seckill() {
                     return 0
                     ;;
                 --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

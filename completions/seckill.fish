@@ -862,6 +862,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen
 complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen_subcommand_from move" -l to -d 'The region that gets them' -r
 complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen_subcommand_from move" -l units -d 'How many (0: only settle what --from sent --to before)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen_subcommand_from move" -l wait-timeout -d 'How long to wait for the source\'s replicas to confirm the debit' -r
+complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen_subcommand_from move" -l repeat -d 'Make the transfer this many times on the same connections and report the debit-to-credit latency\'s p50/p99: hidden, for scripts/bench-regions.sh, whose figures a process start per transfer would otherwise swamp' -r
 complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen_subcommand_from move" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand regions; and __fish_seen_subcommand_from move" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'

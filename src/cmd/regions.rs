@@ -107,6 +107,11 @@ pub(crate) struct MoveArgs {
     /// How long to wait for the source's replicas to confirm the debit.
     #[arg(long, default_value = "1s", value_parser = parse_duration_arg, value_name = "DURATION")]
     pub(crate) wait_timeout: Duration,
+    /// Make the transfer this many times on the same connections and report the
+    /// debit-to-credit latency's p50/p99: hidden, for scripts/bench-regions.sh,
+    /// whose figures a process start per transfer would otherwise swamp.
+    #[arg(long, default_value_t = 1, value_name = "N", hide = true)]
+    pub(crate) repeat: u32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -399,8 +404,22 @@ pub(crate) fn status(ctx: &Context, args: &Items, proof: bool) -> Result<BooksRe
 #[derive(Debug, Serialize)]
 pub(crate) struct MoveReport {
     pub(crate) item: String,
+    /// The last transfer (the first that was not credited, with --repeat).
     #[serde(flatten)]
     pub(crate) transfer: Transfer,
+    /// With --repeat: the credited transfers' debit-to-credit latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) repeated: Option<Repeated>,
+}
+
+/// `regions move --repeat N`: how the transfers went, in one process.
+#[derive(Debug, Serialize)]
+pub(crate) struct Repeated {
+    pub(crate) asked: u32,
+    pub(crate) credited: u64,
+    pub(crate) latency_p50_us: Option<u64>,
+    pub(crate) latency_p99_us: Option<u64>,
+    pub(crate) latency_max_us: Option<u64>,
 }
 
 impl Report for MoveReport {
@@ -437,8 +456,18 @@ impl Report for MoveReport {
                 t.why.as_deref().unwrap_or("a stored value is malformed")
             ),
         };
+        let repeated = self.repeated.as_ref().map_or_else(String::new, |r| {
+            format!(
+                "  repeated: {} of {} credited; latency p50 {} p99 {} max {}\n",
+                r.credited,
+                r.asked,
+                micros(r.latency_p50_us),
+                micros(r.latency_p99_us),
+                micros(r.latency_max_us)
+            )
+        });
         format!(
-            "{said}\n  replicas confirming the debit: {replicas}; debit to credit {} µs\n",
+            "{said}\n  replicas confirming the debit: {replicas}; debit to credit {} µs\n{repeated}",
             t.elapsed_us
         )
     }
@@ -461,6 +490,9 @@ pub(crate) fn move_units(ctx: &Context, args: &MoveArgs) -> Result<MoveReport> {
     if args.units < 0 {
         return Err(usage(format!("--units {} must be 0 or more", args.units)));
     }
+    if args.repeat == 0 {
+        return Err(usage("--repeat 0: make at least one transfer"));
+    }
     if args.from == args.to {
         return Err(usage("--from and --to name the same region"));
     }
@@ -471,11 +503,38 @@ pub(crate) fn move_units(ctx: &Context, args: &MoveArgs) -> Result<MoveReport> {
         campaign.in_region(name)?;
     }
     let [source, destination] = links.pair(&args.from, &args.to)?;
-    let transfer = transfer::transfer(source, destination, &keys, args.units, args.wait_timeout)?;
+    let mut latencies = Vec::new();
+    let mut transfer;
+    loop {
+        transfer = transfer::transfer(source, destination, &keys, args.units, args.wait_timeout)?;
+        if transfer.ending != Ending::Credited {
+            break;
+        }
+        latencies.push(transfer.elapsed_us);
+        if latencies.len() as u64 >= u64::from(args.repeat) {
+            break;
+        }
+    }
+    let repeated = (args.repeat > 1).then(|| {
+        latencies.sort_unstable();
+        Repeated {
+            asked: args.repeat,
+            credited: latencies.len() as u64,
+            latency_p50_us: percentile(&latencies, 0.5),
+            latency_p99_us: percentile(&latencies, 0.99),
+            latency_max_us: latencies.last().copied(),
+        }
+    });
     Ok(MoveReport {
         item: item.id.clone(),
         transfer,
+        repeated,
     })
+}
+
+/// The `q` quantile of sorted `latencies` (nearest rank), none when empty.
+fn percentile(latencies: &[u64], q: f64) -> Option<u64> {
+    (!latencies.is_empty()).then(|| latencies[((latencies.len() - 1) as f64 * q).round() as usize])
 }
 
 /// `seckill regions home`.
@@ -817,12 +876,8 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
         }
     }
     latencies.sort_unstable();
-    let at = |q: f64| {
-        (!latencies.is_empty())
-            .then(|| latencies[((latencies.len() - 1) as f64 * q).round() as usize])
-    };
-    report.latency_p50_us = at(0.5);
-    report.latency_p99_us = at(0.99);
+    report.latency_p50_us = percentile(&latencies, 0.5);
+    report.latency_p99_us = percentile(&latencies, 0.99);
     Ok(report)
 }
 
