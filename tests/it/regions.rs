@@ -642,6 +642,17 @@ fn transfers_refuse_before_writing() {
         corrupt.describe()
     );
     both_unchanged(&before, &both(&sale), "a move from a corrupt slot wrote");
+    // The proof cannot read bj: exit 1, the key and the value said once.
+    let unreadable = seckill(&["reconcile", "--regions"])
+        .campaign(&sale.file)
+        .fails_with(RUNTIME_ERROR);
+    let said = format!("{meta}: out:sh holds \"x\", not an integer");
+    assert_eq!(
+        unreadable.stderr().matches(&said).count(),
+        1,
+        "{}",
+        unreadable.describe()
+    );
     let () = bj.conn().hdel(&meta, "out:sh").unwrap();
 
     // A corrupt destination: the debit is made (the source cannot know),
