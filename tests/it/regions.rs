@@ -392,6 +392,47 @@ fn all_demand_in_one_region_sells_every_unit() {
     );
 }
 
+#[test]
+fn a_mover_started_after_a_region_sold_out_brings_it_the_idle_stock() {
+    let sale = Sale::start(10);
+    sale.preheat();
+    let users = sale.users_at_home("sh", 6);
+    for user in &users[..4] {
+        sale.in_region("sh", &["buy", "--item", ITEM, "--user", user])
+            .succeeds();
+    }
+    // sh is sold out and bj, which sells nothing, holds 6: its shoppers are
+    // told sold_out, and no mover was running to see the sales.
+    sale.in_region("sh", &["buy", "--item", ITEM, "--user", &users[4]])
+        .fails_with(SOLD_OUT);
+    let round = seckill(&["regions", "rebalance"])
+        .campaign(&sale.file)
+        .json()
+        .succeeds()
+        .json();
+    assert_eq!(round["units_moved"], 6, "{round}");
+    sale.in_region("sh", &["buy", "--item", ITEM, "--user", &users[5]])
+        .succeeds();
+    // Once: the regions, idle now, do not pass the rest back and forth.
+    let idle = seckill(&[
+        "regions",
+        "rebalance",
+        "--watch",
+        "--interval",
+        "20ms",
+        "--for",
+        "300ms",
+    ])
+    .campaign(&sale.file)
+    .json()
+    .succeeds()
+    .json();
+    assert_eq!(idle["transfers"], 0, "{idle}");
+    seckill(&["reconcile", "--regions"])
+        .campaign(&sale.file)
+        .succeeds();
+}
+
 /// Every key of one Redis, byte for byte (`DUMP`, type, whether it expires).
 type Keys = BTreeMap<String, (String, Vec<u8>, i64)>;
 
@@ -642,6 +683,17 @@ fn transfers_refuse_before_writing() {
         corrupt.describe()
     );
     both_unchanged(&before, &both(&sale), "a move from a corrupt slot wrote");
+    // The proof cannot read bj: exit 1, the key and the value said once.
+    let unreadable = seckill(&["reconcile", "--regions"])
+        .campaign(&sale.file)
+        .fails_with(RUNTIME_ERROR);
+    let said = format!("{meta}: out:sh holds \"x\", not an integer");
+    assert_eq!(
+        unreadable.stderr().matches(&said).count(),
+        1,
+        "{}",
+        unreadable.describe()
+    );
     let () = bj.conn().hdel(&meta, "out:sh").unwrap();
 
     // A corrupt destination: the debit is made (the source cannot know),

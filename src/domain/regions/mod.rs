@@ -21,8 +21,8 @@ use crate::model::campaign::Campaign;
 use crate::model::keys::ItemKeys;
 use crate::redis_client::conn::Conn;
 use crate::redis_client::node::NODE_PLACEHOLDER;
-use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::region_state::{self, RegionState, SlotLedger};
+use crate::redis_client::scripts::{CorruptState, ScriptCall};
 
 /// One region's connection, named; `None` while it cannot be reached
 /// (`down` says why): the other regions go on without it.
@@ -60,6 +60,13 @@ pub fn read_slot(conn: &mut Conn, keys: &ItemKeys) -> Result<SlotLedger> {
         node: NODE_PLACEHOLDER,
     }
     .invoke(conn)
+    .map_err(|error| match (error.code(), error.detail()) {
+        // The script's own refusal names the key and the value: said once,
+        // not wrapped in the client's rendering of a server error (which
+        // repeats it).
+        (Some("CORRUPT"), Some(detail)) => anyhow::Error::new(CorruptState(detail.to_string())),
+        _ => anyhow::Error::new(error),
+    })
     .with_context(|| format!("cannot read {}", keys.meta))?;
     region_state::parse_reply(reply)
 }

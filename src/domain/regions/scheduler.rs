@@ -11,6 +11,10 @@
 //!   surplus (stock above that peer's own mark) for half of it.
 //! - **Final sweep**: a peer that sold nothing for `idle_after` gives all
 //!   its stock, not half: its demand stopped, the units would be stranded.
+//! - **Sold out before the mover looked**: a region that sold units and
+//!   was at 0 when this mover first read it (started or restarted after a
+//!   regional sell-out) is short once: its shoppers' `sold_out` answers
+//!   write nothing, so no later sale could show their demand.
 //! - A fenced or unreadable region neither gives nor takes.
 //! - At first sight (no rate yet: a one-round `rebalance`), a region that
 //!   sold everything it held counts as selling lately.
@@ -48,6 +52,8 @@ struct Seen {
     stranded_since: Option<Instant>,
     stranded: Duration,
     longest_stranded: Duration,
+    /// This mover has seen it hold units at least once.
+    held: bool,
 }
 
 /// The stranded window of one region.
@@ -122,6 +128,7 @@ impl Scheduler {
                 seen.last_sale = Some(now);
             }
             seen.sold = slot.sold();
+            seen.held |= slot.stock > 0;
             seen.at = Some(now);
             let recently = seen
                 .last_sale
@@ -170,6 +177,12 @@ impl Scheduler {
             stock: i64,
             low: i64,
             recently: bool,
+            /// Sold out before this mover first saw it: its shoppers are
+            /// told sold_out, which writes nothing, so no sale will ever
+            /// show its demand again (a mover started or restarted after
+            /// a regional sell-out). Short once; after a pull it holds
+            /// units, so two idle regions never pass stock back and forth.
+            sold_out_unseen: bool,
         }
         let mut regions: Vec<Region> = books
             .regions
@@ -184,11 +197,15 @@ impl Scheduler {
                     recently: seen
                         .last_sale
                         .is_some_and(|t| now.duration_since(t) <= self.idle_after),
+                    sold_out_unseen: slot.stock == 0 && slot.sold() > 0 && !seen.held,
                 })
             })
             .collect();
         let mut short: Vec<usize> = (0..regions.len())
-            .filter(|&i| regions[i].recently && regions[i].stock <= regions[i].low)
+            .filter(|&i| {
+                (regions[i].recently && regions[i].stock <= regions[i].low)
+                    || regions[i].sold_out_unseen
+            })
             .collect();
         short.sort_by_key(|&i| regions[i].stock - regions[i].low);
         let mut moves = Vec::new();
