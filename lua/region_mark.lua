@@ -16,7 +16,8 @@
 --   unchanged          the mark was already so: nothing written
 --   has_stock          mark "1" but this region holds units: nothing written
 --   not_preheated      no initial_stock or stock: nothing written
--- A malformed stock is the error CORRUPT <key>: <what>, nothing written.
+-- A malformed stock or initial_stock is the error CORRUPT <key>: <what>,
+-- nothing written.
 
 --- @include "lib/guarded"
 --- @include "lib/read"
@@ -35,6 +36,7 @@ return guarded(function()
   if not initial or not stock then
     return {'not_preheated'}
   end
+  int_of(KEYS[1], 'initial_stock', initial)
   local left = int_of(KEYS[2], 'stock', stock)
   if mark == '1' then
     if marked == '1' then

@@ -524,6 +524,7 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         ],
         "region_credit" => vec![owned(&["bj", "3", "?node"])],
         "region_state" => vec![owned(&["?node"])],
+        "region_mark" => vec![owned(&["1"]), owned(&["0"])],
         _ => vec![vec![]],
     }
 }
