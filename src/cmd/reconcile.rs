@@ -12,19 +12,18 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::regions::Links;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
 use crate::domain::reconcile::baseline::KnownLoss;
 use crate::domain::reconcile::transfers::TransferReport;
 use crate::domain::reconcile::{ItemReport, Run, fence, reconcile_item};
-use crate::domain::regions::RegionConn;
 use crate::invocation::context::{Context, Opened, StoreAccess};
 use crate::invocation::help;
 use crate::invocation::notify::Event;
 use crate::invocation::report::Report;
 use crate::model::campaign::Campaign;
 use crate::model::exit_codes;
-use crate::redis_client::conn::RedisTarget;
 use crate::util::output;
 use crate::util::progress::Progress;
 use crate::util::text::counted;
@@ -252,10 +251,10 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
         let fenced = match args.fence {
             true => {
                 let peers = peers.as_mut().map(|links| {
-                    links.reconnect();
+                    links.peers.reconnect();
                     fence::Peers {
                         region: links.region.as_str(),
-                        links: &mut links.regions,
+                        links: &mut links.peers.regions,
                         accept_risk: args.accept_risk,
                     }
                 });
@@ -328,47 +327,16 @@ fn check(ctx: &Context, args: &Args) -> Result<ReconcileReport> {
 /// is tried again for the next item).
 struct PeerLinks {
     region: String,
-    regions: Vec<RegionConn>,
-    targets: Vec<RedisTarget>,
+    peers: Links,
 }
 
 impl PeerLinks {
     fn open(ctx: &Context, region: &str) -> Result<PeerLinks> {
         let everywhere: Campaign = ctx.campaign_everywhere()?;
-        let mut links = PeerLinks {
+        Ok(PeerLinks {
             region: region.to_string(),
-            regions: Vec::new(),
-            targets: Vec::new(),
-        };
-        for peer in everywhere.regions.iter().filter(|r| r.name != region) {
-            let view = everywhere.in_region(&peer.name)?;
-            links.targets.push(RedisTarget::resolve(
-                &ctx.connection_in(&view),
-                Some(&view),
-            )?);
-            links.regions.push(RegionConn {
-                name: peer.name.clone(),
-                conn: None,
-                down: None,
-            });
-        }
-        Ok(links)
-    }
-
-    /// Connect the peers not connected (a failure is kept as why).
-    fn reconnect(&mut self) {
-        for (region, target) in self.regions.iter_mut().zip(&self.targets) {
-            if region.conn.is_some() {
-                continue;
-            }
-            match target.connect() {
-                Ok(conn) => {
-                    region.conn = Some(conn);
-                    region.down = None;
-                }
-                Err(error) => region.down = Some(format!("{error:#}")),
-            }
-        }
+            peers: Links::to(ctx, &everywhere, Some(region))?,
+        })
     }
 }
 

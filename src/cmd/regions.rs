@@ -130,9 +130,10 @@ fn parse_round_arg(text: &str) -> std::result::Result<Duration, String> {
     Ok(interval)
 }
 
-/// Every region's connection, and how to make each again.
-struct Links {
-    regions: Vec<RegionConn>,
+/// Every region's connection (or every peer's of one region), and how to
+/// make each again.
+pub(crate) struct Links {
+    pub(crate) regions: Vec<RegionConn>,
     targets: Vec<RedisTarget>,
 }
 
@@ -147,29 +148,41 @@ fn open_links(ctx: &Context) -> Result<(Campaign, Links)> {
             campaign.id
         )));
     }
-    let mut links = Links {
-        regions: Vec::new(),
-        targets: Vec::new(),
-    };
-    for region in &campaign.regions {
-        let view = campaign.in_region(&region.name)?;
-        links.targets.push(RedisTarget::resolve(
-            &ctx.connection_in(&view),
-            Some(&view),
-        )?);
-        links.regions.push(RegionConn {
-            name: region.name.clone(),
-            conn: None,
-            down: None,
-        });
-    }
+    let mut links = Links::to(ctx, &campaign, None)?;
     links.reconnect();
     Ok((campaign, links))
 }
 
 impl Links {
-    /// Connect the regions not connected.
-    fn reconnect(&mut self) {
+    /// Links (not connected yet) to every region of `campaign` (the file
+    /// as written) but `except`, each on its URL for commands over every
+    /// region ([`Context::connection_in`]).
+    pub(crate) fn to(ctx: &Context, campaign: &Campaign, except: Option<&str>) -> Result<Links> {
+        let mut links = Links {
+            regions: Vec::new(),
+            targets: Vec::new(),
+        };
+        for region in campaign
+            .regions
+            .iter()
+            .filter(|r| Some(r.name.as_str()) != except)
+        {
+            let view = campaign.in_region(&region.name)?;
+            links.targets.push(RedisTarget::resolve(
+                &ctx.connection_in(&view),
+                Some(&view),
+            )?);
+            links.regions.push(RegionConn {
+                name: region.name.clone(),
+                conn: None,
+                down: None,
+            });
+        }
+        Ok(links)
+    }
+
+    /// Connect the regions not connected (a failure is kept as why).
+    pub(crate) fn reconnect(&mut self) {
         for (region, target) in self.regions.iter_mut().zip(&self.targets) {
             if region.conn.is_some() {
                 continue;
