@@ -4,7 +4,7 @@
 -- stale pending transfer and by `reconcile --repair`; the buyer's own credit is
 -- part of bucket_buy.lua. One bucket's keys only; atomic; idempotent.
 --
--- KEYS[1] meta     hash   (only read: preheated? expire_at_ms)
+-- KEYS[1] meta     hash   (only read: preheated? expire_at_ms, the fence)
 -- KEYS[2] stock    string units left in the destination bucket; a credit that brings
 --                         it back from empty publishes `returned` on the shard channel
 --                         of its name (SPUBLISH)
@@ -12,10 +12,13 @@
 -- ARGV[1] transfer_id
 -- ARGV[2] source bucket
 -- ARGV[3] units
+-- ARGV[4] node     the run_id of this process as the client read it (lib/fence_of)
 --
 -- Returns {status, stock_after}:
 --   credited          units added now (stock_after includes them)
 --   already_credited  the id is in xfer_in: nothing written
+--   fenced            the bucket is fenced after a failover (docs/failover.md):
+--                     nothing written, the transfer stays in transit
 --   not_preheated     no meta or stock here: nothing written (the transfer
 --                     stays in transit; reconcile names it)
 --   corrupt_state     a stored value is malformed; stock_after is then
@@ -28,12 +31,17 @@
 --- @include "lib/read"
 --- @include "lib/now_ms"
 --- @include "lib/slot_stock"
+--- @include "lib/fence_of"
 
 return guarded(function()
   local preheated, stock, expire_at = slot_stock()
   local credited = read(KEYS[3], 'HEXISTS', KEYS[3], ARGV[1]) == 1
   if not preheated then
     return {'not_preheated', -1}
+  end
+  local recorded, flag = unpack(read(KEYS[1], 'HMGET', KEYS[1], 'master_run_id', 'fenced'))
+  if fence_of(KEYS[1], recorded, flag, ARGV[4]) then
+    return {'fenced', stock}
   end
   if credited then
     return {'already_credited', stock}

@@ -353,3 +353,53 @@ fn penalize_and_revoke_reach_every_bucket_of_a_bucketed_ticket_room_on_a_cluster
         assert_eq!(buy(user, &kept_tickets[user]), "ok", "{user}");
     }
 }
+
+/// A bucket fenced after a failover (docs/failover.md) takes no credit: a
+/// transfer into it stays in transit (the sweep and `rebalance` leave it
+/// pending, `reconcile --fence` reopens the bucket), and the bucket's keys
+/// stay as they were. Before, `bucket_credit.lua` added the units to a
+/// bucket whose Redis may have lost sales.
+#[test]
+fn a_fenced_bucket_takes_no_credit_and_the_transfer_stays_in_transit() {
+    let server = RedisServer::start();
+    let file = campaign("bc-fenced")
+        .item(ITEM, 10)
+        .buckets(BUCKETS)
+        .write();
+    seckill(&["preheat"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let mut conn = server.conn();
+    let layout = Layout::new(LIVE_PREFIX, "bc-fenced", ITEM, BUCKETS);
+    let dest = layout.bucket(1);
+    let _: () = redis::cmd("HSET")
+        .arg(&dest.keys.meta)
+        .arg("fenced")
+        .arg("1")
+        .query(&mut conn)
+        .unwrap();
+    let before = snapshot(&mut conn);
+    let source = seckill(&["scripts", "show", "bucket_credit"])
+        .succeeds()
+        .stdout();
+    let reply: redis::Value = redis::cmd("EVAL")
+        .arg(&source)
+        .arg(3)
+        .arg(&dest.keys.meta)
+        .arg(&dest.keys.stock)
+        .arg(&dest.xfer_in)
+        .arg("01XFERFENCED")
+        .arg("0")
+        .arg("2")
+        .arg("?node")
+        .query(&mut conn)
+        .unwrap();
+    let (status, _stock): (String, i64) = redis::from_redis_value(reply).unwrap();
+    assert_eq!(status, "fenced");
+    assert_eq!(
+        snapshot(&mut conn),
+        before,
+        "a fenced bucket's keys changed under a credit"
+    );
+}

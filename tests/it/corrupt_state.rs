@@ -461,7 +461,7 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
             owned(&["1", "01XFER", "3", "0", "16", "0", "?node"]),
             owned(&["2", "01XFER", "3", "0", "16", "1", "?node"]),
         ],
-        "bucket_credit" => vec![owned(&["01XFER", "3", "2"])],
+        "bucket_credit" => vec![owned(&["01XFER", "3", "2", "?node"])],
         "item_status" => vec![owned(&["orders-db"])],
         "set_switch" => vec![owned(&["1", "why", "alice", "1", "", "20"])],
         "queue_setup" => ["create", "update"]

@@ -300,7 +300,7 @@ pub(crate) fn settle<C: ConnectionLike>(
     };
     cost.round_trips += 1;
     let credited = scripts::credit(conn, dest, transfer)?;
-    if credited != Credited::NotPreheated {
+    if credited.landed() {
         cost.round_trips += 1;
         scripts::ack(conn, &buckets[transfer.source as usize], &transfer.id)?;
         cost.settled += 1;

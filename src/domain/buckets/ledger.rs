@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use redis::ConnectionLike;
 
 use super::buy::{BuyCost, settle};
-use super::scripts::{self, Credited, Snapshot, Transfer, parse_log_record};
+use super::scripts::{self, Snapshot, Transfer, parse_log_record};
 use crate::model::layout::BucketKeys;
 
 /// Readings repeated at most this often while transfers keep happening.
@@ -109,7 +109,7 @@ pub(crate) fn settle_all<C: ConnectionLike>(
         if reading.credits.contains_key(&t.id) && !pending {
             continue;
         }
-        if settle(conn, buckets, t, &mut cost)? != Credited::NotPreheated {
+        if settle(conn, buckets, t, &mut cost)?.landed() {
             settled += 1;
         }
     }

@@ -102,10 +102,16 @@ fn transfer<C: ConnectionLike>(
         dest: dest.bucket,
         units: taken.taken,
     };
-    if scripts::credit(conn, dest, &transfer)? == Credited::NotPreheated {
+    let credited = scripts::credit(conn, dest, &transfer)?;
+    if !credited.landed() {
         anyhow::bail!(
-            "bucket {} is not preheated: transfer {id} of {} unit(s) stays in transit",
+            "bucket {} is {}: transfer {id} of {} unit(s) stays in transit",
             dest.bucket,
+            if credited == Credited::Fenced {
+                "fenced (`seckill reconcile --fence`)"
+            } else {
+                "not preheated"
+            },
             taken.taken
         );
     }

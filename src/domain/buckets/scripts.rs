@@ -167,6 +167,7 @@ pub fn credit<C: ConnectionLike>(
         transfer_id: transfer.id.clone(),
         source: transfer.source.to_string(),
         units: transfer.units.to_string(),
+        node: crate::redis_client::node::NODE_PLACEHOLDER.to_string(),
     };
     call.invoke(conn)
         .map_err(anyhow::Error::from)

@@ -9,7 +9,7 @@ super::script_call! {
     BucketCredit = "bucket_credit.lua", Sale;
     roles { buyer, operator }
     keys { meta, stock, xfer_in }
-    argv { transfer_id, source, units }
+    argv { transfer_id, source, units, node }
 }
 
 /// How a settling credit went.
@@ -18,6 +18,16 @@ pub enum Credited {
     Now,
     Already,
     NotPreheated,
+    /// The destination bucket is fenced after a failover: nothing written,
+    /// the transfer stays in transit until `reconcile --fence` reopens it.
+    Fenced,
+}
+
+impl Credited {
+    /// The units are in the destination (now or before).
+    pub fn landed(self) -> bool {
+        matches!(self, Credited::Now | Credited::Already)
+    }
 }
 
 /// Parse `{status, stock_after}`; a corrupt bucket is the error [`super::CorruptState`].
@@ -28,6 +38,7 @@ pub(crate) fn parse_reply(reply: Value) -> Result<Credited> {
         "credited" => Ok(Credited::Now),
         "already_credited" => Ok(Credited::Already),
         "not_preheated" => Ok(Credited::NotPreheated),
+        "fenced" => Ok(Credited::Fenced),
         other => bail!("credit script returned unknown status {other:?}"),
     }
 }
