@@ -667,6 +667,57 @@ impl Report for RebalanceReport {
     }
 }
 
+impl RebalanceReport {
+    /// Count and log one transfer of a round; the latency of one that moved
+    /// or credited units.
+    fn record(&mut self, item: &str, planned: &Move, transfer: &Transfer) -> Option<u64> {
+        let worked = transfer.credited_now > 0 || transfer.units > 0;
+        match transfer.ending {
+            Ending::Credited => {
+                if planned.units == 0 {
+                    self.units_settled += transfer.credited_now;
+                } else {
+                    self.units_moved += transfer.units;
+                }
+                if !worked {
+                    return None;
+                }
+                self.transfers += 1;
+                log::line(
+                    "regions",
+                    format!(
+                        "item {item}: {} {} → {}: {} units ({} credited now) in {} µs",
+                        planned.why,
+                        transfer.from,
+                        transfer.to,
+                        transfer.units,
+                        transfer.credited_now,
+                        transfer.elapsed_us
+                    ),
+                );
+                Some(transfer.elapsed_us)
+            }
+            Ending::InTransit | Ending::CorruptState => {
+                if transfer.ending == Ending::InTransit {
+                    self.left_in_transit += 1;
+                    self.units_moved += transfer.units;
+                }
+                log::line(
+                    "regions",
+                    format!(
+                        "item {item}: {} → {}: {}",
+                        transfer.from,
+                        transfer.to,
+                        transfer.why.as_deref().unwrap_or("not credited")
+                    ),
+                );
+                None
+            }
+            Ending::Short | Ending::SourceFenced | Ending::NotPreheated => None,
+        }
+    }
+}
+
 fn micros(us: Option<u64>) -> String {
     us.map_or_else(|| "-".into(), |us| format!("{us} µs"))
 }
@@ -756,61 +807,9 @@ pub(crate) fn rebalance(ctx: &Context, args: &RebalanceArgs) -> Result<Rebalance
                         continue;
                     }
                 };
-                match transfer.ending {
-                    Ending::Credited => {
-                        if transfer.credited_now > 0 || transfer.units > 0 {
-                            report.transfers += 1;
-                            latencies.push(transfer.elapsed_us);
-                            scheduler.note_latency(Duration::from_micros(transfer.elapsed_us));
-                        }
-                        if planned.units == 0 {
-                            report.units_settled += transfer.credited_now;
-                        } else {
-                            report.units_moved += transfer.units;
-                        }
-                        if transfer.credited_now > 0 || transfer.units > 0 {
-                            log::line(
-                                "regions",
-                                format!(
-                                    "item {}: {} {} → {}: {} units ({} credited now) in {} µs",
-                                    item.id,
-                                    planned.why,
-                                    transfer.from,
-                                    transfer.to,
-                                    transfer.units,
-                                    transfer.credited_now,
-                                    transfer.elapsed_us
-                                ),
-                            );
-                        }
-                    }
-                    Ending::InTransit => {
-                        report.left_in_transit += 1;
-                        if planned.units > 0 {
-                            report.units_moved += transfer.units;
-                        }
-                        log::line(
-                            "regions",
-                            format!(
-                                "item {}: {} → {}: {}",
-                                item.id,
-                                transfer.from,
-                                transfer.to,
-                                transfer.why.as_deref().unwrap_or("in transit")
-                            ),
-                        );
-                    }
-                    Ending::CorruptState => log::line(
-                        "regions",
-                        format!(
-                            "item {}: {} → {}: {}",
-                            item.id,
-                            transfer.from,
-                            transfer.to,
-                            transfer.why.as_deref().unwrap_or("corrupt state")
-                        ),
-                    ),
-                    Ending::Short | Ending::SourceFenced | Ending::NotPreheated => {}
+                if let Some(elapsed_us) = report.record(&item.id, planned, &transfer) {
+                    latencies.push(elapsed_us);
+                    scheduler.note_latency(Duration::from_micros(elapsed_us));
                 }
             }
             match keep_sell_out_mark(&keys, &books, &mut links.regions) {
