@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::item::answer::PurchaseAnswer;
-use crate::domain::operation::buy::Buy;
+use crate::domain::operation::buy::{Buy, SeatWish};
 use crate::domain::slot::TicketClaim;
 use crate::domain::slot::{Outcome, new_order_id};
 use crate::domain::waiting_room::ticket::{RoomSecret, Ticket, prequeue_place, prequeue_rank};
@@ -69,6 +69,25 @@ pub(crate) struct Args {
     /// which sells only once the room's cursor passed it.
     #[arg(long, value_name = "TICKET", requires = "room_key_file")]
     pub(crate) ticket: Option<String>,
+
+    /// A seat item: buy these seats, `<section>-<row>-<seat>` (1-based),
+    /// comma-separated, all in one section: all or none (exit 25
+    /// `seat_taken` names any that is held, sold or blocked). --qty
+    /// defaults to their count.
+    #[arg(long, value_name = "SEATS", value_delimiter = ',', conflicts_with_all = ["section", "tier"])]
+    pub(crate) seats: Vec<String>,
+
+    /// A seat item: the best --qty seats side by side in one row of this
+    /// section (front rows first unless the file says `prefer: back`).
+    /// Without --seats, --section or --tier: any section, in file order.
+    #[arg(long, value_name = "ID")]
+    pub(crate) section: Option<String>,
+
+    /// A seat item: the best --qty seats side by side in one row, in the
+    /// sections of this tier in file order (exit 26 `no_block` names the
+    /// closest block when none fits).
+    #[arg(long, value_name = "TIER")]
+    pub(crate) tier: Option<String>,
 
     /// A file holding the campaign's ticket-room secret (as `serve --room-key-file`).
     #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
@@ -167,13 +186,18 @@ impl Report for BuyReport {
         if let Some(waiting) = &self.answer.waiting {
             rows.push(("queue", waiting.describe()));
         }
+        if let Some(seats) = &self.answer.seats {
+            rows.push(("seats", seats.join(", ")));
+        }
         output::fields(&rows)
             + &self
                 .answer
                 .problem
                 .as_ref()
                 .map(|p| match self.answer.outcome {
-                    Outcome::Fenced => format!("nothing written: {p}\n"),
+                    Outcome::Fenced | Outcome::SeatTaken | Outcome::NoBlock => {
+                        format!("nothing written: {p}\n")
+                    }
                     _ => format!("corrupt state, nothing written: {p}\n"),
                 })
                 .unwrap_or_default()
@@ -220,10 +244,15 @@ fn checked<'a>(
     let buy = Buy {
         item: &args.item,
         user: &args.user,
-        qty: args.qty,
+        qty: SeatWish::qty_of(args.qty, &args.seats),
         request_id,
         wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
         ticket,
+        seats: SeatWish {
+            named: &args.seats,
+            section: args.section.as_deref(),
+            tier: args.tier.as_deref(),
+        },
     };
     buy.check(campaign)
         .map_err(|failure| failure::say(failure, "the attempt"))?;

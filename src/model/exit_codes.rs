@@ -70,6 +70,12 @@ pub const WRONG_REGION: i32 = 22;
 /// not confirm the debit in time, or the destination is fenced or down):
 /// the units are in transit; `regions rebalance` settles them.
 pub const IN_TRANSIT: i32 = 23;
+/// `buy --seats`: a named seat is held, sold or blocked (each is named);
+/// nothing was written (docs/seats.md).
+pub const SEAT_TAKEN: i32 = 25;
+/// `buy --best N`: no N free seats side by side in one row of the sections
+/// asked for; the closest block is named; nothing was written (docs/seats.md).
+pub const NO_BLOCK: i32 = 26;
 /// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
 pub const ALREADY_PAID: i32 = 30;
 /// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
@@ -219,6 +225,16 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "buy: the item is fenced after a failover or restart; run reconcile --fence",
     ),
     (
+        SEAT_TAKEN,
+        "seat_taken",
+        "buy: a named seat is held, sold or blocked (named); nothing written",
+    ),
+    (
+        NO_BLOCK,
+        "no_block",
+        "buy: no block of N free seats in one row; the closest is named",
+    ),
+    (
         ALREADY_PAID,
         "already_paid",
         "pay/cancel: the order is paid (nothing changed)",
@@ -337,6 +353,8 @@ pub const OUTCOMES: &[(&str, i32)] = &[
     ("request_id_reused", REQUEST_ID_REUSED),
     ("unreplicated", UNREPLICATED),
     ("fenced", FENCED),
+    ("seat_taken", SEAT_TAKEN),
+    ("no_block", NO_BLOCK),
     ("paid", SUCCESS),
     ("already_paid", ALREADY_PAID),
     ("cancelled", SUCCESS),

@@ -2,6 +2,7 @@
 //! [`fields`]: places and value syntax), the Redis
 //! [`keys`] of an item and the [`layout`] of a bucketed one, an item's [`waiting_room`], the
 //! [`regions`] of a sale over several Redis deployments, the
+//! [`seats`] of a seat item, the
 //! [`exit_codes`] and the [`error`] kinds that decide them.
 //!
 //! May import: util.
@@ -14,4 +15,5 @@ pub mod keys;
 pub mod layout;
 pub mod regions;
 pub mod role;
+pub mod seats;
 pub mod waiting_room;

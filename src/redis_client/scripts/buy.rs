@@ -50,11 +50,17 @@ pub enum Outcome {
     /// failover, a restart, a restore): nothing is sold until `seckill
     /// reconcile --fence` (docs/failover.md, "The fence"); nothing was written.
     Fenced,
+    /// A seat item: a named seat is not free (held, sold or blocked); the
+    /// seats and why are in [`BuyReply::problem`]; nothing was written.
+    SeatTaken,
+    /// A seat item: no block of that many free seats side by side in one
+    /// row; the closest is in [`BuyReply::problem`]; nothing was written.
+    NoBlock,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 18] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -71,6 +77,8 @@ impl Outcome {
         Outcome::NotAdmitted,
         Outcome::AdmissionExpired,
         Outcome::Fenced,
+        Outcome::SeatTaken,
+        Outcome::NoBlock,
     ];
 
     /// The name used by the script and in JSON.
@@ -92,6 +100,8 @@ impl Outcome {
             Outcome::NotAdmitted => "not_admitted",
             Outcome::AdmissionExpired => "admission_expired",
             Outcome::Fenced => "fenced",
+            Outcome::SeatTaken => "seat_taken",
+            Outcome::NoBlock => "no_block",
         }
     }
 
@@ -123,6 +133,8 @@ pub struct BuyReply {
     /// `not_admitted` / `admission_expired`: where the user stands in the
     /// waiting room (docs/waiting-room.md).
     pub waiting: Option<Waiting>,
+    /// A seat item's `ok`: its seats, `A-12-7` (docs/seats.md).
+    pub seats: Option<Vec<String>>,
 }
 
 /// Where a refused shopper stands in the waiting room.
@@ -237,6 +249,8 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         // "<recorded run_id> <seen run_id>": which process preheat loaded
         // the stock on, and which one answered.
         Outcome::Fenced => (String::new(), Some(fence_problem(&order_id)), None),
+        // The seats refused and why, or the closest block.
+        Outcome::SeatTaken | Outcome::NoBlock => (String::new(), Some(order_id), None),
         Outcome::NotAdmitted | Outcome::AdmissionExpired => {
             let waiting = waiting_of(outcome, &order_id)?;
             (String::new(), None, Some(waiting))
@@ -250,7 +264,30 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         problem,
         reservation: (!state.is_empty()).then_some(Reservation { deadline_ms, state }),
         waiting,
+        seats: None,
     })
+}
+
+/// Parse `lua/seat_buy.lua`'s reply: [`parse_reply`]'s five fields and the seats.
+pub(crate) fn parse_seat_reply(reply: Value) -> Result<BuyReply> {
+    let Value::Array(mut fields) = reply else {
+        bail!("seat buy script answered {reply:?}");
+    };
+    if fields.len() != 6 {
+        bail!("seat buy script answered {} fields, not 6", fields.len());
+    }
+    let seats: String = redis::from_redis_value(fields.pop().expect("six fields"))?;
+    let mut parsed = parse_reply(Value::Array(fields))?;
+    if parsed.outcome == Outcome::Ok {
+        parsed.seats = Some(
+            seats
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        );
+    }
+    Ok(parsed)
 }
 
 /// A `fenced` reply's detail, said for the operator.

@@ -62,6 +62,8 @@ pub mod region_state;
 pub mod release;
 pub mod room_revoke;
 pub mod room_tick;
+pub mod seat_buy;
+pub mod seat_load;
 pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
@@ -128,7 +130,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 38] = [
+pub static ALL: [&Spec; 40] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -167,6 +169,8 @@ pub static ALL: [&Spec; 38] = [
     &region_credit::SPEC,
     &region_state::SPEC,
     &region_mark::SPEC,
+    &seat_buy::SPEC,
+    &seat_load::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -898,7 +902,9 @@ mod tests {
                 "region_debit",
                 "region_credit",
                 "region_state",
-                "region_mark"
+                "region_mark",
+                "seat_buy",
+                "seat_load"
             ]
         );
     }
