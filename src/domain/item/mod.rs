@@ -390,6 +390,12 @@ impl<'a> SaleItem<'a> {
         mode: PreheatMode,
         dry_run: bool,
     ) -> Result<ItemPreheat> {
+        if self.has_seats() && stock != self.item.stock {
+            anyhow::bail!(
+                "item {} has seats: its stock is its free seats, not {stock}",
+                self.item.id
+            );
+        }
         let item = Item {
             stock,
             ..self.item.clone()
