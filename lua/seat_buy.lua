@@ -33,7 +33,8 @@
 --                       indexes, "<index>,<index>,…" (0-based, row-major), qty of them
 --
 -- Returns {outcome, order_id, stock_left, deadline_ms, reservation_state, seats}:
---   outcome    buy.lua's outcomes (no waiting room here), and
+--   outcome    buy.lua's outcomes (no waiting room here; sold_out only when the
+--              section has no free seat at all), and
 --              seat_taken  a named seat is not free: order_id names each one and
 --                          why ("A-1-2 sold, A-1-3 held"); nothing written
 --              no_block    no qty free seats side by side in one row: order_id
@@ -48,7 +49,7 @@
 
 --- @include "lib/sold_out_early"
 
-local early, stock_seen = sold_out_early(false)
+local early, stock_seen = sold_out_early(false, 1)
 if early then
   return {'sold_out', '', early, 0, '', ''}
 end

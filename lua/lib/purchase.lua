@@ -192,7 +192,9 @@ local function purchase(bucket, stock_seen, room_gate, node, seats)
   local outcome
   if bought + qty > limit then
     outcome = 'duplicate'
-  elseif stock < qty then
+  elseif stock < qty and not (pick and stock > 0) then
+    -- A seat item's section with some free seats, fewer than asked, is
+    -- the pick's no_block or seat_taken (it names what is free), not sold out.
     outcome = 'sold_out'
   elseif pick and pick.refused then
     outcome = pick.refused
