@@ -70,6 +70,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TICKET", requires = "room_key_file")]
     pub(crate) ticket: Option<String>,
 
+    /// The shop's hash of the shopper's identity document, for an item with
+    /// a per_identity_limit (docs/limits.md): the limit counts every account
+    /// presenting it. Redis keeps only a SHA-256 of it with the campaign id.
+    /// An account bound by `register --identity` need not give it; giving
+    /// another one is refused (identity_mismatch, exit 26).
+    #[arg(long, value_name = "HASH")]
+    pub(crate) identity: Option<String>,
+
     /// A file holding the campaign's ticket-room secret (as `serve --room-key-file`).
     #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
     pub(crate) room_key_file: Option<std::path::PathBuf>,
@@ -174,6 +182,10 @@ impl Report for BuyReport {
                 .as_ref()
                 .map(|p| match self.answer.outcome {
                     Outcome::Fenced => format!("nothing written: {p}\n"),
+                    Outcome::LimitReached
+                    | Outcome::IdentityRequired
+                    | Outcome::IdentityMismatch
+                    | Outcome::RequestIdReused => format!("nothing bought: {p}\n"),
                     _ => format!("corrupt state, nothing written: {p}\n"),
                 })
                 .unwrap_or_default()
@@ -224,6 +236,7 @@ fn checked<'a>(
         request_id,
         wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
         ticket,
+        identity: args.identity.as_deref(),
     };
     buy.check(campaign)
         .map_err(|failure| failure::say(failure, "the attempt"))?;

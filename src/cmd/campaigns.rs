@@ -434,6 +434,7 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
             buckets,
             waiting_room: None,
             region_stock: Vec::new(),
+            per_identity_limit: None,
         });
     }
     Ok(Campaign {
@@ -453,5 +454,6 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
         regions: Vec::new(),
         region: None,
         region_cluster: false,
+        limit_groups: Vec::new(),
     })
 }

@@ -29,6 +29,9 @@ pub(crate) struct BuyBody {
     pub(crate) qty: u32,
     /// Required: a client's retry must be safe.
     pub(crate) request_id: String,
+    /// The shop's hash of the shopper's identity document (docs/limits.md).
+    #[serde(default)]
+    pub(crate) identity: Option<String>,
 }
 
 fn one() -> u32 {
@@ -83,7 +86,11 @@ pub(crate) struct BuyAnswer {
 pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
     match outcome {
         Outcome::Ok | Outcome::Unreplicated => StatusCode::OK,
-        Outcome::Duplicate | Outcome::RequestIdReused => StatusCode::CONFLICT,
+        Outcome::Duplicate | Outcome::RequestIdReused | Outcome::LimitReached => {
+            StatusCode::CONFLICT
+        }
+        Outcome::IdentityRequired => StatusCode::PRECONDITION_REQUIRED,
+        Outcome::IdentityMismatch => StatusCode::FORBIDDEN,
         Outcome::SoldOut | Outcome::Ended => StatusCode::GONE,
         Outcome::NotStarted => StatusCode::TOO_EARLY,
         Outcome::RateLimited => StatusCode::TOO_MANY_REQUESTS,

@@ -33,6 +33,7 @@ pub(crate) async fn buy(
         request_id: &body.request_id,
         wait: app.settings.wait_replicas,
         ticket: None,
+        identity: body.identity.as_deref(),
     };
     buy.check(&app.campaign)?;
     if let Some(outcome) = app.cache.refusal(&item, &body.user) {
@@ -100,6 +101,7 @@ async fn blocking_buy(
             request_id: &body.request_id,
             wait: app.settings.wait_replicas,
             ticket,
+            identity: body.identity.as_deref(),
         };
         buy.run(&app.campaign, conn, &app.target.display)
     })

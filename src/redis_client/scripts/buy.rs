@@ -50,11 +50,21 @@ pub enum Outcome {
     /// failover, a restart, a restore): nothing is sold until `seckill
     /// reconcile --fence` (docs/failover.md, "The fence"); nothing was written.
     Fenced,
+    /// A limit above the item (a limit group's `per_user_limit`, the item's
+    /// `per_identity_limit`) would be passed: nothing was bought
+    /// (docs/limits.md); the problem says which limit and what is held.
+    LimitReached,
+    /// The item has a `per_identity_limit` and the buy carries no identity
+    /// (none given, none bound by `seckill register --identity`): nothing sent to the item.
+    IdentityRequired,
+    /// The account is bound to an identity and the buy presents another one:
+    /// nothing sent to the item.
+    IdentityMismatch,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 16] = [
+    pub const ALL: [Outcome; 19] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -71,6 +81,9 @@ impl Outcome {
         Outcome::NotAdmitted,
         Outcome::AdmissionExpired,
         Outcome::Fenced,
+        Outcome::LimitReached,
+        Outcome::IdentityRequired,
+        Outcome::IdentityMismatch,
     ];
 
     /// The name used by the script and in JSON.
@@ -92,6 +105,9 @@ impl Outcome {
             Outcome::NotAdmitted => "not_admitted",
             Outcome::AdmissionExpired => "admission_expired",
             Outcome::Fenced => "fenced",
+            Outcome::LimitReached => "limit_reached",
+            Outcome::IdentityRequired => "identity_required",
+            Outcome::IdentityMismatch => "identity_mismatch",
         }
     }
 

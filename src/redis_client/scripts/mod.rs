@@ -42,6 +42,8 @@ pub mod item_state;
 pub mod item_status;
 #[cfg(test)]
 mod library;
+pub mod limit_claim;
+pub mod limit_release;
 pub mod lock_release;
 pub mod order_lookup;
 pub mod pay;
@@ -128,7 +130,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 38] = [
+pub static ALL: [&Spec; 40] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -167,6 +169,8 @@ pub static ALL: [&Spec; 38] = [
     &region_credit::SPEC,
     &region_state::SPEC,
     &region_mark::SPEC,
+    &limit_claim::SPEC,
+    &limit_release::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -898,7 +902,9 @@ mod tests {
                 "region_debit",
                 "region_credit",
                 "region_state",
-                "region_mark"
+                "region_mark",
+                "limit_claim",
+                "limit_release"
             ]
         );
     }
