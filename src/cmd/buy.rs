@@ -185,7 +185,9 @@ impl Report for BuyReport {
                     Outcome::LimitReached
                     | Outcome::IdentityRequired
                     | Outcome::IdentityMismatch
-                    | Outcome::RequestIdReused => format!("nothing bought: {p}\n"),
+                    | Outcome::RequestIdReused => {
+                        output::hanging(&format!("nothing bought: {p}"), 16)
+                    }
                     _ => format!("corrupt state, nothing written: {p}\n"),
                 })
                 .unwrap_or_default()
