@@ -477,7 +477,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --ticket --seats --section --tier --room-key-file --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --ticket --seats --section --tier --identity --room-key-file --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -520,6 +520,10 @@ _seckill() {
                     return 0
                     ;;
                 --tier)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --identity)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1858,7 +1862,7 @@ _seckill() {
             fi
             case "${prev}" in
                 --variant)
-                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all queue" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all queue limit-group" -- "${cur}"))
                     return 0
                     ;;
                 --item)
@@ -3733,7 +3737,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__register)
-            opts="-c -q -v -h -V --user --device --ip --item --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --user --device --identity --ip --item --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3744,6 +3748,10 @@ _seckill() {
                     return 0
                     ;;
                 --device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --identity)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

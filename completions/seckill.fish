@@ -126,9 +126,10 @@ complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-replicas -d
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l wait-timeout -d 'Longest WAIT for --wait-replicas (the buy\'s reply waits this long at most; must be shorter than --response-timeout)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l request-id -d 'Idempotency key: a retry with the same id returns the first `ok` and buys nothing more. Default: a fresh ULID, printed so you can retry with it' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l ticket -d 'The shopper\'s ticket, for an item with a ticket waiting room (`serve` hands it out on a join, `seckill queue join` prints one): verified with --room-key-file, then its arrival time goes to the buy script, which sells only once the room\'s cursor passed it' -r
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l seats -d 'A seat item: buy these seats, `<section>-<row>-<seat>` (1-based), comma-separated, all in one section: all or none (exit 25 `seat_taken` names any that is held, sold or blocked). --qty defaults to their count' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l seats -d 'A seat item: buy these seats, `<section>-<row>-<seat>` (1-based), comma-separated, all in one section: all or none (exit 27 `seat_taken` names any that is held, sold or blocked). --qty defaults to their count' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l section -d 'A seat item: the best --qty seats side by side in one row of this section (front rows first unless the file says `prefer: back`). Without --seats, --section or --tier: any section, in file order' -r
-complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tier -d 'A seat item: the best --qty seats side by side in one row, in the sections of this tier in file order (exit 26 `no_block` names the closest block when none fits)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l tier -d 'A seat item: the best --qty seats side by side in one row, in the sections of this tier in file order (exit 28 `no_block` names the closest block when none fits)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand buy" -l identity -d 'The shop\'s hash of the shopper\'s identity document, for an item with a per_identity_limit (docs/limits.md): the limit counts every account presenting it. Redis keeps only a SHA-256 of it with the campaign id. An account bound by `register --identity` need not give it; giving another one is refused (identity_mismatch, exit 26)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l room-key-file -d 'A file holding the campaign\'s ticket-room secret (as `serve --room-key-file`)' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand buy" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
@@ -744,7 +745,8 @@ complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_s
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "revoke-key" -d 'A ticket room: revoke a signing key by its id (each serve instance signs with its own, logged at its start): every ticket it signed is refused from then on'
 complete -c seckill -n "__fish_seckill_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l user -d 'The user to register (repeat the flag to register several on the same device, e.g. a household\'s or a batch the shop imports)' -r
-complete -c seckill -n "__fish_seckill_using_subcommand register" -l device -d 'The device the user registers from (an id the shop\'s app knows it by; no spaces)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand register" -l device -d 'The device the user registers from (an id the shop\'s app knows it by; no spaces). Required unless only --identity is bound' -r
+complete -c seckill -n "__fish_seckill_using_subcommand register" -l identity -d 'Bind the user to this identity (the shop\'s hash of an ID document): its buys then count under the item\'s per_identity_limit without presenting it, and a buy presenting another identity is refused. The first binding stands (another one: identity_mismatch, exit 26). Redis keeps only a SHA-256 of it with the campaign id' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l ip -d 'The caller\'s IP address (IPv4 or IPv6); counted under its /24 or /64. Required when a room caps accounts per IP (per_ip)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -l item -d 'Only this item (default: every item whose waiting room takes registrations)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand register" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
@@ -942,7 +944,8 @@ v4\t'DECR, INCR back when the result is negative'
 full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'
 all\t'Every variant in turn, one comparison table'
-queue\t'The item\'s waiting room: arrivals at --rate, admissions, buys; fairness and waits'"
+queue\t'The item\'s waiting room: arrivals at --rate, admissions, buys; fairness and waits'
+limit-group\t'A limit group of 6 SKUs (--stock each, limit 1): --users users buy every SKU at once; users over the limit must be 0'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l item -d 'Item whose settings to use (default: the campaign\'s first item)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connections -d 'Connections to Redis, over all worker threads (redis-benchmark\'s -c); with --buckets, the bucket run\'s threads, one connection each' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads. On a plain-TCP standalone Redis each runs an event loop over its share of the connections [default: half the cores, at least 1, leaving the rest to a Redis on the same machine]; on TLS and Cluster targets each connection has its own thread and this is ignored' -r

@@ -71,7 +71,7 @@ pub(crate) struct Args {
     pub(crate) ticket: Option<String>,
 
     /// A seat item: buy these seats, `<section>-<row>-<seat>` (1-based),
-    /// comma-separated, all in one section: all or none (exit 25
+    /// comma-separated, all in one section: all or none (exit 27
     /// `seat_taken` names any that is held, sold or blocked). --qty
     /// defaults to their count.
     #[arg(long, value_name = "SEATS", value_delimiter = ',', conflicts_with_all = ["section", "tier"])]
@@ -84,10 +84,17 @@ pub(crate) struct Args {
     pub(crate) section: Option<String>,
 
     /// A seat item: the best --qty seats side by side in one row, in the
-    /// sections of this tier in file order (exit 26 `no_block` names the
+    /// sections of this tier in file order (exit 28 `no_block` names the
     /// closest block when none fits).
     #[arg(long, value_name = "TIER")]
     pub(crate) tier: Option<String>,
+    /// The shop's hash of the shopper's identity document, for an item with
+    /// a per_identity_limit (docs/limits.md): the limit counts every account
+    /// presenting it. Redis keeps only a SHA-256 of it with the campaign id.
+    /// An account bound by `register --identity` need not give it; giving
+    /// another one is refused (identity_mismatch, exit 26).
+    #[arg(long, value_name = "HASH")]
+    pub(crate) identity: Option<String>,
 
     /// A file holding the campaign's ticket-room secret (as `serve --room-key-file`).
     #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
@@ -198,6 +205,12 @@ impl Report for BuyReport {
                     Outcome::Fenced | Outcome::SeatTaken | Outcome::NoBlock => {
                         format!("nothing written: {p}\n")
                     }
+                    Outcome::LimitReached
+                    | Outcome::IdentityRequired
+                    | Outcome::IdentityMismatch
+                    | Outcome::RequestIdReused => {
+                        output::hanging(&format!("nothing bought: {p}"), 16)
+                    }
                     _ => format!("corrupt state, nothing written: {p}\n"),
                 })
                 .unwrap_or_default()
@@ -253,6 +266,7 @@ fn checked<'a>(
             section: args.section.as_deref(),
             tier: args.tier.as_deref(),
         },
+        identity: args.identity.as_deref(),
     };
     buy.check(campaign)
         .map_err(|failure| failure::say(failure, "the attempt"))?;

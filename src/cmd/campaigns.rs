@@ -435,6 +435,7 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
             waiting_room: None,
             region_stock: Vec::new(),
             seating: None,
+            per_identity_limit: None,
         });
     }
     Ok(Campaign {
@@ -454,5 +455,6 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
         regions: Vec::new(),
         region: None,
         region_cluster: false,
+        limit_groups: Vec::new(),
     })
 }

@@ -22,6 +22,7 @@ use crate::model::campaign::{Campaign, MAX_STOCK};
 use crate::model::error::usage;
 use crate::model::exit_codes;
 use crate::operator::loadtest::buckets::{BucketReport, BucketRun};
+use crate::operator::loadtest::limit_group::{self, GroupReport, GroupRun};
 use crate::operator::loadtest::namespace::LoadtestKeys;
 use crate::operator::loadtest::queue::{QueueReport, QueueRun};
 use crate::operator::loadtest::report::{Thresholds, VariantReport};
@@ -206,6 +207,8 @@ pub(crate) enum VariantChoice {
     All,
     /// `--variant queue`: the waiting room, a scenario of its own.
     Queue,
+    /// `--variant limit-group`: a limit group's SKUs hammered at once (docs/limits.md).
+    LimitGroup,
 }
 
 impl Args {
@@ -215,7 +218,9 @@ impl Args {
         for choice in &self.variant {
             let more = match choice {
                 VariantChoice::One(variant) => vec![*variant],
-                VariantChoice::All | VariantChoice::Queue => Variant::ALL.to_vec(),
+                VariantChoice::All | VariantChoice::Queue | VariantChoice::LimitGroup => {
+                    Variant::ALL.to_vec()
+                }
             };
             for variant in more {
                 if !chosen.contains(&variant) {
@@ -236,11 +241,22 @@ impl Args {
         }
         Ok(queue)
     }
+
+    /// `--variant limit-group` (alone: a scenario of its own).
+    pub(crate) fn limit_group(&self) -> Result<bool> {
+        let chosen = self.variant.contains(&VariantChoice::LimitGroup);
+        if chosen && self.variant.len() > 1 {
+            return Err(usage(
+                "--variant limit-group runs alone (a limit group's SKUs are a scenario of their own)",
+            ));
+        }
+        Ok(chosen)
+    }
 }
 
 impl clap::ValueEnum for VariantChoice {
     fn value_variants<'a>() -> &'a [Self] {
-        const CHOICES: [VariantChoice; 8] = [
+        const CHOICES: [VariantChoice; 9] = [
             VariantChoice::One(Variant::V1),
             VariantChoice::One(Variant::V2),
             VariantChoice::One(Variant::V3),
@@ -249,6 +265,7 @@ impl clap::ValueEnum for VariantChoice {
             VariantChoice::One(Variant::Lock),
             VariantChoice::All,
             VariantChoice::Queue,
+            VariantChoice::LimitGroup,
         ];
         &CHOICES
     }
@@ -261,6 +278,9 @@ impl clap::ValueEnum for VariantChoice {
             }
             VariantChoice::Queue => Some(PossibleValue::new("queue").help(
                 "The item's waiting room: arrivals at --rate, admissions, buys; fairness and waits",
+            )),
+            VariantChoice::LimitGroup => Some(PossibleValue::new("limit-group").help(
+                "A limit group of 6 SKUs (--stock each, limit 1): --users users buy every SKU at once; users over the limit must be 0",
             )),
         }
     }
@@ -745,6 +765,90 @@ pub(crate) fn run_queue(ctx: &Context, args: &Args) -> Result<QueueLoadReport> {
     Ok(QueueLoadReport {
         run: report,
         heading,
+    })
+}
+
+/// `seckill loadtest --variant limit-group`'s report: the run and its proof.
+#[derive(serde::Serialize)]
+pub(crate) struct LimitGroupReport {
+    #[serde(flatten)]
+    pub(crate) run: GroupReport,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for LimitGroupReport {
+    /// 0 when the limit held exactly, else 4 (a threshold: users over the limit must be 0).
+    fn exit_code(&self) -> i32 {
+        match self.run.verdict == "exact" {
+            true => exit_codes::SUCCESS,
+            false => exit_codes::THRESHOLD_FAILED,
+        }
+    }
+
+    fn render(&self) -> String {
+        let r = &self.run;
+        let rows = [
+            (
+                "group",
+                format!(
+                    "{} SKUs × {} units, per_user_limit {}",
+                    r.skus, r.stock_per_sku, r.per_user_limit
+                ),
+            ),
+            (
+                "attempts",
+                format!(
+                    "{} ({} users × {} SKUs) in {:.2} s, {:.0}/s",
+                    r.attempts, r.users, r.skus, r.elapsed_s, r.attempts_per_s
+                ),
+            ),
+            (
+                "outcomes",
+                format!(
+                    "ok {} · limit_reached {} · sold_out {} · other {}",
+                    r.ok, r.limit_reached, r.sold_out, r.other
+                ),
+            ),
+            (
+                "sold",
+                format!(
+                    "{} units to {} distinct buyers",
+                    r.units_sold, r.distinct_buyers
+                ),
+            ),
+            ("users over the limit", r.users_over_limit.to_string()),
+            ("group counts off", r.counts_off.to_string()),
+            ("verdict", r.verdict.clone()),
+        ];
+        format!("{}{}", wrapped(&self.heading), table::record(&rows))
+    }
+
+    fn failure(&self) -> Option<String> {
+        (self.run.verdict != "exact")
+            .then(|| format!("threshold failed: limit-group: {}", self.run.verdict))
+    }
+}
+
+/// `--variant limit-group`: a limit group's SKUs hammered at once, in the
+/// load test's namespace, and the proof that nobody passed the limit.
+pub(crate) fn run_limit_group(ctx: &Context, args: &Args) -> Result<LimitGroupReport> {
+    let campaign = ctx.campaign()?;
+    let target = ctx.redis(&campaign)?;
+    let run = GroupRun {
+        skus: 6,
+        users: args.users.unwrap_or(1_000),
+        threads: args.threads.unwrap_or(16),
+        stock: args.stock,
+    };
+    let report = limit_group::run(&target, &campaign, &run, args.keep)?;
+    Ok(LimitGroupReport {
+        heading: format!(
+            "limit-group load test on {} (namespace seckill-loadtest:{{{}:lg-N}}): {} users buy \
+             each of {} SKUs at once, {} threads\n",
+            target.display, campaign.id, run.users, run.skus, run.threads
+        ),
+        run: report,
     })
 }
 

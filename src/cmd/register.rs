@@ -3,13 +3,16 @@
 //! (and the IP it came from), before `registration.until` on the Redis
 //! clock, at most `per_device` accounts per device and `per_ip` per IP
 //! prefix. The shop's back end calls it with what it knows of the caller.
+//! With `--identity`, it binds each account to an identity document
+//! (实名制, docs/limits.md): the account's buys count under that identity's
+//! `per_identity_limit`; `--device` is then needed only for a room.
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::operation::check_id;
-use crate::domain::operation::register::Register;
+use crate::domain::operation::register::{BindIdentity, Bound, Register};
 use crate::domain::waiting_room::registration::{RegisterOutcome, check_device, ip_prefix};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::failure;
@@ -28,9 +31,17 @@ pub(crate) struct Args {
     pub(crate) users: Vec<String>,
 
     /// The device the user registers from (an id the shop's app knows it by;
-    /// no spaces).
-    #[arg(long, value_name = "DEVICE")]
-    pub(crate) device: String,
+    /// no spaces). Required unless only --identity is bound.
+    #[arg(long, value_name = "DEVICE", required_unless_present = "identity")]
+    pub(crate) device: Option<String>,
+
+    /// Bind the user to this identity (the shop's hash of an ID document):
+    /// its buys then count under the item's per_identity_limit without
+    /// presenting it, and a buy presenting another identity is refused.
+    /// The first binding stands (another one: identity_mismatch, exit 26).
+    /// Redis keeps only a SHA-256 of it with the campaign id.
+    #[arg(long, value_name = "HASH")]
+    pub(crate) identity: Option<String>,
 
     /// The caller's IP address (IPv4 or IPv6); counted under its /24 or /64.
     /// Required when a room caps accounts per IP (per_ip).
@@ -56,10 +67,22 @@ pub(crate) struct RegisterRow {
     pub(crate) ip_accounts: i64,
 }
 
+/// One user's identity binding.
+#[derive(Debug, Serialize)]
+pub(crate) struct BindRow {
+    pub(crate) user: String,
+    /// `bound` (now, or to this identity before) or `identity_mismatch`.
+    pub(crate) outcome: Bound,
+}
+
 /// `seckill register`'s report.
 #[derive(Debug, Serialize)]
 pub(crate) struct RegisterReport {
-    pub(crate) device: String,
+    /// The device (null when only an identity was bound).
+    pub(crate) device: Option<String>,
+    /// `--identity`: each user's binding (empty without it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) identities: Vec<BindRow>,
     /// The prefix the IP counts under (null without --ip).
     pub(crate) ip_prefix: Option<String>,
     pub(crate) registrations: Vec<RegisterRow>,
@@ -68,14 +91,32 @@ pub(crate) struct RegisterReport {
 impl Report for RegisterReport {
     /// The first refused registration's outcome, else 0.
     fn exit_code(&self) -> i32 {
-        self.registrations
+        self.identities
             .iter()
             .map(|row| row.outcome.exit_code())
+            .chain(self.registrations.iter().map(|row| row.outcome.exit_code()))
             .find(|code| *code != exit_codes::SUCCESS)
             .unwrap_or(exit_codes::SUCCESS)
     }
 
     fn render(&self) -> String {
+        let identities = match self.identities.is_empty() {
+            true => String::new(),
+            false => format!(
+                "identity binding\n{}",
+                output::grid(
+                    &["user", "outcome"],
+                    self.identities
+                        .iter()
+                        .map(|row| vec![row.user.clone(), row.outcome.as_str().to_string()])
+                        .collect(),
+                    &[],
+                )
+            ),
+        };
+        let Some(device) = &self.device else {
+            return identities;
+        };
         let rows = self
             .registrations
             .iter()
@@ -90,26 +131,27 @@ impl Report for RegisterReport {
                 ]
             })
             .collect();
-        format!(
-            "registration on device {}{}\n{}",
-            self.device,
-            self.ip_prefix
-                .as_ref()
-                .map(|p| format!(" from {p}"))
-                .unwrap_or_default(),
-            output::grid(
-                &[
-                    "user",
-                    "item",
-                    "outcome",
-                    "registered at",
-                    "accounts\non device",
-                    "accounts\nfrom IP",
-                ],
-                rows,
-                &[],
+        identities
+            + &format!(
+                "registration on device {}{}\n{}",
+                device,
+                self.ip_prefix
+                    .as_ref()
+                    .map(|p| format!(" from {p}"))
+                    .unwrap_or_default(),
+                output::grid(
+                    &[
+                        "user",
+                        "item",
+                        "outcome",
+                        "registered at",
+                        "accounts\non device",
+                        "accounts\nfrom IP",
+                    ],
+                    rows,
+                    &[],
+                )
             )
-        )
     }
 }
 
@@ -118,7 +160,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
     for user in &args.users {
         check_id("user", user, true).map_err(|f| failure::say(f, "the registration"))?;
     }
-    check_device(&args.device).map_err(|e| usage(format!("--device: {e}")))?;
+    if let Some(device) = &args.device {
+        check_device(device).map_err(|e| usage(format!("--device: {e}")))?;
+    }
     let prefix = args
         .ip
         .as_deref()
@@ -130,6 +174,26 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
         target,
         mut conn,
     } = ctx.open()?;
+    let mut identities = Vec::new();
+    if let Some(identity) = &args.identity {
+        for user in &args.users {
+            let outcome = BindIdentity { user, identity }
+                .run(&campaign, &mut conn, &target.display)
+                .map_err(|f| failure::say(f, "the identity binding"))?;
+            identities.push(BindRow {
+                user: user.clone(),
+                outcome,
+            });
+        }
+    }
+    let Some(device) = &args.device else {
+        return Ok(RegisterReport {
+            device: None,
+            identities,
+            ip_prefix: prefix,
+            registrations: Vec::new(),
+        });
+    };
     let rooms: Vec<_> = SaleItem::select(&campaign, args.item.as_deref())?
         .into_iter()
         .filter_map(SaleItem::into_room)
@@ -163,7 +227,7 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
         let registered = Register {
             item: &room.item,
             user,
-            device: &args.device,
+            device,
             ip: args.ip.as_deref(),
         }
         .run(&campaign, &mut conn, &target.display)
@@ -178,7 +242,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<RegisterReport> {
         });
     }
     Ok(RegisterReport {
-        device: args.device.clone(),
+        device: Some(device.clone()),
+        identities,
         ip_prefix: prefix,
         registrations: items,
     })

@@ -30,6 +30,9 @@ pub(crate) struct BuyBody {
     pub(crate) qty: u32,
     /// Required: a client's retry must be safe.
     pub(crate) request_id: String,
+    /// The shop's hash of the shopper's identity document (docs/limits.md).
+    #[serde(default)]
+    pub(crate) identity: Option<String>,
     /// A seat item: these seats (`["A-12-7", "A-12-8"]`, one section), all or none.
     #[serde(default)]
     pub(crate) seats: Vec<String>,
@@ -104,9 +107,14 @@ pub(crate) struct BuyAnswer {
 pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
     match outcome {
         Outcome::Ok | Outcome::Unreplicated => StatusCode::OK,
-        Outcome::Duplicate | Outcome::RequestIdReused | Outcome::SeatTaken => StatusCode::CONFLICT,
+        Outcome::Duplicate
+        | Outcome::RequestIdReused
+        | Outcome::LimitReached
+        | Outcome::SeatTaken => StatusCode::CONFLICT,
         // The request cannot be met as asked (another size or tier may be).
         Outcome::NoBlock => StatusCode::UNPROCESSABLE_ENTITY,
+        Outcome::IdentityRequired => StatusCode::PRECONDITION_REQUIRED,
+        Outcome::IdentityMismatch => StatusCode::FORBIDDEN,
         Outcome::SoldOut | Outcome::Ended => StatusCode::GONE,
         Outcome::NotStarted => StatusCode::TOO_EARLY,
         Outcome::RateLimited => StatusCode::TOO_MANY_REQUESTS,

@@ -34,6 +34,7 @@ pub(crate) async fn buy(
         wait: app.settings.wait_replicas,
         ticket: None,
         seats: body.seat_wish(),
+        identity: body.identity.as_deref(),
     };
     buy.check(&app.campaign)?;
     if let Some(outcome) = app.cache.refusal(&item, &body.user) {
@@ -102,6 +103,7 @@ async fn blocking_buy(
             wait: app.settings.wait_replicas,
             ticket,
             seats: body.seat_wish(),
+            identity: body.identity.as_deref(),
         };
         buy.run(&app.campaign, conn, &app.target.display)
     })

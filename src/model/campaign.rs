@@ -19,6 +19,7 @@ pub use crate::model::fields::MAX_DURATION;
 pub(crate) use crate::model::fields::is_valid_id;
 pub(crate) use crate::model::fields::parse_price;
 use crate::model::fields::{at, parse_duration, parse_time};
+use crate::model::limits::{self, LimitGroup, RawLimitGroup};
 use crate::model::regions::{self, RawRegions, Region};
 use crate::model::seats::{self, RawSeats, Seating};
 use crate::model::waiting_room::{self, RawWaitingRoom, WaitingRoom};
@@ -63,6 +64,12 @@ struct RawCampaign {
     /// The regions the sale runs in (docs/regions.md).
     #[serde(default)]
     regions: Option<Spanned<RawRegions>>,
+    /// Per-user limits over several items (docs/limits.md).
+    #[serde(default)]
+    limit_groups: Option<Spanned<BTreeMap<String, RawLimitGroup>>>,
+    /// Every item's units per identity document (an item's own replaces it).
+    #[serde(default)]
+    per_identity_limit: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +100,8 @@ struct RawItem {
     /// Units per region, instead of the campaign's shares.
     #[serde(default)]
     regions: Option<Spanned<BTreeMap<String, i64>>>,
+    #[serde(default)]
+    per_identity_limit: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,6 +149,8 @@ pub struct Campaign {
     pub region: Option<String>,
     /// The region's Redis is a cluster (`regions.NAME.cluster`).
     pub(crate) region_cluster: bool,
+    /// `limit_groups:` in name order (docs/limits.md).
+    pub limit_groups: Vec<LimitGroup>,
 }
 
 /// At most `max_requests` buy attempts per user per item within `window`.
@@ -168,6 +179,9 @@ pub struct Item {
     /// (docs/seats.md); `stock` is then its sellable seats and `buckets`
     /// its section count.
     pub seating: Option<Seating>,
+    /// Units one identity document may buy of this item over every account
+    /// presenting it (docs/limits.md); `None`: no identity limit.
+    pub per_identity_limit: Option<u32>,
 }
 
 impl Item {
@@ -266,6 +280,13 @@ impl Campaign {
     /// The regions' names, in name order.
     pub fn region_names(&self) -> Vec<&str> {
         self.regions.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The limit group item `item` is in, if any.
+    pub fn limit_group(&self, item: &str) -> Option<&LimitGroup> {
+        self.limit_groups
+            .iter()
+            .find(|group| group.items.iter().any(|id| id == item))
     }
 
     /// `Some(id)` selects one item, `None` all of them.
@@ -480,6 +501,8 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         .map(|room| waiting_room::validate(path, room, starts_at_ms))
         .transpose()?;
     let regions = regions::validate(path, raw.regions.as_ref(), raw.redis.is_some())?;
+    let campaign_identity_limit =
+        limits::validate_identity_limit(path, raw.per_identity_limit.as_ref(), "the campaign")?;
     let mut seen: HashMap<String, (u64, u64)> = HashMap::new();
     let mut items = Vec::with_capacity(raw.items.value.len());
     for item in &raw.items.value {
@@ -609,6 +632,12 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             item.regions.as_ref(),
             buckets,
         )?;
+        let per_identity_limit = limits::validate_identity_limit(
+            path,
+            item.per_identity_limit.as_ref(),
+            &format!("item {}", id.value),
+        )?
+        .or(campaign_identity_limit);
         items.push(Item {
             id: id.value.clone(),
             name: item.name.clone(),
@@ -618,8 +647,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             waiting_room,
             region_stock,
             seating,
+            per_identity_limit,
         });
     }
+    let item_ids: Vec<&str> = items.iter().map(|item| item.id.as_str()).collect();
+    let limit_groups = limits::validate_groups(path, raw.limit_groups.as_ref(), &item_ids)?;
     Ok(Campaign {
         path: path.to_path_buf(),
         id: raw.campaign.value,
@@ -637,6 +669,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         regions,
         region: None,
         region_cluster: false,
+        limit_groups,
     })
 }
 

@@ -70,12 +70,23 @@ pub const WRONG_REGION: i32 = 22;
 /// not confirm the debit in time, or the destination is fenced or down):
 /// the units are in transit; `regions rebalance` settles them.
 pub const IN_TRANSIT: i32 = 23;
+/// `buy`: a limit above the item would be passed — a limit group's
+/// `per_user_limit` over its items, or the item's `per_identity_limit` over
+/// the accounts presenting one identity (docs/limits.md); what is held is
+/// printed, nothing was bought.
+pub const LIMIT_REACHED: i32 = 24;
+/// `buy`: the item has a `per_identity_limit` and the buy carries no
+/// identity (no `--identity`, none bound by `register --identity`).
+pub const IDENTITY_REQUIRED: i32 = 25;
+/// `buy`: the account is bound to another identity than the one presented;
+/// `register --identity`: the account was bound to another one before (it stands).
+pub const IDENTITY_MISMATCH: i32 = 26;
 /// `buy --seats`: a named seat is held, sold or blocked (each is named);
 /// nothing was written (docs/seats.md).
-pub const SEAT_TAKEN: i32 = 25;
-/// `buy --best N`: no N free seats side by side in one row of the sections
+pub const SEAT_TAKEN: i32 = 27;
+/// `buy --qty N` (best available): no N free seats side by side in one row of the sections
 /// asked for; the closest block is named; nothing was written (docs/seats.md).
-pub const NO_BLOCK: i32 = 26;
+pub const NO_BLOCK: i32 = 28;
 /// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
 pub const ALREADY_PAID: i32 = 30;
 /// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
@@ -225,6 +236,21 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "buy: the item is fenced after a failover or restart; run reconcile --fence",
     ),
     (
+        LIMIT_REACHED,
+        "limit_reached",
+        "buy: a limit group's or per-identity limit would be passed; nothing bought",
+    ),
+    (
+        IDENTITY_REQUIRED,
+        "identity_required",
+        "buy: the item has a per_identity_limit and the buy carries no identity",
+    ),
+    (
+        IDENTITY_MISMATCH,
+        "identity_mismatch",
+        "buy/register: the account is bound to another identity than the one presented",
+    ),
+    (
         SEAT_TAKEN,
         "seat_taken",
         "buy: a named seat is held, sold or blocked (named); nothing written",
@@ -353,6 +379,9 @@ pub const OUTCOMES: &[(&str, i32)] = &[
     ("request_id_reused", REQUEST_ID_REUSED),
     ("unreplicated", UNREPLICATED),
     ("fenced", FENCED),
+    ("limit_reached", LIMIT_REACHED),
+    ("identity_required", IDENTITY_REQUIRED),
+    ("identity_mismatch", IDENTITY_MISMATCH),
     ("seat_taken", SEAT_TAKEN),
     ("no_block", NO_BLOCK),
     ("paid", SUCCESS),

@@ -16,6 +16,7 @@ use redis::Commands;
 use seckill::model::exit_codes;
 use seckill::model::keys::LIVE_PREFIX;
 use seckill::model::layout::Layout;
+use seckill::model::limits::LimitKeys;
 use seckill::redis_client::scripts::{self, Spec};
 use support::spec::{campaign, seckill};
 use support::{CampaignFile, Preheat, RedisServer};
@@ -286,6 +287,9 @@ fn key_named(name: &str) -> String {
         "passes" => &room.passes,
         "revoked" => &room.revoked,
         "prequeued" => &room.prequeued,
+        // A limit group's bucket of the user of every ARGV table below.
+        "limit_counts" => return LimitKeys::group("cs", "g", "u").counts,
+        "limit_claims" => return LimitKeys::group("cs", "g", "u").claims,
         // The user of every ARGV table below.
         "rate" => return item.rate("u"),
         // `requests` is the crate's own field; `lock` is the load test's key.
@@ -355,6 +359,15 @@ fn must_refuse(
         return match corruption {
             Corruption::WrongType(wrong) => wrong != kind,
             Corruption::Value(_) => key.ends_with(":meta") || key.ends_with(":stock"),
+        };
+    }
+    // The limit scripts (docs/limits.md) read both keys' types, the claim's
+    // record and (the claim always, the release when the record names the
+    // member) the member's count before their first write.
+    if script == "limit_claim" || script == "limit_release" {
+        return match corruption {
+            Corruption::WrongType(wrong) => wrong != kind,
+            Corruption::Value(_) => script == "limit_claim" || key.ends_with(":limit_claims"),
         };
     }
     if !script.starts_with("bucket_") {
@@ -525,6 +538,10 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         "region_credit" => vec![owned(&["bj", "3", "?node"])],
         "region_state" => vec![owned(&["?node"])],
         "region_mark" => vec![owned(&["1"]), owned(&["0"])],
+        // The claim id is `u`, the field a malformed value is stored in: the
+        // claim and the release both read the claim's record and the count.
+        "limit_claim" => vec![owned(&["u", "u", "1", "2", ""])],
+        "limit_release" => vec![owned(&["u"])],
         _ => vec![vec![]],
     }
 }

@@ -32,6 +32,7 @@ mod hostile_input;
 mod init_dry_run;
 mod kill_switch_audit;
 mod layers;
+mod limits;
 mod loadtest;
 mod loadtest_engine;
 mod loadtest_ticket_room;

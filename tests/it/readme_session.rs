@@ -43,6 +43,10 @@ const SESSIONS: &[(&str, &str)] = &[
         "docs/guide.md",
         "### A ticket room: joins answered by `serve`",
     ),
+    (
+        "docs/guide.md",
+        "### Limits above the item: one per customer, two per ID",
+    ),
     ("docs/guide.md", "## 9. The kill switch"),
     ("docs/guide.md", "## 12. Every night: `reconcile` in cron"),
     ("docs/guide.md", "## 13. After the sale: `init`"),
@@ -264,6 +268,16 @@ fn the_guide_ticket_room_session_runs_as_shown() {
         "### A ticket room: joins answered by `serve`",
         12,
         Some("8080"),
+    );
+}
+
+#[test]
+fn the_guide_limits_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "### Limits above the item: one per customer, two per ID",
+        9,
+        None,
     );
 }
 

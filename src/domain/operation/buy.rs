@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::failure::Misdirected;
-use super::{Failure, Invalid, Retry, check_id, item_of};
+use super::{Failure, Invalid, Retry, check_id, item_of, limits};
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome, TicketClaim};
@@ -31,6 +31,9 @@ pub struct Buy<'a> {
     pub wait: Option<(u32, Duration)>,
     /// A ticket room: the shopper's ticket, verified by the door.
     pub ticket: Option<TicketClaim>,
+    /// The shop's hash of the shopper's identity document (`per_identity_limit`,
+    /// docs/limits.md); Redis keeps only a digest of it.
+    pub identity: Option<&'a str>,
     /// A seat item (docs/seats.md): what the buyer asks for, as the door
     /// received it; checked against the item's map by [`Buy::check`].
     pub seats: SeatWish<'a>,
@@ -77,6 +80,9 @@ impl Buy<'_> {
         let item = item_of(campaign, self.item)?;
         check_id("user", self.user, true)?;
         check_id("request_id", self.request_id, false)?;
+        if let Some(identity) = self.identity {
+            check_id("identity", identity, false)?;
+        }
         let problem = match self.qty {
             0 => Some("0 is not at least 1".to_string()),
             qty if qty > campaign.per_user_limit => Some(format!(
@@ -245,21 +251,55 @@ impl Buy<'_> {
     /// door that answers many requests on few threads makes it with
     /// [`Buy::run_async`], with no blocking worker. A sweep and WAIT (on a
     /// connection of their own) stay with [`Buy::run`].
+    /// An item under a limit above it (docs/limits.md) claims first, and a
+    /// presented identity is checked against the account's binding: more
+    /// than one call.
     pub fn is_one_call(&self, campaign: &Campaign) -> bool {
         self.wait.is_none()
-            && campaign
-                .item(self.item)
-                .is_ok_and(SaleItem::is_one_call_live)
+            && self.identity.is_none()
+            && campaign.item(self.item).is_ok_and(|item| {
+                SaleItem::is_one_call_live(item) && !limits::has_limits(campaign, item)
+            })
     }
 
     /// Make the attempt on `conn` (Redis at `at`). With `wait`, `conn` must be
     /// one nobody else writes on: WAIT counts this connection's writes.
+    ///
+    /// An item under a limit above it claims the limit first and releases
+    /// the claim when the item refuses for good (the CLAIM protocol,
+    /// [`limits`]).
     pub fn run(&self, campaign: &Campaign, conn: &mut Conn, at: &str) -> Result<Bought, Failure> {
         let item = self.check(campaign)?;
         let request = self.request(campaign);
-        let attempt = SaleItem::live(campaign, item)
-            .reserve(conn, &request, campaign.payment_timeout_ms())
-            .map_err(|error| Failure::of(error, at, self.retry()))?;
+        let fail = |error| Failure::of(error, at, self.retry());
+        let identity =
+            match limits::resolve_identity(conn, campaign, item, self.user, self.identity)
+                .map_err(fail)?
+            {
+                Ok(identity) => identity,
+                Err(refusal) => return Ok(refused(campaign, &request, refusal)),
+            };
+        let claims = limits::Claims::of(
+            campaign,
+            item,
+            self.user,
+            self.request_id,
+            self.qty,
+            identity.as_deref(),
+        );
+        let sale = SaleItem::live(campaign, item);
+        let attempt = match limits::reserve_claimed(
+            conn,
+            &sale,
+            &claims,
+            &request,
+            campaign.payment_timeout_ms(),
+        )
+        .map_err(fail)?
+        {
+            Ok(attempt) => attempt,
+            Err(refusal) => return Ok(refused(campaign, &request, refusal)),
+        };
         let waited = match (self.wait, attempt.reply.outcome) {
             (Some((wanted, timeout)), Outcome::Ok) => {
                 let written: Vec<&str> = attempt.written.iter().map(String::as_str).collect();
@@ -298,6 +338,13 @@ impl Buy<'_> {
             Some((wanted, _)) => Err(anyhow::Error::new(NotSent).context(format!(
                 "waiting for {wanted} replicas needs a connection of its own, not a shared one"
             ))),
+            None if !self.is_one_call(campaign) => {
+                Err(anyhow::Error::new(NotSent).context(format!(
+                    "item {} is under a limit above it or the buy carries an identity: \
+                     its claims run on a blocking connection",
+                    self.item
+                )))
+            }
             None => {
                 SaleItem::live(campaign, item)
                     .reserve_async(conn, &request, campaign.payment_timeout_ms())
@@ -311,6 +358,17 @@ impl Buy<'_> {
     /// How a client may try again when the attempt may have run.
     fn retry(&self) -> Retry {
         Retry::SameRequestId(self.request_id.to_string())
+    }
+}
+
+/// The answer of a buy a limit above the item refused: nothing was bought.
+fn refused(campaign: &Campaign, request: &BuyRequest, refusal: limits::Refusal) -> Bought {
+    let mut answer =
+        PurchaseAnswer::refused(request, refusal.outcome).opening(campaign.starts_at_ms);
+    answer.problem = Some(refusal.problem);
+    Bought {
+        answer,
+        round_trips: 1,
     }
 }
 
@@ -370,6 +428,7 @@ mod tests {
                 wait: None,
                 ticket: None,
                 seats: SeatWish::default(),
+                identity: None,
             }
             .check(&campaign)
             .map(|_| ())
@@ -390,6 +449,7 @@ mod tests {
             wait: None,
             ticket: None,
             seats: SeatWish::default(),
+            identity: None,
         }
         .check(&campaign)
         .unwrap_err();

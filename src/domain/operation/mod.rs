@@ -1,6 +1,7 @@
 //! One use case per operation a shopper or the shop asks for: [`buy`] (or
 //! reserve), [`lookup`] ("did I get it?"), [`order`] (pay, cancel), [`queue`]
-//! (join the waiting room, read where one stands) and [`register`]. Each
+//! (join the waiting room, read where one stands) and [`register`], with
+//! the [`limits`] above the item a buy claims first. Each
 //! checks its request, runs it, waits for replicas when asked, and returns
 //! a typed answer or a typed [`Failure`]; the two doors — the command line
 //! (`cmd/`) and the HTTP door (`http/`) — only turn the request into one of
@@ -17,6 +18,7 @@
 
 pub mod buy;
 mod failure;
+pub mod limits;
 pub mod lookup;
 pub mod order;
 pub mod queue;

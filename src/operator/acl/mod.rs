@@ -141,6 +141,14 @@ pub(crate) fn setuser_args(
             // and names them under the order.
             args.push(selector("+setrange", &[item("seats")]));
             args.push(selector("+hset +pexpireat", &[item("seat_orders")]));
+            // Limits above the item (docs/limits.md): a buy claims and
+            // releases units in a limit bucket (lua/limit_claim.lua,
+            // lua/limit_release.lua); `register --identity` binds an account.
+            args.push(selector(
+                "+hincrby +hset +hdel +pexpireat",
+                &[item("limit_counts"), item("limit_claims")],
+            ));
+            args.push(selector("+hsetnx +pexpireat", &[item("identity_bindings")]));
         }
         Role::Consumer => {
             // Every key of the campaign with read commands only: `consume

@@ -37,6 +37,7 @@ pub(crate) mod buckets;
 mod connect;
 mod conversation;
 pub(crate) mod export;
+pub(crate) mod limit_group;
 pub(crate) mod namespace;
 pub(crate) mod queue;
 pub(crate) mod report;

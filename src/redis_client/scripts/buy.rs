@@ -56,11 +56,21 @@ pub enum Outcome {
     /// A seat item: no block of that many free seats side by side in one
     /// row; the closest is in [`BuyReply::problem`]; nothing was written.
     NoBlock,
+    /// A limit above the item (a limit group's `per_user_limit`, the item's
+    /// `per_identity_limit`) would be passed: nothing was bought
+    /// (docs/limits.md); the problem says which limit and what is held.
+    LimitReached,
+    /// The item has a `per_identity_limit` and the buy carries no identity
+    /// (none given, none bound by `seckill register --identity`): nothing sent to the item.
+    IdentityRequired,
+    /// The account is bound to an identity and the buy presents another one:
+    /// nothing sent to the item.
+    IdentityMismatch,
 }
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 18] = [
+    pub const ALL: [Outcome; 21] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -79,6 +89,9 @@ impl Outcome {
         Outcome::Fenced,
         Outcome::SeatTaken,
         Outcome::NoBlock,
+        Outcome::LimitReached,
+        Outcome::IdentityRequired,
+        Outcome::IdentityMismatch,
     ];
 
     /// The name used by the script and in JSON.
@@ -102,6 +115,9 @@ impl Outcome {
             Outcome::Fenced => "fenced",
             Outcome::SeatTaken => "seat_taken",
             Outcome::NoBlock => "no_block",
+            Outcome::LimitReached => "limit_reached",
+            Outcome::IdentityRequired => "identity_required",
+            Outcome::IdentityMismatch => "identity_mismatch",
         }
     }
 

@@ -42,6 +42,8 @@ pub mod item_state;
 pub mod item_status;
 #[cfg(test)]
 mod library;
+pub mod limit_claim;
+pub mod limit_release;
 pub mod lock_release;
 pub mod order_lookup;
 pub mod pay;
@@ -130,7 +132,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 40] = [
+pub static ALL: [&Spec; 42] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -171,6 +173,8 @@ pub static ALL: [&Spec; 40] = [
     &region_mark::SPEC,
     &seat_buy::SPEC,
     &seat_load::SPEC,
+    &limit_claim::SPEC,
+    &limit_release::SPEC,
 ];
 
 /// The scripts the sale uses, for `preheat` to load up front.
@@ -904,7 +908,9 @@ mod tests {
                 "region_state",
                 "region_mark",
                 "seat_buy",
-                "seat_load"
+                "seat_load",
+                "limit_claim",
+                "limit_release"
             ]
         );
     }

@@ -227,6 +227,21 @@ const BUYER: &[Sent] = &[
         Key::Item("stock"),
         "serve: the sell-out broadcast, each slot's stock channel (docs/serve.md)",
     ),
+    sent(
+        &["HGET", "{key}", "u"],
+        Key::Item("identity_bindings"),
+        "buy and serve, an item with a per_identity_limit or a buy with an identity: the account's binding (docs/limits.md)",
+    ),
+    sent(
+        &["HSETNX", "{key}", "u", "d"],
+        Key::Item("identity_bindings"),
+        "register --identity: the account's binding, the first one stands",
+    ),
+    sent(
+        &["PEXPIREAT", "{key}", "1"],
+        Key::Item("identity_bindings"),
+        "register --identity: the bindings expire with the sale",
+    ),
 ];
 
 /// The consumer's commands outside its scripts (`consume`, `pending-claim`).
