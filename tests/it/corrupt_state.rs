@@ -235,6 +235,11 @@ impl Corruption {
                 let () = conn.hset(key, "reserved_orders", value).unwrap();
                 let () = conn.hset(key, "reserved_units", value).unwrap();
             }
+            // A seat section's orders as pay and release read them: the
+            // seeded hold's entry (seed_seats).
+            Corruption::Value(value) if key.ends_with(":seat_orders") => {
+                let () = conn.hset(key, SEATED, value).unwrap();
+            }
             Corruption::Value(value) => {
                 let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
                 if kind == "hash" {
@@ -265,6 +270,8 @@ fn key_named(name: &str) -> String {
         "deadlines" => &item.deadlines,
         "reservation_counts" => &item.reservation_counts,
         "switch_log" => &item.switch_log,
+        "seats" => &item.seats,
+        "seat_orders" => &item.seat_orders,
         "xfer_out" => &slot.xfer_out,
         "xfer_pending" => &slot.xfer_pending,
         "xfer_in" => &slot.xfer_in,
@@ -349,6 +356,23 @@ fn must_refuse(
             }
         };
     }
+    // The seat scripts read the section's state and its seat lists before
+    // their first write (lib/seat_pick, lib/order_seats): a buy always, pay
+    // and cancel when the order is the seeded hold.
+    let seat_key = key.ends_with(":seats") || key.ends_with(":seat_orders");
+    let reaches_seats = match script {
+        "seat_buy" => true,
+        "pay" => argv[0] == SEATED,
+        "release" => argv[0] == "cancel" && argv[1] == SEATED,
+        _ => false,
+    };
+    if seat_key && reaches_seats {
+        return match corruption {
+            Corruption::WrongType(wrong) => wrong != kind,
+            // A buy reads the state's length, not the seat lists' values.
+            Corruption::Value(_) => script != "seat_buy" || key.ends_with(":seats"),
+        };
+    }
     // The regions' scripts read the slot's meta and stock (lib/region_slot,
     // region_state) before their first write.
     if script.starts_with("region_") {
@@ -388,6 +412,41 @@ fn must_refuse(
 const ORDER: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1XY";
 /// The order id of the buy scripts' reservation ARGV.
 const RESERVED: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1XZ";
+
+/// The order id of the hold [`seed_seats`] makes: pay and release of it
+/// read the section's state and its seat list.
+const SEATED: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1Y1";
+
+/// A seat section on the item's slot (1 row of 5, as lua/seat_load.lua writes
+/// it) and a hold of its first seat, order [`SEATED`] of user `w` (due in
+/// 10 minutes): the seat scripts' values are then all reached.
+fn seed_seats(conn: &mut redis::Connection) {
+    let load = scripts::by_name("seat_load").unwrap();
+    let keys: Vec<String> = load.keys.iter().map(|name| key_named(name)).collect();
+    let argv = ["1", "5", "A", ".....", "", "create"].map(String::from);
+    invoke(conn, load, &keys, &argv).unwrap();
+    let buy = scripts::by_name("seat_buy").unwrap();
+    let keys: Vec<String> = buy
+        .keys
+        .iter()
+        .map(|name| match *name {
+            "rate" => Layout::new(LIVE_PREFIX, "cs", "1", 1)
+                .bucket(0)
+                .keys
+                .rate("w"),
+            name => key_named(name),
+        })
+        .collect();
+    let argv = [
+        "w", "1", "", SEATED, "cs", "1", "600000", "?node", "named", "0",
+    ]
+    .map(String::from);
+    let reply = invoke(conn, buy, &keys, &argv).unwrap();
+    assert!(
+        format!("{reply:?}").contains("ok"),
+        "seeding the hold: {reply:?}"
+    );
+}
 
 /// Valid ARGV lists for each script (`pending` is a pending order entry's id).
 fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
@@ -431,11 +490,27 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         // A buyer of the seeded state, with and without a request id.
         "order_lookup" => vec![owned(&["u", "r1"]), owned(&["u", ""])],
         "lock_release" => vec![owned(&["token"])],
-        "pay" => vec![owned(&[ORDER, "cs", "1"])],
+        // An unknown order, then the seeded hold (seed_seats).
+        "pay" => vec![owned(&[ORDER, "cs", "1"]), owned(&[SEATED, "cs", "1"])],
         "release" => vec![
             owned(&["cancel", ORDER, "why", "1", "1", "cs", "1"]),
+            owned(&["cancel", SEATED, "why", "1", "1", "cs", "1"]),
             owned(&["expire", "", "", "10", "1", "cs", "1"]),
         ],
+        // A best seat sold at once, then a named seat held (its own request
+        // id: no replay of the first); the seeded hold has seat 0.
+        "seat_buy" => vec![
+            owned(&[
+                "u", "1", "r1", ORDER, "cs", "1", "0", "?node", "best", "front",
+            ]),
+            owned(&[
+                "u", "1", "r2", RESERVED, "cs", "1", "60000", "?node", "named", "2",
+            ]),
+        ],
+        "seat_load" => ["create", "reset", "dry"]
+            .iter()
+            .map(|mode| owned(&["1", "5", "A", ".....", "", mode]))
+            .collect(),
         // A home buy counting the attempt; a credit then a buy; both at once
         // (payment_timeout_ms 0: an ok is final); then a reservation at home
         // and with a credit of its own (they read the counters; their own
@@ -586,6 +661,9 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                     .map(String::from)
                     .unwrap_or_else(|| "1-1".into());
                 seed_transfers(&mut conn);
+                if spec.keys.contains(&"seats") {
+                    seed_seats(&mut conn);
+                }
                 corruption.apply(&mut conn, key);
                 if name == "fence_reapply" {
                     // Fenced, so the re-apply reaches its writes (a meta of
