@@ -870,3 +870,80 @@ fn a_malformed_remembered_request_id_is_corrupt_state_and_writes_nothing() {
         );
     }
 }
+
+/// A seat item's section (docs/seats.md): 2 rows of 4, holds of 10 minutes.
+fn seated() -> CampaignFile {
+    support::campaign_file(
+        "campaign: cs\nkeep_after_end: 1h\nper_user_limit: 4\npayment_timeout: 10m\nitems:\n  - id: hall\n    name: Hall\n    seats:\n      sections:\n        - { id: A, rows: 2, seats_per_row: 4, tier: vip, price: \"100\" }\n",
+    )
+}
+
+/// Corrupt seat state: the section's state of the wrong type or length is
+/// `corrupt_state` for a buy (best and named), and a hold whose seat list
+/// names a seat outside the section is a CORRUPT error for pay and cancel;
+/// each names the key and writes nothing.
+#[test]
+fn corrupt_seat_state_is_refused_whole_and_named() {
+    let server = RedisServer::start();
+    let file = seated();
+    let keys = Layout::new(LIVE_PREFIX, "cs", "hall", 1).bucket(0).keys;
+    let breakages: [(&str, &dyn Fn(&mut redis::Connection)); 3] = [
+        ("a hash", &|c| wrong_type(c, &keys.seats, "hash")),
+        ("7 bytes for 8 seats", &|c| {
+            c.set(&keys.seats, "s......").unwrap()
+        }),
+        ("9 bytes for 8 seats", &|c| {
+            c.set(&keys.seats, "s........").unwrap()
+        }),
+    ];
+    for (what, breakage) in breakages {
+        for ask in [&["--qty", "2"][..], &["--seats", "A-2-1"][..]] {
+            let mut conn = fresh(&server, &file);
+            breakage(&mut conn);
+            let before = snapshot(&mut conn);
+            let mut args = vec!["buy", "--item", "hall", "--user", "u"];
+            args.extend_from_slice(ask);
+            let reply = seckill(&args)
+                .campaign(&file)
+                .redis(&server)
+                .json()
+                .fails_with(exit_codes::CORRUPT_STATE)
+                .json();
+            let case = format!("seats {what}, buy {ask:?}");
+            assert_eq!(reply["outcome"], "corrupt_state", "{case}: {reply}");
+            let problem = reply["problem"].as_str().unwrap_or_default();
+            assert!(problem.contains(&keys.seats), "{case}: {problem}");
+            assert_eq!(
+                before,
+                snapshot(&mut conn),
+                "{case}: the buy wrote something"
+            );
+        }
+    }
+    for list in ["8", "0,99", "-1", "", "1,x"] {
+        for command in ["pay", "cancel"] {
+            let mut conn = fresh(&server, &file);
+            let held = seckill(&["buy", "--item", "hall", "--user", "h", "--qty", "2"])
+                .campaign(&file)
+                .redis(&server)
+                .json()
+                .succeeds()
+                .json();
+            let order = held["order_id"].as_str().unwrap();
+            let () = conn.hset(&keys.seat_orders, order, list).unwrap();
+            let before = snapshot(&mut conn);
+            let ran = seckill(&[command, "--order", order])
+                .campaign(&file)
+                .redis(&server)
+                .runs();
+            let case = format!("{command} of an order whose seats are {list:?}");
+            assert_ne!(ran.code(), 0, "{case}: {}", ran.describe());
+            assert!(
+                ran.stderr().contains("CORRUPT") && ran.stderr().contains(&keys.seat_orders),
+                "{case}: {}",
+                ran.describe()
+            );
+            assert_eq!(before, snapshot(&mut conn), "{case}: something was written");
+        }
+    }
+}
