@@ -8,7 +8,8 @@
 -- set to their next state after it: pay turns them from held to sold, a
 -- release from held to free. `state_key` nil (a slot without seats) or an
 -- order without seats: nil, nothing to do. A seat the order names that is
--- not in the section, or not in the state `expected`, is corrupt_state:
+-- not in the section, or not in the state `expected`, or a list naming no
+-- seat, is corrupt_state:
 -- the caller writes nothing.
 local function order_seats(state_key, orders_key, order_id, expected)
   if not state_key then
@@ -19,6 +20,10 @@ local function order_seats(state_key, orders_key, order_id, expected)
     return nil
   end
   local state = read(state_key, 'GET', state_key) or ''
+  -- An order with seats in a section that has none: the state is what is gone.
+  if state == '' then
+    corrupt(state_key, 'holds no seat, but order ' .. order_id .. ' has seats ' .. shown(list))
+  end
   local indexes = {}
   for text in string.gmatch(list, '[^,]+') do
     local index = strict_int(text)
@@ -32,6 +37,11 @@ local function order_seats(state_key, orders_key, order_id, expected)
         .. ', not ' .. shown(expected))
     end
     indexes[#indexes + 1] = index
+  end
+  -- A seat buy always writes at least one seat: an empty list would let pay
+  -- or release change the order and leave its seats as they were.
+  if #indexes == 0 then
+    corrupt(orders_key, 'order ' .. order_id .. ' names no seat: ' .. shown(list))
   end
   return indexes
 end

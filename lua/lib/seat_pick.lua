@@ -2,6 +2,7 @@
 --- @include "lib/shown"
 --- @include "lib/read"
 --- @include "lib/strict_int"
+--- @include "lib/refuse_unless_allowed"
 
 -- lib/seat_pick — the seats of one seat purchase in one section (docs/seats.md),
 -- for lib/purchase: read and chosen before any write, written after the ok.
@@ -16,6 +17,8 @@
 --                (wanted: 'front' = row 1 first, 'back' = last row first), the
 --                leftmost block of the first row that has one
 --   mode 'named' wanted: the seats' indexes (0-based, row-major), "12,13"
+-- A caller whose ACL lacks one of the ok's writes is refused with NOPERM
+-- here, before anything is written (lib/refuse_unless_allowed).
 -- returns a pick: pick.refused ('seat_taken' | 'no_block', nil when the seats
 -- are free), pick.detail (what the refusal names), pick.text (the seats as
 -- labels, "A-12-7,A-12-8", for the order entry), and pick.take(order_id,
@@ -118,6 +121,13 @@ local function seat_pick(state_key, orders_key, meta_key, mode, wanted, qty)
     labels[i], indexes[i] = label(index), string.format('%d', index)
   end
   pick.text = table.concat(labels, ',')
+  -- The seat writes come after the order entry and the stock: a role one
+  -- of them short (an ACL from before seat items) must be refused before
+  -- the purchase's first write, not half-way through it.
+  if not pick.refused then
+    refuse_unless_allowed({{'SETRANGE', state_key, '0', 's'},
+      {'HSET', orders_key, 'o', 'i'}, {'PEXPIREAT', orders_key, '1'}})
+  end
   function pick.take(order_id, byte, expire_at_ms)
     if mode == 'best' then
       redis.call('SETRANGE', state_key, chosen[1], string.rep(byte, #chosen))

@@ -236,6 +236,11 @@ impl Corruption {
                 let () = conn.hset(key, "reserved_orders", value).unwrap();
                 let () = conn.hset(key, "reserved_units", value).unwrap();
             }
+            // A seat section's orders as pay and release read them: the
+            // seeded hold's entry (seed_seats).
+            Corruption::Value(value) if key.ends_with(":seat_orders") => {
+                let () = conn.hset(key, SEATED, value).unwrap();
+            }
             Corruption::Value(value) => {
                 let kind: String = redis::cmd("TYPE").arg(key).query(conn).unwrap();
                 if kind == "hash" {
@@ -266,6 +271,8 @@ fn key_named(name: &str) -> String {
         "deadlines" => &item.deadlines,
         "reservation_counts" => &item.reservation_counts,
         "switch_log" => &item.switch_log,
+        "seats" => &item.seats,
+        "seat_orders" => &item.seat_orders,
         "xfer_out" => &slot.xfer_out,
         "xfer_pending" => &slot.xfer_pending,
         "xfer_in" => &slot.xfer_in,
@@ -353,6 +360,23 @@ fn must_refuse(
             }
         };
     }
+    // The seat scripts read the section's state and its seat lists before
+    // their first write (lib/seat_pick, lib/order_seats): a buy always, pay
+    // and cancel when the order is the seeded hold.
+    let seat_key = key.ends_with(":seats") || key.ends_with(":seat_orders");
+    let reaches_seats = match script {
+        "seat_buy" => true,
+        "pay" => argv[0] == SEATED,
+        "release" => argv[0] == "cancel" && argv[1] == SEATED,
+        _ => false,
+    };
+    if seat_key && reaches_seats {
+        return match corruption {
+            Corruption::WrongType(wrong) => wrong != kind,
+            // A buy reads the state's length, not the seat lists' values.
+            Corruption::Value(_) => script != "seat_buy" || key.ends_with(":seats"),
+        };
+    }
     // The regions' scripts read the slot's meta and stock (lib/region_slot,
     // region_state) before their first write.
     if script.starts_with("region_") {
@@ -402,6 +426,41 @@ const ORDER: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1XY";
 /// The order id of the buy scripts' reservation ARGV.
 const RESERVED: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1XZ";
 
+/// The order id of the hold [`seed_seats`] makes: pay and release of it
+/// read the section's state and its seat list.
+const SEATED: &str = "01JDZ8Q6V4M7K3N9P2R5T8W1Y1";
+
+/// A seat section on the item's slot (1 row of 5, as lua/seat_load.lua writes
+/// it) and a hold of its first seat, order [`SEATED`] of user `w` (due in
+/// 10 minutes): the seat scripts' values are then all reached.
+fn seed_seats(conn: &mut redis::Connection) {
+    let load = scripts::by_name("seat_load").unwrap();
+    let keys: Vec<String> = load.keys.iter().map(|name| key_named(name)).collect();
+    let argv = ["1", "5", "A", ".....", "", "create"].map(String::from);
+    invoke(conn, load, &keys, &argv).unwrap();
+    let buy = scripts::by_name("seat_buy").unwrap();
+    let keys: Vec<String> = buy
+        .keys
+        .iter()
+        .map(|name| match *name {
+            "rate" => Layout::new(LIVE_PREFIX, "cs", "1", 1)
+                .bucket(0)
+                .keys
+                .rate("w"),
+            name => key_named(name),
+        })
+        .collect();
+    let argv = [
+        "w", "1", "", SEATED, "cs", "1", "600000", "?node", "named", "0",
+    ]
+    .map(String::from);
+    let reply = invoke(conn, buy, &keys, &argv).unwrap();
+    assert!(
+        format!("{reply:?}").contains("ok"),
+        "seeding the hold: {reply:?}"
+    );
+}
+
 /// Valid ARGV lists for each script (`pending` is a pending order entry's id).
 fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -444,11 +503,27 @@ fn argv_variants(script: &str, pending: &str) -> Vec<Vec<String>> {
         // A buyer of the seeded state, with and without a request id.
         "order_lookup" => vec![owned(&["u", "r1"]), owned(&["u", ""])],
         "lock_release" => vec![owned(&["token"])],
-        "pay" => vec![owned(&[ORDER, "cs", "1"])],
+        // An unknown order, then the seeded hold (seed_seats).
+        "pay" => vec![owned(&[ORDER, "cs", "1"]), owned(&[SEATED, "cs", "1"])],
         "release" => vec![
             owned(&["cancel", ORDER, "why", "1", "1", "cs", "1"]),
+            owned(&["cancel", SEATED, "why", "1", "1", "cs", "1"]),
             owned(&["expire", "", "", "10", "1", "cs", "1"]),
         ],
+        // A best seat sold at once, then a named seat held (its own request
+        // id: no replay of the first); the seeded hold has seat 0.
+        "seat_buy" => vec![
+            owned(&[
+                "u", "1", "r1", ORDER, "cs", "1", "0", "?node", "best", "front",
+            ]),
+            owned(&[
+                "u", "1", "r2", RESERVED, "cs", "1", "60000", "?node", "named", "2",
+            ]),
+        ],
+        "seat_load" => ["create", "reset", "dry"]
+            .iter()
+            .map(|mode| owned(&["1", "5", "A", ".....", "", mode]))
+            .collect(),
         // A home buy counting the attempt; a credit then a buy; both at once
         // (payment_timeout_ms 0: an ok is final); then a reservation at home
         // and with a credit of its own (they read the counters; their own
@@ -603,6 +678,9 @@ fn every_lua_file_fails_whole_and_names_the_key_on_wrong_typed_and_malformed_val
                     .map(String::from)
                     .unwrap_or_else(|| "1-1".into());
                 seed_transfers(&mut conn);
+                if spec.keys.contains(&"seats") {
+                    seed_seats(&mut conn);
+                }
                 corruption.apply(&mut conn, key);
                 if name == "fence_reapply" {
                     // Fenced, so the re-apply reaches its writes (a meta of
@@ -807,5 +885,82 @@ fn a_malformed_remembered_request_id_is_corrupt_state_and_writes_nothing() {
             snapshot(&mut conn),
             "{case}: the credit was written"
         );
+    }
+}
+
+/// A seat item's section (docs/seats.md): 2 rows of 4, holds of 10 minutes.
+fn seated() -> CampaignFile {
+    support::campaign_file(
+        "campaign: cs\nkeep_after_end: 1h\nper_user_limit: 4\npayment_timeout: 10m\nitems:\n  - id: hall\n    name: Hall\n    seats:\n      sections:\n        - { id: A, rows: 2, seats_per_row: 4, tier: vip, price: \"100\" }\n",
+    )
+}
+
+/// Corrupt seat state: the section's state of the wrong type or length is
+/// `corrupt_state` for a buy (best and named), and a hold whose seat list
+/// names a seat outside the section is a CORRUPT error for pay and cancel;
+/// each names the key and writes nothing.
+#[test]
+fn corrupt_seat_state_is_refused_whole_and_named() {
+    let server = RedisServer::start();
+    let file = seated();
+    let keys = Layout::new(LIVE_PREFIX, "cs", "hall", 1).bucket(0).keys;
+    let breakages: [(&str, &dyn Fn(&mut redis::Connection)); 3] = [
+        ("a hash", &|c| wrong_type(c, &keys.seats, "hash")),
+        ("7 bytes for 8 seats", &|c| {
+            c.set(&keys.seats, "s......").unwrap()
+        }),
+        ("9 bytes for 8 seats", &|c| {
+            c.set(&keys.seats, "s........").unwrap()
+        }),
+    ];
+    for (what, breakage) in breakages {
+        for ask in [&["--qty", "2"][..], &["--seats", "A-2-1"][..]] {
+            let mut conn = fresh(&server, &file);
+            breakage(&mut conn);
+            let before = snapshot(&mut conn);
+            let mut args = vec!["buy", "--item", "hall", "--user", "u"];
+            args.extend_from_slice(ask);
+            let reply = seckill(&args)
+                .campaign(&file)
+                .redis(&server)
+                .json()
+                .fails_with(exit_codes::CORRUPT_STATE)
+                .json();
+            let case = format!("seats {what}, buy {ask:?}");
+            assert_eq!(reply["outcome"], "corrupt_state", "{case}: {reply}");
+            let problem = reply["problem"].as_str().unwrap_or_default();
+            assert!(problem.contains(&keys.seats), "{case}: {problem}");
+            assert_eq!(
+                before,
+                snapshot(&mut conn),
+                "{case}: the buy wrote something"
+            );
+        }
+    }
+    for list in ["8", "0,99", "-1", "", "1,x"] {
+        for command in ["pay", "cancel"] {
+            let mut conn = fresh(&server, &file);
+            let held = seckill(&["buy", "--item", "hall", "--user", "h", "--qty", "2"])
+                .campaign(&file)
+                .redis(&server)
+                .json()
+                .succeeds()
+                .json();
+            let order = held["order_id"].as_str().unwrap();
+            let () = conn.hset(&keys.seat_orders, order, list).unwrap();
+            let before = snapshot(&mut conn);
+            let ran = seckill(&[command, "--order", order])
+                .campaign(&file)
+                .redis(&server)
+                .runs();
+            let case = format!("{command} of an order whose seats are {list:?}");
+            assert_ne!(ran.code(), 0, "{case}: {}", ran.describe());
+            assert!(
+                ran.stderr().contains("CORRUPT") && ran.stderr().contains(&keys.seat_orders),
+                "{case}: {}",
+                ran.describe()
+            );
+            assert_eq!(before, snapshot(&mut conn), "{case}: something was written");
+        }
     }
 }

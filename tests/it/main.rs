@@ -71,6 +71,7 @@ mod role_proof_cluster;
 mod roles_cluster;
 mod sale_day;
 mod sale_memory;
+mod seats;
 mod security;
 mod serve;
 mod serve_door;

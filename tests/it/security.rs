@@ -600,6 +600,54 @@ fn a_permission_missing_inside_a_script_is_noperm_not_corrupt_state() {
     }
 }
 
+/// A buyer role from before seat items (no `SETRANGE` on a section's
+/// `seats`): the seat buy's writes come after its order entry and stock, so
+/// without lib/seat_pick's ACL check it wrote the order and took the stock,
+/// then failed on the seats (seen in tests/it/seats.rs on a cluster: stock
+/// 152, free seats 220). Refused before the first write: every key unchanged.
+#[test]
+fn a_seat_buy_by_a_buyer_without_the_seat_writes_writes_nothing() {
+    let server = RedisServer::start();
+    let file = crate::support::campaign_file(
+        "campaign: hall\nkeep_after_end: 1h\nper_user_limit: 4\nitems:\n  - id: hall-a\n    name: Hall A\n    seats:\n      sections:\n        - { id: A, rows: 2, seats_per_row: 4, tier: vip, price: \"100\" }\n",
+    );
+    let url = create_roles(&server, &file);
+    assert_allowed(&file, &url("operator"), &["preheat"]);
+    assert_allowed(
+        &file,
+        &url("buyer"),
+        &["buy", "--item", "hall-a", "--user", "ok", "--qty", "2"],
+    );
+    let (path, password) = password_file(&file, "buyer");
+    let mut args = generated_args(&file, "buyer", &path);
+    args[0] = "seckill-buyer-short".to_string();
+    args.retain(|arg| !arg.starts_with("(+setrange"));
+    set_user(&mut server.conn(), &args);
+    let short = format!(
+        "redis://seckill-buyer-short:{password}@127.0.0.1:{}/0",
+        server.port
+    );
+    let mut conn = server.conn();
+    for ask in [&["--qty", "2"][..], &["--seats", "A-2-1"][..]] {
+        let before = crate::corrupt_state::snapshot(&mut conn);
+        let mut buy = vec!["buy", "--item", "hall-a", "--user", "u"];
+        buy.extend_from_slice(ask);
+        let stderr = as_role(&file, &short, &buy)
+            .fails_with(RUNTIME_ERROR)
+            .stderr()
+            .to_lowercase();
+        assert!(
+            stderr.contains("can't run this command"),
+            "{ask:?}: {stderr}"
+        );
+        assert_eq!(
+            before,
+            crate::corrupt_state::snapshot(&mut conn),
+            "{ask:?} wrote half"
+        );
+    }
+}
+
 /// Three reservations bought with `url`'s credential (users p1, c1, e1: to
 /// be paid, cancelled, left to expire), and when they were bought.
 fn three_reservations(file: &CampaignFile, url: &str) -> (String, String, String, Instant) {

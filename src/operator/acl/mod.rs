@@ -102,6 +102,10 @@ pub(crate) fn setuser_args(
                 "+hincrby +pexpireat",
                 &[item("reservation_counts")],
             ));
+            // A seat item's section (docs/seats.md): an ok marks its seats
+            // and lists them under the order (lua/lib/seat_pick).
+            args.push(selector("+setrange", &[item("seats")]));
+            args.push(selector("+hset +pexpireat", &[item("seat_orders")]));
             args.push(selector("+incrby", &[bucket("stock")]));
             args.push(selector(
                 "+hset +pexpireat",
