@@ -4257,7 +4257,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__status)
-            opts="-c -q -v -h -V --item --watch --check --nagios --max-lag --reconcile-at --grace --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --watch --check --nagios --max-lag --reconcile-at --grace --map --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4280,6 +4280,10 @@ _seckill() {
                     return 0
                     ;;
                 --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --map)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

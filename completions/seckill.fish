@@ -384,6 +384,7 @@ complete -c seckill -n "__fish_seckill_using_subcommand status" -l watch -d 'Ref
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l max-lag -d 'With --check/--nagios: lag (never delivered) or pending (delivered, not acked) above N is a problem' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l reconcile-at -d 'With --check/--nagios: keys that expire before the next reconcile are a problem. HH:MM is the next such time of day on this machine\'s clock and time zone (as cron reads it), or an RFC 3339 time' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l grace -d 'With --check/--nagios: how late a loop\'s work may be before it is a problem — a reservation past its payment deadline (expire), the room\'s shuffle or fan-out (queue admit)' -r
+complete -c seckill -n "__fish_seckill_using_subcommand status" -l map -d 'The seat map of section SECTION of --item (a seat item): one line per row, at most 80 columns, `.` free, `h` held, `s` sold, `x` blocked' -r
 complete -c seckill -n "__fish_seckill_using_subcommand status" -s c -l campaign -d 'Campaign file (YAML) to work on' -r -F
 complete -c seckill -n "__fish_seckill_using_subcommand status" -l format -d 'Output format: a table for people, JSON for scripts; csv (loadtest only), prometheus (status only) for monitoring' -r -f -a "table\t'Human-readable table'
 json\t'One JSON document on stdout, for scripts'

@@ -17,7 +17,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
+use crate::domain::item::shape::Shape;
 use crate::domain::reservations::Totals;
+use crate::domain::seats::view::{self as seat_view, SectionView};
 use crate::invocation::context::{Context, Opened};
 use crate::invocation::report::{Report, emit, envelope_line};
 use crate::model::campaign::Campaign;
@@ -76,6 +78,11 @@ pub(crate) struct Args {
     /// admit).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration_arg, requires = "probe")]
     pub(crate) grace: Duration,
+
+    /// The seat map of section SECTION of --item (a seat item): one line per row, at most 80
+    /// columns, `.` free, `h` held, `s` sold, `x` blocked.
+    #[arg(long, value_name = "SECTION", requires = "item", conflicts_with_all = ["watch", "probe"])]
+    pub(crate) map: Option<String>,
 }
 
 /// `--reconcile-at`: a time of day (the next one), or one instant.
@@ -211,6 +218,9 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
     if args.nagios {
         return nagios(ctx, args);
     }
+    if let (Some(section), Some(item)) = (&args.map, &args.item) {
+        return seat_map(ctx, item, section);
+    }
     if ctx.format == Format::Prometheus && (args.watch.is_some() || args.check) {
         return Err(usage(
             "--format prometheus writes one sample: not with --watch or --check (write the file \
@@ -240,6 +250,82 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<i32> {
         report.problems = Some(check::problems(&report.items, &thresholds(args)));
     }
     emit(ctx, &report)
+}
+
+/// `--map SECTION`: one section's seat map.
+#[derive(Debug, Serialize)]
+struct SeatMapReport {
+    item: String,
+    /// The section's geometry, counts and state string (one byte per seat).
+    section: SectionView,
+    /// The map as drawn, line by line.
+    map: Vec<String>,
+}
+
+impl Report for SeatMapReport {
+    fn render(&self) -> String {
+        let mut text = format!("item {}\n", self.item);
+        for line in &self.map {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// `--map SECTION`: the campaign file says whether the item has seats and
+/// that section (a usage error otherwise, before Redis is asked), then one
+/// GET reads the section.
+fn seat_map(ctx: &Context, item: &str, section: &str) -> Result<i32> {
+    if ctx.format == Format::Prometheus {
+        return Err(usage(
+            "--map draws a seat map: not with --format prometheus (the metrics count the seats \
+             per section without it)",
+        ));
+    }
+    let index = {
+        let campaign = ctx.campaign()?;
+        let sale = SaleItem::select(&campaign, Some(item))?.remove(0);
+        section_index(&sale, section)?
+    };
+    let Opened {
+        campaign, mut conn, ..
+    } = ctx.open()?;
+    let sale = SaleItem::select(&campaign, Some(item))?.remove(0);
+    let Shape::Seated(layout, seating) = sale.shape() else {
+        return Err(usage(format!("--map: item {item} has no seats")));
+    };
+    let view = seat_view::read_section(&mut conn, layout, seating, index)?;
+    let report = SeatMapReport {
+        item: item.to_string(),
+        map: seat_view::map_lines(&view),
+        section: view,
+    };
+    emit(ctx, &report)
+}
+
+/// The position of `section` among `sale`'s sections; a usage error naming
+/// them when it has none of that id, or no seats at all.
+fn section_index(sale: &SaleItem, section: &str) -> Result<usize> {
+    let Shape::Seated(_, seating) = sale.shape() else {
+        return Err(usage(format!(
+            "--map {section}: item {} has no seats (a seat map is drawn for an item with \
+             `seats:` in the campaign file)",
+            sale.id()
+        )));
+    };
+    seating
+        .sections
+        .iter()
+        .position(|s| s.id == section)
+        .ok_or_else(|| {
+            let ids: Vec<&str> = seating.sections.iter().map(|s| s.id.as_str()).collect();
+            usage(format!(
+                "--map {section}: item {} has no section {section:?}; its sections are {}",
+                sale.id(),
+                ids.join(", ")
+            ))
+        })
 }
 
 /// Why `item` is fenced (docs/failover.md, "The fence"); `None` when it is
@@ -840,7 +926,14 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
     if !s.consumers.is_empty() {
         line("consumer", consumers_text(s));
     }
-    for (b, part) in s.slots.iter().enumerate() {
+    // A seat item's slots are its sections: their seats say more than
+    // bucket rows would (the stock of each is its free seats).
+    let buckets = if s.sections.is_empty() {
+        &s.slots[..]
+    } else {
+        &[][..]
+    };
+    for (b, part) in buckets.iter().enumerate() {
         line(
             &format!("bucket {b}"),
             format!(
@@ -855,6 +948,9 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
             ),
         );
     }
+    for (i, row) in section_rows(s).into_iter().enumerate() {
+        line(if i == 0 { "seats" } else { "" }, row);
+    }
     line(
         "expiry",
         match s.expires_in_ms {
@@ -868,6 +964,72 @@ fn item_block(campaign_file: &str, s: &ItemStatus) -> String {
         },
     );
     out
+}
+
+/// A seat item's sections as a table under the `seats` label: a header,
+/// then one row per section (seats by state, figures right-aligned), a
+/// corrupt or unloaded section's problem after its row, and where the map is.
+fn section_rows(s: &ItemStatus) -> Vec<String> {
+    if s.sections.is_empty() {
+        return Vec::new();
+    }
+    let header = [
+        "SECTION", "TIER", "FREE", "HELD", "SOLD", "BLOCKED", "SEATS",
+    ];
+    let cells: Vec<[String; 7]> = s
+        .sections
+        .iter()
+        .map(|c| {
+            [
+                c.section.clone(),
+                c.tier.clone(),
+                c.free.to_string(),
+                c.held.to_string(),
+                c.sold.to_string(),
+                c.blocked.to_string(),
+                c.seats.to_string(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|k| {
+            cells
+                .iter()
+                .map(|row| output::display_width(&row[k]) as usize)
+                .chain([header[k].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |row: &[String]| -> String {
+        let text: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(k, (cell, width))| {
+                let fill = " ".repeat(width.saturating_sub(output::display_width(cell) as usize));
+                // Names read left-aligned, figures right-aligned.
+                if k < 2 {
+                    format!("{cell}{fill}")
+                } else {
+                    format!("{fill}{cell}")
+                }
+            })
+            .collect();
+        text.join("  ").trim_end().to_string()
+    };
+    let mut lines = vec![line(&header.map(str::to_string))];
+    for (c, row) in s.sections.iter().zip(&cells) {
+        lines.push(line(row));
+        if let Some(problem) = &c.problem {
+            lines.push(format!("  section {}: {problem}", c.section));
+        }
+    }
+    lines.push(format!(
+        "map: seckill status --item {} --map {}",
+        s.item, s.sections[0].section
+    ));
+    lines
 }
 
 /// "worker-1 (2 pending, idle 0s), host-a (0 pending, idle 3h 2m)": the
@@ -951,6 +1113,7 @@ mod tests {
             slots: Vec::new(),
             room: None,
             fenced: None,
+            sections: Vec::new(),
         }
     }
 

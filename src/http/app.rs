@@ -53,6 +53,8 @@ pub(crate) struct App {
     pub(crate) target: RedisTarget,
     pub(crate) settings: Settings,
     pub(crate) cache: Cache,
+    /// The seat items' sections as the seat page shows them (`seats`).
+    pub(crate) seat_pages: super::seat_pages::SeatPages,
     /// The campaign's ticket rooms, answered from memory (`None`: none).
     pub(crate) tickets: Option<Tickets>,
     /// The shared async connection(s) the operations' commands go through.

@@ -32,6 +32,7 @@ pub(crate) fn endpoint(route: Option<&str>) -> &'static str {
         "/v1/items/{item}/orders/{user}" => "orders",
         "/v1/items/{item}/queue" | "/v1/items/{item}/queue/{user}" => "queue",
         "/v1/items/{item}/register" => "register",
+        "/v1/items/{item}/seats" => "seats",
         "/v1/orders/{order}/pay" => "pay",
         "/v1/orders/{order}/cancel" => "cancel",
         _ => "other",

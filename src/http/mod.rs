@@ -10,6 +10,8 @@
 //!   order, `none`, or `pending` while this instance still runs that attempt.
 //! - `POST /v1/items/{item}/queue` `{"user"}` and `GET
 //!   /v1/items/{item}/queue/{user}`: the waiting room's door ([`queue`]).
+//! - `GET /v1/items/{item}/seats?section=A`: a seat item's section for the
+//!   shop's seat page, from a snapshot at most 100 ms old ([`seats`]).
 //! - `POST /v1/orders/{order}/pay|cancel`: operator endpoints, only with
 //!   `--operator-token-file` (a bearer token compared in constant time),
 //!   on their own credential (`--operator-redis`), proven at start able to
@@ -57,6 +59,8 @@ mod operator;
 mod orders;
 mod probes;
 mod queue;
+mod seat_pages;
+mod seats;
 pub(crate) mod service;
 mod ticket_door;
 mod ticket_room;
@@ -135,6 +139,7 @@ pub(crate) fn run(
         .map_err(|e| usage(format!("{e:#}")))?;
     let app = Arc::new(App {
         cache: Cache::new(&campaign),
+        seat_pages: seat_pages::SeatPages::new(&campaign),
         tickets,
         redis,
         operator,
@@ -465,6 +470,7 @@ fn routes(app: Arc<App>) -> Router {
         .route("/v1/items/{item}/queue", post(queue::join))
         .route("/v1/items/{item}/queue/{user}", get(queue::position))
         .route("/v1/items/{item}/register", post(queue::register))
+        .route("/v1/items/{item}/seats", get(seats::seats_of))
         .route_layer(door());
     let operator = Router::new()
         .route("/v1/orders/{order}/pay", post(operator::pay))

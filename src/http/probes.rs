@@ -73,7 +73,8 @@ pub(crate) fn not_found_answer() -> Response {
         "not_found",
         "no such endpoint: POST /v1/items/{item}/buy, GET /v1/items/{item}/orders/{user}, \
          POST /v1/items/{item}/queue, GET /v1/items/{item}/queue/{user}, \
-         POST /v1/items/{item}/register, POST /v1/orders/{order}/pay, \
+         POST /v1/items/{item}/register, GET /v1/items/{item}/seats?section=ID, \
+         POST /v1/orders/{order}/pay, \
          POST /v1/orders/{order}/cancel (with --operator-token-file), GET /healthz, \
          GET /metrics (docs/serve.md)",
         None,

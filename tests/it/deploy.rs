@@ -234,16 +234,19 @@ fn dashboard_queries() -> Vec<String> {
 }
 
 /// A campaign with every kind of item: reservations, an end, a bucketed item
-/// behind a room.
+/// behind a room, a seat item.
 fn every_kind(id: &str) -> crate::support::CampaignFile {
-    campaign(id)
+    let yaml = campaign(id)
         .payment_timeout("1h")
         .ends_in(3600)
         .item("1", 20)
         .item("2", 20)
         .buckets(2)
         .room("{ mode: rate, admit_rate: 100/s }")
-        .write()
+        .yaml();
+    let seats = "  - id: hall\n    name: Hall\n    seats:\n      sections:\n        \
+                 - { id: A, rows: 2, seats_per_row: 5, tier: vip, price: \"10\" }\norders:\n";
+    crate::support::campaign_file(&yaml.replacen("orders:\n", seats, 1))
 }
 
 #[test]

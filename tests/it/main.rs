@@ -1,7 +1,6 @@
 //! The one integration-test crate: every test runs the real binary or library
 //! against real servers that `support` starts (one link instead of one per file).
 
-mod seats_door;
 mod support;
 
 mod bucket_copy;
@@ -72,6 +71,8 @@ mod roles_cluster;
 mod sale_day;
 mod sale_memory;
 mod seats;
+mod seats_door;
+mod seats_view;
 mod security;
 mod serve;
 mod serve_door;

@@ -44,18 +44,28 @@ pub fn read<C: ConnectionLike>(
     layout: &Layout,
     seating: &Seating,
 ) -> Result<Vec<SectionView>> {
-    seating
-        .sections
-        .iter()
-        .enumerate()
-        .map(|(i, section)| {
-            let key = layout.bucket(i as u32).keys.seats;
-            let state: Option<Vec<u8>> = conn
-                .get(&key)
-                .with_context(|| format!("cannot read {key}"))?;
-            Ok(view_of(section, state.unwrap_or_default()))
-        })
+    (0..seating.sections.len())
+        .map(|index| read_section(conn, layout, seating, index))
         .collect()
+}
+
+/// The section at `index` of the item (file order), in one GET: what the
+/// seat map and the seat page read.
+pub fn read_section<C: ConnectionLike>(
+    conn: &mut C,
+    layout: &Layout,
+    seating: &Seating,
+    index: usize,
+) -> Result<SectionView> {
+    let section = seating
+        .sections
+        .get(index)
+        .with_context(|| format!("item {} has no section #{index}", layout.item))?;
+    let key = layout.bucket(index as u32).keys.seats;
+    let state: Option<Vec<u8>> = conn
+        .get(&key)
+        .with_context(|| format!("cannot read {key}"))?;
+    Ok(view_of(section, state.unwrap_or_default()))
 }
 
 /// `section`'s counts from its state string.
@@ -122,6 +132,10 @@ pub fn map_lines(view: &SectionView) -> Vec<String> {
         lines.push("  (not preheated, or corrupt: no map)".to_string());
         return lines;
     }
+    lines.push(format!(
+        "seat     |{}|",
+        ruler(view.seats_per_row, per_char)
+    ));
     let bytes = view.state.as_bytes();
     for row in 0..view.rows {
         let start = (row * view.seats_per_row) as usize;
@@ -138,6 +152,31 @@ pub fn map_lines(view: &SectionView) -> Vec<String> {
         lines.push(format!("row {:>4} |{marks}|", row + 1));
     }
     lines
+}
+
+/// The seat numbers above the map's columns: 1 over the first, then every
+/// tenth column's last seat, its number ending over it (10, 20, …; 30, 60, …
+/// when a mark stands for 3 seats), so a seat is found by row and number
+/// without counting marks.
+fn ruler(seats_per_row: u32, per_char: u32) -> String {
+    let columns = seats_per_row.div_ceil(per_char) as usize;
+    if columns == 0 {
+        return String::new();
+    }
+    let mut ruler = vec![' '; columns];
+    ruler[0] = '1';
+    for last in (9..columns).step_by(10) {
+        let number = ((last as u32 + 1) * per_char)
+            .min(seats_per_row)
+            .to_string();
+        let start = last + 1 - number.len();
+        if start > 1 {
+            for (i, digit) in number.chars().enumerate() {
+                ruler[start + i] = digit;
+            }
+        }
+    }
+    ruler.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -166,7 +205,18 @@ mod tests {
         assert!(view.problem.is_none());
         assert_eq!(
             map_lines(&view)[1..],
-            ["row    1 |..hs|", "row    2 |x.s.|"]
+            ["seat     |1   |", "row    1 |..hs|", "row    2 |x.s.|"]
+        );
+        let rows_of_40 = view_of(&section(1, 40), vec![FREE; 40]);
+        assert_eq!(
+            map_lines(&rows_of_40)[1],
+            format!(
+                "seat     |1{}10{}20{}30{}40|",
+                " ".repeat(7),
+                " ".repeat(8),
+                " ".repeat(8),
+                " ".repeat(8)
+            )
         );
         let wide = view_of(&section(1, 200), vec![b's'; 200]);
         assert!(map_lines(&wide).iter().all(|l| l.chars().count() <= 80));

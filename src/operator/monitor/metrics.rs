@@ -109,6 +109,10 @@ pub(crate) const RESERVATION_UNITS: Metric = gauge(
     "seckill_reservation_units",
     "Units of reservations by state (reserved, paid, expired, cancelled); payment_timeout campaigns.",
 );
+pub(crate) const SEATS: Metric = gauge(
+    "seckill_seats",
+    "Seats of one section of a seat item by state (free, held, sold, blocked); they add up to the section's seats.",
+);
 pub(crate) const ORDERS_STORED: Metric = counter(
     "seckill_orders_stored_total",
     "Order entries this consume process stored in the database and acknowledged.",
@@ -212,6 +216,27 @@ pub(crate) fn add_statuses(exposition: &mut Exposition, campaign: &str, statuses
             ] {
                 let labels = [labels[0], labels[1], ("state", state)];
                 exposition.add(RESERVATION_UNITS, &labels, units as f64);
+            }
+        }
+        // A section not preheated has no seats to count: no series rather than zeros.
+        for section in s
+            .sections
+            .iter()
+            .filter(|c| c.free + c.held + c.sold + c.blocked > 0)
+        {
+            for (state, seats) in [
+                ("free", section.free),
+                ("held", section.held),
+                ("sold", section.sold),
+                ("blocked", section.blocked),
+            ] {
+                let labels = [
+                    labels[0],
+                    labels[1],
+                    ("section", section.section.as_str()),
+                    ("state", state),
+                ];
+                exposition.add(SEATS, &labels, f64::from(seats));
             }
         }
     }

@@ -27,9 +27,11 @@ use redis::ConnectionLike;
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
+use crate::domain::item::shape::Shape;
 use crate::domain::orders::claimer::{GroupConsumer, group_consumers, sort_consumers};
 use crate::domain::recovery::{CARRIED_ORDERS_FIELD, CARRIED_UNITS_FIELD};
 use crate::domain::reservations::Totals;
+use crate::domain::seats::view::{self, SectionView};
 use crate::model::keys::{ItemKeys, ORDER_GROUP};
 use crate::redis_client::scripts::ScriptCall;
 use crate::redis_client::scripts::item_status::ReadItemStatus;
@@ -230,6 +232,53 @@ pub(crate) struct ItemStatus {
     /// Read by `status` only (not `--watch`, not the metrics).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) fenced: Option<String>,
+    /// A seat item (docs/seats.md): each section's seats by state, in file
+    /// order (its slots are the `buckets` above, one per section).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) sections: Vec<SectionStatus>,
+}
+
+/// One section of a seat item: its seats counted by state. Every seat is
+/// in exactly one state, so free + held + sold + blocked = seats once the
+/// section is preheated (`problem` says why not otherwise).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct SectionStatus {
+    pub(crate) section: String,
+    pub(crate) tier: String,
+    pub(crate) rows: u32,
+    pub(crate) seats_per_row: u32,
+    /// rows × seats_per_row.
+    pub(crate) seats: u32,
+    pub(crate) free: u32,
+    pub(crate) held: u32,
+    pub(crate) sold: u32,
+    pub(crate) blocked: u32,
+    /// Not preheated, or its state string is corrupt (what is wrong).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) problem: Option<String>,
+}
+
+impl SectionStatus {
+    fn of(view: &SectionView) -> SectionStatus {
+        let seats = view.rows * view.seats_per_row;
+        let problem = match (&view.problem, view.state.is_empty()) {
+            (Some(problem), _) => Some(problem.clone()),
+            (None, true) => Some("not preheated (no seat state in Redis)".to_string()),
+            (None, false) => None,
+        };
+        SectionStatus {
+            section: view.section.clone(),
+            tier: view.tier.clone(),
+            rows: view.rows,
+            seats_per_row: view.seats_per_row,
+            seats,
+            free: view.free,
+            held: view.held,
+            sold: view.sold,
+            blocked: view.blocked,
+            problem,
+        }
+    }
 }
 
 impl ItemStatus {
@@ -340,6 +389,13 @@ impl StatusReader {
             status.sold = Some(loaded + carried - left);
         }
         status.room = super::room::read(conn, item)?;
+        // One GET per section: a 50 × 40 section is a 2,000-byte string.
+        if let Shape::Seated(layout, seating) = item.shape() {
+            status.sections = view::read(conn, layout, seating)?
+                .iter()
+                .map(SectionStatus::of)
+                .collect();
+        }
         Ok(status)
     }
 
@@ -621,6 +677,7 @@ impl RawStatus {
             slots: Vec::new(),
             room: None,
             fenced: None,
+            sections: Vec::new(),
         }
     }
 }
