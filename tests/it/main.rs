@@ -70,6 +70,7 @@ mod role_proof_cluster;
 mod roles_cluster;
 mod sale_day;
 mod sale_memory;
+mod seats_reconcile;
 mod security;
 mod serve;
 mod serve_door;
