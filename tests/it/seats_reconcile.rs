@@ -328,10 +328,17 @@ fn sale_day_seat_by_seat(server: &RedisServer, file: &CampaignFile, db: &dyn Dat
     let _: i64 = redis.setrange(&key_a, a45, "s").unwrap();
     let item = reconcile(file, server, &db_flag, DRIFT_FOUND);
     let found = drift(&item);
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].0, "A-4-5");
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, "section A");
     assert!(
-        found[0].1.contains("sold in Redis, in no stored order"),
+        found[0]
+            .1
+            .contains("its stock in Redis is 20, its seat map has 19 free seats"),
+        "the stock is the free seats: {found:?}"
+    );
+    assert_eq!(found[1].0, "A-4-5");
+    assert!(
+        found[1].1.contains("sold in Redis, in no stored order"),
         "{found:?}"
     );
     let _: i64 = redis.setrange(&key_a, a45, ".").unwrap();
@@ -375,10 +382,11 @@ fn sale_day_seat_by_seat(server: &RedisServer, file: &CampaignFile, db: &dyn Dat
     let b25 = 5 + (5 - 1);
     let _: i64 = redis.setrange(&key_b, b25, "h").unwrap();
     let found = drift(&reconcile(file, server, &db_flag, DRIFT_FOUND));
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].0, "B-2-5");
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, "section B");
+    assert_eq!(found[1].0, "B-2-5");
     assert!(
-        found[0].1.contains("held in Redis, in no open reservation"),
+        found[1].1.contains("held in Redis, in no open reservation"),
         "{found:?}"
     );
     let _: i64 = redis.setrange(&key_b, b25, ".").unwrap();

@@ -377,6 +377,7 @@ pub(crate) fn reconcile_item(
         let walked = seats::Walked {
             unsettled: &unsettled,
             sale_in_progress: report.sale_in_progress,
+            stock: reading.snapshots.iter().map(|s| s.stock).collect(),
         };
         report.seats = Some(seats::check(
             store,

@@ -9,7 +9,8 @@
 //! * a free (`.`) or blocked (`x`) seat is in no live order, in Redis or in
 //!   the database — no seat both free and sold;
 //! * no seat is in two live orders (reserved, paid or final), in Redis or in
-//!   the database.
+//!   the database;
+//! * the section's stock is its free seats.
 //!
 //! A section is read as one moment: its state string before and after its
 //! orders and records, again until both agree (every script that changes a
@@ -187,6 +188,8 @@ pub(crate) struct Walked<'a> {
     pub(crate) unsettled: &'a HashSet<String>,
     /// The streams moved during the check: the sale went on.
     pub(crate) sale_in_progress: bool,
+    /// Each section's stock as of the snapshot (its free seats).
+    pub(crate) stock: Vec<Option<i64>>,
 }
 
 /// A seat's holder: an order and its state.
@@ -337,6 +340,25 @@ pub(crate) fn check(
             moving: section.moving,
             ..SectionSeats::default()
         };
+        // The stock is the section's free seats: a seat byte changed behind
+        // the scripts' back leaves them apart.
+        if let Some(Some(stock)) = walked.stock.get(i)
+            && *stock != i64::from(view.free)
+            && view.problem.is_none()
+        {
+            result.push(
+                SeatFinding {
+                    seat: format!("section {}", label.id),
+                    redis: String::new(),
+                    orders: Vec::new(),
+                    problem: format!(
+                        "its stock in Redis is {stock}, its seat map has {} free seats",
+                        view.free
+                    ),
+                },
+                walked.sale_in_progress || section.moving,
+            );
+        }
         if let Some(problem) = &view.problem {
             result.push(
                 SeatFinding {
