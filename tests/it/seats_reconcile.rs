@@ -511,3 +511,52 @@ fn mariadb_store_keeps_each_seat_once() {
             .unwrap()
     });
 }
+
+/// While `consume` has not stored the latest orders, their seats are
+/// catching up, not drift: reconcile exits 0 and lists them apart; once
+/// they are stored, nothing is left catching up.
+#[test]
+fn seats_of_orders_in_flight_are_catching_up_not_drift() {
+    let server = RedisServer::start();
+    let file = campaign_file(CONCERT);
+    let db = Sqlite(sqlite_path(&file));
+    let flag = db.flag();
+    let db_flag: Vec<&str> = flag.iter().map(String::as_str).collect();
+    preheat(&file, &server);
+    let (first, _) = buy(&file, &server, "alice", &["--seats", "A-1-1"]);
+    settle(&file, &server, "pay", &first);
+    on(&file, &server, &["consume", "--drain"])
+        .args(&db_flag)
+        .succeeds();
+    // Bought and paid after the last consume: in the stream, not stored.
+    let (later, _) = buy(&file, &server, "bob", &["--seats", "A-2-1,A-2-2"]);
+    settle(&file, &server, "pay", &later);
+    let item = reconcile(&file, &server, &db_flag, SUCCESS);
+    let seats = &item["seats"];
+    assert_eq!(seats["drift_count"], 0, "{seats:#}");
+    assert_eq!(seats["catching_up_count"], 2, "{seats:#}");
+    let named: Vec<&str> = seats["catching_up"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["seat"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["A-2-1", "A-2-2"]);
+    // Stored while held, then paid: the payment is on its way.
+    let (held, _) = buy(&file, &server, "carol", &["--seats", "A-3-1"]);
+    on(&file, &server, &["consume", "--drain"])
+        .args(&db_flag)
+        .succeeds();
+    settle(&file, &server, "pay", &held);
+    let item = reconcile(&file, &server, &db_flag, SUCCESS);
+    let seats = &item["seats"];
+    assert_eq!(seats["drift_count"], 0, "{seats:#}");
+    assert_eq!(seats["catching_up_count"], 1, "{seats:#}");
+    assert_eq!(seats["catching_up"][0]["seat"], "A-3-1");
+    on(&file, &server, &["consume", "--drain"])
+        .args(&db_flag)
+        .succeeds();
+    let item = reconcile(&file, &server, &db_flag, SUCCESS);
+    assert_eq!(item["seats"]["catching_up_count"], 0);
+    assert_eq!(item["seats"]["sections"][0]["sold_in_database"], 4);
+}
