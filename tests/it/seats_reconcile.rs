@@ -560,3 +560,45 @@ fn seats_of_orders_in_flight_are_catching_up_not_drift() {
     assert_eq!(item["seats"]["catching_up_count"], 0);
     assert_eq!(item["seats"]["sections"][0]["sold_in_database"], 4);
 }
+
+/// A database of schema 3 (before seats) gains `order_seats` in place the
+/// first time it is opened — by `reconcile` too, which creates no schema
+/// but upgrades one — and its orders stay as they were.
+#[test]
+fn a_schema_3_database_gains_order_seats_in_place() {
+    let server = RedisServer::start();
+    let file = campaign_file(CONCERT);
+    let path = sqlite_path(&file);
+    let db = Sqlite(path.clone());
+    let flag = db.flag();
+    let db_flag: Vec<&str> = flag.iter().map(String::as_str).collect();
+    preheat(&file, &server);
+    let (order, _) = buy(&file, &server, "alice", &["--seats", "A-1-1"]);
+    settle(&file, &server, "pay", &order);
+    on(&file, &server, &["consume", "--drain"])
+        .args(&db_flag)
+        .succeeds();
+    // Back to schema 3: no seat table, version 3.
+    db.exec("DROP TABLE order_seats; DELETE FROM seckill_schema; INSERT INTO seckill_schema VALUES (3);");
+    let tables = || -> i64 {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'order_seats'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(tables(), 0);
+    // The order stored before seats were stored has none: reconcile says so.
+    let item = reconcile(&file, &server, &db_flag, DRIFT_FOUND);
+    assert_eq!(tables(), 1, "reconcile upgraded the schema in place");
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT MAX(version) FROM seckill_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, seckill::domain::orders::SCHEMA_VERSION);
+    assert_eq!(drift(&item)[0].0, "A-1-1", "{item:#}");
+    assert_eq!(item["not_in_redis"]["count"], 0);
+}
