@@ -602,3 +602,39 @@ fn a_schema_3_database_gains_order_seats_in_place() {
     assert_eq!(drift(&item)[0].0, "A-1-1", "{item:#}");
     assert_eq!(item["not_in_redis"]["count"], 0);
 }
+
+/// Without `payment_timeout` an ok sells its seats at once: no reservation
+/// record in Redis, the rows stored sold, reconcile 0 — and a sold seat
+/// deleted from the database is drift naming it.
+#[test]
+fn seats_final_on_ok_are_stored_sold_and_proved() {
+    let server = RedisServer::start();
+    let file = campaign_file(&CONCERT.replace("payment_timeout: 2s\n", ""));
+    let db = Sqlite(sqlite_path(&file));
+    let flag = db.flag();
+    let db_flag: Vec<&str> = flag.iter().map(String::as_str).collect();
+    preheat(&file, &server);
+    let (alice, _) = buy(&file, &server, "alice", &["--section", "B", "--qty", "4"]);
+    let (bob, _) = buy(&file, &server, "bob", &["--seats", "A-4-6"]);
+    on(&file, &server, &["consume", "--drain"])
+        .args(&db_flag)
+        .succeeds();
+    let rows = db.seat_rows();
+    assert_eq!(rows["B-1-2"], [(alice.clone(), Some(1))]);
+    assert_eq!(rows["A-4-6"], [(bob.clone(), Some(1))]);
+    let item = reconcile(&file, &server, &db_flag, SUCCESS);
+    let seats = &item["seats"];
+    assert_eq!(seats["drift_count"], 0, "{seats:#}");
+    assert_eq!(seats["sections"][1]["sold"], 4);
+    assert_eq!(seats["sections"][1]["sold_in_database"], 4);
+    db.exec("DELETE FROM order_seats WHERE seat = 'A-4-6'");
+    let found = drift(&reconcile(&file, &server, &db_flag, DRIFT_FOUND));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "A-4-6");
+    assert!(
+        found[0]
+            .1
+            .contains(&format!("sold in Redis (order {bob}), in no stored order")),
+        "{found:?}"
+    );
+}
