@@ -16,6 +16,7 @@ use crate::cmd::regions::Links;
 use crate::domain::item::SaleItem;
 use crate::domain::orders::StoreArgs;
 use crate::domain::reconcile::baseline::KnownLoss;
+use crate::domain::reconcile::seats::{SeatCheck, SeatFinding};
 use crate::domain::reconcile::transfers::TransferReport;
 use crate::domain::reconcile::{ItemReport, Run, fence, reconcile_item};
 use crate::invocation::context::{Context, Opened, StoreAccess};
@@ -185,6 +186,10 @@ fn outcome_event(report: &ReconcileReport) -> Option<Event> {
                 "content_mismatch": r.content_mismatch.count,
                 "database_units_excess": r.database_units_excess,
                 "redis_lost_data": r.redis_lost_data,
+                "seat_drift": r.seats.as_ref().map_or(0, |s| s.drift_count),
+                "seat_drift_first": r.seats.as_ref().map_or_else(Vec::new, |s| {
+                    s.drift.iter().take(10).map(SeatFinding::sentence).collect()
+                }),
                 "next_step": r.next_step,
             })
         })
@@ -451,6 +456,9 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
                 r.reservations.state_mismatch.join(", ")
             ));
         }
+        if let Some(seats) = &r.seats {
+            seat_lines(&r.item, seats, &mut line);
+        }
         for (list, what) in [
             (&r.missing_from_database, "in Redis but not in the database"),
             (&r.not_in_redis, "in the database but not in Redis"),
@@ -476,6 +484,67 @@ fn render_table(reports: &[ItemReport], campaign: &str, database: &str) -> Strin
         }
     }
     text
+}
+
+/// Seats named in the table per list (JSON has up to
+/// `MAX_NAMED_SEATS` of `domain::reconcile::seats`; the counts are exact).
+const SEATS_IN_TABLE: usize = 10;
+
+/// A seat item's proof: each section's counts, then the seats that do not
+/// add up, named (a long list capped, with how many more).
+fn seat_lines(item: &str, check: &SeatCheck, line: &mut impl FnMut(String)) {
+    for s in &check.sections {
+        line(format!(
+            "{item}: section {}: {} free · {} held ({} in open reservations) · {} sold ({} to \
+             paid or final orders in Redis, {} in the database) · {} blocked{}",
+            s.section,
+            s.free,
+            s.held,
+            s.held_by_open_reservations,
+            s.sold,
+            s.sold_to_redis_orders,
+            s.sold_in_database,
+            s.blocked,
+            if s.moving {
+                " (kept changing while read)"
+            } else {
+                ""
+            }
+        ));
+    }
+    for (findings, count, what) in [
+        (&check.drift, check.drift_count, "DRIFT seat by seat"),
+        (
+            &check.catching_up,
+            check.catching_up_count,
+            "seats the database has not caught up with yet (orders in flight, not drift)",
+        ),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let named: Vec<String> = findings
+            .iter()
+            .take(SEATS_IN_TABLE)
+            .map(SeatFinding::sentence)
+            .collect();
+        let more = count - named.len() as u64;
+        line(format!(
+            "{item}: {what}, {count}: {}{}",
+            named.join("; "),
+            if more > 0 {
+                format!(" (and {more} more)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if check.drift_count == 0 {
+        line(format!(
+            "{item}: seat by seat: every sold seat is a stored paid or final order's, every \
+             held seat an open reservation's, no seat in two live orders"
+        ));
+    }
 }
 
 /// An item whose Redis state is gone while its orders are stored.

@@ -38,7 +38,8 @@ pub(crate) const CRON_NOTE: &str = "1 also means an item could not be checked (n
      wins when both happen. Redis holding nothing of an item whose orders are stored (it lost its \
      data) is drift, and `next:` says to run `preheat --recover`; from then on the orders it \
      carried over are a known loss, shown and balanced against (0). The JSON names the offending \
-     order ids.";
+     order ids, and for a seat item the offending seats (proved seat by seat: every sold seat is \
+     in a stored paid order, every held seat in an open reservation).";
 
 /// Examples of `command` (as typed, e.g. `shutdown-switch`), one command line each.
 pub fn examples(command: &str) -> &'static [&'static str] {

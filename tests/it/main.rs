@@ -72,6 +72,7 @@ mod sale_day;
 mod sale_memory;
 mod seats;
 mod seats_door;
+mod seats_reconcile;
 mod seats_view;
 mod security;
 mod serve;

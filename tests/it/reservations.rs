@@ -630,6 +630,7 @@ fn migrate_then_apply(
         bought_at_ms: 1_000,
         stream_id: "5-0".into(),
         deadline_ms: deadline,
+        seats: Vec::new(),
     };
     let change = |id: &str, state: OrderState| StateChange {
         order: Order {

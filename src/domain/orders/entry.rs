@@ -52,6 +52,11 @@ pub struct Order {
     /// Payment deadline (Unix ms, Redis clock) when the order is a
     /// reservation (`payment_timeout`); `None` = final on `ok`.
     pub deadline_ms: Option<i64>,
+    /// A seat item's order: its seats as labels (`A-12-7`), one per unit,
+    /// from the entry's `seats` field (docs/seats.md). Empty for any other
+    /// order, and for a state change (pay and release entries do not repeat
+    /// the seats: the order entry alone stores them).
+    pub seats: Vec<String>,
 }
 
 impl Order {
@@ -261,7 +266,50 @@ fn parse_order_fields(
             None | Some(b"") => None,
             Some(_) => Some(number("deadline_ms", 1, i64::MAX)?),
         },
+        seats: match entry.field("seats") {
+            None | Some(b"") => Vec::new(),
+            Some(_) => parse_seats(&text("seats")?, number("qty", 1, MAX_PER_USER_LIMIT)?)?,
+        },
     })
+}
+
+/// Longest seat label the database column takes (VARCHAR(80) on MySQL): a
+/// section id of 64 characters and a row and seat of up to 4 digits fit.
+pub(crate) const MAX_SEAT_LABEL_BYTES: usize = 80;
+
+/// The `seats` field of a seat order: `qty` distinct labels, comma-separated,
+/// each `<section>-<row>-<seat>` in characters the columns take. Whether
+/// they are seats of the item's map is reconcile's question (the parser
+/// does not know the map); what the database could refuse is refused here.
+fn parse_seats(text: &str, qty: i64) -> std::result::Result<Vec<String>, String> {
+    let seats: Vec<String> = text.split(',').map(str::to_string).collect();
+    for seat in &seats {
+        let parts: Vec<&str> = seat.rsplitn(3, '-').collect();
+        let well_formed = seat.len() <= MAX_SEAT_LABEL_BYTES
+            && parts.len() == 3
+            && parts[..2]
+                .iter()
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            && is_valid_id(parts[2]);
+        if !well_formed {
+            return Err(format!(
+                "seat {seat:?} in field seats is not <section>-<row>-<seat>, like A-12-7"
+            ));
+        }
+    }
+    if seats.len() as i64 != qty {
+        return Err(format!(
+            "field seats names {} seat(s) for qty {qty}",
+            seats.len()
+        ));
+    }
+    let mut distinct = seats.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() != seats.len() {
+        return Err(format!("field seats = {text:?} names a seat twice"));
+    }
+    Ok(seats)
 }
 
 /// A stream id as a comparable pair (`<ms>-<seq>`).
@@ -478,6 +526,32 @@ mod tests {
                 .deadline_ms,
             None
         );
+    }
+
+    #[test]
+    fn a_seat_order_carries_one_label_per_unit() {
+        let mut fields = GOOD.to_vec();
+        fields.push(("seats", "A-12-7,VIP_2-1-40"));
+        let order = parse_order(&entry(&fields), "c1", "i1").unwrap();
+        assert_eq!(order.seats, ["A-12-7", "VIP_2-1-40"]);
+        assert!(
+            parse_order(&entry(&GOOD), "c1", "i1")
+                .unwrap()
+                .seats
+                .is_empty()
+        );
+        for (seats, why) in [
+            ("A-12-7", "1 seat(s) for qty 2"),
+            ("A-12-7,A-12-7", "twice"),
+            ("A-12-7,A-12", "not <section>-<row>-<seat>"),
+            ("A-12-7,A-x-1", "not <section>-<row>-<seat>"),
+            ("A-12-7,A B-1-1", "not <section>-<row>-<seat>"),
+        ] {
+            let last = fields.len() - 1;
+            fields[last] = ("seats", seats);
+            let error = parse_order(&entry(&fields), "c1", "i1").unwrap_err();
+            assert!(error.contains(why), "{seats}: {error}");
+        }
     }
 
     #[test]

@@ -48,8 +48,9 @@ pub use entry::{Order, OrderState, StateChange};
 
 /// Version of the schema this build writes (table `seckill_schema`): 2 added
 /// the reservation states, 3 the recovery baseline (`orders.recovered_at`,
-/// table `seckill_recoveries`).
-pub const SCHEMA_VERSION: i64 = 3;
+/// table `seckill_recoveries`), 4 a seat item's seats (table `order_seats`,
+/// one row per seat; docs/seats.md, "Orders and reconcile, seat by seat").
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The order database when neither flag, environment nor file names one.
 pub(crate) const DEFAULT_STORE: &str = "sqlite://orders.db";
@@ -269,6 +270,16 @@ pub struct StoredContent {
     pub(crate) state: OrderState,
 }
 
+/// One seat of a stored order (table `order_seats`), with its order's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSeat {
+    /// The seat's label, `A-12-7`.
+    pub(crate) seat: String,
+    pub(crate) order_id: String,
+    /// The state of the order row that holds it.
+    pub(crate) state: OrderState,
+}
+
 /// One user's stored purchases of one item (`preheat --recover` restores them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuyerTotal {
@@ -327,6 +338,12 @@ pub trait OrderStore {
 
     /// The stored rows of `order_ids` (those that are stored), by order id.
     fn stored_contents(&mut self, order_ids: &[&str]) -> Result<HashMap<String, StoredContent>>;
+
+    /// Every seat the stored orders of one campaign item hold (released
+    /// orders' too), with each order's state, by seat then order id. One
+    /// row per seat sold, held or released: a section is at most 20,000
+    /// seats, an item at most 64 sections.
+    fn item_seats(&mut self, campaign: &str, item: &str) -> Result<Vec<StoredSeat>>;
 
     /// Rows and units of one campaign item.
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals>;

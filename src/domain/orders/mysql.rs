@@ -22,10 +22,10 @@ use mysql::{Conn, Opts, OptsBuilder, TxOpts, Value};
 
 use super::{
     BuyerTotal, ItemTotals, Order, OrderState, OrderStore, Recovery, SCHEMA_VERSION, Schema,
-    StateChange, StoredContent, StoredOrder, change_times, no_schema, parse_state,
+    StateChange, StoredContent, StoredOrder, StoredSeat, change_times, no_schema, parse_state,
 };
 
-const SCHEMA: [&str; 3] = [
+const SCHEMA: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS seckill_schema (version INT NOT NULL) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS orders (
         order_id    VARCHAR(64)  NOT NULL PRIMARY KEY,
@@ -56,7 +56,26 @@ const SCHEMA: [&str; 3] = [
         stock_loaded  BIGINT       NOT NULL,
         PRIMARY KEY (campaign, item_id, recovered_at)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    // One row per seat of a seat item's order (schema 4). `sold` is 1 once
+    // the order is paid or final on ok, NULL while held or released: NULLs
+    // are distinct in a unique key, so only a seat sold twice collides.
+    "CREATE TABLE IF NOT EXISTS order_seats (
+        order_id VARCHAR(64) NOT NULL,
+        campaign VARCHAR(64) NOT NULL,
+        item_id  VARCHAR(64) NOT NULL,
+        seat     VARCHAR(80) NOT NULL COMMENT 'A-12-7: section-row-seat, 1-based',
+        sold     TINYINT     NULL COMMENT '1 once the order is paid or final on ok; NULL while held or released',
+        PRIMARY KEY (order_id, seat),
+        UNIQUE KEY order_seats_sold_once (campaign, item_id, seat, sold)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
 ];
+
+/// A payment sells the order's seats. `IGNORE`: a seat some other paid
+/// order holds already (a double sale Redis never makes) stays unsold here
+/// instead of stopping every later state change; reconcile names the seat.
+const SELL_SEATS: &str = "UPDATE IGNORE order_seats SET sold = 1
+    WHERE order_id = ? AND sold IS NULL
+      AND EXISTS (SELECT 1 FROM orders WHERE order_id = ? AND state = 'paid')";
 
 /// Columns later schemas added to `orders`, added to an existing table (an
 /// instant ADD COLUMN on MariaDB 10.3+). Schema 2: the order state and its
@@ -254,6 +273,63 @@ fn insert_rows(
     Ok(tx.affected_rows())
 }
 
+/// The seats of `orders` (those of a seat item), after their order rows in
+/// the same transaction: each seat sold when its order row is paid or
+/// final on ok (a state change that arrived first may have created it
+/// final). An order whose seats are stored already (a redelivery) is left
+/// as it is; a second sold row for a seat is refused by
+/// `order_seats_sold_once`, like any order the database refuses.
+fn insert_seats(tx: &mut mysql::Transaction, orders: &[Order]) -> Result<()> {
+    let with_seats: Vec<&Order> = orders.iter().filter(|o| !o.seats.is_empty()).collect();
+    if with_seats.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = with_seats.iter().map(|o| o.order_id.as_str()).collect();
+    let rows: Vec<(String, String, bool)> = tx.exec(
+        format!(
+            "SELECT o.order_id, o.state,
+                    EXISTS (SELECT 1 FROM order_seats s WHERE s.order_id = o.order_id)
+             FROM orders o WHERE o.order_id IN ({})",
+            placeholders(ids.len(), "?")
+        ),
+        ids,
+    )?;
+    let state: HashMap<String, (String, bool)> = rows
+        .into_iter()
+        .map(|(id, state, stored)| (id, (state, stored)))
+        .collect();
+    let mut values: Vec<Value> = Vec::new();
+    let mut done: HashSet<&str> = HashSet::new();
+    for order in with_seats {
+        let Some((order_state, stored)) = state.get(&order.order_id) else {
+            continue;
+        };
+        if *stored || !done.insert(order.order_id.as_str()) {
+            continue;
+        }
+        let sold: Option<i64> = matches!(order_state.as_str(), "paid" | "confirmed").then_some(1);
+        for seat in &order.seats {
+            values.extend([
+                order.order_id.as_str().into(),
+                order.campaign.as_str().into(),
+                order.item_id.as_str().into(),
+                seat.as_str().into(),
+                sold.into(),
+            ]);
+        }
+    }
+    for rows in values.chunks(5 * ROWS_PER_INSERT) {
+        tx.exec_drop(
+            format!(
+                "INSERT INTO order_seats (order_id, campaign, item_id, seat, sold) VALUES {}",
+                placeholders(rows.len() / 5, "(?,?,?,?,?)")
+            ),
+            rows.to_vec(),
+        )?;
+    }
+    Ok(())
+}
+
 fn placeholders(rows: usize, per_row: &str) -> String {
     vec![per_row; rows].join(",")
 }
@@ -303,6 +379,8 @@ impl OrderStore for MysqlStore {
                     }
                 };
                 inserted += new;
+                insert_seats(&mut tx, chunk)
+                    .with_context(|| format!("cannot store the seats of orders in {display}"))?;
             }
             tx.commit()
                 .with_context(|| format!("cannot commit {} orders to {display}", orders.len()))?;
@@ -345,6 +423,12 @@ impl OrderStore for MysqlStore {
                 tx.exec_drop(sql, values).with_context(|| {
                     format!("cannot apply {} state changes in {display}", chunk.len())
                 })?;
+                for c in chunk.iter().filter(|c| c.state == OrderState::Paid) {
+                    let id = c.order.order_id.as_str();
+                    tx.exec_drop(SELL_SEATS, (id, id)).with_context(|| {
+                        format!("cannot sell the seats of order {id} in {display}")
+                    })?;
+                }
             }
             tx.commit().with_context(|| {
                 format!("cannot commit {} state changes to {display}", changes.len())
@@ -380,6 +464,33 @@ impl OrderStore for MysqlStore {
                 }
             }
             Ok(found)
+        })
+    }
+
+    fn item_seats(&mut self, campaign: &str, item: &str) -> Result<Vec<StoredSeat>> {
+        let display = self.display.clone();
+        self.with_conn(|conn| {
+            let rows: Vec<(String, String, String)> = conn
+                .exec(
+                    "SELECT s.seat, s.order_id, o.state FROM order_seats s
+                     JOIN orders o ON o.order_id = s.order_id
+                     WHERE s.campaign = ? AND s.item_id = ?
+                     ORDER BY s.seat, s.order_id",
+                    (campaign, item),
+                )
+                .with_context(|| {
+                    format!("cannot read the seats of {campaign}/{item} in {display}")
+                })?;
+            rows.into_iter()
+                .map(|(seat, order_id, state)| {
+                    let state = parse_state(&order_id, &state, &display)?;
+                    Ok(StoredSeat {
+                        seat,
+                        order_id,
+                        state,
+                    })
+                })
+                .collect()
         })
     }
 
@@ -421,6 +532,8 @@ impl OrderStore for MysqlStore {
             tx.exec_drop("DELETE FROM orders WHERE campaign = ?", (campaign,))
                 .with_context(|| format!("cannot delete orders of {campaign} from {display}"))?;
             let deleted = tx.affected_rows();
+            tx.exec_drop("DELETE FROM order_seats WHERE campaign = ?", (campaign,))
+                .with_context(|| format!("cannot delete the seats of {campaign} from {display}"))?;
             tx.exec_drop(
                 "DELETE FROM seckill_recoveries WHERE campaign = ?",
                 (campaign,),

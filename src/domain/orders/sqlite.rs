@@ -18,7 +18,7 @@ use rusqlite::{Connection, params, params_from_iter};
 
 use super::{
     BuyerTotal, ItemTotals, Order, OrderState, OrderStore, Recovery, SCHEMA_VERSION, Schema,
-    StateChange, StoredContent, StoredOrder, change_times, no_schema, parse_state,
+    StateChange, StoredContent, StoredOrder, StoredSeat, change_times, no_schema, parse_state,
 };
 
 const SCHEMA: &str = "
@@ -52,7 +52,35 @@ CREATE TABLE IF NOT EXISTS seckill_recoveries (
     stock_loaded  INTEGER NOT NULL,
     PRIMARY KEY (campaign, item_id, recovered_at)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS order_seats (
+    order_id TEXT    NOT NULL,
+    campaign TEXT    NOT NULL,
+    item_id  TEXT    NOT NULL,
+    seat     TEXT    NOT NULL, -- A-12-7: section-row-seat, 1-based
+    sold     INTEGER CHECK (sold = 1), -- 1 once the order is paid or final on ok; NULL while held or released
+    PRIMARY KEY (order_id, seat)
+) WITHOUT ROWID;
+-- No seat sold twice: NULLs are distinct, so held and released rows never collide.
+CREATE UNIQUE INDEX IF NOT EXISTS order_seats_sold_once ON order_seats (campaign, item_id, seat, sold);
 ";
+
+/// The seats of one order: one row per seat, sold when the order row is
+/// paid or final on ok (the row may have been created in its final state by
+/// a state change that arrived first). A seat stored already is left as it
+/// is (a redelivery); a second sold row for a seat is refused by
+/// `order_seats_sold_once`, like any order the database refuses.
+const INSERT_SEAT: &str = "INSERT INTO order_seats (order_id, campaign, item_id, seat, sold)
+    SELECT order_id, campaign, item_id, ?2, CASE WHEN state IN ('paid', 'confirmed') THEN 1 END
+    FROM orders WHERE order_id = ?1
+    ON CONFLICT (order_id, seat) DO NOTHING";
+
+/// A payment sells the order's seats. `OR IGNORE`: a seat some other paid
+/// order holds already (a double sale Redis never makes) stays unsold here
+/// instead of stopping every later state change; reconcile names the seat
+/// ("in two live orders").
+const SELL_SEATS: &str = "UPDATE OR IGNORE order_seats SET sold = 1
+    WHERE order_id = ?1 AND sold IS NULL
+      AND EXISTS (SELECT 1 FROM orders WHERE order_id = ?1 AND state = 'paid')";
 
 /// Columns later schemas added to `orders`, added to an existing table column
 /// by column inside the schema transaction. Schema 2: the order state and its
@@ -280,6 +308,19 @@ impl OrderStore for SqliteStore {
                         .with_context(|| format!("cannot insert order {}", one.order_id))?;
             }
         }
+        // Seats after every order row: each seat row reads its order's state.
+        for order in orders.iter().filter(|o| !o.seats.is_empty()) {
+            let mut statement = tx
+                .prepare_cached(INSERT_SEAT)
+                .context("cannot prepare the seat insert")?;
+            for seat in &order.seats {
+                statement
+                    .execute(params![order.order_id, seat])
+                    .with_context(|| {
+                        format!("cannot store seat {seat} of order {}", order.order_id)
+                    })?;
+            }
+        }
         tx.commit().with_context(|| {
             format!("cannot commit {} orders to {}", orders.len(), self.display)
         })?;
@@ -313,6 +354,13 @@ impl OrderStore for SqliteStore {
                             o.order_id
                         )
                     })?;
+                if c.state == OrderState::Paid {
+                    tx.prepare_cached(SELL_SEATS)
+                        .and_then(|mut sell| sell.execute([&o.order_id]))
+                        .with_context(|| {
+                            format!("cannot sell the seats of order {}", o.order_id)
+                        })?;
+                }
             }
         }
         tx.commit().with_context(|| {
@@ -369,6 +417,40 @@ impl OrderStore for SqliteStore {
         Ok(found)
     }
 
+    fn item_seats(&mut self, campaign: &str, item: &str) -> Result<Vec<StoredSeat>> {
+        let mut statement = self
+            .connection
+            .prepare_cached(
+                "SELECT s.seat, s.order_id, o.state FROM order_seats s
+                 JOIN orders o ON o.order_id = s.order_id
+                 WHERE s.campaign = ?1 AND s.item_id = ?2
+                 ORDER BY s.seat, s.order_id",
+            )
+            .context("cannot prepare the seat query")?;
+        let rows = statement
+            .query_map([campaign, item], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get::<_, String>(2)?))
+            })
+            .with_context(|| {
+                format!(
+                    "cannot read the seats of {campaign}/{item} in {}",
+                    self.display
+                )
+            })?;
+        let mut seats = Vec::new();
+        for row in rows {
+            let (seat, order_id, state): (String, String, String) =
+                row.context("cannot read a seat row")?;
+            let state = parse_state(&order_id, &state, &self.display)?;
+            seats.push(StoredSeat {
+                seat,
+                order_id,
+                state,
+            });
+        }
+        Ok(seats)
+    }
+
     fn item_totals(&mut self, campaign: &str, item: &str) -> Result<ItemTotals> {
         self.connection
             .query_row(
@@ -412,6 +494,8 @@ impl OrderStore for SqliteStore {
         let deleted = tx
             .execute("DELETE FROM orders WHERE campaign = ?1", [campaign])
             .with_context(|| format!("cannot delete orders of {campaign} from {display}"))?;
+        tx.execute("DELETE FROM order_seats WHERE campaign = ?1", [campaign])
+            .with_context(|| format!("cannot delete the seats of {campaign} from {display}"))?;
         tx.execute(
             "DELETE FROM seckill_recoveries WHERE campaign = ?1",
             [campaign],

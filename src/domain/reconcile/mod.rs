@@ -61,11 +61,16 @@
 //! Only the dead-letter ids (the exceptions) and at most [`MAX_NAMED`]
 //! offending order ids per list are held.
 //!
-//! May import: domain::reservations, domain::orders, domain::item, domain::regions, redis_client, model, util.
+//! A seat item (docs/seats.md) is also proved seat by seat ([`seats`]):
+//! Redis's state of every seat against the orders Redis and the database
+//! say hold it; a seat that does not add up is drift naming the seat.
+//!
+//! May import: domain::reservations, domain::orders, domain::item, domain::regions, domain::seats, redis_client, model, util.
 
 pub(crate) mod baseline;
 pub(crate) mod fence;
 pub(crate) mod reservations;
+pub(crate) mod seats;
 pub(crate) mod streams;
 pub(crate) mod transfers;
 
@@ -207,6 +212,14 @@ pub(crate) struct ItemReport {
     /// Bucketed items only (`docs/buckets.md`): the transfers between buckets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) transfers: Option<TransferReport>,
+    /// Seat items only (docs/seats.md): the proof seat by seat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) seats: Option<seats::SeatCheck>,
+    /// Seat items only: the orders whose entry was in flight or
+    /// dead-lettered during the walk (the database may not hold their seats
+    /// yet). `None` for other items, whose walk keeps no order ids.
+    #[serde(skip)]
+    pub(crate) unsettled: Option<std::collections::HashSet<String>>,
 }
 
 /// What a whole reconcile run shares with each item's walk: the bar of
@@ -247,6 +260,7 @@ pub(crate) fn reconcile_item(
     let moves = sale.moves_stock_between_slots();
     let mut report = ItemReport {
         item: item.id.clone(),
+        unsettled: item.seating.is_some().then(Default::default),
         ..ItemReport::default()
     };
     let mut transfers = TransferReport {
@@ -344,12 +358,35 @@ pub(crate) fn reconcile_item(
     if moves {
         transfers::check(&reading, &mut transfers);
     }
+    // Between the snapshot and the streams' second reading: when no stream
+    // moved, no seat did either (every seat change appends to its section's
+    // stream), so the seats are read as of the snapshot.
+    let seats_read = match &item.seating {
+        Some(seating) => Some((seating, seats::read(conn, sale.layout(), seating)?)),
+        None => None,
+    };
     // The streams' ends again: when any moved, the sale is live and the
     // buyers sum (read by HSCAN pages) cannot be compared.
     for (slot, snap) in slots.iter().zip(&reading.snapshots) {
         if sale.snapshot(conn, slot)?.last_order_id != snap.last_order_id {
             report.sale_in_progress = true;
         }
+    }
+    if let Some((seating, read)) = seats_read {
+        let unsettled = report.unsettled.take().unwrap_or_default();
+        let walked = seats::Walked {
+            unsettled: &unsettled,
+            sale_in_progress: report.sale_in_progress,
+            stock: reading.snapshots.iter().map(|s| s.stock).collect(),
+        };
+        report.seats = Some(seats::check(
+            store,
+            &campaign.id,
+            &item.id,
+            seating,
+            read,
+            &walked,
+        )?);
     }
     report.database = store.item_totals(&campaign.id, &item.id)?;
     let loss = baseline::known_loss(&recoveries, &report.database);
@@ -458,7 +495,8 @@ pub(crate) fn reconcile_item(
         && report.content_mismatch.count == 0
         && transfers.unmatched_credits.count == 0
         && units_agree
-        && baseline_intact;
+        && baseline_intact
+        && report.seats.as_ref().is_none_or(|s| s.drift_count == 0);
     report.known_loss = loss;
     report.transfers = moves.then_some(transfers);
     Ok(report)

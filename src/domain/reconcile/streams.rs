@@ -212,6 +212,7 @@ fn classify_page(
             stored_orders.push(order);
         } else if in_flight(&entry.id) {
             report.in_flight.add(order.as_ref());
+            unsettled(report, order.as_ref());
         } else {
             unaccounted.push((*entry, order.as_ref()));
         }
@@ -228,6 +229,7 @@ fn classify_page(
     for (entry, order) in unaccounted {
         if slot.dead_ids.contains(&entry.id) {
             report.dead_lettered.add(order);
+            unsettled(report, order);
         } else if let (true, Some(order)) = (repair, order) {
             to_repair.push(order.clone());
         } else {
@@ -270,6 +272,14 @@ fn classify_page(
         )?;
     }
     Ok(())
+}
+
+/// Keep an order not in the database as of the walk, for a seat item's
+/// seat proof (other items keep no ids: `unsettled` is `None`).
+fn unsettled(report: &mut ItemReport, order: Option<&Order>) {
+    if let (Some(kept), Some(order)) = (&mut report.unsettled, order) {
+        kept.insert(order.order_id.clone());
+    }
 }
 
 /// A row says what its order entry says.

@@ -339,7 +339,7 @@ fn order_database(store: &StoreLocation) -> Check {
             "order_database",
             Verdict::Fail,
             format!("{shown} refuses writes"),
-            "give the database user INSERT/UPDATE on the orders table, and free disk",
+            "give the database user INSERT/UPDATE on the orders and order_seats tables, and free disk",
         );
     }
     Check::ok(
