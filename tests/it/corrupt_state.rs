@@ -904,7 +904,8 @@ fn corrupt_seat_state_is_refused_whole_and_named() {
     let server = RedisServer::start();
     let file = seated();
     let keys = Layout::new(LIVE_PREFIX, "cs", "hall", 1).bucket(0).keys;
-    let breakages: [(&str, &dyn Fn(&mut redis::Connection)); 3] = [
+    type Breakage<'a> = (&'a str, &'a dyn Fn(&mut redis::Connection));
+    let breakages: [Breakage; 3] = [
         ("a hash", &|c| wrong_type(c, &keys.seats, "hash")),
         ("7 bytes for 8 seats", &|c| {
             c.set(&keys.seats, "s......").unwrap()
