@@ -524,3 +524,71 @@ fn the_limit_group_load_test_reports_no_user_over_the_limit() {
     let keys: Vec<String> = server.conn().keys("*").unwrap();
     assert!(keys.is_empty(), "left behind: {keys:?}");
 }
+
+/// Over HTTP: `"identity"` in the buy's body counts under the identity;
+/// the refusals have their statuses (409 `limit_reached`, 428
+/// `identity_required`, 403 `identity_mismatch`).
+#[test]
+fn serve_takes_the_identity_in_the_body_and_answers_each_refusal_with_its_status() {
+    let server = RedisServer::start();
+    let file = campaign("idh")
+        .field("per_identity_limit", "1")
+        .item("1", 10)
+        .write();
+    preheat(&file, &server);
+    seckill(&["register", "--user", "bound", "--identity", "ID-B"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let serve = Serve::start(&file, &server.url(), false, &[]);
+    let buy = |user: &str, identity: Option<&str>, request: &str| {
+        let mut body = serde_json::json!({"user": user, "qty": 1, "request_id": request});
+        if let Some(identity) = identity {
+            body["identity"] = identity.into();
+        }
+        http::post(serve.addr, "/v1/items/1/buy", &body)
+    };
+    let cases = [
+        ("a", Some("ID-A"), 200, "ok"),
+        ("b", Some("ID-A"), 409, "limit_reached"),
+        ("c", None, 428, "identity_required"),
+        ("bound", Some("ID-C"), 403, "identity_mismatch"),
+        ("bound", None, 200, "ok"),
+        ("d", Some("ID-B"), 409, "limit_reached"),
+    ];
+    for (n, (user, identity, status, outcome)) in cases.into_iter().enumerate() {
+        let answer = buy(user, identity, &format!("r{n}"));
+        assert_eq!(
+            answer.status, status,
+            "{user} {identity:?}: {}",
+            answer.body
+        );
+        assert_eq!(answer.json()["outcome"], outcome, "{}", answer.body);
+    }
+    let left: i64 = server.conn().get(ItemKeys::live("idh", "1").stock).unwrap();
+    assert_eq!(left, 8);
+}
+
+/// An item under both limits claims the group, then the identity; the
+/// identity's refusal gives the group's claim back, so the user may still
+/// buy the group's SKU with another identity.
+#[test]
+fn a_later_limit_refusing_releases_the_earlier_claims_of_the_buy() {
+    let server = RedisServer::start();
+    let file = group_spec("both", 5)
+        .field("per_identity_limit", "1")
+        .write();
+    preheat(&file, &server);
+    let buy = |user: &str, sku: &str, identity: &str, request: &str| {
+        seckill(&["buy", "--item", sku, "--user", user, "--identity", identity])
+            .args(&["--request-id", request])
+            .campaign(&file)
+            .redis(&server)
+    };
+    buy("a", "black-128", "ID-X", "r1").succeeds();
+    buy("b", "black-128", "ID-X", "r1").fails_with(exit_codes::LIMIT_REACHED);
+    let group = LimitKeys::group("both", "iphone-16-pro", "b");
+    let held: Option<i64> = server.conn().hget(&group.counts, "b").unwrap();
+    assert_eq!(held, None, "the identity's refusal kept the group's claim");
+    buy("b", "white-128", "ID-Y", "r2").succeeds();
+}

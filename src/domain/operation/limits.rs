@@ -131,9 +131,10 @@ impl Claims {
         }
     }
 
-    /// Claim every limit, in order. `Ok(Err(refusal))`: one refused, and
-    /// every claim of this claim id is released again (nothing counted, nothing
-    /// bought). `Err`: a call failed; what was claimed stays (the safe side).
+    /// Claim every limit, in order. `Ok(Err(refusal))`: one refused; past
+    /// the limit, the claims of this claim id before it are released again
+    /// (nothing counted, nothing bought). `Err`: a call failed; what was
+    /// claimed stays (the safe side).
     pub fn claim<C: ConnectionLike>(&self, conn: &mut C) -> Result<Result<(), Refusal>> {
         for (index, limit) in self.limits.iter().enumerate() {
             let reply = LimitClaim {
@@ -173,7 +174,13 @@ impl Claims {
                     None => return Err(error),
                 },
             };
-            self.release_first(conn, index)?;
+            // Past the limit: nothing of this claim id was bought (the buy
+            // comes after every claim), so what it holds before goes back.
+            // A reused claim id or a corrupt bucket keeps them: an earlier
+            // attempt with this id may have bought (the safe side).
+            if refusal.outcome == Outcome::LimitReached {
+                self.release_first(conn, index)?;
+            }
             return Ok(Err(refusal));
         }
         Ok(Ok(()))
