@@ -592,3 +592,76 @@ fn a_later_limit_refusing_releases_the_earlier_claims_of_the_buy() {
     assert_eq!(held, None, "the identity's refusal kept the group's claim");
     buy("b", "white-128", "ID-Y", "r2").succeeds();
 }
+
+/// `seckill acl --role buyer`'s line as words after `ACL SETUSER`, the
+/// user's name first (single quotes removed).
+fn buyer_words(file: &CampaignFile, password_file: &str) -> Vec<String> {
+    let line = seckill(&["acl", "--role", "buyer", "--password-file", password_file])
+        .campaign(file)
+        .succeeds()
+        .stdout();
+    let line = line.lines().find(|l| l.starts_with("ACL SETUSER")).unwrap();
+    let (mut words, mut word, mut quoted) = (Vec::new(), String::new(), false);
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => words.push(std::mem::take(&mut word)),
+            c => word.push(c),
+        }
+    }
+    words.push(word);
+    words.split_off(2)
+}
+
+/// `buy --dry-run` of an item under a limit proves the claim and release
+/// scripts and the binding's read too (on every node: the limit buckets
+/// are anywhere); the buyer's line without the limit selector is refused
+/// naming `limit_claim`, while a plain item of the campaign is still proven.
+#[test]
+fn a_dry_run_of_a_limited_item_proves_its_claims() {
+    let server = RedisServer::start();
+    let file = group_spec("dry", 5).item("plain", 5).write();
+    preheat(&file, &server);
+    let password = file.dir.path().join("buyer.pw");
+    std::fs::write(&password, "buyer-secret\n").unwrap();
+    let password = password.display().to_string();
+    seckill(&[
+        "acl",
+        "--role",
+        "buyer",
+        "--password-file",
+        &password,
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .succeeds();
+    let buyer = format!(
+        "redis://seckill-buyer:buyer-secret@127.0.0.1:{}/0",
+        server.port
+    );
+    let dry = |item: &str| {
+        seckill(&["buy", "--item", item, "--user", "alice", "--dry-run"])
+            .campaign(&file)
+            .redis_url(&buyer)
+            .json()
+    };
+    let checks = |proof: &serde_json::Value| proof["credentials"][0]["checks"].as_u64().unwrap();
+    let plain = dry("plain").succeeds().json();
+    let limited = dry("blue-128").succeeds().json();
+    assert_eq!(checks(&limited), checks(&plain) + 3, "{limited}");
+
+    let words: Vec<String> = buyer_words(&file, &password)
+        .into_iter()
+        .filter(|word| !word.contains("limit_counts"))
+        .collect();
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&words)
+        .query(&mut server.conn())
+        .unwrap();
+    let refused = dry("blue-128").fails_with(exit_codes::ACL_CHECK_FAILED);
+    let said = refused.stdout() + &refused.stderr();
+    assert!(said.contains("limit_claim"), "{}", refused.describe());
+    dry("plain").succeeds();
+}

@@ -121,6 +121,15 @@ impl Claims {
                 keys: LimitKeys::identity_under(prefix, &campaign.id, &item.id, digest),
             });
         }
+        if limits.is_empty() {
+            // Most buys: nothing to claim, nothing to build.
+            return Claims {
+                claim_id: String::new(),
+                qty,
+                limits,
+                expire_at_ms: String::new(),
+            };
+        }
         Claims {
             claim_id: claim_id(&item.id, user, request_id),
             qty,
