@@ -7,6 +7,10 @@
 -- KEYS[3] meta          hash   read only: initial_stock says the item is preheated
 -- KEYS[4] orders        stream the order's `paid` event goes here, for the database
 -- KEYS[5] reservation_counts hash reservation counters: reserved_/paid_ orders and units
+-- KEYS[6] seats         string a seat item's section (docs/seats.md): the order's seats
+--                              go from held (h) to sold (s); passed with KEYS[7] only
+--                              for a seat item
+-- KEYS[7] seat_orders   hash   order id -> its seats' indexes (lib/order_seats)
 -- ARGV[1] order_id      the order to pay
 -- ARGV[2] campaign      campaign id (copied into the event)
 -- ARGV[3] item          item id     (copied into the event)
@@ -36,6 +40,7 @@
 --- @include "lib/order_reply"
 --- @include "lib/check_counters"
 --- @include "lib/refuse_unless_allowed"
+--- @include "lib/order_seats"
 
 return guarded(function()
   local order_id = ARGV[1]
@@ -62,9 +67,14 @@ return guarded(function()
   if not preheated then
     return order_reply('not_preheated', r)
   end
-  refuse_unless_allowed({{'XADD', KEYS[4], '*', 'event', 'paid'},
+  local seats = order_seats(KEYS[6], KEYS[7], order_id, 'h')
+  local writes = {{'XADD', KEYS[4], '*', 'event', 'paid'},
     {'HSET', KEYS[1], order_id, 'paid'}, {'ZREM', KEYS[2], order_id},
-    {'HINCRBY', KEYS[5], 'paid_units', '1'}})
+    {'HINCRBY', KEYS[5], 'paid_units', '1'}}
+  if seats then
+    writes[#writes + 1] = {'SETRANGE', KEYS[6], '0', 's'}
+  end
+  refuse_unless_allowed(writes)
   local changed_at = string.format('%d', now)
   local event_id = redis.call('XADD', KEYS[4], '*',
     'order_id', order_id, 'campaign', ARGV[2], 'item_id', ARGV[3], 'user_id', r.user,
@@ -73,6 +83,7 @@ return guarded(function()
   redis.call('HSET', KEYS[1], order_id,
     record_text('paid', r.qty, r.price, r.bought_at, r.deadline, changed_at, event_id, r.user))
   redis.call('ZREM', KEYS[2], order_id)
+  set_seats(KEYS[6], seats, 's')
   redis.call('HINCRBY', KEYS[5], 'reserved_orders', -1)
   redis.call('HINCRBY', KEYS[5], 'reserved_units', -tonumber(r.qty))
   redis.call('HINCRBY', KEYS[5], 'paid_orders', 1)

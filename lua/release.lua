@@ -16,6 +16,10 @@
 -- KEYS[7] orders        stream one `expired`/`cancelled` event per released order
 -- KEYS[8] reservation_counts hash reservation counters (reserved_/expired_/cancelled_
 --                              orders, units)
+-- KEYS[9] seats         string a seat item's section (docs/seats.md): a released
+--                              order's seats go from held (h) back to free (.);
+--                              passed with KEYS[10] only for a seat item
+-- KEYS[10] seat_orders  hash   order id -> its seats' indexes (lib/order_seats)
 -- ARGV[1] mode          "cancel" (ARGV order_id) or "expire" (due orders, up to ARGV limit)
 -- ARGV[2] order_id      cancel: the order; expire: ""
 -- ARGV[3] reason        cancel: why (copied into the event); expire: ""
@@ -58,6 +62,7 @@
 --- @include "lib/order_reply"
 --- @include "lib/check_counters"
 --- @include "lib/refuse_unless_allowed"
+--- @include "lib/order_seats"
 
 local mode = ARGV[1]
 local rebuy = ARGV[5] == '1'
@@ -67,6 +72,9 @@ local function release_writes()
   local writes = {{'XADD', KEYS[7], '*', 'event', 'expired'}, {'INCRBY', KEYS[4], '1'},
     {'HDEL', KEYS[3], 'sold_out'}, {'HSET', KEYS[1], 'o', 'r'}, {'ZREM', KEYS[2], 'o'},
     {'ZADD', KEYS[2], '1', 'o'}, {'HINCRBY', KEYS[8], 'reserved_units', '1'}}
+  if KEYS[9] then
+    table.insert(writes, {'SETRANGE', KEYS[9], '0', '.'})
+  end
   if rebuy then
     table.insert(writes, {'HINCRBY', KEYS[5], 'u', '-1'})
     table.insert(writes, {'HDEL', KEYS[5], 'u'})
@@ -84,6 +92,7 @@ local function release_order(order_id, r, new_state, reason, now)
     bought = int_of(KEYS[5], 'units of user ' .. shown(r.user),
       redis.call('HGET', KEYS[5], r.user) or '0')
   end
+  local seats = order_seats(KEYS[9], KEYS[10], order_id, 'h')
   local event_id = redis.call('XADD', KEYS[7], '*',
     'order_id', order_id, 'campaign', ARGV[6], 'item_id', ARGV[7], 'user_id', r.user,
     'qty', r.qty, 'price_cents', r.price, 'bought_at_ms', r.bought_at, 'deadline_ms', r.deadline,
@@ -97,6 +106,7 @@ local function release_order(order_id, r, new_state, reason, now)
   -- A bucketed item's proven sell-out is no longer true (docs/buckets.md);
   -- the caller clears it in the item's other buckets.
   redis.call('HDEL', KEYS[3], 'sold_out')
+  set_seats(KEYS[9], seats, '.')
   if rebuy then
     if bought <= qty then
       redis.call('HDEL', KEYS[5], r.user)

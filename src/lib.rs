@@ -19,7 +19,7 @@
 //! util         output, log, retry, text, identity              may import: nothing of the crate
 //!
 //! domain, inner order, bottom → top (a domain module imports only modules below it):
-//! kill_switch, slot, buckets, waiting_room, item, regions, registry, orders, reservations, lookup, recovery, reconcile, preheat_plan, operation
+//! kill_switch, slot, buckets, seats, waiting_room, item, regions, registry, orders, reservations, lookup, recovery, reconcile, preheat_plan, operation
 //! ```
 
 pub mod cli;

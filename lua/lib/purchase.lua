@@ -55,9 +55,15 @@
 --              after every read; returns the stock after it
 -- `node`: the run_id of the Redis process, as the client read it on this
 -- call's connection (lib/fence_of; anything else: read here).
+-- `seats` is nil but for a seat item's section (lua/seat_buy.lua):
+--   pick()     the seats (lib/seat_pick), read and chosen before any write;
+--              its refusal (seat_taken, no_block) comes after duplicate and
+--              sold_out, its detail where a refusal names its order; an ok
+--              writes them held (a reservation) or sold, and names them in
+--              the order entry (`seats`). The pick is the 7th value returned.
 -- Keys are named by their place, KEYS[n] as the scripts' headers list them:
 -- `seckill acl --apply` dry-runs every `'CMD', KEYS[n]` call it reads here.
-local function purchase(bucket, stock_seen, room_gate, node)
+local function purchase(bucket, stock_seen, room_gate, node, seats)
   local user, request_id, order_id = ARGV[1], ARGV[3], ARGV[4]
   local qty = tonumber(ARGV[2])
   local timeout = strict_int(ARGV[7]) or 0
@@ -150,6 +156,7 @@ local function purchase(bucket, stock_seen, room_gate, node)
   if bucket then
     bucket.check(stock, qty)
   end
+  local pick = seats and preheated and not fenced and seats.pick()
   -- Nothing is written before this point.
   if crediting and preheated and not fenced then
     stock = bucket.credit(stock, expire_at_ms)
@@ -185,8 +192,12 @@ local function purchase(bucket, stock_seen, room_gate, node)
   local outcome
   if bought + qty > limit then
     outcome = 'duplicate'
-  elseif stock < qty then
+  elseif stock < qty and not (pick and stock > 0) then
+    -- A seat item's section with some free seats, fewer than asked, is
+    -- the pick's no_block or seat_taken (it names what is free), not sold out.
     outcome = 'sold_out'
+  elseif pick and pick.refused then
+    outcome = pick.refused
   end
 
   local deadline = timeout > 0 and string.format('%d', now + timeout) or ''
@@ -194,10 +205,17 @@ local function purchase(bucket, stock_seen, room_gate, node)
   if not outcome then
     -- The first write, and its own type check: nothing is written when the
     -- stream is not one. Validated values are written as the strings read.
-    entry_id = read(KEYS[6], 'XADD', KEYS[6], '*',
-      'order_id', order_id, 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
-      'qty', ARGV[2], 'price_cents', price_cents or '0', 'bought_at_ms', now,
-      'request_id', request_id, 'deadline_ms', deadline)
+    if pick then
+      entry_id = read(KEYS[6], 'XADD', KEYS[6], '*',
+        'order_id', order_id, 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
+        'qty', ARGV[2], 'price_cents', price_cents or '0', 'bought_at_ms', now,
+        'request_id', request_id, 'deadline_ms', deadline, 'seats', pick.text)
+    else
+      entry_id = read(KEYS[6], 'XADD', KEYS[6], '*',
+        'order_id', order_id, 'campaign', ARGV[5], 'item_id', ARGV[6], 'user_id', user,
+        'qty', ARGV[2], 'price_cents', price_cents or '0', 'bought_at_ms', now,
+        'request_id', request_id, 'deadline_ms', deadline)
+    end
   end
   if counting then
     if attempts then
@@ -210,7 +228,8 @@ local function purchase(bucket, stock_seen, room_gate, node)
     return outcome, previous_order or '', stock, previous and tonumber(previous.deadline) or 0,
       previous and previous.state or '', proven
   elseif outcome then
-    return outcome, '', stock, 0, '', proven
+    return outcome, (pick and pick.refused == outcome and pick.detail) or '', stock, 0, '',
+      proven, pick
   end
 
   if timeout > 0 then
@@ -229,6 +248,9 @@ local function purchase(bucket, stock_seen, room_gate, node)
   end
   if gate then
     gate.spent()
+  end
+  if pick then
+    pick.take(order_id, timeout > 0 and 'h' or 's', expires and expire_at_ms)
   end
   if expires then
     -- The order stream never expires: it holds promises not yet in the database.
@@ -251,5 +273,5 @@ local function purchase(bucket, stock_seen, room_gate, node)
     redis.pcall('SPUBLISH', KEYS[2], 'sold_out')
   end
   return 'ok', order_id, left, timeout > 0 and tonumber(deadline) or 0,
-    timeout > 0 and 'reserved' or '', proven
+    timeout > 0 and 'reserved' or '', proven, pick
 end

@@ -17,14 +17,16 @@
 -- reuse rather than read again. The keys and arguments are the purchase's
 -- (lib/purchase), read in place: this runs on every call, before anything
 -- else, so nothing is copied that the answer does not need.
-local function sold_out_early(bucket)
+-- `least`: the stock below which the answer is sold_out (default the qty
+-- asked; a seat item's 1: a short section is no_block, not sold out).
+local function sold_out_early(bucket, least)
   local reply = redis.pcall('GET', KEYS[2])
   local seen = nil
   if type(reply) ~= 'table' then
     seen = reply
   end
   local stock = strict_int(reply)
-  if not stock or stock >= tonumber(ARGV[2]) then
+  if not stock or stock >= (least or tonumber(ARGV[2])) then
     return nil, seen
   end
   local user, request_id = ARGV[1], ARGV[3]

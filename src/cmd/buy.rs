@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::domain::item::SaleItem;
 use crate::domain::item::answer::PurchaseAnswer;
-use crate::domain::operation::buy::Buy;
+use crate::domain::operation::buy::{Buy, SeatWish};
 use crate::domain::operation::limits;
 use crate::domain::slot::TicketClaim;
 use crate::domain::slot::{Outcome, new_order_id};
@@ -71,6 +71,24 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TICKET", requires = "room_key_file")]
     pub(crate) ticket: Option<String>,
 
+    /// A seat item: buy these seats, `<section>-<row>-<seat>` (1-based),
+    /// comma-separated, all in one section: all or none (exit 27
+    /// `seat_taken` names any that is held, sold or blocked). --qty
+    /// defaults to their count.
+    #[arg(long, value_name = "SEATS", value_delimiter = ',', conflicts_with_all = ["section", "tier"])]
+    pub(crate) seats: Vec<String>,
+
+    /// A seat item: the best --qty seats side by side in one row of this
+    /// section (front rows first unless the file says `prefer: back`).
+    /// Without --seats, --section or --tier: any section, in file order.
+    #[arg(long, value_name = "ID")]
+    pub(crate) section: Option<String>,
+
+    /// A seat item: the best --qty seats side by side in one row, in the
+    /// sections of this tier in file order (exit 28 `no_block` names the
+    /// closest block when none fits).
+    #[arg(long, value_name = "TIER")]
+    pub(crate) tier: Option<String>,
     /// The shop's hash of the shopper's identity document, for an item with
     /// a per_identity_limit (docs/limits.md): the limit counts every account
     /// presenting it. Redis keeps only a SHA-256 of it with the campaign id.
@@ -176,13 +194,18 @@ impl Report for BuyReport {
         if let Some(waiting) = &self.answer.waiting {
             rows.push(("queue", waiting.describe()));
         }
+        if let Some(seats) = &self.answer.seats {
+            rows.push(("seats", seats.join(", ")));
+        }
         output::fields(&rows)
             + &self
                 .answer
                 .problem
                 .as_ref()
                 .map(|p| match self.answer.outcome {
-                    Outcome::Fenced => format!("nothing written: {p}\n"),
+                    Outcome::Fenced | Outcome::SeatTaken | Outcome::NoBlock => {
+                        format!("nothing written: {p}\n")
+                    }
                     Outcome::LimitReached
                     | Outcome::IdentityRequired
                     | Outcome::IdentityMismatch
@@ -235,10 +258,15 @@ fn checked<'a>(
     let buy = Buy {
         item: &args.item,
         user: &args.user,
-        qty: args.qty,
+        qty: SeatWish::qty_of(args.qty, &args.seats),
         request_id,
         wait: args.wait_replicas.map(|n| (n, args.wait_timeout)),
         ticket,
+        seats: SeatWish {
+            named: &args.seats,
+            section: args.section.as_deref(),
+            tier: args.tier.as_deref(),
+        },
         identity: args.identity.as_deref(),
     };
     buy.check(campaign)

@@ -434,6 +434,7 @@ fn from_entry(conn: &mut crate::redis_client::conn::Conn, entry: &Entry) -> Resu
             buckets,
             waiting_room: None,
             region_stock: Vec::new(),
+            seating: None,
             per_identity_limit: None,
         });
     }

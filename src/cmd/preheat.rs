@@ -331,7 +331,10 @@ impl PreheatSummary {
                     _ => continue,
                 };
                 push(
-                    &format!("{item} bucket {} slot {}", part.bucket, part.slot),
+                    &match &part.section {
+                        Some(section) => format!("{item} section {section} slot {}", part.slot),
+                        None => format!("{item} bucket {} slot {}", part.bucket, part.slot),
+                    },
                     "stock",
                     &stock(p.redis_stock_before),
                     &p.file_stock.to_string(),

@@ -24,5 +24,6 @@ pub(crate) mod recovery;
 pub mod regions;
 pub(crate) mod registry;
 pub mod reservations;
+pub mod seats;
 pub mod slot;
 pub mod waiting_room;

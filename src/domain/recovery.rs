@@ -188,6 +188,16 @@ pub(crate) fn recover_item<C: ConnectionLike>(
     mode: PreheatMode,
 ) -> Result<Recovered> {
     let (campaign, item) = (sale.campaign, sale.item);
+    if sale.has_seats() {
+        // Before anything is written: the database knows which seats were
+        // sold, but reloading a seat map from it is not built yet.
+        return Err(crate::model::error::usage(format!(
+            "item {} has seats: --recover cannot rebuild a seat map from the order database \
+             yet (docs/seats.md, \"Limits\"); restore Redis from its AOF or a backup, or \
+             `init --yes` and preheat again",
+            item.id
+        )));
+    }
     refuse_partial_loss(conn, sale, mode)?;
     let by = crate::domain::kill_switch::operator(None)?;
     let expire_at = campaign.expire_at_ms();

@@ -172,6 +172,8 @@ pub struct BuyRequest<'a> {
     pub request_id: Option<&'a str>,
     /// A ticket room: the shopper's verified ticket (`None`: no ticket).
     pub ticket: Option<TicketClaim>,
+    /// A seat item: the seats asked for (`None`: the best block of `qty`).
+    pub seats: Option<crate::model::seats::SeatAsk>,
 }
 
 impl BuyRequest<'_> {

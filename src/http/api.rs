@@ -15,6 +15,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::item::answer::PurchaseAnswer;
+use crate::domain::operation::buy::SeatWish;
 use crate::domain::reservations::{OrderOutcome, OrderResult};
 use crate::domain::slot::Outcome;
 use crate::domain::waiting_room::JoinOutcome;
@@ -32,6 +33,26 @@ pub(crate) struct BuyBody {
     /// The shop's hash of the shopper's identity document (docs/limits.md).
     #[serde(default)]
     pub(crate) identity: Option<String>,
+    /// A seat item: these seats (`["A-12-7", "A-12-8"]`, one section), all or none.
+    #[serde(default)]
+    pub(crate) seats: Vec<String>,
+    /// A seat item: the best block of `qty` in this section…
+    #[serde(default)]
+    pub(crate) section: Option<String>,
+    /// …or in the sections of this tier.
+    #[serde(default)]
+    pub(crate) tier: Option<String>,
+}
+
+impl BuyBody {
+    /// The seats asked for, as the buy operation takes them.
+    pub(crate) fn seat_wish(&self) -> SeatWish<'_> {
+        SeatWish {
+            named: &self.seats,
+            section: self.section.as_deref(),
+            tier: self.tier.as_deref(),
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -86,9 +107,12 @@ pub(crate) struct BuyAnswer {
 pub(crate) fn status_of(outcome: Outcome) -> StatusCode {
     match outcome {
         Outcome::Ok | Outcome::Unreplicated => StatusCode::OK,
-        Outcome::Duplicate | Outcome::RequestIdReused | Outcome::LimitReached => {
-            StatusCode::CONFLICT
-        }
+        Outcome::Duplicate
+        | Outcome::RequestIdReused
+        | Outcome::LimitReached
+        | Outcome::SeatTaken => StatusCode::CONFLICT,
+        // The request cannot be met as asked (another size or tier may be).
+        Outcome::NoBlock => StatusCode::UNPROCESSABLE_ENTITY,
         Outcome::IdentityRequired => StatusCode::PRECONDITION_REQUIRED,
         Outcome::IdentityMismatch => StatusCode::FORBIDDEN,
         Outcome::SoldOut | Outcome::Ended => StatusCode::GONE,

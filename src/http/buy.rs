@@ -16,7 +16,7 @@ use super::error::{json_answer, retry_after};
 use super::extract::JsonBody;
 use super::ticket_door;
 use crate::domain::item::answer::PurchaseAnswer;
-use crate::domain::operation::buy::{Bought, Buy};
+use crate::domain::operation::buy::{Bought, Buy, SeatWish};
 use crate::domain::operation::{Failure, Retry};
 use crate::domain::slot::{Outcome, TicketClaim};
 
@@ -29,10 +29,11 @@ pub(crate) async fn buy(
     let buy = Buy {
         item: &item,
         user: &body.user,
-        qty: body.qty,
+        qty: SeatWish::qty_of(body.qty, &body.seats),
         request_id: &body.request_id,
         wait: app.settings.wait_replicas,
         ticket: None,
+        seats: body.seat_wish(),
         identity: body.identity.as_deref(),
     };
     buy.check(&app.campaign)?;
@@ -97,10 +98,11 @@ async fn blocking_buy(
         let buy = Buy {
             item: &item,
             user: &body.user,
-            qty: body.qty,
+            qty: SeatWish::qty_of(body.qty, &body.seats),
             request_id: &body.request_id,
             wait: app.settings.wait_replicas,
             ticket,
+            seats: body.seat_wish(),
             identity: body.identity.as_deref(),
         };
         buy.run(&app.campaign, conn, &app.target.display)

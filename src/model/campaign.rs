@@ -17,9 +17,11 @@ use serde_saphyr::Spanned;
 use crate::model::error::usage;
 pub use crate::model::fields::MAX_DURATION;
 pub(crate) use crate::model::fields::is_valid_id;
+pub(crate) use crate::model::fields::parse_price;
 use crate::model::fields::{at, parse_duration, parse_time};
 use crate::model::limits::{self, LimitGroup, RawLimitGroup};
 use crate::model::regions::{self, RawRegions, Region};
+use crate::model::seats::{self, RawSeats, Seating};
 use crate::model::waiting_room::{self, RawWaitingRoom, WaitingRoom};
 
 /// Largest stock one item may have. Past this a typo is likelier than a real
@@ -82,10 +84,17 @@ struct RawRateLimit {
 struct RawItem {
     id: Spanned<String>,
     name: String,
-    price: Spanned<String>,
-    stock: Spanned<i64>,
+    /// Required, except on a seat item whose every section has its own.
+    #[serde(default)]
+    price: Option<Spanned<String>>,
+    /// Required, except on a seat item (its stock is its sellable seats).
+    #[serde(default)]
+    stock: Option<Spanned<i64>>,
     #[serde(default)]
     buckets: Option<Spanned<i64>>,
+    /// A seat item's map (docs/seats.md).
+    #[serde(default)]
+    seats: Option<RawSeats>,
     #[serde(default)]
     waiting_room: Option<RawWaitingRoom>,
     /// Units per region, instead of the campaign's shares.
@@ -166,6 +175,10 @@ pub struct Item {
     /// Units per region, in the order of [`Campaign::regions`] (empty
     /// without regions); they add up to the file's stock.
     pub region_stock: Vec<i64>,
+    /// A seat item's map: its units are seats, one slot per section
+    /// (docs/seats.md); `stock` is then its sellable seats and `buckets`
+    /// its section count.
+    pub seating: Option<Seating>,
     /// Units one identity document may buy of this item over every account
     /// presenting it (docs/limits.md); `None`: no identity limit.
     pub per_identity_limit: Option<u32>,
@@ -515,20 +528,55 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
                 ),
             ));
         }
-        let price_cents = parse_price(&item.price.value).map_err(|why| {
-            at(
-                path,
-                &item.price,
-                format!("price {:?} of item {}: {why}", item.price.value, id.value),
-            )
-        })?;
-        if !(1..=MAX_STOCK).contains(&item.stock.value) {
+        let price_cents = item
+            .price
+            .as_ref()
+            .map(|price| {
+                parse_price(&price.value).map_err(|why| {
+                    at(
+                        path,
+                        price,
+                        format!("price {:?} of item {}: {why}", price.value, id.value),
+                    )
+                })
+            })
+            .transpose()?;
+        let seating = match &item.seats {
+            Some(raw) => Some(check_seat_item(path, item, raw, price_cents, &regions)?),
+            None => None,
+        };
+        let (price_cents, stock) = match (&seating, price_cents, &item.stock) {
+            (Some(seating), price, _) => (
+                price.unwrap_or(seating.sections[0].price_cents),
+                Spanned {
+                    value: seating.sellable(),
+                    referenced: id.referenced,
+                    defined: id.defined,
+                },
+            ),
+            (None, Some(price), Some(stock)) => (price, stock.clone()),
+            (None, None, _) => {
+                return Err(at(path, id, format!("item {} has no price", id.value)));
+            }
+            (None, _, None) => {
+                return Err(at(
+                    path,
+                    id,
+                    format!(
+                        "item {} has no stock (or `seats:` for a seat item)",
+                        id.value
+                    ),
+                ));
+            }
+        };
+        let stock = &stock;
+        if !(1..=MAX_STOCK).contains(&stock.value) {
             return Err(at(
                 path,
-                &item.stock,
+                stock,
                 format!(
                     "stock of item {} must be between 1 and {MAX_STOCK}, got {}",
-                    id.value, item.stock.value
+                    id.value, stock.value
                 ),
             ));
         }
@@ -543,18 +591,18 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
                     ),
                 ));
             }
-            Some(b) if b.value > item.stock.value => {
+            Some(b) if b.value > stock.value => {
                 return Err(at(
                     path,
                     b,
                     format!(
                         "item {} has {} buckets but only {} units: every bucket needs at least one unit",
-                        id.value, b.value, item.stock.value
+                        id.value, b.value, stock.value
                     ),
                 ));
             }
             Some(b) => b.value as u32,
-            None => 1,
+            None => seating.as_ref().map_or(1, |s| s.sections.len() as u32),
         };
         let waiting_room = match &item.waiting_room {
             Some(room) => Some(waiting_room::validate(path, room, starts_at_ms)?),
@@ -580,7 +628,7 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             path,
             &regions,
             &id.value,
-            &item.stock,
+            stock,
             item.regions.as_ref(),
             buckets,
         )?;
@@ -594,10 +642,11 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
             id: id.value.clone(),
             name: item.name.clone(),
             price_cents,
-            stock: item.stock.value,
+            stock: stock.value,
             buckets,
             waiting_room,
             region_stock,
+            seating,
             per_identity_limit,
         });
     }
@@ -622,6 +671,44 @@ fn validate(raw: RawCampaign, path: &Path) -> Result<Campaign> {
         region_cluster: false,
         limit_groups,
     })
+}
+
+/// A seat item's map, and what a seat item cannot have: its own `stock`
+/// (its seats are its stock), `buckets` (its sections are its slots), a
+/// waiting room or regions (docs/seats.md, "Limits").
+fn check_seat_item(
+    path: &Path,
+    item: &RawItem,
+    raw: &RawSeats,
+    price_cents: Option<i64>,
+    regions: &[Region],
+) -> Result<Seating> {
+    let id = &item.id.value;
+    if let Some(stock) = &item.stock {
+        return Err(at(
+            path,
+            stock,
+            format!("item {id} has seats: its stock is its sellable seats, so drop `stock`"),
+        ));
+    }
+    if let Some(buckets) = &item.buckets {
+        return Err(at(
+            path,
+            buckets,
+            format!("item {id} has seats: each section is a slot of its own, so drop `buckets`"),
+        ));
+    }
+    if item.waiting_room.is_some() || !regions.is_empty() {
+        return Err(at(
+            path,
+            &item.id,
+            format!(
+                "item {id} has seats: a seat item takes no waiting room and no regions yet \
+                 (docs/seats.md, \"Limits\")"
+            ),
+        ));
+    }
+    seats::validate(path, raw, id, price_cents)
 }
 
 /// Longest `payment_timeout`: a reservation is a short promise, not storage.
@@ -663,31 +750,6 @@ impl Campaign {
     pub fn payment_timeout_ms(&self) -> u64 {
         self.payment_timeout.map_or(0, |t| t.as_millis() as u64)
     }
-}
-
-/// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.
-pub(crate) fn parse_price(text: &str) -> std::result::Result<i64, String> {
-    let text = text.trim();
-    if text.starts_with('-') {
-        return Err("must not be negative".into());
-    }
-    let (whole, fraction) = match text.split_once('.') {
-        Some((whole, fraction)) => (whole, fraction),
-        None => (text, ""),
-    };
-    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("must be a decimal amount like 1499.00".into());
-    }
-    if fraction.len() > 2 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("must have at most two decimal places".into());
-    }
-    let whole: i64 = whole
-        .parse()
-        .ok()
-        .filter(|w| *w <= 1_000_000_000_000)
-        .ok_or("is too large")?;
-    let cents: i64 = format!("{fraction:0<2}").parse().unwrap_or(0);
-    Ok(whole * 100 + cents)
 }
 
 #[cfg(test)]

@@ -81,6 +81,12 @@ pub const IDENTITY_REQUIRED: i32 = 25;
 /// `buy`: the account is bound to another identity than the one presented;
 /// `register --identity`: the account was bound to another one before (it stands).
 pub const IDENTITY_MISMATCH: i32 = 26;
+/// `buy --seats`: a named seat is held, sold or blocked (each is named);
+/// nothing was written (docs/seats.md).
+pub const SEAT_TAKEN: i32 = 27;
+/// `buy --qty N` (best available): no N free seats side by side in one row of the sections
+/// asked for; the closest block is named; nothing was written (docs/seats.md).
+pub const NO_BLOCK: i32 = 28;
 /// `pay`: the order was paid before (nothing changed); `cancel`: the order is paid, so it is never released.
 pub const ALREADY_PAID: i32 = 30;
 /// `pay`/`cancel`: the order's payment deadline passed; it is (or is about to be) released by `expire`.
@@ -245,6 +251,16 @@ pub const ALL: &[(i32, &str, &str)] = &[
         "buy/register: the account is bound to another identity than the one presented",
     ),
     (
+        SEAT_TAKEN,
+        "seat_taken",
+        "buy: a named seat is held, sold or blocked (named); nothing written",
+    ),
+    (
+        NO_BLOCK,
+        "no_block",
+        "buy: no block of N free seats in one row; the closest is named",
+    ),
+    (
         ALREADY_PAID,
         "already_paid",
         "pay/cancel: the order is paid (nothing changed)",
@@ -366,6 +382,8 @@ pub const OUTCOMES: &[(&str, i32)] = &[
     ("limit_reached", LIMIT_REACHED),
     ("identity_required", IDENTITY_REQUIRED),
     ("identity_mismatch", IDENTITY_MISMATCH),
+    ("seat_taken", SEAT_TAKEN),
+    ("no_block", NO_BLOCK),
     ("paid", SUCCESS),
     ("already_paid", ALREADY_PAID),
     ("cancelled", SUCCESS),

@@ -80,3 +80,28 @@ pub(crate) fn parse_duration(path: &Path, text: &Spanned<String>, field: &str) -
     }
     Ok(duration)
 }
+
+/// Parse a decimal money amount ("1499", "1499.5", "1499.00") to integer cents.
+pub(crate) fn parse_price(text: &str) -> std::result::Result<i64, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) => (whole, fraction),
+        None => (text, ""),
+    };
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must be a decimal amount like 1499.00".into());
+    }
+    if fraction.len() > 2 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must have at most two decimal places".into());
+    }
+    let whole: i64 = whole
+        .parse()
+        .ok()
+        .filter(|w| *w <= 1_000_000_000_000)
+        .ok_or("is too large")?;
+    let cents: i64 = format!("{fraction:0<2}").parse().unwrap_or(0);
+    Ok(whole * 100 + cents)
+}

@@ -20,6 +20,8 @@
 //! | `…:deadlines` | zset | order id → payment deadline (ms), reserved orders only |
 //! | `…:reservation_counts` | hash | reservation counters (`reserved_orders`, `paid_units`, …): not in `meta`, so the buyer role that counts a reservation cannot write `meta` (docs/security.md) |
 //! | `…:switch_log` | list | the last kill-switch flips (JSON), newest first |
+//! | `…:seats` | string | a seat item's section: one byte per seat, row after row (`.` free, `h` held, `s` sold, `x` blocked) |
+//! | `…:seat_orders` | hash | a seat item's section: order id → its seats (indexes) |
 //!
 //! An item with a waiting room (docs/waiting-room.md) adds [`RoomKeys`] in
 //! the same slot; a bucketed item's admissions are fanned out to each
@@ -48,6 +50,10 @@ pub struct ItemKeys {
     pub deadlines: String,
     pub reservation_counts: String,
     pub switch_log: String,
+    /// A seat item's section: one byte per seat (docs/seats.md).
+    pub seats: String,
+    /// A seat item's section: order id → `<index>,<index>,…` of its seats.
+    pub seat_orders: String,
 }
 
 impl ItemKeys {
@@ -66,6 +72,8 @@ impl ItemKeys {
             deadlines: format!("{base}deadlines"),
             reservation_counts: format!("{base}reservation_counts"),
             switch_log: format!("{base}switch_log"),
+            seats: format!("{base}seats"),
+            seat_orders: format!("{base}seat_orders"),
             base,
         }
     }
@@ -98,7 +106,7 @@ impl ItemKeys {
     }
 
     /// The fixed (non per-user) keys, for DEL/EXISTS.
-    pub(crate) fn fixed(&self) -> [&str; 11] {
+    pub(crate) fn fixed(&self) -> [&str; 13] {
         [
             &self.meta,
             &self.stock,
@@ -111,6 +119,8 @@ impl ItemKeys {
             &self.deadlines,
             &self.reservation_counts,
             &self.switch_log,
+            &self.seats,
+            &self.seat_orders,
         ]
     }
 }

@@ -235,6 +235,7 @@ fn buy_bucketed(server: &RedisServer, file: &CampaignFile, prefix: &str, users: 
                 qty: 1,
                 request_id: None,
                 ticket: None,
+                seats: None,
             };
             item.buy(&mut conn, &request).unwrap().reply.outcome == Outcome::Ok
         })

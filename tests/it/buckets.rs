@@ -51,6 +51,7 @@ fn request<'a>(
         qty,
         request_id,
         ticket: None,
+        seats: None,
     }
 }
 

@@ -49,6 +49,7 @@ fn try_buy(
         qty,
         request_id,
         ticket: None,
+        seats: None,
     };
     Ok(SaleItem::live(campaign, item).buy(conn, &request)?.reply)
 }

@@ -17,13 +17,14 @@ use seckill::model::campaign::Campaign;
 use seckill::model::exit_codes::PREHEAT_REFUSED;
 
 /// Shipped files a standalone Redis serves (the cluster file names its own nodes).
-const STANDALONE: [&str; 6] = [
+const STANDALONE: [&str; 7] = [
     "campaigns/moutai.yaml",
     "campaigns/iphone.yaml",
     "campaigns/concert.yaml",
     "campaigns/moutai-queue.yaml",
     "campaigns/moutai-tickets.yaml",
     "campaigns/moutai-reservations.yaml",
+    "campaigns/concert-seats.yaml",
 ];
 
 /// Every `$ seckill -c campaigns/... preheat ...` of the text blocks of

@@ -158,6 +158,7 @@ fn a_sigkilled_redis_with_aof_always_keeps_every_acknowledged_buy() {
                         qty: 1,
                         request_id: None,
                         ticket: None,
+                        seats: None,
                     };
                     match sale.buy(&mut conn, &request).map(|attempt| attempt.reply) {
                         Ok(reply) if reply.outcome == Outcome::Ok => {

@@ -99,6 +99,7 @@ fn a_graceful_failover_mid_sale_loses_no_acknowledged_buy_and_oversells_nothing(
                         qty: 1,
                         request_id: None,
                         ticket: None,
+                        seats: None,
                     };
                     match sale.buy(&mut conn, &request).map(|attempt| attempt.reply) {
                         Ok(reply) if reply.outcome == Outcome::Ok => {

@@ -1,6 +1,7 @@
 //! The one integration-test crate: every test runs the real binary or library
 //! against real servers that `support` starts (one link instead of one per file).
 
+mod seats_door;
 mod support;
 
 mod bucket_copy;

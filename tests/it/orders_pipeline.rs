@@ -427,6 +427,7 @@ fn reconcile_balances_while_the_sale_is_still_selling() {
                     qty: 1,
                     request_id: None,
                     ticket: None,
+                    seats: None,
                 };
                 sale.buy(&mut conn, &request).unwrap();
                 sold += 1;

@@ -71,6 +71,7 @@ fn reserve_many(
             qty: units,
             request_id: None,
             ticket: None,
+            seats: None,
         };
         let reply = item
             .reserve(&mut conn, &request, campaign.payment_timeout_ms())
@@ -1161,6 +1162,8 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
         meta: k.meta.clone(),
         orders: k.orders.clone(),
         reservation_counts: k.reservation_counts.clone(),
+        seats: None,
+        seat_orders: None,
         order_id: order.to_string(),
         campaign: "res".to_string(),
         item: "1001".to_string(),
@@ -1174,6 +1177,8 @@ fn pay_and_release_fail_whole_naming_the_key_on_wrong_types_and_malformed_values
         buyer_orders: k.buyer_orders.clone(),
         orders: k.orders.clone(),
         reservation_counts: k.reservation_counts.clone(),
+        seats: None,
+        seat_orders: None,
         mode: mode.to_string(),
         order_id: order.to_string(),
         reason: String::new(),

@@ -135,6 +135,7 @@ fn the_rate_is_the_order_streams_growth_between_two_samples() {
                     qty: 1,
                     request_id: None,
                     ticket: None,
+                    seats: None,
                 };
                 sale.buy(&mut conn, &request).unwrap();
                 n += 1;

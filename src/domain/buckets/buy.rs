@@ -115,6 +115,7 @@ fn after_short_home<C: ConnectionLike>(
                 problem,
                 reservation: None,
                 waiting: None,
+                seats: None,
             }
         }
         other => other?,
@@ -176,6 +177,7 @@ fn sweep<C: ConnectionLike>(
                     )),
                     reservation: None,
                     waiting: None,
+                    seats: None,
                 });
             }
             if !seen.preheated {
@@ -267,6 +269,7 @@ fn sweep<C: ConnectionLike>(
                 problem: None,
                 reservation: None,
                 waiting: None,
+                seats: None,
             });
         }
         quiet_before = quiet.then_some(in_counts);

@@ -19,6 +19,9 @@ pub(crate) struct BucketPreheat {
     pub(crate) bucket: u32,
     /// The cluster slot of this bucket's keys.
     pub(crate) slot: u16,
+    /// A seat item: the section this slot holds (docs/seats.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) section: Option<String>,
     #[serde(flatten)]
     pub(crate) report: PreheatReport,
 }
@@ -34,7 +37,7 @@ pub(crate) struct BucketsPreheat {
 }
 
 /// An item-level preheat result before any bucket is looked at.
-fn summary_of(item: &Item, status: PreheatStatus) -> PreheatReport {
+pub(crate) fn summary_of(item: &Item, status: PreheatStatus) -> PreheatReport {
     PreheatReport {
         item: item.id.clone(),
         name: item.name.clone(),
@@ -125,6 +128,7 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
             .map(|(bucket, report)| BucketPreheat {
                 bucket: bucket.bucket,
                 slot: key_slot(&bucket.keys.stock),
+                section: None,
                 report,
             })
             .collect(),
@@ -133,7 +137,7 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
 }
 
 /// The item's status from its buckets': a refusal wins, then a write, then "kept".
-fn summarize(statuses: impl Iterator<Item = PreheatStatus>) -> PreheatStatus {
+pub(crate) fn summarize(statuses: impl Iterator<Item = PreheatStatus>) -> PreheatStatus {
     let rank = |s: PreheatStatus| match s {
         PreheatStatus::StockMissing => 0,
         PreheatStatus::HasSales => 1,

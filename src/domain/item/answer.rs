@@ -37,8 +37,9 @@ pub struct PurchaseAnswer {
     pub(crate) replicas_acked: Option<i64>,
     /// `corrupt_state`: the key and what is wrong with it; `fenced`: which
     /// Redis process holds the item instead of the one preheat loaded it on,
-    /// and what the operator must run; a limit's refusal: which limit, what
-    /// is held. Nothing was written.
+    /// and what the operator must run; `seat_taken`: each seat not free and
+    /// why; `no_block`: the closest block; a limit's refusal: which limit,
+    /// what is held. Nothing was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) problem: Option<String>,
     /// True when the order this answer names is a reservation still to be
@@ -64,6 +65,9 @@ pub struct PurchaseAnswer {
     /// The same, in Unix milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) opens_at_ms: Option<i64>,
+    /// A seat item's `ok`: its seats, `A-12-7` (section-row-seat, 1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) seats: Option<Vec<String>>,
 }
 
 impl PurchaseAnswer {
@@ -94,6 +98,7 @@ impl PurchaseAnswer {
             waiting: reply.waiting,
             opens_at: None,
             opens_at_ms: None,
+            seats: reply.seats,
         }
     }
 
@@ -116,6 +121,7 @@ impl PurchaseAnswer {
             problem: None,
             reservation: None,
             waiting: None,
+            seats: None,
         };
         PurchaseAnswer::of(request, reply, outcome, None)
     }

@@ -11,7 +11,7 @@
 //! Every operation that differs is one `match` on the shape, so a new kind
 //! of item is a compile error at each place that needs its arm.
 //!
-//! May import: domain::waiting_room, domain::buckets, domain::slot, domain::kill_switch, redis_client, model, util.
+//! May import: domain::waiting_room, domain::seats, domain::buckets, domain::slot, domain::kill_switch, redis_client, model, util.
 
 pub mod answer;
 pub mod sell_out;
@@ -29,6 +29,7 @@ use crate::domain::buckets::scripts::HomeRoom;
 pub(crate) use crate::domain::buckets::scripts::{Snapshot, Transfer};
 use crate::domain::buckets::state::{BucketPreheat, BucketStatus};
 use crate::domain::kill_switch::{self, Flip};
+use crate::domain::seats;
 use crate::domain::slot::{
     self, BuyReply, BuyRequest, ItemState, Outcome, PreheatMode, PreheatReport, PreheatStatus,
 };
@@ -150,7 +151,10 @@ impl<'a> SaleItem<'a> {
 
     /// `item` laid out as `layout`, its shape and room resolved from it.
     fn laid_out(layout: Layout, campaign: &'a Campaign, item: &'a Item) -> SaleItem<'a> {
-        let shape = Shape::of(layout);
+        let shape = match &item.seating {
+            Some(seating) => Shape::seated(layout, seating.clone()),
+            None => Shape::of(layout),
+        };
         let prefix = &shape.layout().prefix;
         let room = Room::of(prefix, campaign, item, shape.fan_out_targets());
         SaleItem {
@@ -217,10 +221,11 @@ impl<'a> SaleItem<'a> {
     /// room.
     pub(crate) fn buy_scripts(&self) -> Vec<&'static crate::redis_client::scripts::Spec> {
         use crate::redis_client::scripts::{
-            bucket_buy, bucket_credit, bucket_take, buy, queue_read,
+            bucket_buy, bucket_credit, bucket_take, buy, queue_read, seat_buy,
         };
         match &self.shape {
             Shape::Plain(_) => vec![&buy::SPEC],
+            Shape::Seated(..) => vec![&seat_buy::SPEC],
             Shape::Bucketed(_) => {
                 let mut scripts = vec![&bucket_buy::SPEC, &bucket_take::SPEC, &bucket_credit::SPEC];
                 if self.room.is_some() {
@@ -229,6 +234,12 @@ impl<'a> SaleItem<'a> {
                 scripts
             }
         }
+    }
+
+    /// Whether the item's units are seats (docs/seats.md): its slots carry
+    /// the seats' state, which pay and release move with the order.
+    pub(crate) fn has_seats(&self) -> bool {
+        matches!(self.shape, Shape::Seated(..))
     }
 
     /// Whether stock can move between the item's slots (transfers, the rebalancer).
@@ -296,6 +307,15 @@ impl<'a> SaleItem<'a> {
                     written,
                 })
             }
+            Shape::Seated(layout, seating) => {
+                let (reply, cost) =
+                    seats::reserve(conn, layout, seating, request, payment_timeout_ms)?;
+                Ok(Attempt {
+                    reply,
+                    cost,
+                    written: layout.all().into_iter().map(|b| b.keys.stock).collect(),
+                })
+            }
         }
     }
 
@@ -305,14 +325,14 @@ impl<'a> SaleItem<'a> {
     pub fn is_one_call(&self) -> bool {
         match &self.shape {
             Shape::Plain(_) => true,
-            Shape::Bucketed(_) => false,
+            Shape::Bucketed(_) | Shape::Seated(..) => false,
         }
     }
 
     /// [`SaleItem::is_one_call`] of `item` live, without building it (no
     /// keys are laid out: a door asks this per request).
     pub fn is_one_call_live(item: &Item) -> bool {
-        !Shape::is_bucketed(item.buckets)
+        !Shape::is_bucketed(item.buckets) && item.seating.is_none()
     }
 
     /// [`SaleItem::reserve`] on an async connection, for a door that answers
@@ -335,10 +355,12 @@ impl<'a> SaleItem<'a> {
                         .await?;
                 Ok(Attempt::one_call(reply, keys.stock))
             }
-            Shape::Bucketed(_) => Err(anyhow::Error::new(NotSent).context(format!(
-                "item {} has buckets: its attempt runs on a blocking connection",
-                self.item.id
-            ))),
+            Shape::Bucketed(_) | Shape::Seated(..) => {
+                Err(anyhow::Error::new(NotSent).context(format!(
+                    "item {} has buckets or seats: its attempt runs on a blocking connection",
+                    self.item.id
+                )))
+            }
         }
     }
 
@@ -368,6 +390,12 @@ impl<'a> SaleItem<'a> {
         mode: PreheatMode,
         dry_run: bool,
     ) -> Result<ItemPreheat> {
+        if self.has_seats() && stock != self.item.stock {
+            anyhow::bail!(
+                "item {} has seats: its stock is its free seats, not {stock}",
+                self.item.id
+            );
+        }
         let item = Item {
             stock,
             ..self.item.clone()
@@ -454,6 +482,27 @@ impl<'a> SaleItem<'a> {
                     waiting_room: None,
                 })
             }
+            Shape::Seated(layout, seating) => {
+                let sections = match conflict {
+                    Some(why) => buckets::state::refused(item, why),
+                    None => seats::preheat::preheat_item(
+                        conn,
+                        layout,
+                        seating,
+                        self.campaign,
+                        item,
+                        mode,
+                        dry_run,
+                    )?,
+                };
+                Ok(ItemPreheat {
+                    report: sections.summary,
+                    buckets: layout.buckets,
+                    per_bucket: sections.buckets,
+                    refused_because: sections.refused_because,
+                    waiting_room: None,
+                })
+            }
         }
     }
 
@@ -461,7 +510,9 @@ impl<'a> SaleItem<'a> {
     pub(crate) fn state<C: ConnectionLike>(&self, conn: &mut C) -> Result<ItemState> {
         match &self.shape {
             Shape::Plain(layout) => slot::item_state(conn, &layout.bucket(0).keys),
-            Shape::Bucketed(layout) => buckets::state::item_state(conn, layout),
+            Shape::Bucketed(layout) | Shape::Seated(layout, _) => {
+                buckets::state::item_state(conn, layout)
+            }
         }
     }
 
@@ -502,7 +553,7 @@ impl<'a> SaleItem<'a> {
             Shape::Plain(layout) => {
                 kill_switch::set(conn, &layout.bucket(0).keys, flip, expire_at_ms)
             }
-            Shape::Bucketed(layout) => {
+            Shape::Bucketed(layout) | Shape::Seated(layout, _) => {
                 for bucket in layout.all() {
                     kill_switch::set(conn, &bucket.keys, flip, expire_at_ms).with_context(|| {
                         format!(
@@ -538,7 +589,7 @@ impl<'a> SaleItem<'a> {
                 buckets_closed: None,
                 per_bucket: None,
             }),
-            Shape::Bucketed(layout) => {
+            Shape::Bucketed(layout) | Shape::Seated(layout, _) => {
                 let statuses = buckets::state::bucket_statuses(conn, layout)?;
                 Ok(SlotsView {
                     buckets: layout.buckets,
@@ -579,7 +630,7 @@ impl<'a> SaleItem<'a> {
     /// longer true, so it is cleared in every bucket. Idempotent.
     pub(crate) fn units_returned<C: ConnectionLike>(&self, conn: &mut C) -> Result<()> {
         match &self.shape {
-            Shape::Plain(_) => Ok(()),
+            Shape::Plain(_) | Shape::Seated(..) => Ok(()),
             Shape::Bucketed(layout) => {
                 for bucket in layout.all() {
                     buckets::scripts::clear_sold_out(conn, &bucket)?;
@@ -598,7 +649,7 @@ impl<'a> SaleItem<'a> {
         low_water: f64,
     ) -> Result<Option<Pass>> {
         match &self.shape {
-            Shape::Plain(_) => Ok(None),
+            Shape::Plain(_) | Shape::Seated(..) => Ok(None),
             Shape::Bucketed(layout) => buckets::rebalance::pass(conn, layout, low_water).map(Some),
         }
     }
@@ -608,7 +659,9 @@ impl<'a> SaleItem<'a> {
     /// transfers kept happening through [`MAX_READINGS`] readings.
     pub(crate) fn read_slots<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<Reading>> {
         match &self.shape {
-            Shape::Plain(layout) => buckets::ledger::read_consistently(conn, &layout.all(), false),
+            Shape::Plain(layout) | Shape::Seated(layout, _) => {
+                buckets::ledger::read_consistently(conn, &layout.all(), false)
+            }
             Shape::Bucketed(layout) => {
                 buckets::ledger::read_consistently(conn, &layout.all(), true)
             }
@@ -632,7 +685,7 @@ impl<'a> SaleItem<'a> {
         reading: &Reading,
     ) -> Result<u64> {
         match &self.shape {
-            Shape::Plain(_) => Ok(0),
+            Shape::Plain(_) | Shape::Seated(..) => Ok(0),
             Shape::Bucketed(layout) => buckets::ledger::settle_all(conn, &layout.all(), reading),
         }
     }
@@ -645,7 +698,7 @@ impl<'a> SaleItem<'a> {
         conn: &mut C,
     ) -> Result<Option<i64>> {
         let layout = match &self.shape {
-            Shape::Plain(_) => return Ok(None),
+            Shape::Plain(_) | Shape::Seated(..) => return Ok(None),
             Shape::Bucketed(layout) => layout,
         };
         let mut stock = 0i64;

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use redis::ConnectionLike;
 
 use super::SaleItem;
+use super::shape::Shape;
 
 /// An item's window as preheated (Unix ms, Redis clock).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,16 +25,34 @@ const PAGE: usize = 1000;
 impl SaleItem<'_> {
     /// Whether nothing can be bought now and only units coming back (a
     /// release, a preheat) would change that: a plain item with no stock, a
+    /// seat item with no free seat in any section, a
     /// bucketed item whose sell-out every bucket records (a bucket short of
     /// stock while others hold units, or units in transit, is not sold out).
     /// `None`: not preheated.
     pub fn sold_out_now<C: ConnectionLike>(&self, conn: &mut C) -> Result<Option<bool>> {
-        if !self.moves_stock_between_slots() {
-            let stock: Option<i64> = redis::cmd("GET")
-                .arg(&self.layout().bucket(0).keys.stock)
+        let stock_of = |conn: &mut C, key: &str| -> Result<Option<i64>> {
+            redis::cmd("GET")
+                .arg(key)
                 .query(conn)
-                .context("cannot read the stock")?;
-            return Ok(stock.map(|s| s <= 0));
+                .with_context(|| format!("cannot read {key}"))
+        };
+        match self.shape() {
+            Shape::Plain(layout) => {
+                return Ok(stock_of(conn, &layout.bucket(0).keys.stock)?.map(|s| s <= 0));
+            }
+            // Every section empty: one section's last seat is not the hall's.
+            Shape::Seated(layout, _) => {
+                let mut all_empty = Some(true);
+                for slot in layout.all() {
+                    match stock_of(conn, &slot.keys.stock)? {
+                        None => return Ok(None),
+                        Some(left) if left > 0 => all_empty = Some(false),
+                        Some(_) => {}
+                    }
+                }
+                return Ok(all_empty);
+            }
+            Shape::Bucketed(_) => {}
         }
         for slot in self.slots() {
             let (stock, proof): (Option<i64>, Option<String>) = (

@@ -9,6 +9,7 @@ use redis::{Commands, ConnectionLike};
 
 use crate::model::keys::ItemKeys;
 use crate::model::layout::{BucketKeys, Layout};
+use crate::model::seats::Seating;
 use crate::redis_client::scripts::Spec;
 
 /// How one item's stock lies in Redis.
@@ -20,6 +21,9 @@ pub enum Shape {
     /// (docs/buckets.md): a buy starts in the user's home bucket and sweeps
     /// the others by logged transfers when it is short.
     Bucketed(Layout),
+    /// A seat item (docs/seats.md): one slot per section, in file order,
+    /// each with its seats' state; no stock moves between sections.
+    Seated(Layout, Seating),
 }
 
 impl Shape {
@@ -32,6 +36,11 @@ impl Shape {
         }
     }
 
+    /// The shape of a seat item laid out as `layout` (one slot per section).
+    pub fn seated(layout: Layout, seating: Seating) -> Shape {
+        Shape::Seated(layout, seating)
+    }
+
     /// Whether `buckets` (a layout's count) make an item bucketed.
     pub(crate) fn is_bucketed(buckets: u32) -> bool {
         buckets > 1
@@ -40,7 +49,7 @@ impl Shape {
     /// Where the item's keys are.
     pub fn layout(&self) -> &Layout {
         match self {
-            Shape::Plain(layout) | Shape::Bucketed(layout) => layout,
+            Shape::Plain(layout) | Shape::Bucketed(layout) | Shape::Seated(layout, _) => layout,
         }
     }
 
@@ -63,7 +72,7 @@ impl Shape {
     pub fn bucket_of(&self, slot: &BucketKeys) -> Option<u32> {
         match self {
             Shape::Plain(_) => None,
-            Shape::Bucketed(_) => Some(slot.bucket),
+            Shape::Bucketed(_) | Shape::Seated(..) => Some(slot.bucket),
         }
     }
 
@@ -71,7 +80,7 @@ impl Shape {
     /// a sell-out proven over every slot).
     pub fn moves_stock(&self) -> bool {
         match self {
-            Shape::Plain(_) => false,
+            Shape::Plain(_) | Shape::Seated(..) => false,
             Shape::Bucketed(_) => true,
         }
     }
@@ -80,7 +89,7 @@ impl Shape {
     /// item's buy checks them in the user's home bucket); none for a plain item.
     pub fn fan_out_targets(&self) -> Option<&Layout> {
         match self {
-            Shape::Plain(_) => None,
+            Shape::Plain(_) | Shape::Seated(..) => None,
             Shape::Bucketed(layout) => Some(layout),
         }
     }
@@ -102,14 +111,14 @@ impl Shape {
         };
         Ok(match (self, recorded) {
             (_, Some(n)) if n != layout.buckets => Some(changed(n)),
-            (Shape::Bucketed(_), None) => {
+            (Shape::Bucketed(_), None) | (Shape::Seated(..), None) if layout.buckets > 1 => {
                 let plain = ItemKeys::new(&layout.prefix, &layout.campaign, &layout.item);
                 let exists: bool = conn
                     .exists(&plain.stock)
                     .with_context(|| format!("cannot read {}", plain.stock))?;
                 exists.then(|| {
                     format!(
-                        "Redis holds item {} unbucketed ({} exists), the file says {} buckets: \
+                        "Redis holds item {} in one slot ({} exists), the file says {} slots: \
                          `init --yes` to start over",
                         layout.item, plain.stock, layout.buckets
                     )

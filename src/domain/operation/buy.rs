@@ -12,6 +12,7 @@ use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome, TicketClaim};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::regions::home_region;
+use crate::model::seats::{MAX_SEATS_PER_BUY, SeatAsk};
 use crate::redis_client::conn::Conn;
 use crate::redis_client::multiplexed::NotSent;
 use crate::redis_client::replicas;
@@ -33,6 +34,31 @@ pub struct Buy<'a> {
     /// The shop's hash of the shopper's identity document (`per_identity_limit`,
     /// docs/limits.md); Redis keeps only a digest of it.
     pub identity: Option<&'a str>,
+    /// A seat item (docs/seats.md): what the buyer asks for, as the door
+    /// received it; checked against the item's map by [`Buy::check`].
+    pub seats: SeatWish<'a>,
+}
+
+/// A seat buy as a door receives it: named seats (`A-12-7`), or the best
+/// block of `qty` in a section or a tier; all empty on an item without seats
+/// (the best block in any section on one with).
+#[derive(Debug, Clone, Default)]
+pub struct SeatWish<'a> {
+    pub named: &'a [String],
+    pub section: Option<&'a str>,
+    pub tier: Option<&'a str>,
+}
+
+impl SeatWish<'_> {
+    /// A buy's qty: named seats are their own count (a qty of 1, the
+    /// default of both doors, stands for "as many as named"; any other qty
+    /// must match them, which [`Buy::check`] says).
+    pub fn qty_of(asked: u32, named: &[String]) -> u32 {
+        match (asked, named.len()) {
+            (1, n) if n > 1 => n as u32,
+            _ => asked,
+        }
+    }
 }
 
 /// What the attempt decided, and what it cost.
@@ -46,6 +72,11 @@ pub struct Bought {
 impl Buy<'_> {
     /// The request checked against `campaign`: nothing is sent for a wrong one.
     pub fn check<'c>(&self, campaign: &'c Campaign) -> Result<&'c Item, Failure> {
+        self.checked(campaign).map(|(item, _)| item)
+    }
+
+    /// [`Buy::check`], and the seats asked for on a seat item.
+    fn checked<'c>(&self, campaign: &'c Campaign) -> Result<(&'c Item, Option<SeatAsk>), Failure> {
         let item = item_of(campaign, self.item)?;
         check_id("user", self.user, true)?;
         check_id("request_id", self.request_id, false)?;
@@ -79,7 +110,127 @@ impl Buy<'_> {
                 },
             ))));
         }
-        Ok(item)
+        let seats = self.seat_ask(item).map_err(|(field, value, problem)| {
+            Failure::invalid(Invalid::Field {
+                field,
+                value,
+                problem,
+            })
+        })?;
+        Ok((item, seats))
+    }
+
+    /// The seats asked for, checked against `item`'s map: named seats in one
+    /// section, each once, as many as `qty`; a section or tier the map has.
+    fn seat_ask(
+        &self,
+        item: &Item,
+    ) -> Result<Option<SeatAsk>, (&'static str, Option<String>, String)> {
+        let wish = &self.seats;
+        let Some(seating) = &item.seating else {
+            if !wish.named.is_empty() || wish.section.is_some() || wish.tier.is_some() {
+                return Err((
+                    "seats",
+                    None,
+                    format!(
+                        "is for a seat item; item {} has no seats (no `seats:` in the campaign file)",
+                        item.id
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        if self.qty > MAX_SEATS_PER_BUY {
+            return Err((
+                "qty",
+                Some(self.qty.to_string()),
+                format!("is more seats than one buy takes ({MAX_SEATS_PER_BUY})"),
+            ));
+        }
+        if !wish.named.is_empty() {
+            if wish.section.is_some() || wish.tier.is_some() {
+                return Err((
+                    "seats",
+                    None,
+                    "take no section or tier: the seats say where".to_string(),
+                ));
+            }
+            let mut seats = Vec::with_capacity(wish.named.len());
+            for text in wish.named {
+                let seat = seating
+                    .seat(text)
+                    .map_err(|why| ("seats", Some(text.clone()), why))?;
+                if seats.contains(&seat) {
+                    return Err(("seats", Some(text.clone()), "is named twice".to_string()));
+                }
+                if let Some(first) = seats
+                    .first()
+                    .filter(|f: &&crate::model::seats::Seat| f.section != seat.section)
+                {
+                    return Err((
+                        "seats",
+                        Some(text.clone()),
+                        format!(
+                            "is in section {}, {} in section {}: one buy takes seats of one section",
+                            seating.sections[seat.section].id,
+                            wish.named[0],
+                            seating.sections[first.section].id
+                        ),
+                    ));
+                }
+                seats.push(seat);
+            }
+            if seats.len() != self.qty as usize {
+                return Err((
+                    "qty",
+                    Some(self.qty.to_string()),
+                    format!("is not the {} seats named", seats.len()),
+                ));
+            }
+            return Ok(Some(SeatAsk::Named(seats)));
+        }
+        let section = match wish.section {
+            Some(id) => Some(seating.section(id).ok_or_else(|| {
+                let ids: Vec<&str> = seating.sections.iter().map(|s| s.id.as_str()).collect();
+                (
+                    "section",
+                    Some(id.to_string()),
+                    format!(
+                        "is not a section of item {} (sections: {})",
+                        item.id,
+                        ids.join(", ")
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        if let Some(tier) = wish.tier {
+            if !seating.tiers().contains(&tier) {
+                return Err((
+                    "tier",
+                    Some(tier.to_string()),
+                    format!(
+                        "is not a tier of item {} (tiers: {})",
+                        item.id,
+                        seating.tiers().join(", ")
+                    ),
+                ));
+            }
+            if let Some(s) = section.filter(|&s| seating.sections[s].tier != tier) {
+                return Err((
+                    "tier",
+                    Some(tier.to_string()),
+                    format!(
+                        "is not the tier of section {} ({})",
+                        seating.sections[s].id, seating.sections[s].tier
+                    ),
+                ));
+            }
+        }
+        Ok(Some(SeatAsk::Best {
+            tier: wish.tier.map(String::from),
+            section,
+        }))
     }
 
     /// The request as the item layer takes it.
@@ -91,6 +242,7 @@ impl Buy<'_> {
             qty: self.qty,
             request_id: Some(self.request_id),
             ticket: self.ticket.clone(),
+            seats: self.checked(campaign).ok().and_then(|(_, seats)| seats),
         }
     }
 
@@ -275,6 +427,7 @@ mod tests {
                 request_id,
                 wait: None,
                 ticket: None,
+                seats: SeatWish::default(),
                 identity: None,
             }
             .check(&campaign)
@@ -295,6 +448,7 @@ mod tests {
             request_id: "r",
             wait: None,
             ticket: None,
+            seats: SeatWish::default(),
             identity: None,
         }
         .check(&campaign)

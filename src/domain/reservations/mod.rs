@@ -254,6 +254,11 @@ pub(crate) fn pay_in<C: ConnectionLike>(
         meta: slot.keys.meta.as_str(),
         orders: slot.keys.orders.as_str(),
         reservation_counts: slot.keys.reservation_counts.as_str(),
+        seats: slot.sale.has_seats().then_some(slot.keys.seats.as_str()),
+        seat_orders: slot
+            .sale
+            .has_seats()
+            .then_some(slot.keys.seat_orders.as_str()),
         order_id,
         campaign: campaign.id.as_str(),
         item: slot.item.id.as_str(),
@@ -321,6 +326,8 @@ fn release_call<'a>(
         buyer_orders: slot.keys.buyer_orders.clone(),
         orders: slot.keys.orders.clone(),
         reservation_counts: slot.keys.reservation_counts.clone(),
+        seats: slot.sale.has_seats().then(|| slot.keys.seats.clone()),
+        seat_orders: slot.sale.has_seats().then(|| slot.keys.seat_orders.clone()),
         mode: mode.to_string(),
         order_id: order_id.to_string(),
         reason: reason.to_string(),

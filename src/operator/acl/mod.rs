@@ -137,6 +137,10 @@ pub(crate) fn setuser_args(
                 &[item("arrival_counts"), item("marks")],
             ));
             args.push(selector("+pfadd +pexpireat", &[item("prequeued")]));
+            // A seat item's section (docs/seats.md): a buy takes its seats
+            // and names them under the order.
+            args.push(selector("+setrange", &[item("seats")]));
+            args.push(selector("+hset +pexpireat", &[item("seat_orders")]));
             // Limits above the item (docs/limits.md): a buy claims and
             // releases units in a limit bucket (lua/limit_claim.lua,
             // lua/limit_release.lua); `register --identity` binds an account.

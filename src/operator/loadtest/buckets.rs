@@ -193,6 +193,7 @@ pub(crate) fn run(
                             qty: 1,
                             request_id: None,
                             ticket: None,
+                            seats: None,
                         };
                         let Attempt { reply, cost, .. } = sale.buy(&mut conn, &request)?;
                         tally.answered(attempt, Instant::now());

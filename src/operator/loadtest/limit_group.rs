@@ -184,6 +184,7 @@ fn hammer(target: &RedisTarget, copy: &Campaign, run: &GroupRun) -> Result<Group
                             qty: 1,
                             request_id: Some(&request_id),
                             ticket: None,
+                            seats: None,
                         };
                         let sale = SaleItem::under(LOADTEST_PREFIX, copy, item);
                         let outcome = match reserve_claimed(&mut conn, &sale, &claims, &request, 0)?

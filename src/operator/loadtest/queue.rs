@@ -313,6 +313,7 @@ fn work(target: &RedisTarget, shared: &Shared, limit: Duration) -> Result<()> {
             qty: 1,
             request_id: None,
             ticket: None,
+            seats: None,
         };
         let reply = shared.sale.buy(&mut conn, &request)?.reply;
         if impostor {

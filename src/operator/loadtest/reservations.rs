@@ -146,6 +146,7 @@ pub(crate) fn run(
                                     qty: 1,
                                     request_id: None,
                                     ticket: None,
+                                    seats: None,
                                 },
                                 timeout_ms,
                             )?

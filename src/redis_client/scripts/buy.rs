@@ -50,6 +50,12 @@ pub enum Outcome {
     /// failover, a restart, a restore): nothing is sold until `seckill
     /// reconcile --fence` (docs/failover.md, "The fence"); nothing was written.
     Fenced,
+    /// A seat item: a named seat is not free (held, sold or blocked); the
+    /// seats and why are in [`BuyReply::problem`]; nothing was written.
+    SeatTaken,
+    /// A seat item: no block of that many free seats side by side in one
+    /// row; the closest is in [`BuyReply::problem`]; nothing was written.
+    NoBlock,
     /// A limit above the item (a limit group's `per_user_limit`, the item's
     /// `per_identity_limit`) would be passed: nothing was bought
     /// (docs/limits.md); the problem says which limit and what is held.
@@ -64,7 +70,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in exit-code order.
-    pub const ALL: [Outcome; 19] = [
+    pub const ALL: [Outcome; 21] = [
         Outcome::Ok,
         Outcome::SoldOut,
         Outcome::Duplicate,
@@ -81,6 +87,8 @@ impl Outcome {
         Outcome::NotAdmitted,
         Outcome::AdmissionExpired,
         Outcome::Fenced,
+        Outcome::SeatTaken,
+        Outcome::NoBlock,
         Outcome::LimitReached,
         Outcome::IdentityRequired,
         Outcome::IdentityMismatch,
@@ -105,6 +113,8 @@ impl Outcome {
             Outcome::NotAdmitted => "not_admitted",
             Outcome::AdmissionExpired => "admission_expired",
             Outcome::Fenced => "fenced",
+            Outcome::SeatTaken => "seat_taken",
+            Outcome::NoBlock => "no_block",
             Outcome::LimitReached => "limit_reached",
             Outcome::IdentityRequired => "identity_required",
             Outcome::IdentityMismatch => "identity_mismatch",
@@ -139,6 +149,8 @@ pub struct BuyReply {
     /// `not_admitted` / `admission_expired`: where the user stands in the
     /// waiting room (docs/waiting-room.md).
     pub waiting: Option<Waiting>,
+    /// A seat item's `ok`: its seats, `A-12-7` (docs/seats.md).
+    pub seats: Option<Vec<String>>,
 }
 
 /// Where a refused shopper stands in the waiting room.
@@ -253,6 +265,8 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         // "<recorded run_id> <seen run_id>": which process preheat loaded
         // the stock on, and which one answered.
         Outcome::Fenced => (String::new(), Some(fence_problem(&order_id)), None),
+        // The seats refused and why, or the closest block.
+        Outcome::SeatTaken | Outcome::NoBlock => (String::new(), Some(order_id), None),
         Outcome::NotAdmitted | Outcome::AdmissionExpired => {
             let waiting = waiting_of(outcome, &order_id)?;
             (String::new(), None, Some(waiting))
@@ -266,7 +280,30 @@ pub(crate) fn parse_reply(reply: Value) -> Result<BuyReply> {
         problem,
         reservation: (!state.is_empty()).then_some(Reservation { deadline_ms, state }),
         waiting,
+        seats: None,
     })
+}
+
+/// Parse `lua/seat_buy.lua`'s reply: [`parse_reply`]'s five fields and the seats.
+pub(crate) fn parse_seat_reply(reply: Value) -> Result<BuyReply> {
+    let Value::Array(mut fields) = reply else {
+        bail!("seat buy script answered {reply:?}");
+    };
+    if fields.len() != 6 {
+        bail!("seat buy script answered {} fields, not 6", fields.len());
+    }
+    let seats: String = redis::from_redis_value(fields.pop().expect("six fields"))?;
+    let mut parsed = parse_reply(Value::Array(fields))?;
+    if parsed.outcome == Outcome::Ok {
+        parsed.seats = Some(
+            seats
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        );
+    }
+    Ok(parsed)
 }
 
 /// A `fenced` reply's detail, said for the operator.

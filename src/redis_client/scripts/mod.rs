@@ -64,6 +64,8 @@ pub mod region_state;
 pub mod release;
 pub mod room_revoke;
 pub mod room_tick;
+pub mod seat_buy;
+pub mod seat_load;
 pub mod set_switch;
 pub mod stream_order_ids;
 pub mod v3_decr;
@@ -130,7 +132,7 @@ impl Spec {
 }
 
 /// Every script of the toolkit, once.
-pub static ALL: [&Spec; 40] = [
+pub static ALL: [&Spec; 42] = [
     &buy::SPEC,
     &preheat::SPEC,
     &item_state::SPEC,
@@ -169,6 +171,8 @@ pub static ALL: [&Spec; 40] = [
     &region_credit::SPEC,
     &region_state::SPEC,
     &region_mark::SPEC,
+    &seat_buy::SPEC,
+    &seat_load::SPEC,
     &limit_claim::SPEC,
     &limit_release::SPEC,
 ];
@@ -903,6 +907,8 @@ mod tests {
                 "region_credit",
                 "region_state",
                 "region_mark",
+                "seat_buy",
+                "seat_load",
                 "limit_claim",
                 "limit_release"
             ]

@@ -10,6 +10,7 @@ super::script_call! {
     Pay = "pay.lua", Sale;
     roles { operator }
     keys { reservations, deadlines, meta, orders, reservation_counts }
+    optional { seats, seat_orders }
     argv { order_id, campaign, item }
 }
 

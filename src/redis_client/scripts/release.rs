@@ -9,6 +9,7 @@ super::script_call! {
     Release = "release.lua", Sale;
     roles { operator }
     keys { reservations, deadlines, meta, stock, buyers, buyer_orders, orders, reservation_counts }
+    optional { seats, seat_orders }
     argv { mode, order_id, reason, limit, rebuy, campaign, item }
 }
 

@@ -86,10 +86,11 @@ pub(super) const FOLDERS: [Folder; 9] = [
 ];
 
 /// The domain's modules from the bottom up: each imports only those before it.
-pub(super) const DOMAIN_ORDER: [&str; 14] = [
+pub(super) const DOMAIN_ORDER: [&str; 15] = [
     "kill_switch",
     "slot",
     "buckets",
+    "seats",
     "waiting_room",
     "item",
     "regions",

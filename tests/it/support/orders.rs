@@ -61,6 +61,7 @@ pub fn buy_many(
                     qty: 1,
                     request_id: None,
                     ticket: None,
+                    seats: None,
                 },
             )
             .expect("buy script");
