@@ -665,3 +665,49 @@ fn a_dry_run_of_a_limited_item_proves_its_claims() {
     assert!(said.contains("limit_claim"), "{}", refused.describe());
     dry("plain").succeeds();
 }
+
+/// `init` after a rehearsal resets the limits with the items: a user who
+/// bought a SKU of the group in the rehearsal buys again in the sale (a
+/// per-identity count likewise); `--dry-run` counts the limit keys too.
+#[test]
+fn init_resets_the_limits_with_the_items() {
+    let server = RedisServer::start();
+    let file = group_spec("ri", 5).field("per_identity_limit", "1").write();
+    preheat(&file, &server);
+    let buy = |sku: &str, request: &str| {
+        seckill(&[
+            "buy",
+            "--item",
+            sku,
+            "--user",
+            "alice",
+            "--identity",
+            "ID-1",
+        ])
+        .args(&["--request-id", request])
+        .campaign(&file)
+        .redis(&server)
+    };
+    buy("black-128", "r1").succeeds();
+    buy("white-128", "r2").fails_with(exit_codes::LIMIT_REACHED);
+    let dry = seckill(&["init", "--yes", "--purge-orders", "ri", "--dry-run"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json();
+    let counted: u64 = dry["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["keys_deleted"].as_u64().unwrap())
+        .sum();
+    seckill(&["init", "--yes", "--purge-orders", "ri"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let keys: Vec<String> = server.conn().keys("*limit_c*").unwrap();
+    assert!(keys.is_empty(), "limit keys left by init: {keys:?}");
+    assert!(counted > 0, "{dry}");
+    buy("white-128", "r3").succeeds();
+}

@@ -326,3 +326,68 @@ fn bound_identity<C: ConnectionLike>(
 fn is_digest(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
+
+/// The limit keys `init` deletes with `items` (ids) of `campaign`, one list
+/// per item: the item's identity-limit buckets, and a group's buckets with
+/// the first of its items when every item of the group is reset (a group
+/// half reset keeps its counts: its users hold units of the items not
+/// reset). Identity bindings are the accounts', not the sale's: kept.
+pub fn reset_keys(campaign: &Campaign, items: &[&str]) -> Vec<Vec<String>> {
+    let flatten = |buckets: Vec<LimitKeys>| -> Vec<String> {
+        buckets
+            .into_iter()
+            .flat_map(|keys| [keys.counts, keys.claims])
+            .collect()
+    };
+    items
+        .iter()
+        .map(|id| {
+            let mut keys = Vec::new();
+            if campaign
+                .item(id)
+                .is_ok_and(|item| item.per_identity_limit.is_some())
+            {
+                keys.extend(flatten(LimitKeys::every(&campaign.id, &format!("i.{id}"))));
+            }
+            if let Some(group) = campaign.limit_group(id)
+                && group.items.first().is_some_and(|first| first == id)
+                && group
+                    .items
+                    .iter()
+                    .all(|member| items.contains(&member.as_str()))
+            {
+                keys.extend(flatten(LimitKeys::every(
+                    &campaign.id,
+                    &format!("g.{}", group.id),
+                )));
+            }
+            keys
+        })
+        .collect()
+}
+
+/// How many of `keys` exist (one EXISTS each: on a cluster they are in many slots).
+pub fn existing<C: ConnectionLike>(conn: &mut C, keys: &[String]) -> Result<u64> {
+    let mut found = 0;
+    for key in keys {
+        let exists: u64 = redis::cmd("EXISTS")
+            .arg(key)
+            .query(conn)
+            .with_context(|| format!("cannot check {key}"))?;
+        found += exists;
+    }
+    Ok(found)
+}
+
+/// Delete `keys` (one DEL each); how many there were.
+pub fn delete<C: ConnectionLike>(conn: &mut C, keys: &[String]) -> Result<u64> {
+    let mut deleted = 0;
+    for key in keys {
+        let gone: u64 = redis::cmd("DEL")
+            .arg(key)
+            .query(conn)
+            .with_context(|| format!("cannot delete {key}"))?;
+        deleted += gone;
+    }
+    Ok(deleted)
+}
