@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::domain::item::SaleItem;
 use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::operation::buy::{Buy, SeatWish};
+use crate::domain::operation::limits;
 use crate::domain::slot::TicketClaim;
 use crate::domain::slot::{Outcome, new_order_id};
 use crate::domain::waiting_room::ticket::{RoomSecret, Ticket, prequeue_place, prequeue_rank};
@@ -296,7 +297,14 @@ fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
         .into_iter()
         .next()
         .ok_or_else(|| anyhow::anyhow!("item {} is not in the campaign", args.item))?;
-    let scripts: Vec<&str> = item.buy_scripts().iter().map(|s| s.name()).collect();
+    // An item under a limit above it (docs/limits.md) also claims and
+    // releases in limit buckets, on any master, and reads the account's
+    // identity binding.
+    let limited = limits::has_limits(&campaign, campaign.item(&args.item)?);
+    let mut scripts: Vec<&str> = item.buy_scripts().iter().map(|s| s.name()).collect();
+    if limited {
+        scripts.extend(["limit_claim", "limit_release"]);
+    }
     let wait = buy.wait.is_some();
     // What a bucketed item's sweep sends beside its scripts (the role
     // table's rows for it): only an item that moves stock sweeps.
@@ -307,6 +315,10 @@ fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
                 .iter()
                 .any(|name| credential::is_script(check, name))
             || (wait && check.command.as_deref() == Some("WAIT"))
+            || (limited
+                && check.sent_by.is_some_and(|by| {
+                    by.starts_with("buy and serve") && by.contains("docs/limits.md")
+                }))
             || (sweeps
                 && check
                     .sent_by
@@ -318,12 +330,12 @@ fn dry_run(ctx: &Context, args: &Args) -> Result<BuyOutput> {
         &Job {
             items: vec![args.item.clone()],
             part: &part,
-            slots: Some(
+            slots: (!limited).then(|| {
                 item.slots()
                     .iter()
                     .map(|slot| key_slot(&slot.keys.stock))
-                    .collect(),
-            ),
+                    .collect()
+            }),
         },
         &campaign.id,
     )?;

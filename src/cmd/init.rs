@@ -23,6 +23,7 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::domain::item::SaleItem;
+use crate::domain::operation::limits;
 use crate::domain::orders::entry::{StreamEntry, parse_entry};
 use crate::domain::orders::{OrderStore, stream};
 use crate::domain::orders::{StoreArgs, StoreLocation};
@@ -284,12 +285,16 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
             return Err(usage(refusals.join("; ")));
         }
     }
+    // The counts of limits above the items (docs/limits.md) go with them.
+    let ids: Vec<&str> = items.iter().map(|item| item.id()).collect();
+    let limit_keys = limits::reset_keys(&campaign, &ids);
     if args.dry_run {
         let mut rows = Vec::new();
-        for (item, was) in items.iter().zip(before) {
+        for ((item, was), limit_keys) in items.iter().zip(before).zip(&limit_keys) {
             rows.push(InitRow {
                 item: item.id().to_string(),
-                keys_deleted: existing_keys(&mut conn, item)?.len() as u64,
+                keys_deleted: existing_keys(&mut conn, item)?.len() as u64
+                    + limits::existing(&mut conn, limit_keys)?,
                 stock: Some(item.item.stock),
                 kill_switch_was_on: was.closed,
                 switch_reason: was.switch_reason,
@@ -315,8 +320,8 @@ pub(crate) fn run(ctx: &Context, args: &Args) -> Result<InitReport> {
     // SCAN visits one node; on a cluster the per-user rate keys expire by themselves within one window.
     let scan_too = !conn.is_cluster();
     let mut rows = Vec::new();
-    for (item, was) in items.iter().zip(before) {
-        let deleted = item.delete(&mut conn, scan_too)?;
+    for ((item, was), limit_keys) in items.iter().zip(before).zip(&limit_keys) {
+        let deleted = item.delete(&mut conn, scan_too)? + limits::delete(&mut conn, limit_keys)?;
         let stock = item
             .preheat(&mut conn, PreheatMode::Load, false)?
             .report

@@ -524,3 +524,190 @@ fn the_limit_group_load_test_reports_no_user_over_the_limit() {
     let keys: Vec<String> = server.conn().keys("*").unwrap();
     assert!(keys.is_empty(), "left behind: {keys:?}");
 }
+
+/// Over HTTP: `"identity"` in the buy's body counts under the identity;
+/// the refusals have their statuses (409 `limit_reached`, 428
+/// `identity_required`, 403 `identity_mismatch`).
+#[test]
+fn serve_takes_the_identity_in_the_body_and_answers_each_refusal_with_its_status() {
+    let server = RedisServer::start();
+    let file = campaign("idh")
+        .field("per_identity_limit", "1")
+        .item("1", 10)
+        .write();
+    preheat(&file, &server);
+    seckill(&["register", "--user", "bound", "--identity", "ID-B"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let serve = Serve::start(&file, &server.url(), false, &[]);
+    let buy = |user: &str, identity: Option<&str>, request: &str| {
+        let mut body = serde_json::json!({"user": user, "qty": 1, "request_id": request});
+        if let Some(identity) = identity {
+            body["identity"] = identity.into();
+        }
+        http::post(serve.addr, "/v1/items/1/buy", &body)
+    };
+    let cases = [
+        ("a", Some("ID-A"), 200, "ok"),
+        ("b", Some("ID-A"), 409, "limit_reached"),
+        ("c", None, 428, "identity_required"),
+        ("bound", Some("ID-C"), 403, "identity_mismatch"),
+        ("bound", None, 200, "ok"),
+        ("d", Some("ID-B"), 409, "limit_reached"),
+    ];
+    for (n, (user, identity, status, outcome)) in cases.into_iter().enumerate() {
+        let answer = buy(user, identity, &format!("r{n}"));
+        assert_eq!(
+            answer.status, status,
+            "{user} {identity:?}: {}",
+            answer.body
+        );
+        assert_eq!(answer.json()["outcome"], outcome, "{}", answer.body);
+    }
+    let left: i64 = server.conn().get(ItemKeys::live("idh", "1").stock).unwrap();
+    assert_eq!(left, 8);
+}
+
+/// An item under both limits claims the group, then the identity; the
+/// identity's refusal gives the group's claim back, so the user may still
+/// buy the group's SKU with another identity.
+#[test]
+fn a_later_limit_refusing_releases_the_earlier_claims_of_the_buy() {
+    let server = RedisServer::start();
+    let file = group_spec("both", 5)
+        .field("per_identity_limit", "1")
+        .write();
+    preheat(&file, &server);
+    let buy = |user: &str, sku: &str, identity: &str, request: &str| {
+        seckill(&["buy", "--item", sku, "--user", user, "--identity", identity])
+            .args(&["--request-id", request])
+            .campaign(&file)
+            .redis(&server)
+    };
+    buy("a", "black-128", "ID-X", "r1").succeeds();
+    buy("b", "black-128", "ID-X", "r1").fails_with(exit_codes::LIMIT_REACHED);
+    let group = LimitKeys::group("both", "iphone-16-pro", "b");
+    let held: Option<i64> = server.conn().hget(&group.counts, "b").unwrap();
+    assert_eq!(held, None, "the identity's refusal kept the group's claim");
+    buy("b", "white-128", "ID-Y", "r2").succeeds();
+}
+
+/// `seckill acl --role buyer`'s line as words after `ACL SETUSER`, the
+/// user's name first (single quotes removed).
+fn buyer_words(file: &CampaignFile, password_file: &str) -> Vec<String> {
+    let line = seckill(&["acl", "--role", "buyer", "--password-file", password_file])
+        .campaign(file)
+        .succeeds()
+        .stdout();
+    let line = line.lines().find(|l| l.starts_with("ACL SETUSER")).unwrap();
+    let (mut words, mut word, mut quoted) = (Vec::new(), String::new(), false);
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => words.push(std::mem::take(&mut word)),
+            c => word.push(c),
+        }
+    }
+    words.push(word);
+    words.split_off(2)
+}
+
+/// `buy --dry-run` of an item under a limit proves the claim and release
+/// scripts and the binding's read too (on every node: the limit buckets
+/// are anywhere); the buyer's line without the limit selector is refused
+/// naming `limit_claim`, while a plain item of the campaign is still proven.
+#[test]
+fn a_dry_run_of_a_limited_item_proves_its_claims() {
+    let server = RedisServer::start();
+    let file = group_spec("dry", 5).item("plain", 5).write();
+    preheat(&file, &server);
+    let password = file.dir.path().join("buyer.pw");
+    std::fs::write(&password, "buyer-secret\n").unwrap();
+    let password = password.display().to_string();
+    seckill(&[
+        "acl",
+        "--role",
+        "buyer",
+        "--password-file",
+        &password,
+        "--apply",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .succeeds();
+    let buyer = format!(
+        "redis://seckill-buyer:buyer-secret@127.0.0.1:{}/0",
+        server.port
+    );
+    let dry = |item: &str| {
+        seckill(&["buy", "--item", item, "--user", "alice", "--dry-run"])
+            .campaign(&file)
+            .redis_url(&buyer)
+            .json()
+    };
+    let checks = |proof: &serde_json::Value| proof["credentials"][0]["checks"].as_u64().unwrap();
+    let plain = dry("plain").succeeds().json();
+    let limited = dry("blue-128").succeeds().json();
+    assert_eq!(checks(&limited), checks(&plain) + 3, "{limited}");
+
+    let words: Vec<String> = buyer_words(&file, &password)
+        .into_iter()
+        .filter(|word| !word.contains("limit_counts"))
+        .collect();
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&words)
+        .query(&mut server.conn())
+        .unwrap();
+    let refused = dry("blue-128").fails_with(exit_codes::ACL_CHECK_FAILED);
+    let said = refused.stdout() + &refused.stderr();
+    assert!(said.contains("limit_claim"), "{}", refused.describe());
+    dry("plain").succeeds();
+}
+
+/// `init` after a rehearsal resets the limits with the items: a user who
+/// bought a SKU of the group in the rehearsal buys again in the sale (a
+/// per-identity count likewise); `--dry-run` counts the limit keys too.
+#[test]
+fn init_resets_the_limits_with_the_items() {
+    let server = RedisServer::start();
+    let file = group_spec("ri", 5).field("per_identity_limit", "1").write();
+    preheat(&file, &server);
+    let buy = |sku: &str, request: &str| {
+        seckill(&[
+            "buy",
+            "--item",
+            sku,
+            "--user",
+            "alice",
+            "--identity",
+            "ID-1",
+        ])
+        .args(&["--request-id", request])
+        .campaign(&file)
+        .redis(&server)
+    };
+    buy("black-128", "r1").succeeds();
+    buy("white-128", "r2").fails_with(exit_codes::LIMIT_REACHED);
+    let dry = seckill(&["init", "--yes", "--purge-orders", "ri", "--dry-run"])
+        .campaign(&file)
+        .redis(&server)
+        .json()
+        .succeeds()
+        .json();
+    let counted: u64 = dry["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["keys_deleted"].as_u64().unwrap())
+        .sum();
+    seckill(&["init", "--yes", "--purge-orders", "ri"])
+        .campaign(&file)
+        .redis(&server)
+        .succeeds();
+    let keys: Vec<String> = server.conn().keys("*limit_c*").unwrap();
+    assert!(keys.is_empty(), "limit keys left by init: {keys:?}");
+    assert!(counted > 0, "{dry}");
+    buy("white-128", "r3").succeeds();
+}

@@ -13,8 +13,10 @@ pub struct PurchaseAnswer {
     /// `ok`, `sold_out`, `duplicate`, `rate_limited`, `closed`, `not_started`,
     /// `ended`, `not_preheated`, `corrupt_state`, `request_id_reused`,
     /// `unreplicated`, or the waiting room's `not_registered`, `not_queued`,
-    /// `not_admitted`, `admission_expired`, or `fenced` (docs/failover.md,
-    /// "The fence"); the exit code says the same.
+    /// `not_admitted`, `admission_expired`, `fenced` (docs/failover.md,
+    /// "The fence"), or a limit above the item's `limit_reached`,
+    /// `identity_required`, `identity_mismatch` (docs/limits.md); the exit
+    /// code says the same.
     pub(crate) outcome: Outcome,
     /// The order: new on `ok` and `unreplicated`, the user's existing one on
     /// `duplicate`, the request id's original one on `request_id_reused`; null otherwise.
@@ -36,7 +38,8 @@ pub struct PurchaseAnswer {
     /// `corrupt_state`: the key and what is wrong with it; `fenced`: which
     /// Redis process holds the item instead of the one preheat loaded it on,
     /// and what the operator must run; `seat_taken`: each seat not free and
-    /// why; `no_block`: the closest block. Nothing was written.
+    /// why; `no_block`: the closest block; a limit's refusal: which limit,
+    /// what is held. Nothing was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) problem: Option<String>,
     /// True when the order this answer names is a reservation still to be

@@ -121,6 +121,15 @@ impl Claims {
                 keys: LimitKeys::identity_under(prefix, &campaign.id, &item.id, digest),
             });
         }
+        if limits.is_empty() {
+            // Most buys: nothing to claim, nothing to build.
+            return Claims {
+                claim_id: String::new(),
+                qty,
+                limits,
+                expire_at_ms: String::new(),
+            };
+        }
         Claims {
             claim_id: claim_id(&item.id, user, request_id),
             qty,
@@ -131,9 +140,10 @@ impl Claims {
         }
     }
 
-    /// Claim every limit, in order. `Ok(Err(refusal))`: one refused, and
-    /// every claim of this claim id is released again (nothing counted, nothing
-    /// bought). `Err`: a call failed; what was claimed stays (the safe side).
+    /// Claim every limit, in order. `Ok(Err(refusal))`: one refused; past
+    /// the limit, the claims of this claim id before it are released again
+    /// (nothing counted, nothing bought). `Err`: a call failed; what was
+    /// claimed stays (the safe side).
     pub fn claim<C: ConnectionLike>(&self, conn: &mut C) -> Result<Result<(), Refusal>> {
         for (index, limit) in self.limits.iter().enumerate() {
             let reply = LimitClaim {
@@ -173,7 +183,13 @@ impl Claims {
                     None => return Err(error),
                 },
             };
-            self.release_first(conn, index)?;
+            // Past the limit: nothing of this claim id was bought (the buy
+            // comes after every claim), so what it holds before goes back.
+            // A reused claim id or a corrupt bucket keeps them: an earlier
+            // attempt with this id may have bought (the safe side).
+            if refusal.outcome == Outcome::LimitReached {
+                self.release_first(conn, index)?;
+            }
             return Ok(Err(refusal));
         }
         Ok(Ok(()))
@@ -309,4 +325,69 @@ fn bound_identity<C: ConnectionLike>(
 /// 64 lowercase hex digits: what [`identity_digest`] makes.
 fn is_digest(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The limit keys `init` deletes with `items` (ids) of `campaign`, one list
+/// per item: the item's identity-limit buckets, and a group's buckets with
+/// the first of its items when every item of the group is reset (a group
+/// half reset keeps its counts: its users hold units of the items not
+/// reset). Identity bindings are the accounts', not the sale's: kept.
+pub fn reset_keys(campaign: &Campaign, items: &[&str]) -> Vec<Vec<String>> {
+    let flatten = |buckets: Vec<LimitKeys>| -> Vec<String> {
+        buckets
+            .into_iter()
+            .flat_map(|keys| [keys.counts, keys.claims])
+            .collect()
+    };
+    items
+        .iter()
+        .map(|id| {
+            let mut keys = Vec::new();
+            if campaign
+                .item(id)
+                .is_ok_and(|item| item.per_identity_limit.is_some())
+            {
+                keys.extend(flatten(LimitKeys::every(&campaign.id, &format!("i.{id}"))));
+            }
+            if let Some(group) = campaign.limit_group(id)
+                && group.items.first().is_some_and(|first| first == id)
+                && group
+                    .items
+                    .iter()
+                    .all(|member| items.contains(&member.as_str()))
+            {
+                keys.extend(flatten(LimitKeys::every(
+                    &campaign.id,
+                    &format!("g.{}", group.id),
+                )));
+            }
+            keys
+        })
+        .collect()
+}
+
+/// How many of `keys` exist (one EXISTS each: on a cluster they are in many slots).
+pub fn existing<C: ConnectionLike>(conn: &mut C, keys: &[String]) -> Result<u64> {
+    let mut found = 0;
+    for key in keys {
+        let exists: u64 = redis::cmd("EXISTS")
+            .arg(key)
+            .query(conn)
+            .with_context(|| format!("cannot check {key}"))?;
+        found += exists;
+    }
+    Ok(found)
+}
+
+/// Delete `keys` (one DEL each); how many there were.
+pub fn delete<C: ConnectionLike>(conn: &mut C, keys: &[String]) -> Result<u64> {
+    let mut deleted = 0;
+    for key in keys {
+        let gone: u64 = redis::cmd("DEL")
+            .arg(key)
+            .query(conn)
+            .with_context(|| format!("cannot delete {key}"))?;
+        deleted += gone;
+    }
+    Ok(deleted)
 }
