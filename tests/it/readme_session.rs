@@ -51,6 +51,7 @@ const SESSIONS: &[(&str, &str)] = &[
     ("docs/guide.md", "## 12. Every night: `reconcile` in cron"),
     ("docs/guide.md", "## 13. After the sale: `init`"),
     ("docs/guide.md", "## 14. One sale in two regions"),
+    ("docs/guide.md", "## 15. A concert: seats, holds, payment"),
 ];
 
 /// The steps of the first ```` ```text ```` block under the line `heading` of `file`.
@@ -302,6 +303,16 @@ fn the_guide_reconcile_session_runs_as_shown() {
 #[test]
 fn the_guide_regions_session_runs_as_shown() {
     runs_as_shown("docs/guide.md", "## 14. One sale in two regions", 7, None);
+}
+
+#[test]
+fn the_guide_concert_session_runs_as_shown() {
+    runs_as_shown(
+        "docs/guide.md",
+        "## 15. A concert: seats, holds, payment",
+        10,
+        None,
+    );
 }
 
 #[test]
