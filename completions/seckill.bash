@@ -1858,7 +1858,7 @@ _seckill() {
             fi
             case "${prev}" in
                 --variant)
-                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all queue" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all queue seats" -- "${cur}"))
                     return 0
                     ;;
                 --item)

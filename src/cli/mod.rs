@@ -350,6 +350,7 @@ impl Command {
                     emit(ctx, &cmd::loadtest::run_reservations(ctx, &args)?)
                 }
                 None if args.queue()? => emit(ctx, &cmd::loadtest::run_queue(ctx, &args)?),
+                None if args.seats()? => emit(ctx, &cmd::loadtest::run_seats(ctx, &args)?),
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
             },
             Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),
