@@ -1862,7 +1862,7 @@ _seckill() {
             fi
             case "${prev}" in
                 --variant)
-                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all queue limit-group" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "v1 v2 v3 v4 full lock all queue limit-group seats" -- "${cur}"))
                     return 0
                     ;;
                 --item)

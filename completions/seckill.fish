@@ -946,7 +946,8 @@ full\t'The toolkit\'s real buy script (rate limit, dedupe, stock, order stream)'
 lock\t'GET/DECR under a per-item lock (SET NX PX, compare-and-delete release)'
 all\t'Every variant in turn, one comparison table'
 queue\t'The item\'s waiting room: arrivals at --rate, admissions, buys; fairness and waits'
-limit-group\t'A limit group of 6 SKUs (--stock each, limit 1): --users users buy every SKU at once; users over the limit must be 0'"
+limit-group\t'A limit group of 6 SKUs (--stock each, limit 1): --users users buy every SKU at once; users over the limit must be 0'
+seats\t'A seat item: best-available and named-seat buyers; seats/s, conflicts, holes, no seat sold twice'"
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l item -d 'Item whose settings to use (default: the campaign\'s first item)' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l connections -d 'Connections to Redis, over all worker threads (redis-benchmark\'s -c); with --buckets, the bucket run\'s threads, one connection each' -r
 complete -c seckill -n "__fish_seckill_using_subcommand loadtest" -l threads -d 'Worker threads. On a plain-TCP standalone Redis each runs an event loop over its share of the connections [default: half the cores, at least 1, leaving the rest to a Redis on the same machine]; on TLS and Cluster targets each connection has its own thread and this is ignored' -r

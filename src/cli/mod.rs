@@ -353,6 +353,7 @@ impl Command {
                 None if args.limit_group()? => {
                     emit(ctx, &cmd::loadtest::run_limit_group(ctx, &args)?)
                 }
+                None if args.seats()? => emit(ctx, &cmd::loadtest::run_seats(ctx, &args)?),
                 None => emit(ctx, &cmd::loadtest::run(ctx, &args)?),
             },
             Command::Pay(args) => emit(ctx, &cmd::pay::run(ctx, &args)?),

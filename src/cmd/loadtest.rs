@@ -27,6 +27,7 @@ use crate::operator::loadtest::namespace::LoadtestKeys;
 use crate::operator::loadtest::queue::{QueueReport, QueueRun};
 use crate::operator::loadtest::report::{Thresholds, VariantReport};
 use crate::operator::loadtest::reservations::{RaceReport, RaceSettings};
+use crate::operator::loadtest::seats::{SeatReport, SeatRun};
 use crate::operator::loadtest::target::{RoomKind, TargetReport, TargetRun};
 use crate::operator::loadtest::{Settings, Variant, export, scenarios, table, variants};
 use crate::redis_client::conn::{RedisTarget, parse_duration_arg};
@@ -209,6 +210,8 @@ pub(crate) enum VariantChoice {
     Queue,
     /// `--variant limit-group`: a limit group's SKUs hammered at once (docs/limits.md).
     LimitGroup,
+    /// `--variant seats`: a seat item's sale, a scenario of its own.
+    Seats,
 }
 
 impl Args {
@@ -218,9 +221,10 @@ impl Args {
         for choice in &self.variant {
             let more = match choice {
                 VariantChoice::One(variant) => vec![*variant],
-                VariantChoice::All | VariantChoice::Queue | VariantChoice::LimitGroup => {
-                    Variant::ALL.to_vec()
-                }
+                VariantChoice::All
+                | VariantChoice::Queue
+                | VariantChoice::LimitGroup
+                | VariantChoice::Seats => Variant::ALL.to_vec(),
             };
             for variant in more {
                 if !chosen.contains(&variant) {
@@ -252,11 +256,22 @@ impl Args {
         }
         Ok(chosen)
     }
+
+    /// `--variant seats` (alone: a seat item's sale is a scenario of its own).
+    pub(crate) fn seats(&self) -> Result<bool> {
+        let seats = self.variant.contains(&VariantChoice::Seats);
+        if seats && self.variant.len() > 1 {
+            return Err(usage(
+                "--variant seats runs alone (a seat item's sale is a scenario of its own)",
+            ));
+        }
+        Ok(seats)
+    }
 }
 
 impl clap::ValueEnum for VariantChoice {
     fn value_variants<'a>() -> &'a [Self] {
-        const CHOICES: [VariantChoice; 9] = [
+        const CHOICES: [VariantChoice; 10] = [
             VariantChoice::One(Variant::V1),
             VariantChoice::One(Variant::V2),
             VariantChoice::One(Variant::V3),
@@ -266,6 +281,7 @@ impl clap::ValueEnum for VariantChoice {
             VariantChoice::All,
             VariantChoice::Queue,
             VariantChoice::LimitGroup,
+            VariantChoice::Seats,
         ];
         &CHOICES
     }
@@ -276,6 +292,9 @@ impl clap::ValueEnum for VariantChoice {
             VariantChoice::All => {
                 Some(PossibleValue::new("all").help("Every variant in turn, one comparison table"))
             }
+            VariantChoice::Seats => Some(PossibleValue::new("seats").help(
+                "A seat item: best-available and named-seat buyers; seats/s, conflicts, holes, no seat sold twice",
+            )),
             VariantChoice::Queue => Some(PossibleValue::new("queue").help(
                 "The item's waiting room: arrivals at --rate, admissions, buys; fairness and waits",
             )),
@@ -850,6 +869,81 @@ pub(crate) fn run_limit_group(ctx: &Context, args: &Args) -> Result<LimitGroupRe
         ),
         run: report,
     })
+}
+
+/// `seckill loadtest --variant seats`'s report: the sale and its proof.
+#[derive(serde::Serialize)]
+pub(crate) struct SeatsLoadReport {
+    #[serde(flatten)]
+    pub(crate) run: SeatReport,
+    #[serde(skip)]
+    heading: String,
+}
+
+impl Report for SeatsLoadReport {
+    /// 0 when no seat was sold twice and every section's state matches its
+    /// orders and its stock, else 3.
+    fn exit_code(&self) -> i32 {
+        if self.run.verdict == "exact" {
+            exit_codes::SUCCESS
+        } else {
+            exit_codes::DRIFT_FOUND
+        }
+    }
+
+    fn render(&self) -> String {
+        let r = &self.run;
+        let rows = [
+            ("seats", format!("{} in {} sections", r.seats, r.sections)),
+            (
+                "sold",
+                format!(
+                    "{} seats in {:.2} s · {:.0} seats/s",
+                    r.seats_sold, r.elapsed_s, r.seats_per_s
+                ),
+            ),
+            (
+                "attempts",
+                format!(
+                    "{} · best ok {} · named ok {} · sold_out {} · other {}",
+                    r.attempts, r.best_ok, r.named_ok, r.sold_out, r.other
+                ),
+            ),
+            (
+                "conflicts",
+                format!("seat_taken {} · no_block {}", r.seat_taken, r.no_block),
+            ),
+            (
+                "left",
+                format!(
+                    "{} free seats · {} holes (single seats stranded in a row)",
+                    r.free_left, r.holes
+                ),
+            ),
+            (
+                "proof",
+                format!(
+                    "{} orders checked · {} seats sold twice",
+                    r.orders_checked, r.sold_twice
+                ),
+            ),
+            ("verdict", r.verdict.clone()),
+        ];
+        format!("{}{}", wrapped(&self.heading), table::record(&rows))
+    }
+}
+
+/// `--variant seats`: a seat item's sale rehearsed in the load test's namespace.
+pub(crate) fn run_seats(ctx: &Context, args: &Args) -> Result<SeatsLoadReport> {
+    let campaign = ctx.campaign()?;
+    let item_id = chosen_item(&campaign, args)?;
+    let run = SeatRun {
+        threads: args.connections,
+        requests: args.requests,
+    };
+    let target = ctx.redis(&campaign)?;
+    let (heading, run) = scenarios::seats(&target, &campaign, &item_id, &run, args.keep)?;
+    Ok(SeatsLoadReport { run, heading })
 }
 
 /// `--pay-share`: a fraction from 0 to 1.

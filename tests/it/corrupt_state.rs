@@ -895,6 +895,9 @@ fn seated() -> CampaignFile {
     )
 }
 
+/// One way to corrupt a section's state.
+type Breakage<'a> = dyn Fn(&mut redis::Connection) + 'a;
+
 /// Corrupt seat state: the section's state of the wrong type or length is
 /// `corrupt_state` for a buy (best and named), and a hold whose seat list
 /// names a seat outside the section is a CORRUPT error for pay and cancel;
@@ -904,8 +907,7 @@ fn corrupt_seat_state_is_refused_whole_and_named() {
     let server = RedisServer::start();
     let file = seated();
     let keys = Layout::new(LIVE_PREFIX, "cs", "hall", 1).bucket(0).keys;
-    type Breakage<'a> = (&'a str, &'a dyn Fn(&mut redis::Connection));
-    let breakages: [Breakage; 3] = [
+    let breakages: [(&str, &Breakage<'_>); 3] = [
         ("a hash", &|c| wrong_type(c, &keys.seats, "hash")),
         ("7 bytes for 8 seats", &|c| {
             c.set(&keys.seats, "s......").unwrap()

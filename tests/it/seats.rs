@@ -805,3 +805,113 @@ fn a_frozen_redis_mid_sale_sells_no_seat_twice_and_no_retry_buys_a_second_block(
     }
     assert_eq!(seen.len(), 200, "the two sections sold out");
 }
+
+/// `seckill loadtest --variant seats` on a real Redis: its JSON counts add
+/// up, its proof says exact, and — run with `--keep` — its seats, conflicts
+/// and holes are what the sections' states in Redis say (the load test's own
+/// prefix, `seckill-loadtest`; the live keys are never written).
+#[test]
+fn loadtest_variant_seats_reports_what_redis_holds() {
+    let server = RedisServer::start();
+    let sections = [
+        Section {
+            id: "A",
+            rows: 20,
+            per_row: 30,
+            blocked: &["A-1-1"],
+        },
+        Section {
+            id: "B",
+            rows: 10,
+            per_row: 25,
+            blocked: &[],
+        },
+    ];
+    let file = hall_file(&sections, "payment_timeout: 5m\n");
+    let report = seckill(&[
+        "loadtest",
+        "--variant",
+        "seats",
+        "--connections",
+        "16",
+        "--keep",
+    ])
+    .campaign(&file)
+    .redis(&server)
+    .json()
+    .succeeds()
+    .json();
+    let int = |field: &str| {
+        report[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{field} in {report}"))
+    };
+    assert_eq!(report["verdict"], "exact", "{report}");
+    assert_eq!(int("sold_twice"), 0);
+    assert_eq!(int("seats"), 600 - 1 + 250);
+    assert_eq!(int("sections"), 2);
+    assert_eq!(int("seats_sold"), 4 * int("best_ok") + 2 * int("named_ok"));
+    assert_eq!(int("orders_checked"), int("best_ok") + int("named_ok"));
+    assert!(
+        int("seat_taken") > 0,
+        "no contention on the front rows: {report}"
+    );
+    assert!(
+        int("no_block") > 0,
+        "the sale stopped before the blocks ran out: {report}"
+    );
+    assert!(report["seats_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        int("attempts"),
+        int("best_ok")
+            + int("named_ok")
+            + int("seat_taken")
+            + int("no_block")
+            + int("sold_out")
+            + int("other")
+    );
+
+    // Recount from Redis (kept): sold seats, free seats, holes, no free block of 4.
+    let mut conn = server.conn();
+    let (mut sold, mut free, mut holes) = (0, 0, 0);
+    for (s, section) in sections.iter().enumerate() {
+        let keys = Layout::new("seckill-loadtest", "hall", "hall-a", 2)
+            .bucket(s as u32)
+            .keys;
+        let (state, stock) = sample(&mut conn, &keys);
+        assert_eq!(state.len(), section.size());
+        sold += state.iter().filter(|&&b| b == b's').count() as u64;
+        let row_free = state.iter().filter(|&&b| b == b'.').count();
+        assert_eq!(stock as usize, row_free);
+        free += row_free as u64;
+        for row in state.chunks(section.per_row) {
+            let text = String::from_utf8_lossy(row);
+            assert!(
+                !text.contains("...."),
+                "a block of 4 left in section {}: {text}",
+                section.id
+            );
+            for (i, &b) in row.iter().enumerate() {
+                let taken =
+                    |j: Option<usize>| j.and_then(|j| row.get(j)).is_none_or(|&x| x != b'.');
+                if b == b'.' && taken(i.checked_sub(1)) && taken(Some(i + 1)) {
+                    holes += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(sold, int("seats_sold"), "{report}");
+    assert_eq!(free, int("free_left"));
+    assert_eq!(holes, int("holes"));
+    let live: Vec<String> = conn.keys("seckill:{hall*").unwrap();
+    assert!(live.is_empty(), "the load test wrote live keys: {live:?}");
+
+    // A plain item has no seats: a usage error.
+    let plain = crate::support::spec::campaign("plain")
+        .item("1", 10)
+        .write();
+    seckill(&["loadtest", "--variant", "seats"])
+        .campaign(&plain)
+        .redis(&server)
+        .fails_with(exit_codes::USAGE_ERROR);
+}

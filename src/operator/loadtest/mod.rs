@@ -25,7 +25,9 @@
 //! - `--reservations` (`reservations`): buys with a payment timeout, then
 //!   payments racing expiry while expirers run, then the proof;
 //! - `--variant queue` (`queue`): joins, waits the room announced, buys,
-//!   impostors; judged from Redis's own records afterwards.
+//!   impostors; judged from Redis's own records afterwards;
+//! - `--variant seats` (`seats`): best-available and named-seat buyers on
+//!   a seat item, then the proof that no seat was sold twice.
 //!
 //! `scenarios` is where each run is set up and cleaned up (refusing a Redis
 //! that carries a live sale: `namespace`); `report`, `export` and `table`
@@ -45,6 +47,7 @@ pub(crate) mod reservations;
 mod run;
 pub(crate) mod scenarios;
 mod script;
+pub(crate) mod seats;
 pub(crate) mod table;
 pub(crate) mod target;
 pub(crate) mod ticket_room;

@@ -286,3 +286,33 @@ fn node_run_id(control: &mut crate::redis_client::conn::Conn) -> String {
         .and_then(crate::redis_client::node::run_id_of)
         .unwrap_or_else(|| crate::redis_client::node::NODE_PLACEHOLDER.to_string())
 }
+
+/// A seat item's sale (see `seats`): its heading and report. Refuses a
+/// Redis that carries a live sale, as every scenario does.
+pub(crate) fn seats(
+    target: &RedisTarget,
+    campaign: &Campaign,
+    item_id: &str,
+    run: &super::seats::SeatRun,
+    keep: bool,
+) -> Result<(String, super::seats::SeatReport)> {
+    let mut control = target.connect()?;
+    namespace::ensure_free(
+        &mut control,
+        &LoadtestKeys::new(&campaign.id, item_id),
+        campaign,
+    )?;
+    let report = super::seats::run(target, campaign, item_id, run, keep)?;
+    let heading = format!(
+        "seat load test of campaign {} item {item_id} on {}: {} sections, {} seats, {} threads, best blocks of {} and named pairs in the first {} rows, at most {} attempts",
+        campaign.id,
+        target.display,
+        report.sections,
+        report.seats,
+        report.threads,
+        super::seats::BEST_QTY,
+        super::seats::FRONT_ROWS,
+        run.requests
+    );
+    Ok((heading, report))
+}
