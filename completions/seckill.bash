@@ -477,7 +477,7 @@ _seckill() {
             return 0
             ;;
         seckill__subcmd__buy)
-            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --ticket --seats --section --tier --identity --room-key-file --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
+            opts="-c -q -v -h -V --item --user --qty --wait-replicas --wait-timeout --request-id --dry-run --ticket --seats --section --tier --identity --attendees --room-key-file --campaign --format --quiet --verbose --tz --redis --region --cluster --redis-password-file --tls-ca-cert --connect-timeout --response-timeout --notify --notify-stall --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -524,6 +524,10 @@ _seckill() {
                     return 0
                     ;;
                 --identity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attendees)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -97,6 +97,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "HASH")]
     pub(crate) identity: Option<String>,
 
+    /// A seat item: one attendee identity per seat (the shop's hashes of
+    /// their documents, comma-separated, as many as the seats): each counts
+    /// its seats against the item's per_identity_limit, in place of
+    /// --identity (docs/seats.md, "Attendees").
+    #[arg(long, value_name = "HASHES", value_delimiter = ',')]
+    pub(crate) attendees: Vec<String>,
+
     /// A file holding the campaign's ticket-room secret (as `serve --room-key-file`).
     #[arg(long, value_name = "FILE", env = "SECKILL_ROOM_KEY_FILE")]
     pub(crate) room_key_file: Option<std::path::PathBuf>,
@@ -268,6 +275,7 @@ fn checked<'a>(
             tier: args.tier.as_deref(),
         },
         identity: args.identity.as_deref(),
+        attendees: &args.attendees,
     };
     buy.check(campaign)
         .map_err(|failure| failure::say(failure, "the attempt"))?;

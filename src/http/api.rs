@@ -33,6 +33,9 @@ pub(crate) struct BuyBody {
     /// The shop's hash of the shopper's identity document (docs/limits.md).
     #[serde(default)]
     pub(crate) identity: Option<String>,
+    /// A seat item: one attendee identity (hash) per seat (docs/seats.md).
+    #[serde(default)]
+    pub(crate) attendees: Vec<String>,
     /// A seat item: these seats (`["A-12-7", "A-12-8"]`, one section), all or none.
     #[serde(default)]
     pub(crate) seats: Vec<String>,

@@ -35,6 +35,7 @@ pub(crate) async fn buy(
         ticket: None,
         seats: body.seat_wish(),
         identity: body.identity.as_deref(),
+        attendees: &body.attendees,
     };
     buy.check(&app.campaign)?;
     if let Some(outcome) = app.cache.refusal(&item, &body.user) {
@@ -104,6 +105,7 @@ async fn blocking_buy(
             ticket,
             seats: body.seat_wish(),
             identity: body.identity.as_deref(),
+            attendees: &body.attendees,
         };
         buy.run(&app.campaign, conn, &app.target.display)
     })

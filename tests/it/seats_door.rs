@@ -8,7 +8,9 @@ use crate::support::serve::Serve;
 use crate::support::spec::seckill;
 use crate::support::{RedisServer, campaign_file, preheat};
 
-use seckill::model::exit_codes::{NO_BLOCK, SEAT_TAKEN};
+use seckill::model::exit_codes::{
+    IDENTITY_REQUIRED, LIMIT_REACHED, NO_BLOCK, SEAT_TAKEN, USAGE_ERROR,
+};
 
 const HALL: &str = "campaign: hall
 per_user_limit: 4
@@ -138,4 +140,95 @@ fn serve_sells_seats_and_one_empty_section_is_not_a_sold_out_hall() {
     .campaign(&file)
     .redis(&server)
     .fails_with(NO_BLOCK);
+}
+
+/// One attendee identity per seat (docs/seats.md, "Attendees"): each counts
+/// its seats against the item's `per_identity_limit` whoever buys, the
+/// count must equal the seats, and a refusal buys nothing.
+#[test]
+fn attendees_count_their_seats_against_the_identity_limit_over_every_buyer() {
+    let server = RedisServer::start();
+    let file = campaign_file(&HALL.replace(
+        "    name: Hall A\n",
+        "    name: Hall A\n    per_identity_limit: 2\n",
+    ));
+    preheat(&file, &server);
+    let buy = |args: &[&str]| {
+        let mut all = vec!["buy", "--item", "hall-a"];
+        all.extend_from_slice(args);
+        seckill(&all).campaign(&file).redis(&server)
+    };
+    buy(&[
+        "--user",
+        "u1",
+        "--seats",
+        "B-1-1,B-1-3",
+        "--attendees",
+        "id-x,id-y",
+    ])
+    .succeeds();
+    buy(&[
+        "--user",
+        "u2",
+        "--qty",
+        "1",
+        "--section",
+        "B",
+        "--attendees",
+        "id-x",
+    ])
+    .succeeds();
+    // id-x holds 2 seats now, bought by two accounts: a third is refused, whoever buys.
+    let refused = buy(&[
+        "--user",
+        "u3",
+        "--qty",
+        "1",
+        "--section",
+        "B",
+        "--attendees",
+        "id-x",
+    ])
+    .json()
+    .fails_with(LIMIT_REACHED)
+    .json();
+    assert!(refused["order_id"].is_null(), "{refused}");
+    // The same through serve: 409, nothing bought; another attendee buys.
+    let serve = Serve::start(&file, &server.url(), false, &[]);
+    let again = seat_buy(
+        serve.addr,
+        serde_json::json!({"user": "u4", "qty": 1, "section": "B", "attendees": ["id-x"], "request_id": "r4"}),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(again.json()["outcome"], "limit_reached", "{}", again.body);
+    let other = seat_buy(
+        serve.addr,
+        serde_json::json!({"user": "u4", "qty": 1, "section": "B", "attendees": ["id-z"], "request_id": "r5"}),
+    );
+    assert_eq!(other.status, 200, "{}", other.body);
+    // One attendee per seat, or nothing is sent.
+    let stderr = buy(&[
+        "--user",
+        "u5",
+        "--seats",
+        "B-2-2,B-2-3",
+        "--attendees",
+        "id-w",
+    ])
+    .fails_with(USAGE_ERROR)
+    .stderr();
+    assert!(stderr.contains("one attendee per seat"), "{stderr}");
+    // Without attendees the buy needs the buyer's identity, as any limited item.
+    buy(&["--user", "u6", "--qty", "1", "--section", "B"]).fails_with(IDENTITY_REQUIRED);
+    // Sold: 2 + 1 + 1 seats of section B, nothing for the refused ones.
+    let stock: i64 = redis::cmd("GET")
+        .arg(
+            seckill::model::layout::Layout::new("seckill", "hall", "hall-a", 2)
+                .bucket(1)
+                .keys
+                .stock,
+        )
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(stock, 5 - 4, "section B sold exactly the 4 seats allowed");
 }

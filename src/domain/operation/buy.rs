@@ -11,6 +11,7 @@ use crate::domain::item::answer::PurchaseAnswer;
 use crate::domain::item::{Attempt, SaleItem};
 use crate::domain::slot::{BuyRequest, Outcome, TicketClaim};
 use crate::model::campaign::{Campaign, Item};
+use crate::model::limits::identity_digest;
 use crate::model::regions::home_region;
 use crate::model::seats::{MAX_SEATS_PER_BUY, SeatAsk};
 use crate::redis_client::conn::Conn;
@@ -34,6 +35,10 @@ pub struct Buy<'a> {
     /// The shop's hash of the shopper's identity document (`per_identity_limit`,
     /// docs/limits.md); Redis keeps only a digest of it.
     pub identity: Option<&'a str>,
+    /// A seat buy: one attendee identity per seat (the shop's hashes of
+    /// their documents), each counted against the item's
+    /// `per_identity_limit` (docs/seats.md, "Attendees"); empty: none.
+    pub attendees: &'a [String],
     /// A seat item (docs/seats.md): what the buyer asks for, as the door
     /// received it; checked against the item's map by [`Buy::check`].
     pub seats: SeatWish<'a>,
@@ -109,6 +114,29 @@ impl Buy<'_> {
                     here: here.clone(),
                 },
             ))));
+        }
+        if !self.attendees.is_empty() {
+            if item.seating.is_none() {
+                return Err(Failure::invalid(Invalid::Field {
+                    field: "attendees",
+                    value: None,
+                    problem: format!("are for a seat item; item {} has no seats", item.id),
+                }));
+            }
+            if self.attendees.len() != self.qty as usize {
+                return Err(Failure::invalid(Invalid::Field {
+                    field: "attendees",
+                    value: None,
+                    problem: format!(
+                        "name {} identities for {} seats: one attendee per seat",
+                        self.attendees.len(),
+                        self.qty
+                    ),
+                }));
+            }
+            for attendee in self.attendees {
+                check_id("attendees", attendee, false)?;
+            }
         }
         let seats = self.seat_ask(item).map_err(|(field, value, problem)| {
             Failure::invalid(Invalid::Field {
@@ -257,6 +285,7 @@ impl Buy<'_> {
     pub fn is_one_call(&self, campaign: &Campaign) -> bool {
         self.wait.is_none()
             && self.identity.is_none()
+            && self.attendees.is_empty()
             && campaign.item(self.item).is_ok_and(|item| {
                 SaleItem::is_one_call_live(item) && !limits::has_limits(campaign, item)
             })
@@ -272,13 +301,22 @@ impl Buy<'_> {
         let item = self.check(campaign)?;
         let request = self.request(campaign);
         let fail = |error| Failure::of(error, at, self.retry());
-        let identity =
+        // Attendees, one per seat, count in place of the buyer's identity.
+        let attendees: Vec<String> = self
+            .attendees
+            .iter()
+            .map(|a| identity_digest(&campaign.id, a))
+            .collect();
+        let identity = if attendees.is_empty() {
             match limits::resolve_identity(conn, campaign, item, self.user, self.identity)
                 .map_err(fail)?
             {
                 Ok(identity) => identity,
                 Err(refusal) => return Ok(refused(campaign, &request, refusal)),
-            };
+            }
+        } else {
+            None
+        };
         let claims = limits::Claims::of(
             campaign,
             item,
@@ -286,6 +324,7 @@ impl Buy<'_> {
             self.request_id,
             self.qty,
             identity.as_deref(),
+            &attendees,
         );
         let sale = SaleItem::live(campaign, item);
         let attempt = match limits::reserve_claimed(
@@ -429,6 +468,8 @@ mod tests {
                 ticket: None,
                 seats: SeatWish::default(),
                 identity: None,
+                attendees: &[],
+                attendees: &[],
             }
             .check(&campaign)
             .map(|_| ())

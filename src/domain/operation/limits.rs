@@ -44,6 +44,11 @@ pub struct Limit {
     pub member_shown: String,
     pub limit: u32,
     pub keys: LimitKeys,
+    /// Units this buy claims in this limit (a seat's attendee: their seats).
+    pub qty: u32,
+    /// The claim's id in this limit: the buy's, or with the attendee's
+    /// digest after it (two attendees of one buy may share a bucket).
+    pub claim_id: String,
 }
 
 /// Every limit above the item one buy counts against, in claiming order,
@@ -88,11 +93,26 @@ impl Claims {
         request_id: &str,
         qty: u32,
         identity: Option<&str>,
+        attendees: &[String],
     ) -> Claims {
-        Claims::under(LIVE_PREFIX, campaign, item, user, request_id, qty, identity)
+        Claims::under(
+            LIVE_PREFIX,
+            campaign,
+            item,
+            user,
+            request_id,
+            qty,
+            identity,
+            attendees,
+        )
     }
 
     /// [`Claims::of`] under `prefix` (the load test's namespace, or live).
+    /// `attendees`: a seat buy's attendee identities (their digests, one per
+    /// seat): each counts its own seats against the item's
+    /// `per_identity_limit`, in place of the buyer's identity (docs/seats.md,
+    /// "Attendees").
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn under(
         prefix: &str,
         campaign: &Campaign,
@@ -101,7 +121,9 @@ impl Claims {
         request_id: &str,
         qty: u32,
         identity: Option<&str>,
+        attendees: &[String],
     ) -> Claims {
+        let claim = claim_id(&item.id, user, request_id);
         let mut limits = Vec::new();
         if let Some(group) = campaign.limit_group(&item.id) {
             limits.push(Limit {
@@ -110,16 +132,38 @@ impl Claims {
                 member_shown: format!("user {user:?}"),
                 limit: group.per_user_limit,
                 keys: LimitKeys::group_under(prefix, &campaign.id, &group.id, user),
+                qty,
+                claim_id: claim.clone(),
             });
         }
-        if let (Some(limit), Some(digest)) = (item.per_identity_limit, identity) {
-            limits.push(Limit {
+        match (item.per_identity_limit, identity) {
+            (Some(limit), _) if !attendees.is_empty() => {
+                let mut digests: Vec<&String> = attendees.iter().collect();
+                digests.sort();
+                digests.dedup();
+                for digest in digests {
+                    limits.push(Limit {
+                        name: format!("per_identity_limit of item {} (an attendee)", item.id),
+                        member: digest.clone(),
+                        member_shown: "an attendee's identity".to_string(),
+                        limit,
+                        keys: LimitKeys::identity_under(prefix, &campaign.id, &item.id, digest),
+                        qty: attendees.iter().filter(|a| *a == digest).count() as u32,
+                        // Two attendees of one buy may share a limit bucket.
+                        claim_id: format!("{claim}:{}", &digest[..16.min(digest.len())]),
+                    });
+                }
+            }
+            (Some(limit), Some(digest)) => limits.push(Limit {
                 name: format!("per_identity_limit of item {}", item.id),
                 member: digest.to_string(),
                 member_shown: "the identity".to_string(),
                 limit,
                 keys: LimitKeys::identity_under(prefix, &campaign.id, &item.id, digest),
-            });
+                qty,
+                claim_id: claim.clone(),
+            }),
+            _ => {}
         }
         if limits.is_empty() {
             // Most buys: nothing to claim, nothing to build.
@@ -131,7 +175,7 @@ impl Claims {
             };
         }
         Claims {
-            claim_id: claim_id(&item.id, user, request_id),
+            claim_id: claim,
             qty,
             limits,
             expire_at_ms: campaign
@@ -150,13 +194,13 @@ impl Claims {
                 limit_counts: limit.keys.counts.as_str(),
                 limit_claims: limit.keys.claims.as_str(),
                 member: limit.member.as_str(),
-                claim_id: self.claim_id.as_str(),
-                qty: &self.qty.to_string(),
+                claim_id: limit.claim_id.as_str(),
+                qty: &limit.qty.to_string(),
                 limit: &limit.limit.to_string(),
                 expire_at_ms: self.expire_at_ms.as_str(),
             }
             .invoke(conn)
-            .with_context(|| format!("cannot claim {} units of {}", self.qty, limit.name));
+            .with_context(|| format!("cannot claim {} units of {}", limit.qty, limit.name));
             let refusal = match reply.and_then(limit_claim::parse_reply) {
                 Ok(reply) => match reply.claimed {
                     Claimed::Now | Claimed::Already => continue,
@@ -164,7 +208,7 @@ impl Claims {
                         outcome: Outcome::LimitReached,
                         problem: format!(
                             "{}: {} holds {} of {}, {} more would pass it",
-                            limit.name, limit.member_shown, reply.held, limit.limit, self.qty
+                            limit.name, limit.member_shown, reply.held, limit.limit, limit.qty
                         ),
                     },
                     Claimed::Reused => Refusal {
@@ -206,7 +250,7 @@ impl Claims {
             let reply = LimitRelease {
                 limit_counts: limit.keys.counts.as_str(),
                 limit_claims: limit.keys.claims.as_str(),
-                claim_id: self.claim_id.as_str(),
+                claim_id: limit.claim_id.as_str(),
             }
             .invoke(conn)
             .with_context(|| format!("cannot release the claim on {}", limit.name))?;

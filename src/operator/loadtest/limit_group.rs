@@ -175,8 +175,16 @@ fn hammer(target: &RedisTarget, copy: &Campaign, run: &GroupRun) -> Result<Group
                         let user = format!("u{}", n / run.skus as u64);
                         let item = &copy.items[(n % run.skus as u64) as usize];
                         let request_id = format!("lg-{n}");
-                        let claims =
-                            Claims::under(LOADTEST_PREFIX, copy, item, &user, &request_id, 1, None);
+                        let claims = Claims::under(
+                            LOADTEST_PREFIX,
+                            copy,
+                            item,
+                            &user,
+                            &request_id,
+                            1,
+                            None,
+                            &[],
+                        );
                         let request = BuyRequest {
                             campaign: &copy.id,
                             item: &item.id,
