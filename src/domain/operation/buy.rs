@@ -469,7 +469,6 @@ mod tests {
                 seats: SeatWish::default(),
                 identity: None,
                 attendees: &[],
-                attendees: &[],
             }
             .check(&campaign)
             .map(|_| ())
@@ -491,6 +490,7 @@ mod tests {
             ticket: None,
             seats: SeatWish::default(),
             identity: None,
+            attendees: &[],
         }
         .check(&campaign)
         .unwrap_err();
