@@ -19,11 +19,13 @@
 #   wait-replicas      scripts/bench-wait-replicas.sh ROUNDS
 #   regions            scripts/bench-regions.sh --rounds ROUNDS   (writes docs/perf.md's
 #                                                                 Regions section; not with ROUNDS=1)
+#   seats              scripts/bench-seats.sh --rounds ROUNDS     (writes docs/perf.md's
+#                                                                 Seats section; not with ROUNDS=1)
 #   loadtest           seckill loadtest --variant all; --variant full --rate 30000
 #                      --duration 5s (two throwaway Redis servers); --buckets 8 on the
 #                      local cluster (perf.md, "Load test runs")
 # ROUNDS unset: each script's own default (5, or 7 for reservations and stop,
-# 3 for consume and wait-replicas; 5 for regions, plus its 3 stranded-window runs). ROUNDS=1 is a quick pass to see that every
+# 3 for consume and wait-replicas; 5 for regions and seats, plus its 3 stranded-window runs). ROUNDS=1 is a quick pass to see that every
 # bench runs; quote only figures of the full rounds.
 #
 # How long: about 30–45 minutes on a 2-core machine with the defaults (the
@@ -104,6 +106,11 @@ if [ "$rounds" = 1 ]; then
     run regions scripts/bench-regions.sh --rounds 1 --no-write
 else
     run regions scripts/bench-regions.sh "${flag[@]}"
+fi
+if [ "$rounds" = 1 ]; then
+    run seats scripts/bench-seats.sh --rounds 1 --no-write
+else
+    run seats scripts/bench-seats.sh "${flag[@]}"
 fi
 
 # The load-test runs docs/perf.md quotes: no bench script of their own.

@@ -64,9 +64,26 @@ local function seat_pick(state_key, orders_key, meta_key, mode, wanted, qty)
       pick.refused, pick.detail = 'seat_taken', table.concat(taken, ', ')
     end
   else
-    local needle = string.rep('.', qty)
+    -- The first run of n free seats inside one row, rows front to back, in
+    -- one pass of plain finds: a run that would cross into the next row
+    -- restarts the search at that row's first seat. Nil when none.
+    local function first_run(n)
+      local needle, from = string.rep('.', n), 1
+      while true do
+        local at = string.find(state, needle, from, true)
+        if not at then
+          return nil
+        end
+        local row = math.floor((at - 1) / per_row)
+        if at - 1 + n - 1 < (row + 1) * per_row then
+          return at - 1
+        end
+        from = (row + 1) * per_row + 1
+      end
+    end
     local found
     if wanted == 'back' then
+      local needle = string.rep('.', qty)
       for row = rows - 1, 0, -1 do
         local at = string.find(string.sub(state, row * per_row + 1, (row + 1) * per_row), needle, 1, true)
         if at then
@@ -75,35 +92,23 @@ local function seat_pick(state_key, orders_key, meta_key, mode, wanted, qty)
         end
       end
     else
-      -- Rows front to back in one pass: a block that would run into the next
-      -- row restarts the search at that row's first seat.
-      local from = 1
-      while true do
-        local at = string.find(state, needle, from, true)
-        if not at then
-          break
-        end
-        local row = math.floor((at - 1) / per_row)
-        if at - 1 + qty - 1 < (row + 1) * per_row then
-          found = at - 1
-          break
-        end
-        from = (row + 1) * per_row + 1
-      end
+      found = first_run(qty)
     end
     if found then
       for index = found, found + qty - 1 do
         chosen[#chosen + 1] = index
       end
     else
-      -- Only on a refusal: the largest free run, for "closest is …".
+      -- Only on a refusal: the longest free run in a row, for "closest is …"
+      -- (the first of that length, rows front to back). No run of qty
+      -- exists, so the first length from qty - 1 down that has a run is the
+      -- longest: a few plain finds, not a pattern match over every run.
       local best_len, best_at = 0, nil
-      for row = 0, rows - 1 do
-        local line = string.sub(state, row * per_row + 1, (row + 1) * per_row)
-        for first, after in string.gmatch(line, '()%.+()') do
-          if after - first > best_len then
-            best_len, best_at = after - first, row * per_row + first - 1
-          end
+      for n = math.min(qty - 1, per_row), 1, -1 do
+        best_at = first_run(n)
+        if best_at then
+          best_len = n
+          break
         end
       end
       pick.refused = 'no_block'
@@ -132,8 +137,14 @@ local function seat_pick(state_key, orders_key, meta_key, mode, wanted, qty)
     if mode == 'best' then
       redis.call('SETRANGE', state_key, chosen[1], string.rep(byte, #chosen))
     else
-      for _, index in ipairs(chosen) do
-        redis.call('SETRANGE', state_key, index, byte)
+      -- Seats named side by side (the usual ask) are one SETRANGE per run.
+      local start, count = chosen[1], 0
+      for i, index in ipairs(chosen) do
+        count = count + 1
+        if chosen[i + 1] ~= index + 1 then
+          redis.call('SETRANGE', state_key, start, string.rep(byte, count))
+          start, count = chosen[i + 1], 0
+        end
       end
     end
     redis.call('HSET', orders_key, order_id, table.concat(indexes, ','))
