@@ -2,13 +2,15 @@
 //! plain or bucketed and offers what commands do with an item; [`slot`] is
 //! one hash tag's keys and what one script call does to them; [`buckets`]
 //! is what a split item adds (the sweep, transfers, the rebalancer);
+//! [`seats`] is what a seat item adds (a section per slot, seats picked and
+//! held in the buy's own script);
 //! [`orders`] carries orders from the streams into the order database;
 //! [`reservations`] pays, cancels and expires; [`recovery`] reloads after
 //! Redis lost data; [`kill_switch`] flips and remembers who flipped;
 //! [`waiting_room`] admits shoppers fairly in front of the buy script.
 //!
-//! Inside, imports point one way: item → waiting_room → buckets → slot →
-//! kill_switch; reservations, recovery and orders use item, never the reverse.
+//! Inside, imports point one way: item → waiting_room → seats → buckets →
+//! slot → kill_switch; reservations, recovery and orders use item, never the reverse.
 //!
 //! May import: redis_client, model, util.
 
