@@ -693,6 +693,30 @@ fn a_frozen_redis_mid_sale_sells_no_seat_twice_and_no_retry_buys_a_second_block(
     let next_user = Arc::new(AtomicU64::new(0));
     let answers = Arc::new(Mutex::new(Vec::new()));
     let retries = Arc::new(AtomicU64::new(0));
+    // The sale is under way (three blocks sold), then Redis freezes while
+    // the buyers come: every first attempt times out, whatever the machine's
+    // speed (a sale this small can end before a freeze timed by a sleep).
+    for pre in 0..3 {
+        let user = format!("pre{pre}");
+        let reply = seckill(&[
+            "buy",
+            "--item",
+            "hall-a",
+            "--user",
+            &user,
+            "--qty",
+            "4",
+            "--request-id",
+            &user,
+        ])
+        .campaign(&file)
+        .redis_url(&server.url())
+        .json()
+        .succeeds()
+        .json();
+        answers.lock().unwrap().push((user, reply));
+    }
+    let frozen = Frozen::new(&mut server.conn());
     let buyers: Vec<_> = (0..12)
         .map(|_| {
             let (file, url) = (Arc::clone(&file), server.url());
@@ -744,11 +768,8 @@ fn a_frozen_redis_mid_sale_sells_no_seat_twice_and_no_retry_buys_a_second_block(
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(700));
-    {
-        let _frozen = Frozen::new(&mut server.conn());
-        std::thread::sleep(Duration::from_secs(3));
-    }
+    std::thread::sleep(Duration::from_secs(3));
+    drop(frozen);
     for buyer in buyers {
         buyer.join().unwrap();
     }
