@@ -70,7 +70,6 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
     dry_run: bool,
 ) -> Result<BucketsPreheat> {
     let buckets = layout.all();
-    let mut summary = summary_of(item, PreheatStatus::Kept);
     let mut decided = Vec::new();
     for bucket in &buckets {
         let part = Item {
@@ -114,14 +113,8 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
     } else {
         reports = decided.into_iter().map(|(_, r)| r).collect();
     }
-    summary.status = summarize(reports.iter().map(|r| r.status));
-    let total = |get: fn(&PreheatReport) -> Option<i64>| -> Option<i64> {
-        reports.iter().map(get).sum::<Option<i64>>()
-    };
-    summary.redis_stock_before = total(|r| r.redis_stock_before);
-    summary.redis_stock_after = total(|r| r.redis_stock_after);
     Ok(BucketsPreheat {
-        summary,
+        summary: summed(item, &reports),
         buckets: buckets
             .iter()
             .zip(reports)
@@ -134,6 +127,18 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
             .collect(),
         refused_because: None,
     })
+}
+
+/// The item's preheat from its slots' reports: their status summarized,
+/// their stock before and after added up.
+pub(crate) fn summed(item: &Item, reports: &[PreheatReport]) -> PreheatReport {
+    let mut summary = summary_of(item, summarize(reports.iter().map(|r| r.status)));
+    let total = |get: fn(&PreheatReport) -> Option<i64>| -> Option<i64> {
+        reports.iter().map(get).sum::<Option<i64>>()
+    };
+    summary.redis_stock_before = total(|r| r.redis_stock_before);
+    summary.redis_stock_after = total(|r| r.redis_stock_after);
+    summary
 }
 
 /// The item's status from its buckets': a refusal wins, then a write, then "kept".

@@ -270,7 +270,12 @@ impl Buy<'_> {
             qty: self.qty,
             request_id: Some(self.request_id),
             ticket: self.ticket.clone(),
-            seats: self.checked(campaign).ok().and_then(|(_, seats)| seats),
+            // The seats only: the rest was checked before (a request of a
+            // wrong buy is never sent), and a region's home is a hash.
+            seats: campaign
+                .item(self.item)
+                .ok()
+                .and_then(|item| self.seat_ask(item).ok().flatten()),
         }
     }
 

@@ -412,26 +412,28 @@ pub fn reset_keys(campaign: &Campaign, items: &[&str]) -> Vec<Vec<String>> {
 
 /// How many of `keys` exist (one EXISTS each: on a cluster they are in many slots).
 pub fn existing<C: ConnectionLike>(conn: &mut C, keys: &[String]) -> Result<u64> {
-    let mut found = 0;
-    for key in keys {
-        let exists: u64 = redis::cmd("EXISTS")
-            .arg(key)
-            .query(conn)
-            .with_context(|| format!("cannot check {key}"))?;
-        found += exists;
-    }
-    Ok(found)
+    each_key(conn, keys, "EXISTS", "check")
 }
 
 /// Delete `keys` (one DEL each); how many there were.
 pub fn delete<C: ConnectionLike>(conn: &mut C, keys: &[String]) -> Result<u64> {
-    let mut deleted = 0;
+    each_key(conn, keys, "DEL", "delete")
+}
+
+/// `command` on each of `keys` alone, its integer replies added up.
+fn each_key<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &[String],
+    command: &str,
+    verb: &str,
+) -> Result<u64> {
+    let mut total = 0;
     for key in keys {
-        let gone: u64 = redis::cmd("DEL")
+        let n: u64 = redis::cmd(command)
             .arg(key)
             .query(conn)
-            .with_context(|| format!("cannot delete {key}"))?;
-        deleted += gone;
+            .with_context(|| format!("cannot {verb} {key}"))?;
+        total += n;
     }
-    Ok(deleted)
+    Ok(total)
 }

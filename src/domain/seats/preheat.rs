@@ -8,7 +8,7 @@
 use anyhow::{Context, Result};
 use redis::{Commands, ConnectionLike};
 
-use crate::domain::buckets::state::{BucketPreheat, BucketsPreheat, summarize, summary_of};
+use crate::domain::buckets::state::{BucketPreheat, BucketsPreheat, summed};
 use crate::domain::slot::{self, PreheatMode, PreheatReport, PreheatStatus};
 use crate::model::campaign::{Campaign, Item};
 use crate::model::layout::{BucketKeys, Layout, key_slot};
@@ -79,14 +79,8 @@ pub(crate) fn preheat_item<C: ConnectionLike>(
             }
         }
     }
-    let mut summary = summary_of(item, summarize(reports.iter().map(|r| r.status)));
-    let total = |get: fn(&PreheatReport) -> Option<i64>| -> Option<i64> {
-        reports.iter().map(get).sum::<Option<i64>>()
-    };
-    summary.redis_stock_before = total(|r| r.redis_stock_before);
-    summary.redis_stock_after = total(|r| r.redis_stock_after);
     Ok(BucketsPreheat {
-        summary,
+        summary: summed(item, &reports),
         buckets: slots
             .iter()
             .zip(&seating.sections)
